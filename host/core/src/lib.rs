@@ -1,0 +1,23 @@
+//! Runtime-neutral types of skillhost: what a skill *is* (its manifest and tools), what it
+//! *asks* for (capabilities), what the host *allows* (policy) and what it finally *holds*
+//! (the grant), and the seam every runtime implements ([`SkillRuntime`], [`Skill`]).
+//!
+//! This crate does no I/O beyond reading a manifest file and knows nothing of wasmtime or
+//! processes: the wasm and sandbox runtimes depend on it, never the other way round.
+
+mod grant;
+mod limits;
+mod manifest;
+mod name;
+mod runtime;
+mod tool;
+
+pub use grant::{DirGrant, FileMode, Grant, GrantError, Policy};
+pub use limits::{ByteSize, Limits, LimitsRequest, parse_duration, parse_size};
+pub use manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest};
+pub use name::{NameError, SkillName};
+pub use runtime::{
+    CallContext, CallError, LoadError, Progress, ProgressSink, Skill, SkillCode, SkillRuntime,
+    SkillSource, ToolOutput,
+};
+pub use tool::{Annotations, MAX_TOOLS, ToolSpec, ToolSpecError};

@@ -1,0 +1,314 @@
+//! `skill.toml`: the manifest every skill carries, parsed strictly
+//! (`deny_unknown_fields`) with errors that name the file, the line and the fix.
+//!
+//! ```toml
+//! name = "csv-summary"
+//! version = "0.1.0"
+//! description = "Summarise CSV files in the skill's data directory"
+//!
+//! [search]
+//! keywords = ["csv", "table"]
+//! example_queries = ["what columns does sales.csv have"]
+//!
+//! [[capabilities.files]]   # relative to the skill's data dir; the guest sees it under /data
+//! path = "."
+//! mode = "ro"
+//!
+//! [limits]
+//! timeout = "5s"
+//! memory = "128MiB"
+//! ```
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::grant::FileMode;
+use crate::limits::LimitsRequest;
+use crate::name::SkillName;
+
+/// Longest description, in bytes.
+const MAX_DESCRIPTION: usize = 1024;
+/// Largest manifest file the host reads.
+pub const MAX_MANIFEST_BYTES: usize = 256 << 10;
+
+/// A parsed and validated `skill.toml`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkillManifest {
+    /// The skill's name and id.
+    pub name: SkillName,
+    /// The skill's version, as its author writes it (semver recommended).
+    pub version: String,
+    /// One line for an agent or a human choosing skills.
+    pub description: String,
+    /// Metadata that only helps search.
+    pub search: SearchMeta,
+    /// Directories inside the skill's data dir the skill asks for.
+    pub files: Vec<FileCapability>,
+    /// Limit overrides the skill asks for.
+    pub limits: LimitsRequest,
+}
+
+/// `[search]`: words and example questions that should find this skill.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchMeta {
+    /// Extra words that describe the skill.
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// Questions a user might ask that this skill answers.
+    #[serde(default)]
+    pub example_queries: Vec<String>,
+}
+
+/// `[[capabilities.files]]`: a directory inside the skill's own data dir.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileCapability {
+    /// Path relative to the skill's data dir; `.` is the data dir itself. Normalised: no
+    /// `..`, no absolute path, no empty or `.` components except a lone `.`.
+    pub path: String,
+    /// Read-only or read-write.
+    pub mode: FileMode,
+}
+
+/// Why a manifest was rejected. Displays as one line: `file:line:col: what; fix`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ManifestError {
+    /// The manifest's file (or the `.wasm` it was embedded in).
+    pub file: PathBuf,
+    /// 1-based line and column of the offending item, when known.
+    pub position: Option<(usize, usize)>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub fix: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some((line, col)) = self.position {
+            write!(f, ":{line}:{col}")?;
+        }
+        write!(f, ": {}; {}", self.message, self.fix)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    name: Spanned<String>,
+    version: Spanned<String>,
+    description: Spanned<String>,
+    #[serde(default)]
+    search: SearchMeta,
+    #[serde(default)]
+    capabilities: RawCapabilities,
+    #[serde(default)]
+    limits: LimitsRequest,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCapabilities {
+    #[serde(default)]
+    files: Vec<RawFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    path: Spanned<String>,
+    mode: FileMode,
+}
+
+impl SkillManifest {
+    /// Read and parse the manifest at `path`.
+    pub fn from_file(path: &Path) -> Result<Self, ManifestError> {
+        let err = |message: String, fix: &str| ManifestError {
+            file: path.to_owned(),
+            position: None,
+            message,
+            fix: fix.to_owned(),
+        };
+        let meta = std::fs::metadata(path)
+            .map_err(|e| err(format!("cannot read: {e}"), "check that the file exists and is readable"))?;
+        if meta.len() > MAX_MANIFEST_BYTES as u64 {
+            return Err(err(
+                format!("manifest is {} bytes, more than the {MAX_MANIFEST_BYTES} allowed", meta.len()),
+                "keep skill.toml small; long instructions belong in SKILL.md",
+            ));
+        }
+        let bytes = std::fs::read(path)
+            .map_err(|e| err(format!("cannot read: {e}"), "check that the file is readable"))?;
+        Self::parse_bytes(&bytes, path)
+    }
+
+    /// Parse manifest bytes; `origin` names the file in errors.
+    pub fn parse_bytes(bytes: &[u8], origin: &Path) -> Result<Self, ManifestError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| ManifestError {
+            file: origin.to_owned(),
+            position: None,
+            message: format!("not valid UTF-8 (at byte {})", e.valid_up_to()),
+            fix: "save skill.toml as UTF-8".into(),
+        })?;
+        Self::parse(text, origin)
+    }
+
+    /// Parse manifest text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Self, ManifestError> {
+        let at = |span: Option<Range<usize>>, message: String, fix: String| ManifestError {
+            file: origin.to_owned(),
+            position: span.map(|s| line_col(text, s.start)),
+            message,
+            fix,
+        };
+        if text.len() > MAX_MANIFEST_BYTES {
+            return Err(at(
+                None,
+                format!("manifest is {} bytes, more than the {MAX_MANIFEST_BYTES} allowed", text.len()),
+                "keep skill.toml small; long instructions belong in SKILL.md".into(),
+            ));
+        }
+        let raw: RawManifest = toml::from_str(text).map_err(|e| {
+            let message = e.message().trim().to_owned();
+            let fix = fix_for(&message);
+            at(e.span(), message, fix)
+        })?;
+
+        let name = SkillName::new(raw.name.get_ref().clone()).map_err(|e| {
+            at(
+                Some(raw.name.span()),
+                format!("invalid skill name `{}`: {}", e.name, e.reason),
+                "use lowercase letters, digits and inner hyphens, at most 64 bytes, e.g. `name = \"my-skill\"`".into(),
+            )
+        })?;
+        if raw.version.get_ref().trim().is_empty() {
+            return Err(at(Some(raw.version.span()), "version is empty".into(), "write a version, e.g. `version = \"0.1.0\"`".into()));
+        }
+        let description = raw.description.get_ref().trim().to_owned();
+        if description.is_empty() || description.len() > MAX_DESCRIPTION {
+            return Err(at(
+                Some(raw.description.span()),
+                format!("description must be 1 to {MAX_DESCRIPTION} bytes, found {}", description.len()),
+                "describe in one line what the skill does, for an agent choosing skills".into(),
+            ));
+        }
+        let mut files = Vec::with_capacity(raw.capabilities.files.len());
+        for file in raw.capabilities.files {
+            let path = normalise_relative(file.path.get_ref()).map_err(|reason| {
+                at(
+                    Some(file.path.span()),
+                    format!("file capability path `{}` {reason}", file.path.get_ref()),
+                    "write a path relative to the skill's data dir, e.g. `path = \".\"` or `path = \"reports\"`".into(),
+                )
+            })?;
+            if files.iter().any(|f: &FileCapability| f.path == path) {
+                return Err(at(
+                    Some(file.path.span()),
+                    format!("file capability path `{path}` is listed twice"),
+                    "list each directory once, with the widest mode it needs".into(),
+                ));
+            }
+            files.push(FileCapability { path, mode: file.mode });
+        }
+        Ok(SkillManifest {
+            name,
+            version: raw.version.into_inner(),
+            description,
+            search: raw.search,
+            files,
+            limits: raw.limits,
+        })
+    }
+}
+
+/// Normalise a relative path: refuse absolute paths and `..`, drop `.` components.
+fn normalise_relative(path: &str) -> Result<String, &'static str> {
+    if path.contains('\0') || path.contains('\\') {
+        return Err("contains a NUL or backslash");
+    }
+    let mut parts = Vec::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_str().ok_or("is not UTF-8")?),
+            Component::CurDir => {}
+            Component::ParentDir => return Err("leaves the data dir with `..`"),
+            Component::RootDir | Component::Prefix(_) => return Err("is absolute"),
+        }
+    }
+    Ok(if parts.is_empty() { ".".to_owned() } else { parts.join("/") })
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rfind('\n').map_or(before.len(), |nl| before.len() - nl - 1) + 1;
+    (line, col)
+}
+
+fn fix_for(message: &str) -> String {
+    if message.starts_with("unknown field") {
+        "remove it or correct its spelling; the keys skill.toml accepts are listed in README.md".into()
+    } else if let Some(rest) = message.strip_prefix("missing field `") {
+        let field = rest.split('`').next().unwrap_or("");
+        format!("add `{field} = ...` (see README.md for the skill.toml format)")
+    } else if message.starts_with("unknown variant") {
+        "use one of the values listed".into()
+    } else {
+        "fix the TOML at that position (see README.md for the skill.toml format)".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<SkillManifest, String> {
+        SkillManifest::parse(text, Path::new("skills/x/skill.toml")).map_err(|e| e.to_string())
+    }
+
+    const BASE: &str = "name = \"csv-summary\"\nversion = \"0.1.0\"\ndescription = \"Summarise CSV\"\n";
+
+    #[test]
+    fn full_manifest() {
+        let m = parse(&format!(
+            "{BASE}[search]\nkeywords = [\"csv\"]\n[[capabilities.files]]\npath = \"./reports/\"\nmode = \"rw\"\n[limits]\ntimeout = \"5s\"\nmemory = \"128MiB\"\n"
+        ))
+        .unwrap();
+        assert_eq!(m.name.as_str(), "csv-summary");
+        assert_eq!(m.files, vec![FileCapability { path: "reports".into(), mode: FileMode::ReadWrite }]);
+        assert_eq!(m.limits.memory, Some(128 << 20));
+        assert_eq!(m.search.keywords, vec!["csv"]);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_fix() {
+        let table = [
+            (format!("{BASE}colour = \"red\"\n"), "skills/x/skill.toml:4:1: unknown field `colour`"),
+            ("name = \"Bad_Name\"\nversion = \"1\"\ndescription = \"d\"\n".into(), "skills/x/skill.toml:1:8: invalid skill name `Bad_Name`"),
+            ("version = \"1\"\ndescription = \"d\"\n".into(), "missing field `name`"),
+            (format!("{BASE}[[capabilities.files]]\npath = \"../etc\"\nmode = \"ro\"\n"), "skills/x/skill.toml:5:8: file capability path `../etc` leaves the data dir"),
+            (format!("{BASE}[[capabilities.files]]\npath = \"/etc\"\nmode = \"ro\"\n"), "is absolute"),
+            (format!("{BASE}[[capabilities.files]]\npath = \".\"\nmode = \"rwx\"\n"), "unknown variant `rwx`"),
+            (format!("{BASE}[limits]\nmemory = \"64 mb\"\n"), "unknown size unit `mb`"),
+            (format!("{BASE}[limits]\nfuel = 3\n"), "unknown field `fuel`"),
+        ];
+        for (text, expected) in table {
+            let err = parse(&text).unwrap_err();
+            assert!(err.contains(expected), "{err:?} should contain {expected:?}");
+            assert!(!err.contains('\n'), "one line: {err:?}");
+            assert!(err.contains("; "), "has a fix: {err:?}");
+        }
+    }
+
+    #[test]
+    fn normalises_paths() {
+        assert_eq!(normalise_relative("."), Ok(".".into()));
+        assert_eq!(normalise_relative("a/./b/"), Ok("a/b".into()));
+        assert!(normalise_relative("a/../../b").is_err());
+    }
+}

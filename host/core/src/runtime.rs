@@ -1,0 +1,341 @@
+//! The seam between the host and the runtimes that execute skills: a [`SkillRuntime`]
+//! turns a [`SkillSource`] and its [`Grant`] into a loaded [`Skill`], whose tools are
+//! called with a [`CallContext`]. WebAssembly and sandboxed-process runtimes implement
+//! the same traits, so nothing above them knows which one runs a skill.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::grant::{Grant, GrantError};
+use crate::limits::{ByteSize, fmt_duration};
+use crate::manifest::{ManifestError, SkillManifest};
+use crate::name::SkillName;
+use crate::tool::ToolSpec;
+
+/// The code of a skill, by runtime.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum SkillCode {
+    /// A WebAssembly component implementing `skillhost:skill/skill@0.1.0`.
+    Wasm {
+        /// Where the component was read from.
+        path: PathBuf,
+        /// The component's bytes.
+        bytes: Arc<[u8]>,
+    },
+}
+
+impl fmt::Debug for SkillCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkillCode::Wasm { path, bytes } => {
+                write!(f, "Wasm({}, {} bytes)", path.display(), bytes.len())
+            }
+        }
+    }
+}
+
+/// A skill as found on disk, before it is loaded.
+#[derive(Clone, Debug)]
+pub struct SkillSource {
+    /// The parsed manifest.
+    pub manifest: SkillManifest,
+    /// The `.wasm` file or the skill's folder, for messages.
+    pub origin: PathBuf,
+    /// The code to run.
+    pub code: SkillCode,
+    /// The SKILL.md instructions, when present.
+    pub instructions: Option<String>,
+}
+
+/// Turns skill sources into runnable skills.
+#[async_trait::async_trait]
+pub trait SkillRuntime: Send + Sync {
+    /// A short name for messages and listings (`wasm`, `bwrap`).
+    fn kind(&self) -> &'static str;
+
+    /// Load `source` so that it holds exactly `grant`.
+    async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError>;
+}
+
+/// A loaded skill whose tools can be called.
+#[async_trait::async_trait]
+pub trait Skill: Send + Sync {
+    /// The skill's name.
+    fn name(&self) -> &SkillName;
+
+    /// The tools it offers.
+    fn tools(&self) -> &[ToolSpec];
+
+    /// What it holds.
+    fn grant(&self) -> &Grant;
+
+    /// Call `tool` with `input`, under the grant's limits and `cx`.
+    async fn call(&self, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError>;
+}
+
+/// One progress report from a running call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Units done.
+    pub done: u64,
+    /// Units in all, when known.
+    pub total: Option<u64>,
+    /// What is happening.
+    pub message: Option<String>,
+}
+
+/// Receives progress reports of a call.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// Everything a call carries besides its input.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    /// A deadline shorter than the skill's own limit; never lengthens it.
+    pub timeout: Option<Duration>,
+    /// Cancelled by the caller to stop the call.
+    pub cancel: CancellationToken,
+    /// Where progress goes; `None` drops it.
+    pub progress: Option<ProgressSink>,
+    /// Who called, for the log and audit (`cli`, an MCP session id).
+    pub caller: String,
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext")
+            .field("timeout", &self.timeout)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("progress", &self.progress.is_some())
+            .field("caller", &self.caller)
+            .finish()
+    }
+}
+
+/// What a successful call returned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutput {
+    /// The output, parsed.
+    pub value: Value,
+    /// Size of the output text, in bytes.
+    pub bytes: usize,
+    /// Wall-clock time of the call.
+    pub elapsed: Duration,
+}
+
+/// Why a skill could not be loaded. Each displays as one line naming the file and the fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The manifest is invalid.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// The manifest asks for what the host does not allow.
+    #[error(transparent)]
+    Grant(#[from] GrantError),
+    /// The file is not a WebAssembly component.
+    #[error("{}: not a valid WebAssembly component ({reason}); rebuild it with `skillhost build`", path.display())]
+    NotAComponent {
+        /// The file.
+        path: PathBuf,
+        /// What the parser or compiler said.
+        reason: String,
+    },
+    /// The component does not implement the skill world.
+    #[error("{}: not a skillhost skill: {reason}; build it against skillhost-sdk (world `skillhost:skill/skill@0.1.0`)", path.display())]
+    WrongWorld {
+        /// The file.
+        path: PathBuf,
+        /// What is missing or mismatched.
+        reason: String,
+    },
+    /// A `.wasm` file without an embedded manifest.
+    #[error("{}: no embedded skill.toml; build it with `skillhost build`, or put it in a folder as skill.wasm beside a skill.toml", path.display())]
+    NoManifest {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The skill reported invalid tools.
+    #[error("skill `{skill}` reports an invalid tool: {reason}; fix the tool definition and rebuild")]
+    Tools {
+        /// The skill.
+        skill: SkillName,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The runtime failed to prepare the skill.
+    #[error("skill `{skill}` could not be loaded: {reason}")]
+    Runtime {
+        /// The skill.
+        skill: SkillName,
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// Why a call produced no output. Each displays as one line naming the skill and tool.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The input does not fit the tool.
+    #[error("skill `{skill}` tool `{tool}`: invalid input: {message}")]
+    InvalidInput {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+        /// What is wrong with the input.
+        message: String,
+    },
+    /// The tool ran and failed.
+    #[error("skill `{skill}` tool `{tool}` failed: {message}")]
+    Failed {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+        /// What failed.
+        message: String,
+    },
+    /// The tool was refused something it needed.
+    #[error("skill `{skill}` tool `{tool}` was denied: {message}; to allow it, add the capability to the skill's skill.toml and approve the skill again")]
+    Denied {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+        /// What was refused.
+        message: String,
+    },
+    /// No such tool.
+    #[error("skill `{skill}` has no tool `{tool}`; its tools are: {}", available.join(", "))]
+    UnknownTool {
+        /// The skill.
+        skill: SkillName,
+        /// The tool asked for.
+        tool: String,
+        /// The tools it has.
+        available: Vec<String>,
+    },
+    /// The call ran out of time.
+    #[error("skill `{skill}` tool `{tool}`: timeout after {}; raise `[limits] timeout` in its skill.toml if the tool needs longer", fmt_duration(*limit))]
+    Timeout {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+        /// The limit that was hit.
+        limit: Duration,
+    },
+    /// The call tried to use more memory than allowed.
+    #[error("skill `{skill}` tool `{tool}`: memory limit {} exceeded; raise `[limits] memory` in its skill.toml if the tool needs more", ByteSize(*limit))]
+    MemoryLimit {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The output is larger than allowed.
+    #[error("skill `{skill}` tool `{tool}`: output of {} exceeds the output limit of {}; raise `[limits] output` in its skill.toml or ask for less", ByteSize(*size), ByteSize(*limit))]
+    OutputLimit {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+        /// The output's size, in bytes.
+        size: u64,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The output is not JSON.
+    #[error("skill `{skill}` tool `{tool}` returned invalid JSON: {message}; this is a bug in the skill")]
+    BadOutput {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+        /// What the parser said.
+        message: String,
+    },
+    /// The guest trapped (panicked, hit `unreachable`, ...).
+    #[error("skill `{skill}` tool `{tool}` crashed: {message}")]
+    Crashed {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+        /// The trap and its backtrace summary.
+        message: String,
+    },
+    /// The caller cancelled the call.
+    #[error("skill `{skill}` tool `{tool}`: cancelled by the caller")]
+    Cancelled {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+    },
+    /// The host could not run the call.
+    #[error("skill `{skill}` tool `{tool}`: host error: {message}")]
+    Host {
+        /// The skill.
+        skill: SkillName,
+        /// The tool.
+        tool: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl CallError {
+    /// Whether the tool itself reported the failure (as opposed to a limit or the host).
+    pub fn is_tool_error(&self) -> bool {
+        matches!(
+            self,
+            CallError::InvalidInput { .. }
+                | CallError::Failed { .. }
+                | CallError::Denied { .. }
+                | CallError::UnknownTool { .. }
+        )
+    }
+
+    /// Whether a hard limit stopped the call.
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            CallError::Timeout { .. } | CallError::MemoryLimit { .. } | CallError::OutputLimit { .. }
+        )
+    }
+
+    /// A stable, machine-readable name for the kind of error (`timeout`, `denied`, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            CallError::InvalidInput { .. } => "invalid_input",
+            CallError::Failed { .. } => "failed",
+            CallError::Denied { .. } => "denied",
+            CallError::UnknownTool { .. } => "unknown_tool",
+            CallError::Timeout { .. } => "timeout",
+            CallError::MemoryLimit { .. } => "memory_limit",
+            CallError::OutputLimit { .. } => "output_limit",
+            CallError::BadOutput { .. } => "bad_output",
+            CallError::Crashed { .. } => "crashed",
+            CallError::Cancelled { .. } => "cancelled",
+            CallError::Host { .. } => "host",
+        }
+    }
+}
