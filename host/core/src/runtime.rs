@@ -168,6 +168,12 @@ pub enum LoadError {
         /// The file.
         path: PathBuf,
     },
+    /// A skill folder whose component has not been built.
+    #[error("{}: no skill.wasm; build it with `skillhost build {}`", dir.display(), dir.display())]
+    NotBuilt {
+        /// The skill's folder.
+        dir: PathBuf,
+    },
     /// The skill reported invalid tools.
     #[error("skill `{skill}` reports an invalid tool: {reason}; fix the tool definition and rebuild")]
     Tools {

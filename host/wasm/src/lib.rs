@@ -1,1 +1,212 @@
-//! placeholder
+//! skillhost's WebAssembly runtime: runs skills as components under wasmtime (WASI p2),
+//! each call in a fresh store holding only what the skill's [`Grant`] names.
+//!
+//! - [`WasmRuntime`] owns the engine (pooling allocator, epoch ticker), the linker and
+//!   the compiled-component cache, and implements [`SkillRuntime`].
+//! - [`WasmSkill`] is one loaded skill: its tools, its pre-instantiated component and
+//!   the call path with its limits.
+//! - [`package`] reads and writes the embedded manifest that makes one `.wasm` a skill.
+
+mod bindings;
+mod cache;
+mod engine;
+pub mod package;
+mod skill;
+mod state;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skillhost_core::{
+    Annotations, Grant, LoadError, MAX_TOOLS, Skill, SkillCode, SkillRuntime, SkillSource, ToolSpec,
+};
+use tokio::sync::Semaphore;
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+pub use cache::{CacheOutcome, CacheStats};
+pub use skill::WasmSkill;
+
+use crate::bindings::SkillPre;
+use crate::cache::ComponentCache;
+use crate::state::CallState;
+
+/// How the WebAssembly runtime is set up.
+#[derive(Clone, Debug)]
+pub struct WasmConfig {
+    /// Directory of the compiled-component cache. Default: `None` (compile on every load).
+    pub cache_dir: Option<PathBuf>,
+    /// Instances that may exist at once across all skills; further calls wait for a slot.
+    /// Default: 64.
+    pub max_instances: u32,
+    /// The most linear memory any instance may reserve; per-skill limits sit below it.
+    /// Default: [`Limits::MAX`](skillhost_core::Limits::MAX)`.memory` (1 GiB).
+    pub max_memory: u64,
+    /// Optimise compiled code (Cranelift `speed`). Default: `true`. Part of the cache key.
+    pub optimize: bool,
+    /// Resolution of deadlines: how often the epoch advances. Default: 10 ms.
+    pub epoch_tick: Duration,
+}
+
+impl Default for WasmConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            max_instances: 64,
+            max_memory: skillhost_core::Limits::MAX.memory,
+            optimize: true,
+            epoch_tick: Duration::from_millis(10),
+        }
+    }
+}
+
+/// Why the runtime could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the WebAssembly runtime: {0}")]
+pub struct RuntimeError(String);
+
+/// Shared by the runtime and every skill it loaded.
+pub(crate) struct Inner {
+    pub(crate) engine: Engine,
+    linker: Linker<CallState>,
+    cache: ComponentCache,
+    /// One permit per pooling-allocator slot, so calls wait instead of failing.
+    pub(crate) pool: Semaphore,
+}
+
+/// Loads and runs WebAssembly skills.
+#[derive(Clone)]
+pub struct WasmRuntime {
+    inner: Arc<Inner>,
+}
+
+impl WasmRuntime {
+    /// Start a runtime: build the engine, start its epoch ticker, link WASI and the host
+    /// interface.
+    pub fn new(config: WasmConfig) -> Result<Self, RuntimeError> {
+        let engine = engine::build(&config).map_err(|e| RuntimeError(format!("{e:#}")))?;
+        engine::start_ticker(&engine, config.epoch_tick);
+        let mut linker = Linker::new(&engine);
+        state::add_to_linker(&mut linker).map_err(|e| RuntimeError(format!("{e:#}")))?;
+        let cache = ComponentCache::new(config.cache_dir.as_deref(), &engine::fingerprint(&engine));
+        Ok(Self {
+            inner: Arc::new(Inner {
+                engine,
+                linker,
+                cache,
+                pool: Semaphore::new(config.max_instances.max(1) as usize),
+            }),
+        })
+    }
+
+    /// Loads from the compiled cache and compilations so far.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.inner.cache.stats()
+    }
+
+    /// Load `source` holding exactly `grant`; unlike [`SkillRuntime::load`] this returns
+    /// the concrete type.
+    pub async fn load_wasm(&self, source: &SkillSource, grant: Grant) -> Result<Arc<WasmSkill>, LoadError> {
+        let SkillCode::Wasm { path, bytes } = &source.code else {
+            return Err(LoadError::Runtime {
+                skill: grant.skill.clone(),
+                reason: "not a WebAssembly skill".into(),
+            });
+        };
+        let not_component = |reason: String| LoadError::NotAComponent { path: path.clone(), reason };
+        package::check_component(bytes).map_err(|e| not_component(e.to_string()))?;
+
+        let inner = self.inner.clone();
+        let code = bytes.clone();
+        let (component, outcome) = tokio::task::spawn_blocking(move || inner.cache.load(&inner.engine, &code))
+            .await
+            .map_err(|e| not_component(e.to_string()))?
+            .map_err(|e| not_component(one_line(&e)))?;
+
+        let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld { path: path.clone(), reason: one_line(&e) };
+        let pre = self.inner.linker.instantiate_pre(&component).map_err(wrong_world)?;
+        let pre = SkillPre::new(pre).map_err(wrong_world)?;
+
+        for dir in &grant.dirs {
+            std::fs::create_dir_all(&dir.host).map_err(|e| LoadError::Runtime {
+                skill: grant.skill.clone(),
+                reason: format!("cannot create its data directory {}: {e}", dir.host.display()),
+            })?;
+        }
+
+        let mut skill = WasmSkill {
+            concurrency: Semaphore::new(grant.limits.concurrency as usize),
+            grant,
+            tools: Vec::new(),
+            pre,
+            runtime: self.inner.clone(),
+            cache: outcome,
+        };
+        skill.tools = describe(&skill).await?;
+        tracing::debug!(skill = %skill.grant.skill, tools = skill.tools.len(), cache = ?outcome, "loaded wasm skill");
+        Ok(Arc::new(skill))
+    }
+}
+
+#[async_trait::async_trait]
+impl SkillRuntime for WasmRuntime {
+    fn kind(&self) -> &'static str {
+        "wasm"
+    }
+
+    async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError> {
+        Ok(self.load_wasm(source, grant).await?)
+    }
+}
+
+/// Ask the skill for its tools, in a fresh instance, and check them.
+async fn describe(skill: &WasmSkill) -> Result<Vec<ToolSpec>, LoadError> {
+    let name = skill.grant.skill.clone();
+    let raw = skill
+        .with_instance("tools", skill.grant.limits.timeout, None, async |instance, store| {
+            instance.skillhost_skill_guest().call_tools(store).await
+        })
+        .await
+        .map_err(|e| LoadError::Runtime { skill: name.clone(), reason: format!("describing its tools failed: {e}") })?;
+    let bad = |reason: String| LoadError::Tools { skill: name.clone(), reason };
+    if raw.len() > MAX_TOOLS {
+        return Err(bad(format!("it offers {} tools, more than {MAX_TOOLS}", raw.len())));
+    }
+    let mut seen = HashSet::new();
+    let mut tools = Vec::with_capacity(raw.len());
+    for tool in raw {
+        if !seen.insert(tool.name.clone()) {
+            return Err(bad(format!("tool `{}` is defined twice", tool.name)));
+        }
+        let a = tool.annotations;
+        let annotations = Annotations {
+            read_only: a.read_only,
+            destructive: a.destructive,
+            idempotent: a.idempotent,
+            open_world: a.open_world,
+        };
+        tools.push(
+            ToolSpec::from_parts(tool.name, tool.description, &tool.input_schema, tool.output_schema.as_deref(), annotations, &tool.examples)
+                .map_err(|e| bad(e.to_string()))?,
+        );
+    }
+    Ok(tools)
+}
+
+/// An error and its causes on one line.
+fn one_line(error: &wasmtime::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if !text.is_empty() {
+            if text.contains(&cause) {
+                continue;
+            }
+            text.push_str(": ");
+        }
+        text.push_str(cause.lines().next().unwrap_or(""));
+    }
+    text
+}

@@ -1,0 +1,237 @@
+//! skillhost as a library: load skills, list their tools, call them.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), skillhost::HostError> {
+//! use skillhost::{CallContext, Host};
+//!
+//! let host = Host::builder().data_dir("/tmp/skillhost-data").build()?;
+//! host.load_path("skills/text-tools".as_ref()).await?;
+//! let out = host
+//!     .call("text-tools", "word_count", serde_json::json!({"text": "one two"}), CallContext::default())
+//!     .await?;
+//! println!("{}", out.value);
+//! # Ok(()) }
+//! ```
+//!
+//! Every skill runs holding only its [`Grant`]: what its manifest asks for, within the
+//! host's [`Policy`]. Nothing here knows which runtime runs a skill: it speaks to the
+//! [`Skill`] trait.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+pub use skillhost_core::{
+    ByteSize, parse_duration, parse_size,
+    Annotations, CallContext, CallError, FileMode, Grant, Limits, LoadError, Policy, Progress,
+    ProgressSink, Skill, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec,
+};
+pub use skillhost_wasm::{CacheOutcome, CacheStats, WasmConfig, package};
+use skillhost_wasm::WasmRuntime;
+
+/// Why the host could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// No loaded skill has that name.
+    #[error("no skill named `{name}` is loaded{}; run `skillhost list` to see the skills", if available.is_empty() { String::new() } else { format!(" (loaded: {})", available.join(", ")) })]
+    UnknownSkill {
+        /// The name asked for.
+        name: String,
+        /// The loaded skills.
+        available: Vec<String>,
+    },
+    /// Two skills in one directory have the same name.
+    #[error("{}: a skill named `{name}` is already loaded from {}; rename one of them", path.display(), existing.display())]
+    Duplicate {
+        /// The skill's name.
+        name: SkillName,
+        /// The one being loaded.
+        path: PathBuf,
+        /// The one loaded first.
+        existing: PathBuf,
+    },
+    /// A skill failed to load.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A call failed.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The runtime could not start, or a directory could not be read.
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// A loaded skill and where it came from.
+#[derive(Clone)]
+pub struct LoadedSkill {
+    /// The skill.
+    pub skill: Arc<dyn Skill>,
+    /// Its manifest.
+    pub manifest: SkillManifest,
+    /// The file or folder it was loaded from.
+    pub origin: PathBuf,
+    /// Its SKILL.md, when present.
+    pub instructions: Option<String>,
+    /// The runtime that runs it (`wasm`).
+    pub runtime: &'static str,
+    /// Whether this load compiled the component or took it from the cache.
+    pub cache: CacheOutcome,
+}
+
+/// Builds a [`Host`].
+#[derive(Debug, Default)]
+pub struct HostBuilder {
+    data_dir: Option<PathBuf>,
+    cache_dir: Option<PathBuf>,
+    wasm: WasmConfig,
+    policy: Option<Policy>,
+}
+
+impl HostBuilder {
+    /// Where skills' data dirs live (`<dir>/skills/<name>/`). Required.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// Where compiled components are cached. Default: `<data_dir>/cache`; pass a path to
+    /// move it.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// WebAssembly runtime settings. Default: [`WasmConfig::default`], with the cache dir above.
+    pub fn wasm_config(mut self, config: WasmConfig) -> Self {
+        self.wasm = config;
+        self
+    }
+
+    /// What skills may be granted. Default: [`Policy::new`] over `<data_dir>/skills`.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Start the host.
+    pub fn build(self) -> Result<Host, HostError> {
+        let data_dir = self
+            .data_dir
+            .ok_or_else(|| HostError::Setup("no data directory given; call HostBuilder::data_dir".into()))?;
+        let mut wasm = self.wasm;
+        if wasm.cache_dir.is_none() {
+            wasm.cache_dir = Some(self.cache_dir.unwrap_or_else(|| data_dir.join("cache")));
+        }
+        let runtime = WasmRuntime::new(wasm).map_err(|e| HostError::Setup(e.to_string()))?;
+        let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
+        Ok(Host { runtime, policy, skills: RwLock::new(BTreeMap::new()) })
+    }
+}
+
+/// Loads skills and calls their tools.
+pub struct Host {
+    runtime: WasmRuntime,
+    policy: Policy,
+    skills: RwLock<BTreeMap<SkillName, LoadedSkill>>,
+}
+
+impl Host {
+    /// Start building a host.
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    /// The policy skills are granted under.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Counters of the compiled-component cache.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.runtime.cache_stats()
+    }
+
+    /// Load the skill at `path` (a `.wasm` file or a skill folder).
+    pub async fn load_path(&self, path: &Path) -> Result<LoadedSkill, HostError> {
+        let source = package::read_source(path)?;
+        self.load_source(source).await
+    }
+
+    /// Load a skill from its source, under the host's policy.
+    pub async fn load_source(&self, source: SkillSource) -> Result<LoadedSkill, HostError> {
+        let name = source.manifest.name.clone();
+        if let Some(existing) = self.read().get(&name) {
+            if existing.origin != source.origin {
+                return Err(HostError::Duplicate { name, path: source.origin, existing: existing.origin.clone() });
+            }
+        }
+        let grant = Grant::new(&source.manifest, &self.policy).map_err(LoadError::from)?;
+        let skill = self.runtime.load_wasm(&source, grant).await?;
+        let loaded = LoadedSkill {
+            cache: skill.cache_outcome(),
+            skill,
+            manifest: source.manifest,
+            origin: source.origin,
+            instructions: source.instructions,
+            runtime: "wasm",
+        };
+        self.write().insert(name, loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Load every skill in `dir`: each `*.wasm` file and each folder holding a
+    /// `skill.toml`, in name order. Returns each candidate's path and outcome; one bad
+    /// skill does not stop the others.
+    pub async fn load_dir(&self, dir: &Path) -> Result<Vec<(PathBuf, Result<LoadedSkill, HostError>)>, HostError> {
+        let mut results = Vec::new();
+        for path in skill_paths(dir)? {
+            let result = self.load_path(&path).await;
+            results.push((path, result));
+        }
+        Ok(results)
+    }
+
+    /// The loaded skills, by name.
+    pub fn skills(&self) -> Vec<LoadedSkill> {
+        self.read().values().cloned().collect()
+    }
+
+    /// One loaded skill.
+    pub fn skill(&self, name: &str) -> Result<LoadedSkill, HostError> {
+        let skills = self.read();
+        skills.iter().find(|(n, _)| n.as_str() == name).map(|(_, s)| s.clone()).ok_or_else(|| HostError::UnknownSkill {
+            name: name.to_owned(),
+            available: skills.keys().map(|n| n.to_string()).collect(),
+        })
+    }
+
+    /// Call `tool` of `skill` with `input`.
+    pub async fn call(&self, skill: &str, tool: &str, input: serde_json::Value, cx: CallContext) -> Result<ToolOutput, HostError> {
+        let loaded = self.skill(skill)?;
+        Ok(loaded.skill.call(tool, input, cx).await?)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<SkillName, LoadedSkill>> {
+        self.skills.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<SkillName, LoadedSkill>> {
+        self.skills.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The skill candidates in `dir`: `*.wasm` files and folders with a `skill.toml`, sorted.
+pub fn skill_paths(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| HostError::Setup(format!("{}: cannot read the skills directory: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            (p.is_file() && p.extension().is_some_and(|e| e == "wasm")) || (p.is_dir() && p.join("skill.toml").is_file())
+        })
+        .collect();
+    paths.sort();
+    Ok(paths)
+}

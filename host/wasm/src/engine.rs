@@ -1,0 +1,68 @@
+//! The wasmtime engine skillhost runs every component on: pooling allocator, epoch
+//! interruption driven by a ticker thread, and the fingerprint that keys compiled code.
+
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+
+use crate::WasmConfig;
+
+/// Build the engine for `config`.
+pub(crate) fn build(config: &WasmConfig) -> wasmtime::Result<Engine> {
+    let n = config.max_instances.max(1);
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(16))
+        .total_memories(n.saturating_mul(2))
+        .total_tables(n.saturating_mul(4))
+        .total_stacks(n)
+        .max_memory_size(usize::try_from(config.max_memory).unwrap_or(usize::MAX))
+        .table_elements(100_000);
+
+    let mut wasm = Config::new();
+    wasm.epoch_interruption(true)
+        .cranelift_opt_level(if config.optimize { OptLevel::Speed } else { OptLevel::None })
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&wasm)
+}
+
+/// A stable digest of everything about `engine` that makes compiled code incompatible:
+/// wasmtime's version, target and compilation settings.
+pub(crate) fn fingerprint(engine: &Engine) -> String {
+    let mut hasher = DigestHasher(Sha256::new());
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    hex::encode(&hasher.0.finalize()[..16])
+}
+
+/// Feeds `Hash` output into SHA-256, so the fingerprint does not depend on std's hasher.
+struct DigestHasher(Sha256);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        u64::from_le_bytes(digest[..8].try_into().expect("sha256 is 32 bytes"))
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+/// Advance the engine's epoch every `tick` for as long as the engine lives.
+pub(crate) fn start_ticker(engine: &Engine, tick: Duration) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("skillhost-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(tick);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => return,
+                }
+            }
+        })
+        .expect("spawning the epoch thread");
+}

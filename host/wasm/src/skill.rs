@@ -1,0 +1,165 @@
+//! [`WasmSkill`]: a loaded component and the call path. Every call gets a fresh
+//! [`Store`] and instance (nothing survives between calls), built from the skill's
+//! grant, and runs under its deadline, memory cap, output cap and concurrency cap.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use skillhost_core::{CallContext, CallError, Grant, ProgressSink, Skill, SkillName, ToolOutput, ToolSpec};
+use tokio::sync::Semaphore;
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use crate::bindings::{SkillPre, types};
+use crate::cache::CacheOutcome;
+use crate::state::CallState;
+use crate::Inner;
+
+/// A WebAssembly skill, ready to call.
+pub struct WasmSkill {
+    pub(crate) grant: Grant,
+    pub(crate) tools: Vec<ToolSpec>,
+    pub(crate) pre: SkillPre<CallState>,
+    pub(crate) runtime: Arc<Inner>,
+    pub(crate) concurrency: Semaphore,
+    pub(crate) cache: CacheOutcome,
+}
+
+impl WasmSkill {
+    /// Whether this load compiled the component or took it from the compiled cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.cache
+    }
+
+    /// Instantiate in a fresh store and run `f` on the instance, under `limit`.
+    pub(crate) async fn with_instance<R>(
+        &self,
+        tool: &str,
+        limit: Duration,
+        progress: Option<ProgressSink>,
+        f: impl AsyncFnOnce(&crate::bindings::Skill, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let skill = &self.grant.skill;
+        let host = |message: String| CallError::Host { skill: skill.clone(), tool: tool.to_owned(), message };
+        let _slot = self.runtime.pool.acquire().await.map_err(|e| host(e.to_string()))?;
+        let state = CallState::new(&self.grant, tool, progress).map_err(|e| host(e.to_string()))?;
+        let mut store = Store::new(&self.runtime.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Every epoch tick the guest yields to the executor (fairness under load); past the
+        // deadline it traps. A guest blocked in a host call is stopped by the caller's timer.
+        let deadline = Instant::now() + limit;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Err(Trap::Interrupt.into())
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        let result = async {
+            let instance = self.pre.instantiate_async(&mut store).await?;
+            f(&instance, &mut store).await
+        }
+        .await;
+        result.map_err(|e| self.trap_error(tool, limit, e, &store))
+    }
+
+    fn trap_error(&self, tool: &str, limit: Duration, error: wasmtime::Error, store: &Store<CallState>) -> CallError {
+        let skill = self.grant.skill.clone();
+        let tool = tool.to_owned();
+        if store.data().limiter.hit {
+            return CallError::MemoryLimit { skill, tool, limit: self.grant.limits.memory };
+        }
+        if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+            return CallError::Timeout { skill, tool, limit };
+        }
+        let mut message = match error.downcast_ref::<Trap>() {
+            Some(trap) => format!("wasm trap: {trap}"),
+            None => format!("{error}"),
+        };
+        if let Some(line) = store.data().last_stderr() {
+            message.push_str(&format!(" (last stderr line: {line})"));
+        }
+        CallError::Crashed { skill, tool, message }
+    }
+}
+
+#[async_trait::async_trait]
+impl Skill for WasmSkill {
+    fn name(&self) -> &SkillName {
+        &self.grant.skill
+    }
+
+    fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    fn grant(&self) -> &Grant {
+        &self.grant
+    }
+
+    async fn call(&self, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError> {
+        let started = Instant::now();
+        let skill = &self.grant.skill;
+        if !self.tools.iter().any(|t| t.name == tool) {
+            return Err(CallError::UnknownTool {
+                skill: skill.clone(),
+                tool: tool.to_owned(),
+                available: self.tools.iter().map(|t| t.name.clone()).collect(),
+            });
+        }
+        let limit = cx.timeout.map_or(self.grant.limits.timeout, |t| t.min(self.grant.limits.timeout));
+        let input = input.to_string();
+        let work = async {
+            let _permit = self.concurrency.acquire().await.map_err(|e| CallError::Host {
+                skill: skill.clone(),
+                tool: tool.to_owned(),
+                message: e.to_string(),
+            })?;
+            self.with_instance(tool, limit, cx.progress.clone(), async |instance, store| {
+                instance.skillhost_skill_guest().call_call(store, tool, &input).await
+            })
+            .await
+        };
+        let result = tokio::select! {
+            result = tokio::time::timeout(limit, work) => match result {
+                Ok(result) => result?,
+                Err(_) => return Err(CallError::Timeout { skill: skill.clone(), tool: tool.to_owned(), limit }),
+            },
+            () = cx.cancel.cancelled() => {
+                return Err(CallError::Cancelled { skill: skill.clone(), tool: tool.to_owned() });
+            }
+        };
+        let fail = |message: String| (skill.clone(), tool.to_owned(), message);
+        match result {
+            Ok(text) => {
+                if text.len() as u64 > self.grant.limits.output {
+                    return Err(CallError::OutputLimit {
+                        skill: skill.clone(),
+                        tool: tool.to_owned(),
+                        size: text.len() as u64,
+                        limit: self.grant.limits.output,
+                    });
+                }
+                let value = serde_json::from_str(&text).map_err(|e| {
+                    let (skill, tool, message) = fail(e.to_string());
+                    CallError::BadOutput { skill, tool, message }
+                })?;
+                Ok(ToolOutput { value, bytes: text.len(), elapsed: started.elapsed() })
+            }
+            Err(error) => {
+                let (skill, tool, _) = fail(String::new());
+                Err(match error {
+                    types::CallError::InvalidInput(message) => CallError::InvalidInput { skill, tool, message },
+                    types::CallError::Failed(message) => CallError::Failed { skill, tool, message },
+                    types::CallError::Denied(message) => CallError::Denied { skill, tool, message },
+                    types::CallError::UnknownTool(_) => CallError::UnknownTool {
+                        skill,
+                        tool,
+                        available: self.tools.iter().map(|t| t.name.clone()).collect(),
+                    },
+                })
+            }
+        }
+    }
+}
