@@ -74,12 +74,11 @@ pub async fn build(host: &Host, dir: &Path, out: Option<&Path>) -> Result<()> {
     bar.finish_and_clear();
     let loaded = loaded.with_context(|| format!("built {}, but it does not load", out.display()))?;
     eprintln!(
-        "built {} ({}, skill `{}` {}, {} tools: {})",
+        "built {} ({}, skill `{}` {}, tools: {})",
         out.display(),
         ByteSize(packaged.len() as u64),
         manifest.name,
         manifest.version,
-        loaded.skill.tools().len(),
         loaded.skill.tools().iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
     );
     Ok(())

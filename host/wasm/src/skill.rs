@@ -74,11 +74,11 @@ impl WasmSkill {
             return CallError::Timeout { skill, tool, limit };
         }
         let mut message = match error.downcast_ref::<Trap>() {
-            Some(trap) => format!("wasm trap: {trap}"),
+            Some(trap) => trap.to_string(),
             None => format!("{error}"),
         };
-        if let Some(line) = store.data().last_stderr() {
-            message.push_str(&format!(" (last stderr line: {line})"));
+        if let Some(tail) = store.data().stderr_tail() {
+            message.push_str(&format!(" (stderr: {tail})"));
         }
         CallError::Crashed { skill, tool, message }
     }

@@ -13,6 +13,7 @@ use skillhost_core::{FileMode, Grant, Progress, ProgressSink};
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreContextMut};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi::filesystem::WasiFilesystemView;
 use wasmtime_wasi::p2::bindings::filesystem::types::{Descriptor, ErrorCode, HostDescriptor};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -21,6 +22,8 @@ use crate::bindings::host;
 
 /// Minimum time between two forwarded progress reports (the last one always goes).
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(20);
+/// Lines of stderr kept for crash reports.
+const STDERR_TAIL: usize = 8;
 
 /// Everything a call's store holds.
 pub(crate) struct CallState {
@@ -66,9 +69,13 @@ impl CallState {
 }
 
 impl CallState {
-    /// The last line the guest wrote to stderr (a panic message, usually).
-    pub(crate) fn last_stderr(&self) -> Option<String> {
-        self.log.last_stderr.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// What the guest last wrote to stderr, on one line: the panic message, when it
+    /// panicked (Rust's hint about `RUST_BACKTRACE` left out).
+    pub(crate) fn stderr_tail(&self) -> Option<String> {
+        let tail = self.log.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+        let start = tail.iter().rposition(|l| l.contains("panicked at")).unwrap_or(tail.len().saturating_sub(1));
+        let lines: Vec<&str> = tail.iter().skip(start).map(String::as_str).filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE")).collect();
+        (!lines.is_empty()).then(|| lines.join(" "))
     }
 }
 
@@ -165,7 +172,8 @@ pub(crate) struct CallLog {
     written: AtomicU64,
     dropped: AtomicU64,
     warned: AtomicBool,
-    last_stderr: std::sync::Mutex<Option<String>>,
+    /// The last lines of stderr, for crash reports (a panic message, usually).
+    stderr_tail: std::sync::Mutex<std::collections::VecDeque<String>>,
 }
 
 impl CallLog {
@@ -177,14 +185,18 @@ impl CallLog {
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             warned: AtomicBool::new(false),
-            last_stderr: std::sync::Mutex::new(None),
+            stderr_tail: std::sync::Mutex::default(),
         }
     }
 
     fn write_line(&self, level: &str, line: &[u8]) {
         if level == "stderr" && !line.is_empty() {
             let text = truncate(String::from_utf8_lossy(line).into_owned(), 512);
-            *self.last_stderr.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+            let mut tail = self.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+            if tail.len() == STDERR_TAIL {
+                tail.pop_front();
+            }
+            tail.push_back(text);
         }
         let len = line.len() as u64;
         let before = self.written.fetch_add(len, Ordering::Relaxed);
@@ -235,11 +247,23 @@ impl IsTerminal for LogStream {
 }
 
 impl StdoutStream for LogStream {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.writer())
+    }
+
     fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
-        Box::new(LineWriter { log: self.log.clone(), stream: self.stream, line: Vec::new() })
+        Box::new(self.writer())
     }
 }
 
+impl LogStream {
+    fn writer(&self) -> LineWriter {
+        LineWriter { log: self.log.clone(), stream: self.stream, line: Vec::new() }
+    }
+}
+
+/// Splits a byte stream into log lines. Writes are synchronous and always accepted: a
+/// chatty guest must neither block nor fail on its log, and needs no task per stream.
 struct LineWriter {
     log: Arc<CallLog>,
     stream: &'static str,
@@ -250,6 +274,17 @@ struct LineWriter {
 const MAX_LINE: usize = 4096;
 
 impl LineWriter {
+    fn push(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if byte == b'\n' || self.line.len() >= MAX_LINE {
+                self.flush_line();
+            }
+            if byte != b'\n' {
+                self.line.push(byte);
+            }
+        }
+    }
+
     fn flush_line(&mut self) {
         if !self.line.is_empty() {
             self.log.write_line(self.stream, &self.line);
@@ -258,17 +293,29 @@ impl LineWriter {
     }
 }
 
+impl OutputStream for LineWriter {
+    fn write(&mut self, bytes: bytes::Bytes) -> Result<(), StreamError> {
+        self.push(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StreamError> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> Result<usize, StreamError> {
+        Ok(64 << 10)
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for LineWriter {
+    async fn ready(&mut self) {}
+}
+
 impl tokio::io::AsyncWrite for LineWriter {
     fn poll_write(mut self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        for &byte in buf {
-            if byte == b'\n' || self.line.len() >= MAX_LINE {
-                self.flush_line();
-            }
-            if byte != b'\n' {
-                self.line.push(byte);
-            }
-        }
-        // Always accept everything: a chatty guest must not block or fail on its log.
+        self.push(buf);
         Poll::Ready(Ok(buf.len()))
     }
 

@@ -1,0 +1,48 @@
+//! Embedding skillhost in an application (an editor plugin, an agent loop): start a host,
+//! load a skill, list its tools, call one and watch its progress.
+//!
+//! ```sh
+//! ./scripts/run.sh list        # builds the bundled skills once
+//! cargo run -p skillhost-examples --example embed_host -- skills/text-tools
+//! ```
+
+#![allow(clippy::print_stdout, reason = "an example prints what it does")]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use skillhost::{CallContext, Host};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let skill_path: PathBuf = std::env::args().nth(1).unwrap_or_else(|| "skills/text-tools".into()).into();
+
+    // A host keeps each skill's data under its data dir and caches compiled components
+    // there, so the next start does not compile again.
+    let data = std::env::temp_dir().join("skillhost-embed-example");
+    let host = Host::builder().data_dir(&data).build()?;
+
+    let loaded = host.load_path(&skill_path).await?;
+    println!("loaded `{}` {} ({:?})", loaded.manifest.name, loaded.manifest.version, loaded.cache);
+    for tool in loaded.skill.tools() {
+        println!("  {:<16} {}", tool.name, tool.description.lines().next().unwrap_or(""));
+    }
+
+    // Every call runs in a fresh sandbox under the skill's limits; a caller may shorten the
+    // deadline, cancel the call, and receive progress.
+    let cx = CallContext {
+        timeout: Some(Duration::from_secs(5)),
+        progress: Some(Arc::new(|p| eprintln!("progress: {}/{:?}", p.done, p.total))),
+        caller: "embed-example".into(),
+        ..CallContext::default()
+    };
+    let first = &loaded.skill.tools()[0];
+    let input = first.examples.first().cloned().unwrap_or_else(|| json!({}));
+    match host.call(loaded.manifest.name.as_str(), &first.name, input.clone(), cx).await {
+        Ok(out) => println!("{}({input}) -> {} in {:?}", first.name, out.value, out.elapsed),
+        Err(e) => println!("{}({input}) failed: {e}", first.name),
+    }
+    Ok(())
+}

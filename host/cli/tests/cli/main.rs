@@ -1,0 +1,168 @@
+//! The `skillhost` command end to end: every bundled skill called through it, exit codes
+//! that tell tool errors from limits and host errors, `list`, `inspect`, and `new` +
+//! `build` producing a skill that runs.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use fixtures::{CSV_SUMMARY, ESCAPE, LIMITS, TEXT_TOOLS, UNIT_CONVERT};
+use serde_json::{Value, json};
+
+/// A skills dir and a data dir for one test, sharing the compiled cache across tests.
+struct Env {
+    skills: tempfile::TempDir,
+    data: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Self { skills: tempfile::tempdir().unwrap(), data: tempfile::tempdir().unwrap() }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_stdin(args, None)
+    }
+
+    fn run_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        use std::io::Write;
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillhost"));
+        cmd.arg("--skills").arg(self.skills.path()).arg("--data-dir").arg(self.data.path()).args(args);
+        cmd.env_remove("SKILLHOST_LOG").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("the skillhost binary runs");
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            pipe.write_all(text.as_bytes()).unwrap();
+        }
+        drop(pipe);
+        child.wait_with_output().unwrap()
+    }
+
+    /// Run `call` and return (exit code, stdout JSON or Null, stderr).
+    fn call(&self, skill: &str, tool: &str, input: Value) -> (i32, Value, String) {
+        let out = self.run(&["call", skill, tool, "--input", &input.to_string()]);
+        let stdout = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.code().unwrap_or(-1), stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn ok(env: &Env, skill: &str, tool: &str, input: Value) -> Value {
+    let (code, out, stderr) = env.call(skill, tool, input);
+    assert_eq!(code, 0, "{skill} {tool} failed: {stderr}");
+    out
+}
+
+#[test]
+fn bundled_skills_through_the_cli() {
+    let env = Env::new();
+    for guest in [TEXT_TOOLS, CSV_SUMMARY, UNIT_CONVERT] {
+        guest.packaged(env.skills.path());
+    }
+    let out = ok(&env, "text-tools", "text_stats", json!({"text": "one two three\nfour"}));
+    assert_eq!(out["words"], 4, "{out}");
+    assert_eq!(out["lines"], 2, "{out}");
+
+    let out = ok(&env, "unit-convert", "convert", json!({"value": 1, "from": "mi", "to": "km"}));
+    let km = out["value"].as_f64().unwrap();
+    assert!((km - 1.609344).abs() < 1e-3, "{out}");
+
+    let data = env.data.path().join("skills/csv-summary");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("sales.csv"), "region,amount\nnorth,10\nsouth,30\nnorth,20\n").unwrap();
+    let out = ok(&env, "csv-summary", "summarize", json!({"path": "sales.csv"}));
+    assert_eq!(out["rows"], 3, "{out}");
+    let text = out.to_string();
+    assert!(text.contains("amount") && text.contains("region"), "{text}");
+}
+
+#[test]
+fn input_from_stdin() {
+    let env = Env::new();
+    TEXT_TOOLS.packaged(env.skills.path());
+    let out = env.run_stdin(&["call", "text-tools", "slugify", "--input", "-"], Some(r#"{"text": "Hello, World!"}"#));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["text"], "hello-world", "{value}");
+}
+
+#[test]
+fn exit_codes_tell_tool_errors_from_limits_and_host_errors() {
+    let env = Env::new();
+    LIMITS.packaged(env.skills.path());
+    let (code, out, stderr) = env.call("limits", "fail", json!({"kind": "failed"}));
+    assert_eq!((code, out), (1, Value::Null), "tool error: {stderr}");
+    assert!(stderr.contains("skill `limits` tool `fail` failed"), "{stderr}");
+
+    let out = env.run(&["call", "limits", "spin", "--timeout", "200ms"]);
+    assert_eq!(out.status.code(), Some(3), "limit");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timeout after 200ms"));
+
+    let (code, _, stderr) = env.call("nope", "x", json!({}));
+    assert_eq!(code, 4, "unknown skill is a host error");
+    assert!(stderr.contains("no skill named `nope`") && stderr.contains("limits"), "lists what exists: {stderr}");
+
+    let out = env.run(&["call", "limits", "echo", "--input", "{not json"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--input is not valid JSON"));
+
+    let out = env.run(&["call"]);
+    assert_eq!(out.status.code(), Some(2), "usage error");
+}
+
+#[test]
+fn list_and_inspect() {
+    let env = Env::new();
+    ESCAPE.folder(env.skills.path());
+    LIMITS.packaged(env.skills.path());
+    std::fs::write(env.skills.path().join("broken.wasm"), b"\0asm\x0d\0\x01\0\x99").unwrap();
+
+    let out = env.run(&["list", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let items = list.as_array().unwrap();
+    assert_eq!(items.len(), 3, "{list}");
+    let broken = items.iter().find(|i| i["state"] == "error").expect("the broken skill is listed");
+    assert!(broken["error"].as_str().unwrap().contains("broken.wasm"), "{broken}");
+    let limits = items.iter().find(|i| i["name"] == "limits").unwrap();
+    assert!(limits["tools"].as_array().unwrap().iter().any(|t| t["name"] == "echo"));
+
+    let out = env.run(&["list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("escape") && text.contains("error:"), "{text}");
+
+    let escape_dir = env.skills.path().join("escape");
+    let out = env.run(&["inspect", escape_dir.to_str().unwrap(), "--json"]);
+    let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["grant"]["dirs"][0]["guest"], "/data");
+    assert_eq!(info["grant"]["dirs"][1]["mode"], "ro");
+    let read_file = info["tools"].as_array().unwrap().iter().find(|t| t["name"] == "read_file").unwrap();
+    assert_eq!(read_file["input_schema"]["properties"]["path"]["type"], "string", "{read_file}");
+}
+
+#[test]
+fn new_then_build_makes_a_working_skill() {
+    let env = Env::new();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("greeter");
+    let out = env.run(&["new", "greeter", "--dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(Path::new(&dir).join("src/lib.rs").exists());
+
+    // Build into the shared guest target dir so the SDK's dependencies are not rebuilt.
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/guests-new");
+    let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .args(["--data-dir", env.data.path().to_str().unwrap(), "build", dir.to_str().unwrap()])
+        .env("CARGO_TARGET_DIR", target)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "build failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("skill `greeter` 0.1.0, tools: hello"), "{stderr}");
+
+    let wasm = dir.join("skill.wasm");
+    let out = ok(&env, wasm.to_str().unwrap(), "hello", json!({"name": "Ada"}));
+    assert_eq!(out["greeting"], "Hello, Ada!");
+
+    let out = env.run(&["new", "Bad_Name"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid skill name `Bad_Name`"));
+}

@@ -1,0 +1,62 @@
+//! The workspace integration tests: one binary (link time on two cores), one module per
+//! concern. Guests are built from source by `tests/build.rs`.
+
+mod bundled;
+mod cache;
+mod escape;
+mod limits;
+mod load_errors;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fixtures::TestHost;
+use serde_json::Value;
+use skillhost::{CallContext, CallError, HostError, LoadedSkill, ToolOutput};
+
+/// The compiled cache shared by tests that do not test the cache itself.
+fn shared_cache() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+}
+
+/// A host over fresh directories with the shared compiled cache.
+fn test_host() -> TestHost {
+    TestHost::new(&shared_cache().join("compiled"))
+}
+
+/// A guard against a hung host: a call that has not returned after this is a failure.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// Call `tool` of `skill` and return the result, failing the test if it hangs.
+async fn call(skill: &LoadedSkill, tool: &str, input: Value) -> Result<ToolOutput, CallError> {
+    call_with(skill, tool, input, CallContext::default()).await
+}
+
+async fn call_with(skill: &LoadedSkill, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError> {
+    tokio::time::timeout(HANG_GUARD, skill.skill.call(tool, input, cx))
+        .await
+        .unwrap_or_else(|_| panic!("{tool} did not return within {HANG_GUARD:?}: the host hung"))
+}
+
+/// Call and expect success; returns the output value.
+async fn ok(skill: &LoadedSkill, tool: &str, input: Value) -> Value {
+    match call(skill, tool, input).await {
+        Ok(out) => out.value,
+        Err(e) => panic!("{tool} failed: {e}"),
+    }
+}
+
+/// The message of a load error, checked to be one line.
+fn load_error(result: Result<LoadedSkill, HostError>) -> String {
+    let err = match result {
+        Ok(loaded) => panic!("expected a load error, loaded `{}`", loaded.manifest.name),
+        Err(e) => e.to_string(),
+    };
+    assert!(!err.contains('\n'), "a load error is one line: {err:?}");
+    err
+}
+
+/// Keep `Arc` in scope for modules that share loaded skills across tasks.
+#[allow(dead_code)]
+type Shared<T> = Arc<T>;
