@@ -40,9 +40,10 @@
 //! The prelude's `Deserialize`, `Serialize` and `JsonSchema` derives are
 //! serde's and schemars' run through the SDK, so no other dependency is
 //! needed (generic types need serde and schemars as direct dependencies).
-//! Build it with
-//! `cargo build --release --target wasm32-wasip2`; the `.wasm` under
-//! `target/wasm32-wasip2/release/` plus a `skill.toml` is a skill.
+//! Beside it, a `skill.toml` names the skill and what it asks for. `skillhost
+//! build` compiles the crate for `wasm32-wasip2` and embeds `skill.toml` (and
+//! `SKILL.md`) into the component, so the one `.wasm` it writes is the whole
+//! skill; `skillhost new NAME` creates such a crate.
 //!
 //! # Tools
 //!

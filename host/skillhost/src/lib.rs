@@ -84,7 +84,7 @@ pub struct LoadedSkill {
 pub struct HostBuilder {
     data_dir: Option<PathBuf>,
     cache_dir: Option<PathBuf>,
-    wasm: WasmConfig,
+    wasm: Option<WasmConfig>,
     policy: Option<Policy>,
 }
 
@@ -95,16 +95,18 @@ impl HostBuilder {
         self
     }
 
-    /// Where compiled components are cached. Default: `<data_dir>/cache`; pass a path to
-    /// move it.
+    /// Where compiled components are cached. Default: `<data_dir>/cache`, unless
+    /// [`wasm_config`](Self::wasm_config) says otherwise; this setting wins over both.
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
         self
     }
 
-    /// WebAssembly runtime settings. Default: [`WasmConfig::default`], with the cache dir above.
+    /// WebAssembly runtime settings, used as given: a `cache_dir` of `None` turns the
+    /// compiled cache off. Default: [`WasmConfig::default`] with the cache in
+    /// `<data_dir>/cache`.
     pub fn wasm_config(mut self, config: WasmConfig) -> Self {
-        self.wasm = config;
+        self.wasm = Some(config);
         self
     }
 
@@ -119,9 +121,11 @@ impl HostBuilder {
         let data_dir = self
             .data_dir
             .ok_or_else(|| HostError::Setup("no data directory given; call HostBuilder::data_dir".into()))?;
-        let mut wasm = self.wasm;
-        if wasm.cache_dir.is_none() {
-            wasm.cache_dir = Some(self.cache_dir.unwrap_or_else(|| data_dir.join("cache")));
+        let mut wasm = self
+            .wasm
+            .unwrap_or_else(|| WasmConfig { cache_dir: Some(data_dir.join("cache")), ..WasmConfig::default() });
+        if let Some(dir) = self.cache_dir {
+            wasm.cache_dir = Some(dir);
         }
         let runtime = WasmRuntime::new(wasm).map_err(|e| HostError::Setup(e.to_string()))?;
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
