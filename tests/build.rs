@@ -90,11 +90,10 @@ fn package_name(cargo_toml: &Path) -> String {
         let line = line.trim();
         if line.starts_with('[') {
             in_package = line == "[package]";
-        } else if in_package && line.starts_with("name") {
-            if let Some(value) = line.split('=').nth(1) {
+        } else if in_package && line.starts_with("name")
+            && let Some(value) = line.split('=').nth(1) {
                 return value.trim().trim_matches('"').to_owned();
             }
-        }
     }
     panic!("{}: no [package] name", cargo_toml.display());
 }

@@ -6,6 +6,8 @@
 //!   instance per call, as always. `call/compile_per_call` is the baseline a naive host
 //!   pays: compile, instantiate and call for every request.
 
+#![allow(missing_docs, reason = "criterion_group! generates an undocumented function")]
+
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -188,7 +188,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::List { json } => {
             let host = host()?;
-            let results = host.load_dir(&cli.skills).await?;
+            let results = load_all(&host, &cli.skills).await?;
             output::list(&results, json)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -238,6 +238,22 @@ fn truncate(text: &str, max: usize) -> &str {
         Some((i, _)) => &text[..i],
         None => text,
     }
+}
+
+/// Load every skill in `dir`, with a progress bar (a first load compiles each component).
+async fn load_all(host: &Host, dir: &Path) -> Result<Vec<(PathBuf, Result<LoadedSkill, HostError>)>> {
+    let paths = skillhost::skill_paths(dir)?;
+    let bar = indicatif::ProgressBar::new(paths.len() as u64);
+    bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} loading {msg}").expect("valid template"));
+    let mut results = Vec::with_capacity(paths.len());
+    for path in paths {
+        bar.set_message(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+        let result = host.load_path(&path).await;
+        results.push((path, result));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(results)
 }
 
 /// Load the skill `skill` names: a path, or a name in the skills directory.

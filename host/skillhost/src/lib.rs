@@ -165,11 +165,10 @@ impl Host {
     /// Load a skill from its source, under the host's policy.
     pub async fn load_source(&self, source: SkillSource) -> Result<LoadedSkill, HostError> {
         let name = source.manifest.name.clone();
-        if let Some(existing) = self.read().get(&name) {
-            if existing.origin != source.origin {
+        if let Some(existing) = self.read().get(&name)
+            && existing.origin != source.origin {
                 return Err(HostError::Duplicate { name, path: source.origin, existing: existing.origin.clone() });
             }
-        }
         let grant = Grant::new(&source.manifest, &self.policy).map_err(LoadError::from)?;
         let skill = self.runtime.load_wasm(&source, grant).await?;
         let loaded = LoadedSkill {

@@ -84,13 +84,11 @@ fn custom_section(content: &[u8]) -> Option<(&str, &[u8])> {
 /// Read the custom section `name` of a component, if present.
 pub fn read_section<'a>(bytes: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, FormatError> {
     for section in sections(bytes)? {
-        if section.id == 0 {
-            if let Some((n, data)) = custom_section(&bytes[section.content.clone()]) {
-                if n == name {
+        if section.id == 0
+            && let Some((n, data)) = custom_section(&bytes[section.content.clone()])
+                && n == name {
                     return Ok(Some(data));
                 }
-            }
-        }
     }
     Ok(None)
 }
