@@ -9,6 +9,7 @@ mod grant;
 mod limits;
 mod manifest;
 mod name;
+mod risk;
 mod runtime;
 mod tool;
 
@@ -16,6 +17,7 @@ pub use grant::{DirGrant, FileMode, Grant, GrantError, Policy};
 pub use limits::{ByteSize, Limits, LimitsRequest, parse_duration, parse_size};
 pub use manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest};
 pub use name::{NameError, SkillName};
+pub use risk::RiskTier;
 pub use runtime::{
     CallContext, CallError, LoadError, Progress, ProgressSink, Skill, SkillCode, SkillRuntime,
     SkillSource, ToolOutput,

@@ -1,0 +1,94 @@
+//! What a skill asks for, reduced to what an approval binds to: the capability digest
+//! (any change to the requests changes it) and the risk tier that decides how much a
+//! human must confirm before the skill runs (seed 000 §7).
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::grant::FileMode;
+use crate::manifest::SkillManifest;
+use crate::tool::ToolSpec;
+
+/// How much human attention a skill needs before it may run. Ordered: a higher tier
+/// needs everything a lower one does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RiskTier {
+    /// Pure computation and read-only files: approved automatically.
+    Auto,
+    /// Reaches declared network hosts: a human confirms.
+    Confirm,
+    /// Uses secrets, writes files or offers destructive tools: a human approves explicitly.
+    Explicit,
+}
+
+impl RiskTier {
+    /// The tier of a manifest's requests.
+    pub fn of(manifest: &SkillManifest) -> Self {
+        if manifest.files.iter().any(|f| f.mode == FileMode::ReadWrite) {
+            RiskTier::Explicit
+        } else {
+            RiskTier::Auto
+        }
+    }
+
+    /// Raise the tier for what the tools say of themselves: a destructive tool needs an
+    /// explicit approval.
+    pub fn with_tools(self, tools: &[ToolSpec]) -> Self {
+        if tools.iter().any(|t| t.annotations.destructive) { self.max(RiskTier::Explicit) } else { self }
+    }
+}
+
+impl SkillManifest {
+    /// A digest of everything the skill asks for. An approval is bound to it: a skill
+    /// whose requests change (widened or narrowed) no longer matches its approval.
+    pub fn capability_digest(&self) -> String {
+        #[derive(Serialize)]
+        struct Requests<'a> {
+            files: &'a [crate::manifest::FileCapability],
+            limits: &'a crate::limits::LimitsRequest,
+        }
+        let requests = Requests { files: &self.files, limits: &self.limits };
+        let canonical = serde_json::to_vec(&requests).expect("requests serialise");
+        hex::encode(Sha256::digest(canonical))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::tool::Annotations;
+
+    fn manifest(extra: &str) -> SkillManifest {
+        let text = format!("name = \"demo\"\nversion = \"1\"\ndescription = \"d\"\n{extra}");
+        SkillManifest::parse(&text, Path::new("skill.toml")).unwrap()
+    }
+
+    #[test]
+    fn tiers() {
+        let ro = "[[capabilities.files]]\npath = \".\"\nmode = \"ro\"\n";
+        let rw = "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n";
+        assert_eq!(RiskTier::of(&manifest("")), RiskTier::Auto);
+        assert_eq!(RiskTier::of(&manifest(ro)), RiskTier::Auto);
+        assert_eq!(RiskTier::of(&manifest(rw)), RiskTier::Explicit);
+        let destructive = ToolSpec {
+            name: "rm".into(),
+            description: "d".into(),
+            input_schema: serde_json::json!({}),
+            output_schema: None,
+            annotations: Annotations { destructive: true, ..Annotations::default() },
+            examples: vec![],
+        };
+        assert_eq!(RiskTier::Auto.with_tools(&[destructive]), RiskTier::Explicit);
+    }
+
+    #[test]
+    fn digest_follows_requests_only() {
+        let base = manifest("");
+        assert_eq!(base.capability_digest(), manifest("[search]\nkeywords = [\"x\"]\n").capability_digest(), "search metadata is not a capability");
+        assert_ne!(base.capability_digest(), manifest("[[capabilities.files]]\npath = \".\"\nmode = \"ro\"\n").capability_digest());
+        assert_ne!(base.capability_digest(), manifest("[limits]\nmemory = \"128MiB\"\n").capability_digest());
+    }
+}

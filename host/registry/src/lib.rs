@@ -1,0 +1,1 @@
+//! The skill registry (being written: see issue 4).
