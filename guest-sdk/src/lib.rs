@@ -75,8 +75,9 @@
 //!
 //! Each call runs in a fresh instance: nothing in memory survives from one
 //! call to the next. A skill sees only what it was granted: [`files`] covers
-//! its data directory, [`log`] and [`progress`] talk to the host. Standard
-//! output and standard error go to the host log, capped.
+//! its data directory, [`http`] the hosts its `[network]` section allows,
+//! [`log`] and [`progress`] talk to the host. Standard output and standard
+//! error go to the host log, capped.
 //!
 //! This crate's version is the version of the WIT package it implements
 //! (`skillhost:skill@0.1.0`).
@@ -91,6 +92,7 @@ pub mod __bindings;
 pub mod __private;
 mod error;
 pub mod files;
+pub mod http;
 pub mod log;
 
 pub use error::ToolError;

@@ -113,6 +113,41 @@ Examples:
         out: Option<PathBuf>,
     },
 
+    /// Manage the secrets the host adds to skills' requests (skills never see them)
+    #[command(subcommand, after_help = "A skill's skill.toml binds a secret to hosts:
+  [[secrets]]
+  name = \"github\"
+  header = \"Authorization\"
+  format = \"Bearer {}\"
+  hosts = [\"https://api.github.com\"]
+
+Examples:
+  skillhost secret set github            prompts for the value (input hidden)
+  printf %s \"$TOKEN\" | skillhost secret set github
+  skillhost secret list
+  skillhost secret rm github")]
+    Secret(SecretCommand),
+
+    /// Show the audit log of skills' outbound requests
+    #[command(after_help = "Examples:
+  skillhost audit
+  skillhost audit --skill uptime --since 1h
+  skillhost audit --json | jq '.[] | select(.outcome.kind == \"refused\")'")]
+    Audit {
+        /// Only this skill's requests.
+        #[arg(long)]
+        skill: Option<String>,
+        /// Only requests newer than this (e.g. 30m, 2h, 7d).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        since: Option<std::time::Duration>,
+        /// At most this many rows (the newest).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Create a new skill crate that builds out of the box
     #[command(after_help = "Examples:
   skillhost new weather            creates ./weather with one example tool
@@ -127,6 +162,26 @@ Examples:
         /// Path of the skillhost-sdk crate [default: the one this binary was built from].
         #[arg(long, env = "SKILLHOST_SDK", value_name = "DIR")]
         sdk: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum SecretCommand {
+    /// Set a secret; the value is read from stdin or a hidden prompt, never from arguments
+    Set {
+        /// Secret name (lowercase letters, digits, `_`, `-`).
+        name: String,
+    },
+    /// List the names of the secrets that are set (never their values)
+    List {
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a secret
+    Rm {
+        /// Secret name.
+        name: String,
     },
 }
 
@@ -212,11 +267,58 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             build::build(&host, &dir, out.as_deref()).await?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Secret(command) => {
+            let host = host()?;
+            secret(host.secrets(), command)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Audit { skill, since, limit, json } => {
+            let host = host()?;
+            let query = skillhost::audit::AuditQuery {
+                skill,
+                since: since.map(|ago| std::time::SystemTime::now() - ago),
+                limit: Some(limit),
+            };
+            output::audit(&host.audit().query(&query)?, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::New { name, dir, sdk } => {
             new::create(&name, dir, sdk)?;
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn secret(store: &skillhost::secrets::SecretStore, command: SecretCommand) -> Result<()> {
+    use std::io::IsTerminal;
+    match command {
+        SecretCommand::Set { name } => {
+            let value = if std::io::stdin().is_terminal() {
+                rpassword::prompt_password(format!("value for secret `{name}` (input hidden): "))?
+            } else {
+                let mut value = String::new();
+                std::io::stdin().read_to_string(&mut value).context("cannot read the secret from stdin")?;
+                value
+            };
+            store.set(&name, &value)?;
+            eprintln!("secret `{name}` set");
+        }
+        SecretCommand::List { json } => {
+            let names = store.list()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&names)?);
+            } else if names.is_empty() {
+                println!("no secrets set; add one with `skillhost secret set NAME`");
+            } else {
+                names.iter().for_each(|n| println!("{n}"));
+            }
+        }
+        SecretCommand::Rm { name } => {
+            store.remove(&name)?;
+            eprintln!("secret `{name}` removed");
+        }
+    }
+    Ok(())
 }
 
 /// The input JSON: the argument itself, or stdin for `-`.

@@ -115,3 +115,32 @@ pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
     }
     Ok(())
 }
+
+/// Print audit rows.
+pub fn audit(records: &[skillhost::EgressRecord], json: bool) -> Result<()> {
+    if json {
+        let rows: Vec<Value> = records
+            .iter()
+            .map(|r| {
+                let mut row = serde_json::to_value(r).unwrap_or(Value::Null);
+                row["time"] = json!(r.time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
+                row["duration_ms"] = json!(r.duration.as_secs_f64() * 1000.0);
+                row
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    if records.is_empty() {
+        println!("no outbound requests recorded");
+    }
+    for r in records {
+        let secs = r.time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let ip = r.ip.map(|ip| ip.to_string()).unwrap_or_else(|| "-".into());
+        println!(
+            "{secs} {:<16} {:<12} {:<6} {} [{ip}] {} out={} in={} {:.1}ms",
+            r.skill, r.tool, r.method, r.url, r.outcome, r.bytes_out, r.bytes_in, r.duration.as_secs_f64() * 1000.0
+        );
+    }
+    Ok(())
+}

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::egress::{EgressPolicy, SecretBinding};
 use crate::limits::{ByteSize, Limits, fmt_duration};
 use crate::manifest::SkillManifest;
 use crate::name::SkillName;
@@ -33,6 +34,8 @@ pub struct Policy {
     pub default: Limits,
     /// Whether skills may be granted writable directories. Default: `true`.
     pub allow_writable_files: bool,
+    /// Whether skills may be granted outbound HTTP to the hosts they declare. Default: `true`.
+    pub allow_network: bool,
 }
 
 impl Policy {
@@ -43,6 +46,7 @@ impl Policy {
             max: Limits::MAX,
             default: Limits::DEFAULT,
             allow_writable_files: true,
+            allow_network: true,
         }
     }
 
@@ -72,6 +76,10 @@ pub struct Grant {
     pub dirs: Vec<DirGrant>,
     /// Hard limits on each call.
     pub limits: Limits,
+    /// Where it may send HTTP requests; empty: nowhere (and no HTTP interface is linked).
+    pub network: EgressPolicy,
+    /// Secrets the host adds to its requests.
+    pub secrets: Vec<SecretBinding>,
 }
 
 /// Why a skill's request cannot be granted.
@@ -97,6 +105,12 @@ pub enum GrantError {
         skill: SkillName,
         /// Which limit.
         limit: &'static str,
+    },
+    /// The host allows no network access.
+    #[error("skill `{skill}` asks for network access but this host allows none; remove `[network]` from its skill.toml or allow network in the host policy")]
+    NetworkDenied {
+        /// The skill.
+        skill: SkillName,
     },
     /// The host does not allow writable directories.
     #[error("skill `{skill}` asks to write to `{path}` but this host allows read-only files only; change its mode to \"ro\" or allow writable files in the host policy")]
@@ -151,12 +165,15 @@ impl Grant {
             };
             dirs.push(DirGrant { host, guest, mode: file.mode });
         }
-        Ok(Grant { skill, dirs, limits })
+        if !manifest.network.is_empty() && !policy.allow_network {
+            return Err(GrantError::NetworkDenied { skill });
+        }
+        Ok(Grant { skill, dirs, limits, network: manifest.network.clone(), secrets: manifest.secrets.clone() })
     }
 
     /// A grant with no capabilities and the given limits: pure computation only.
     pub fn pure(skill: SkillName, limits: Limits) -> Self {
-        Self { skill, dirs: Vec::new(), limits }
+        Self { skill, dirs: Vec::new(), limits, network: EgressPolicy::default(), secrets: Vec::new() }
     }
 }
 

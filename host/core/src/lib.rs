@@ -5,18 +5,22 @@
 //! This crate does no I/O beyond reading a manifest file and knows nothing of wasmtime or
 //! processes: the wasm and sandbox runtimes depend on it, never the other way round.
 
+pub mod egress;
 mod grant;
 mod limits;
 mod manifest;
 mod name;
+mod net;
 mod risk;
 mod runtime;
 mod tool;
 
+pub use egress::{Denial, EgressPolicy, SecretBinding};
 pub use grant::{DirGrant, FileMode, Grant, GrantError, Policy};
 pub use limits::{ByteSize, Limits, LimitsRequest, parse_duration, parse_size};
 pub use manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest};
 pub use name::{NameError, SkillName};
+pub use net::{AuditSink, EgressOutcome, EgressRecord, NoAudit, NoSecrets, Resolver, SecretSource};
 pub use risk::RiskTier;
 pub use runtime::{
     CallContext, CallError, LoadError, Progress, ProgressSink, Skill, SkillCode, SkillRuntime,

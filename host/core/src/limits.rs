@@ -55,7 +55,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     value.checked_mul(scale).ok_or_else(|| format!("size `{text}` is too large"))
 }
 
-/// Parse a duration such as `500ms`, `2s` or `1m`.
+/// Parse a duration such as `500ms`, `2s`, `1m`, `3h` or `7d`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
@@ -67,8 +67,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => Ok(Duration::from_millis(value)),
         "s" => Ok(Duration::from_secs(value)),
         "m" | "min" => Ok(Duration::from_secs(value.saturating_mul(60))),
-        "" => Err(format!("duration `{text}` needs a unit: ms, s or m")),
-        other => Err(format!("unknown duration unit `{other}` in `{text}`; use ms, s or m")),
+        "h" => Ok(Duration::from_secs(value.saturating_mul(3600))),
+        "d" => Ok(Duration::from_secs(value.saturating_mul(86400))),
+        "" => Err(format!("duration `{text}` needs a unit: ms, s, m, h or d")),
+        other => Err(format!("unknown duration unit `{other}` in `{text}`; use ms, s, m, h or d")),
     }
 }
 
@@ -205,7 +207,7 @@ mod tests {
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
         assert!(parse_duration("5").unwrap_err().contains("needs a unit"));
-        assert!(parse_duration("5h").unwrap_err().contains("unknown duration unit"));
+        assert!(parse_duration("5y").unwrap_err().contains("unknown duration unit"));
         assert_eq!(fmt_duration(Duration::from_secs(2)), "2s");
         assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
     }

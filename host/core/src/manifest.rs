@@ -26,6 +26,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::egress::{EgressPolicy, NetworkSection, SecretBinding, SecretSection};
 use crate::grant::FileMode;
 use crate::limits::LimitsRequest;
 use crate::name::SkillName;
@@ -50,6 +51,10 @@ pub struct SkillManifest {
     pub files: Vec<FileCapability>,
     /// Limit overrides the skill asks for.
     pub limits: LimitsRequest,
+    /// Hosts the skill asks to reach (`[network]`); empty when it asks for none.
+    pub network: EgressPolicy,
+    /// Secrets the host adds to its requests (`[[secrets]]`).
+    pub secrets: Vec<SecretBinding>,
 }
 
 /// `[search]`: words and example questions that should find this skill.
@@ -109,6 +114,10 @@ struct RawManifest {
     capabilities: RawCapabilities,
     #[serde(default)]
     limits: LimitsRequest,
+    #[serde(default)]
+    network: Option<Spanned<NetworkSection>>,
+    #[serde(default)]
+    secrets: Vec<Spanned<SecretSection>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -215,7 +224,24 @@ impl SkillManifest {
             }
             files.push(FileCapability { path, mode: file.mode });
         }
+        let network = match &raw.network {
+            None => EgressPolicy::default(),
+            Some(section) => EgressPolicy::from_section(section.get_ref()).map_err(|e| {
+                at(Some(section.span()), e.to_string(), "fix the rule in `[network]`".into())
+            })?,
+        };
+        let mut secrets = Vec::with_capacity(raw.secrets.len());
+        for section in &raw.secrets {
+            let binding = SecretBinding::from_section(section.get_ref(), &network)
+                .map_err(|message| at(Some(section.span()), message, "fix this `[[secrets]]` entry".into()))?;
+            if secrets.iter().any(|s: &SecretBinding| s.name == binding.name) {
+                return Err(at(Some(section.span()), format!("secret `{}` is bound twice", binding.name), "bind each secret once, listing all its hosts".into()));
+            }
+            secrets.push(binding);
+        }
         Ok(SkillManifest {
+            network,
+            secrets,
             name,
             version: raw.version.into_inner(),
             description,
@@ -302,6 +328,27 @@ mod tests {
             assert!(err.contains(expected), "{err:?} should contain {expected:?}");
             assert!(!err.contains('\n'), "one line: {err:?}");
             assert!(err.contains("; "), "has a fix: {err:?}");
+        }
+    }
+
+    #[test]
+    fn network_and_secrets() {
+        let m = parse(&format!(
+            "{BASE}[network]\nallow = [\"https://api.github.com\"]\n[[secrets]]\nname = \"github\"\nheader = \"Authorization\"\nformat = \"Bearer {{}}\"\nhosts = [\"https://api.github.com\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(m.network.allow.len(), 1);
+        assert_eq!(m.secrets[0].header_value("t0k"), "Bearer t0k");
+        let table = [
+            (format!("{BASE}[network]\nallow = [\"ftp://x.org\"]\n"), "skills/x/skill.toml:4:1: network rule `ftp://x.org` must use http or https"),
+            (format!("{BASE}[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"t\"\nheader = \"X-Key\"\nhosts = [\"https://b.org\"]\n"), "which `[network] allow` does not list"),
+            (format!("{BASE}[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"t\"\nheader = \"Host\"\nhosts = [\"https://a.org\"]\n"), "managed by the host"),
+            (format!("{BASE}[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"t\"\nheader = \"X\"\nformat = \"none\"\nhosts = [\"https://a.org\"]\n"), "exactly once"),
+            (format!("{BASE}[network]\nallowed = []\n"), "unknown field `allowed`"),
+        ];
+        for (text, expected) in table {
+            let err = parse(&text).unwrap_err();
+            assert!(err.contains(expected), "{err:?} should contain {expected:?}");
         }
     }
 

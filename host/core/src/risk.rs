@@ -25,8 +25,10 @@ pub enum RiskTier {
 impl RiskTier {
     /// The tier of a manifest's requests.
     pub fn of(manifest: &SkillManifest) -> Self {
-        if manifest.files.iter().any(|f| f.mode == FileMode::ReadWrite) {
+        if !manifest.secrets.is_empty() || manifest.files.iter().any(|f| f.mode == FileMode::ReadWrite) {
             RiskTier::Explicit
+        } else if !manifest.network.is_empty() {
+            RiskTier::Confirm
         } else {
             RiskTier::Auto
         }
@@ -47,8 +49,10 @@ impl SkillManifest {
         struct Requests<'a> {
             files: &'a [crate::manifest::FileCapability],
             limits: &'a crate::limits::LimitsRequest,
+            network: &'a crate::egress::EgressPolicy,
+            secrets: &'a [crate::egress::SecretBinding],
         }
-        let requests = Requests { files: &self.files, limits: &self.limits };
+        let requests = Requests { files: &self.files, limits: &self.limits, network: &self.network, secrets: &self.secrets };
         let canonical = serde_json::to_vec(&requests).expect("requests serialise");
         hex::encode(Sha256::digest(canonical))
     }
@@ -73,6 +77,10 @@ mod tests {
         assert_eq!(RiskTier::of(&manifest("")), RiskTier::Auto);
         assert_eq!(RiskTier::of(&manifest(ro)), RiskTier::Auto);
         assert_eq!(RiskTier::of(&manifest(rw)), RiskTier::Explicit);
+        let net = "[network]\nallow = [\"https://a.org\"]\n";
+        assert_eq!(RiskTier::of(&manifest(net)), RiskTier::Confirm);
+        let secret = format!("{net}[[secrets]]\nname = \"k\"\nheader = \"X-Key\"\nhosts = [\"https://a.org\"]\n");
+        assert_eq!(RiskTier::of(&manifest(&secret)), RiskTier::Explicit);
         let destructive = ToolSpec {
             name: "rm".into(),
             description: "d".into(),
@@ -90,5 +98,6 @@ mod tests {
         assert_eq!(base.capability_digest(), manifest("[search]\nkeywords = [\"x\"]\n").capability_digest(), "search metadata is not a capability");
         assert_ne!(base.capability_digest(), manifest("[[capabilities.files]]\npath = \".\"\nmode = \"ro\"\n").capability_digest());
         assert_ne!(base.capability_digest(), manifest("[limits]\nmemory = \"128MiB\"\n").capability_digest());
+        assert_ne!(base.capability_digest(), manifest("[network]\nallow = [\"https://a.org\"]\n").capability_digest());
     }
 }

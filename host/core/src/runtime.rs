@@ -162,6 +162,12 @@ pub enum LoadError {
         /// What is missing or mismatched.
         reason: String,
     },
+    /// The component imports `wasi:http` but the manifest asks for no network.
+    #[error("{}: the component imports wasi:http but its skill.toml has no `[network]` section; add `[network] allow = [\"https://host\"]` for the hosts it needs", path.display())]
+    NeedsNetwork {
+        /// The component.
+        path: PathBuf,
+    },
     /// A `.wasm` file without an embedded manifest.
     #[error("{}: no embedded skill.toml; build it with `skillhost build`, or put it in a folder as skill.wasm beside a skill.toml", path.display())]
     NoManifest {

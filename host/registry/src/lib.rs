@@ -1,1 +1,45 @@
-//! The skill registry (being written: see issue 4).
+//! skillhost's skill registry: finds skills in layered directories, decides with the
+//! trust store whether they may run, keeps them loaded and reloads them when their files
+//! change, and installs or removes them in the user layer.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use skillhost_core::{CallContext, Policy};
+//! use skillhost_registry::{Registry, RegistryConfig};
+//! use skillhost_wasm::{WasmConfig, WasmRuntime};
+//!
+//! let mut config = RegistryConfig::new("/var/lib/skillhost");
+//! config.workspace = Some("skills".into());
+//! let runtime = Arc::new(WasmRuntime::new(WasmConfig::default())?);
+//! let registry = Registry::open(config, runtime, Policy::new("/var/lib/skillhost/data")).await?;
+//! for entry in registry.catalog() {
+//!     println!("{} ({}, {})", entry.name, entry.layer, entry.state);
+//! }
+//! let out = registry.call("text-tools", "word_count", serde_json::json!({"text": "a b"}), CallContext::default()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! - [`config`]: [`RegistryConfig`], the [`Layer`]s and their precedence, size caps.
+//! - [`snapshot`](crate): what counts as a skill on disk and its content hash.
+//! - [`trust`](crate): the SQLite trust store and the [`TrustState`] rules.
+//! - [`Registry`]: catalog, calls, approvals; install and remove; hot reload.
+//!
+//! The trust operations ([`Registry::approve`], [`Registry::reject`],
+//! [`Registry::disable`], [`Registry::enable`]) are for humans only: never expose them
+//! to an agent.
+
+mod catalog;
+pub mod config;
+mod error;
+mod install;
+mod registry;
+mod snapshot;
+mod trust;
+mod watch;
+
+pub use catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed};
+pub use config::{Layer, RegistryConfig, SizeLimits};
+pub use error::RegistryError;
+pub use registry::Registry;
+pub use trust::{ApprovedBy, TrustState};

@@ -17,6 +17,9 @@
 //! host's [`Policy`]. Nothing here knows which runtime runs a skill: it speaks to the
 //! [`Skill`] trait.
 
+pub mod audit;
+pub mod secrets;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -26,7 +29,11 @@ pub use skillhost_core::{
     Annotations, CallContext, CallError, FileMode, Grant, Limits, LoadError, Policy, Progress,
     ProgressSink, Skill, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec,
 };
-pub use skillhost_wasm::{CacheOutcome, CacheStats, WasmConfig, package};
+pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
+pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig, package};
+
+use crate::audit::AuditLog;
+use crate::secrets::SecretStore;
 use skillhost_wasm::WasmRuntime;
 
 /// Why the host could not do what was asked.
@@ -104,7 +111,8 @@ impl HostBuilder {
 
     /// WebAssembly runtime settings, used as given: a `cache_dir` of `None` turns the
     /// compiled cache off. Default: [`WasmConfig::default`] with the cache in
-    /// `<data_dir>/cache`.
+    /// `<data_dir>/cache`. Whatever `net` says, the host's secret store
+    /// (`<data_dir>/secrets`) and audit log (`<data_dir>/audit.db`) are plugged in.
     pub fn wasm_config(mut self, config: WasmConfig) -> Self {
         self.wasm = Some(config);
         self
@@ -127,9 +135,13 @@ impl HostBuilder {
         if let Some(dir) = self.cache_dir {
             wasm.cache_dir = Some(dir);
         }
+        let secrets = SecretStore::new(data_dir.join("secrets"));
+        let audit = AuditLog::open(data_dir.join("audit.db")).map_err(|e| HostError::Setup(e.to_string()))?;
+        wasm.net.secrets = Arc::new(secrets.clone());
+        wasm.net.audit = audit.clone();
         let runtime = WasmRuntime::new(wasm).map_err(|e| HostError::Setup(e.to_string()))?;
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host { runtime, policy, skills: RwLock::new(BTreeMap::new()) })
+        Ok(Host { runtime, policy, secrets, audit, skills: RwLock::new(BTreeMap::new()) })
     }
 }
 
@@ -137,6 +149,8 @@ impl HostBuilder {
 pub struct Host {
     runtime: WasmRuntime,
     policy: Policy,
+    secrets: SecretStore,
+    audit: Arc<AuditLog>,
     skills: RwLock<BTreeMap<SkillName, LoadedSkill>>,
 }
 
@@ -149,6 +163,16 @@ impl Host {
     /// The policy skills are granted under.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The secret store the egress gate reads.
+    pub fn secrets(&self) -> &SecretStore {
+        &self.secrets
+    }
+
+    /// The audit log of outbound requests.
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
     }
 
     /// Counters of the compiled-component cache.

@@ -10,6 +10,7 @@
 mod bindings;
 mod cache;
 mod engine;
+mod http;
 pub mod package;
 mod skill;
 mod state;
@@ -27,6 +28,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::{CacheOutcome, CacheStats};
+pub use http::{NetConfig, SystemResolver};
 pub use skill::WasmSkill;
 
 use crate::bindings::SkillPre;
@@ -48,6 +50,8 @@ pub struct WasmConfig {
     pub optimize: bool,
     /// Resolution of deadlines: how often the epoch advances. Default: 10 ms.
     pub epoch_tick: Duration,
+    /// How skills granted network access reach it.
+    pub net: NetConfig,
 }
 
 impl Default for WasmConfig {
@@ -58,6 +62,7 @@ impl Default for WasmConfig {
             max_memory: skillhost_core::Limits::MAX.memory,
             optimize: true,
             epoch_tick: Duration::from_millis(10),
+            net: NetConfig::default(),
         }
     }
 }
@@ -70,7 +75,11 @@ pub struct RuntimeError(String);
 /// Shared by the runtime and every skill it loaded.
 pub(crate) struct Inner {
     pub(crate) engine: Engine,
+    /// For skills without network: no `wasi:http`.
     linker: Linker<CallState>,
+    /// For skills granted network: `wasi:http` behind the gate.
+    linker_http: Linker<CallState>,
+    net: Arc<NetConfig>,
     cache: ComponentCache,
     /// One permit per pooling-allocator slot, so calls wait instead of failing.
     pub(crate) pool: Semaphore,
@@ -88,13 +97,18 @@ impl WasmRuntime {
     pub fn new(config: WasmConfig) -> Result<Self, RuntimeError> {
         let engine = engine::build(&config).map_err(|e| RuntimeError(format!("{e:#}")))?;
         engine::start_ticker(&engine, config.epoch_tick);
-        let mut linker = Linker::new(&engine);
-        state::add_to_linker(&mut linker).map_err(|e| RuntimeError(format!("{e:#}")))?;
+        let linker = |http| {
+            let mut linker = Linker::new(&engine);
+            state::add_to_linker(&mut linker, http).map(|()| linker).map_err(|e| RuntimeError(format!("{e:#}")))
+        };
+        let (linker, linker_http) = (linker(false)?, linker(true)?);
         let cache = ComponentCache::new(config.cache_dir.as_deref(), &engine::fingerprint(&engine));
         Ok(Self {
             inner: Arc::new(Inner {
-                engine,
                 linker,
+                linker_http,
+                net: Arc::new(config.net.clone()),
+                engine,
                 cache,
                 pool: Semaphore::new(config.max_instances.max(1) as usize),
             }),
@@ -126,7 +140,16 @@ impl WasmRuntime {
             .map_err(|e| not_component(one_line(&e)))?;
 
         let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld { path: path.clone(), reason: one_line(&e) };
-        let pre = self.inner.linker.instantiate_pre(&component).map_err(wrong_world)?;
+        let has_network = !grant.network.is_empty();
+        let linker = if has_network { &self.inner.linker_http } else { &self.inner.linker };
+        let pre = linker.instantiate_pre(&component).map_err(|e| {
+            let reason = one_line(&e);
+            if !has_network && reason.contains("wasi:http/") {
+                LoadError::NeedsNetwork { path: path.clone() }
+            } else {
+                wrong_world(e)
+            }
+        })?;
         let pre = SkillPre::new(pre).map_err(wrong_world)?;
 
         for dir in &grant.dirs {
@@ -136,7 +159,14 @@ impl WasmRuntime {
             })?;
         }
 
+        let net = http::SkillNet {
+            policy: Arc::new(grant.network.clone()),
+            secrets: grant.secrets.clone().into(),
+            net: self.inner.net.clone(),
+            permits: Arc::new(Semaphore::new(self.inner.net.max_concurrent_per_skill.max(1))),
+        };
         let mut skill = WasmSkill {
+            net,
             concurrency: Semaphore::new(grant.limits.concurrency as usize),
             grant,
             tools: Vec::new(),
@@ -164,7 +194,7 @@ impl SkillRuntime for WasmRuntime {
 /// Ask the skill for its tools, in a fresh instance, and check them.
 async fn describe(skill: &WasmSkill) -> Result<Vec<ToolSpec>, LoadError> {
     let name = skill.grant.skill.clone();
-    let raw = skill
+    let (raw, _) = skill
         .with_instance("tools", skill.grant.limits.timeout, None, async |instance, store| {
             instance.skillhost_skill_guest().call_tools(store).await
         })

@@ -12,12 +12,14 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::bindings::{SkillPre, types};
 use crate::cache::CacheOutcome;
+use crate::http::SkillNet;
 use crate::state::CallState;
 use crate::Inner;
 
 /// A WebAssembly skill, ready to call.
 pub struct WasmSkill {
     pub(crate) grant: Grant,
+    pub(crate) net: SkillNet,
     pub(crate) tools: Vec<ToolSpec>,
     pub(crate) pre: SkillPre<CallState>,
     pub(crate) runtime: Arc<Inner>,
@@ -38,11 +40,11 @@ impl WasmSkill {
         limit: Duration,
         progress: Option<ProgressSink>,
         f: impl AsyncFnOnce(&crate::bindings::Skill, &mut Store<CallState>) -> wasmtime::Result<R>,
-    ) -> Result<R, CallError> {
+    ) -> Result<(R, Vec<String>), CallError> {
         let skill = &self.grant.skill;
         let host = |message: String| CallError::Host { skill: skill.clone(), tool: tool.to_owned(), message };
         let _slot = self.runtime.pool.acquire().await.map_err(|e| host(e.to_string()))?;
-        let state = CallState::new(&self.grant, tool, progress).map_err(|e| host(e.to_string()))?;
+        let state = CallState::new(&self.grant, &self.net, tool, progress).map_err(|e| host(e.to_string()))?;
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every epoch tick the guest yields to the executor (fairness under load); past the
@@ -61,7 +63,8 @@ impl WasmSkill {
             f(&instance, &mut store).await
         }
         .await;
-        result.map_err(|e| self.trap_error(tool, limit, e, &store))
+        let denials = store.data().gate.denials();
+        result.map(|r| (r, denials)).map_err(|e| self.trap_error(tool, limit, e, &store))
     }
 
     fn trap_error(&self, tool: &str, limit: Duration, error: wasmtime::Error, store: &Store<CallState>) -> CallError {
@@ -121,7 +124,7 @@ impl Skill for WasmSkill {
             })
             .await
         };
-        let result = tokio::select! {
+        let (result, denials) = tokio::select! {
             result = tokio::time::timeout(limit, work) => match result {
                 Ok(result) => result?,
                 Err(_) => return Err(CallError::Timeout { skill: skill.clone(), tool: tool.to_owned(), limit }),
@@ -149,6 +152,15 @@ impl Skill for WasmSkill {
             }
             Err(error) => {
                 let (skill, tool, _) = fail(String::new());
+                // What the host refused during the call explains the tool's error best.
+                let with_denials = |message: String| {
+                    if denials.is_empty() { message } else { format!("{message} (host refused: {})", denials.join("; ")) }
+                };
+                let error = match error {
+                    types::CallError::Denied(m) => types::CallError::Denied(with_denials(m)),
+                    types::CallError::Failed(m) => types::CallError::Failed(with_denials(m)),
+                    other => other,
+                };
                 Err(match error {
                     types::CallError::InvalidInput(message) => CallError::InvalidInput { skill, tool, message },
                     types::CallError::Failed(message) => CallError::Failed { skill, tool, message },

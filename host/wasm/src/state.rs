@@ -18,7 +18,10 @@ use wasmtime_wasi::filesystem::WasiFilesystemView;
 use wasmtime_wasi::p2::bindings::filesystem::types::{Descriptor, ErrorCode, HostDescriptor};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
 use crate::bindings::host;
+use crate::http::{HttpGate, SkillNet};
 
 /// Minimum time between two forwarded progress reports (the last one always goes).
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(20);
@@ -29,6 +32,8 @@ const STDERR_TAIL: usize = 8;
 pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
+    http: WasiHttpCtx,
+    pub(crate) gate: HttpGate,
     pub(crate) limiter: MemoryLimiter,
     log: Arc<CallLog>,
     progress: Option<ProgressSink>,
@@ -37,8 +42,9 @@ pub(crate) struct CallState {
 
 impl CallState {
     /// A fresh state for one call of `tool` under `grant`.
-    pub(crate) fn new(grant: &Grant, tool: &str, progress: Option<ProgressSink>) -> std::io::Result<Self> {
+    pub(crate) fn new(grant: &Grant, net: &SkillNet, tool: &str, progress: Option<ProgressSink>) -> std::io::Result<Self> {
         let log = Arc::new(CallLog::new(grant.skill.as_str(), tool, grant.limits.log));
+        let gate = HttpGate::new(grant.skill.as_str(), tool, net, log.clone());
         let mut builder = WasiCtxBuilder::new();
         // No args, no env, no stdin. Sockets: no TCP, no UDP, no name lookup, and the
         // address check (deny all) stays the default as a second wall.
@@ -60,6 +66,8 @@ impl CallState {
         Ok(Self {
             wasi: builder.build(),
             table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            gate,
             limiter: MemoryLimiter::new(grant.limits.memory),
             log,
             progress,
@@ -76,6 +84,12 @@ impl CallState {
         let start = tail.iter().rposition(|l| l.contains("panicked at")).unwrap_or(tail.len().saturating_sub(1));
         let lines: Vec<&str> = tail.iter().skip(start).map(String::as_str).filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE")).collect();
         (!lines.is_empty()).then(|| lines.join(" "))
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { hooks: &mut self.gate, table: &mut self.table, ctx: &mut self.http }
     }
 }
 
@@ -189,7 +203,7 @@ impl CallLog {
         }
     }
 
-    fn write_line(&self, level: &str, line: &[u8]) {
+    pub(crate) fn write_line(&self, level: &str, line: &[u8]) {
         if level == "stderr" && !line.is_empty() {
             let text = truncate(String::from_utf8_lossy(line).into_owned(), 512);
             let mut tail = self.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
@@ -345,8 +359,13 @@ fn symlink_target_allowed(target: &str) -> bool {
 /// Link the host interface and WASI p2, with `symlink-at` guarded so that a guest cannot
 /// plant a link pointing outside its directories. (Following such a link is refused by
 /// WASI anyway, but the link would stay on disk for other programs to follow.)
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+///
+/// With `http`, `wasi:http` is linked too (for skills granted network access).
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>, http: bool) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    if http {
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
+    }
     crate::bindings::Skill::add_to_linker::<_, wasmtime::component::HasSelf<_>>(linker, |s| s)?;
     linker.allow_shadowing(true);
     linker.instance("wasi:filesystem/types@0.2.12")?.func_wrap_async(

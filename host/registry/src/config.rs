@@ -1,0 +1,112 @@
+//! [`RegistryConfig`]: where the layers and the trust store live, how long the watcher
+//! waits, and the size caps of a skill. Every default is documented on its field.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A skill directory's place in the precedence order. Ordered: `Workspace < User <
+/// Bundled`, so the smallest layer holding a name wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// The project's own skills (`./skills`): shadows everything else.
+    Workspace,
+    /// Skills the user installed (`skillhost install`): shadows bundled skills.
+    User,
+    /// Skills shipped with the host.
+    Bundled,
+}
+
+impl Layer {
+    /// `workspace`, `user` or `bundled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Workspace => "workspace",
+            Layer::User => "user",
+            Layer::Bundled => "bundled",
+        }
+    }
+}
+
+impl std::fmt::Display for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Size caps applied to every skill, at discovery and at install.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeLimits {
+    /// Largest non-component file (SKILL.md, skill.toml, references, scripts...).
+    /// Default: 1 MiB.
+    pub text_file: u64,
+    /// Largest sum of a skill's non-component files. Default: 10 MiB.
+    pub text_total: u64,
+    /// Largest `.wasm` component. Default: 64 MiB.
+    pub component: u64,
+}
+
+impl Default for SizeLimits {
+    fn default() -> Self {
+        Self { text_file: 1 << 20, text_total: 10 << 20, component: 64 << 20 }
+    }
+}
+
+/// How a [`Registry`](crate::Registry) is set up.
+///
+/// ```
+/// # use skillhost_registry::RegistryConfig;
+/// let mut config = RegistryConfig::new("/var/lib/skillhost");
+/// config.workspace = Some("skills".into());
+/// assert_eq!(config.user, std::path::Path::new("/var/lib/skillhost/user-skills"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct RegistryConfig {
+    /// The host's data directory: the trust store is `<data_dir>/trust.db`.
+    pub data_dir: PathBuf,
+    /// The workspace layer. Default: `None` (no workspace layer).
+    pub workspace: Option<PathBuf>,
+    /// The user layer, where `install` puts skills; created if missing. Default:
+    /// `<data_dir>/user-skills`. Install stages in its parent directory, so keep both on
+    /// one file system.
+    pub user: PathBuf,
+    /// The bundled layer. Default: `None`.
+    pub bundled: Option<PathBuf>,
+    /// Watch the layers and reload changed skills. Default: `true`. A layer directory
+    /// that does not exist at start is not watched.
+    pub watch: bool,
+    /// How long the file system must be quiet before changes are applied. Default:
+    /// 150 ms.
+    pub debounce: Duration,
+    /// Size caps. Default: [`SizeLimits::default`].
+    pub limits: SizeLimits,
+}
+
+impl RegistryConfig {
+    /// A configuration with the defaults above, over `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        let data_dir = data_dir.into();
+        Self {
+            user: data_dir.join("user-skills"),
+            data_dir,
+            workspace: None,
+            bundled: None,
+            watch: true,
+            debounce: Duration::from_millis(150),
+            limits: SizeLimits::default(),
+        }
+    }
+
+    /// The configured layers, in precedence order.
+    pub fn layers(&self) -> Vec<(Layer, PathBuf)> {
+        let mut layers = Vec::with_capacity(3);
+        if let Some(dir) = &self.workspace {
+            layers.push((Layer::Workspace, dir.clone()));
+        }
+        layers.push((Layer::User, self.user.clone()));
+        if let Some(dir) = &self.bundled {
+            layers.push((Layer::Bundled, dir.clone()));
+        }
+        layers
+    }
+}

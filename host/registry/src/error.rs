@@ -1,0 +1,164 @@
+//! [`RegistryError`]: every way the registry can refuse or fail, each one line naming the
+//! skill or file and the fix.
+
+use std::path::PathBuf;
+
+use skillhost_core::{CallError, LoadError, NameError};
+
+use crate::trust::TrustState;
+
+/// Why the registry could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// No skill has that name in any layer.
+    #[error("no skill named `{name}`; run `skillhost list` to see the skills")]
+    UnknownSkill {
+        /// The name asked for.
+        name: String,
+    },
+    /// The skill exists but its trust state forbids calls.
+    #[error("skill `{name}` {}; {}", state.describe(), state.fix(name))]
+    NotCallable {
+        /// The skill.
+        name: String,
+        /// Its trust state.
+        state: TrustState,
+    },
+    /// The skill is instructions only (a SKILL.md): it has no tools to call.
+    #[error("skill `{name}` has instructions only (SKILL.md) and no tools; read its instructions instead of calling it")]
+    InstructionsOnly {
+        /// The skill.
+        name: String,
+    },
+    /// The skill has never loaded, so there is nothing to call or approve.
+    #[error("skill `{name}` is not loaded: {reason}")]
+    NotLoaded {
+        /// The skill.
+        name: String,
+        /// Its load error.
+        reason: String,
+    },
+    /// The skill could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A call failed.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// A name is not a valid skill name.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// A skill's file or folder name and the name in its manifest differ.
+    #[error("{}: the skill is named `{declared}` but its file or folder is named `{expected}`; rename one so they match", path.display())]
+    NameMismatch {
+        /// The skill's file or folder.
+        path: PathBuf,
+        /// The name its location gives.
+        expected: String,
+        /// The name its manifest declares.
+        declared: String,
+    },
+    /// A symbolic link inside a skill (or the skill itself is one).
+    #[error("{}: symbolic links are not allowed in a skill; replace it with a copy of the file", path.display())]
+    Symlink {
+        /// The link.
+        path: PathBuf,
+    },
+    /// Something that is neither a regular file nor a directory (a fifo, a socket, a device).
+    #[error("{}: not a regular file or directory; remove it from the skill", path.display())]
+    SpecialFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A path that would leave the skill (`..`, absolute) or is not UTF-8.
+    #[error("{}: {reason}; install a skill by the path of its folder or `.wasm` file", path.display())]
+    BadPath {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A file or a skill is larger than the configured cap.
+    #[error("{}: {what} is {size} bytes, more than the {limit} allowed; {fix}", path.display())]
+    TooLarge {
+        /// The file or skill.
+        path: PathBuf,
+        /// What was measured (`this file`, `the skill's text`, `the component`).
+        what: &'static str,
+        /// Its size, in bytes.
+        size: u64,
+        /// The cap, in bytes.
+        limit: u64,
+        /// How to get under it.
+        fix: &'static str,
+    },
+    /// A SKILL.md without the frontmatter an instruction-only skill needs.
+    #[error("{}: {reason}; start SKILL.md with `---`, a `name:` and a `description:` line, and `---`", path.display())]
+    Frontmatter {
+        /// The SKILL.md.
+        path: PathBuf,
+        /// What is missing.
+        reason: String,
+    },
+    /// The folder or file is not any skill form.
+    #[error("{}: not a skill; a skill is a `.wasm` file with an embedded manifest, or a folder with skill.toml (+ skill.wasm) or SKILL.md", path.display())]
+    NotASkill {
+        /// The path.
+        path: PathBuf,
+    },
+    /// `approve` was given a hash or digest other than the current one.
+    #[error("skill `{name}` changed since it was reviewed (reviewed {what} {reviewed}, now {current}); review it again with `skillhost show {name}` before approving")]
+    ChangedSinceReview {
+        /// The skill.
+        name: String,
+        /// `content hash` or `capability digest`.
+        what: &'static str,
+        /// What the reviewer saw.
+        reviewed: String,
+        /// What is on disk now.
+        current: String,
+    },
+    /// `remove` of a skill that is not in the user layer.
+    #[error("skill `{name}` is not installed in the user layer ({}); only installed skills can be removed, delete it from {} by hand", dir.display(), dir.display())]
+    NotInstalled {
+        /// The skill.
+        name: String,
+        /// The directory where it lives, or the user layer when it is nowhere.
+        dir: PathBuf,
+    },
+    /// The trust store failed.
+    #[error("trust store {}: {message}; {fix}", path.display())]
+    Trust {
+        /// The database file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+        /// What to do about it.
+        fix: &'static str,
+    },
+    /// A file system operation failed.
+    #[error("{}: {action}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done (`cannot read`, `cannot rename`).
+        action: &'static str,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file watcher could not start.
+    #[error("cannot watch {}: {message}; check that the directory exists and the inotify limits (fs.inotify.max_user_watches)", path.display())]
+    Watch {
+        /// The directory.
+        path: PathBuf,
+        /// What notify said.
+        message: String,
+    },
+}
+
+impl RegistryError {
+    pub(crate) fn io(path: impl Into<PathBuf>, action: &'static str) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| RegistryError::Io { path, action, source }
+    }
+}

@@ -1,0 +1,120 @@
+//! Install and remove skills in the user layer. Install reads the source once through
+//! [`Snapshot`] (no symlinks or special files, size caps), takes the skill's name from
+//! its manifest (validated, so it can never be `..` or a path), loads it to prove it
+//! works, writes it to a staging directory beside the user layer and renames it into
+//! place; the previous version is moved aside first and restored if the rename fails.
+//! Hidden files and a top-level `target/` are not copied. An installed skill gets its
+//! trust state like any other: approved only when its tier is auto (or its exact
+//! content was approved before).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use skillhost_core::SkillName;
+
+use crate::catalog::Entry;
+use crate::config::Layer;
+use crate::error::RegistryError;
+use crate::registry::Registry;
+use crate::snapshot::{Candidate, Snapshot};
+
+impl Registry {
+    /// Install the skill at `path` (a folder or a `.wasm` file) into the user layer,
+    /// replacing an installed skill of the same name, and return its entry. Nothing is
+    /// written unless the skill loads.
+    pub async fn install(&self, path: &Path) -> Result<Arc<Entry>, RegistryError> {
+        let snapshot = Snapshot::read(path, &self.config.limits)?;
+        if matches!(snapshot, Snapshot::Wasm { .. }) && path.extension().is_none_or(|e| e != "wasm") {
+            return Err(RegistryError::NotASkill { path: path.to_owned() });
+        }
+        let parsed = snapshot.parse()?;
+        let name = parsed.name().clone();
+        let user = self.config.user.clone();
+        let target = match snapshot {
+            Snapshot::Wasm { .. } => user.join(format!("{name}.wasm")),
+            Snapshot::Folder { .. } => user.join(name.as_str()),
+        };
+        // Validate: the skill must load before anything is written.
+        self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }).await?;
+
+        let staging = staging_dir(&user)?;
+        let staged = staging.path().join("new");
+        snapshot.write_to(&staged)?;
+
+        let _guard = self.reload.lock().await;
+        commit(&staged, &target, &existing(&user, &name), staging.path())?;
+        tracing::info!(skill = %name, target = %target.display(), "installed");
+        self.rescan_locked(&name).await?;
+        drop(_guard);
+        self.entry(name.as_str())
+    }
+
+    /// Remove `name` from the user layer. A skill of the same name in a lower layer is
+    /// revealed; skills in the workspace or bundled layers cannot be removed this way.
+    pub async fn remove(&self, name: &str) -> Result<(), RegistryError> {
+        let name = SkillName::new(name)?;
+        let user = self.config.user.clone();
+        let existing = existing(&user, &name);
+        if existing.is_empty() {
+            let dir = self
+                .entry(name.as_str())
+                .ok()
+                .and_then(|e| e.origin.parent().map(Path::to_path_buf))
+                .unwrap_or(user);
+            return Err(RegistryError::NotInstalled { name: name.to_string(), dir });
+        }
+        let staging = staging_dir(&user)?;
+        let _guard = self.reload.lock().await;
+        for (i, path) in existing.iter().enumerate() {
+            let aside = staging.path().join(format!("removed-{i}"));
+            std::fs::rename(path, &aside).map_err(RegistryError::io(path, "cannot move aside to remove"))?;
+        }
+        tracing::info!(skill = %name, "removed from the user layer");
+        self.rescan_locked(&name).await
+        // `staging` drops here, deleting the removed files.
+    }
+}
+
+/// The installed forms of `name` in the user layer.
+fn existing(user: &Path, name: &SkillName) -> Vec<PathBuf> {
+    [user.join(name.as_str()), user.join(format!("{name}.wasm"))]
+        .into_iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .collect()
+}
+
+/// A temporary directory beside the user layer (same file system, so renames are
+/// atomic; hidden, so never mistaken for a skill), deleted when dropped.
+fn staging_dir(user: &Path) -> Result<tempfile::TempDir, RegistryError> {
+    let parent = user.parent().unwrap_or(user);
+    tempfile::Builder::new()
+        .prefix(".skillhost-staging-")
+        .tempdir_in(parent)
+        .map_err(RegistryError::io(parent, "cannot create a staging directory"))
+}
+
+/// Move the old versions aside into `staging`, rename `staged` to `target`; on failure
+/// put the old versions back.
+fn commit(staged: &Path, target: &Path, old: &[PathBuf], staging: &Path) -> Result<(), RegistryError> {
+    let mut moved = Vec::new();
+    let mut result = Ok(());
+    for (i, path) in old.iter().enumerate() {
+        let aside = staging.join(format!("old-{i}"));
+        if let Err(e) = std::fs::rename(path, &aside) {
+            result = Err(RegistryError::io(path, "cannot move the old version aside")(e));
+            break;
+        }
+        moved.push((path, aside));
+    }
+    if result.is_ok() {
+        result = std::fs::rename(staged, target).map_err(RegistryError::io(target, "cannot rename the staged skill into place"));
+    }
+    if result.is_err() {
+        for (path, aside) in moved {
+            if let Err(error) = std::fs::rename(&aside, path) {
+                tracing::error!(path = %path.display(), %error, "could not restore the old version");
+            }
+        }
+    }
+    result
+}

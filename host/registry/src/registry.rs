@@ -1,0 +1,440 @@
+//! [`Registry`]: the catalog over the layers, the call path with its trust check, the
+//! (re)scan that validates a new version before it replaces the old, and the human-only
+//! trust operations.
+//!
+//! # Human-only operations
+//!
+//! [`Registry::approve`], [`Registry::reject`], [`Registry::disable`] and
+//! [`Registry::enable`] change what may run. **They must only ever be reachable by a
+//! human** (the CLI, an editor's own UI). Never expose them, directly or through a
+//! wrapper, to an agent: not as an MCP tool, not as a forge step, not as anything a
+//! skill or a model can invoke. An agent that can approve is an agent that can grant
+//! itself anything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::Value;
+use skillhost_core::{
+    ByteSize, CallContext, FileMode, Grant, LoadError, Policy, RiskTier, SkillName, SkillRuntime, ToolOutput,
+};
+use tokio::sync::broadcast;
+
+use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, diff_lines};
+use crate::config::{Layer, RegistryConfig};
+use crate::error::RegistryError;
+use crate::snapshot::{self, Candidate, Parsed, Snapshot};
+use crate::trust::{ApprovedBy, Observation, TrustState, TrustStore};
+
+/// The capability digest of an instruction-only skill, which asks for nothing.
+const NO_CAPABILITIES: &str = "none";
+
+/// Skill discovery over layered directories, trust, hot reload and calls.
+pub struct Registry {
+    pub(crate) config: RegistryConfig,
+    pub(crate) layers: Vec<(Layer, PathBuf)>,
+    runtime: Arc<dyn SkillRuntime>,
+    policy: Policy,
+    trust: TrustStore,
+    entries: RwLock<BTreeMap<SkillName, Arc<Entry>>>,
+    /// Held while the catalog is rescanned or trust changes, so changes apply one at a
+    /// time.
+    pub(crate) reload: tokio::sync::Mutex<()>,
+    events: broadcast::Sender<RegistryEvent>,
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+}
+
+impl Registry {
+    /// Open the trust store, scan and load every layer, and (if `config.watch`) start
+    /// watching them. Skills that fail to load are listed with their error.
+    pub async fn open(config: RegistryConfig, runtime: Arc<dyn SkillRuntime>, policy: Policy) -> Result<Arc<Self>, RegistryError> {
+        std::fs::create_dir_all(&config.user).map_err(RegistryError::io(&config.user, "cannot create the user skills directory"))?;
+        let trust = TrustStore::open(&config.data_dir)?;
+        // Canonical paths, so watcher events map back to their layer.
+        let layers = config
+            .layers()
+            .into_iter()
+            .map(|(layer, dir)| (layer, std::fs::canonicalize(&dir).unwrap_or(dir)))
+            .collect();
+        let registry = Arc::new(Self {
+            config,
+            layers,
+            runtime,
+            policy,
+            trust,
+            entries: RwLock::new(BTreeMap::new()),
+            reload: tokio::sync::Mutex::new(()),
+            events: broadcast::channel(1024).0,
+            watcher: Mutex::new(None),
+        });
+        registry.rescan_all().await?;
+        if registry.config.watch {
+            let watcher = crate::watch::start(&registry)?;
+            *registry.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+        }
+        Ok(registry)
+    }
+
+    /// The layers, in precedence order, as the registry resolved them.
+    pub fn layers(&self) -> &[(Layer, PathBuf)] {
+        &self.layers
+    }
+
+    /// Receive every catalog change from now on. A receiver that falls more than 1024
+    /// events behind gets `Lagged` and should re-read [`catalog`](Self::catalog).
+    pub fn subscribe(&self) -> broadcast::Receiver<RegistryEvent> {
+        self.events.subscribe()
+    }
+
+    /// Every entry, by name.
+    pub fn catalog(&self) -> Vec<Arc<Entry>> {
+        self.read().values().cloned().collect()
+    }
+
+    /// The entry of `name`.
+    pub fn entry(&self, name: &str) -> Result<Arc<Entry>, RegistryError> {
+        let unknown = || RegistryError::UnknownSkill { name: name.to_owned() };
+        let key = SkillName::new(name).map_err(|_| unknown())?;
+        self.read().get(&key).cloned().ok_or_else(unknown)
+    }
+
+    /// Call `tool` of `skill`. Fails without running anything unless the skill is
+    /// loaded and approved; the error names the command that fixes it. The version
+    /// serving at the start of the call finishes it, whatever reloads meanwhile.
+    pub async fn call(&self, skill: &str, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, RegistryError> {
+        let runnable = self.entry(skill)?.callable()?;
+        Ok(runnable.call(tool, input, cx).await?)
+    }
+
+    /// What a human should see before approving `name`. Pass its `content_hash` and
+    /// `capability_digest` back to [`approve`](Self::approve).
+    pub fn approval_request(&self, name: &str) -> Result<ApprovalRequest, RegistryError> {
+        let entry = self.entry(name)?;
+        let loaded = loaded(&entry)?;
+        let record = self.trust.get(name)?;
+        let approved: Option<Vec<String>> = record
+            .as_ref()
+            .and_then(|r| r.approved_requests.as_deref())
+            .and_then(|json| serde_json::from_str(json).ok());
+        Ok(ApprovalRequest {
+            name: entry.name.clone(),
+            version: loaded.version.clone(),
+            tier: loaded.tier,
+            state: entry.state,
+            content_hash: loaded.content_hash.clone(),
+            capability_digest: loaded.capability_digest.clone(),
+            requests: loaded.requests.clone(),
+            diff: diff_lines(approved.as_deref().unwrap_or_default(), &loaded.requests),
+            content_changed: record
+                .as_ref()
+                .and_then(|r| r.approved_hash.as_deref())
+                .is_some_and(|hash| hash != loaded.content_hash),
+            last_approved_by: record.and_then(|r| r.approved_by),
+        })
+    }
+
+    /// **Human only** (see the module docs). Approve `name` as reviewed: `content_hash`
+    /// and `capability_digest` are those of the [`ApprovalRequest`] the human saw; if the
+    /// skill changed since, nothing is approved.
+    pub async fn approve(&self, name: &str, content_hash: &str, capability_digest: &str) -> Result<(), RegistryError> {
+        let _guard = self.reload.lock().await;
+        let entry = self.entry(name)?;
+        let loaded = loaded(&entry)?;
+        if entry.state == TrustState::Disabled {
+            return Err(RegistryError::NotCallable { name: name.to_owned(), state: TrustState::Disabled });
+        }
+        for (what, reviewed, current) in [
+            ("content hash", content_hash, &loaded.content_hash),
+            ("capability digest", capability_digest, &loaded.capability_digest),
+        ] {
+            if reviewed != current {
+                return Err(RegistryError::ChangedSinceReview {
+                    name: name.to_owned(),
+                    what,
+                    reviewed: reviewed.to_owned(),
+                    current: current.clone(),
+                });
+            }
+        }
+        self.trust.write_approval(&observation(&entry.name, loaded), &loaded.requests, ApprovedBy::Human)?;
+        self.set_state(&entry, TrustState::Approved);
+        Ok(())
+    }
+
+    /// **Human only** (see the module docs). Decline `name`: its approval is dropped, it
+    /// is `pending_review` and not auto-approved again until approved. A disabled skill
+    /// stays disabled.
+    pub async fn reject(&self, name: &str) -> Result<(), RegistryError> {
+        let _guard = self.reload.lock().await;
+        let entry = self.entry(name)?;
+        self.trust.reject(name)?;
+        if entry.state != TrustState::Disabled {
+            self.set_state(&entry, TrustState::PendingReview);
+        }
+        Ok(())
+    }
+
+    /// **Human only** (see the module docs). Turn `name` off: not callable, whatever
+    /// changes, until [`enable`](Self::enable)d. Its approval is kept.
+    pub async fn disable(&self, name: &str) -> Result<(), RegistryError> {
+        let _guard = self.reload.lock().await;
+        let entry = self.entry(name)?;
+        self.trust.disable(name)?;
+        self.set_state(&entry, TrustState::Disabled);
+        Ok(())
+    }
+
+    /// **Human only** (see the module docs). Turn `name` back on: it is `approved` again
+    /// if its approval still matches (or its tier is auto), otherwise `needs_reapproval`
+    /// or `pending_review`.
+    pub async fn enable(&self, name: &str) -> Result<(), RegistryError> {
+        let _guard = self.reload.lock().await;
+        let entry = self.entry(name)?;
+        self.trust.enable(name)?;
+        let state = match &entry.loaded {
+            Some(loaded) => self.trust.observe(&observation(&entry.name, loaded), &loaded.requests)?,
+            None => self.stored_state(name)?,
+        };
+        self.set_state(&entry, state);
+        Ok(())
+    }
+
+    /// Rescan every name in every layer (and every name in the catalog, for removals).
+    pub(crate) async fn rescan_all(&self) -> Result<(), RegistryError> {
+        let _guard = self.reload.lock().await;
+        let mut names: BTreeSet<SkillName> = self.read().keys().cloned().collect();
+        for (_, dir) in &self.layers {
+            names.extend(snapshot::names_in(dir));
+        }
+        for name in names {
+            self.rescan_locked(&name).await?;
+        }
+        Ok(())
+    }
+
+    /// Rescan the given names.
+    pub(crate) async fn rescan(&self, names: &BTreeSet<SkillName>) -> Result<(), RegistryError> {
+        let _guard = self.reload.lock().await;
+        for name in names {
+            self.rescan_locked(name).await?;
+        }
+        Ok(())
+    }
+
+    /// Bring `name`'s entry in line with the disk. The caller holds `reload`.
+    ///
+    /// The highest-precedence candidate is read once; if its bytes are those already
+    /// serving, nothing reloads. Otherwise the new version is loaded first and replaces
+    /// the old only if that succeeded; a failure is recorded on the entry and the last
+    /// good version keeps serving.
+    pub(crate) async fn rescan_locked(&self, name: &SkillName) -> Result<(), RegistryError> {
+        let found = snapshot::candidates(&self.layers, name);
+        let old = self.read().get(name).cloned();
+        let Some(winner) = found.first() else {
+            if self.write().remove(name).is_some() {
+                tracing::info!(skill = %name, "removed");
+                self.emit(RegistryEvent::Removed(name.clone()));
+            }
+            return Ok(());
+        };
+        let shadows: Vec<Shadowed> = found[1..]
+            .iter()
+            .map(|c| Shadowed { layer: c.layer, origin: c.path.clone() })
+            .collect();
+
+        let result = match self.read_candidate(name, winner) {
+            Ok((snapshot, parsed)) => {
+                let hash = snapshot.content_hash();
+                let unchanged = old
+                    .as_ref()
+                    .and_then(|e| e.loaded.as_ref())
+                    .is_some_and(|l| l.origin == winner.path && l.content_hash == hash);
+                if let (true, Some(old)) = (unchanged, &old) {
+                    let entry = Entry { layer: winner.layer, origin: winner.path.clone(), shadows, error: None, ..Entry::clone(old) };
+                    let changed = old.error.is_some() || old.shadows != entry.shadows;
+                    self.write().insert(name.clone(), Arc::new(entry));
+                    if changed {
+                        self.emit(RegistryEvent::Updated(name.clone()));
+                    }
+                    return Ok(());
+                }
+                self.load(parsed, hash, winner).await
+            }
+            Err(e) => Err(e),
+        };
+
+        let entry = match result {
+            Ok(loaded) => {
+                let state = self.trust.observe(&observation(name, &loaded), &loaded.requests)?;
+                tracing::info!(skill = %name, layer = %winner.layer, version = %loaded.version, %state, "loaded");
+                Entry {
+                    name: name.clone(),
+                    layer: winner.layer,
+                    origin: winner.path.clone(),
+                    state,
+                    shadows,
+                    error: None,
+                    loaded: Some(loaded),
+                }
+            }
+            Err(error) => {
+                tracing::warn!(skill = %name, %error, "load failed");
+                let error = Arc::new(error);
+                match &old {
+                    Some(old) if old.loaded.is_some() => Entry {
+                        layer: winner.layer,
+                        origin: winner.path.clone(),
+                        shadows,
+                        error: Some(error),
+                        ..Entry::clone(old)
+                    },
+                    _ => Entry {
+                        name: name.clone(),
+                        layer: winner.layer,
+                        origin: winner.path.clone(),
+                        state: self.stored_state(name.as_str())?,
+                        shadows,
+                        error: Some(error),
+                        loaded: None,
+                    },
+                }
+            }
+        };
+        let failed = entry.error.as_ref().map(|e| e.to_string());
+        let state = entry.state;
+        self.write().insert(name.clone(), Arc::new(entry));
+        match (&old, &failed) {
+            (None, _) => self.emit(RegistryEvent::Added(name.clone())),
+            (Some(_), None) => self.emit(RegistryEvent::Updated(name.clone())),
+            (Some(_), Some(_)) => {}
+        }
+        if let Some(error) = failed {
+            self.emit(RegistryEvent::LoadFailed { name: name.clone(), error });
+        }
+        if old.is_some_and(|old| old.state != state) {
+            self.emit(RegistryEvent::StateChanged { name: name.clone(), state });
+        }
+        Ok(())
+    }
+
+    /// Read and parse a candidate, checking that it declares the name it was found by.
+    fn read_candidate(&self, name: &SkillName, candidate: &Candidate) -> Result<(Snapshot, Parsed), RegistryError> {
+        let snapshot = Snapshot::read(&candidate.path, &self.config.limits)?;
+        let parsed = snapshot.parse()?;
+        if parsed.name() != name {
+            return Err(RegistryError::NameMismatch {
+                path: candidate.path.clone(),
+                expected: name.to_string(),
+                declared: parsed.name().to_string(),
+            });
+        }
+        Ok((snapshot, parsed))
+    }
+
+    /// Load a parsed skill under the policy: the validation a new version must pass.
+    pub(crate) async fn load(&self, parsed: Parsed, content_hash: String, candidate: &Candidate) -> Result<Loaded, RegistryError> {
+        match parsed {
+            Parsed::Instructions { description, text, .. } => Ok(Loaded {
+                origin: candidate.path.clone(),
+                runtime: INSTRUCTIONS_RUNTIME,
+                version: String::new(),
+                description,
+                tier: RiskTier::Auto,
+                tools: Vec::new(),
+                content_hash,
+                capability_digest: NO_CAPABILITIES.to_owned(),
+                requests: Vec::new(),
+                instructions: Some(text),
+                manifest: None,
+                skill: None,
+            }),
+            Parsed::Code(source) => {
+                let grant = Grant::new(&source.manifest, &self.policy).map_err(LoadError::from)?;
+                let skill = self.runtime.load(&source, grant).await?;
+                let tools = skill.tools().to_vec();
+                let tier = RiskTier::of(&source.manifest).with_tools(&tools);
+                let requests = requests(&source.manifest, skill.grant(), &tools);
+                Ok(Loaded {
+                    origin: candidate.path.clone(),
+                    runtime: self.runtime.kind(),
+                    version: source.manifest.version.clone(),
+                    description: source.manifest.description.clone(),
+                    tier,
+                    tools,
+                    content_hash,
+                    capability_digest: source.manifest.capability_digest(),
+                    requests,
+                    instructions: source.instructions,
+                    manifest: Some(source.manifest),
+                    skill: Some(skill),
+                })
+            }
+        }
+    }
+
+    /// The stored state of a skill that has not loaded.
+    fn stored_state(&self, name: &str) -> Result<TrustState, RegistryError> {
+        Ok(self.trust.get(name)?.map_or(TrustState::PendingReview, |r| r.state))
+    }
+
+    /// Replace `entry` with a copy in `state`, announcing the change.
+    fn set_state(&self, entry: &Entry, state: TrustState) {
+        let changed = entry.state != state;
+        self.write().insert(entry.name.clone(), Arc::new(Entry { state, ..entry.clone() }));
+        if changed {
+            tracing::info!(skill = %entry.name, %state, "trust state changed");
+            self.emit(RegistryEvent::StateChanged { name: entry.name.clone(), state });
+        }
+    }
+
+    fn emit(&self, event: RegistryEvent) {
+        // No receivers is fine: nobody is listening yet.
+        let _ = self.events.send(event);
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<SkillName, Arc<Entry>>> {
+        self.entries.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<SkillName, Arc<Entry>>> {
+        self.entries.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn loaded(entry: &Entry) -> Result<&Loaded, RegistryError> {
+    entry.loaded.as_ref().ok_or_else(|| RegistryError::NotLoaded {
+        name: entry.name.to_string(),
+        reason: entry.error.as_ref().map_or_else(|| "it has not loaded".to_owned(), |e| e.to_string()),
+    })
+}
+
+fn observation<'a>(name: &'a SkillName, loaded: &'a Loaded) -> Observation<'a> {
+    Observation {
+        name: name.as_str(),
+        content_hash: &loaded.content_hash,
+        capability_digest: &loaded.capability_digest,
+        tier: loaded.tier,
+    }
+}
+
+/// What a skill asks for, one line per request, as a human reviews it.
+fn requests(manifest: &skillhost_core::SkillManifest, grant: &Grant, tools: &[skillhost_core::ToolSpec]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for file in &manifest.files {
+        let mode = match file.mode {
+            FileMode::ReadOnly => "read-only",
+            FileMode::ReadWrite => "read-write",
+        };
+        lines.push(format!("files `{}` in its data dir: {mode}", file.path));
+    }
+    let limits = &grant.limits;
+    lines.push(format!("limit timeout: {:?}", limits.timeout));
+    lines.push(format!("limit memory: {}", ByteSize(limits.memory)));
+    lines.push(format!("limit output: {}", ByteSize(limits.output)));
+    lines.push(format!("limit concurrency: {}", limits.concurrency));
+    for tool in tools.iter().filter(|t| t.annotations.destructive) {
+        lines.push(format!("tool `{}` is destructive", tool.name));
+    }
+    lines
+}

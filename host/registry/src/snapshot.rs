@@ -1,0 +1,396 @@
+//! Reading a skill from disk, once: which paths in the layers are skills
+//! ([`candidates`], [`names_in`]), a [`Snapshot`] of all its files (no symlinks, size
+//! caps), the content hash over exactly those bytes, and the [`Parsed`] skill built from
+//! them. Hash and load see the same bytes, so an approval can never bind to one version
+//! while another runs.
+//!
+//! **Content hash.** For a `NAME.wasm`, SHA-256 of its bytes. For a folder, SHA-256 over
+//! its files sorted by relative path (`/`-separated), each as `path NUL length(u64 LE)
+//! contents`. Excluded, as host-, tool- or editor-managed state: every path with a
+//! component starting with `.` (`.git/`, `.DS_Store`, editor swap files, staging dirs)
+//! and a top-level `target/` (cargo's build output; the component that runs is
+//! `skill.wasm`). Empty directories do not count.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use skillhost_core::{LoadError, ManifestError, SkillCode, SkillManifest, SkillName, SkillSource};
+use skillhost_wasm::package;
+
+use crate::config::{Layer, SizeLimits};
+use crate::error::RegistryError;
+
+/// One place a skill was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    pub layer: Layer,
+    pub path: PathBuf,
+}
+
+/// Whether a directory entry is excluded from skills and hashes.
+fn excluded(name: &str) -> bool {
+    name.starts_with('.')
+}
+
+/// The skill name a layer entry stands for: `NAME.wasm` or `NAME/`.
+pub(crate) fn entry_name(path: &Path) -> Option<SkillName> {
+    let file = path.file_name()?.to_str()?;
+    if excluded(file) {
+        return None;
+    }
+    SkillName::new(file.strip_suffix(".wasm").unwrap_or(file)).ok()
+}
+
+/// Every skill name present in `dir` (sorted). Entries that are not skills, are hidden
+/// or have an invalid name are skipped (the latter with a warning).
+pub(crate) fn names_in(dir: &Path) -> BTreeSet<SkillName> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return BTreeSet::new() };
+    let mut names = BTreeSet::new();
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let Some(file) = path.file_name().and_then(|f| f.to_str()) else { continue };
+        if excluded(file) || !is_candidate(&path) {
+            continue;
+        }
+        match entry_name(&path) {
+            Some(name) => {
+                names.insert(name);
+            }
+            None => tracing::warn!(path = %path.display(), "skipping a skill with an invalid name; use lowercase letters, digits and inner hyphens"),
+        }
+    }
+    names
+}
+
+/// Whether `path` is a skill form: a `.wasm` file, or a folder with skill.toml or
+/// SKILL.md. A symlink in either place counts (and fails to read, with its error).
+fn is_candidate(path: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
+    let wasm = path.extension().is_some_and(|e| e == "wasm");
+    if meta.is_symlink() {
+        return true;
+    }
+    if meta.is_dir() {
+        return !wasm && (path.join("skill.toml").exists() || path.join("SKILL.md").exists());
+    }
+    meta.is_file() && wasm
+}
+
+/// Where `name` is found, in precedence order. Within one layer a folder comes before
+/// a `.wasm` of the same name (which it shadows).
+pub(crate) fn candidates(layers: &[(Layer, PathBuf)], name: &SkillName) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    for (layer, dir) in layers {
+        for path in [dir.join(name.as_str()), dir.join(format!("{name}.wasm"))] {
+            if is_candidate(&path) {
+                found.push(Candidate { layer: *layer, path });
+            }
+        }
+    }
+    found
+}
+
+/// All the bytes of one skill, read once.
+#[derive(Clone, Debug)]
+pub(crate) enum Snapshot {
+    /// A `NAME.wasm` file.
+    Wasm { path: PathBuf, bytes: Vec<u8> },
+    /// A folder: relative path (`/`-separated) to contents.
+    Folder { path: PathBuf, files: BTreeMap<String, Vec<u8>> },
+}
+
+impl Snapshot {
+    /// Read the skill at `path`, refusing symlinks and special files and enforcing
+    /// `limits`.
+    pub fn read(path: &Path, limits: &SizeLimits) -> Result<Self, RegistryError> {
+        let meta = std::fs::symlink_metadata(path).map_err(RegistryError::io(path, "cannot read"))?;
+        if meta.is_symlink() {
+            return Err(RegistryError::Symlink { path: path.to_owned() });
+        }
+        if meta.is_file() {
+            check_size(path, "the component", meta.len(), limits.component)?;
+            let bytes = std::fs::read(path).map_err(RegistryError::io(path, "cannot read"))?;
+            check_size(path, "the component", bytes.len() as u64, limits.component)?;
+            return Ok(Snapshot::Wasm { path: path.to_owned(), bytes });
+        }
+        if !meta.is_dir() {
+            return Err(RegistryError::SpecialFile { path: path.to_owned() });
+        }
+        let mut files = BTreeMap::new();
+        let mut text_total = 0;
+        read_dir_into(path, "", limits, &mut files, &mut text_total)?;
+        Ok(Snapshot::Folder { path: path.to_owned(), files })
+    }
+
+    /// The content hash (see the module docs), lowercase hex.
+    pub fn content_hash(&self) -> String {
+        let mut hasher = Sha256::new();
+        match self {
+            Snapshot::Wasm { bytes, .. } => hasher.update(bytes),
+            Snapshot::Folder { files, .. } => {
+                for (path, bytes) in files {
+                    hasher.update(path.as_bytes());
+                    hasher.update([0]);
+                    hasher.update((bytes.len() as u64).to_le_bytes());
+                    hasher.update(bytes);
+                }
+            }
+        }
+        hex::encode(hasher.finalize())
+    }
+
+    /// Build the skill these bytes describe.
+    pub fn parse(&self) -> Result<Parsed, RegistryError> {
+        match self {
+            Snapshot::Wasm { path, bytes } => {
+                let not_component = |e: package::FormatError| LoadError::NotAComponent { path: path.clone(), reason: e.to_string() };
+                package::check_component(bytes).map_err(not_component)?;
+                let manifest = package::read_section(bytes, package::MANIFEST_SECTION)
+                    .map_err(not_component)?
+                    .ok_or_else(|| LoadError::NoManifest { path: path.clone() })?;
+                let manifest = SkillManifest::parse_bytes(manifest, &suffixed(path, "#skill.toml")).map_err(LoadError::from)?;
+                let instructions = embedded_instructions(bytes, path)?;
+                let code = SkillCode::Wasm { path: path.clone(), bytes: Arc::from(bytes.as_slice()) };
+                Ok(Parsed::Code(SkillSource { manifest, origin: path.clone(), code, instructions }))
+            }
+            Snapshot::Folder { path, files } => {
+                let instructions = files
+                    .get("SKILL.md")
+                    .map(|md| utf8(md, &path.join("SKILL.md")))
+                    .transpose()?;
+                let Some(toml) = files.get("skill.toml") else {
+                    let md_path = path.join("SKILL.md");
+                    let text = instructions.ok_or_else(|| RegistryError::NotASkill { path: path.clone() })?;
+                    let (name, description) = frontmatter(&text, &md_path)?;
+                    return Ok(Parsed::Instructions { name, description, text });
+                };
+                let manifest = SkillManifest::parse_bytes(toml, &path.join("skill.toml")).map_err(LoadError::from)?;
+                let wasm_path = path.join("skill.wasm");
+                let bytes = files.get("skill.wasm").ok_or_else(|| LoadError::NotBuilt { dir: path.clone() })?;
+                let instructions = match instructions {
+                    Some(text) => Some(text),
+                    None => embedded_instructions(bytes, &wasm_path)?,
+                };
+                let code = SkillCode::Wasm { path: wasm_path, bytes: Arc::from(bytes.as_slice()) };
+                Ok(Parsed::Code(SkillSource { manifest, origin: path.clone(), code, instructions }))
+            }
+        }
+    }
+
+    /// Write the snapshot to `target` (a `.wasm` path or a folder that does not exist).
+    pub fn write_to(&self, target: &Path) -> Result<(), RegistryError> {
+        match self {
+            Snapshot::Wasm { bytes, .. } => std::fs::write(target, bytes).map_err(RegistryError::io(target, "cannot write")),
+            Snapshot::Folder { files, .. } => {
+                std::fs::create_dir(target).map_err(RegistryError::io(target, "cannot create"))?;
+                for (relative, bytes) in files {
+                    let file = target.join(relative);
+                    if let Some(parent) = file.parent() {
+                        std::fs::create_dir_all(parent).map_err(RegistryError::io(parent, "cannot create"))?;
+                    }
+                    std::fs::write(&file, bytes).map_err(RegistryError::io(&file, "cannot write"))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn read_dir_into(
+    dir: &Path,
+    prefix: &str,
+    limits: &SizeLimits,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    text_total: &mut u64,
+) -> Result<(), RegistryError> {
+    let entries = std::fs::read_dir(dir).map_err(RegistryError::io(dir, "cannot read"))?;
+    for entry in entries {
+        let entry = entry.map_err(RegistryError::io(dir, "cannot read"))?;
+        let path = entry.path();
+        let file_name = entry.file_name();
+        let Some(name) = file_name.to_str() else {
+            return Err(RegistryError::BadPath { path, reason: "the file name is not UTF-8" });
+        };
+        if excluded(name) || (prefix.is_empty() && name == "target") {
+            continue;
+        }
+        let relative = if prefix.is_empty() { name.to_owned() } else { format!("{prefix}/{name}") };
+        let meta = std::fs::symlink_metadata(&path).map_err(RegistryError::io(&path, "cannot read"))?;
+        if meta.is_symlink() {
+            return Err(RegistryError::Symlink { path });
+        } else if meta.is_dir() {
+            read_dir_into(&path, &relative, limits, files, text_total)?;
+        } else if meta.is_file() {
+            let component = name.ends_with(".wasm");
+            let cap = if component { limits.component } else { limits.text_file };
+            let what = if component { "the component" } else { "this file" };
+            check_size(&path, what, meta.len(), cap)?;
+            let bytes = std::fs::read(&path).map_err(RegistryError::io(&path, "cannot read"))?;
+            check_size(&path, what, bytes.len() as u64, cap)?;
+            if !component {
+                *text_total += bytes.len() as u64;
+                check_size(dir, "the skill's text", *text_total, limits.text_total)?;
+            }
+            files.insert(relative, bytes);
+        } else {
+            return Err(RegistryError::SpecialFile { path });
+        }
+    }
+    Ok(())
+}
+
+fn check_size(path: &Path, what: &'static str, size: u64, limit: u64) -> Result<(), RegistryError> {
+    if size <= limit {
+        return Ok(());
+    }
+    let fix = match what {
+        "the component" => "build it smaller (release profile, strip debug info) or raise the component size cap",
+        "this file" => "keep text files under the cap; split it or move it out of the skill",
+        _ => "move large files out of the skill",
+    };
+    Err(RegistryError::TooLarge { path: path.to_owned(), what, size, limit, fix })
+}
+
+/// What a snapshot holds.
+#[derive(Clone, Debug)]
+pub(crate) enum Parsed {
+    /// Code to load: a manifest and a component.
+    Code(SkillSource),
+    /// A folder with only SKILL.md.
+    Instructions { name: SkillName, description: String, text: String },
+}
+
+impl Parsed {
+    /// The name the skill declares.
+    pub fn name(&self) -> &SkillName {
+        match self {
+            Parsed::Code(source) => &source.manifest.name,
+            Parsed::Instructions { name, .. } => name,
+        }
+    }
+}
+
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+    PathBuf::from(format!("{}{suffix}", path.display()))
+}
+
+fn utf8(bytes: &[u8], path: &Path) -> Result<String, RegistryError> {
+    String::from_utf8(bytes.to_vec()).map_err(|e| {
+        LoadError::Manifest(ManifestError {
+            file: path.to_owned(),
+            position: None,
+            message: format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to()),
+            fix: "save it as UTF-8".into(),
+        })
+        .into()
+    })
+}
+
+fn embedded_instructions(bytes: &[u8], path: &Path) -> Result<Option<String>, RegistryError> {
+    match package::read_section(bytes, package::INSTRUCTIONS_SECTION) {
+        Ok(Some(data)) => utf8(data, &suffixed(path, "#SKILL.md")).map(Some),
+        Ok(None) => Ok(None),
+        Err(e) => Err(LoadError::NotAComponent { path: path.to_owned(), reason: e.to_string() }.into()),
+    }
+}
+
+/// The `name:` and `description:` of a SKILL.md's YAML frontmatter. A careful line
+/// parser, not YAML: plain or quoted one-line values, and `>`/`|` blocks of indented
+/// lines (joined with spaces). Other keys are ignored.
+pub(crate) fn frontmatter(text: &str, path: &Path) -> Result<(SkillName, String), RegistryError> {
+    let bad = |reason: &str| RegistryError::Frontmatter { path: path.to_owned(), reason: reason.to_owned() };
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Err(bad("no YAML frontmatter"));
+    }
+    let mut fields: BTreeMap<&str, String> = BTreeMap::new();
+    let mut block: Option<&str> = None;
+    let mut closed = false;
+    for line in lines {
+        if line.trim_end() == "---" {
+            closed = true;
+            break;
+        }
+        if let Some(key) = block {
+            if line.starts_with([' ', '\t']) || line.trim().is_empty() {
+                let value = fields.entry(key).or_default();
+                if !value.is_empty() && !line.trim().is_empty() {
+                    value.push(' ');
+                }
+                value.push_str(line.trim());
+                continue;
+            }
+            block = None;
+        }
+        let Some((key, value)) = line.split_once(':') else { continue };
+        if line.starts_with([' ', '\t']) {
+            continue;
+        }
+        let key = key.trim();
+        let value = value.trim();
+        if matches!(value, ">" | "|" | ">-" | "|-" | "") {
+            block = Some(key);
+            fields.insert(key, String::new());
+        } else {
+            fields.insert(key, unquote(value).to_owned());
+        }
+    }
+    if !closed {
+        return Err(bad("the frontmatter has no closing `---`"));
+    }
+    let name = fields.get("name").filter(|n| !n.is_empty()).ok_or_else(|| bad("the frontmatter has no `name:`"))?;
+    let description = fields
+        .get("description")
+        .map(|d| d.trim().to_owned())
+        .filter(|d| !d.is_empty())
+        .ok_or_else(|| bad("the frontmatter has no `description:`"))?;
+    Ok((SkillName::new(name.clone())?, description))
+}
+
+fn unquote(value: &str) -> &str {
+    for quote in ['"', '\''] {
+        if let Some(inner) = value.strip_prefix(quote).and_then(|v| v.strip_suffix(quote)) {
+            return inner;
+        }
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frontmatter_lines() {
+        let path = Path::new("x/SKILL.md");
+        let (name, description) = frontmatter("---\nname: my-skill\ndescription: \"Does: things\"\nlicense: MIT\n---\n# body\n", path).unwrap();
+        assert_eq!((name.as_str(), description.as_str()), ("my-skill", "Does: things"));
+        let (_, folded) = frontmatter("---\nname: 'a-b'\ndescription: >\n  one\n  two\nother: x\n---\n", path).unwrap();
+        assert_eq!(folded, "one two");
+        for (text, expected) in [
+            ("# no frontmatter\n", "no YAML frontmatter"),
+            ("---\nname: a-b\n", "no closing"),
+            ("---\ndescription: d\n---\n", "no `name:`"),
+            ("---\nname: a-b\n---\n", "no `description:`"),
+            ("---\nname: Bad_Name\ndescription: d\n---\n", "invalid skill name `Bad_Name`"),
+        ] {
+            let err = frontmatter(text, path).unwrap_err().to_string();
+            assert!(err.contains(expected), "{err}");
+        }
+    }
+
+    #[test]
+    fn hash_covers_paths_and_contents() {
+        let folder = |files: &[(&str, &str)]| Snapshot::Folder {
+            path: PathBuf::from("x"),
+            files: files.iter().map(|(p, c)| (p.to_string(), c.as_bytes().to_vec())).collect(),
+        };
+        let base = folder(&[("a", "1"), ("b/c", "2")]).content_hash();
+        assert_eq!(base, folder(&[("b/c", "2"), ("a", "1")]).content_hash(), "order of reading does not matter");
+        assert_ne!(base, folder(&[("a", "1"), ("b/c", "3")]).content_hash());
+        assert_ne!(base, folder(&[("a", "1"), ("b/d", "2")]).content_hash());
+        assert_ne!(folder(&[("a", "12")]).content_hash(), folder(&[("a1", "2")]).content_hash(), "no ambiguity between path and contents");
+    }
+}

@@ -1,0 +1,294 @@
+//! The trust store: one row per skill name in `<data_dir>/trust.db` (SQLite, WAL), holding
+//! its [`TrustState`] and the approval it was given, bound to the skill's content hash and
+//! capability digest.
+//!
+//! How a state is reached ([`TrustStore::observe`] runs on every load):
+//!
+//! | situation | state |
+//! | --- | --- |
+//! | `disabled` | stays `disabled` whatever changes, until a human enables it |
+//! | hash and digest equal the approved ones | `approved` |
+//! | tier auto, not rejected | `approved`, recorded as automatic (`approved_by = 'auto'`) |
+//! | approved before, hash or digest differ | `needs_reapproval` |
+//! | never approved | `pending_review` |
+//!
+//! **A narrowed capability needs reapproval too.** Any change of the capability digest,
+//! wider or narrower, returns the skill to `needs_reapproval` (unless its new tier is auto).
+//! Telling "narrower" from "different" needs a semantic comparison of every kind of
+//! capability (files, limits, and network rules as they are added), and a mistake there
+//! is a silent escalation; a human re-approving a narrowing costs one command, and the
+//! approval request shows exactly what changed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use skillhost_core::RiskTier;
+
+use crate::error::RegistryError;
+
+/// The schema version this code writes (SQLite `user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+/// Where a skill stands with the human who decides what runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrustState {
+    /// New to the user: never approved (or rejected). Not callable.
+    PendingReview,
+    /// Approved, by a human or automatically (tier auto). Callable.
+    Approved,
+    /// Was approved, then its files or its requests changed. Not callable.
+    NeedsReapproval,
+    /// Turned off by a human; stays off across changes until enabled. Not callable.
+    Disabled,
+}
+
+impl TrustState {
+    /// The name stored in the database and shown to users (`pending_review`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrustState::PendingReview => "pending_review",
+            TrustState::Approved => "approved",
+            TrustState::NeedsReapproval => "needs_reapproval",
+            TrustState::Disabled => "disabled",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        [TrustState::PendingReview, TrustState::Approved, TrustState::NeedsReapproval, TrustState::Disabled]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+    }
+
+    /// What the state means, after "skill `x` ".
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            TrustState::PendingReview => "is pending review",
+            TrustState::Approved => "is approved",
+            TrustState::NeedsReapproval => "changed since it was approved and needs reapproval",
+            TrustState::Disabled => "is disabled",
+        }
+    }
+
+    /// The command that makes `name` callable.
+    pub(crate) fn fix(self, name: &str) -> String {
+        match self {
+            TrustState::PendingReview => format!("approve it with `skillhost approve {name}`"),
+            TrustState::NeedsReapproval => format!("review the changes and approve it with `skillhost approve {name}`"),
+            TrustState::Disabled => format!("enable it with `skillhost enable {name}`"),
+            TrustState::Approved => "it can be called".to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for TrustState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who approved a skill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovedBy {
+    /// The host, because the skill's tier is auto.
+    Auto,
+    /// A human, with `approve`.
+    Human,
+}
+
+/// What one load of a skill looks like to the trust store.
+#[derive(Clone, Debug)]
+pub(crate) struct Observation<'a> {
+    pub name: &'a str,
+    pub content_hash: &'a str,
+    pub capability_digest: &'a str,
+    pub tier: RiskTier,
+}
+
+/// A skill's row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub state: TrustState,
+    pub approved_hash: Option<String>,
+    pub approved_digest: Option<String>,
+    /// The request lines the approval was given for (JSON array), for the next diff.
+    pub approved_requests: Option<String>,
+    pub approved_by: Option<ApprovedBy>,
+    pub rejected: bool,
+}
+
+/// The SQLite-backed store of trust states and approvals.
+pub(crate) struct TrustStore {
+    path: PathBuf,
+    db: Mutex<Connection>,
+}
+
+impl TrustStore {
+    /// Open (or create) `<data_dir>/trust.db`.
+    pub fn open(data_dir: &Path) -> Result<Self, RegistryError> {
+        std::fs::create_dir_all(data_dir).map_err(RegistryError::io(data_dir, "cannot create the data directory"))?;
+        let path = data_dir.join("trust.db");
+        let fail = |fix: &'static str| {
+            let path = path.clone();
+            move |e: rusqlite::Error| RegistryError::Trust { path, message: e.to_string(), fix }
+        };
+        let db = Connection::open(&path).map_err(fail("check that the data directory is writable"))?;
+        db.busy_timeout(std::time::Duration::from_secs(5)).map_err(fail("check the database file"))?;
+        db.pragma_update(None, "journal_mode", "WAL").map_err(fail("check that the data directory is writable"))?;
+        let version: i64 = db.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(fail("check the database file"))?;
+        match version {
+            0 => {
+                db.execute_batch(
+                    "BEGIN;
+                     CREATE TABLE skills (
+                         name              TEXT PRIMARY KEY,
+                         state             TEXT NOT NULL,
+                         seen_hash         TEXT,
+                         seen_digest       TEXT,
+                         approved_hash     TEXT,
+                         approved_digest   TEXT,
+                         approved_requests TEXT,
+                         approved_by       TEXT,
+                         approved_at       INTEGER,
+                         rejected          INTEGER NOT NULL DEFAULT 0,
+                         updated_at        INTEGER NOT NULL
+                     );
+                     PRAGMA user_version = 1;
+                     COMMIT;",
+                )
+                .map_err(fail("check that the data directory is writable"))?;
+            }
+            SCHEMA_VERSION => {}
+            newer => {
+                return Err(RegistryError::Trust {
+                    path,
+                    message: format!("schema version {newer} is newer than this skillhost's ({SCHEMA_VERSION})"),
+                    fix: "upgrade skillhost, or move the file away to start with no approvals",
+                });
+            }
+        }
+        Ok(Self { path, db: Mutex::new(db) })
+    }
+
+    fn err(&self, fix: &'static str) -> impl Fn(rusqlite::Error) -> RegistryError + '_ {
+        move |e| RegistryError::Trust { path: self.path.clone(), message: e.to_string(), fix }
+    }
+
+    fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.db.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The row of `name`, if it has one.
+    pub fn get(&self, name: &str) -> Result<Option<Record>, RegistryError> {
+        self.db()
+            .query_row(
+                "SELECT state, approved_hash, approved_digest, approved_requests, approved_by, rejected FROM skills WHERE name = ?1",
+                [name],
+                |row| {
+                    let state: String = row.get(0)?;
+                    let by: Option<String> = row.get(4)?;
+                    Ok(Record {
+                        state: TrustState::parse(&state).unwrap_or(TrustState::PendingReview),
+                        approved_hash: row.get(1)?,
+                        approved_digest: row.get(2)?,
+                        approved_requests: row.get(3)?,
+                        approved_by: by.map(|b| if b == "auto" { ApprovedBy::Auto } else { ApprovedBy::Human }),
+                        rejected: row.get(5)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(self.err("check the database file"))
+    }
+
+    /// Record a load of a skill and return its state (see the module docs for the rules).
+    /// `requests` are the lines an automatic approval is recorded with.
+    pub fn observe(&self, seen: &Observation<'_>, requests: &[String]) -> Result<TrustState, RegistryError> {
+        let record = self.get(seen.name)?;
+        let matches_approval = record.as_ref().is_some_and(|r| {
+            r.approved_hash.as_deref() == Some(seen.content_hash) && r.approved_digest.as_deref() == Some(seen.capability_digest)
+        });
+        let state = match &record {
+            Some(r) if r.state == TrustState::Disabled => TrustState::Disabled,
+            _ if matches_approval => TrustState::Approved,
+            Some(r) if r.rejected => TrustState::PendingReview,
+            _ if seen.tier == RiskTier::Auto => {
+                self.write_approval(seen, requests, ApprovedBy::Auto)?;
+                return Ok(TrustState::Approved);
+            }
+            Some(r) if r.approved_hash.is_some() => TrustState::NeedsReapproval,
+            _ => TrustState::PendingReview,
+        };
+        self.db()
+            .execute(
+                "INSERT INTO skills (name, state, seen_hash, seen_digest, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(name) DO UPDATE SET state = ?2, seen_hash = ?3, seen_digest = ?4, updated_at = ?5",
+                params![seen.name, state.as_str(), seen.content_hash, seen.capability_digest, now()],
+            )
+            .map_err(self.err("check that the data directory is writable"))?;
+        Ok(state)
+    }
+
+    /// Approve what was observed, by `by`.
+    pub fn write_approval(&self, seen: &Observation<'_>, requests: &[String], by: ApprovedBy) -> Result<(), RegistryError> {
+        let requests = serde_json::to_string(requests).expect("strings serialise");
+        let by = match by {
+            ApprovedBy::Auto => "auto",
+            ApprovedBy::Human => "human",
+        };
+        self.db()
+            .execute(
+                "INSERT INTO skills (name, state, seen_hash, seen_digest, approved_hash, approved_digest, approved_requests, approved_by, approved_at, rejected, updated_at)
+                 VALUES (?1, 'approved', ?2, ?3, ?2, ?3, ?4, ?5, ?6, 0, ?6)
+                 ON CONFLICT(name) DO UPDATE SET state = 'approved', seen_hash = ?2, seen_digest = ?3, approved_hash = ?2,
+                     approved_digest = ?3, approved_requests = ?4, approved_by = ?5, approved_at = ?6, rejected = 0, updated_at = ?6",
+                params![seen.name, seen.content_hash, seen.capability_digest, requests, by, now()],
+            )
+            .map_err(self.err("check that the data directory is writable"))?;
+        Ok(())
+    }
+
+    /// A human declined the skill: its approval is dropped and it is not auto-approved
+    /// again until a human approves it. A disabled skill stays disabled.
+    pub fn reject(&self, name: &str) -> Result<(), RegistryError> {
+        self.db()
+            .execute(
+                "INSERT INTO skills (name, state, rejected, updated_at) VALUES (?1, 'pending_review', 1, ?2)
+                 ON CONFLICT(name) DO UPDATE SET state = CASE state WHEN 'disabled' THEN 'disabled' ELSE 'pending_review' END, approved_hash = NULL, approved_digest = NULL,
+                     approved_requests = NULL, approved_by = NULL, approved_at = NULL, rejected = 1, updated_at = ?2",
+                params![name, now()],
+            )
+            .map_err(self.err("check that the data directory is writable"))?;
+        Ok(())
+    }
+
+    /// Set `disabled` (keeping any approval for when it is enabled again).
+    pub fn disable(&self, name: &str) -> Result<(), RegistryError> {
+        self.db()
+            .execute(
+                "INSERT INTO skills (name, state, updated_at) VALUES (?1, 'disabled', ?2)
+                 ON CONFLICT(name) DO UPDATE SET state = 'disabled', updated_at = ?2",
+                params![name, now()],
+            )
+            .map_err(self.err("check that the data directory is writable"))?;
+        Ok(())
+    }
+
+    /// Lift `disabled`; the caller observes the skill again to find its new state.
+    pub fn enable(&self, name: &str) -> Result<(), RegistryError> {
+        self.db()
+            .execute(
+                "UPDATE skills SET state = 'pending_review', updated_at = ?2 WHERE name = ?1 AND state = 'disabled'",
+                params![name, now()],
+            )
+            .map_err(self.err("check that the data directory is writable"))?;
+        Ok(())
+    }
+}
+
+fn now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}

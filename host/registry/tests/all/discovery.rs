@@ -1,0 +1,122 @@
+//! Discovery: the skill forms, layer precedence and reveal, content hashes, and skills
+//! that are listed with an error instead of crashing anything.
+
+use fixtures::{LIMITS, TEXT_TOOLS, UNIT_CONVERT};
+use serde_json::json;
+use skillhost_core::LoadError;
+use skillhost_registry::{INSTRUCTIONS_RUNTIME, Layer, RegistryError, TrustState};
+
+use crate::{Env, call, limits_folder};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_form_is_listed() {
+    let env = Env::new();
+    LIMITS.packaged(env.ws());
+    TEXT_TOOLS.folder(env.ws());
+    let notes = env.ws().join("notes");
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::write(notes.join("SKILL.md"), "---\nname: notes\ndescription: >\n  How we write\n  release notes\n---\n# Notes\n").unwrap();
+    let unbuilt = UNIT_CONVERT.folder(env.ws());
+    std::fs::remove_file(unbuilt.join("skill.wasm")).unwrap();
+    std::fs::write(env.ws().join("README.md"), "not a skill").unwrap();
+    std::fs::create_dir(env.ws().join("empty")).unwrap();
+
+    let registry = env.open().await;
+    let names: Vec<String> = registry.catalog().iter().map(|e| e.name.to_string()).collect();
+    assert_eq!(names, ["limits", "notes", "text-tools", "unit-convert"]);
+
+    let limits = registry.entry("limits").unwrap();
+    let loaded = limits.loaded.as_ref().unwrap();
+    assert_eq!((limits.layer, loaded.runtime, loaded.version.as_str()), (Layer::Workspace, "wasm", "0.1.0"));
+    assert!(loaded.tools.iter().any(|t| t.name == "echo"));
+    assert_eq!(limits.state, TrustState::Approved, "pure computation is auto-approved");
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
+
+    let text = registry.entry("text-tools").unwrap();
+    assert!(text.has_instructions(), "the folder's SKILL.md is read");
+
+    let notes = registry.entry("notes").unwrap();
+    let loaded = notes.loaded.as_ref().unwrap();
+    assert_eq!((loaded.runtime, loaded.description.as_str()), (INSTRUCTIONS_RUNTIME, "How we write release notes"));
+    assert!(loaded.tools.is_empty());
+    let err = call(&registry, "notes", "anything", json!({})).await.unwrap_err();
+    assert!(matches!(err, RegistryError::InstructionsOnly { .. }), "{err}");
+
+    let unbuilt = registry.entry("unit-convert").unwrap();
+    assert!(unbuilt.loaded.is_none());
+    let error = unbuilt.error.as_deref().expect("listed with its error");
+    assert!(matches!(error, RegistryError::Load(LoadError::NotBuilt { .. })), "{error}");
+    let err = call(&registry, "unit-convert", "convert", json!({})).await.unwrap_err().to_string();
+    assert!(err.contains("no skill.wasm; build it with `skillhost build"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn higher_layers_shadow_and_removal_reveals() {
+    let env = Env::new();
+    limits_folder(env.bundled.path(), "1.0.0-bundled", "2s", "");
+    std::fs::create_dir_all(env.user()).unwrap();
+    limits_folder(&env.user(), "1.0.0-user", "2s", "");
+    let workspace = limits_folder(env.ws(), "1.0.0-workspace", "2s", "");
+
+    let version = |registry: &skillhost_registry::Registry| {
+        let entry = registry.entry("limits").unwrap();
+        (entry.layer, entry.loaded.as_ref().unwrap().version.clone(), entry.shadows.iter().map(|s| s.layer).collect::<Vec<_>>())
+    };
+    let registry = env.open().await;
+    assert_eq!(version(&registry), (Layer::Workspace, "1.0.0-workspace".into(), vec![Layer::User, Layer::Bundled]));
+    drop(registry);
+
+    std::fs::remove_dir_all(&workspace).unwrap();
+    let registry = env.open().await;
+    assert_eq!(version(&registry), (Layer::User, "1.0.0-user".into(), vec![Layer::Bundled]));
+    drop(registry);
+
+    std::fs::remove_dir_all(env.user().join("limits")).unwrap();
+    let registry = env.open().await;
+    assert_eq!(version(&registry), (Layer::Bundled, "1.0.0-bundled".into(), vec![]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_hash_covers_every_file_but_hidden_ones() {
+    let env = Env::new();
+    let dir = TEXT_TOOLS.folder(env.ws());
+    let first = content_hash(&env).await;
+    assert_eq!(first.len(), 64);
+
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    std::fs::write(dir.join(".git/HEAD"), "ref").unwrap();
+    std::fs::write(dir.join(".DS_Store"), "x").unwrap();
+    assert_eq!(content_hash(&env).await, first, "hidden files are excluded");
+
+    std::fs::create_dir_all(dir.join("references")).unwrap();
+    std::fs::write(dir.join("references/api.md"), "v1").unwrap();
+    let with_reference = content_hash(&env).await;
+    assert_ne!(with_reference, first, "an added reference changes the hash");
+    std::fs::write(dir.join("references/api.md"), "v2").unwrap();
+    assert_ne!(content_hash(&env).await, with_reference, "an edited reference changes the hash");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_skills_are_listed_with_their_error() {
+    let env = Env::new();
+    let linked = TEXT_TOOLS.folder(env.ws());
+    std::os::unix::fs::symlink("/etc/passwd", linked.join("passwd")).unwrap();
+    let renamed = LIMITS.folder(env.ws());
+    std::fs::rename(&renamed, env.ws().join("other-name")).unwrap();
+    std::fs::write(env.ws().join("torn.wasm"), b"\0asm\x0d\0\x01\0\x00\x7f").unwrap();
+
+    let registry = env.open().await;
+    let error = |name: &str| registry.entry(name).unwrap().error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+    assert!(error("text-tools").contains("passwd: symbolic links are not allowed"), "{}", error("text-tools"));
+    assert!(error("other-name").contains("the skill is named `limits` but its file or folder is named `other-name`"), "{}", error("other-name"));
+    assert!(error("torn").contains("torn.wasm"), "{}", error("torn"));
+    for entry in registry.catalog() {
+        assert!(entry.loaded.is_none() && entry.error.is_some(), "{entry:?}");
+        assert!(!entry.error.as_ref().unwrap().to_string().contains('\n'), "one line");
+    }
+}
+
+async fn content_hash(env: &Env) -> String {
+    let registry = env.open().await;
+    registry.entry("text-tools").unwrap().loaded.as_ref().unwrap().content_hash.clone()
+}

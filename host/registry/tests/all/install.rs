@@ -1,0 +1,122 @@
+//! Install and remove in the user layer: what is refused (bad names, traversal,
+//! symlinks, oversize files), what is accepted and in which trust state, and removal
+//! that reveals a lower layer.
+
+use fixtures::{LIMITS, TEXT_TOOLS};
+use serde_json::json;
+use skillhost_registry::{Layer, RegistryError, TrustState};
+
+use crate::{Env, WRITABLE, call, limits_folder, limits_packaged};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installs_folders_and_wasm_files() {
+    let env = Env::new();
+    let source = tempfile::tempdir().unwrap();
+    let registry = env.open().await;
+
+    let folder = TEXT_TOOLS.folder(source.path());
+    std::fs::create_dir_all(folder.join(".git")).unwrap();
+    std::fs::write(folder.join(".git/HEAD"), "x").unwrap();
+    let entry = registry.install(&folder).await.unwrap();
+    assert_eq!((entry.layer, entry.state), (Layer::User, TrustState::Approved), "auto tier is approved on install");
+    assert!(env.user().join("text-tools/skill.wasm").is_file());
+    assert!(!env.user().join("text-tools/.git").exists(), "hidden files are not copied");
+    assert!(call(&registry, "text-tools", "slugify", json!({"text": "A b"})).await.is_ok());
+
+    let packaged = source.path().join("anything.wasm");
+    std::fs::write(&packaged, limits_packaged("0.1.0", "2s")).unwrap();
+    let entry = registry.install(&packaged).await.unwrap();
+    assert_eq!(entry.name.as_str(), "limits", "named by its manifest, not its file name");
+    assert!(env.user().join("limits.wasm").is_file());
+
+    // Reinstalling as a folder replaces the `.wasm`; writable files make it explicit.
+    let explicit = limits_folder(&source.path().join("v2"), "0.2.0", "2s", WRITABLE);
+    let entry = registry.install(&explicit).await.unwrap();
+    assert_eq!(entry.state, TrustState::PendingReview, "never approved on install above tier auto");
+    assert!(!env.user().join("limits.wasm").exists() && env.user().join("limits").is_dir());
+    let leftovers: Vec<_> = std::fs::read_dir(env.user().parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".skillhost-staging"))
+        .collect();
+    assert!(leftovers.is_empty(), "staging directories are cleaned up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_what_is_unsafe() {
+    let env = Env::new();
+    let source = tempfile::tempdir().unwrap();
+    let registry = env.open().await;
+    let refused = |result: Result<std::sync::Arc<skillhost_registry::Entry>, RegistryError>| match result {
+        Ok(entry) => panic!("installed `{}`", entry.name),
+        Err(e) => e.to_string(),
+    };
+
+    let traversal = LIMITS.folder(&source.path().join("a"));
+    std::fs::write(traversal.join("skill.toml"), LIMITS.manifest().replace("name = \"limits\"", "name = \"../x\"")).unwrap();
+    let err = refused(registry.install(&traversal).await);
+    assert!(err.contains("invalid skill name `../x`"), "{err}");
+
+    let instructions = source.path().join("b");
+    std::fs::create_dir(&instructions).unwrap();
+    std::fs::write(instructions.join("SKILL.md"), "---\nname: Bad_Name\ndescription: d\n---\n").unwrap();
+    let err = refused(registry.install(&instructions).await);
+    assert!(err.contains("invalid skill name `Bad_Name`"), "{err}");
+
+    let linked = TEXT_TOOLS.folder(&source.path().join("c"));
+    std::fs::create_dir(linked.join("references")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", linked.join("references/passwd")).unwrap();
+    let err = refused(registry.install(&linked).await);
+    assert!(err.contains("references/passwd: symbolic links are not allowed"), "{err}");
+
+    let big = TEXT_TOOLS.folder(&source.path().join("d"));
+    std::fs::write(big.join("references.md"), vec![b'a'; (1 << 20) + 1]).unwrap();
+    let err = refused(registry.install(&big).await);
+    assert!(err.contains("references.md: this file is 1048577 bytes, more than the 1048576 allowed"), "{err}");
+
+    let many = TEXT_TOOLS.folder(&source.path().join("e"));
+    for i in 0..11 {
+        std::fs::write(many.join(format!("part-{i}.md")), vec![b'a'; 1 << 20]).unwrap();
+    }
+    let err = refused(registry.install(&many).await);
+    assert!(err.contains("the skill's text is"), "{err}");
+
+    let broken = source.path().join("broken.wasm");
+    std::fs::write(&broken, b"\0asm\x0d\0\x01\0").unwrap();
+    let err = refused(registry.install(&broken).await);
+    assert!(err.contains("no embedded skill.toml"), "{err}");
+
+    let mut config = env.config(false);
+    config.limits.component = 1024;
+    drop(registry);
+    let small = env.open_with(config).await;
+    let err = refused(small.install(&LIMITS.folder(&source.path().join("f"))).await);
+    assert!(err.contains("the component is") && err.contains("more than the 1024 allowed"), "{err}");
+
+    assert!(std::fs::read_dir(env.user()).unwrap().next().is_none(), "nothing was installed");
+    assert!(small.catalog().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remove_only_touches_the_user_layer_and_reveals() {
+    let env = Env::new();
+    let source = tempfile::tempdir().unwrap();
+    limits_folder(env.bundled.path(), "1.0.0-bundled", "2s", "");
+    TEXT_TOOLS.folder(env.ws());
+    let registry = env.open().await;
+    registry.install(&limits_folder(source.path(), "2.0.0-user", "2s", "")).await.unwrap();
+    let entry = registry.entry("limits").unwrap();
+    assert_eq!((entry.layer, entry.loaded.as_ref().unwrap().version.as_str()), (Layer::User, "2.0.0-user"));
+
+    registry.remove("limits").await.unwrap();
+    let entry = registry.entry("limits").unwrap();
+    assert_eq!((entry.layer, entry.loaded.as_ref().unwrap().version.as_str()), (Layer::Bundled, "1.0.0-bundled"));
+
+    let err = registry.remove("limits").await.unwrap_err().to_string();
+    assert!(err.contains("skill `limits` is not installed in the user layer"), "{err}");
+    let err = registry.remove("text-tools").await.unwrap_err().to_string();
+    assert!(err.contains("not installed in the user layer"), "{err}");
+    assert!(env.ws().join("text-tools").is_dir());
+    let err = registry.remove("../x").await.unwrap_err().to_string();
+    assert!(err.contains("invalid skill name"), "{err}");
+}

@@ -1,0 +1,240 @@
+//! The audit log: every outbound request of every skill, in SQLite (`<data_dir>/audit.db`,
+//! WAL mode). The egress gate hands rows to [`AuditLog::record`], which only queues them;
+//! one writer thread inserts them in batches, so auditing never slows a request down.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, params};
+use skillhost_core::{AuditSink, EgressOutcome, EgressRecord};
+
+/// Why the audit log could not be opened or read.
+#[derive(Debug, thiserror::Error)]
+#[error("audit log {}: {source}; check that the data directory is writable", path.display())]
+pub struct AuditError {
+    path: PathBuf,
+    source: rusqlite::Error,
+}
+
+enum Message {
+    Record(EgressRecord),
+    Flush(mpsc::Sender<()>),
+}
+
+/// Which rows to read.
+#[derive(Clone, Debug, Default)]
+pub struct AuditQuery {
+    /// Only this skill's requests.
+    pub skill: Option<String>,
+    /// Only requests at or after this time.
+    pub since: Option<SystemTime>,
+    /// At most this many rows, newest last. Default: all.
+    pub limit: Option<usize>,
+}
+
+/// The SQLite audit log.
+pub struct AuditLog {
+    path: PathBuf,
+    sender: Mutex<mpsc::Sender<Message>>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS egress (
+    id INTEGER PRIMARY KEY,
+    time_ms INTEGER NOT NULL,
+    skill TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    method TEXT NOT NULL,
+    url TEXT NOT NULL,
+    ip TEXT,
+    outcome TEXT NOT NULL,
+    status INTEGER,
+    reason TEXT,
+    bytes_out INTEGER NOT NULL,
+    bytes_in INTEGER NOT NULL,
+    duration_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS egress_skill_time ON egress (skill, time_ms);
+PRAGMA user_version = 1;
+";
+
+fn open(path: &Path) -> Result<Connection, AuditError> {
+    let err = |source| AuditError { path: path.to_owned(), source };
+    let conn = Connection::open(path).map_err(err)?;
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(err)?;
+    conn.execute_batch(SCHEMA).map_err(err)?;
+    Ok(conn)
+}
+
+impl AuditLog {
+    /// Open (creating) the log at `path` and start its writer thread.
+    pub fn open(path: impl Into<PathBuf>) -> Result<Arc<Self>, AuditError> {
+        let path = path.into();
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let mut conn = open(&path)?;
+        let (sender, receiver) = mpsc::channel::<Message>();
+        let thread_path = path.clone();
+        std::thread::Builder::new()
+            .name("skillhost-audit".into())
+            .spawn(move || {
+                while let Ok(first) = receiver.recv() {
+                    let mut batch = vec![first];
+                    batch.extend(receiver.try_iter());
+                    if let Err(e) = write_batch(&mut conn, &batch) {
+                        tracing::error!("cannot write the audit log {}: {e}", thread_path.display());
+                    }
+                    for message in batch {
+                        if let Message::Flush(done) = message {
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            })
+            .map_err(|e| AuditError { path: path.clone(), source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)) })?;
+        Ok(Arc::new(Self { path, sender: Mutex::new(sender) }))
+    }
+
+    /// Wait until every row recorded so far is written.
+    pub fn flush(&self) {
+        let (done, wait) = mpsc::channel();
+        if self.send(Message::Flush(done)) {
+            let _ = wait.recv_timeout(Duration::from_secs(10));
+        }
+    }
+
+    fn send(&self, message: Message) -> bool {
+        self.sender.lock().unwrap_or_else(|e| e.into_inner()).send(message).is_ok()
+    }
+
+    /// Read rows, oldest first (after flushing what is queued).
+    pub fn query(&self, query: &AuditQuery) -> Result<Vec<EgressRecord>, AuditError> {
+        self.flush();
+        let err = |source| AuditError { path: self.path.clone(), source };
+        let conn = open(&self.path)?;
+        let since_ms = query.since.map_or(0, millis);
+        let mut statement = conn
+            .prepare(
+                "SELECT time_ms, skill, tool, method, url, ip, outcome, status, reason, bytes_out, bytes_in, duration_us
+                 FROM egress WHERE (?1 IS NULL OR skill = ?1) AND time_ms >= ?2 ORDER BY id DESC LIMIT ?3",
+            )
+            .map_err(err)?;
+        let limit = query.limit.map_or(i64::MAX, |l| l as i64);
+        let rows = statement
+            .query_map(params![query.skill, since_ms, limit], |row| {
+                let outcome: String = row.get(6)?;
+                let status: Option<i64> = row.get(7)?;
+                let reason: Option<String> = row.get(8)?;
+                let ip: Option<String> = row.get(5)?;
+                Ok(EgressRecord {
+                    time: UNIX_EPOCH + Duration::from_millis(row.get::<_, i64>(0)? as u64),
+                    skill: row.get(1)?,
+                    tool: row.get(2)?,
+                    method: row.get(3)?,
+                    url: row.get(4)?,
+                    ip: ip.and_then(|ip| ip.parse::<IpAddr>().ok()),
+                    outcome: match outcome.as_str() {
+                        "status" => EgressOutcome::Status(status.unwrap_or(0) as u16),
+                        "refused" => EgressOutcome::Refused(reason.unwrap_or_default()),
+                        _ => EgressOutcome::Failed(reason.unwrap_or_default()),
+                    },
+                    bytes_out: row.get::<_, i64>(9)? as u64,
+                    bytes_in: row.get::<_, i64>(10)? as u64,
+                    duration: Duration::from_micros(row.get::<_, i64>(11)? as u64),
+                })
+            })
+            .map_err(err)?;
+        let mut records = rows.collect::<Result<Vec<_>, _>>().map_err(err)?;
+        records.reverse();
+        Ok(records)
+    }
+}
+
+impl AuditSink for AuditLog {
+    fn record(&self, record: EgressRecord) {
+        self.send(Message::Record(record));
+    }
+}
+
+fn millis(time: SystemTime) -> i64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn write_batch(conn: &mut Connection, batch: &[Message]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO egress (time_ms, skill, tool, method, url, ip, outcome, status, reason, bytes_out, bytes_in, duration_us)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        )?;
+        for message in batch {
+            let Message::Record(r) = message else { continue };
+            let (outcome, status, reason) = match &r.outcome {
+                EgressOutcome::Status(s) => ("status", Some(i64::from(*s)), None),
+                EgressOutcome::Refused(why) => ("refused", None, Some(why.as_str())),
+                EgressOutcome::Failed(why) => ("failed", None, Some(why.as_str())),
+            };
+            insert.execute(params![
+                millis(r.time),
+                r.skill,
+                r.tool,
+                r.method,
+                r.url,
+                r.ip.map(|ip| ip.to_string()),
+                outcome,
+                status,
+                reason,
+                r.bytes_out as i64,
+                r.bytes_in as i64,
+                r.duration.as_micros() as i64,
+            ])?;
+        }
+    }
+    tx.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(skill: &str, outcome: EgressOutcome) -> EgressRecord {
+        EgressRecord {
+            time: SystemTime::now(),
+            skill: skill.into(),
+            tool: "t".into(),
+            method: "GET".into(),
+            url: "https://a.org:443/x".into(),
+            ip: Some("1.2.3.4".parse().unwrap()),
+            outcome,
+            bytes_out: 1,
+            bytes_in: 2,
+            duration: Duration::from_millis(3),
+        }
+    }
+
+    #[test]
+    fn records_survive_reopening_and_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.db");
+        let log = AuditLog::open(&path).unwrap();
+        log.record(record("a", EgressOutcome::Status(200)));
+        log.record(record("b", EgressOutcome::Refused("not allowed".into())));
+        log.flush();
+        drop(log);
+        let log = AuditLog::open(&path).unwrap();
+        let all = log.query(&AuditQuery::default()).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].outcome, EgressOutcome::Status(200));
+        let b = log.query(&AuditQuery { skill: Some("b".into()), ..AuditQuery::default() }).unwrap();
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].outcome, EgressOutcome::Refused("not allowed".into()));
+        let future = log.query(&AuditQuery { since: Some(SystemTime::now() + Duration::from_secs(60)), ..AuditQuery::default() }).unwrap();
+        assert!(future.is_empty());
+    }
+}
