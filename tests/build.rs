@@ -15,6 +15,7 @@ const GUESTS: &[&str] = &[
     "tests/guests/escape",
     "tests/guests/limits",
     "tests/guests/not-a-skill",
+    "tests/guests/net",
     "skills/text-tools",
     "skills/csv-summary",
     "skills/unit-convert",

@@ -252,8 +252,8 @@ impl Request {
         self
     }
 
-    /// Sets the body (sent as is; set `Content-Type` with
-    /// [`header`](Request::header)).
+    /// Sets the body (sent as is, with its `Content-Length`; set
+    /// `Content-Type` with [`header`](Request::header)).
     pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
         self.body = body.into();
         self
@@ -511,9 +511,18 @@ impl HttpError {
 
     /// The error for a request the host refused.
     pub(crate) fn denied(method: &Method, url: &str) -> Self {
-        let origin = parse_url(url)
-            .map(|t| t.origin())
-            .unwrap_or_else(|_| url.to_owned());
+        let target = parse_url(url).ok();
+        if target.as_ref().is_some_and(|t| t.authority.contains('@')) {
+            return Self::Denied {
+                url: url.to_owned(),
+                message: format!(
+                    "{method} {url} was refused by the host: URLs with user info (`user@host`) \
+                     are never sent. Leave credentials out of the URL; a `[[secrets]]` entry \
+                     in skill.toml makes the host add them to requests to their hosts"
+                ),
+            };
+        }
+        let origin = target.map_or_else(|| url.to_owned(), |t| t.origin());
         Self::Denied {
             url: url.to_owned(),
             message: format!(
@@ -550,7 +559,10 @@ impl fmt::Display for HttpError {
                 Ok(())
             }
             Self::Decode { url, message } => {
-                write!(f, "the response from {url} is not the expected JSON: {message}")
+                write!(
+                    f,
+                    "the response from {url} is not the expected JSON: {message}"
+                )
             }
         }
     }
@@ -798,10 +810,7 @@ mod tests {
         assert_eq!(t.path_with_query, "/");
         assert_eq!(t.origin(), "http://example.com:8080");
 
-        assert_eq!(
-            parse_url("http://h?q=1").unwrap().path_with_query,
-            "/?q=1"
-        );
+        assert_eq!(parse_url("http://h?q=1").unwrap().path_with_query, "/?q=1");
         // User info is passed through for the host to judge (and refuse).
         let t = parse_url("http://allowed@evil.test/").unwrap();
         assert_eq!(t.authority, "allowed@evil.test");
@@ -829,10 +838,21 @@ mod tests {
     fn denied_names_the_origin_and_the_allow_entry() {
         let error = HttpError::denied(&Method::Get, "https://Evil.example:8443/x?y");
         let message = error.to_string();
-        assert!(message.contains("`https://evil.example:8443` is not allowed"), "{message}");
+        assert!(
+            message.contains("`https://evil.example:8443` is not allowed"),
+            "{message}"
+        );
         assert!(message.contains("[network] allow"), "{message}");
-        assert!(message.contains("allow = [\"https://evil.example:8443\"]"), "{message}");
+        assert!(
+            message.contains("allow = [\"https://evil.example:8443\"]"),
+            "{message}"
+        );
         assert!(matches!(ToolError::from(error), ToolError::Denied(m) if m == message));
+        let userinfo = HttpError::denied(&Method::Get, "http://allowed@evil.test/").to_string();
+        assert!(
+            userinfo.contains("user info") && !userinfo.contains("allow = ["),
+            "{userinfo}"
+        );
     }
 
     #[test]
@@ -878,11 +898,17 @@ mod tests {
         assert!(response.is_success() && !response.is_redirect());
 
         let bad = Response::new(200).with_body("<html>");
-        assert_eq!(bad.json::<serde_json::Value>().unwrap_err().code(), "decode");
+        assert_eq!(
+            bad.json::<serde_json::Value>().unwrap_err().code(),
+            "decode"
+        );
         let empty = Response::new(204);
         assert_eq!(empty.json::<()>(), Ok(()));
         assert_eq!(empty.json::<Option<u32>>(), Ok(None));
-        assert_eq!(Response::new(200).with_body(vec![0xff, b'a']).text(), "\u{fffd}a");
+        assert_eq!(
+            Response::new(200).with_body(vec![0xff, b'a']).text(),
+            "\u{fffd}a"
+        );
     }
 
     #[test]
@@ -907,16 +933,26 @@ mod tests {
         let request = Request::post("https://x.test/")
             .header("Authorization", "Bearer t")
             .json(&serde_json::json!({"a": 1}));
-        assert_eq!(request.header_value("content-type"), Some("application/json"));
+        assert_eq!(
+            request.header_value("content-type"),
+            Some("application/json")
+        );
         assert_eq!(request.body_bytes(), br#"{"a":1}"#);
         let custom = Request::post("https://x.test/")
             .header("Content-Type", "application/vnd.api+json")
             .json(&1);
-        assert_eq!(custom.headers().len(), 1, "an explicit content type is kept");
+        assert_eq!(
+            custom.headers().len(),
+            1,
+            "an explicit content type is kept"
+        );
 
         let mut map = std::collections::HashMap::new();
         map.insert(vec![1u8], 1);
-        let error = Request::post("https://x.test/").json(&map).send().unwrap_err();
+        let error = Request::post("https://x.test/")
+            .json(&map)
+            .send()
+            .unwrap_err();
         assert_eq!(error.code(), "invalid");
     }
 
@@ -957,9 +993,22 @@ mod tests {
                 let missing = get_json::<serde_json::Value>("https://x.test/nope").unwrap_err();
                 assert!(matches!(missing, HttpError::Status { status: 404, .. }));
                 let response = get("https://x.test/nope").unwrap();
-                assert_eq!((response.status, response.url.as_str()), (404, "https://x.test/nope"));
-                let big = Request::get("https://x.test/big").max_body(4).send().unwrap_err();
-                assert!(matches!(big, HttpError::TooLarge { status: Some(200), limit: Some(4), .. }));
+                assert_eq!(
+                    (response.status, response.url.as_str()),
+                    (404, "https://x.test/nope")
+                );
+                let big = Request::get("https://x.test/big")
+                    .max_body(4)
+                    .send()
+                    .unwrap_err();
+                assert!(matches!(
+                    big,
+                    HttpError::TooLarge {
+                        status: Some(200),
+                        limit: Some(4),
+                        ..
+                    }
+                ));
                 assert_eq!(
                     get("ftp://x.test/").unwrap_err().code(),
                     "invalid",
@@ -977,6 +1026,10 @@ mod tests {
                 "GET https://x.test/big None",
             ]
         );
-        assert_eq!(get("https://x.test/ok").unwrap_err().code(), "connection", "restored");
+        assert_eq!(
+            get("https://x.test/ok").unwrap_err().code(),
+            "connection",
+            "restored"
+        );
     }
 }

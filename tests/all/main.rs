@@ -6,6 +6,7 @@ mod cache;
 mod escape;
 mod limits;
 mod load_errors;
+mod network;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,7 +1,11 @@
 //! Guest fixtures for the integration tests and benchmarks, built from source by
 //! `build.rs`, and the helpers that turn them into installed skills.
 
+mod server;
+
 use std::path::{Path, PathBuf};
+
+pub use server::{Received, TestServer};
 
 use skillhost::{Host, WasmConfig, package};
 
@@ -34,6 +38,14 @@ impl Guest {
         if md.exists() {
             std::fs::copy(md, dir.join("SKILL.md")).unwrap();
         }
+        dir
+    }
+
+    /// Install the guest as a skill folder whose skill.toml is the guest's plus `extra`
+    /// (e.g. a `[network]` section naming a test server's port). Returns the folder.
+    pub fn folder_with(&self, parent: &Path, extra: &str) -> PathBuf {
+        let dir = self.folder(parent);
+        std::fs::write(dir.join("skill.toml"), format!("{}\n{extra}", self.manifest())).unwrap();
         dir
     }
 

@@ -37,11 +37,7 @@ pub(super) fn from_code(code: ErrorCode, cx: &Context<'_>, status: Option<u16>) 
         | ErrorCode::ConnectionReadTimeout
         | ErrorCode::ConnectionWriteTimeout
         | ErrorCode::HttpResponseTimeout => HttpError::Timeout { url },
-        ErrorCode::HttpResponseBodySize(limit) => HttpError::TooLarge {
-            url,
-            status,
-            limit,
-        },
+        ErrorCode::HttpResponseBodySize(limit) => HttpError::TooLarge { url, status, limit },
         ErrorCode::HttpResponseHeaderSectionSize(limit) => HttpError::TooLarge {
             url,
             status,
@@ -148,17 +144,17 @@ mod client {
             options
         });
         let body = outgoing.body().map_err(|()| {
-            HttpError::Connection(format!("{} {}: the host gave no request body", cx.method, cx.url))
+            HttpError::Connection(format!(
+                "{} {}: the host gave no request body",
+                cx.method, cx.url
+            ))
         })?;
-        let future = outgoing_handler::handle(outgoing, options).map_err(|c| from_code(c, &cx, None))?;
-        if let Err(write_error) = write_body(body, &request.body, deadline, &cx) {
-            // A refusal or a failure to connect also closes the body: the
-            // response's error says what happened, when there is one.
-            return match wait_response(&future, deadline, &cx) {
-                Err(error) => Err(error),
-                Ok(_) => Err(write_error),
-            };
-        }
+        let future =
+            outgoing_handler::handle(outgoing, options).map_err(|c| from_code(c, &cx, None))?;
+        // A write fails when the host refused the request or the server
+        // answered before reading the whole body: either way the response
+        // (or its error) is what the caller needs to see.
+        let _ = write_body(body, &request.body, deadline, &cx);
         let response = wait_response(&future, deadline, &cx)?;
         drop(future);
         let result = read_response(&response, request.max_body, deadline, &cx);
@@ -167,10 +163,20 @@ mod client {
     }
 
     /// The request with its method, URL and headers.
-    fn build(request: &Request, target: &Target, cx: &Context<'_>) -> Result<wt::OutgoingRequest, HttpError> {
-        let invalid = |what: String| HttpError::Invalid(format!("{} {}: {what}", cx.method, cx.url));
+    fn build(
+        request: &Request,
+        target: &Target,
+        cx: &Context<'_>,
+    ) -> Result<wt::OutgoingRequest, HttpError> {
+        let invalid =
+            |what: String| HttpError::Invalid(format!("{} {}: {what}", cx.method, cx.url));
         let headers = wt::Fields::new();
-        for (name, value) in &request.headers {
+        // Many servers refuse a chunked request body: say how long it is.
+        let sized = !request.body.is_empty()
+            || matches!(request.method, Method::Post | Method::Put | Method::Patch);
+        let length = (sized && request.header_value("content-length").is_none())
+            .then(|| ("content-length".to_owned(), request.body.len().to_string()));
+        for (name, value) in request.headers.iter().chain(&length) {
             if let Err(error) = headers.append(name, value.as_bytes()) {
                 let why = match error {
                     HeaderError::Forbidden => {
@@ -197,7 +203,11 @@ mod client {
         outgoing
             .set_method(&method)
             .map_err(|()| invalid("the method is not valid".into()))?;
-        let scheme = if target.https { wt::Scheme::Https } else { wt::Scheme::Http };
+        let scheme = if target.https {
+            wt::Scheme::Https
+        } else {
+            wt::Scheme::Http
+        };
         outgoing
             .set_scheme(Some(&scheme))
             .map_err(|()| invalid("the scheme is not valid".into()))?;
@@ -206,7 +216,12 @@ mod client {
             .map_err(|()| invalid(format!("the host `{}` is not valid", target.authority)))?;
         outgoing
             .set_path_with_query(Some(&target.path_with_query))
-            .map_err(|()| invalid(format!("the path `{}` is not valid", target.path_with_query)))?;
+            .map_err(|()| {
+                invalid(format!(
+                    "the path `{}` is not valid",
+                    target.path_with_query
+                ))
+            })?;
         Ok(outgoing)
     }
 
@@ -217,12 +232,17 @@ mod client {
         deadline: Option<Instant>,
         cx: &Context<'_>,
     ) -> Result<(), HttpError> {
-        let stream = body.write().map_err(|()| {
-            HttpError::Connection(format!("{} {}: the request body is not writable", cx.method, cx.url))
-        })?;
-        let written = write_all(&stream, bytes, deadline, cx);
-        drop(stream);
-        written?;
+        if !bytes.is_empty() {
+            let stream = body.write().map_err(|()| {
+                HttpError::Connection(format!(
+                    "{} {}: the request body is not writable",
+                    cx.method, cx.url
+                ))
+            })?;
+            let written = write_all(&stream, bytes, deadline, cx);
+            drop(stream);
+            written?;
+        }
         OutgoingBody::finish(body, None).map_err(|c| from_code(c, cx, None))
     }
 
@@ -239,18 +259,19 @@ mod client {
                 wait(&stream.subscribe(), deadline, cx)?;
                 continue;
             }
-            let n = bytes.len().min(usize::try_from(ready).unwrap_or(usize::MAX));
+            let n = bytes
+                .len()
+                .min(usize::try_from(ready).unwrap_or(usize::MAX));
             stream.write(&bytes[..n]).map_err(failed)?;
             bytes = &bytes[n..];
         }
+        // Wait until the host took everything: `check-write` is 0 while a
+        // flush is under way and fails if it failed.
         stream.flush().map_err(failed)?;
-        // `check-write` fails once the flush failed, and is ready once it is done.
-        loop {
-            if stream.check_write().map_err(failed)? > 0 {
-                return Ok(());
-            }
+        while stream.check_write().map_err(failed)? == 0 {
             wait(&stream.subscribe(), deadline, cx)?;
         }
+        Ok(())
     }
 
     /// Waits for the response's status and headers.
@@ -292,7 +313,10 @@ mod client {
                 .collect()
         };
         let incoming = response.consume().map_err(|()| {
-            HttpError::Connection(format!("{} {}: the response body was already taken", cx.method, cx.url))
+            HttpError::Connection(format!(
+                "{} {}: the response body was already taken",
+                cx.method, cx.url
+            ))
         })?;
         let body = match incoming.stream() {
             Ok(stream) => {
@@ -349,7 +373,12 @@ mod client {
                 }
                 Err(StreamError::Closed) => return Ok(body),
                 Err(error) => {
-                    return Err(stream_error(error, cx, Some(status), "reading the response body"));
+                    return Err(stream_error(
+                        error,
+                        cx,
+                        Some(status),
+                        "reading the response body",
+                    ));
                 }
             }
             if let Some(deadline) = deadline
@@ -362,7 +391,12 @@ mod client {
         }
     }
 
-    fn stream_error(error: StreamError, cx: &Context<'_>, status: Option<u16>, doing: &str) -> HttpError {
+    fn stream_error(
+        error: StreamError,
+        cx: &Context<'_>,
+        status: Option<u16>,
+        doing: &str,
+    ) -> HttpError {
         match error {
             StreamError::LastOperationFailed(error) => match wt::http_error_code(&error) {
                 Some(code) => from_code(code, cx, status),
@@ -381,7 +415,11 @@ mod client {
     }
 
     /// Blocks until `pollable` is ready, or fails with a timeout at `deadline`.
-    fn wait(pollable: &Pollable, deadline: Option<Instant>, cx: &Context<'_>) -> Result<(), HttpError> {
+    fn wait(
+        pollable: &Pollable,
+        deadline: Option<Instant>,
+        cx: &Context<'_>,
+    ) -> Result<(), HttpError> {
         let Some(deadline) = deadline else {
             pollable.block();
             return Ok(());
@@ -440,13 +478,20 @@ mod tests {
             &cx,
             None,
         );
-        assert_eq!(dns.to_string(), "GET https://x.test/a: DNS lookup failed (NXDOMAIN)");
+        assert_eq!(
+            dns.to_string(),
+            "GET https://x.test/a: DNS lookup failed (NXDOMAIN)"
+        );
         let denied = from_code(ErrorCode::HttpRequestDenied, &cx, None).to_string();
         assert!(
-            denied.contains("`https://x.test` is not allowed") && denied.contains("[network] allow"),
+            denied.contains("`https://x.test` is not allowed")
+                && denied.contains("[network] allow"),
             "{denied}"
         );
         let internal = from_code(ErrorCode::InternalError(Some("boom".into())), &cx, None);
-        assert_eq!(internal.to_string(), "GET https://x.test/a: host error: boom");
+        assert_eq!(
+            internal.to_string(),
+            "GET https://x.test/a: host error: boom"
+        );
     }
 }

@@ -255,6 +255,7 @@ fn check_size(path: &Path, what: &'static str, size: u64, limit: u64) -> Result<
 
 /// What a snapshot holds.
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant, reason = "one per scan, moved once")]
 pub(crate) enum Parsed {
     /// Code to load: a manifest and a component.
     Code(SkillSource),

@@ -327,7 +327,12 @@ struct UserOutput {
 
 /// A GitHub user's or organisation's public profile: name, bio, company,
 /// location, public repositories and followers.
-#[tool(read_only, idempotent, open_world, example = r#"{"login": "torvalds"}"#)]
+#[tool(
+    read_only,
+    idempotent,
+    open_world,
+    example = r#"{"login": "torvalds"}"#
+)]
 fn user(input: UserInput) -> Result<UserOutput, ToolError> {
     let login = name("login", &input.login)?;
     let user: ApiUser = get(&format!("/users/{login}"), &format!("user {login}"))?;
@@ -432,10 +437,9 @@ fn answer<T: for<'de> Deserialize<'de>>(response: Response, what: &str) -> Resul
         }
         _ => Err(match response.error_for_status() {
             Err(error) => error.into(),
-            Ok(response) => ToolError::failed(format!(
-                "GitHub answered {} for {what}",
-                response.status
-            )),
+            Ok(response) => {
+                ToolError::failed(format!("GitHub answered {} for {what}", response.status))
+            }
         }),
     }
 }
@@ -446,7 +450,9 @@ fn reset_in(reset: Option<&str>) -> String {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     match reset.and_then(|r| r.parse::<u64>().ok()) {
-        Some(at) if at > now => format!(" until about {} minutes from now", (at - now).div_ceil(60)),
+        Some(at) if at > now => {
+            format!(" until about {} minutes from now", (at - now).div_ceil(60))
+        }
         _ => String::new(),
     }
 }
@@ -458,8 +464,15 @@ mod tests {
 
     fn api(request: &Request) -> Result<Response, HttpError> {
         assert_eq!(request.header_value("user-agent"), Some(USER_AGENT));
-        assert_eq!(request.header_value("accept"), Some("application/vnd.github+json"));
-        assert_eq!(request.header_value("authorization"), None, "the host adds the token");
+        assert_eq!(
+            request.header_value("accept"),
+            Some("application/vnd.github+json")
+        );
+        assert_eq!(
+            request.header_value("authorization"),
+            None,
+            "the host adds the token"
+        );
         let json = |body: &str| Ok(Response::new(200).with_body(body.to_owned()));
         match request.url() {
             "https://api.github.com/repos/old/name" => Ok(Response::new(301)
@@ -470,11 +483,13 @@ mod tests {
                     "default_branch": "main", "updated_at": "2024-01-01T00:00:00Z",
                     "pushed_at": null, "language": "Rust", "extra": true}"#,
             ),
-            "https://api.github.com/repos/a/b/issues?state=open&sort=created&direction=desc&per_page=100" => json(
-                r#"[{"number": 3, "title": "pr", "state": "open", "html_url": "u3", "user": {"login": "x"}, "pull_request": {}},
+            "https://api.github.com/repos/a/b/issues?state=open&sort=created&direction=desc&per_page=100" => {
+                json(
+                    r#"[{"number": 3, "title": "pr", "state": "open", "html_url": "u3", "user": {"login": "x"}, "pull_request": {}},
                     {"number": 2, "title": "bug", "state": "open", "html_url": "u2", "user": null, "labels": [{"name": "bug"}]},
                     {"number": 1, "title": "old", "state": "open", "html_url": "u1", "user": {"login": "y"}}]"#,
-            ),
+                )
+            }
             "https://api.github.com/users/limited" => Ok(Response::new(403)
                 .with_header("x-ratelimit-remaining", "0")
                 .with_body(r#"{"message": "API rate limit exceeded"}"#)),
@@ -491,7 +506,10 @@ mod tests {
             })
         })
         .unwrap();
-        assert_eq!((out.full_name.as_str(), out.stars, out.open_issues), ("new/name", 5, 2));
+        assert_eq!(
+            (out.full_name.as_str(), out.stars, out.open_issues),
+            ("new/name", 5, 2)
+        );
         assert_eq!(out.default_branch, "main");
     }
 
@@ -514,16 +532,33 @@ mod tests {
 
     #[test]
     fn errors_say_what_to_do() {
-        let missing = http::with_handler(api, || user(UserInput { login: "nobody".into() }));
-        assert!(matches!(missing, Err(ToolError::Failed(m)) if m.contains("user nobody not found")));
-        let limited = http::with_handler(api, || user(UserInput { login: "limited".into() }));
-        assert!(matches!(limited, Err(ToolError::Failed(m)) if m.contains("skillhost secret set github")));
+        let missing = http::with_handler(api, || {
+            user(UserInput {
+                login: "nobody".into(),
+            })
+        });
+        assert!(
+            matches!(missing, Err(ToolError::Failed(m)) if m.contains("user nobody not found"))
+        );
+        let limited = http::with_handler(api, || {
+            user(UserInput {
+                login: "limited".into(),
+            })
+        });
+        assert!(
+            matches!(limited, Err(ToolError::Failed(m)) if m.contains("skillhost secret set github"))
+        );
         let bad = user(UserInput {
             login: "../admin".into(),
         });
         assert!(matches!(bad, Err(ToolError::InvalidInput(_))));
         let denied = http::with_handler(
-            |r| Err(HttpError::Denied { url: r.url().into(), message: "no".into() }),
+            |r| {
+                Err(HttpError::Denied {
+                    url: r.url().into(),
+                    message: "no".into(),
+                })
+            },
             || user(UserInput { login: "x".into() }),
         );
         assert!(matches!(denied, Err(ToolError::Denied(_))));

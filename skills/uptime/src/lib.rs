@@ -237,7 +237,11 @@ fn check_url(
             result.up = status.is_some_and(is_up);
             result.error = Some(format!(
                 "the response body is larger than the host's limit{}",
-                if result.up { " (the site is up; body_bytes unknown)" } else { "" }
+                if result.up {
+                    " (the site is up; body_bytes unknown)"
+                } else {
+                    ""
+                }
             ));
         }
         Err(HttpError::Timeout { .. }) => {
@@ -307,14 +311,23 @@ mod tests {
 
         let moved = check_one("https://moved.example.com/", None).unwrap();
         assert!(moved.up);
-        assert_eq!(moved.redirect_to.as_deref(), Some("https://ok.example.com/"));
+        assert_eq!(
+            moved.redirect_to.as_deref(),
+            Some("https://ok.example.com/")
+        );
 
         let broken = check_one("https://broken.example.com/", None).unwrap();
         assert!(!broken.up);
-        assert_eq!(broken.error.as_deref(), Some("answered 503 Service Unavailable"));
+        assert_eq!(
+            broken.error.as_deref(),
+            Some("answered 503 Service Unavailable")
+        );
 
         let expected = check_one("https://ok.example.com/", Some(204)).unwrap();
-        assert_eq!(expected.error.as_deref(), Some("answered 200, expected 204"));
+        assert_eq!(
+            expected.error.as_deref(),
+            Some("answered 200, expected 204")
+        );
 
         let slow = check_one("https://slow.example.com/", None).unwrap();
         assert!(!slow.up && slow.status.is_none());
@@ -357,6 +370,9 @@ mod tests {
             expect_status: None,
             timeout_ms: None,
         };
-        assert!(matches!(check_many(too_many), Err(ToolError::InvalidInput(_))));
+        assert!(matches!(
+            check_many(too_many),
+            Err(ToolError::InvalidInput(_))
+        ));
     }
 }

@@ -23,17 +23,18 @@ async fn installs_folders_and_wasm_files() {
     assert!(!env.user().join("text-tools/.git").exists(), "hidden files are not copied");
     assert!(call(&registry, "text-tools", "slugify", json!({"text": "A b"})).await.is_ok());
 
-    let packaged = source.path().join("anything.wasm");
-    std::fs::write(&packaged, limits_packaged("0.1.0", "2s")).unwrap();
-    let entry = registry.install(&packaged).await.unwrap();
-    assert_eq!(entry.name.as_str(), "limits", "named by its manifest, not its file name");
-    assert!(env.user().join("limits.wasm").is_file());
-
-    // Reinstalling as a folder replaces the `.wasm`; writable files make it explicit.
-    let explicit = limits_folder(&source.path().join("v2"), "0.2.0", "2s", WRITABLE);
+    // Writable files make it explicit: never approved on install.
+    let explicit = limits_folder(&source.path().join("v1"), "0.1.0", "2s", WRITABLE);
     let entry = registry.install(&explicit).await.unwrap();
     assert_eq!(entry.state, TrustState::PendingReview, "never approved on install above tier auto");
-    assert!(!env.user().join("limits.wasm").exists() && env.user().join("limits").is_dir());
+    assert!(env.user().join("limits").is_dir());
+
+    // Reinstalling as a `.wasm` (auto tier) replaces the folder.
+    let packaged = source.path().join("anything.wasm");
+    std::fs::write(&packaged, limits_packaged("0.2.0", "2s")).unwrap();
+    let entry = registry.install(&packaged).await.unwrap();
+    assert_eq!((entry.name.as_str(), entry.state), ("limits", TrustState::Approved), "named by its manifest, not its file name");
+    assert!(env.user().join("limits.wasm").is_file() && !env.user().join("limits").exists());
     let leftovers: Vec<_> = std::fs::read_dir(env.user().parent().unwrap())
         .unwrap()
         .filter_map(|e| e.ok())

@@ -111,7 +111,12 @@ fn fetch(input: FetchInput) -> Result<FetchReport, ToolError> {
 #[tool(read_only, idempotent, example = r#"{}"#)]
 fn env_secret() -> Result<BTreeMap<String, String>, ToolError> {
     Ok(std::env::vars_os()
-        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
         .collect())
 }
 

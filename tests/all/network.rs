@@ -1,0 +1,275 @@
+//! Network egress through the host's gate, against servers on 127.0.0.1 and a test
+//! resolver: allowed requests work; other ports, hosts, bare domains under a wildcard,
+//! names resolving to loopback, userinfo tricks, numeric IP forms, IDN homographs and
+//! redirects to other hosts are refused before a byte leaves the host (a canary server
+//! proves it); DNS rebinding cannot move a request; bodies are capped, silent servers
+//! time out; a bound secret reaches only its host and never the guest; each request is in
+//! the audit log.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fixtures::{NET, TestHost, TestServer};
+use serde_json::{Value, json};
+use skillhost::{EgressOutcome, LoadedSkill, NetConfig, Resolver, WasmConfig};
+
+use crate::{load_error, ok, shared_cache};
+
+/// Resolves names from a table; each name answers its list in turn (the last one
+/// repeating), so a second lookup can be made to give a different address.
+#[derive(Default)]
+struct TestResolver {
+    names: Mutex<HashMap<String, Vec<IpAddr>>>,
+    lookups: AtomicUsize,
+}
+
+impl TestResolver {
+    fn with(entries: &[(&str, &[&str])]) -> Arc<Self> {
+        let resolver = Self::default();
+        for (name, addrs) in entries {
+            resolver.names.lock().unwrap().insert(name.to_string(), addrs.iter().map(|a| a.parse().unwrap()).collect());
+        }
+        Arc::new(resolver)
+    }
+}
+
+#[async_trait::async_trait]
+impl Resolver for TestResolver {
+    async fn resolve(&self, host: &str, _port: u16) -> std::io::Result<Vec<IpAddr>> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
+        let mut names = self.names.lock().unwrap();
+        let addrs = names.get_mut(host).ok_or_else(|| std::io::Error::other(format!("{host}: no such name")))?;
+        let first = addrs[0];
+        if addrs.len() > 1 {
+            addrs.remove(0);
+        }
+        Ok(vec![first])
+    }
+}
+
+fn host_with(resolver: Arc<TestResolver>, tune: impl FnOnce(&mut NetConfig)) -> TestHost {
+    let mut net = NetConfig { resolver, ..NetConfig::default() };
+    tune(&mut net);
+    TestHost::with_config(WasmConfig { cache_dir: Some(shared_cache().join("compiled")), net, ..WasmConfig::default() })
+}
+
+async fn net_skill(t: &TestHost, network: &str) -> LoadedSkill {
+    let dir = NET.folder_with(t.skills.path(), network);
+    t.host.load_path(&dir).await.expect("net guest loads")
+}
+
+async fn fetch(skill: &LoadedSkill, url: &str) -> Value {
+    ok(skill, "fetch", json!({ "url": url })).await
+}
+
+fn assert_denied(report: &Value, what: &str) {
+    assert_eq!(report["ok"], false, "{what}: {report}");
+    assert_eq!(report["code"], "denied", "{what} is refused as HttpRequestDenied: {report}");
+}
+
+/// Refusal reasons in the audit log, oldest first.
+fn refusals(t: &TestHost) -> Vec<String> {
+    let rows = t.host.audit().query(&Default::default()).unwrap();
+    rows.into_iter()
+        .filter_map(|r| match r.outcome {
+            EgressOutcome::Refused(reason) => Some(reason),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn allowed_rule_works_and_is_audited() {
+    let server = TestServer::start();
+    let t = host_with(TestResolver::with(&[]), |_| {});
+    let port = server.port();
+    let skill = net_skill(&t, &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+    let report = fetch(&skill, &format!("http://127.0.0.1:{port}/ok?token=abc")).await;
+    assert_eq!((report["ok"].clone(), report["status"].clone()), (json!(true), json!(200)), "{report}");
+    assert_eq!(report["body"].as_str().unwrap().len(), 1024);
+    let received = server.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].header("host"), Some(format!("127.0.0.1:{port}").as_str()));
+
+    let rows = t.host.audit().query(&Default::default()).unwrap();
+    let row = rows.last().expect("an audit row");
+    assert_eq!((row.skill.as_str(), row.tool.as_str(), row.method.as_str()), ("net", "fetch", "GET"));
+    assert_eq!(row.url, format!("http://127.0.0.1:{port}/ok"), "no query in the audit log");
+    assert_eq!(row.ip, Some("127.0.0.1".parse().unwrap()));
+    assert_eq!(row.outcome, EgressOutcome::Status(200));
+    assert_eq!(row.bytes_in, 1024);
+}
+
+#[tokio::test]
+async fn other_ports_hosts_and_forms_are_refused_before_connecting() {
+    let server = TestServer::start();
+    let canary = TestServer::start();
+    let resolver = TestResolver::with(&[("svc.test", &["127.0.0.1"])]);
+    let t = host_with(resolver, |_| {});
+    let (port, other) = (server.port(), canary.port());
+    let skill = net_skill(&t, &format!("[network]\nallow = [\"http://svc.test:{port}\"]\nprivate = [\"http://svc.test:{port}\"]\n")).await;
+
+    let report = fetch(&skill, &format!("http://svc.test:{port}/ok")).await;
+    assert_eq!(report["status"], 200, "the named host works: {report}");
+
+    let attempts = [
+        format!("http://svc.test:{other}/ok"),            // same host, another port
+        format!("https://svc.test:{port}/ok"),            // another scheme
+        format!("http://127.0.0.1:{other}/ok"),           // the canary by IP
+        format!("http://2130706433:{other}/ok"),          // decimal IPv4
+        format!("http://0x7f.0.0.1:{other}/ok"),          // hex
+        format!("http://0177.0.0.1:{other}/ok"),          // octal
+        format!("http://[::ffff:127.0.0.1]:{other}/ok"),  // IPv4-mapped IPv6
+        format!("http://svc.test@127.0.0.1:{other}/ok"),  // userinfo pointing elsewhere
+        format!("http://xn--vc-doc.test:{port}/ok"),      // Cyrillic ѕ (ѕvc.test), as a guest must send it
+        format!("http://svc.test.evil:{port}/ok"),        // suffix trick
+    ];
+    for url in &attempts {
+        assert_denied(&fetch(&skill, url).await, url);
+    }
+    // Unencoded, the homograph never leaves the guest: wasi:http refuses the authority.
+    let raw = fetch(&skill, &format!("http://ѕvc.test:{port}/ok")).await;
+    assert_eq!(raw["ok"], false, "{raw}");
+    assert!(canary.received().is_empty(), "the canary received {:?}", canary.received());
+    assert_eq!(server.received().len(), 1, "only the allowed request arrived");
+    let reasons = refusals(&t);
+    assert_eq!(reasons.len(), attempts.len(), "one audit row per refusal: {reasons:#?}");
+    assert!(reasons[0].contains(&format!("http://svc.test:{other} is not in the skill's network allowlist; to allow it, add \"http://svc.test:{other}\" to `[network] allow`")), "{}", reasons[0]);
+    assert!(reasons.iter().any(|r| r.contains("userinfo")), "{reasons:#?}");
+}
+
+#[tokio::test]
+async fn wildcards_match_subdomains_only() {
+    let server = TestServer::start();
+    let resolver = TestResolver::with(&[("a.corp.test", &["127.0.0.1"]), ("corp.test", &["127.0.0.1"])]);
+    let t = host_with(resolver.clone(), |_| {});
+    let port = server.port();
+    let skill = net_skill(&t, &format!("[network]\nallow = [\"http://*.corp.test:{port}\"]\n")).await;
+    // The subdomain passes the rule and is then refused for resolving to loopback: a
+    // wildcard never opens private addresses.
+    assert_denied(&fetch(&skill, &format!("http://a.corp.test:{port}/ok")).await, "a.corp.test");
+    assert_denied(&fetch(&skill, &format!("http://corp.test:{port}/ok")).await, "the bare domain");
+    let reasons = refusals(&t);
+    assert!(reasons[0].contains("a.corp.test resolves to 127.0.0.1, a loopback address"), "{reasons:#?}");
+    assert!(reasons[1].contains("corp.test:") && reasons[1].contains("is not in the skill's network allowlist"), "{reasons:#?}");
+    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 1, "the bare domain was refused before any lookup");
+    assert!(server.received().is_empty());
+}
+
+#[tokio::test]
+async fn a_name_resolving_to_loopback_needs_a_private_entry() {
+    let server = TestServer::start();
+    let resolver = TestResolver::with(&[("inside.test", &["127.0.0.1"])]);
+    let port = server.port();
+    let t = host_with(resolver.clone(), |_| {});
+    let skill = net_skill(&t, &format!("[network]\nallow = [\"http://inside.test:{port}\"]\n")).await;
+    assert_denied(&fetch(&skill, &format!("http://inside.test:{port}/ok")).await, "loopback without a private entry");
+    assert!(refusals(&t)[0].contains("listed under `[network] private`"));
+    assert!(server.received().is_empty());
+
+    let t = host_with(resolver, |_| {});
+    let skill = net_skill(&t, &format!("[network]\nprivate = [\"http://inside.test:{port}\"]\n")).await;
+    assert_eq!(fetch(&skill, &format!("http://inside.test:{port}/ok")).await["status"], 200);
+}
+
+#[tokio::test]
+async fn dns_rebinding_cannot_move_a_request() {
+    let server = TestServer::start();
+    // First answer 127.0.0.1 (checked and allowed), then an address where nothing listens.
+    let resolver = TestResolver::with(&[("rebind.test", &["127.0.0.1", "127.0.0.99"])]);
+    let t = host_with(resolver.clone(), |_| {});
+    let port = server.port();
+    let skill = net_skill(&t, &format!("[network]\nprivate = [\"http://rebind.test:{port}\"]\n")).await;
+    let report = fetch(&skill, &format!("http://rebind.test:{port}/ok")).await;
+    assert_eq!(report["status"], 200, "went to the checked address: {report}");
+    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 1, "one lookup per request: nothing to rebind");
+    assert_eq!(server.received()[0].header("host"), Some(format!("rebind.test:{port}").as_str()));
+}
+
+#[tokio::test]
+async fn redirects_are_not_followed_and_the_next_hop_is_checked() {
+    let server = TestServer::start();
+    let canary = TestServer::start();
+    let t = host_with(TestResolver::with(&[]), |_| {});
+    let (port, other) = (server.port(), canary.port());
+    let skill = net_skill(&t, &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+    let evil = format!("http://127.0.0.1:{other}/ok");
+    let report = fetch(&skill, &format!("http://127.0.0.1:{port}/redirect?to={evil}")).await;
+    assert_eq!(report["status"], 302, "the guest sees the redirect: {report}");
+    let location = report["headers"].as_array().unwrap().iter().find(|h| h[0] == "location").unwrap()[1].as_str().unwrap().to_owned();
+    assert_eq!(location, evil);
+    assert_denied(&fetch(&skill, &location).await, "the redirect target");
+    assert!(canary.received().is_empty());
+}
+
+#[tokio::test]
+async fn a_spoofed_host_header_does_not_reach_the_server() {
+    let server = TestServer::start();
+    let t = host_with(TestResolver::with(&[]), |_| {});
+    let port = server.port();
+    let skill = net_skill(&t, &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+    let report = ok(&skill, "fetch", json!({"url": format!("http://127.0.0.1:{port}/ok"), "headers": [["Host", "evil.example"]]})).await;
+    for received in server.received() {
+        assert_eq!(received.header("host"), Some(format!("127.0.0.1:{port}").as_str()), "{report}");
+    }
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_cut_and_silent_servers_time_out() {
+    let server = TestServer::start();
+    let t = host_with(TestResolver::with(&[]), |net| {
+        net.max_response_bytes = 64 << 10;
+        net.first_byte_timeout = Duration::from_millis(300);
+    });
+    let port = server.port();
+    let skill = net_skill(&t, &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+    let report = fetch(&skill, &format!("http://127.0.0.1:{port}/big?n={}", 1 << 20)).await;
+    assert_eq!(report["ok"], false, "{report}");
+    let within = fetch(&skill, &format!("http://127.0.0.1:{port}/big?n={}", 60 << 10)).await;
+    assert_eq!(within["body"].as_str().unwrap().len(), 60 << 10, "under the cap is fine");
+    let report = fetch(&skill, &format!("http://127.0.0.1:{port}/hang")).await;
+    assert_eq!((report["ok"].clone(), report["code"].clone()), (json!(false), json!("timeout")), "{report}");
+
+    let rows = t.host.audit().query(&Default::default()).unwrap();
+    assert!(matches!(&rows[0].outcome, EgressOutcome::Failed(why) if why.contains("body")), "{:?}", rows[0]);
+    assert!(rows[0].bytes_in > 64 << 10 && rows[0].bytes_in < 1 << 20, "cut near the cap: {}", rows[0].bytes_in);
+    assert!(matches!(&rows[2].outcome, EgressOutcome::Failed(_)), "{:?}", rows[2]);
+}
+
+#[tokio::test]
+async fn a_bound_secret_reaches_only_its_host_and_never_the_guest() {
+    let bound = TestServer::start();
+    let other = TestServer::start();
+    let t = host_with(TestResolver::with(&[]), |_| {});
+    let (port, other_port) = (bound.port(), other.port());
+    t.host.secrets().set("api-token", "s3cr3t-value").unwrap();
+    let network = format!(
+        "[network]\nallow = [\"http://127.0.0.1:{port}\", \"http://127.0.0.1:{other_port}\"]\n\
+         [[secrets]]\nname = \"api-token\"\nheader = \"Authorization\"\nformat = \"Bearer {{}}\"\nhosts = [\"http://127.0.0.1:{port}\"]\n"
+    );
+    let skill = net_skill(&t, &network).await;
+    let to_bound = ok(&skill, "fetch", json!({"url": format!("http://127.0.0.1:{port}/ok"), "headers": [["Authorization", "guest-made"]]})).await;
+    let to_other = fetch(&skill, &format!("http://127.0.0.1:{other_port}/ok")).await;
+    assert_eq!(bound.received()[0].header("authorization"), Some("Bearer s3cr3t-value"), "the host's value wins");
+    assert_eq!(other.received()[0].header("authorization"), None, "never sent to another host");
+    let env = ok(&skill, "env_secret", json!({})).await;
+    for seen in [&to_bound, &to_other, &env] {
+        assert!(!seen.to_string().contains("s3cr3t"), "the guest saw the secret: {seen}");
+    }
+
+    // Unset: requests to the bound host are refused with the command that fixes it.
+    t.host.secrets().remove("api-token").unwrap();
+    assert_denied(&fetch(&skill, &format!("http://127.0.0.1:{port}/ok")).await, "missing secret");
+    assert!(refusals(&t).last().unwrap().contains("skillhost secret set api-token"));
+}
+
+#[tokio::test]
+async fn http_is_not_linked_without_a_network_grant() {
+    let t = host_with(TestResolver::with(&[]), |_| {});
+    let err = load_error(t.host.load_path(&NET.folder(t.skills.path())).await);
+    assert!(err.contains("imports wasi:http but its skill.toml has no `[network]` section"), "{err}");
+}
