@@ -19,6 +19,8 @@ const GUESTS: &[&str] = &[
     "skills/text-tools",
     "skills/csv-summary",
     "skills/unit-convert",
+    "skills/uptime",
+    "skills/github",
     "examples/minimal-skill",
 ];
 

@@ -212,10 +212,11 @@ async fn a_spoofed_host_header_does_not_reach_the_server() {
     let t = host_with(TestResolver::with(&[]), |_| {});
     let port = server.port();
     let skill = net_skill(&t, &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+    // wasi:http forbids the guest to set `Host` at all; the gate would overwrite it anyway
+    // (the allowed-request test checks the Host the server receives).
     let report = ok(&skill, "fetch", json!({"url": format!("http://127.0.0.1:{port}/ok"), "headers": [["Host", "evil.example"]]})).await;
-    for received in server.received() {
-        assert_eq!(received.header("host"), Some(format!("127.0.0.1:{port}").as_str()), "{report}");
-    }
+    assert_eq!((report["ok"].clone(), report["code"].clone()), (json!(false), json!("invalid")), "{report}");
+    assert!(server.received().is_empty(), "nothing was sent: {:?}", server.received());
 }
 
 #[tokio::test]
@@ -272,4 +273,36 @@ async fn http_is_not_linked_without_a_network_grant() {
     let t = host_with(TestResolver::with(&[]), |_| {});
     let err = load_error(t.host.load_path(&NET.folder(t.skills.path())).await);
     assert!(err.contains("imports wasi:http but its skill.toml has no `[network]` section"), "{err}");
+}
+
+#[tokio::test]
+async fn the_uptime_skill_checks_an_allowed_site_and_is_refused_elsewhere() {
+    let server = TestServer::start();
+    let t = host_with(TestResolver::with(&[]), |_| {});
+    let port = server.port();
+    let dir = fixtures::UPTIME.folder(t.skills.path());
+    let manifest = std::fs::read_to_string(dir.join("skill.toml")).unwrap();
+    let start = manifest.find("allow = [").unwrap();
+    let end = start + manifest[start..].find(']').unwrap() + 1;
+    let local = format!("{}allow = [\"http://127.0.0.1:{port}\"]{}", &manifest[..start], &manifest[end..]);
+    std::fs::write(dir.join("skill.toml"), local).unwrap();
+    let skill = t.host.load_path(&dir).await.unwrap();
+    let out = ok(&skill, "check", json!({"url": format!("http://127.0.0.1:{port}/ok")})).await;
+    assert_eq!((out["up"].clone(), out["status"].clone(), out["body_bytes"].clone()), (json!(true), json!(200), json!(1024)), "{out}");
+    let err = crate::call(&skill, "check", json!({"url": "https://example.com/"})).await.unwrap_err();
+    assert_eq!(err.code(), "denied", "{err}");
+    assert!(err.to_string().contains("https://example.com:443 is not in the skill's network allowlist"), "the host's reason is on the error: {err}");
+}
+
+#[tokio::test]
+async fn the_github_skill_binds_its_token_to_the_api_host_only() {
+    let t = host_with(TestResolver::with(&[]), |_| {});
+    let skill = t.host.load_path(&fixtures::GITHUB.folder(t.skills.path())).await.unwrap();
+    let grant = skill.skill.grant();
+    assert_eq!(grant.secrets.len(), 1);
+    assert_eq!(grant.secrets[0].hosts[0].text, "https://api.github.com");
+    assert_eq!(skillhost::RiskTier::of(&skill.manifest), skillhost::RiskTier::Explicit, "a secret needs explicit approval");
+    // No secret set: the request is refused before any lookup, naming the command.
+    let err = crate::call(&skill, "repo", json!({"owner": "rust-lang", "repo": "rust"})).await.unwrap_err();
+    assert!(err.to_string().contains("skillhost secret set github"), "{err}");
 }

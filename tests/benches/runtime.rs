@@ -5,6 +5,10 @@
 //! - `call/warm` calls a trivial tool (`echo`) on a loaded skill: fresh store and
 //!   instance per call, as always. `call/compile_per_call` is the baseline a naive host
 //!   pays: compile, instantiate and call for every request.
+//! - `egress/gated` is a skill's GET of a 1 KiB response from a local server through the
+//!   host's gate (rule check, pinned connect, audit row) inside a tool call;
+//!   `egress/direct` is the same request made by the host itself with hyper, no skill and
+//!   no gate, to the same server. Both open a new connection per request, as the gate does.
 
 #![allow(missing_docs, reason = "criterion_group! generates an undocumented function")]
 
@@ -60,5 +64,39 @@ fn call(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, load, call);
+fn egress(c: &mut Criterion) {
+    let rt = runtime();
+    let server = fixtures::TestServer::start();
+    let url = format!("http://127.0.0.1:{}/ok", server.port());
+    let mut group = c.benchmark_group("egress");
+
+    let t = TestHost::with_config(WasmConfig::default());
+    let network = format!("[network]\nallow = [\"http://127.0.0.1:{}\"]\n", server.port());
+    let loaded = rt.block_on(t.host.load_path(&fixtures::NET.folder_with(t.skills.path(), &network))).unwrap();
+    let input = json!({ "url": url });
+    group.bench_function("gated", |b| {
+        b.iter(|| {
+            let out = rt.block_on(loaded.skill.call("fetch", input.clone(), CallContext::default())).unwrap();
+            assert_eq!(out.value["status"], 200);
+        })
+    });
+
+    let uri: hyper::Uri = url.parse().unwrap();
+    group.bench_function("direct", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+                let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await.unwrap();
+                tokio::spawn(conn);
+                let request = hyper::Request::get(uri.path()).header("host", uri.authority().unwrap().as_str()).body(http_body_util::Empty::<bytes::Bytes>::new()).unwrap();
+                let response = sender.send_request(request).await.unwrap();
+                let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+                assert_eq!(body.len(), 1024);
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, load, call, egress);
 criterion_main!(benches);

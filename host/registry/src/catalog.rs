@@ -61,7 +61,7 @@ pub struct Loaded {
     pub tier: RiskTier,
     /// Its tools (none for instruction-only skills).
     pub tools: Vec<ToolSpec>,
-    /// SHA-256 over its files (see [`crate::snapshot`]).
+    /// SHA-256 over its files (see the crate docs for what is excluded).
     pub content_hash: String,
     /// What an approval binds to besides the content hash.
     pub capability_digest: String,
@@ -123,7 +123,8 @@ pub struct ApprovalRequest {
     pub content_hash: String,
     /// Pass back to `approve`: the requests the human reviewed.
     pub capability_digest: String,
-    /// What it asks for, one line each (files with modes, limits, destructive tools).
+    /// What it asks for, one line each (files with modes, network rules, secrets, limits,
+    /// destructive tools).
     pub requests: Vec<String>,
     /// Against the last approval: `+ line` asked now but not then, `- line` no longer
     /// asked. Every request is `+` when it was never approved.

@@ -20,17 +20,23 @@
 //! # Ok(()) }
 //! ```
 //!
-//! - [`config`]: [`RegistryConfig`], the [`Layer`]s and their precedence, size caps.
-//! - [`snapshot`](crate): what counts as a skill on disk and its content hash.
-//! - [`trust`](crate): the SQLite trust store and the [`TrustState`] rules.
-//! - [`Registry`]: catalog, calls, approvals; install and remove; hot reload.
+//! - `config`: [`RegistryConfig`], the [`Layer`]s and their precedence, size caps.
+//! - `snapshot`: what counts as a skill on disk (`NAME.wasm`, a folder with skill.toml
+//!   and skill.wasm, a folder with only SKILL.md), symlink refusal, size caps, and the
+//!   content hash (hidden paths and a top-level `target/` excluded).
+//! - `trust`: the SQLite trust store (`<data_dir>/trust.db`) and the [`TrustState`]
+//!   rules, including why a narrowed capability also needs reapproval.
+//! - `registry`, `catalog`: [`Registry`] (catalog, calls, approvals), [`Entry`],
+//!   [`RegistryEvent`].
+//! - `install`: [`Registry::install`] and [`Registry::remove`] in the user layer.
+//! - `watch`: notify watcher, 150 ms debounce, one reload task.
 //!
 //! The trust operations ([`Registry::approve`], [`Registry::reject`],
 //! [`Registry::disable`], [`Registry::enable`]) are for humans only: never expose them
 //! to an agent.
 
 mod catalog;
-pub mod config;
+mod config;
 mod error;
 mod install;
 mod registry;

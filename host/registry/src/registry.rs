@@ -418,7 +418,8 @@ fn observation<'a>(name: &'a SkillName, loaded: &'a Loaded) -> Observation<'a> {
     }
 }
 
-/// What a skill asks for, one line per request, as a human reviews it.
+/// What a skill asks for, one line per request, as a human reviews it: files with modes,
+/// network rules, secrets with where they go, effective limits, destructive tools.
 fn requests(manifest: &skillhost_core::SkillManifest, grant: &Grant, tools: &[skillhost_core::ToolSpec]) -> Vec<String> {
     let mut lines = Vec::new();
     for file in &manifest.files {
@@ -427,6 +428,16 @@ fn requests(manifest: &skillhost_core::SkillManifest, grant: &Grant, tools: &[sk
             FileMode::ReadWrite => "read-write",
         };
         lines.push(format!("files `{}` in its data dir: {mode}", file.path));
+    }
+    let network = &manifest.network;
+    for (kind, rules) in [("allow", &network.allow), ("deny", &network.deny), ("private address allowed", &network.private)] {
+        for rule in rules {
+            lines.push(format!("network {kind}: {}", rule.text));
+        }
+    }
+    for secret in &manifest.secrets {
+        let hosts: Vec<&str> = secret.hosts.iter().map(|r| r.text.as_str()).collect();
+        lines.push(format!("secret `{}` sent in header `{}` to {}", secret.name, secret.header, hosts.join(", ")));
     }
     let limits = &grant.limits;
     lines.push(format!("limit timeout: {:?}", limits.timeout));

@@ -27,7 +27,7 @@ use std::sync::{Arc, RwLock};
 pub use skillhost_core::{
     ByteSize, parse_duration, parse_size,
     Annotations, CallContext, CallError, FileMode, Grant, Limits, LoadError, Policy, Progress,
-    ProgressSink, Skill, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec,
+    ProgressSink, RiskTier, Skill, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec,
 };
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
 pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig, package};

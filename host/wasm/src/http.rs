@@ -228,6 +228,24 @@ impl GateRequest {
         };
         let url = format!("{}{}", target.origin(), target.path);
 
+        // Bound secrets, looked up before anything leaves the host: a missing one refuses.
+        let mut secret_headers = Vec::new();
+        for binding in self.secrets.iter() {
+            if !binding.hosts.iter().any(|rule| rule.matches(&target)) {
+                continue;
+            }
+            let Ok(name) = HeaderName::try_from(binding.header.as_str()) else { continue };
+            let Some(secret) = self.net.secrets.secret(&binding.name) else {
+                let reason = format!("secret `{}` is not set; set it with `skillhost secret set {}`", binding.name, binding.name);
+                return Err(self.deny(&method, url, reason, time, started));
+            };
+            let mut value = HeaderValue::from_str(&binding.header_value(&secret)).map_err(|_| {
+                Error::InternalError(Some(format!("secret `{}` is not a valid header value", binding.name)))
+            })?;
+            value.set_sensitive(true);
+            secret_headers.push((name, value));
+        }
+
         let ip = match &target.host {
             TargetHost::Ip(ip) => *ip,
             TargetHost::Name(name) => {
@@ -253,19 +271,7 @@ impl GateRequest {
         let headers = request.headers_mut();
         headers.remove(HOST);
         headers.insert(HOST, HeaderValue::from_str(&target.authority()).map_err(|_| Error::HttpRequestUriInvalid)?);
-        for binding in self.secrets.iter() {
-            let Ok(name) = HeaderName::try_from(binding.header.as_str()) else { continue };
-            if !binding.hosts.iter().any(|rule| rule.matches(&target)) {
-                continue;
-            }
-            let Some(secret) = self.net.secrets.secret(&binding.name) else {
-                let reason = format!("secret `{}` is not set; set it with `skillhost secret set {}`", binding.name, binding.name);
-                return Err(self.deny(&method, url, reason, time, started));
-            };
-            let mut value = HeaderValue::from_str(&binding.header_value(&secret)).map_err(|_| {
-                Error::InternalError(Some(format!("secret `{}` is not a valid header value", binding.name)))
-            })?;
-            value.set_sensitive(true);
+        for (name, value) in secret_headers {
             headers.insert(name, value);
         }
         let bytes_out = request.body().size_hint().exact().unwrap_or(0);

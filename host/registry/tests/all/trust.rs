@@ -164,3 +164,13 @@ async fn trust_store_is_versioned() {
     };
     assert!(err.contains("schema version 99 is newer") && err.contains("upgrade skillhost"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_asks_to_confirm_and_shows_its_hosts() {
+    let env = Env::new();
+    limits_folder(env.ws(), "0.1.0", "2s", "[network]\nallow = [\"https://api.example.com\"]\n");
+    let registry = env.open().await;
+    let request = registry.approval_request("limits").unwrap();
+    assert_eq!((request.tier, request.state), (RiskTier::Confirm, TrustState::PendingReview));
+    assert!(request.diff.contains(&"+ network allow: https://api.example.com".to_owned()), "{:?}", request.diff);
+}
