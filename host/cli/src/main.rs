@@ -12,11 +12,12 @@ mod output;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use skillhost::{CallContext, Host, HostError, LoadedSkill};
+use skillhost::{CallContext, Host, HostError, Registry, RegistryConfig, RegistryError};
 
 /// Run agent skills as sandboxed WebAssembly components.
 ///
@@ -51,10 +52,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the skills in the skills directory with their tools
-    #[command(after_help = "Examples:
+    /// List every skill with its layer, runtime, version, trust state and tools
+    #[command(after_help = "Skills come from layers, highest precedence first: the workspace (--skills,
+default ./skills) and the user layer (DATA_DIR/user-skills, where `install` puts
+skills). A skill that is not approved is listed but cannot be called.
+
+Examples:
   skillhost list
-  skillhost list --json | jq '.[].tools[].name'
+  skillhost list --json | jq '.[] | select(.state != \"approved\") | .name'
   skillhost --skills ~/my-skills list")]
     List {
         /// Print JSON for scripts.
@@ -62,9 +67,78 @@ enum Command {
         json: bool,
     },
 
+    /// Show one skill: where it comes from, its state, what it asks for, its tools
+    #[command(after_help = "Examples:
+  skillhost show csv-summary
+  skillhost show github --json")]
+    Show {
+        /// Skill name.
+        name: String,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Approve a skill after reviewing what it asks for (humans only)
+    #[command(after_help = "Prints the skill's requests (files, network, secrets, limits, destructive tools)
+and how they differ from the last approval, then asks y/N. The approval is bound to
+exactly what was shown: if the skill changes before you answer, nothing is approved.
+
+Examples:
+  skillhost approve github
+  skillhost approve github --yes       for scripts that already reviewed it")]
+    Approve {
+        /// Skill name.
+        name: String,
+        /// Approve without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+
+    /// Reject a skill: it stays listed but cannot be called until approved
+    Reject {
+        /// Skill name.
+        name: String,
+    },
+
+    /// Disable a skill, whatever its approval, until `enable`
+    Disable {
+        /// Skill name.
+        name: String,
+    },
+
+    /// Enable a disabled skill (it returns to its earlier trust state)
+    Enable {
+        /// Skill name.
+        name: String,
+    },
+
+    /// Install a skill folder or .wasm into the user layer (it waits for approval unless
+    /// it asks for nothing risky)
+    #[command(after_help = "Validates the name and the files (no symlinks, no paths out of the folder, size
+caps), stages a copy and moves it into place atomically.
+
+Examples:
+  skillhost install ./weather
+  skillhost install ~/Downloads/weather.wasm && skillhost approve weather")]
+    Install {
+        /// A skill folder or .wasm file.
+        path: PathBuf,
+    },
+
+    /// Remove a skill from the user layer
+    Remove {
+        /// Skill name.
+        name: String,
+        /// Remove without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+
     /// Call one tool of a skill; its JSON output goes to stdout
-    #[command(after_help = "SKILL is a skill name from the skills directory, or a path to a .wasm file or
-skill folder. Exit codes: 0 ok, 1 tool error, 3 limit hit, 4 load or host error.
+    #[command(after_help = "SKILL is the name of an approved skill (see `skillhost list`), or a path to a .wasm
+file or skill folder, loaded directly for development without the trust store.
+Exit codes: 0 ok, 1 tool error, 3 limit hit, 4 not callable, load or host error.
 
 Examples:
   skillhost call text-tools word_count --input '{\"text\": \"one two three\"}'
@@ -210,9 +284,13 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            let code = match e.downcast_ref::<HostError>() {
-                Some(HostError::Call(call)) if call.is_tool_error() => exit::TOOL_ERROR,
-                Some(HostError::Call(call)) if call.is_limit() => exit::LIMIT,
+            let call = match e.downcast_ref::<HostError>() {
+                Some(HostError::Call(call) | HostError::Registry(RegistryError::Call(call))) => Some(call),
+                _ => None,
+            };
+            let code = match call {
+                Some(call) if call.is_tool_error() => exit::TOOL_ERROR,
+                Some(call) if call.is_limit() => exit::LIMIT,
                 _ => exit::HOST,
             };
             ExitCode::from(code)
@@ -222,7 +300,7 @@ fn main() -> ExitCode {
 
 fn init_logging(verbose: u8) {
     let default = match verbose {
-        0 => "warn,skill=info",
+        0 => "warn,guest=info",
         1 => "debug",
         _ => "trace",
     };
@@ -240,19 +318,84 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             .to_owned(),
     };
     let host = || Host::builder().data_dir(&data_dir).build();
+    let registry = async |host: &Host| -> Result<Arc<Registry>> {
+        let mut config = RegistryConfig::new(&data_dir);
+        config.workspace = Some(cli.skills.clone()).filter(|dir| dir.is_dir());
+        config.watch = false;
+        let bar = progress_spinner("loading skills (a first load compiles them)");
+        let registry = host.open_registry(config).await;
+        bar.finish_and_clear();
+        Ok(registry?)
+    };
     match cli.command {
         Command::List { json } => {
             let host = host()?;
-            let results = load_all(&host, &cli.skills).await?;
-            output::list(&results, json)?;
+            output::catalog(&registry(&host).await?.catalog(), json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show { name, json } => {
+            let host = host()?;
+            let registry = registry(&host).await?;
+            let entry = registry.entry(&name)?;
+            let request = registry.approval_request(&name).ok();
+            output::show(&entry, request.as_ref(), json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Approve { name, yes } => {
+            let host = host()?;
+            let registry = registry(&host).await?;
+            approve(&registry, &name, yes).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Reject { name } => {
+            let host = host()?;
+            registry(&host).await?.reject(&name).await?;
+            eprintln!("rejected `{name}`: it stays listed and cannot be called until approved");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Disable { name } => {
+            let host = host()?;
+            registry(&host).await?.disable(&name).await?;
+            eprintln!("disabled `{name}`; `skillhost enable {name}` undoes it");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Enable { name } => {
+            let host = host()?;
+            let registry = registry(&host).await?;
+            registry.enable(&name).await?;
+            eprintln!("enabled `{name}`: it is {}", registry.entry(&name)?.state);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Install { path } => {
+            let host = host()?;
+            let entry = registry(&host).await?.install(&path).await?;
+            eprintln!("installed `{}` into {} ({})", entry.name, entry.origin.display(), entry.state);
+            if entry.state != skillhost::TrustState::Approved {
+                eprintln!("review and approve it with `skillhost approve {}`", entry.name);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Remove { name, yes } => {
+            let host = host()?;
+            let registry = registry(&host).await?;
+            if !yes && !confirm(&format!("remove skill `{name}` from the user layer?"))? {
+                bail!("not removed");
+            }
+            registry.remove(&name).await?;
+            eprintln!("removed `{name}`");
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { skill, tool, input, timeout } => {
             let host = host()?;
             let input = read_input(&input)?;
-            let loaded = find_skill(&host, &cli.skills, &skill).await?;
             let cx = CallContext { timeout, caller: "cli".into(), ..CallContext::default() };
-            let out = host.call(loaded.manifest.name.as_str(), &tool, input, cx).await?;
+            let out = if is_path(&skill) {
+                let loaded = host.load_path(Path::new(&skill)).await?;
+                host.call(loaded.manifest.name.as_str(), &tool, input, cx).await?
+            } else {
+                let registry = registry(&host).await?;
+                registry.call(&skill, &tool, input, cx).await.map_err(HostError::from)?
+            };
             println!("{}", serde_json::to_string_pretty(&out.value)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -342,35 +485,40 @@ fn truncate(text: &str, max: usize) -> &str {
     }
 }
 
-/// Load every skill in `dir`, with a progress bar (a first load compiles each component).
-async fn load_all(host: &Host, dir: &Path) -> Result<Vec<(PathBuf, Result<LoadedSkill, HostError>)>> {
-    let paths = skillhost::skill_paths(dir)?;
-    let bar = indicatif::ProgressBar::new(paths.len() as u64);
-    bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} loading {msg}").expect("valid template"));
-    let mut results = Vec::with_capacity(paths.len());
-    for path in paths {
-        bar.set_message(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
-        let result = host.load_path(&path).await;
-        results.push((path, result));
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok(results)
+/// Whether a `call` argument names a file or folder rather than a skill.
+fn is_path(skill: &str) -> bool {
+    skill.contains('/') || skill.ends_with(".wasm")
 }
 
-/// Load the skill `skill` names: a path, or a name in the skills directory.
-async fn find_skill(host: &Host, skills_dir: &Path, skill: &str) -> Result<LoadedSkill> {
-    let as_path = Path::new(skill);
-    if skill.contains('/') || skill.ends_with(".wasm") || (as_path.exists() && !skills_dir.join(skill).exists()) {
-        return Ok(host.load_path(as_path).await?);
+fn progress_spinner(message: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"));
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar.set_message(message.to_owned());
+    bar
+}
+
+/// Ask a yes/no question on the terminal; no terminal means no.
+fn confirm(question: &str) -> Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        bail!("{question} needs a yes on a terminal; pass --yes to confirm from a script");
     }
-    let mut names = Vec::new();
-    for path in skillhost::skill_paths(skills_dir)? {
-        match skillhost::package::read_source(&path) {
-            Ok(source) if source.manifest.name.as_str() == skill => return Ok(host.load_source(source).await?),
-            Ok(source) => names.push(source.manifest.name.to_string()),
-            Err(e) => tracing::debug!("skipping {}: {e}", path.display()),
-        }
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// Show what approving `name` grants, ask, and approve exactly what was shown.
+async fn approve(registry: &Registry, name: &str, yes: bool) -> Result<()> {
+    let request = registry.approval_request(name)?;
+    output::approval_request(&request);
+    if !yes && !confirm(&format!("approve `{name}` with the requests above?"))? {
+        bail!("`{name}` was not approved");
     }
-    bail!(HostError::UnknownSkill { name: skill.to_owned(), available: names })
+    registry.approve(name, &request.content_hash, &request.capability_digest).await?;
+    eprintln!("approved `{name}` {}", request.version);
+    Ok(())
 }

@@ -1,10 +1,10 @@
 //! What `list` and `inspect` print: aligned text for people, JSON for scripts.
 
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use skillhost::{ByteSize, FileMode, HostError, LoadedSkill};
+use skillhost::{ApprovalRequest, ByteSize, Entry, FileMode, LoadedSkill};
 
 /// One skill as `list --json` and `inspect --json` print it.
 fn skill_json(loaded: &LoadedSkill, full: bool) -> Value {
@@ -37,40 +37,117 @@ fn skill_json(loaded: &LoadedSkill, full: bool) -> Value {
     })
 }
 
-/// Print the outcome of loading a skills directory.
-pub fn list(results: &[(PathBuf, Result<LoadedSkill, HostError>)], json: bool) -> Result<()> {
+/// One catalog entry as `list --json` and `show --json` print it.
+fn entry_json(entry: &Entry, full: bool) -> Value {
+    let loaded = entry.loaded.as_ref();
+    let tools: Vec<Value> = loaded
+        .map(|l| {
+            l.tools
+                .iter()
+                .map(|t| if full { serde_json::to_value(t).unwrap_or(Value::Null) } else { json!({"name": t.name, "description": t.description}) })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "name": entry.name,
+        "layer": entry.layer.as_str(),
+        "origin": entry.origin,
+        "state": entry.state.as_str(),
+        "runtime": loaded.map(|l| l.runtime),
+        "version": loaded.map(|l| l.version.clone()),
+        "description": loaded.map(|l| l.description.clone()),
+        "tier": loaded.map(|l| l.tier),
+        "tools": tools,
+        "requests": loaded.map(|l| l.requests.clone()).unwrap_or_default(),
+        "instructions": entry.has_instructions(),
+        "shadows": entry.shadows,
+        "error": entry.error.as_ref().map(|e| e.to_string()),
+    })
+}
+
+/// Print the catalog.
+pub fn catalog(entries: &[Arc<Entry>], json: bool) -> Result<()> {
     if json {
-        let items: Vec<Value> = results
-            .iter()
-            .map(|(path, result)| match result {
-                Ok(loaded) => skill_json(loaded, false),
-                Err(e) => json!({"origin": path, "state": "error", "error": e.to_string()}),
-            })
-            .collect();
+        let items: Vec<Value> = entries.iter().map(|e| entry_json(e, false)).collect();
         println!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(());
     }
-    if results.is_empty() {
-        println!("no skills found; build one with `skillhost new NAME && skillhost build NAME` and put it in the skills directory");
+    if entries.is_empty() {
+        println!("no skills found; build one with `skillhost new NAME && skillhost build NAME`, then `skillhost install NAME`");
         return Ok(());
     }
-    for (path, result) in results {
-        match result {
-            Ok(loaded) => {
-                let tools: Vec<&str> = loaded.skill.tools().iter().map(|t| t.name.as_str()).collect();
-                println!(
-                    "{:<20} {:<8} {:<5} {}",
-                    loaded.manifest.name.as_str(),
-                    loaded.manifest.version,
-                    loaded.runtime,
-                    loaded.manifest.description
-                );
-                println!("{:<20} tools: {}", "", tools.join(", "));
-            }
-            Err(e) => println!("{:<20} error: {e}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()),
+    println!("{:<20} {:<9} {:<7} {:<9} {:<17} TOOLS", "NAME", "LAYER", "RUNTIME", "VERSION", "STATE");
+    for entry in entries {
+        let loaded = entry.loaded.as_ref();
+        let tools = loaded.map(|l| l.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+        println!(
+            "{:<20} {:<9} {:<7} {:<9} {:<17} {tools}",
+            entry.name.as_str(),
+            entry.layer.as_str(),
+            loaded.map_or("-", |l| l.runtime),
+            loaded.map_or("-", |l| l.version.as_str()),
+            entry.state.as_str(),
+        );
+        if let Some(error) = &entry.error {
+            println!("{:<20} error: {error}", "");
         }
     }
     Ok(())
+}
+
+/// Print one entry and what approving it would grant.
+pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Result<()> {
+    if json {
+        let mut value = entry_json(entry, true);
+        value["approval"] = serde_json::to_value(request)?;
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    println!("{} ({} layer, {})", entry.name, entry.layer.as_str(), entry.origin.display());
+    println!("state: {}", entry.state);
+    for shadowed in &entry.shadows {
+        println!("shadows: {} ({} layer)", shadowed.origin.display(), shadowed.layer.as_str());
+    }
+    if let Some(error) = &entry.error {
+        println!("error: {error}");
+    }
+    if let Some(loaded) = &entry.loaded {
+        println!("{} {}: {}", loaded.runtime, loaded.version, loaded.description);
+        println!("tier: {:?}", loaded.tier);
+        println!("content hash: {}", loaded.content_hash);
+        for line in &loaded.requests {
+            println!("asks: {line}");
+        }
+        for tool in &loaded.tools {
+            println!("tool {}: {}", tool.name, tool.description.lines().next().unwrap_or(""));
+        }
+        if loaded.instructions.is_some() {
+            println!("instructions: SKILL.md");
+        }
+    }
+    if let Some(request) = request.filter(|r| !r.diff.is_empty()) {
+        println!("since the last approval:");
+        request.diff.iter().for_each(|line| println!("  {line}"));
+    }
+    Ok(())
+}
+
+/// Print what a human approves.
+pub fn approval_request(request: &ApprovalRequest) {
+    eprintln!("skill `{}` {} (tier {:?}, now {})", request.name, request.version, request.tier, request.state);
+    if request.requests.is_empty() {
+        eprintln!("  asks for nothing beyond computation");
+    }
+    for line in &request.requests {
+        eprintln!("  asks: {line}");
+    }
+    if request.content_changed {
+        eprintln!("  its files changed since the last approval");
+    }
+    if !request.diff.is_empty() {
+        eprintln!("  against the last approval:");
+        request.diff.iter().for_each(|line| eprintln!("    {line}"));
+    }
 }
 
 /// Print everything about one skill.

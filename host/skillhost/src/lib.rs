@@ -32,6 +32,11 @@ pub use skillhost_core::{
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
 pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig, package};
 
+pub use skillhost_registry::{
+    ApprovalRequest, ApprovedBy, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError, RegistryEvent,
+    TrustState,
+};
+
 use crate::audit::AuditLog;
 use crate::secrets::SecretStore;
 use skillhost_wasm::WasmRuntime;
@@ -64,6 +69,9 @@ pub enum HostError {
     /// A call failed.
     #[error(transparent)]
     Call(#[from] CallError),
+    /// The registry refused or failed (not approved, unknown skill, bad install...).
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
     /// The runtime could not start, or a directory could not be read.
     #[error("{0}")]
     Setup(String),
@@ -180,6 +188,15 @@ impl Host {
         self.runtime.cache_stats()
     }
 
+    /// Open the skill registry over `config`'s layers, running skills on this host's
+    /// runtime under its policy: discovery, the trust store, approvals, install and hot
+    /// reload. This is how an application serves skills; [`Host::load_path`] is for
+    /// loading one skill directly (development, `inspect`), outside the trust store.
+    pub async fn open_registry(&self, config: RegistryConfig) -> Result<Arc<Registry>, HostError> {
+        let runtime: Arc<dyn skillhost_core::SkillRuntime> = Arc::new(self.runtime.clone());
+        Ok(Registry::open(config, runtime, self.policy.clone()).await?)
+    }
+
     /// Load the skill at `path` (a `.wasm` file or a skill folder).
     pub async fn load_path(&self, path: &Path) -> Result<LoadedSkill, HostError> {
         let source = package::read_source(path)?;
@@ -205,18 +222,6 @@ impl Host {
         };
         self.write().insert(name, loaded.clone());
         Ok(loaded)
-    }
-
-    /// Load every skill in `dir`: each `*.wasm` file and each folder holding a
-    /// `skill.toml`, in name order. Returns each candidate's path and outcome; one bad
-    /// skill does not stop the others.
-    pub async fn load_dir(&self, dir: &Path) -> Result<Vec<(PathBuf, Result<LoadedSkill, HostError>)>, HostError> {
-        let mut results = Vec::new();
-        for path in skill_paths(dir)? {
-            let result = self.load_path(&path).await;
-            results.push((path, result));
-        }
-        Ok(results)
     }
 
     /// The loaded skills, by name.
@@ -246,19 +251,4 @@ impl Host {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<SkillName, LoadedSkill>> {
         self.skills.write().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// The skill candidates in `dir`: `*.wasm` files and folders with a `skill.toml`, sorted.
-pub fn skill_paths(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| HostError::Setup(format!("{}: cannot read the skills directory: {e}", dir.display())))?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            (p.is_file() && p.extension().is_some_and(|e| e == "wasm")) || (p.is_dir() && p.join("skill.toml").is_file())
-        })
-        .collect();
-    paths.sort();
-    Ok(paths)
 }

@@ -225,11 +225,11 @@ impl CallLog {
         let text = text.trim_end();
         let (skill, tool) = (&self.skill, &self.tool);
         match level {
-            "error" => tracing::error!(target: "skill", skill, tool, "{text}"),
-            "warn" | "stderr" => tracing::warn!(target: "skill", skill, tool, "{text}"),
-            "debug" => tracing::debug!(target: "skill", skill, tool, "{text}"),
-            "trace" => tracing::trace!(target: "skill", skill, tool, "{text}"),
-            _ => tracing::info!(target: "skill", skill, tool, "{text}"),
+            "error" => tracing::error!(target: "guest", skill, tool, "{text}"),
+            "warn" | "stderr" => tracing::warn!(target: "guest", skill, tool, "{text}"),
+            "debug" => tracing::debug!(target: "guest", skill, tool, "{text}"),
+            "trace" => tracing::trace!(target: "guest", skill, tool, "{text}"),
+            _ => tracing::info!(target: "guest", skill, tool, "{text}"),
         }
     }
 

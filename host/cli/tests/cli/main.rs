@@ -98,7 +98,7 @@ fn exit_codes_tell_tool_errors_from_limits_and_host_errors() {
 
     let (code, _, stderr) = env.call("nope", "x", json!({}));
     assert_eq!(code, 4, "unknown skill is a host error");
-    assert!(stderr.contains("no skill named `nope`") && stderr.contains("limits"), "lists what exists: {stderr}");
+    assert!(stderr.contains("no skill named `nope`; run `skillhost list`"), "{stderr}");
 
     let out = env.run(&["call", "limits", "echo", "--input", "{not json"]);
     assert_eq!(out.status.code(), Some(4));
@@ -120,14 +120,17 @@ fn list_and_inspect() {
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     let items = list.as_array().unwrap();
     assert_eq!(items.len(), 3, "{list}");
-    let broken = items.iter().find(|i| i["state"] == "error").expect("the broken skill is listed");
+    let broken = items.iter().find(|i| i["name"] == "broken").expect("the broken skill is listed");
     assert!(broken["error"].as_str().unwrap().contains("broken.wasm"), "{broken}");
     let limits = items.iter().find(|i| i["name"] == "limits").unwrap();
+    assert_eq!((limits["layer"].as_str(), limits["state"].as_str()), (Some("workspace"), Some("approved")), "auto tier: {limits}");
     assert!(limits["tools"].as_array().unwrap().iter().any(|t| t["name"] == "echo"));
+    let escape = items.iter().find(|i| i["name"] == "escape").unwrap();
+    assert_eq!(escape["state"], "pending_review", "writable files need a human: {escape}");
 
     let out = env.run(&["list"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("escape") && text.contains("error:"), "{text}");
+    assert!(text.contains("escape") && text.contains("pending_review") && text.contains("error:"), "{text}");
 
     let escape_dir = env.skills.path().join("escape");
     let out = env.run(&["inspect", escape_dir.to_str().unwrap(), "--json"]);
@@ -165,4 +168,55 @@ fn new_then_build_makes_a_working_skill() {
     let out = env.run(&["new", "Bad_Name"]);
     assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid skill name `Bad_Name`"));
+}
+
+#[test]
+fn approval_flow_and_install() {
+    let env = Env::new();
+    ESCAPE.folder(env.skills.path());
+
+    let (code, _, stderr) = env.call("escape", "list_dir", json!({"path": "/data"}));
+    assert_eq!(code, 4, "a pending skill cannot be called");
+    assert!(stderr.contains("approve it with `skillhost approve escape`"), "{stderr}");
+
+    let out = env.run(&["approve", "escape"]);
+    assert_eq!(out.status.code(), Some(4), "no terminal, no --yes: nothing approved");
+    let out = env.run(&["approve", "escape", "--yes"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("asks:") && stderr.contains("read-write"), "shows what it grants: {stderr}");
+    let report = ok(&env, "escape", "list_dir", json!({"path": "/data"}));
+    assert_eq!(report["ok"], true);
+
+    // Widen its requests: back to review, with the diff shown.
+    let manifest = env.skills.path().join("escape/skill.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("{text}\n[limits]\ntimeout = \"20s\"\n")).unwrap();
+    let out = env.run(&["show", "escape", "--json"]);
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["state"], "needs_reapproval", "{shown}");
+    assert!(shown["approval"]["diff"].to_string().contains("timeout"), "{shown}");
+
+    for (command, state) in [("disable", "disabled"), ("enable", "needs_reapproval")] {
+        assert!(env.run(&[command, "escape"]).status.success());
+        let out = env.run(&["show", "escape", "--json"]);
+        let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(shown["state"], state);
+    }
+
+    // Install into the user layer: a pure skill is approved automatically.
+    let staging = tempfile::tempdir().unwrap();
+    let file = LIMITS.packaged(staging.path());
+    let out = env.run(&["install", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = env.run(&["list", "--json"]);
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let limits = list.as_array().unwrap().iter().find(|i| i["name"] == "limits").unwrap().clone();
+    assert_eq!((limits["layer"].as_str(), limits["state"].as_str()), (Some("user"), Some("approved")), "{limits}");
+    assert_eq!(ok(&env, "limits", "echo", json!({"value": 1})), json!(1));
+    let bad = env.run(&["install", "/definitely/not/here"]);
+    assert_eq!(bad.status.code(), Some(4));
+    assert!(env.run(&["remove", "limits", "--yes"]).status.success());
+    let (code, _, _) = env.call("limits", "echo", json!({"value": 1}));
+    assert_eq!(code, 4, "removed");
 }
