@@ -45,6 +45,9 @@ pub struct Registry {
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
 }
 
+/// Skills loaded at once by a full rescan.
+const RESCAN_CONCURRENCY: usize = 8;
+
 impl Registry {
     /// Open the trust store, scan and load every layer, and (if `config.watch`) start
     /// watching them. Skills that fail to load are listed with their error.
@@ -207,10 +210,17 @@ impl Registry {
         for (_, dir) in &self.layers {
             names.extend(snapshot::names_in(dir));
         }
-        for name in names {
-            self.rescan_locked(&name).await?;
+        // Names are independent: load several at once (reading, hashing and instantiating
+        // overlap across cores), then report the first failure of the trust store.
+        let mut names = names.into_iter();
+        loop {
+            let batch: Vec<SkillName> = names.by_ref().take(RESCAN_CONCURRENCY).collect();
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let results = futures::future::join_all(batch.iter().map(|name| self.rescan_locked(name))).await;
+            results.into_iter().collect::<Result<(), _>>()?;
         }
-        Ok(())
     }
 
     /// Rescan the given names.
