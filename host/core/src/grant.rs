@@ -179,15 +179,11 @@ impl Grant {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
     use std::time::Duration;
 
     use super::*;
 
-    fn manifest(extra: &str) -> SkillManifest {
-        let text = format!("name = \"demo\"\nversion = \"1\"\ndescription = \"d\"\n{extra}");
-        SkillManifest::parse(&text, Path::new("skill.toml")).unwrap()
-    }
+    use crate::manifest::test_manifest as manifest;
 
     #[test]
     fn nothing_asked_nothing_granted() {

@@ -269,6 +269,13 @@ fn normalise_relative(path: &str) -> Result<String, &'static str> {
     Ok(if parts.is_empty() { ".".to_owned() } else { parts.join("/") })
 }
 
+/// A manifest for tests: a valid header plus `extra` TOML.
+#[cfg(test)]
+pub(crate) fn test_manifest(extra: &str) -> SkillManifest {
+    let text = format!("name = \"demo\"\nversion = \"1\"\ndescription = \"d\"\n{extra}");
+    SkillManifest::parse(&text, Path::new("skill.toml")).unwrap()
+}
+
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;

@@ -60,15 +60,11 @@ impl SkillManifest {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
     use super::*;
     use crate::tool::Annotations;
 
-    fn manifest(extra: &str) -> SkillManifest {
-        let text = format!("name = \"demo\"\nversion = \"1\"\ndescription = \"d\"\n{extra}");
-        SkillManifest::parse(&text, Path::new("skill.toml")).unwrap()
-    }
+    use crate::manifest::test_manifest as manifest;
 
     #[test]
     fn tiers() {

@@ -108,7 +108,9 @@ impl Resolver for SystemResolver {
     }
 }
 
-/// One call's view of the gate: its skill's rules and the call's log.
+/// One call's view of the gate: its skill's rules and the call's log. Cloned (cheaply)
+/// into each request's future.
+#[derive(Clone)]
 pub(crate) struct HttpGate {
     skill: String,
     tool: String,
@@ -148,19 +150,6 @@ impl HttpGate {
     pub(crate) fn denials(&self) -> Vec<String> {
         self.denials.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
-
-    fn request(&self) -> GateRequest {
-        GateRequest {
-            skill: self.skill.clone(),
-            tool: self.tool.clone(),
-            policy: self.policy.clone(),
-            secrets: self.secrets.clone(),
-            net: self.net.clone(),
-            permits: self.permits.clone(),
-            log: self.log.clone(),
-            denials: self.denials.clone(),
-        }
-    }
 }
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
@@ -175,26 +164,14 @@ impl WasiHttpHooks for HttpGate {
     ) -> Box<dyn Future<Output = SendResult> + Send> {
         // The guest's per-request options may only shorten the host's timeouts; they are
         // ignored for now and the host's apply.
-        Box::new(self.request().send(request))
+        Box::new(self.clone().send(request))
     }
-}
-
-/// Everything one request needs, owned, so the future is `'static`.
-struct GateRequest {
-    skill: String,
-    tool: String,
-    policy: Arc<EgressPolicy>,
-    secrets: Arc<[SecretBinding]>,
-    net: Arc<NetConfig>,
-    permits: Arc<Semaphore>,
-    log: Arc<CallLog>,
-    denials: Arc<Mutex<Vec<String>>>,
 }
 
 trait Stream: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static> Stream for T {}
 
-impl GateRequest {
+impl HttpGate {
     fn record(&self, method: &str, url: String, ip: Option<IpAddr>, outcome: EgressOutcome, time: SystemTime, started: Instant) {
         self.net.audit.record(EgressRecord {
             time,
