@@ -70,10 +70,14 @@ Examples:
     /// Show one skill: where it comes from, its state, what it asks for, its tools
     #[command(after_help = "Examples:
   skillhost show csv-summary
+  skillhost show github --code         review its manifest, SKILL.md and sources
   skillhost show github --json")]
     Show {
         /// Skill name.
         name: String,
+        /// Also print the skill's files: what an approval covers.
+        #[arg(long)]
+        code: bool,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -333,12 +337,15 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             output::catalog(&registry(&host).await?.catalog(), json)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Show { name, json } => {
+        Command::Show { name, code, json } => {
             let host = host()?;
             let registry = registry(&host).await?;
             let entry = registry.entry(&name)?;
             let request = registry.approval_request(&name).ok();
             output::show(&entry, request.as_ref(), json)?;
+            if code && !json {
+                output::code(&entry.origin)?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Approve { name, yes } => {

@@ -132,6 +132,46 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
     Ok(())
 }
 
+/// Largest file `show --code` prints.
+const MAX_SHOWN_FILE: u64 = 256 << 10;
+
+/// Print the files of a skill: every text file of a folder (the component as its size),
+/// or the manifest and SKILL.md embedded in a `.wasm`.
+pub fn code(origin: &std::path::Path) -> Result<()> {
+    if origin.is_file() {
+        let bytes = std::fs::read(origin)?;
+        for (name, section) in [("skill.toml", skillhost::package::MANIFEST_SECTION), ("SKILL.md", skillhost::package::INSTRUCTIONS_SECTION)] {
+            if let Some(text) = skillhost::package::read_section(&bytes, section)? {
+                println!("\n==> {}#{name} <==\n{}", origin.display(), String::from_utf8_lossy(text));
+            }
+        }
+        println!("\n==> {} <== WebAssembly component, {}", origin.display(), ByteSize(bytes.len() as u64));
+        return Ok(());
+    }
+    let mut files = Vec::new();
+    let mut dirs = vec![origin.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if name.starts_with('.') || (dir == origin && name == "target") {
+                continue;
+            }
+            if path.is_dir() { dirs.push(path) } else { files.push(path) }
+        }
+    }
+    files.sort();
+    for path in files {
+        let len = std::fs::metadata(&path)?.len();
+        let text = if len <= MAX_SHOWN_FILE { std::fs::read(&path).ok().and_then(|b| String::from_utf8(b).ok()) } else { None };
+        match text {
+            Some(text) => println!("\n==> {} <==\n{text}", path.display()),
+            None => println!("\n==> {} <== binary or large, {}", path.display(), ByteSize(len)),
+        }
+    }
+    Ok(())
+}
+
 /// Print what a human approves.
 pub fn approval_request(request: &ApprovalRequest) {
     eprintln!("skill `{}` {} (tier {:?}, now {})", request.name, request.version, request.tier, request.state);

@@ -197,6 +197,11 @@ fn approval_flow_and_install() {
     assert_eq!(shown["state"], "needs_reapproval", "{shown}");
     assert!(shown["approval"]["diff"].to_string().contains("timeout"), "{shown}");
 
+    let out = env.run(&["show", "escape", "--code"]);
+    let code = String::from_utf8_lossy(&out.stdout);
+    assert!(code.contains("skill.toml <==") && code.contains("timeout = \"20s\""), "prints the manifest as it is now: {code}");
+    assert!(code.contains("skill.wasm <== binary or large"), "names the component: {code}");
+
     for (command, state) in [("disable", "disabled"), ("enable", "needs_reapproval")] {
         assert!(env.run(&[command, "escape"]).status.success());
         let out = env.run(&["show", "escape", "--json"]);
