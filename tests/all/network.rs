@@ -105,6 +105,20 @@ async fn allowed_rule_works_and_is_audited() {
 }
 
 #[tokio::test]
+async fn request_bodies_arrive_whole_with_their_length() {
+    let server = TestServer::start();
+    let t = host_with(TestResolver::with(&[]), |_| {});
+    let port = server.port();
+    let skill = net_skill(&t, &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+    let body = "x".repeat(300_000);
+    let report = ok(&skill, "fetch", json!({"url": format!("http://127.0.0.1:{port}/ok"), "method": "POST", "body": body})).await;
+    assert_eq!(report["status"], 200, "{report}");
+    assert_eq!(server.received()[0].header("content-length"), Some("300000"));
+    let rows = t.host.audit().query(&Default::default()).unwrap();
+    assert_eq!((rows[0].method.as_str(), rows[0].bytes_out), ("POST", 300_000));
+}
+
+#[tokio::test]
 async fn other_ports_hosts_and_forms_are_refused_before_connecting() {
     let server = TestServer::start();
     let canary = TestServer::start();

@@ -39,6 +39,9 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::state::CallLog;
 
+/// Largest request body a skill may send.
+const MAX_REQUEST_BYTES: usize = 16 << 20;
+
 /// How the host reaches the network on skills' behalf.
 #[derive(Clone)]
 pub struct NetConfig {
@@ -251,8 +254,27 @@ impl HttpGate {
         for (name, value) in secret_headers {
             headers.insert(name, value);
         }
-        let bytes_out = request.body().size_hint().exact().unwrap_or(0);
         *request.uri_mut() = http::Uri::try_from(target.path_and_query.as_str()).map_err(|_| Error::HttpRequestUriInvalid)?;
+
+        // Take the whole request body before connecting: the server then gets a
+        // Content-Length instead of a chunked stream fed across the guest boundary, and the
+        // audit log an exact size.
+        let (parts, body) = request.into_parts();
+        let limited = http_body_util::Limited::new(body, MAX_REQUEST_BYTES);
+        let body = match tokio::time::timeout(self.net.total_timeout, limited.collect()).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                let reason = format!("request body over {MAX_REQUEST_BYTES} bytes");
+                self.record(&method, url, None, EgressOutcome::Failed(reason), time, started);
+                return Err(Error::HttpRequestBodySize(None));
+            }
+            Ok(Err(_)) | Err(_) => return Err(Error::HttpRequestBodySize(None)),
+        };
+        let bytes_out = body.len() as u64;
+        let request = http::Request::from_parts(
+            parts,
+            http_body_util::Full::new(body).map_err(|never| match never {}).boxed_unsync(),
+        );
 
         let permit = self.permits.clone().acquire_owned().await.map_err(|_| Error::ConnectionLimitReached)?;
         let deadline = started + self.net.total_timeout;
