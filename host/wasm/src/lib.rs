@@ -28,7 +28,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::{CacheOutcome, CacheStats};
-pub use http::{NetConfig, SystemResolver};
+pub use skillhost_egress::{NetConfig, SystemResolver};
 pub use skill::WasmSkill;
 
 use crate::bindings::SkillPre;
@@ -160,10 +160,8 @@ impl WasmRuntime {
         }
 
         let net = http::SkillNet {
-            policy: Arc::new(grant.network.clone()),
+            egress: skillhost_egress::SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), self.inner.net.clone()),
             secrets: grant.secrets.clone().into(),
-            net: self.inner.net.clone(),
-            permits: Arc::new(Semaphore::new(self.inner.net.max_concurrent_per_skill.max(1))),
         };
         let mut skill = WasmSkill {
             net,

@@ -1,0 +1,19 @@
+//! skillhost's egress: the one path by which any skill reaches the network, whatever
+//! runtime runs it.
+//!
+//! - [`SkillEgress`] applies a skill's [`EgressPolicy`](skillhost_core::EgressPolicy) to
+//!   each request: rules checked before any DNS, the name resolved once by the host and the
+//!   address checked and pinned, TLS to the checked name, `Host` rewritten, timeouts, a
+//!   response cap ([`CappedBody`]), a per-skill concurrency limit and an audit row for every
+//!   request. The wasm runtime's `wasi:http` gate is a thin adapter over it.
+//! - [`NetConfig`] is the host's side: resolver, secrets, audit sink, timeouts, caps, TLS
+//!   roots.
+
+mod audit;
+mod config;
+mod error;
+mod skill;
+
+pub use config::{NetConfig, SystemResolver};
+pub use error::EgressError;
+pub use skill::{CappedBody, MAX_REQUEST_BYTES, SkillEgress};

@@ -1,0 +1,347 @@
+//! [`SkillEgress`]: one skill's way out, shared by every runtime (the wasm gate calls
+//! [`SkillEgress::send`]), and the [`CappedBody`] of its responses.
+
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::header::{HOST, HeaderName, HeaderValue};
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
+use skillhost_core::egress::{Scheme, Target, TargetHost};
+use skillhost_core::{EgressOutcome, EgressPolicy, SecretBinding, SkillName};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::audit::{Audit, PendingRecord};
+use crate::{EgressError, NetConfig};
+
+/// Largest request body the host sends for a skill.
+pub const MAX_REQUEST_BYTES: usize = 16 << 20;
+
+/// One skill's egress: its rules, the host's network services and its concurrency slots.
+/// Cheap to clone; clones share the slots. A request goes:
+///
+/// 1. the URL is normalised and checked against the skill's [`EgressPolicy`] (deny wins,
+///    userinfo refused, IDN/IP forms normalised);
+/// 2. bound secrets are looked up before anything leaves the host (a missing one refuses);
+/// 3. a name is resolved once, by the host; loopback/private results are refused unless
+///    allowed; the connection goes to the address that was checked (no second lookup, so
+///    no DNS rebinding), with TLS (SNI and certificate for the checked name) for https;
+/// 4. `Host` is set to the checked authority, whatever the skill sent;
+/// 5. connect, first-byte and total timeouts apply, the response body is capped
+///    ([`CappedBody`]), and concurrent requests per skill are limited;
+/// 6. redirects are not followed: the skill sees the 3xx, and its next request is checked
+///    again;
+/// 7. every request, refused or not, is written to the audit log.
+#[derive(Clone)]
+pub struct SkillEgress {
+    skill: SkillName,
+    policy: Arc<EgressPolicy>,
+    net: Arc<NetConfig>,
+    permits: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for SkillEgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkillEgress").field("skill", &self.skill).field("policy", &self.policy).finish_non_exhaustive()
+    }
+}
+
+/// A stream to a server: TCP, or TLS over TCP.
+trait Stream: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static> Stream for T {}
+
+impl SkillEgress {
+    /// The egress of `skill`, under `policy`, through `net`. It may have
+    /// [`NetConfig::max_concurrent_per_skill`] requests and tunnels open at once.
+    pub fn new(skill: SkillName, policy: Arc<EgressPolicy>, net: Arc<NetConfig>) -> Self {
+        let permits = Arc::new(Semaphore::new(net.max_concurrent_per_skill.max(1)));
+        Self { skill, policy, net, permits }
+    }
+
+    /// The skill.
+    pub fn skill(&self) -> &SkillName {
+        &self.skill
+    }
+
+    /// Its rules.
+    pub fn policy(&self) -> &EgressPolicy {
+        &self.policy
+    }
+
+    /// The host's network services and limits.
+    pub fn net(&self) -> &NetConfig {
+        &self.net
+    }
+
+    pub(crate) fn audit(&self, tool: &str, method: &str) -> Audit {
+        Audit::start(self.net.audit.clone(), self.skill.as_str(), tool, method)
+    }
+
+    /// Refuse: audit and return the reason.
+    pub(crate) fn deny(audit: &Audit, url: String, reason: String) -> EgressError {
+        audit.record(url, None, EgressOutcome::Refused(reason.clone()), 0);
+        EgressError::Denied { reason }
+    }
+
+    /// Audit a failure and return it.
+    pub(crate) fn failed(audit: &Audit, url: String, ip: Option<IpAddr>, bytes_out: u64, error: EgressError) -> EgressError {
+        audit.record(url, ip, EgressOutcome::Failed(error.to_string()), bytes_out);
+        error
+    }
+
+    /// Check `url` against the rules (before any DNS); a refusal is audited.
+    pub(crate) fn check(&self, audit: &Audit, url: &str) -> Result<Target, EgressError> {
+        self.policy.check_url(url).map_err(|denial| Self::deny(audit, redact(url), denial.to_string()))
+    }
+
+    /// The address to connect to: an IP literal as it is (its rule named it), a name
+    /// resolved once and checked; a refusal or failure is audited.
+    pub(crate) async fn resolve(&self, audit: &Audit, target: &Target, url: &str) -> Result<IpAddr, EgressError> {
+        let name = match &target.host {
+            TargetHost::Ip(ip) => return Ok(*ip),
+            TargetHost::Name(name) => name,
+        };
+        let addrs = match tokio::time::timeout(self.net.connect_timeout, self.net.resolver.resolve(name, target.port)).await {
+            Ok(Ok(addrs)) => addrs,
+            Ok(Err(source)) => {
+                return Err(Self::failed(audit, url.to_owned(), None, 0, EgressError::Resolve { host: name.clone(), source }));
+            }
+            Err(_) => return Err(Self::failed(audit, url.to_owned(), None, 0, EgressError::ResolveTimeout { host: name.clone() })),
+        };
+        self.policy.check_addrs(target, &addrs).map_err(|denial| Self::deny(audit, url.to_owned(), denial.to_string()))
+    }
+
+    /// Wait for one of the skill's request slots.
+    pub(crate) async fn permit(&self) -> Result<OwnedSemaphorePermit, EgressError> {
+        // The semaphore is never closed; the error cannot happen.
+        self.permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| EgressError::InvalidRequest { reason: "the skill's request slots are closed".into() })
+    }
+
+    /// A TCP connection to the checked address.
+    pub(crate) async fn connect_tcp(&self, target: &Target, ip: IpAddr) -> Result<TcpStream, EgressError> {
+        let addr = SocketAddr::new(ip, target.port);
+        match tokio::time::timeout(self.net.connect_timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(tcp)) => Ok(tcp),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(EgressError::ConnectionRefused { addr }),
+            Ok(Err(source)) => Err(EgressError::Connect { addr, source }),
+            Err(_) => Err(EgressError::ConnectTimeout { addr }),
+        }
+    }
+
+    /// The headers of the secrets bound to `target`, looked up before anything leaves the
+    /// host: a missing secret refuses the request.
+    fn secret_headers(
+        &self,
+        audit: &Audit,
+        target: &Target,
+        url: &str,
+        secrets: &[SecretBinding],
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, EgressError> {
+        let mut headers = Vec::new();
+        for binding in secrets {
+            if !binding.hosts.iter().any(|rule| rule.matches(target)) {
+                continue;
+            }
+            let Ok(name) = HeaderName::try_from(binding.header.as_str()) else { continue };
+            let Some(secret) = self.net.secrets.secret(&binding.name) else {
+                let reason = format!("secret `{}` is not set; set it with `skillhost secret set {}`", binding.name, binding.name);
+                return Err(Self::deny(audit, url.to_owned(), reason));
+            };
+            let mut value = HeaderValue::from_str(&binding.header_value(&secret))
+                .map_err(|_| EgressError::BadSecret { name: binding.name.clone() })?;
+            value.set_sensitive(true);
+            headers.push((name, value));
+        }
+        Ok(headers)
+    }
+
+    /// Send `request` (whose URI must be absolute) for `tool`, adding the `secrets` bound
+    /// to its host, through every step listed on [`SkillEgress`]. The response body is a
+    /// [`CappedBody`]; the audit row is written when it ends (or at once on a refusal or
+    /// failure). The request body is read whole first (at most [`MAX_REQUEST_BYTES`]), so
+    /// the server gets a `Content-Length` and the audit log an exact size.
+    pub async fn send<B>(
+        &self,
+        tool: &str,
+        mut request: http::Request<B>,
+        secrets: &[SecretBinding],
+    ) -> Result<http::Response<CappedBody>, EgressError>
+    where
+        B: Body<Data = Bytes> + Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let audit = self.audit(tool, request.method().as_str());
+        let uri = request.uri().to_string();
+        let target = self.check(&audit, &uri)?;
+        let url = format!("{}{}", target.origin(), target.path);
+        let secret_headers = self.secret_headers(&audit, &target, &url, secrets)?;
+        let ip = self.resolve(&audit, &target, &url).await?;
+
+        // The Host header is the authority that was checked, whatever the skill asked for.
+        let invalid = |what: &str| EgressError::InvalidRequest { reason: format!("{what} is not valid: {uri}") };
+        let headers = request.headers_mut();
+        headers.remove(HOST);
+        headers.insert(HOST, HeaderValue::from_str(&target.authority()).map_err(|_| invalid("the host"))?);
+        for (name, value) in secret_headers {
+            headers.insert(name, value);
+        }
+        *request.uri_mut() = http::Uri::try_from(target.path_and_query.as_str()).map_err(|_| invalid("the path"))?;
+
+        let (parts, body) = request.into_parts();
+        let limited = http_body_util::Limited::new(body, MAX_REQUEST_BYTES);
+        let body = match tokio::time::timeout(self.net.total_timeout, limited.collect()).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(Self::failed(&audit, url, None, 0, EgressError::RequestBodyTooLarge { limit: MAX_REQUEST_BYTES }));
+            }
+            Ok(Err(e)) => return Err(Self::failed(&audit, url, None, 0, EgressError::RequestBody { reason: e.to_string() })),
+            Err(_) => return Err(Self::failed(&audit, url, None, 0, EgressError::TotalTimeout(self.net.total_timeout))),
+        };
+        let bytes_out = body.len() as u64;
+        let request = http::Request::from_parts(parts, http_body_util::Full::new(body));
+
+        let permit = self.permit().await?;
+        let deadline = tokio::time::Instant::from_std(audit.started + self.net.total_timeout);
+        let response = match tokio::time::timeout_at(deadline, self.exchange(&target, ip, request)).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(e)) => return Err(Self::failed(&audit, url, Some(ip), bytes_out, e)),
+            Err(_) => return Err(Self::failed(&audit, url, Some(ip), bytes_out, EgressError::TotalTimeout(self.net.total_timeout))),
+        };
+        let outcome = EgressOutcome::Status(response.status().as_u16());
+        let pending = audit.pending(url, ip, outcome, bytes_out, permit);
+        Ok(response.map(|incoming| CappedBody {
+            incoming,
+            limit: self.net.max_response_bytes,
+            total: self.net.total_timeout,
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            audit: Some(pending),
+        }))
+    }
+
+    /// Connect to the checked address, speak TLS when asked, send, and wait for the head.
+    async fn exchange(
+        &self,
+        target: &Target,
+        ip: IpAddr,
+        request: http::Request<http_body_util::Full<Bytes>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, EgressError> {
+        let tcp = self.connect_tcp(target, ip).await?;
+        let stream: Box<dyn Stream> = match target.scheme {
+            Scheme::Http => Box::new(tcp),
+            Scheme::Https => {
+                let host = target.host.to_string();
+                let name = match &target.host {
+                    TargetHost::Name(name) => rustls::pki_types::ServerName::try_from(name.clone())
+                        .map_err(|source| EgressError::ServerName { host: host.clone(), source })?,
+                    TargetHost::Ip(ip) => rustls::pki_types::ServerName::from(*ip),
+                };
+                let connector = tokio_rustls::TlsConnector::from(self.net.tls.clone());
+                let addr = SocketAddr::new(ip, target.port);
+                let tls = tokio::time::timeout(self.net.connect_timeout, connector.connect(name, tcp))
+                    .await
+                    .map_err(|_| EgressError::ConnectTimeout { addr })?
+                    .map_err(|source| EgressError::Tls { host, source })?;
+                Box::new(tls)
+            }
+        };
+        let (mut sender, conn) = hyper::client::conn::http1::Builder::new().handshake(TokioIo::new(stream)).await?;
+        // The connection is driven by its own task; it ends when the response body is
+        // dropped or the total deadline passes.
+        let total = self.net.total_timeout;
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(total, conn).await;
+        });
+        match tokio::time::timeout(self.net.first_byte_timeout, sender.send_request(request)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(e)) => Err(EgressError::Http(e)),
+            Err(_) => Err(EgressError::FirstByteTimeout(self.net.first_byte_timeout)),
+        }
+    }
+}
+
+/// A URL for the audit log: no userinfo, no query.
+pub(crate) fn redact(uri: &str) -> String {
+    let without_query = uri.split(['?', '#']).next().unwrap_or("");
+    match without_query.split_once("://") {
+        Some((scheme, rest)) => {
+            let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+            format!("{scheme}://{rest}")
+        }
+        None => without_query.to_owned(),
+    }
+}
+
+/// A response body with the size cap and the request's total deadline. Its audit row
+/// (status, bytes received) is written when it ends, fails or is dropped.
+pub struct CappedBody {
+    incoming: hyper::body::Incoming,
+    limit: u64,
+    total: std::time::Duration,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    audit: Option<PendingRecord>,
+}
+
+impl std::fmt::Debug for CappedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CappedBody").field("limit", &self.limit).finish_non_exhaustive()
+    }
+}
+
+impl CappedBody {
+    fn fail(&mut self, error: EgressError) -> Poll<Option<Result<Frame<Bytes>, EgressError>>> {
+        if let Some(pending) = &mut self.audit {
+            pending.fail(error.to_string());
+        }
+        self.audit = None;
+        Poll::Ready(Some(Err(error)))
+    }
+}
+
+impl Body for CappedBody {
+    type Data = Bytes;
+    type Error = EgressError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, EgressError>>> {
+        if self.audit.is_none() {
+            return Poll::Ready(None);
+        }
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            let total = self.total;
+            return self.fail(EgressError::TotalTimeout(total));
+        }
+        match Pin::new(&mut self.incoming).poll_frame(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => {
+                self.audit = None;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(Err(e))) => self.fail(EgressError::Http(e)),
+            Poll::Ready(Some(Ok(frame))) => {
+                let len = frame.data_ref().map_or(0, |d| d.len() as u64);
+                let limit = self.limit;
+                let Some(pending) = &mut self.audit else { return Poll::Ready(None) };
+                pending.record.bytes_in += len;
+                if pending.record.bytes_in > limit {
+                    let (skill, size) = (pending.record.skill.clone(), pending.record.bytes_in);
+                    tracing::warn!(%skill, "response body passed {size} bytes, over the cap of {limit} bytes; the skill's read fails");
+                    return self.fail(EgressError::ResponseBodyTooLarge { limit });
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.audit.is_none()
+    }
+}
