@@ -9,6 +9,7 @@
 mod build;
 mod new;
 mod output;
+mod serve;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -226,6 +227,23 @@ Examples:
         json: bool,
     },
 
+    /// Serve every skill to agents over MCP (stdio by default, or streamable HTTP)
+    #[command(after_help = "Tools are named SKILL__TOOL. Above --deferred-threshold tools, agents find them with
+tool_search. A call to a skill awaiting approval asks the user through the client
+(MCP elicitation) when the client supports it. Skills dropped into the skills
+directory appear at once (notifications/tools/list_changed).
+
+Client configuration (stdio):
+  Claude Code   claude mcp add skillhost -- skillhost --skills ~/skills serve
+  Cursor, VS Code, Zed: command \"skillhost\", args [\"--skills\", \"/home/me/skills\", \"serve\"]
+
+Examples:
+  skillhost serve                                  stdio, for a local agent
+  skillhost serve --http                           http://127.0.0.1:8787/mcp
+  skillhost serve --http 0.0.0.0:8787 --token-file ~/.config/skillhost/token
+  SKILLHOST_MCP_TOKEN=... skillhost serve --http")]
+    Serve(serve::ServeArgs),
+
     /// Create a new skill crate that builds out of the box
     #[command(after_help = "Examples:
   skillhost new weather            creates ./weather with one example tool
@@ -322,10 +340,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             .to_owned(),
     };
     let host = || Host::builder().data_dir(&data_dir).build();
-    let registry = async |host: &Host| -> Result<Arc<Registry>> {
+    let registry_config = |watch: bool| {
         let mut config = RegistryConfig::new(&data_dir);
         config.workspace = Some(cli.skills.clone()).filter(|dir| dir.is_dir());
-        config.watch = false;
+        config.watch = watch;
+        config
+    };
+    let registry = async |host: &Host| -> Result<Arc<Registry>> {
+        let config = registry_config(false);
         let bar = progress_spinner("loading skills (a first load compiles them)");
         let registry = host.open_registry(config).await;
         bar.finish_and_clear();
@@ -404,6 +426,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 registry.call(&skill, &tool, input, cx).await.map_err(HostError::from)?
             };
             println!("{}", serde_json::to_string_pretty(&out.value)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve(args) => {
+            let host = host()?;
+            let registry = host.open_registry(registry_config(true)).await?;
+            serve::serve(registry, args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { path, json } => {

@@ -20,6 +20,10 @@
 pub mod audit;
 pub mod secrets;
 
+/// The MCP front: serve a [`Registry`] to agents over stdio, streamable HTTP or any
+/// rmcp transport (an editor can serve it in-process over an in-memory pipe).
+pub use skillhost_mcp as mcp;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};

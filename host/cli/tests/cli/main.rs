@@ -2,6 +2,8 @@
 //! that tell tool errors from limits and host errors, `list`, `inspect`, and `new` +
 //! `build` producing a skill that runs.
 
+mod mcp;
+
 use std::path::Path;
 use std::process::{Command, Output};
 

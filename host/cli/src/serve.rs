@@ -1,0 +1,86 @@
+//! `skillhost serve`: every skill over MCP, on stdio or streamable HTTP, with the
+//! registry watching the skills directories so dropped-in skills appear at once.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use skillhost::Registry;
+use skillhost::mcp::{HttpConfig, McpConfig, SkillhostMcp};
+
+/// The options of `serve`.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Serve streamable HTTP at ADDR (path /mcp) instead of stdio [default ADDR: 127.0.0.1:8787].
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8787")]
+    http: Option<SocketAddr>,
+
+    /// File holding the bearer token HTTP clients must send (required off loopback).
+    #[arg(long, value_name = "FILE", conflicts_with = "token_env")]
+    token_file: Option<PathBuf>,
+
+    /// The bearer token, from the environment (never pass secrets as arguments).
+    #[arg(long = "token-from-env", env = "SKILLHOST_MCP_TOKEN", hide_env_values = true, value_name = "TOKEN", hide = true)]
+    token_env: Option<String>,
+
+    /// Also accept this `Host` header (a public name behind which the server is reached).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+
+    /// Also accept requests from this browser origin (e.g. https://app.example.com:443).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+
+    /// Above this many skill tools, list only built-ins, pinned and activated tools;
+    /// agents find the rest with tool_search.
+    #[arg(long, default_value_t = McpConfig::default().deferred_threshold, value_name = "N")]
+    deferred_threshold: usize,
+
+    /// Always list this tool (`skill__tool`), even when tools are deferred. Repeatable.
+    #[arg(long = "pin", value_name = "TOOL")]
+    pinned: Vec<String>,
+
+    /// Never ask the user to approve a skill through the MCP client; calls to unapproved
+    /// skills fail with the `skillhost approve` command to run instead.
+    #[arg(long)]
+    no_elicitation: bool,
+}
+
+/// Serve `registry` until the client leaves (stdio) or the process is interrupted (HTTP).
+pub async fn serve(registry: Arc<Registry>, args: ServeArgs) -> Result<()> {
+    let config = McpConfig {
+        deferred_threshold: args.deferred_threshold,
+        pinned: args.pinned,
+        elicit_approvals: !args.no_elicitation,
+    };
+    let server = SkillhostMcp::new(registry, config);
+    let Some(addr) = args.http else {
+        tracing::info!("serving MCP on stdio");
+        return Ok(skillhost::mcp::serve_stdio(server).await?);
+    };
+    let token = match (&args.token_file, args.token_env) {
+        (Some(file), _) => Some(
+            std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the token file {}", file.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        (None, token) => token,
+    };
+    let config = HttpConfig { addr, token, allowed_hosts: args.allowed_hosts, allowed_origins: args.allowed_origins };
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stop.cancel();
+    });
+    let (ready, bound) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        if let Ok(addr) = bound.await {
+            eprintln!("skillhost: serving MCP at http://{addr}/mcp (Ctrl-C stops)");
+        }
+    });
+    skillhost::mcp::serve_http(server, config, shutdown, Some(ready)).await?;
+    Ok(())
+}

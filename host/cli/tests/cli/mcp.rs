@@ -1,0 +1,214 @@
+//! `skillhost serve` driven by real MCP clients: the official Python SDK (`mcp` 2.x, in
+//! both its default `server/discover` mode and the legacy `initialize` mode) through
+//! `mcp_client.py`, and rmcp's Rust client. Plus the HTTP transport's token check.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use fixtures::{LIMITS, TEXT_TOOLS};
+use serde_json::Value;
+
+const MODES: [&str; 2] = ["auto", "legacy"];
+
+/// A skills dir and a data dir for one scenario.
+struct McpEnv {
+    skills: tempfile::TempDir,
+    data: tempfile::TempDir,
+}
+
+impl McpEnv {
+    fn new() -> Self {
+        Self { skills: tempfile::tempdir().unwrap(), data: tempfile::tempdir().unwrap() }
+    }
+
+    /// The limits fixture as a folder named `name`, with `manifest` extra lines.
+    fn limits(&self, name: &str, extra: &str) -> PathBuf {
+        let dir = self.skills.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(LIMITS.wasm, dir.join("skill.wasm")).unwrap();
+        let manifest = LIMITS.manifest().replace("name = \"limits\"", &format!("name = \"{name}\""));
+        std::fs::write(dir.join("skill.toml"), format!("{manifest}\n{extra}")).unwrap();
+        dir
+    }
+
+    /// Run `scenario` of mcp_client.py in `mode`; its JSON facts line.
+    fn run(&self, scenario: &str, mode: &str, arg: Option<&str>) -> Value {
+        let python = fixtures::python::venv().join("bin/python");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_client.py");
+        let mut cmd = Command::new(&python);
+        cmd.arg(&script)
+            .args([scenario, mode, env!("CARGO_BIN_EXE_skillhost")])
+            .arg(self.skills.path())
+            .arg(self.data.path())
+            .args(arg);
+        let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {}: {e}; run scripts/setup.sh", python.display()));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{scenario} ({mode}) failed:\n{stderr}\n{stdout}");
+        let line = stdout.lines().last().unwrap_or_default();
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{scenario} ({mode}): bad output {line:?}: {e}\n{stderr}"))
+    }
+}
+
+#[test]
+fn tools_structured_output_errors_and_progress_in_both_protocol_eras() {
+    for mode in MODES {
+        let env = McpEnv::new();
+        env.limits("limits", "");
+        TEXT_TOOLS.folder(env.skills.path());
+        let facts = env.run("basics", mode, None);
+        let protocol = facts["protocol"].as_str().unwrap();
+        match mode {
+            "auto" => assert_eq!(protocol, "2026-07-28", "the SDK's default mode negotiates the newest protocol"),
+            _ => assert!(protocol < "2026-07-28", "legacy mode uses the initialize handshake: {protocol}"),
+        }
+        assert_eq!(facts["progress"].as_f64(), Some(3.0), "the last progress report arrives");
+        assert!(facts["unknown"].as_str().unwrap().contains("tool_search"), "{facts}");
+    }
+}
+
+#[test]
+fn cancelling_a_spinning_guest_frees_it() {
+    for mode in MODES {
+        let env = McpEnv::new();
+        // One call at a time and a 30 s deadline: the next call can only run once the
+        // spinning one is stopped, and without cancellation that would take ~30 s.
+        let manifest = LIMITS.manifest().replace("timeout = \"2s\"", "timeout = \"30s\"\nconcurrency = 1");
+        let dir = env.limits("limits", "");
+        std::fs::write(dir.join("skill.toml"), manifest).unwrap();
+        let facts = env.run("cancel", mode, None);
+        let freed = facts["freed_ms"].as_u64().unwrap();
+        eprintln!("{mode}: spinning guest freed {freed} ms after the client cancelled");
+        assert!(freed < 10_000, "{mode}: the cancelled call held the skill for {freed} ms");
+    }
+}
+
+#[test]
+fn a_dropped_in_skill_is_announced_with_list_changed() {
+    let packaged = tempfile::tempdir().unwrap();
+    let wasm = LIMITS.packaged(packaged.path());
+    for mode in MODES {
+        let env = McpEnv::new();
+        let facts = env.run("list_changed", mode, Some(wasm.to_str().unwrap()));
+        assert!(facts["tools"].as_u64().unwrap() > 5, "{facts}");
+    }
+}
+
+#[test]
+fn two_hundred_tools_are_deferred_and_found_with_tool_search() {
+    let env = McpEnv::new();
+    for i in 0..20 {
+        env.limits(&format!("pack-{i}"), "");
+    }
+    for mode in MODES {
+        let facts = env.run("deferred", mode, None);
+        assert!(facts["listed"].as_u64().unwrap() <= 10, "{facts}");
+        assert!(facts["top"]["name"].as_str().unwrap().ends_with("__echo"), "{facts}");
+    }
+}
+
+#[test]
+fn an_unapproved_skill_runs_only_after_the_human_accepts() {
+    // A [network] section puts the skill in the confirm tier: it waits for approval.
+    let gated = "[network]\nallow = [\"http://127.0.0.1:9\"]";
+    for mode in MODES {
+        let env = McpEnv::new();
+        env.limits("gated", gated);
+        let declined = env.run("approval", mode, Some("decline"));
+        assert_eq!(declined["error"], true, "{declined}");
+        assert!(declined["asked"].as_str().unwrap().contains("http://127.0.0.1:9"), "{declined}");
+        let accepted = env.run("approval", mode, Some("accept"));
+        assert_eq!(accepted["error"], false, "{accepted}");
+        let list = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--skills")
+            .arg(env.skills.path())
+            .arg("--data-dir")
+            .arg(env.data.path())
+            .args(["list", "--json"])
+            .output()
+            .unwrap();
+        let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+        assert_eq!(list[0]["state"], "approved", "the approval is recorded in the trust store: {list}");
+    }
+    let env = McpEnv::new();
+    env.limits("gated", gated);
+    env.run("no_elicitation", "auto", None);
+}
+
+#[test]
+fn skill_instructions_and_resources_stay_inside_the_skill_folder() {
+    let env = McpEnv::new();
+    let dir = env.limits("limits", "");
+    let body: String = (0..200).map(|i| format!("Step {i}: do the thing carefully.\n")).collect();
+    std::fs::write(dir.join("SKILL.md"), format!("---\nname: limits\ndescription: Test limits.\n---\n\n# Limits\n{body}")).unwrap();
+    let outside = env.data.path().join("secret.txt");
+    std::fs::write(&outside, "secret").unwrap();
+    // The script plants symlinks in the folder once the skill is loaded (the registry
+    // refuses to load a folder with symlinks), then tries to read through them.
+    let facts = env.run("knowledge", "auto", Some(outside.to_str().unwrap()));
+    assert!(facts["instructions"].as_u64().unwrap() <= 800, "{facts}");
+}
+
+/// Send one raw HTTP request and return the status line.
+fn http_status(addr: &str, request: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.lines().next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn http_transport_requires_its_bearer_token() {
+    let env = McpEnv::new();
+    env.limits("limits", "");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--skills")
+        .arg(env.skills.path())
+        .arg("--data-dir")
+        .arg(env.data.path())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("SKILLHOST_MCP_TOKEN", "sesame")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0, "serve exited before listening");
+        if let Some(rest) = line.trim().strip_prefix("skillhost: serving MCP at http://") {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+    };
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let request = |auth: &str, host: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let missing = http_status(&addr, &request("", &addr));
+    let wrong = http_status(&addr, &request("Authorization: Bearer nope\r\n", &addr));
+    let right = http_status(&addr, &request("Authorization: Bearer sesame\r\n", &addr));
+    let rebinding = http_status(&addr, &request("Authorization: Bearer sesame\r\n", "evil.example:80"));
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(missing.contains("401"), "no token: {missing}");
+    assert!(wrong.contains("401"), "wrong token: {wrong}");
+    assert!(right.contains("200"), "right token: {right}");
+    assert!(rebinding.contains("403") || rebinding.contains("400"), "foreign Host header: {rebinding}");
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--skills")
+        .arg(env.skills.path())
+        .arg("--data-dir")
+        .arg(env.data.path())
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .env_remove("SKILLHOST_MCP_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("needs a bearer token"), "{refused:?}");
+}

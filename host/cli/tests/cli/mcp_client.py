@@ -1,0 +1,233 @@
+"""Drives `skillhost serve` with the official MCP Python SDK (PyPI `mcp` 2.x).
+
+Usage: mcp_client.py SCENARIO MODE SKILLHOST SKILLS_DIR DATA_DIR [ARG]
+
+MODE is `auto` (the SDK's default: `server/discover`, protocol 2026-07-28) or `legacy`
+(the `initialize` handshake). Each scenario asserts what the MCP front must do and
+prints one JSON line of facts for the Rust test; any failure exits non-zero with the
+reason.
+"""
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import time
+
+import anyio
+from mcp import Client, MCPError, StdioServerParameters, types
+
+
+def fail(message):
+    print(f"FAIL: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+def text_of(result):
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+class Server:
+    def __init__(self, mode, exe, skills, data, extra=()):
+        self.mode = mode
+        self.params = StdioServerParameters(
+            command=exe,
+            args=["--skills", skills, "--data-dir", data, "serve", *extra],
+            env={"SKILLHOST_LOG": "warn"},
+        )
+        self.changes = 0
+        self.elicitations = []
+        self.answer = None
+
+    async def on_message(self, message):
+        method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
+        if method == "notifications/tools/list_changed":
+            self.changes += 1
+
+    async def on_elicit(self, context, params):
+        self.elicitations.append(params.message)
+        if self.answer is None:
+            return types.ErrorData(code=-32601, message="no elicitation in this test")
+        return types.ElicitResult(action=self.answer[0], content=self.answer[1])
+
+    def client(self, elicitation=False):
+        return Client(
+            self.params,
+            mode=self.mode,
+            message_handler=self.on_message,
+            elicitation_callback=self.on_elicit if elicitation else None,
+            read_timeout_seconds=60,
+        )
+
+
+async def basics(server, _arg):
+    async with server.client() as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        for name in ["tool_search", "skill_list", "skill_search", "skill_get", "read_skill_resource", "limits__echo"]:
+            check(name in tools, f"{name} not listed: {sorted(tools)}")
+        echo = tools["limits__echo"]
+        check(echo.annotations is not None and echo.annotations.read_only_hint, f"annotations lost: {echo.annotations}")
+        check(echo.output_schema is None, f"echo declares no output schema: {echo.output_schema}")
+        result = await client.call_tool("limits__echo", {"value": {"a": 1}})
+        check(not result.is_error, f"echo failed: {text_of(result)}")
+        check(json.loads(text_of(result)) == {"a": 1}, f"text: {text_of(result)}")
+
+        slug = tools["text-tools__slugify"]
+        check(slug.output_schema and slug.output_schema.get("type") == "object", f"output schema: {slug.output_schema}")
+        result = await client.call_tool("text-tools__slugify", {"text": "Hello, World!"})
+        check(not result.is_error, text_of(result))
+        check(result.structured_content == {"text": "hello-world"}, f"structured: {result.structured_content}")
+
+        failed = await client.call_tool("limits__fail", {"kind": "failed"})
+        check(failed.is_error, "a tool failure must be an isError result")
+        check("limits" in text_of(failed) and "fail" in text_of(failed), f"failure text: {text_of(failed)}")
+
+        steps = []
+
+        async def on_progress(progress, total, message):
+            steps.append((progress, total, message))
+
+        result = await client.call_tool("limits__progress", {"steps": 3}, progress_callback=on_progress)
+        check(not result.is_error, text_of(result))
+        # The host forwards at most one report per interval, but always the last one.
+        done = [s[0] for s in steps]
+        check(done and done == sorted(set(done)) and steps[-1] == (3, 3, "step 3"), f"progress: {steps}")
+
+        try:
+            await client.call_tool("limits__nope", {})
+            fail("an unknown tool must be a JSON-RPC error")
+        except MCPError as e:
+            unknown = str(e)
+
+        skills = (await client.call_tool("skill_list", {})).structured_content["skills"]
+        check([s["name"] for s in skills] == ["limits", "text-tools"], f"skill_list: {skills}")
+        print(json.dumps({"protocol": client.protocol_version, "tools": len(tools), "progress": steps[-1][0], "unknown": unknown}))
+
+
+async def cancel(server, _arg):
+    async with server.client() as client:
+        await client.list_tools()
+        with anyio.move_on_after(0.5):
+            await client.call_tool("limits__spin", {})
+            fail("spin returned")
+        cancelled = time.monotonic()
+        # The skill allows one call at a time: this one runs only once spin is stopped.
+        result = await client.call_tool("limits__counter", {})
+        freed = time.monotonic() - cancelled
+        check(not result.is_error, text_of(result))
+        print(json.dumps({"freed_ms": round(freed * 1000)}))
+
+
+async def list_changed(server, wasm):
+    skills_dir = server.params.args[1]
+    async with server.client() as client:
+        before = {t.name for t in (await client.list_tools()).tools}
+        check("limits__echo" not in before, f"limits listed before it was dropped in: {sorted(before)}")
+        if client.protocol_version >= "2026-07-28":
+            async with client.listen(tools_list_changed=True) as events:
+                shutil.copy(wasm, f"{skills_dir}/limits.wasm")
+                with anyio.fail_after(20):
+                    async for _event in events:
+                        break
+        else:
+            shutil.copy(wasm, f"{skills_dir}/limits.wasm")
+            with anyio.fail_after(20):
+                while server.changes == 0:
+                    await anyio.sleep(0.05)
+        after = {t.name for t in (await client.list_tools()).tools}
+        check("limits__echo" in after, f"limits not listed after list_changed: {sorted(after)}")
+        print(json.dumps({"protocol": client.protocol_version, "tools": len(after)}))
+
+
+async def deferred(server, _arg):
+    async with server.client() as client:
+        listed = (await client.list_tools()).tools
+        check(len(listed) <= 10, f"deferred tools/list should stay small, got {len(listed)}")
+        found = await client.call_tool("tool_search", {"query": "echo the value", "limit": 5})
+        hits = found.structured_content["tools"]
+        check(len(hits) == 5, f"tool_search: {hits}")
+        scores = [h["score"] for h in hits]
+        check(all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True), f"scores: {scores}")
+        check(hits[0]["name"].endswith("__echo"), f"best hit: {hits[0]}")
+        check(all(h["loading_mode"] == "deferred" for h in hits), f"loading modes: {hits}")
+        names = {t.name for t in (await client.list_tools()).tools}
+        check(all(h["name"] in names for h in hits), "tools found by tool_search must be listed afterwards")
+        result = await client.call_tool(hits[0]["name"], {"value": 7})
+        check(not result.is_error and json.loads(text_of(result)) == 7, text_of(result))
+        # A deferred tool called by its exact name works, and is activated.
+        direct = "pack-17__counter"
+        check(direct not in names, f"{direct} listed before use")
+        result = await client.call_tool(direct, {})
+        check(not result.is_error, text_of(result))
+        names = {t.name for t in (await client.list_tools()).tools}
+        check(direct in names, f"{direct} not activated by its first use")
+        print(json.dumps({"listed": len(listed), "after": len(names), "top": hits[0]}))
+
+
+async def approval(server, answer):
+    server.answer = ("accept", {"approve": True}) if answer == "accept" else ("decline", None)
+    async with server.client(elicitation=True) as client:
+        result = await client.call_tool("gated__echo", {"value": "hi"})
+        check(len(server.elicitations) == 1, f"elicitations: {server.elicitations}")
+        check("gated" in server.elicitations[0] and "127.0.0.1" in server.elicitations[0], server.elicitations[0])
+        if answer == "accept":
+            check(not result.is_error, text_of(result))
+            check(json.loads(text_of(result)) == "hi", text_of(result))
+            again = await client.call_tool("gated__echo", {"value": "again"})
+            check(not again.is_error and len(server.elicitations) == 1, "an approved skill must not ask again")
+        else:
+            check(result.is_error and "skillhost approve gated" in text_of(result), text_of(result))
+        print(json.dumps({"protocol": client.protocol_version, "error": result.is_error, "asked": server.elicitations[0]}))
+
+
+async def no_elicitation(server, _arg):
+    async with server.client(elicitation=False) as client:
+        result = await client.call_tool("gated__echo", {"value": "hi"})
+        check(result.is_error and "skillhost approve gated" in text_of(result), text_of(result))
+        print(json.dumps({"error": text_of(result)}))
+
+
+async def knowledge(server, outside):
+    folder = f"{server.params.args[1]}/limits"
+    async with server.client() as client:
+        await client.list_tools()
+        os.symlink("/etc", f"{folder}/link")
+        os.symlink(outside, f"{folder}/secret-link")
+        got = (await client.call_tool("skill_get", {"names": ["limits"], "max_tokens": 200})).structured_content
+        skill = got["skills"][0]
+        check("limits__echo" in skill["requires"]["tools"], f"requires: {skill['requires']}")
+        check(skill["truncated"] and len(skill["instructions"]) <= 800, f"budget: {len(skill['instructions'])}")
+        check("SKILL.md" in skill["resources"], f"resources: {skill['resources']}")
+        full = await client.call_tool("read_skill_resource", {"skill": "limits", "path": "SKILL.md"})
+        check(not full.is_error and full.structured_content["text"].startswith("---"), text_of(full))
+        for path in ["../limits/skill.toml", "/etc/passwd", "link/passwd", "secret-link"]:
+            refused = await client.call_tool("read_skill_resource", {"skill": "limits", "path": path})
+            check(refused.is_error and "refused" in text_of(refused), f"{path}: {text_of(refused)}")
+        resources = (await client.list_resources()).resources
+        check([str(r.uri) for r in resources] == ["skill://limits/SKILL.md"], f"resources: {resources}")
+        read = await client.read_resource("skill://limits/SKILL.md")
+        check(read.contents[0].text == full.structured_content["text"], "resource and read_skill_resource differ")
+        found = (await client.call_tool("skill_search", {"query": "limits"})).structured_content["skills"]
+        check(found and found[0]["name"] == "limits", f"skill_search: {found}")
+        print(json.dumps({"instructions": len(skill["instructions"])}))
+
+
+SCENARIOS = {f.__name__: f for f in [basics, cancel, list_changed, deferred, approval, no_elicitation, knowledge]}
+
+
+def main():
+    scenario, mode, exe, skills, data = sys.argv[1:6]
+    arg = sys.argv[6] if len(sys.argv) > 6 else None
+    extra = ["--no-elicitation"] if scenario == "no_elicitation" else []
+    server = Server(mode, exe, skills, data, extra)
+    asyncio.run(SCENARIOS[scenario](server, arg))
+
+
+if __name__ == "__main__":
+    main()

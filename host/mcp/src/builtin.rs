@@ -1,0 +1,259 @@
+//! The tools skillhost itself offers on MCP, always listed: `tool_search` (find and
+//! activate deferred tools), and the skill knowledge tools `skill_list`, `skill_search`,
+//! `skill_get` and `read_skill_resource`. None of them changes what a skill may do.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use skillhost_registry::{Registry, TrustState};
+
+use crate::knowledge;
+use crate::search::{Document, SearchType, search};
+use crate::tools::{ToolEntry, table};
+
+/// Most results one search returns.
+const MAX_LIMIT: usize = 20;
+
+/// A built-in tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    /// Find tools by what they do; activates them for the session.
+    ToolSearch,
+    /// Every skill with its state.
+    SkillList,
+    /// Find skills by what they are for.
+    SkillSearch,
+    /// A skill's instructions within a token budget.
+    SkillGet,
+    /// One file of a skill's folder.
+    ReadSkillResource,
+}
+
+const ALL: [Builtin; 5] =
+    [Builtin::ToolSearch, Builtin::SkillList, Builtin::SkillSearch, Builtin::SkillGet, Builtin::ReadSkillResource];
+
+/// Every built-in tool.
+pub fn all() -> &'static [Builtin] {
+    &ALL
+}
+
+impl Builtin {
+    /// The built-in called `name`, if any.
+    pub fn named(name: &str) -> Option<Self> {
+        ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Its MCP name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::ToolSearch => "tool_search",
+            Builtin::SkillList => "skill_list",
+            Builtin::SkillSearch => "skill_search",
+            Builtin::SkillGet => "skill_get",
+            Builtin::ReadSkillResource => "read_skill_resource",
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Builtin::ToolSearch => {
+                "Find skill tools by what they do. Returns tool names, descriptions and scores in [0, 1] (comparable within \
+                 one response), best first, and makes the tools found callable in this session. search_type: fts (words, \
+                 default), regex (case-insensitive), exact (a tool name)."
+            }
+            Builtin::SkillList => "List every skill: name, description, trust state, runtime, number of tools, whether it has instructions.",
+            Builtin::SkillSearch => "Find skills by what they are for (description, keywords, instructions). Returns names, descriptions and scores in [0, 1].",
+            Builtin::SkillGet => {
+                "Read skills' SKILL.md instructions, cut to max_tokens in all, with what each requires: its tools, its \
+                 approval state, the capabilities it holds, and the files read_skill_resource can open."
+            }
+            Builtin::ReadSkillResource => "Read one file of a skill's folder (e.g. references/api.md) by its path relative to the folder.",
+        }
+    }
+
+    fn input_schema(self) -> Value {
+        let search = |what: &str| {
+            json!({
+                "type": "object",
+                "required": ["query"],
+                "properties": {
+                    "query": {"type": "string", "description": format!("What the {what} should do.")},
+                    "search_type": {"type": "string", "enum": ["fts", "regex", "exact"], "default": "fts"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 8}
+                },
+                "additionalProperties": false
+            })
+        };
+        match self {
+            Builtin::ToolSearch => search("tool"),
+            Builtin::SkillSearch => search("skill"),
+            Builtin::SkillList => json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            Builtin::SkillGet => json!({
+                "type": "object",
+                "required": ["names"],
+                "properties": {
+                    "names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 10},
+                    "max_tokens": {"type": "integer", "minimum": 200, "maximum": 6000, "default": 1500}
+                },
+                "additionalProperties": false
+            }),
+            Builtin::ReadSkillResource => json!({
+                "type": "object",
+                "required": ["skill", "path"],
+                "properties": {
+                    "skill": {"type": "string"},
+                    "path": {"type": "string", "description": "Relative to the skill folder, e.g. SKILL.md or references/api.md."}
+                },
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    /// The MCP tool definition.
+    pub fn to_mcp(&self) -> Tool {
+        let Value::Object(schema) = self.input_schema() else { unreachable_schema() };
+        Tool::new(self.name(), self.description(), Arc::new(schema))
+            .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false))
+    }
+}
+
+#[expect(clippy::panic, reason = "the schemas above are literal objects")]
+fn unreachable_schema() -> ! {
+    panic!("built-in input schema is not an object")
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    #[serde(default)]
+    search_type: SearchType,
+    #[serde(default = "default_limit")]
+    limit: usize,
+}
+
+fn default_limit() -> usize {
+    8
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetArgs {
+    names: Vec<String>,
+    #[serde(default = "default_tokens")]
+    max_tokens: usize,
+}
+
+fn default_tokens() -> usize {
+    1500
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResourceArgs {
+    skill: String,
+    path: String,
+}
+
+fn parse<T: DeserializeOwned>(tool: &str, args: &JsonObject) -> Result<T, String> {
+    serde_json::from_value(Value::Object(args.clone())).map_err(|e| format!("{tool}: invalid input: {e}"))
+}
+
+/// `tool_search`: approved tools only. Returns the response and the names found (to
+/// activate). `deferred` says how the found tools are loaded, for the response.
+pub fn tool_search(registry: &Registry, args: &JsonObject, deferred: bool) -> Result<(Value, Vec<String>), String> {
+    let args: SearchArgs = parse("tool_search", args)?;
+    let limit = args.limit.clamp(1, MAX_LIMIT);
+    let tools: Vec<ToolEntry> = table(registry).into_iter().filter(ToolEntry::approved).collect();
+    let bare: Vec<[&str; 1]> = tools.iter().map(|t| [t.spec.name.as_str()]).collect();
+    let docs: Vec<Document<'_>> = tools
+        .iter()
+        .zip(&bare)
+        .map(|(t, bare)| Document {
+            name: &t.name,
+            aliases: bare,
+            text: format!("{} {}", t.skill, t.spec.description),
+            side_effects: t.side_effects(),
+        })
+        .collect();
+    let hits = search(&docs, &args.query, args.search_type, limit).map_err(|e| format!("tool_search: {e}"))?;
+    let found: Vec<String> = hits.iter().map(|h| tools[h.index].name.clone()).collect();
+    let results: Vec<Value> = hits
+        .iter()
+        .map(|h| {
+            let tool = &tools[h.index];
+            json!({
+                "name": tool.name,
+                "description": tool.spec.description,
+                "score": h.score,
+                "match_type": args.search_type,
+                "loading_mode": if deferred { "deferred" } else { "always" },
+            })
+        })
+        .collect();
+    let value = json!({ "query": args.query, "search_type": args.search_type, "tools": results });
+    Ok((value, found))
+}
+
+/// `skill_search`: approved skills only.
+pub fn skill_search(registry: &Registry, args: &JsonObject) -> Result<Value, String> {
+    let args: SearchArgs = parse("skill_search", args)?;
+    let limit = args.limit.clamp(1, MAX_LIMIT);
+    let skills: Vec<_> = knowledge::skills(registry).into_iter().filter(|e| e.state == TrustState::Approved).collect();
+    let docs: Vec<Document<'_>> = skills
+        .iter()
+        .map(|e| Document {
+            name: e.name.as_str(),
+            aliases: &[],
+            text: knowledge::search_text(e),
+            side_effects: crate::tools::SideEffects::Pure,
+        })
+        .collect();
+    let hits = search(&docs, &args.query, args.search_type, limit).map_err(|e| format!("skill_search: {e}"))?;
+    let results: Vec<Value> = hits
+        .iter()
+        .map(|h| {
+            let entry = &skills[h.index];
+            let description = entry.loaded.as_ref().map(|l| l.description.clone()).unwrap_or_default();
+            json!({ "name": entry.name.as_str(), "description": description, "score": h.score })
+        })
+        .collect();
+    Ok(json!({ "query": args.query, "search_type": args.search_type, "skills": results }))
+}
+
+/// `skill_list`.
+pub fn skill_list(registry: &Registry) -> Value {
+    let skills: Vec<_> = knowledge::skills(registry).iter().filter_map(|e| knowledge::summary(e)).collect();
+    json!({ "skills": skills })
+}
+
+/// `skill_get`: the budget is shared evenly between the skills asked for.
+pub fn skill_get(registry: &Registry, args: &JsonObject) -> Result<Value, String> {
+    let args: GetArgs = parse("skill_get", args)?;
+    if args.names.is_empty() || args.names.len() > 10 {
+        return Err("skill_get: give 1 to 10 names".to_owned());
+    }
+    let budget = args.max_tokens.clamp(200, 6000) / args.names.len();
+    let mut skills = Vec::new();
+    let mut errors = Vec::new();
+    for name in &args.names {
+        match knowledge::get(registry, name, budget) {
+            Ok(skill) => skills.push(skill),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if skills.is_empty() {
+        return Err(errors.join("; "));
+    }
+    Ok(json!({ "skills": skills, "errors": errors }))
+}
+
+/// `read_skill_resource`.
+pub fn read_skill_resource(registry: &Registry, args: &JsonObject) -> Result<Value, String> {
+    let args: ResourceArgs = parse("read_skill_resource", args)?;
+    let text = knowledge::read_resource(registry, &args.skill, &args.path).map_err(|e| e.to_string())?;
+    Ok(json!({ "skill": args.skill, "path": args.path, "text": text }))
+}

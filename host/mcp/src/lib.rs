@@ -1,0 +1,75 @@
+//! skillhost's MCP front: serves every skill of a [`Registry`] to agents over MCP.
+//!
+//! ```no_run
+//! # async fn demo(registry: std::sync::Arc<skillhost_registry::Registry>) -> Result<(), skillhost_mcp::McpError> {
+//! use skillhost_mcp::{McpConfig, SkillhostMcp};
+//!
+//! let server = SkillhostMcp::new(registry, McpConfig::default());
+//! skillhost_mcp::serve_stdio(server).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! - `server`: [`SkillhostMcp`], the rmcp handler: tools as `SKILL__TOOL`, calls with
+//!   progress and cancellation, deferred tools, list changes, approvals by elicitation,
+//!   SKILL.md files as `skill://NAME/PATH` resources.
+//! - `tools`: the tool table and its conversion to MCP tools (schemas, annotations,
+//!   structured output).
+//! - `builtin`: `tool_search`, `skill_list`, `skill_search`, `skill_get`,
+//!   `read_skill_resource`.
+//! - `search`: ranking with seed 002's score contract and deterministic order.
+//! - `knowledge`: SKILL.md bodies within a token budget, and resource reads that never
+//!   leave a skill's folder.
+//! - `http`: streamable HTTP with a bearer token and Host/Origin checks.
+//!
+//! Any rmcp transport works too: `SkillhostMcp::session()` gives a handler for one more
+//! connection, to be served with `rmcp::ServiceExt::serve`.
+
+mod builtin;
+mod http;
+mod knowledge;
+mod search;
+mod server;
+mod tools;
+
+pub use http::{HttpConfig, serve_http};
+pub use search::SearchType;
+pub use server::{McpConfig, SkillhostMcp};
+
+/// Why the MCP server stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The MCP session could not start or ended with an error.
+    #[error("MCP session failed: {0}")]
+    Session(String),
+    /// The HTTP listener could not be set up.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The configuration is unsafe or inconsistent.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Serve one MCP session on this process's stdin and stdout until the client closes it.
+/// Log to stderr only: stdout carries the protocol.
+pub async fn serve_stdio(server: SkillhostMcp) -> Result<(), McpError> {
+    serve(server, rmcp::transport::stdio()).await
+}
+
+/// Serve one MCP session over any rmcp transport (a pipe, a socket, an in-memory duplex
+/// for an editor) until it closes.
+pub async fn serve<T, E, A>(server: SkillhostMcp, transport: T) -> Result<(), McpError>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use rmcp::ServiceExt;
+    let running = server.serve(transport).await.map_err(|e| McpError::Session(e.to_string()))?;
+    running.waiting().await.map_err(|e| McpError::Session(e.to_string()))?;
+    Ok(())
+}

@@ -1,0 +1,547 @@
+//! [`SkillhostMcp`], the rmcp [`ServerHandler`] that serves a [`Registry`] to agents.
+//!
+//! One value is one MCP session: the tools activated by `tool_search` live in it, so a
+//! transport creates one per connection ([`SkillhostMcp::session`]). The registry, the
+//! configuration and pending approvals are shared by all sessions.
+//!
+//! Both protocol eras are served. Handshake-era clients (`initialize`, up to
+//! 2025-11-25) get `notifications/tools/list_changed` pushed on the connection and
+//! approvals asked with an `elicitation/create` request. 2026-07-28 clients (opened with
+//! `server/discover`) get list changes on their `subscriptions/listen` stream and
+//! approvals as an `input_required` result whose answer comes back with the retried
+//! call; the `requestState` echoed back is only a handle to state kept here.
+//!
+//! Approvals through elicitation trust the MCP client to put the question in front of
+//! the human (that is what elicitation is for). Where the client cannot be trusted with
+//! that, turn it off with [`McpConfig::elicit_approvals`]; a call then fails with the
+//! `skillhost approve` command to run. No tool of this server approves anything.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequiredResult,
+    JsonObject, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use serde_json::Value;
+use skillhost_core::{CallContext, CallError, Progress};
+use skillhost_registry::{Registry, RegistryError, RegistryEvent, TrustState};
+use tokio::sync::broadcast;
+
+use crate::builtin::{self, Builtin};
+use crate::knowledge;
+use crate::tools::{SEPARATOR, ToolEntry, public_name, table};
+
+/// How the MCP front behaves.
+#[derive(Clone, Debug)]
+pub struct McpConfig {
+    /// Above this many skill tools, `tools/list` shows only the built-in tools, the
+    /// pinned ones and those activated in the session; the rest are found with
+    /// `tool_search` (seed 002's deferred loading). Default: 40.
+    pub deferred_threshold: usize,
+    /// Public names (`skill__tool`) always listed, even in deferred mode.
+    pub pinned: Vec<String>,
+    /// Ask the human through MCP elicitation when a tool of an unapproved skill is
+    /// called. Default: `true`.
+    pub elicit_approvals: bool,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self { deferred_threshold: 40, pinned: Vec::new(), elicit_approvals: true }
+    }
+}
+
+/// The MCP server of one session over a shared registry.
+#[derive(Clone)]
+pub struct SkillhostMcp {
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+}
+
+struct Shared {
+    registry: Arc<Registry>,
+    config: McpConfig,
+    /// Approvals asked of 2026-07-28 clients, by the handle sent as `requestState`.
+    pending: Mutex<HashMap<String, PendingApproval>>,
+    sessions: AtomicU64,
+    /// Numbers the approval handles (an opaque key to server-side state, so it need
+    /// not be secret: whoever can send the answer could also answer the question).
+    handles: AtomicU64,
+}
+
+/// What a human was asked to approve: bound to exactly this content and these requests.
+#[derive(Clone)]
+struct PendingApproval {
+    skill: String,
+    content_hash: String,
+    capability_digest: String,
+}
+
+struct Session {
+    id: u64,
+    activated: Mutex<BTreeSet<String>>,
+    /// Fires when this session's visible tools changed (activation).
+    changed: broadcast::Sender<()>,
+}
+
+/// The key of the approval question inside `inputRequests`.
+const APPROVAL_KEY: &str = "approve";
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl SkillhostMcp {
+    /// A server over `registry` with `config`; this value is the first session.
+    pub fn new(registry: Arc<Registry>, config: McpConfig) -> Self {
+        let shared = Arc::new(Shared { registry, config, pending: Mutex::default(), sessions: AtomicU64::new(0), handles: AtomicU64::new(0) });
+        Self { session: Session::new(&shared), shared }
+    }
+
+    /// A new session sharing this server's registry, configuration and pending approvals.
+    pub fn session(&self) -> Self {
+        Self { shared: self.shared.clone(), session: Session::new(&self.shared) }
+    }
+
+    /// The registry served.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.shared.registry
+    }
+
+    /// Whether this session is in deferred mode (too many tools to list them all).
+    fn deferred(&self, tools: &[ToolEntry]) -> bool {
+        tools.len() > self.shared.config.deferred_threshold
+    }
+
+    /// The tools `tools/list` shows this session.
+    fn visible(&self) -> Vec<Tool> {
+        let tools = table(&self.shared.registry);
+        let mut listed: Vec<Tool> = builtin::all().iter().map(Builtin::to_mcp).collect();
+        if self.deferred(&tools) {
+            let activated = lock(&self.session.activated);
+            let pinned = &self.shared.config.pinned;
+            listed.extend(
+                tools.iter().filter(|t| pinned.contains(&t.name) || activated.contains(&t.name)).map(ToolEntry::to_mcp),
+            );
+        } else {
+            listed.extend(tools.iter().map(ToolEntry::to_mcp));
+        }
+        listed
+    }
+
+    /// Make `names` visible in this session; tells the client when that changed its list.
+    fn activate(&self, names: impl IntoIterator<Item = String>) {
+        let mut activated = lock(&self.session.activated);
+        let before = activated.len();
+        activated.extend(names);
+        if activated.len() != before {
+            let _ = self.session.changed.send(());
+        }
+    }
+
+    /// Look up `name` as `skill__tool` among loaded, not disabled skills.
+    fn resolve(&self, name: &str) -> Option<ToolEntry> {
+        let (skill, tool) = name.split_once(SEPARATOR)?;
+        let entry = self.shared.registry.entry(skill).ok()?;
+        let loaded = entry.loaded.as_ref()?;
+        let spec = loaded.tools.iter().find(|t| t.name == tool)?;
+        if entry.state == TrustState::Disabled {
+            return None;
+        }
+        Some(ToolEntry { name: public_name(&entry.name, tool)?, skill: entry.name.clone(), spec: spec.clone(), state: entry.state })
+    }
+
+    async fn call_skill_tool(
+        &self,
+        tool: ToolEntry,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !tool.approved() {
+            match self.approval(&tool, &params, &context).await? {
+                Approval::Granted => {}
+                Approval::Ask(result) => return Ok(result.into()),
+                Approval::Refused(text) => return Ok(error_result(text).into()),
+            }
+        }
+        // Activation on first use: a call by exact name makes a deferred tool visible.
+        let tools = table(&self.shared.registry);
+        if self.deferred(&tools) {
+            self.activate([tool.name.clone()]);
+        }
+        let input = Value::Object(params.arguments.unwrap_or_default());
+        let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
+        let cx = CallContext {
+            timeout: None,
+            cancel: context.ct.clone(),
+            progress: forwarder.as_ref().map(ProgressForwarder::sink),
+            caller: format!("mcp:{}", self.session.id),
+        };
+        let outcome = self.shared.registry.call(tool.skill.as_str(), &tool.spec.name, input, cx).await;
+        if let Some(forwarder) = forwarder {
+            forwarder.flush().await;
+        }
+        match outcome {
+            Ok(out) => {
+                let text = out.value.to_string();
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = tool.structured(out.value);
+                Ok(result.into())
+            }
+            Err(RegistryError::Call(error)) => call_error(error),
+            Err(error) => Ok(error_result(error.to_string()).into()),
+        }
+    }
+
+    /// Decide whether an unapproved skill may run now, asking the human if we can.
+    async fn approval(
+        &self,
+        tool: &ToolEntry,
+        params: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Approval, ErrorData> {
+        let registry = &self.shared.registry;
+        let name = tool.skill.as_str();
+        let command = format!("run `skillhost approve {name}` in a terminal, then call again");
+        let request = registry.approval_request(name).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let supports = context.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        if !self.shared.config.elicit_approvals || !supports {
+            return Ok(Approval::Refused(format!(
+                "skill `{name}` is {} and this client cannot ask the user to approve it; {command}",
+                request.state.as_str()
+            )));
+        }
+        let message = approval_message(&request);
+        let asked = PendingApproval {
+            skill: name.to_owned(),
+            content_hash: request.content_hash.clone(),
+            capability_digest: request.capability_digest.clone(),
+        };
+        let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        let (answer, pending) = if modern {
+            // 2026-07-28: the answer comes back with the retried call, along with the
+            // handle of what was asked.
+            let pending = params.request_state.as_deref().and_then(|h| lock(&self.shared.pending).remove(h));
+            let response = params.input_responses.as_ref().and_then(|r| r.get(APPROVAL_KEY));
+            let (Some(pending), Some(response)) = (pending.filter(|p| p.skill == name), response) else {
+                let handle = format!("approval-{}-{}", self.session.id, self.shared.handles.fetch_add(1, Ordering::Relaxed));
+                lock(&self.shared.pending).insert(handle.clone(), asked);
+                let ask = InputRequest::Elicitation(ElicitRequest::new(elicit_params(message)));
+                let requests = [(APPROVAL_KEY.to_owned(), ask)].into_iter().collect();
+                return Ok(Approval::Ask(InputRequiredResult::new(Some(requests), Some(handle))));
+            };
+            let answer: ElicitResult = serde_json::from_value(response.clone())
+                .map_err(|e| ErrorData::invalid_params(format!("bad elicitation response: {e}"), None))?;
+            (answer, pending)
+        } else {
+            let answer = context
+                .peer
+                .create_elicitation(elicit_params(message))
+                .await
+                .map_err(|e| ErrorData::internal_error(format!("asking the user to approve `{name}` failed: {e}"), None))?;
+            (answer, asked)
+        };
+        let accepted = answer.action == ElicitationAction::Accept
+            && answer.content.as_ref().and_then(|c| c.get("approve")).and_then(Value::as_bool) == Some(true);
+        if !accepted {
+            return Ok(Approval::Refused(format!("the user did not approve skill `{name}`; nothing ran. To approve it later, {command}")));
+        }
+        // Bound to what the human was shown: if the skill changed since, this fails.
+        registry
+            .approve(name, &pending.content_hash, &pending.capability_digest)
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        tracing::info!(skill = name, session = self.session.id, "approved by the user through MCP elicitation");
+        Ok(Approval::Granted)
+    }
+
+    fn call_builtin(&self, builtin: Builtin, args: &JsonObject) -> CallToolResult {
+        let registry = &self.shared.registry;
+        let result = match builtin {
+            Builtin::ToolSearch => {
+                let deferred = self.deferred(&table(registry));
+                builtin::tool_search(registry, args, deferred).map(|(value, found)| {
+                    if deferred {
+                        self.activate(found);
+                    }
+                    value
+                })
+            }
+            Builtin::SkillList => Ok(builtin::skill_list(registry)),
+            Builtin::SkillSearch => builtin::skill_search(registry, args),
+            Builtin::SkillGet => builtin::skill_get(registry, args),
+            Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
+        };
+        match result {
+            Ok(value) => CallToolResult::structured(value),
+            Err(message) => error_result(message),
+        }
+    }
+
+    /// Forward list changes until `send` fails (the peer is gone) or `stop` fires.
+    async fn forward_changes<F, Fut>(&self, send: F, stop: impl std::future::Future<Output = ()>)
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let mut events = self.shared.registry.subscribe();
+        let mut changed = self.session.changed.subscribe();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => return,
+                event = events.recv() => match event {
+                    Ok(RegistryEvent::LoadFailed { .. }) => continue,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                change = changed.recv() => if let Err(broadcast::error::RecvError::Closed) = change { return },
+            }
+            if !send().await {
+                return;
+            }
+        }
+    }
+}
+
+impl Session {
+    fn new(shared: &Shared) -> Arc<Self> {
+        Arc::new(Session {
+            id: shared.sessions.fetch_add(1, Ordering::Relaxed) + 1,
+            activated: Mutex::default(),
+            changed: broadcast::channel(16).0,
+        })
+    }
+}
+
+enum Approval {
+    Granted,
+    Ask(InputRequiredResult),
+    Refused(String),
+}
+
+impl ServerHandler for SkillhostMcp {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .build();
+        let mut info = ServerConfig::new(capabilities);
+        info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "skillhost runs sandboxed skills. Tools are named SKILL__TOOL. When a tool you need is not listed, \
+             find it with tool_search; read a skill's instructions with skill_get before using it."
+                .to_owned(),
+        );
+        info
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Handshake-era session: push list changes on the connection.
+        let this = self.clone();
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            let closed = peer.clone();
+            let send = || {
+                let peer = peer.clone();
+                async move {
+                    peer.notify_tool_list_changed().await.is_ok() && peer.notify_resource_list_changed().await.is_ok()
+                }
+            };
+            // rmcp has no "closed" future on a peer: poll, so the task ends with the session.
+            let stop = async move {
+                while !closed.is_transport_closed() {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            };
+            this.forward_changes(send, stop).await;
+        });
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        accepted.resources_list_changed = requested.resources_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = context.sink().clone();
+        let tools = context.accepted().tools_list_changed == Some(true);
+        let resources = context.accepted().resources_list_changed == Some(true);
+        let send = || {
+            let sink = sink.clone();
+            async move {
+                (!tools || sink.notify_tool_list_changed().await.is_ok())
+                    && (!resources || sink.notify_resource_list_changed().await.is_ok())
+            }
+        };
+        self.forward_changes(send, context.cancelled()).await;
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // ttl 0: the list changes with the registry and with activation.
+        Ok(ListToolsResult::with_all_items(self.visible()).with_ttl_ms(0))
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(builtin) = Builtin::named(&params.name) {
+            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default()).into());
+        }
+        match self.resolve(&params.name) {
+            Some(tool) => self.call_skill_tool(tool, params, context).await,
+            None => Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`; tools are named SKILL__TOOL: call tool_search to find one", params.name),
+                None,
+            )),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = knowledge::skills(&self.shared.registry)
+            .iter()
+            .filter(|e| e.has_instructions())
+            .map(|e| {
+                let description = e.loaded.as_ref().map(|l| l.description.clone()).unwrap_or_default();
+                Resource::new(format!("skill://{}/SKILL.md", e.name), format!("{} instructions", e.name))
+                    .with_description(description)
+                    .with_mime_type("text/markdown")
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources).with_ttl_ms(0))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let not_found = |why: String| ErrorData::resource_not_found(why, None);
+        let rest = request
+            .uri
+            .strip_prefix("skill://")
+            .ok_or_else(|| not_found(format!("`{}` is not a skill:// resource (skill://NAME/PATH)", request.uri)))?;
+        let (skill, path) = rest.split_once('/').unwrap_or((rest, "SKILL.md"));
+        let text = knowledge::read_resource(&self.shared.registry, skill, path).map_err(|e| not_found(e.to_string()))?;
+        let mime = if path.ends_with(".md") { "text/markdown" } else { "text/plain" };
+        let contents = ResourceContents::text(text, request.uri.clone()).with_mime_type(mime);
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+/// Forwards a call's progress as MCP notifications, in order.
+struct ProgressForwarder {
+    tx: tokio::sync::mpsc::UnboundedSender<Forward>,
+}
+
+enum Forward {
+    Progress(Progress),
+    /// Everything before this was sent: answer on the channel.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+impl ProgressForwarder {
+    fn start(peer: Peer<RoleServer>, token: rmcp::model::ProgressToken) -> Self {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Forward>();
+        tokio::spawn(async move {
+            while let Some(message) = rx.recv().await {
+                match message {
+                    Forward::Progress(p) => {
+                        let mut param = ProgressNotificationParam::new(token.clone(), p.done as f64);
+                        param.total = p.total.map(|t| t as f64);
+                        param.message = p.message;
+                        // A client that left just misses the rest.
+                        let _ = peer.notify_progress(param).await;
+                    }
+                    Forward::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        Self { tx }
+    }
+
+    fn sink(&self) -> skillhost_core::ProgressSink {
+        let tx = self.tx.clone();
+        Arc::new(move |progress| {
+            let _ = tx.send(Forward::Progress(progress));
+        })
+    }
+
+    /// Wait until every report so far is on the wire: clients drop progress that
+    /// arrives after the result.
+    async fn flush(self) {
+        let (done, sent) = tokio::sync::oneshot::channel();
+        if self.tx.send(Forward::Flush(done)).is_ok() {
+            let _ = sent.await;
+        }
+    }
+}
+
+/// A failed call: the tool's own failures and limits go back as `isError` results the
+/// agent can read; a host failure is a JSON-RPC error.
+fn call_error(error: CallError) -> Result<CallToolResponse, ErrorData> {
+    match error {
+        CallError::Host { .. } | CallError::Cancelled { .. } => Err(ErrorData::internal_error(error.to_string(), None)),
+        error => {
+            let mut result = error_result(error.to_string());
+            result.structured_content = None;
+            result.meta = None;
+            Ok(result.into())
+        }
+    }
+}
+
+fn error_result(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+fn approval_message(request: &skillhost_registry::ApprovalRequest) -> String {
+    let mut message = format!(
+        "Skill `{}` {} (risk tier: {:?}) is {} and asks to run with:\n",
+        request.name,
+        request.version,
+        request.tier,
+        request.state.as_str()
+    );
+    for line in &request.requests {
+        message.push_str(&format!("  - {line}\n"));
+    }
+    if request.content_changed {
+        message.push_str("Its files changed since the last approval.\n");
+    }
+    if request.requests.is_empty() {
+        message.push_str("  (nothing beyond pure computation)\n");
+    }
+    message.push_str("Approve this skill? The approval is bound to exactly this version and these requests.");
+    message
+}
+
+fn elicit_params(message: String) -> ElicitRequestParams {
+    let schema: ElicitationSchema = ElicitationSchema::builder().required_bool("approve").build_unchecked();
+    ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema }
+}
+
