@@ -7,6 +7,7 @@ mod escape;
 mod limits;
 mod load_errors;
 mod network;
+mod sandbox;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -13,6 +13,7 @@ mod name;
 mod net;
 mod risk;
 mod runtime;
+mod server;
 mod tool;
 
 pub use egress::{Denial, EgressPolicy, SecretBinding};
@@ -23,7 +24,8 @@ pub use name::{NameError, SkillName};
 pub use net::{AuditSink, EgressOutcome, EgressRecord, NoAudit, NoSecrets, Resolver, SecretSource};
 pub use risk::RiskTier;
 pub use runtime::{
-    CallContext, CallError, LoadError, Progress, ProgressSink, Skill, SkillCode, SkillRuntime,
+    CallContext, CallError, LoadError, Progress, ProgressSink, Runtimes, Skill, SkillCode, SkillRuntime,
     SkillSource, ToolOutput,
 };
+pub use server::{EnvSecret, ServerConfig, StartMode};
 pub use tool::{Annotations, MAX_TOOLS, ToolSpec, ToolSpecError};

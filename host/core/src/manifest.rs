@@ -30,6 +30,7 @@ use crate::egress::{EgressPolicy, NetworkSection, SecretBinding, SecretSection};
 use crate::grant::FileMode;
 use crate::limits::LimitsRequest;
 use crate::name::SkillName;
+use crate::server::{ServerConfig, ServerSection};
 
 /// Longest description, in bytes.
 const MAX_DESCRIPTION: usize = 1024;
@@ -55,6 +56,9 @@ pub struct SkillManifest {
     pub network: EgressPolicy,
     /// Secrets the host adds to its requests (`[[secrets]]`).
     pub secrets: Vec<SecretBinding>,
+    /// `[server]`: the skill is a stdio MCP server run in the sandbox, not a component.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerConfig>,
 }
 
 /// `[search]`: words and example questions that should find this skill.
@@ -118,6 +122,8 @@ struct RawManifest {
     network: Option<Spanned<NetworkSection>>,
     #[serde(default)]
     secrets: Vec<Spanned<SecretSection>>,
+    #[serde(default)]
+    server: Option<Spanned<ServerSection>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -239,7 +245,22 @@ impl SkillManifest {
             }
             secrets.push(binding);
         }
+        let server = match raw.server {
+            None => None,
+            Some(section) => {
+                let span = section.span();
+                Some(section.into_inner().validate().map_err(|(message, fix)| at(Some(span), message, fix))?)
+            }
+        };
+        if let (Some(_), Some(section)) = (&server, raw.secrets.first()) {
+            return Err(at(
+                Some(section.span()),
+                "`[[secrets]]` adds a header to requests, which a sandboxed server's HTTPS requests (CONNECT through the host's proxy) cannot carry".into(),
+                "give the server the secret as an environment variable with `[[server.secrets]] name = \"...\" env = \"API_KEY\"`".into(),
+            ));
+        }
         Ok(SkillManifest {
+            server,
             network,
             secrets,
             name,

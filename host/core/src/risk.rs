@@ -25,7 +25,8 @@ pub enum RiskTier {
 impl RiskTier {
     /// The tier of a manifest's requests.
     pub fn of(manifest: &SkillManifest) -> Self {
-        if !manifest.secrets.is_empty() || manifest.files.iter().any(|f| f.mode == FileMode::ReadWrite) {
+        let server_secrets = manifest.server.as_ref().is_some_and(|s| !s.secrets.is_empty());
+        if !manifest.secrets.is_empty() || server_secrets || manifest.files.iter().any(|f| f.mode == FileMode::ReadWrite) {
             RiskTier::Explicit
         } else if !manifest.network.is_empty() {
             RiskTier::Confirm
@@ -51,8 +52,12 @@ impl SkillManifest {
             limits: &'a crate::limits::LimitsRequest,
             network: &'a crate::egress::EgressPolicy,
             secrets: &'a [crate::egress::SecretBinding],
+            // Absent (not empty) for skills without any, so their digests are unchanged.
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            server_secrets: &'a [crate::server::EnvSecret],
         }
-        let requests = Requests { files: &self.files, limits: &self.limits, network: &self.network, secrets: &self.secrets };
+        let server_secrets = self.server.as_ref().map_or(&[][..], |s| &s.secrets[..]);
+        let requests = Requests { files: &self.files, limits: &self.limits, network: &self.network, secrets: &self.secrets, server_secrets };
         let canonical = serde_json::to_vec(&requests).expect("requests serialise");
         hex::encode(Sha256::digest(canonical))
     }
@@ -77,6 +82,11 @@ mod tests {
         assert_eq!(RiskTier::of(&manifest(net)), RiskTier::Confirm);
         let secret = format!("{net}[[secrets]]\nname = \"k\"\nheader = \"X-Key\"\nhosts = [\"https://a.org\"]\n");
         assert_eq!(RiskTier::of(&manifest(&secret)), RiskTier::Explicit);
+        let server = "[server]\ncommand = \"python\"\nargs = [\"server.py\"]\n";
+        assert_eq!(RiskTier::of(&manifest(server)), RiskTier::Auto);
+        assert_eq!(RiskTier::of(&manifest(&format!("{net}{server}"))), RiskTier::Confirm);
+        let env = format!("{server}[[server.secrets]]\nname = \"k\"\nenv = \"API_KEY\"\n");
+        assert_eq!(RiskTier::of(&manifest(&env)), RiskTier::Explicit);
         let destructive = ToolSpec {
             name: "rm".into(),
             description: "d".into(),
@@ -95,5 +105,9 @@ mod tests {
         assert_ne!(base.capability_digest(), manifest("[[capabilities.files]]\npath = \".\"\nmode = \"ro\"\n").capability_digest());
         assert_ne!(base.capability_digest(), manifest("[limits]\nmemory = \"128MiB\"\n").capability_digest());
         assert_ne!(base.capability_digest(), manifest("[network]\nallow = [\"https://a.org\"]\n").capability_digest());
+        let server = "[server]\ncommand = \"python\"\n";
+        assert_eq!(base.capability_digest(), manifest(server).capability_digest(), "the command is covered by the content hash");
+        let env = format!("{server}[[server.secrets]]\nname = \"k\"\nenv = \"API_KEY\"\n");
+        assert_ne!(base.capability_digest(), manifest(&env).capability_digest());
     }
 }

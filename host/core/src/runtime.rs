@@ -3,6 +3,7 @@
 //! called with a [`CallContext`]. WebAssembly and sandboxed-process runtimes implement
 //! the same traits, so nothing above them knows which one runs a skill.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,6 +29,24 @@ pub enum SkillCode {
         /// The component's bytes.
         bytes: Arc<[u8]>,
     },
+    /// A stdio MCP server (`[server]` in its manifest), run in a sandbox.
+    Server {
+        /// The skill's folder, for messages.
+        dir: PathBuf,
+        /// The folder's files as they were hashed (relative `/`-separated path to
+        /// contents): what runs is exactly what was approved, whatever the folder holds now.
+        files: Arc<BTreeMap<String, Vec<u8>>>,
+    },
+}
+
+impl SkillCode {
+    /// The runtime kind that runs this code (`wasm`, `bwrap`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SkillCode::Wasm { .. } => "wasm",
+            SkillCode::Server { .. } => "bwrap",
+        }
+    }
 }
 
 impl fmt::Debug for SkillCode {
@@ -36,6 +55,7 @@ impl fmt::Debug for SkillCode {
             SkillCode::Wasm { path, bytes } => {
                 write!(f, "Wasm({}, {} bytes)", path.display(), bytes.len())
             }
+            SkillCode::Server { dir, files } => write!(f, "Server({}, {} files)", dir.display(), files.len()),
         }
     }
 }
@@ -59,8 +79,66 @@ pub trait SkillRuntime: Send + Sync {
     /// A short name for messages and listings (`wasm`, `bwrap`).
     fn kind(&self) -> &'static str;
 
+    /// The kind shown for a skill with this code; a runtime that dispatches to others
+    /// names the one that runs it. Default: [`kind`](Self::kind).
+    fn kind_for(&self, _code: &SkillCode) -> &'static str {
+        self.kind()
+    }
+
     /// Load `source` so that it holds exactly `grant`.
     async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError>;
+}
+
+/// A [`SkillRuntime`] that routes each skill to the runtime for its [`SkillCode`]: the
+/// WebAssembly runtime for components, the sandbox runtime for `[server]` skills. The
+/// registry and the facade hold one of these, so nothing above them knows which
+/// runtime runs a skill.
+#[derive(Clone, Default)]
+pub struct Runtimes {
+    /// Runs [`SkillCode::Wasm`].
+    pub wasm: Option<Arc<dyn SkillRuntime>>,
+    /// Runs [`SkillCode::Server`]; `None` when the host has no sandbox (skills of this
+    /// kind then fail to load with an error saying how to set one up).
+    pub server: Option<Arc<dyn SkillRuntime>>,
+    /// Why there is no sandbox runtime, for that error (e.g. "bwrap was not found").
+    pub server_unavailable: Option<String>,
+}
+
+impl fmt::Debug for Runtimes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtimes")
+            .field("wasm", &self.wasm.as_ref().map(|r| r.kind()))
+            .field("server", &self.server.as_ref().map(|r| r.kind()))
+            .finish()
+    }
+}
+
+#[async_trait::async_trait]
+impl SkillRuntime for Runtimes {
+    fn kind(&self) -> &'static str {
+        "mixed"
+    }
+
+    fn kind_for(&self, code: &SkillCode) -> &'static str {
+        code.kind()
+    }
+
+    async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError> {
+        let (runtime, missing) = match &source.code {
+            SkillCode::Wasm { .. } => (&self.wasm, "this host has no WebAssembly runtime".to_owned()),
+            SkillCode::Server { .. } => (
+                &self.server,
+                format!(
+                    "it is a stdio MCP server skill (`[server]` in skill.toml) and this host has no sandbox runtime ({}); install bubblewrap and run `skillhost setup python`",
+                    self.server_unavailable.as_deref().unwrap_or("none configured")
+                ),
+            ),
+        };
+        match runtime {
+            Some(runtime) => runtime.load(source, grant).await,
+            None => Err(LoadError::Runtime { skill: source.manifest.name.clone(), reason: missing }),
+        }
+    }
 }
 
 /// A loaded skill whose tools can be called.

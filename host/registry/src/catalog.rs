@@ -51,7 +51,7 @@ pub struct Shadowed {
 pub struct Loaded {
     /// The file or folder it was loaded from.
     pub origin: PathBuf,
-    /// The runtime that runs it (`wasm`), or [`INSTRUCTIONS_RUNTIME`].
+    /// The runtime that runs it (`wasm`, `bwrap`), or [`INSTRUCTIONS_RUNTIME`].
     pub runtime: &'static str,
     /// The manifest's version (empty for instruction-only skills).
     pub version: String,

@@ -367,7 +367,7 @@ impl Registry {
                 let requests = requests(&source.manifest, skill.grant(), &tools);
                 Ok(Loaded {
                     origin: candidate.path.clone(),
-                    runtime: self.runtime.kind(),
+                    runtime: self.runtime.kind_for(&source.code),
                     version: source.manifest.version.clone(),
                     description: source.manifest.description.clone(),
                     tier,
@@ -443,6 +443,12 @@ fn requests(manifest: &skillhost_core::SkillManifest, grant: &Grant, tools: &[sk
     for (kind, rules) in [("allow", &network.allow), ("deny", &network.deny), ("private address allowed", &network.private)] {
         for rule in rules {
             lines.push(format!("network {kind}: {}", rule.text));
+        }
+    }
+    if let Some(server) = &manifest.server {
+        lines.push(format!("runs `{}` in a bubblewrap sandbox", std::iter::once(&server.command).chain(&server.args).cloned().collect::<Vec<_>>().join(" ")));
+        for secret in &server.secrets {
+            lines.push(format!("secret `{}` given to the server as environment variable `{}` (it can send it to any allowed host)", secret.name, secret.env));
         }
     }
     for secret in &manifest.secrets {

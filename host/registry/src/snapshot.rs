@@ -4,6 +4,9 @@
 //! them. Hash and load see the same bytes, so an approval can never bind to one version
 //! while another runs.
 //!
+//! A folder whose skill.toml has a `[server]` section is a stdio MCP server skill: no
+//! skill.wasm, and its code is the folder's files exactly as hashed.
+//!
 //! **Content hash.** For a `NAME.wasm`, SHA-256 of its bytes. For a folder, SHA-256 over
 //! its files sorted by relative path (`/`-separated), each as `path NUL length(u64 LE)
 //! contents`. Excluded, as host-, tool- or editor-managed state: every path with a
@@ -167,6 +170,20 @@ impl Snapshot {
                     return Ok(Parsed::Instructions { name, description, text });
                 };
                 let manifest = SkillManifest::parse_bytes(toml, &path.join("skill.toml")).map_err(LoadError::from)?;
+                if manifest.server.is_some() {
+                    // A stdio MCP server: the runtime runs exactly these (hashed) files.
+                    if files.contains_key("skill.wasm") {
+                        return Err(LoadError::from(ManifestError {
+                            file: path.join("skill.toml"),
+                            position: None,
+                            message: "the folder has both a `[server]` section and a skill.wasm".into(),
+                            fix: "remove `[server]` to run the component, or remove skill.wasm to run the server".into(),
+                        })
+                        .into());
+                    }
+                    let code = SkillCode::Server { dir: path.clone(), files: Arc::new(files.clone()) };
+                    return Ok(Parsed::Code(SkillSource { manifest, origin: path.clone(), code, instructions }));
+                }
                 let wasm_path = path.join("skill.wasm");
                 let bytes = files.get("skill.wasm").ok_or_else(|| LoadError::NotBuilt { dir: path.clone() })?;
                 let instructions = match instructions {

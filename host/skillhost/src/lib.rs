@@ -35,6 +35,7 @@ pub use skillhost_core::{
 };
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
 pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig, package};
+pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, Venv, python};
 
 pub use skillhost_registry::{
     ApprovalRequest, ApprovedBy, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError, RegistryEvent,
@@ -43,6 +44,7 @@ pub use skillhost_registry::{
 
 use crate::audit::AuditLog;
 use crate::secrets::SecretStore;
+use skillhost_core::{Runtimes, SkillCode};
 use skillhost_wasm::WasmRuntime;
 
 /// Why the host could not do what was asked.
@@ -92,9 +94,10 @@ pub struct LoadedSkill {
     pub origin: PathBuf,
     /// Its SKILL.md, when present.
     pub instructions: Option<String>,
-    /// The runtime that runs it (`wasm`).
+    /// The runtime that runs it (`wasm`, `bwrap`).
     pub runtime: &'static str,
-    /// Whether this load compiled the component or took it from the cache.
+    /// Whether this load compiled the component or took it from the cache (always `Hit`
+    /// for a server skill: nothing is compiled).
     pub cache: CacheOutcome,
 }
 
@@ -104,6 +107,7 @@ pub struct HostBuilder {
     data_dir: Option<PathBuf>,
     cache_dir: Option<PathBuf>,
     wasm: Option<WasmConfig>,
+    sandbox: Option<BwrapConfig>,
     policy: Option<Policy>,
 }
 
@@ -130,6 +134,16 @@ impl HostBuilder {
         self
     }
 
+    /// Sandbox runtime settings for `[server]` skills (stdio MCP servers in bubblewrap).
+    /// Default: [`BwrapConfig::new`] over `<data_dir>/sandbox` with the managed venv at
+    /// `<data_dir>/python` (see `skillhost setup python`). Whatever it says, the host's
+    /// secret store is plugged in. Without `bwrap` on the host, server skills fail to load
+    /// with an error saying so; WebAssembly skills are unaffected.
+    pub fn sandbox_config(mut self, config: BwrapConfig) -> Self {
+        self.sandbox = Some(config);
+        self
+    }
+
     /// What skills may be granted. Default: [`Policy::new`] over `<data_dir>/skills`.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = Some(policy);
@@ -152,14 +166,25 @@ impl HostBuilder {
         wasm.net.secrets = Arc::new(secrets.clone());
         wasm.net.audit = audit.clone();
         let runtime = WasmRuntime::new(wasm).map_err(|e| HostError::Setup(e.to_string()))?;
+        let mut sandbox_config = self.sandbox.unwrap_or_else(|| {
+            let mut config = BwrapConfig::new(data_dir.join("sandbox"));
+            config.venv = Some(data_dir.join("python"));
+            config
+        });
+        sandbox_config.secrets = Arc::new(secrets.clone());
+        let sandbox = BwrapRuntime::new(sandbox_config).map_err(|e| e.to_string());
+        if let Err(e) = &sandbox {
+            tracing::debug!("no sandbox runtime: {e}");
+        }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host { runtime, policy, secrets, audit, skills: RwLock::new(BTreeMap::new()) })
+        Ok(Host { runtime, sandbox, policy, secrets, audit, skills: RwLock::new(BTreeMap::new()) })
     }
 }
 
 /// Loads skills and calls their tools.
 pub struct Host {
     runtime: WasmRuntime,
+    sandbox: Result<BwrapRuntime, String>,
     policy: Policy,
     secrets: SecretStore,
     audit: Arc<AuditLog>,
@@ -192,18 +217,37 @@ impl Host {
         self.runtime.cache_stats()
     }
 
+    /// The sandbox runtime for `[server]` skills, or why there is none.
+    pub fn sandbox(&self) -> Result<&BwrapRuntime, &str> {
+        self.sandbox.as_ref().map_err(String::as_str)
+    }
+
+    /// Both runtimes behind one [`skillhost_core::SkillRuntime`] that routes by code.
+    fn runtimes(&self) -> Runtimes {
+        Runtimes {
+            wasm: Some(Arc::new(self.runtime.clone())),
+            server: self.sandbox.as_ref().ok().map(|s| Arc::new(s.clone()) as Arc<dyn skillhost_core::SkillRuntime>),
+            server_unavailable: self.sandbox.as_ref().err().cloned(),
+        }
+    }
+
     /// Open the skill registry over `config`'s layers, running skills on this host's
     /// runtime under its policy: discovery, the trust store, approvals, install and hot
     /// reload. This is how an application serves skills; [`Host::load_path`] is for
     /// loading one skill directly (development, `inspect`), outside the trust store.
     pub async fn open_registry(&self, config: RegistryConfig) -> Result<Arc<Registry>, HostError> {
-        let runtime: Arc<dyn skillhost_core::SkillRuntime> = Arc::new(self.runtime.clone());
+        let runtime: Arc<dyn skillhost_core::SkillRuntime> = Arc::new(self.runtimes());
         Ok(Registry::open(config, runtime, self.policy.clone()).await?)
     }
 
-    /// Load the skill at `path` (a `.wasm` file or a skill folder).
+    /// Load the skill at `path` (a `.wasm` file or a skill folder, with a component or a
+    /// `[server]`).
     pub async fn load_path(&self, path: &Path) -> Result<LoadedSkill, HostError> {
-        let source = package::read_source(path)?;
+        let manifest = path.join("skill.toml");
+        let is_server = path.is_dir()
+            && manifest.is_file()
+            && SkillManifest::from_file(&manifest).map_err(LoadError::from)?.server.is_some();
+        let source = if is_server { skillhost_sandbox::read_source(path)? } else { package::read_source(path)? };
         self.load_source(source).await
     }
 
@@ -215,14 +259,21 @@ impl Host {
                 return Err(HostError::Duplicate { name, path: source.origin, existing: existing.origin.clone() });
             }
         let grant = Grant::new(&source.manifest, &self.policy).map_err(LoadError::from)?;
-        let skill = self.runtime.load_wasm(&source, grant).await?;
+        let (skill, cache): (Arc<dyn Skill>, _) = match &source.code {
+            SkillCode::Wasm { .. } => {
+                let skill = self.runtime.load_wasm(&source, grant).await?;
+                let cache = skill.cache_outcome();
+                (skill, cache)
+            }
+            _ => (skillhost_core::SkillRuntime::load(&self.runtimes(), &source, grant).await?, CacheOutcome::Hit),
+        };
         let loaded = LoadedSkill {
-            cache: skill.cache_outcome(),
+            cache,
             skill,
+            runtime: source.code.kind(),
             manifest: source.manifest,
             origin: source.origin,
             instructions: source.instructions,
-            runtime: "wasm",
         };
         self.write().insert(name, loaded.clone());
         Ok(loaded)

@@ -4,6 +4,7 @@
 
 mod discovery;
 mod install;
+mod sandbox;
 mod trust;
 mod watch;
 

@@ -1,0 +1,1 @@
+//! `skillhost test`: a skill's own tests in a throwaway sandbox.

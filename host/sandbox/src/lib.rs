@@ -1,0 +1,474 @@
+//! skillhost's sandbox runtime: skills that are stdio MCP servers — a FastMCP
+//! `server.py`, or any command speaking MCP on stdin/stdout — run in bubblewrap, behind
+//! the same [`SkillRuntime`]/[`Skill`] seam as WebAssembly skills.
+//!
+//! - [`BwrapRuntime`] checks a `[server]` skill, writes its files (exactly the bytes the
+//!   registry hashed) to a private directory, starts it once in the sandbox to read its
+//!   tools (`tools/list`), and returns a [`BwrapSkill`].
+//! - `profile`: the bwrap argv, built from the grant only (see [`profile`] for every
+//!   flag), with `prlimit` setting the resource limits before `bwrap` starts.
+//! - `skill`: the lifecycle (lazy or eager start, idle stop, restart with backoff, kill at
+//!   the deadline and on drop) and the call path (deadline, cancellation, output cap).
+//! - `server`: the process and the rmcp client over its stdio; progress notifications go
+//!   to [`CallContext::progress`](skillhost_core::CallContext).
+//! - [`python`]: the managed venv and its setup; [`check`]: `skillhost test`.
+//!
+//! **The run that lists tools at load gets neither network nor secrets**: the skill may
+//! not be approved yet. Servers started for calls hold the whole grant.
+
+pub mod check;
+pub mod profile;
+pub mod python;
+mod server;
+mod skill;
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use skillhost_core::{
+    Annotations, EnvSecret, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillManifest,
+    SkillName, SkillRuntime, SkillSource, StartMode, ToolSpec,
+};
+
+pub use profile::ResourceLimits;
+pub use python::Venv;
+pub use skill::BwrapSkill;
+
+use crate::profile::{Profile, SKILL_DIR};
+use crate::server::{Server, Spawn};
+
+/// How the sandbox runtime is set up.
+#[derive(Clone)]
+pub struct BwrapConfig {
+    /// The managed venv (`python` in `[server] command`). Default: none, so Python skills
+    /// fail to load with an error naming `skillhost setup python`.
+    pub venv: Option<PathBuf>,
+    /// Where skills' files are written and servers' private runtime dirs are made.
+    /// Required; the facade uses `<data_dir>/sandbox`.
+    pub work_dir: PathBuf,
+    /// `bwrap`. Default: found on `PATH`.
+    pub bwrap: Option<PathBuf>,
+    /// `prlimit` (util-linux). Default: found on `PATH`.
+    pub prlimit: Option<PathBuf>,
+    /// The egress shim as a command line (`["/usr/bin/skillhost", "__shim"]`): the first
+    /// process of a networked sandbox. Default: none (networked skills get no network).
+    pub shim: Option<Vec<OsString>>,
+    /// Stop a server after this long without calls, unless its skill.toml says otherwise.
+    /// Default: 5 minutes.
+    pub idle_timeout: Duration,
+    /// Longest wait for a server's MCP handshake. Default: 30 s.
+    pub start_timeout: Duration,
+    /// Address space of each process when the skill's `[limits] memory` is not set
+    /// (Python with its libraries needs more than a component's default). Default: 512 MiB.
+    pub default_memory: u64,
+    /// `RLIMIT_NPROC` of the sandbox. Default: 256.
+    pub max_processes: u64,
+    /// `RLIMIT_CPU` of each process, seconds over its life. Default: 600.
+    pub cpu_seconds: u64,
+    /// `RLIMIT_FSIZE`. Default: 256 MiB.
+    pub max_file_size: u64,
+    /// Values of the secrets skills declare in `[[server.secrets]]`. Default: none.
+    pub secrets: Arc<dyn SecretSource>,
+}
+
+impl BwrapConfig {
+    /// A configuration writing into `work_dir`, with the defaults above.
+    pub fn new(work_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            venv: None,
+            work_dir: work_dir.into(),
+            bwrap: None,
+            prlimit: None,
+            shim: None,
+            idle_timeout: Duration::from_secs(300),
+            start_timeout: Duration::from_secs(30),
+            default_memory: 512 << 20,
+            max_processes: 256,
+            cpu_seconds: 600,
+            max_file_size: 256 << 20,
+            secrets: Arc::new(NoSecrets),
+        }
+    }
+}
+
+impl std::fmt::Debug for BwrapConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BwrapConfig")
+            .field("venv", &self.venv)
+            .field("work_dir", &self.work_dir)
+            .field("shim", &self.shim)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the sandbox runtime cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// A program it needs is missing.
+    #[error("cannot start the sandbox runtime: `{program}` was not found on PATH; {fix}")]
+    Missing {
+        /// The program.
+        program: &'static str,
+        /// How to install it.
+        fix: &'static str,
+    },
+    /// The work directory cannot be used.
+    #[error("cannot start the sandbox runtime: {}: {source}", path.display())]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+pub(crate) struct Runtime {
+    config: BwrapConfig,
+    bwrap: PathBuf,
+    prlimit: PathBuf,
+    venv: Option<Venv>,
+    venv_error: Option<String>,
+}
+
+/// Runs `[server]` skills in bubblewrap.
+#[derive(Clone)]
+pub struct BwrapRuntime {
+    inner: Arc<Runtime>,
+}
+
+/// Find `program` on `PATH`.
+pub fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file())
+}
+
+impl BwrapRuntime {
+    /// Check that bwrap and prlimit exist, open the venv (a missing venv only fails
+    /// Python skills) and create the work directory.
+    pub fn new(config: BwrapConfig) -> Result<Self, SandboxError> {
+        let bwrap = config.bwrap.clone().or_else(|| which("bwrap")).ok_or(SandboxError::Missing {
+            program: "bwrap",
+            fix: "install bubblewrap (`apt-get install bubblewrap`)",
+        })?;
+        let prlimit = config.prlimit.clone().or_else(|| which("prlimit")).ok_or(SandboxError::Missing {
+            program: "prlimit",
+            fix: "install util-linux",
+        })?;
+        for dir in [config.work_dir.join("skills"), config.work_dir.join("run")] {
+            std::fs::create_dir_all(&dir).map_err(|source| SandboxError::Io { path: dir.clone(), source })?;
+        }
+        let (venv, venv_error) = match &config.venv {
+            None => (None, Some("this host has no managed Python venv".to_owned())),
+            Some(dir) => match Venv::open(dir) {
+                Ok(venv) => (Some(venv), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
+        };
+        Ok(Self { inner: Arc::new(Runtime { config, bwrap, prlimit, venv, venv_error }) })
+    }
+
+    /// The venv Python skills run with, if any.
+    pub fn venv(&self) -> Option<&Venv> {
+        self.inner.venv.as_ref()
+    }
+
+    /// Load `source` holding exactly `grant`; unlike [`SkillRuntime::load`] this returns
+    /// the concrete type.
+    pub async fn load_server(&self, source: &SkillSource, mut grant: Grant) -> Result<Arc<BwrapSkill>, LoadError> {
+        let name = grant.skill.clone();
+        let fail = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
+        let (SkillCode::Server { files, .. }, Some(server)) = (&source.code, &source.manifest.server) else {
+            return Err(fail("not a `[server]` skill".into()));
+        };
+        let config = &self.inner.config;
+        if source.manifest.limits.memory.is_none() {
+            grant.limits.memory = config.default_memory;
+        }
+        let (command, _needs_python) = self.resolve(&server.command, files).map_err(&fail)?;
+        let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &command).map_err(|e| fail(format!("cannot write its files: {e}")))?;
+        for dir in &grant.dirs {
+            std::fs::create_dir_all(&dir.host)
+                .map_err(|e| fail(format!("cannot create its data directory {}: {e}", dir.host.display())))?;
+        }
+        let launch = Launch {
+            runtime: self.inner.clone(),
+            skill_dir,
+            command,
+            args: server.args.iter().map(OsString::from).collect(),
+            secrets: server.secrets.clone(),
+            idle_timeout: server.idle_timeout.unwrap_or(config.idle_timeout),
+            start_timeout: config.start_timeout,
+        };
+        // List the tools in a run that holds nothing beyond the files: no network, no
+        // secrets (the skill may not be approved yet).
+        let discovery = launch.start(&grant, false, 0).await.map_err(|e| fail(format!("its server did not start: {e}")))?;
+        let raw = discovery.list_tools().await.map_err(|e| {
+            fail(match e {
+                server::RequestError::Closed(m) | server::RequestError::Protocol { message: m, .. } => format!("tools/list failed: {m}"),
+            })
+        })?;
+        let (tools, wrapped) = tool_specs(&name, raw)?;
+        let keep = server.start == StartMode::Eager && grant.network.is_empty() && server.secrets.is_empty();
+        let inner = Arc::new(skill::Inner {
+            concurrency: tokio::sync::Semaphore::new(grant.limits.concurrency as usize),
+            grant,
+            tools,
+            wrapped,
+            launch,
+            state: Default::default(),
+            generation: Default::default(),
+        });
+        if keep {
+            inner.state.lock().await.server = Some(discovery.clone());
+            inner.watch_idle(&discovery);
+        } else {
+            discovery.kill().await;
+        }
+        tracing::debug!(skill = %inner.grant.skill, tools = inner.tools.len(), "loaded server skill");
+        Ok(Arc::new(BwrapSkill { inner }))
+    }
+
+    /// The command as seen inside the sandbox, and whether it needs the venv.
+    fn resolve(&self, command: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<(OsString, bool), String> {
+        let venv = || {
+            self.inner.venv.as_ref().ok_or_else(|| {
+                format!("`command = \"{command}\"` needs the managed Python: {}", self.inner.venv_error.as_deref().unwrap_or("no venv"))
+            })
+        };
+        if matches!(command, "python" | "python3") {
+            return Ok((venv()?.python().into_os_string(), true));
+        }
+        if command.starts_with('/') {
+            let visible = ["/usr/", "/bin/", "/lib/", SKILL_DIR].iter().any(|p| command.starts_with(p))
+                || self.inner.venv.as_ref().is_some_and(|v| Path::new(command).starts_with(&v.dir));
+            if !visible || (!command.starts_with(SKILL_DIR) && !Path::new(command).exists()) {
+                return Err(format!("`command = \"{command}\"` is not a program inside the sandbox (only /usr, the venv and the skill folder are)"));
+            }
+            return Ok((command.into(), Path::new(command).starts_with(venv().map(|v| v.dir.clone()).unwrap_or_default())));
+        }
+        if command.contains('/') {
+            let relative = command.trim_start_matches("./");
+            if !files.contains_key(relative) {
+                return Err(format!("`command = \"{command}\"`: the skill folder has no `{relative}`"));
+            }
+            return Ok((format!("{SKILL_DIR}/{relative}").into(), false));
+        }
+        if let Ok(venv) = venv() {
+            let candidate = venv.dir.join("bin").join(command);
+            if candidate.is_file() {
+                return Ok((candidate.into_os_string(), true));
+            }
+        }
+        for dir in ["/usr/local/bin", "/usr/bin"] {
+            let candidate = Path::new(dir).join(command);
+            if candidate.is_file() {
+                return Ok((candidate.into_os_string(), false));
+            }
+        }
+        Err(format!(
+            "`command = \"{command}\"` was found neither in the venv's bin/ nor in /usr/bin; install it (`skillhost setup python --with PACKAGE`) or give its path"
+        ))
+    }
+}
+
+#[async_trait::async_trait]
+impl SkillRuntime for BwrapRuntime {
+    fn kind(&self) -> &'static str {
+        "bwrap"
+    }
+
+    async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError> {
+        Ok(self.load_server(source, grant).await?)
+    }
+}
+
+/// How to start one skill's server.
+pub(crate) struct Launch {
+    runtime: Arc<Runtime>,
+    skill_dir: PathBuf,
+    command: OsString,
+    args: Vec<OsString>,
+    secrets: Vec<EnvSecret>,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) start_timeout: Duration,
+}
+
+impl Launch {
+    /// Start a server. `full`: with the skill's secrets and network (a call's server);
+    /// otherwise with neither (the load-time run that lists tools).
+    pub(crate) async fn start(&self, grant: &Grant, full: bool, generation: u64) -> Result<Arc<Server>, String> {
+        let runtime = &self.runtime;
+        let config = &runtime.config;
+        let run_dir = tempfile::Builder::new()
+            .prefix(&format!("{}-", grant.skill))
+            .tempdir_in(config.work_dir.join("run"))
+            .map_err(|e| format!("cannot create its runtime dir: {e}"))?;
+        let etc_dir = run_dir.path().join("etc");
+        profile::write_etc(&etc_dir).map_err(|e| format!("cannot write its /etc: {e}"))?;
+        let mut env = Vec::new();
+        if full {
+            for secret in &self.secrets {
+                let value = config.secrets.secret(&secret.name).ok_or_else(|| {
+                    format!("secret `{}` is not set; set it with `skillhost secret set {}`", secret.name, secret.name)
+                })?;
+                env.push((secret.env.clone(), value));
+            }
+        }
+        let profile = Profile {
+            prlimit: runtime.prlimit.clone(),
+            bwrap: runtime.bwrap.clone(),
+            python: runtime.venv.as_ref().map(|v| (v.dir.clone(), v.prefix.clone())),
+            skill_dir: self.skill_dir.clone(),
+            dirs: grant.dirs.clone(),
+            etc_dir,
+            env,
+            limits: ResourceLimits {
+                address_space: grant.limits.memory,
+                processes: config.max_processes,
+                cpu_seconds: config.cpu_seconds,
+                file_size: config.max_file_size,
+                open_files: 1024,
+            },
+            net: None,
+        };
+        let argv = profile.argv(&self.command, &self.args);
+        tracing::trace!(skill = %grant.skill, ?argv, "starting server");
+        Server::start(Spawn {
+            skill: grant.skill.clone(),
+            argv,
+            max_line: (grant.limits.output as usize).saturating_mul(2).saturating_add(1 << 20),
+            log_cap: grant.limits.log.saturating_mul(16),
+            start_timeout: config.start_timeout,
+            generation,
+            guards: vec![Box::new(run_dir)],
+        })
+        .await
+    }
+}
+
+/// Write a skill's files to `<root>/<name>-<hash>/` (once per content), read-only, the
+/// command executable. Returns the directory.
+fn materialise(root: &Path, name: &SkillName, files: &BTreeMap<String, Vec<u8>>, command: &OsString) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut hasher = Sha256::new();
+    for (path, bytes) in files {
+        hasher.update(path.as_bytes());
+        hasher.update([0]);
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    let dir = root.join(format!("{name}-{}", &hex::encode(hasher.finalize())[..16]));
+    if dir.is_dir() {
+        return Ok(dir);
+    }
+    let staging = tempfile::Builder::new().prefix(".staging-").tempdir_in(root)?;
+    let executable = Path::new(command).strip_prefix(SKILL_DIR).ok().map(Path::to_owned);
+    for (relative, bytes) in files {
+        let file = staging.path().join(relative);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&file, bytes)?;
+        let mode = if executable.as_deref() == Some(Path::new(relative)) { 0o555 } else { 0o444 };
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode))?;
+    }
+    std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))?;
+    let staged = staging.keep();
+    match std::fs::rename(&staged, &dir) {
+        Ok(()) => Ok(dir),
+        // Another load of the same content won the race.
+        Err(_) if dir.is_dir() => {
+            let _ = std::fs::remove_dir_all(&staged);
+            Ok(dir)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Check the tools a server reported; also returns those whose output FastMCP wrapped.
+fn tool_specs(skill: &SkillName, raw: Vec<serde_json::Value>) -> Result<(Vec<ToolSpec>, Vec<String>), LoadError> {
+    let bad = |reason: String| LoadError::Tools { skill: skill.clone(), reason };
+    if raw.len() > MAX_TOOLS {
+        return Err(bad(format!("it offers {} tools, more than {MAX_TOOLS}", raw.len())));
+    }
+    let mut seen = HashSet::new();
+    let mut tools = Vec::with_capacity(raw.len());
+    let mut wrapped = Vec::new();
+    for tool in raw {
+        let name = tool["name"].as_str().unwrap_or_default().to_owned();
+        if !seen.insert(name.clone()) {
+            return Err(bad(format!("tool `{name}` is defined twice")));
+        }
+        let hints = &tool["annotations"];
+        // Hints are only taken when stated: MCP's defaults (destructive unless said
+        // otherwise) would make every tool without annotations need explicit approval.
+        let annotations = Annotations {
+            read_only: hints["readOnlyHint"] == true,
+            destructive: hints["destructiveHint"] == true,
+            idempotent: hints["idempotentHint"] == true,
+            open_world: hints["openWorldHint"] == true,
+        };
+        let output = tool.get("outputSchema").filter(|s| !s.is_null());
+        if output.is_some_and(|s| s["x-fastmcp-wrap-result"] == true) {
+            wrapped.push(name.clone());
+        }
+        let description = tool["description"].as_str().or(tool["title"].as_str()).unwrap_or_default().to_owned();
+        let input = tool.get("inputSchema").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
+        let output = output.map(|s| {
+            let unwrapped = if s["x-fastmcp-wrap-result"] == true { s["properties"]["result"].clone() } else { s.clone() };
+            unwrapped.to_string()
+        });
+        tools.push(
+            ToolSpec::from_parts(name, description, &input.to_string(), output.as_deref(), annotations, &[])
+                .map_err(|e| bad(e.to_string()))?,
+        );
+    }
+    Ok((tools, wrapped))
+}
+
+/// Read a `[server]` skill folder into a [`SkillSource`], for loading it directly
+/// (outside the registry). Hidden paths and a top-level `target/` are skipped, as the
+/// registry does; the folder must hold at most 16 MiB.
+pub fn read_source(dir: &Path) -> Result<SkillSource, LoadError> {
+    const MAX_TOTAL: u64 = 16 << 20;
+    let manifest_path = dir.join("skill.toml");
+    let manifest = SkillManifest::from_file(&manifest_path)?;
+    let mut files = BTreeMap::new();
+    let mut total = 0;
+    read_tree(dir, "", &mut files, &mut total, MAX_TOTAL)?;
+    let instructions = files.get("SKILL.md").map(|b| String::from_utf8_lossy(b).into_owned());
+    Ok(SkillSource { manifest, origin: dir.to_owned(), code: SkillCode::Server { dir: dir.to_owned(), files: Arc::new(files) }, instructions })
+}
+
+fn read_tree(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>, total: &mut u64, max: u64) -> Result<(), LoadError> {
+    let read_err = |path: &Path| {
+        let path = path.to_owned();
+        move |source| LoadError::Read { path, source }
+    };
+    for entry in std::fs::read_dir(dir).map_err(read_err(dir))? {
+        let entry = entry.map_err(read_err(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || (prefix.is_empty() && name == "target") {
+            continue;
+        }
+        let path = entry.path();
+        let relative = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
+        let meta = std::fs::symlink_metadata(&path).map_err(read_err(&path))?;
+        if meta.is_dir() {
+            read_tree(&path, &relative, files, total, max)?;
+        } else if meta.is_file() {
+            *total += meta.len();
+            if *total > max {
+                return Err(LoadError::Read { path, source: std::io::Error::other("the skill folder holds more than 16 MiB") });
+            }
+            files.insert(relative, std::fs::read(&path).map_err(read_err(&path))?);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! The sandbox profile: the exact `prlimit … -- bwrap … -- COMMAND` argv a server runs
+//! under, built from the grant and nothing else.
+//!
+//! - Namespaces: `--unshare-all` (user, ipc, pid, net, uts, cgroup), `--die-with-parent`,
+//!   `--new-session` (no TIOCSTI into the host's terminal), `--cap-drop ALL`, uid and gid
+//!   65534 (nobody) inside.
+//! - Environment: `--clearenv`, then only `PATH`, `HOME=/tmp`, `TMPDIR`, `LANG`, the
+//!   Python variables, the proxy variables when networked, and the secrets the skill
+//!   declared (only for a call's server, never at load).
+//! - Files: `/usr` read-only with the `/lib`, `/lib64`, `/bin`, `/sbin` symlinks (or binds
+//!   where the host has real directories), a fresh `/proc` and `/dev`, `--tmpfs /tmp`
+//!   before any bind under `/tmp`, the Python base prefix and the venv read-only at their
+//!   own paths (scripts in the venv name them in their `#!` lines), the skill's files
+//!   read-only at `/skill` (the working directory), its data dirs at `/data…` read-only or
+//!   writable as granted, and a minimal `/etc` (`passwd`, `group`, `hosts`,
+//!   `localtime`). No home, nothing else of the host; the root itself is read-only.
+//! - Limits: `prlimit` (util-linux) sets them on itself before it execs `bwrap`, so every
+//!   process of the sandbox inherits them with no window: address space, processes,
+//!   CPU seconds, file size, open files, no core dumps.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use skillhost_core::{DirGrant, FileMode};
+
+/// Where the skill's files are inside the sandbox (also the working directory).
+pub const SKILL_DIR: &str = "/skill";
+/// Where the egress socket is bound inside the sandbox.
+pub const EGRESS_SOCKET: &str = "/run/skillhost/egress.sock";
+/// Where the shim executable is bound inside the sandbox.
+pub const SHIM_PATH: &str = "/run/skillhost/shim";
+/// The uid and gid the server runs as inside (nobody).
+pub const SANDBOX_ID: u32 = 65534;
+
+/// Resource limits set with `prlimit` on the sandbox's first process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResourceLimits {
+    /// Address space of each process, bytes (`RLIMIT_AS`).
+    pub address_space: u64,
+    /// Processes of the sandbox's user (`RLIMIT_NPROC`). The kernel does not enforce it
+    /// for uid 0, so when the host runs as root it is the PID namespace and the deadline
+    /// kill that bound a fork bomb.
+    pub processes: u64,
+    /// CPU seconds of each process over its life (`RLIMIT_CPU`).
+    pub cpu_seconds: u64,
+    /// Largest file a process may write, bytes (`RLIMIT_FSIZE`).
+    pub file_size: u64,
+    /// Open files of each process (`RLIMIT_NOFILE`).
+    pub open_files: u64,
+}
+
+/// How a networked sandbox reaches the host's proxy.
+#[derive(Clone, Debug)]
+pub struct NetSetup {
+    /// The proxy's Unix socket on the host.
+    pub socket: PathBuf,
+    /// The shim executable on the host, bound at [`SHIM_PATH`].
+    pub shim: PathBuf,
+    /// Arguments before the shim's own (e.g. `__shim` for the skillhost binary).
+    pub shim_args: Vec<OsString>,
+    /// The loopback port the shim listens on inside.
+    pub port: u16,
+}
+
+/// Everything one sandbox is built from.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    /// `prlimit` executable.
+    pub prlimit: PathBuf,
+    /// `bwrap` executable.
+    pub bwrap: PathBuf,
+    /// The venv and the Python prefix it was made from, when the host has one.
+    pub python: Option<(PathBuf, PathBuf)>,
+    /// The skill's files on the host, bound read-only at [`SKILL_DIR`].
+    pub skill_dir: PathBuf,
+    /// Its data dirs, as granted.
+    pub dirs: Vec<DirGrant>,
+    /// A private directory holding the synthetic `/etc` files.
+    pub etc_dir: PathBuf,
+    /// Extra environment (secrets), after the sandbox's own.
+    pub env: Vec<(String, String)>,
+    /// Resource limits.
+    pub limits: ResourceLimits,
+    /// The proxy, for networked servers.
+    pub net: Option<NetSetup>,
+}
+
+impl Profile {
+    /// The argv that runs `command` (absolute inside the sandbox) with `args`.
+    pub fn argv(&self, command: &OsStr, args: &[OsString]) -> Vec<OsString> {
+        let mut a = Argv::default();
+        let l = &self.limits;
+        a.push(&self.prlimit);
+        for (flag, value) in [
+            ("--as", l.address_space),
+            ("--nproc", l.processes),
+            ("--cpu", l.cpu_seconds),
+            ("--fsize", l.file_size),
+            ("--nofile", l.open_files),
+            ("--core", 0),
+        ] {
+            a.push(format!("{flag}={value}"));
+        }
+        a.push("--");
+        a.push(&self.bwrap);
+        a.args(["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
+        a.args(["--uid", &SANDBOX_ID.to_string(), "--gid", &SANDBOX_ID.to_string()]);
+        a.args(["--hostname", "skill"]);
+
+        // System files: /usr, and the merged-/usr links (or the real directories).
+        a.args(["--ro-bind", "/usr", "/usr"]);
+        for top in ["/lib", "/lib64", "/bin", "/sbin"] {
+            match std::fs::symlink_metadata(top) {
+                Ok(meta) if meta.is_symlink() => {
+                    if let Ok(target) = std::fs::read_link(top) {
+                        a.push("--symlink");
+                        a.push(target);
+                        a.push(top);
+                    }
+                }
+                Ok(meta) if meta.is_dir() => a.args(["--ro-bind", top, top]),
+                _ => {}
+            }
+        }
+        a.args(["--proc", "/proc", "--dev", "/dev"]);
+        // Before any bind under /tmp (a venv or a data dir may live there).
+        a.args(["--tmpfs", "/tmp"]);
+        a.args(["--dir", "/etc"]);
+        for file in ["passwd", "group", "hosts"] {
+            a.push("--ro-bind");
+            a.push(self.etc_dir.join(file));
+            a.push(format!("/etc/{file}"));
+        }
+        if let Ok(target) = std::fs::read_link("/etc/localtime")
+            && target.starts_with("/usr/")
+        {
+            a.push("--symlink");
+            a.push(target);
+            a.push("/etc/localtime");
+        }
+
+        if let Some((venv, prefix)) = &self.python {
+            for dir in [prefix, venv] {
+                a.push("--ro-bind");
+                a.push(dir);
+                a.push(dir);
+            }
+        }
+        a.push("--ro-bind");
+        a.push(&self.skill_dir);
+        a.push(SKILL_DIR);
+        let mut dirs = self.dirs.clone();
+        dirs.sort_by_key(|d| d.guest.len());
+        for dir in &dirs {
+            a.push(match dir.mode {
+                FileMode::ReadOnly => "--ro-bind",
+                FileMode::ReadWrite => "--bind",
+            });
+            a.push(&dir.host);
+            a.push(&dir.guest);
+        }
+        if let Some(net) = &self.net {
+            a.push("--ro-bind");
+            a.push(&net.socket);
+            a.push(EGRESS_SOCKET);
+            a.push("--ro-bind");
+            a.push(&net.shim);
+            a.push(SHIM_PATH);
+        }
+        // The root itself (bwrap's private tmpfs holding the mount points) read-only.
+        a.args(["--remount-ro", "/"]);
+        a.args(["--chdir", SKILL_DIR, "--clearenv"]);
+        for (key, value) in self.env() {
+            a.push("--setenv");
+            a.push(key);
+            a.push(value);
+        }
+        a.push("--");
+        if let Some(net) = &self.net {
+            a.push(SHIM_PATH);
+            for arg in &net.shim_args {
+                a.push(arg);
+            }
+            a.args(["--socket", EGRESS_SOCKET, "--port", &net.port.to_string(), "--"]);
+        }
+        a.push(command);
+        for arg in args {
+            a.push(arg);
+        }
+        a.0
+    }
+
+    /// The sandbox's environment.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut path = String::new();
+        if let Some((venv, _)) = &self.python {
+            path.push_str(&format!("{}:", venv.join("bin").display()));
+        }
+        path.push_str("/usr/local/bin:/usr/bin:/bin");
+        let mut env = vec![
+            ("PATH".to_owned(), path),
+            ("HOME".to_owned(), "/tmp".to_owned()),
+            ("TMPDIR".to_owned(), "/tmp".to_owned()),
+            ("LANG".to_owned(), "C.UTF-8".to_owned()),
+            ("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()),
+            ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
+            ("SKILLHOST_DATA".to_owned(), "/data".to_owned()),
+        ];
+        if let Some((venv, _)) = &self.python {
+            env.push(("VIRTUAL_ENV".to_owned(), venv.display().to_string()));
+        }
+        if let Some(net) = &self.net {
+            let proxy = format!("http://127.0.0.1:{}", net.port);
+            for key in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"] {
+                env.push((key.to_owned(), proxy.clone()));
+            }
+            env.push(("NO_PROXY".to_owned(), String::new()));
+            env.push(("no_proxy".to_owned(), String::new()));
+        }
+        env.extend(self.env.iter().cloned());
+        env
+    }
+}
+
+/// Write the synthetic `/etc` files into `dir`.
+pub fn write_etc(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let id = SANDBOX_ID;
+    std::fs::write(dir.join("passwd"), format!("nobody:x:{id}:{id}:nobody:/tmp:/usr/sbin/nologin\n"))?;
+    std::fs::write(dir.join("group"), format!("nogroup:x:{id}:\n"))?;
+    std::fs::write(dir.join("hosts"), "127.0.0.1 localhost\n::1 localhost\n")?;
+    Ok(())
+}
+
+#[derive(Default)]
+struct Argv(Vec<OsString>);
+
+impl Argv {
+    fn push(&mut self, arg: impl AsRef<OsStr>) {
+        self.0.push(arg.as_ref().to_owned());
+    }
+
+    fn args<'a>(&mut self, args: impl IntoIterator<Item = &'a str>) {
+        for arg in args {
+            self.push(arg);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> Profile {
+        Profile {
+            prlimit: "/usr/bin/prlimit".into(),
+            bwrap: "/usr/bin/bwrap".into(),
+            python: Some(("/tmp/venv".into(), "/opt/py".into())),
+            skill_dir: "/tmp/skills/x".into(),
+            dirs: vec![
+                DirGrant { host: "/d/x/out".into(), guest: "/data/out".into(), mode: FileMode::ReadWrite },
+                DirGrant { host: "/d/x".into(), guest: "/data".into(), mode: FileMode::ReadOnly },
+            ],
+            etc_dir: "/run/x/etc".into(),
+            env: vec![("API_KEY".into(), "v".into())],
+            limits: ResourceLimits { address_space: 1 << 30, processes: 64, cpu_seconds: 60, file_size: 1 << 20, open_files: 256 },
+            net: None,
+        }
+    }
+
+    fn text(argv: &[OsString]) -> String {
+        argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn the_profile() {
+        let argv = text(&profile().argv(OsStr::new("/tmp/venv/bin/python"), &["server.py".into()]));
+        assert!(argv.starts_with("/usr/bin/prlimit --as=1073741824 --nproc=64 --cpu=60 --fsize=1048576 --nofile=256 --core=0 -- /usr/bin/bwrap --unshare-all --die-with-parent --new-session --cap-drop ALL --uid 65534 --gid 65534"), "{argv}");
+        let pos = |needle: &str| argv.find(needle).unwrap_or_else(|| panic!("{needle:?} missing from {argv}"));
+        assert!(pos("--tmpfs /tmp") < pos("--ro-bind /tmp/venv /tmp/venv"), "tmpfs before binds under /tmp");
+        assert!(pos("--ro-bind /tmp/skills/x /skill") > pos("--tmpfs /tmp"));
+        assert!(pos("--ro-bind /d/x /data") < pos("--bind /d/x/out /data/out"), "parents before children");
+        assert!(pos("--clearenv") < pos("--setenv PATH /tmp/venv/bin:"));
+        assert!(pos("--setenv API_KEY v") < pos("-- /tmp/venv/bin/python server.py"));
+        assert!(!argv.contains("/root") && !argv.contains("HTTP_PROXY"), "{argv}");
+    }
+
+    #[test]
+    fn networked_profile_runs_the_shim_first() {
+        let mut p = profile();
+        p.net = Some(NetSetup { socket: "/run/x/egress.sock".into(), shim: "/usr/bin/skillhost".into(), shim_args: vec!["__shim".into()], port: 3128 });
+        let argv = text(&p.argv(OsStr::new("/usr/bin/node"), &[]));
+        assert!(argv.contains("--ro-bind /run/x/egress.sock /run/skillhost/egress.sock"), "{argv}");
+        assert!(argv.contains("--setenv HTTPS_PROXY http://127.0.0.1:3128"), "{argv}");
+        assert!(argv.ends_with("-- /run/skillhost/shim __shim --socket /run/skillhost/egress.sock --port 3128 -- /usr/bin/node"), "{argv}");
+    }
+}

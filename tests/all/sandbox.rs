@@ -1,0 +1,283 @@
+//! The sandbox runtime with real bubblewrap and real Python: FastMCP fixture servers in
+//! `tests/python/` probe their sandbox from inside, and the PyPI `mcp-server-time` runs
+//! as a skill. Every wait is bounded; nothing asserts on timing.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fixtures::python;
+use serde_json::{Value, json};
+use skillhost::{CallContext, CallError, Host, LoadedSkill, Progress};
+use tempfile::TempDir;
+
+use crate::{HANG_GUARD, call, call_with, ok};
+
+/// A host with the sandbox runtime on the test venv, over fresh directories.
+struct SandboxHost {
+    host: Host,
+    data: TempDir,
+    skills: TempDir,
+}
+
+impl SandboxHost {
+    fn new() -> Self {
+        let data = tempfile::tempdir().unwrap();
+        let skills = tempfile::tempdir().unwrap();
+        let host = Host::builder()
+            .data_dir(data.path())
+            .cache_dir(crate::shared_cache().join("compiled"))
+            .sandbox_config(python::sandbox_config(data.path()))
+            .build()
+            .unwrap();
+        assert!(host.sandbox().is_ok(), "no sandbox runtime: {:?}; run scripts/setup.sh", host.sandbox().err());
+        Self { host, data, skills }
+    }
+
+    /// Load fixture `name` with `extra` appended to its skill.toml.
+    async fn load(&self, name: &str, extra: &str) -> LoadedSkill {
+        let dir = python::install(name, self.skills.path(), extra);
+        tokio::time::timeout(HANG_GUARD, self.host.load_path(&dir)).await.expect("load hung").unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+}
+
+/// The probe's `{ok, value|error}` answer.
+fn probe(out: Value) -> Result<Value, String> {
+    if out["ok"] == true { Ok(out["value"].clone()) } else { Err(out["error"].as_str().unwrap_or_default().to_owned()) }
+}
+
+/// Processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).replace('\0', " ").contains(needle))
+        .count()
+}
+
+/// Wait until no process's command line contains `needle`; the count left at the end.
+async fn wait_gone(needle: &str) -> usize {
+    for _ in 0..200 {
+        if processes_with(needle) == 0 {
+            return 0;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    processes_with(needle)
+}
+
+fn timeout(d: Duration) -> CallContext {
+    CallContext { timeout: Some(d), ..CallContext::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fastmcp_server_is_a_skill() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "").await;
+    assert_eq!(skill.runtime, "bwrap");
+    let names: Vec<&str> = skill.skill.tools().iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"echo") && names.contains(&"fork_bomb"), "{names:?}");
+    let echo = skill.skill.tools().iter().find(|t| t.name == "echo").unwrap();
+    assert_eq!(echo.description, "Return the text.");
+    assert_eq!(echo.input_schema["properties"]["text"]["type"], "string");
+    assert_eq!(ok(&skill, "echo", json!({"text": "hi"})).await, json!({"text": "hi"}));
+    // A plain `str` result comes back as the value itself (FastMCP's wrapping undone).
+    assert_eq!(ok(&skill, "big", json!({"size": 3})).await, json!("xxx"));
+
+    let err = call(&skill, "nope", json!({})).await.unwrap_err();
+    assert!(matches!(err, CallError::UnknownTool { .. }), "{err}");
+    let err = call(&skill, "fail", json!({"message": "boom"})).await.unwrap_err();
+    assert!(matches!(&err, CallError::Failed { message, .. } if message.contains("boom")), "{err}");
+    let err = call(&skill, "echo", json!({"text": 5})).await.unwrap_err();
+    assert!(err.is_tool_error(), "a bad input is the caller's error: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_holds_nothing_of_the_host() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n").await;
+    let data = env.host.policy().data_dir(&skill.manifest.name);
+    std::fs::write(env.data.path().join("host-secret"), "s3cret").unwrap();
+
+    let read = |path: String| {
+        let skill = skill.clone();
+        async move { probe(ok(&skill, "read_file", json!({"path": path})).await) }
+    };
+    let host_data = env.data.path().display().to_string();
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().display().to_string();
+    let sources = [format!("{workspace}/Cargo.toml"), format!("{workspace}/host"), format!("{workspace}/.git")];
+    for path in ["/root/.ssh", "/root/.bashrc", "/root/.cargo", "/etc/shadow", "/home", "/proc/1/root/etc/shadow"].into_iter().chain(sources.iter().map(String::as_str)) {
+        let result = read(path.to_owned()).await;
+        assert!(result.is_err(), "{path} was readable: {result:?}");
+    }
+    let result = read(format!("{host_data}/host-secret")).await;
+    assert!(result.is_err(), "the host's data dir was readable: {result:?}");
+    // The venv and its Python prefix are bound at their own paths (their scripts name
+    // them): their parents show the way down to them and nothing else.
+    let venv = skillhost::Venv::open(&python::venv()).unwrap();
+    for bound in [&venv.prefix, &venv.dir] {
+        for parent in bound.ancestors().skip(1).filter(|p| *p != Path::new("/") && !p.starts_with("/usr")) {
+            if let Ok(listing) = read(parent.display().to_string()).await {
+                for name in listing.as_array().unwrap() {
+                    let shown = parent.join(name.as_str().unwrap());
+                    assert!(venv.prefix.starts_with(&shown) || venv.dir.starts_with(&shown), "{} shows {}", parent.display(), shown.display());
+                }
+            }
+        }
+    }
+
+    let write = |path: &str| {
+        let skill = skill.clone();
+        let path = path.to_owned();
+        async move { probe(ok(&skill, "write_file", json!({"path": path, "text": "x"})).await) }
+    };
+    for path in ["/skill/server.py", "/usr/pwned", "/etc/passwd", "/pwned", &format!("{host_data}/pwned")] {
+        assert!(write(path).await.is_err(), "{path} was writable");
+    }
+    assert!(!env.data.path().join("pwned").exists());
+    write("/data/out.txt").await.expect("the granted data dir is writable");
+    assert_eq!(std::fs::read_to_string(data.join("out.txt")).unwrap(), "x");
+    write("/tmp/scratch").await.expect("/tmp is a private tmpfs");
+
+    let env_out = ok(&skill, "environment", json!({})).await;
+    assert_eq!((env_out["uid"].as_u64(), env_out["gid"].as_u64()), (Some(65534), Some(65534)));
+    assert_eq!(env_out["cwd"], "/skill");
+    let vars: Vec<&str> = env_out["env"].as_object().unwrap().keys().map(String::as_str).collect();
+    let allowed = ["PATH", "HOME", "TMPDIR", "LANG", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "SKILLHOST_DATA", "VIRTUAL_ENV", "LC_CTYPE", "PWD"];
+    for var in &vars {
+        assert!(allowed.contains(var), "unexpected variable {var} in {vars:?}");
+    }
+    assert_eq!(env_out["env"]["HOME"], "/tmp");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_direct_network() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "").await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let result = probe(ok(&skill, "connect", json!({"host": "127.0.0.1", "port": port})).await);
+    assert!(result.is_err(), "connected to the host's loopback: {result:?}");
+    assert!(listener.accept().is_err(), "the host's listener received a connection");
+    let result = probe(ok(&skill, "connect", json!({"host": "1.1.1.1", "port": 80})).await);
+    assert!(result.is_err(), "reached the internet: {result:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_bomb_dies_with_its_call_and_the_host_lives_on() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "").await;
+    // The bomb is bounded by the test itself (64 processes), tagged with a unique marker.
+    let marker = format!("0.0{}{}", std::process::id(), env.data.path().to_string_lossy().len());
+    let err = call_with(&skill, "fork_bomb", json!({"count": 64, "marker": marker}), timeout(Duration::from_secs(3))).await.unwrap_err();
+    assert!(matches!(err, CallError::Timeout { .. }), "{err}");
+    assert_eq!(wait_gone(&format!("sleep 3600 {marker}")).await, 0, "processes of the bomb outlived the call");
+    assert_eq!(ok(&skill, "echo", json!({"text": "alive"})).await["text"], "alive");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_hog_is_refused_its_memory() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "[limits]\nmemory = \"256MiB\"\n").await;
+    let out = ok(&skill, "environment", json!({})).await;
+    assert_eq!(out["as"].as_u64(), Some(256 << 20), "RLIMIT_AS is the skill's memory limit");
+    let result = probe(ok(&skill, "memory_hog", json!({"mib": 1024})).await);
+    assert!(result.as_ref().is_err_and(|e| e.contains("MemoryError")), "{result:?}");
+    assert_eq!(ok(&skill, "echo", json!({"text": "alive"})).await["text"], "alive");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_call_is_an_error_and_the_next_call_restarts_it() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "").await;
+    ok(&skill, "echo", json!({"text": "warm"})).await;
+    let err = call(&skill, "crash", json!({})).await.unwrap_err();
+    match &err {
+        CallError::Crashed { message, .. } => assert!(message.contains("status 3") && message.contains("crashing on purpose"), "{message}"),
+        other => panic!("expected a crash, got {other}"),
+    }
+    assert_eq!(ok(&skill, "echo", json!({"text": "again"})).await["text"], "again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_call_is_killed_at_its_deadline() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "[limits]\ntimeout = \"2s\"\n").await;
+    let err = call(&skill, "hang", json!({})).await.unwrap_err();
+    assert!(matches!(&err, CallError::Timeout { limit, .. } if *limit == Duration::from_secs(2)), "{err}");
+    assert!(err.to_string().contains("raise `[limits] timeout`"), "{err}");
+    // The hung server was killed (its sandbox with it); a new one answers.
+    let data = env.data.path().display().to_string();
+    assert_eq!(ok(&skill, "echo", json!({"text": "next"})).await["text"], "next");
+    assert!(processes_with(&data) <= 2, "one server (bwrap and its monitor) at most");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_output_cap() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "[limits]\noutput = \"1KiB\"\n").await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let cx = CallContext { progress: Some(Arc::new(move |p: Progress| sink.lock().unwrap().push(p))), ..CallContext::default() };
+    let out = call_with(&skill, "count", json!({"steps": 3}), cx).await.unwrap();
+    assert_eq!(out.value["steps"], 3);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!((seen[2].done, seen[2].total, seen[2].message.as_deref()), (3, Some(3), Some("step 3")));
+
+    let err = call(&skill, "big", json!({"size": 4000})).await.unwrap_err();
+    assert!(matches!(err, CallError::OutputLimit { limit: 1024, .. }), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_skill_kills_its_server() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "").await;
+    ok(&skill, "echo", json!({"text": "start"})).await;
+    let marker = env.data.path().display().to_string();
+    assert!(processes_with(&marker) > 0, "the server runs");
+    drop(skill);
+    // The host keeps its own copy of loaded skills: a fresh host drops it for good.
+    drop(env.host);
+    assert_eq!(wait_gone(&marker).await, 0, "the server outlived its skill");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_servers_stop_and_start_again_on_the_next_call() {
+    let env = SandboxHost::new();
+    let dir = python::install("sandbox-probe", env.skills.path(), "");
+    std::fs::write(dir.join("skill.toml"), std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("[server]\n", "[server]\nidle_timeout = \"300ms\"\n")).unwrap();
+    let source = skillhost_sandbox::read_source(&dir).unwrap();
+    let grant = skillhost::Grant::new(&source.manifest, env.host.policy()).unwrap();
+    let runtime = env.host.sandbox().unwrap();
+    let skill = runtime.load_server(&source, grant).await.unwrap();
+    assert!(!skill.running().await, "lazy: the load-time run is stopped");
+    use skillhost::Skill;
+    skill.call("echo", json!({"text": "a"}), CallContext::default()).await.unwrap();
+    let mut stopped = false;
+    for _ in 0..200 {
+        if !skill.running().await {
+            stopped = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(stopped, "the idle server never stopped");
+    let out = skill.call("echo", json!({"text": "b"}), CallContext::default()).await.unwrap();
+    assert_eq!(out.value["text"], "b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_time_from_pypi_is_a_skill() {
+    let env = SandboxHost::new();
+    let skill = env.load("time-server", "").await;
+    let names: Vec<&str> = skill.skill.tools().iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"get_current_time") && names.contains(&"convert_time"), "{names:?}");
+    let out = ok(&skill, "convert_time", json!({"source_timezone": "America/New_York", "time": "09:00", "target_timezone": "Asia/Tokyo"})).await;
+    assert_eq!(out["target"]["timezone"], "Asia/Tokyo", "{out}");
+    let target = out["target"]["datetime"].as_str().unwrap();
+    assert!(target.ends_with("+09:00") && (target.contains("T22:00:00") || target.contains("T23:00:00")), "{out}");
+}

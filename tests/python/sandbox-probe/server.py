@@ -1,0 +1,149 @@
+"""A FastMCP server that probes its sandbox, for skillhost's integration tests.
+
+Every probe reports what happened instead of raising, so the tests can assert on it.
+"""
+import os
+import socket
+import sys
+import time
+
+from fastmcp import Context, FastMCP
+
+mcp = FastMCP("sandbox-probe")
+
+
+def attempt(action):
+    try:
+        return {"ok": True, "value": action()}
+    except BaseException as e:  # noqa: BLE001 - a probe reports everything
+        return {"ok": False, "error": f"{type(e).__name__}: {e}"}
+
+
+@mcp.tool()
+def echo(text: str) -> dict:
+    """Return the text."""
+    return {"text": text}
+
+
+@mcp.tool()
+def read_file(path: str) -> dict:
+    """Read a file or list a directory."""
+    def read():
+        if os.path.isdir(path):
+            return sorted(os.listdir(path))
+        with open(path, "rb") as f:
+            return f.read(4096).decode("utf-8", "replace")
+    return attempt(read)
+
+
+@mcp.tool()
+def write_file(path: str, text: str) -> dict:
+    """Write a file."""
+    def write():
+        with open(path, "w") as f:
+            f.write(text)
+        return len(text)
+    return attempt(write)
+
+
+@mcp.tool()
+def connect(host: str, port: int) -> dict:
+    """Open a TCP connection and send one line."""
+    def run():
+        with socket.create_connection((host, port), timeout=3) as s:
+            s.sendall(b"escaped\n")
+            return "connected"
+    return attempt(run)
+
+
+@mcp.tool()
+def fetch(url: str) -> dict:
+    """GET a URL with httpx (through the proxy in HTTP(S)_PROXY, if any)."""
+    import httpx
+
+    def run():
+        r = httpx.get(url, timeout=10)
+        return {"status": r.status_code, "body": r.text[:200]}
+    return attempt(run)
+
+
+@mcp.tool()
+def environment() -> dict:
+    """The process's environment, ids and limits."""
+    import resource
+    return {
+        "env": dict(os.environ),
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0],
+        "as": resource.getrlimit(resource.RLIMIT_AS)[0],
+    }
+
+
+@mcp.tool()
+def fork_bomb(count: int, marker: str) -> dict:
+    """Start up to `count` sleeping processes tagged with `marker`, then hang."""
+    started = 0
+    for _ in range(count):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            os.execv("/usr/bin/sleep", ["sleep", "3600", marker])
+        started += 1
+    print(f"fork_bomb started {started}", file=sys.stderr)
+    time.sleep(3600)
+    return {"started": started}
+
+
+@mcp.tool()
+def memory_hog(mib: int) -> dict:
+    """Try to allocate `mib` MiB and touch it."""
+    def run():
+        block = bytearray(mib << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        return len(block)
+    return attempt(run)
+
+
+@mcp.tool()
+def crash(code: int = 3) -> dict:
+    """Exit the whole server in the middle of the call."""
+    sys.stderr.write("probe: crashing on purpose\n")
+    sys.stderr.flush()
+    os._exit(code)
+
+
+@mcp.tool()
+def hang() -> dict:
+    """Block the server's only thread forever (ignores cancellation)."""
+    time.sleep(3600)
+    return {}
+
+
+@mcp.tool()
+async def count(steps: int, ctx: Context) -> dict:
+    """Report progress `steps` times."""
+    for i in range(1, steps + 1):
+        await ctx.report_progress(progress=i, total=steps, message=f"step {i}")
+    return {"steps": steps}
+
+
+@mcp.tool()
+def big(size: int) -> str:
+    """Return a string of `size` bytes."""
+    return "x" * size
+
+
+@mcp.tool()
+def fail(message: str) -> dict:
+    """Raise an error with `message`."""
+    raise ValueError(message)
+
+
+if __name__ == "__main__":
+    mcp.run(transport="stdio", show_banner=False)
