@@ -6,14 +6,20 @@
 //!   address checked and pinned, TLS to the checked name, `Host` rewritten, timeouts, a
 //!   response cap ([`CappedBody`]), a per-skill concurrency limit and an audit row for every
 //!   request. The wasm runtime's `wasi:http` gate is a thin adapter over it.
+//! - [`proxy::EgressProxy`] serves a sandboxed skill the same egress as an HTTP proxy on a
+//!   Unix socket (plain requests and `CONNECT` tunnels, [`Tunnel`]).
 //! - [`NetConfig`] is the host's side: resolver, secrets, audit sink, timeouts, caps, TLS
 //!   roots.
 
 mod audit;
 mod config;
 mod error;
+pub mod proxy;
 mod skill;
+mod tunnel;
 
 pub use config::{NetConfig, SystemResolver};
 pub use error::EgressError;
+pub use proxy::{EgressProxy, ProxyConfig, ProxyError};
 pub use skill::{CappedBody, MAX_REQUEST_BYTES, SkillEgress};
+pub use tunnel::{Tunnel, TunnelLimits};

@@ -1,5 +1,6 @@
 //! [`SkillEgress`]: one skill's way out, shared by every runtime (the wasm gate calls
-//! [`SkillEgress::send`]), and the [`CappedBody`] of its responses.
+//! [`SkillEgress::send`], the sandbox proxy `send` and [`SkillEgress::open_tunnel`]), and
+//! the [`CappedBody`] of its responses.
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
