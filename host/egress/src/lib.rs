@@ -8,6 +8,8 @@
 //!   request. The wasm runtime's `wasi:http` gate is a thin adapter over it.
 //! - [`proxy::EgressProxy`] serves a sandboxed skill the same egress as an HTTP proxy on a
 //!   Unix socket (plain requests and `CONNECT` tunnels, [`Tunnel`]).
+//! - [`shim`] runs inside the sandbox: it bridges `127.0.0.1:<port>` to that socket,
+//!   starts the skill's command and reaps every process.
 //! - [`NetConfig`] is the host's side: resolver, secrets, audit sink, timeouts, caps, TLS
 //!   roots.
 
@@ -15,11 +17,13 @@ mod audit;
 mod config;
 mod error;
 pub mod proxy;
+pub mod shim;
 mod skill;
 mod tunnel;
 
 pub use config::{NetConfig, SystemResolver};
 pub use error::EgressError;
 pub use proxy::{EgressProxy, ProxyConfig, ProxyError};
+pub use shim::ShimArgs;
 pub use skill::{CappedBody, MAX_REQUEST_BYTES, SkillEgress};
 pub use tunnel::{Tunnel, TunnelLimits};

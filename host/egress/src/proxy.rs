@@ -1,8 +1,8 @@
 //! The egress proxy of a sandboxed skill: an HTTP/1.1 forward proxy on a Unix socket,
 //! one per skill, applying the same [`SkillEgress`] as the wasm runtime's `wasi:http` gate.
 //!
-//! A skill run under bubblewrap has its own network namespace with only `lo`; a shim
-//! inside it listens on `127.0.0.1:<port>` and forwards each connection to
+//! A skill run under bubblewrap has its own network namespace with only `lo`; the shim
+//! ([`crate::shim`]) inside it listens on `127.0.0.1:<port>` and forwards each connection to
 //! this proxy's socket, bound into the sandbox. The skill finds it through `HTTP_PROXY` /
 //! `HTTPS_PROXY`.
 //!

@@ -1,7 +1,8 @@
 //! skillhost-egress integration tests, one binary: the proxy against real servers on
-//! 127.0.0.1 and a Unix socket in a temporary directory.
+//! 127.0.0.1 and a Unix socket in a temporary directory, and the shim as a real process.
 
 mod proxy;
+mod shim;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
