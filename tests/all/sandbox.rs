@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fixtures::python;
+use fixtures::{TestServer, python};
 use serde_json::{Value, json};
 use skillhost::{CallContext, CallError, Host, LoadedSkill, Progress};
 use tempfile::TempDir;
@@ -27,7 +27,11 @@ impl SandboxHost {
         let host = Host::builder()
             .data_dir(data.path())
             .cache_dir(crate::shared_cache().join("compiled"))
-            .sandbox_config(python::sandbox_config(data.path()))
+            .sandbox_config({
+                let mut config = python::sandbox_config(data.path());
+                config.shim = Some(vec![env!("CARGO_BIN_EXE_skillhost-shim").into()]);
+                config
+            })
             .build()
             .unwrap();
         assert!(host.sandbox().is_ok(), "no sandbox runtime: {:?}; run scripts/setup.sh", host.sandbox().err());
@@ -280,4 +284,48 @@ async fn mcp_server_time_from_pypi_is_a_skill() {
     assert_eq!(out["target"]["timezone"], "Asia/Tokyo", "{out}");
     let target = out["target"]["datetime"].as_str().unwrap();
     assert!(target.ends_with("+09:00") && (target.contains("T22:00:00") || target.contains("T23:00:00")), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_goes_through_the_egress_proxy_only() {
+    let server = TestServer::start();
+    let port = server.port();
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+
+    let allowed = probe(ok(&skill, "fetch", json!({"url": format!("http://127.0.0.1:{port}/ok?token=abc")})).await).expect("an allowed request works");
+    assert_eq!(allowed["status"], 200, "{allowed}");
+    assert_eq!(server.received().len(), 1);
+
+    let denied = probe(ok(&skill, "fetch", json!({"url": format!("http://127.0.0.2:{port}/secret")})).await);
+    assert!(denied.as_ref().map_or(true, |r| r["status"] != 200), "a request to a host not allowed went through: {denied:?}");
+    // Straight to the host's loopback, around the proxy: no route.
+    let direct = probe(ok(&skill, "connect", json!({"host": "127.0.0.1", "port": port})).await);
+    assert!(direct.is_err(), "{direct:?}");
+    assert_eq!(server.received().len(), 1, "nothing else reached the server");
+
+    let mut rows = Vec::new();
+    for _ in 0..100 {
+        rows = env.host.audit().query(&Default::default()).unwrap();
+        if rows.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let of = |url: &str| rows.iter().find(|r| r.url.starts_with(url)).unwrap_or_else(|| panic!("no audit row for {url}: {rows:?}"));
+    let ok_row = of(&format!("http://127.0.0.1:{port}/ok"));
+    assert_eq!((ok_row.skill.as_str(), &ok_row.outcome), ("sandbox-probe", &skillhost::EgressOutcome::Status(200)));
+    assert!(!ok_row.url.contains("token"), "no query in the audit log");
+    let refused = of(&format!("http://127.0.0.2:{port}/secret"));
+    assert!(matches!(refused.outcome, skillhost::EgressOutcome::Refused(_)), "{refused:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declared_secrets_arrive_as_environment_variables_only() {
+    let env = SandboxHost::new();
+    env.host.secrets().set("probe-key", "s3cret-value").unwrap();
+    let skill = env.load("sandbox-probe", "[[server.secrets]]\nname = \"probe-key\"\nenv = \"PROBE_KEY\"\n").await;
+    let out = ok(&skill, "environment", json!({})).await;
+    assert_eq!(out["env"]["PROBE_KEY"], "s3cret-value");
+    assert_eq!(out["env"].as_object().unwrap().values().filter(|v| *v == "s3cret-value").count(), 1);
 }

@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use skillhost_egress::{EgressProxy, NetConfig, ProxyConfig, SkillEgress};
 use skillhost_core::{
     Annotations, EnvSecret, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillManifest,
     SkillName, SkillRuntime, SkillSource, StartMode, ToolSpec,
@@ -38,7 +39,7 @@ pub use profile::ResourceLimits;
 pub use python::Venv;
 pub use skill::BwrapSkill;
 
-use crate::profile::{Profile, SKILL_DIR};
+use crate::profile::{NetSetup, Profile, SKILL_DIR};
 use crate::server::{Server, Spawn};
 
 /// How the sandbox runtime is set up.
@@ -54,9 +55,14 @@ pub struct BwrapConfig {
     pub bwrap: Option<PathBuf>,
     /// `prlimit` (util-linux). Default: found on `PATH`.
     pub prlimit: Option<PathBuf>,
-    /// The egress shim as a command line (`["/usr/bin/skillhost", "__shim"]`): the first
-    /// process of a networked sandbox. Default: none (networked skills get no network).
+    /// The egress shim as a command line (`["/usr/bin/skillhost", "__shim"]`, see
+    /// [`skillhost_egress::shim`]): the first process of a networked sandbox, bound into
+    /// it read-only. Default: none, and a networked skill's calls fail saying so.
     pub shim: Option<Vec<OsString>>,
+    /// How networked skills reach the network: the egress proxy each of their servers
+    /// gets applies these (resolver, audit sink, timeouts, caps). Default:
+    /// [`NetConfig::default`] (system resolver, no audit).
+    pub net: Arc<NetConfig>,
     /// Stop a server after this long without calls, unless its skill.toml says otherwise.
     /// Default: 5 minutes.
     pub idle_timeout: Duration,
@@ -84,6 +90,7 @@ impl BwrapConfig {
             bwrap: None,
             prlimit: None,
             shim: None,
+            net: Arc::new(NetConfig::default()),
             idle_timeout: Duration::from_secs(300),
             start_timeout: Duration::from_secs(30),
             default_memory: 512 << 20,
@@ -320,6 +327,23 @@ impl Launch {
                 env.push((secret.env.clone(), value));
             }
         }
+        let mut guards: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+        let mut net = None;
+        if full && !grant.network.is_empty() {
+            let shim = config.shim.as_ref().and_then(|s| s.split_first()).ok_or_else(|| {
+                "it asks for network but this host has no egress shim configured (BwrapConfig::shim; the skillhost binary provides `__shim`)".to_owned()
+            })?;
+            let socket = run_dir.path().join("egress.sock");
+            let egress = SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), config.net.clone());
+            let proxy = EgressProxy::bind(&socket, egress, ProxyConfig::default()).map_err(|e| format!("cannot start its egress proxy: {e}"))?;
+            guards.push(Box::new(proxy));
+            net = Some(NetSetup {
+                socket,
+                shim: PathBuf::from(shim.0),
+                shim_args: shim.1.to_vec(),
+                port: skillhost_egress::shim::DEFAULT_PORT,
+            });
+        }
         let profile = Profile {
             prlimit: runtime.prlimit.clone(),
             bwrap: runtime.bwrap.clone(),
@@ -335,7 +359,7 @@ impl Launch {
                 file_size: config.max_file_size,
                 open_files: 1024,
             },
-            net: None,
+            net,
         };
         let argv = profile.argv(&self.command, &self.args);
         tracing::trace!(skill = %grant.skill, ?argv, "starting server");
@@ -346,7 +370,11 @@ impl Launch {
             log_cap: grant.limits.log.saturating_mul(16),
             start_timeout: config.start_timeout,
             generation,
-            guards: vec![Box::new(run_dir)],
+            guards: {
+                // The proxy (removing its socket) goes before the directory.
+                guards.push(Box::new(run_dir));
+                guards
+            },
         })
         .await
     }

@@ -137,7 +137,8 @@ impl HostBuilder {
     /// Sandbox runtime settings for `[server]` skills (stdio MCP servers in bubblewrap).
     /// Default: [`BwrapConfig::new`] over `<data_dir>/sandbox` with the managed venv at
     /// `<data_dir>/python` (see `skillhost setup python`). Whatever it says, the host's
-    /// secret store is plugged in. Without `bwrap` on the host, server skills fail to load
+    /// secret store is plugged in and its `net` is the WebAssembly runtime's (one egress,
+    /// one audit log, for both runtimes). Without `bwrap` on the host, server skills fail to load
     /// with an error saying so; WebAssembly skills are unaffected.
     pub fn sandbox_config(mut self, config: BwrapConfig) -> Self {
         self.sandbox = Some(config);
@@ -165,13 +166,15 @@ impl HostBuilder {
         let audit = AuditLog::open(data_dir.join("audit.db")).map_err(|e| HostError::Setup(e.to_string()))?;
         wasm.net.secrets = Arc::new(secrets.clone());
         wasm.net.audit = audit.clone();
-        let runtime = WasmRuntime::new(wasm).map_err(|e| HostError::Setup(e.to_string()))?;
         let mut sandbox_config = self.sandbox.unwrap_or_else(|| {
             let mut config = BwrapConfig::new(data_dir.join("sandbox"));
             config.venv = Some(data_dir.join("python"));
             config
         });
         sandbox_config.secrets = Arc::new(secrets.clone());
+        // One egress for both runtimes: the same resolver, secrets and audit log.
+        sandbox_config.net = Arc::new(wasm.net.clone());
+        let runtime = WasmRuntime::new(wasm).map_err(|e| HostError::Setup(e.to_string()))?;
         let sandbox = BwrapRuntime::new(sandbox_config).map_err(|e| e.to_string());
         if let Err(e) = &sandbox {
             tracing::debug!("no sandbox runtime: {e}");
