@@ -8,3 +8,24 @@ if ! have_target; then
     echo "setup: adding the wasm32-wasip2 Rust target" >&2
     rustup target add wasm32-wasip2 >&2
 fi
+
+# The sandbox runtime (Python/FastMCP skills) needs bubblewrap.
+if ! command -v bwrap >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing bubblewrap" >&2
+        apt-get install -y bubblewrap >&2 || { apt-get update >&2 && apt-get install -y bubblewrap >&2; }
+    else
+        echo "setup: bubblewrap (bwrap) is missing; install it to run Python skills and their tests" >&2
+    fi
+fi
+
+# The venv the tests run Python skills with, made by the host's own setup code
+# (`skillhost setup python`); quick when the stamp in the venv matches the requirements.
+setup_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+setup_venv="$setup_root/target/python"
+setup_stamp="$setup_venv/.skillhost-requirements"
+if [ ! -s "$setup_stamp" ] || [ "$setup_root/host/sandbox/python-requirements.txt" -nt "$setup_stamp" ]; then
+    echo "setup: preparing the Python venv for Python skills ($setup_venv)" >&2
+    (cd "$setup_root" && cargo build -q -p skillhost-cli >&2 \
+        && target/debug/skillhost setup python --venv target/python --with mcp-server-time >&2)
+fi

@@ -9,6 +9,7 @@
 mod build;
 mod new;
 mod output;
+mod sandbox;
 mod serve;
 
 use std::io::Read;
@@ -244,6 +245,18 @@ Examples:
   SKILLHOST_MCP_TOKEN=... skillhost serve --http")]
     Serve(serve::ServeArgs),
 
+    /// Set up what skills need beyond the host (the managed Python for Python skills)
+    #[command(subcommand)]
+    Setup(sandbox::SetupCommand),
+
+    /// The egress shim, the first process of a networked sandbox (internal)
+    #[command(name = "__shim", hide = true)]
+    Shim {
+        /// `[--socket PATH [--port PORT]] -- COMMAND [ARG...]`
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+
     /// Create a new skill crate that builds out of the box
     #[command(after_help = "Examples:
   skillhost new weather            creates ./weather with one example tool
@@ -294,6 +307,9 @@ mod exit {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Shim { args } = cli.command {
+        return sandbox::run_shim(args);
+    }
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -339,7 +355,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             .data_dir()
             .to_owned(),
     };
-    let host = || Host::builder().data_dir(&data_dir).build();
+    let host = || Host::builder().data_dir(&data_dir).sandbox_config(sandbox::config(&data_dir)).build();
     let registry_config = |watch: bool| {
         let mut config = RegistryConfig::new(&data_dir);
         config.workspace = Some(cli.skills.clone()).filter(|dir| dir.is_dir());
@@ -460,6 +476,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             output::audit(&host.audit().query(&query)?, json)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Setup(command) => {
+            sandbox::setup(command, &data_dir).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Shim { .. } => unreachable!("handled before the runtime starts"),
         Command::New { name, dir, sdk } => {
             new::create(&name, dir, sdk)?;
             Ok(ExitCode::SUCCESS)

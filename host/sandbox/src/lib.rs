@@ -36,6 +36,7 @@ use skillhost_core::{
 };
 
 pub use profile::ResourceLimits;
+pub use skillhost_egress::shim;
 pub use python::Venv;
 pub use skill::BwrapSkill;
 

@@ -1,0 +1,103 @@
+//! The sandbox's commands: `skillhost setup python` (the managed venv, with a progress
+//! bar), the hidden `skillhost __shim` (the first process of a networked sandbox), and
+//! the sandbox configuration every command's host uses.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use skillhost::python::{SetupEvent, SetupOptions};
+use skillhost::{BwrapConfig, shim};
+
+/// `skillhost setup ...`
+#[derive(Subcommand)]
+pub enum SetupCommand {
+    /// Create or update the managed Python venv that Python skills run with
+    #[command(after_help = "Installs mcp, fastmcp and the packages Python skills may import
+(httpx, beautifulsoup4, lxml, pyyaml, toml, pandas, Pillow, pytest) into one venv, and
+stamps it with a hash of the requirements: running it again is a no-op until they change.
+An existing venv (e.g. made by hand) is reused and topped up.
+
+Examples:
+  skillhost setup python
+  skillhost setup python --with mcp-server-time
+  skillhost setup python --venv target/python      the venv the tests use")]
+    Python(PythonArgs),
+}
+
+/// `skillhost setup python` options.
+#[derive(Args)]
+pub struct PythonArgs {
+    /// The venv's directory [default: DATA_DIR/python].
+    #[arg(long, value_name = "DIR")]
+    venv: Option<PathBuf>,
+    /// Another package to install (repeatable), e.g. a third-party MCP server.
+    #[arg(long = "with", value_name = "PACKAGE")]
+    with: Vec<String>,
+    /// The Python that creates the venv.
+    #[arg(long, default_value = "python3", value_name = "PYTHON")]
+    python: PathBuf,
+    /// Reinstall even when the venv is up to date.
+    #[arg(long)]
+    force: bool,
+}
+
+/// The venv the host runs Python skills with.
+pub fn venv_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("python")
+}
+
+/// The sandbox configuration of every command: work dir and venv in the data dir, this
+/// binary as the egress shim.
+pub fn config(data_dir: &Path) -> BwrapConfig {
+    let mut config = BwrapConfig::new(data_dir.join("sandbox"));
+    config.venv = Some(std::env::var_os("SKILLHOST_VENV").map_or_else(|| venv_dir(data_dir), PathBuf::from));
+    if let Ok(exe) = std::env::current_exe() {
+        config.shim = Some(vec![exe.into_os_string(), shim::SUBCOMMAND.into()]);
+    }
+    config
+}
+
+/// Run a setup command.
+pub async fn setup(command: SetupCommand, data_dir: &Path) -> Result<()> {
+    let SetupCommand::Python(args) = command;
+    let mut options = SetupOptions::new(args.venv.unwrap_or_else(|| venv_dir(data_dir)));
+    options.extra = args.with;
+    options.python = args.python;
+    options.force = args.force;
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg:40!} [{bar:30}] {pos}/{len} [{elapsed}]")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    let venv = skillhost::python::setup(&options, |event| match event {
+        SetupEvent::UpToDate => bar.set_message("up to date"),
+        SetupEvent::Creating => bar.set_message("creating the venv"),
+        SetupEvent::Installing { done, total, line } => {
+            bar.set_length(total);
+            bar.set_position(done);
+            bar.set_message(line);
+        }
+        _ => {}
+    })
+    .await
+    .context("setting up the managed Python")?;
+    bar.finish_and_clear();
+    eprintln!("python venv ready: {} (Python from {})", venv.dir.display(), venv.prefix.display());
+    Ok(())
+}
+
+/// `skillhost __shim ARGS`: run the egress shim as this process's only work.
+pub fn run_shim(args: Vec<OsString>) -> ExitCode {
+    match shim::ShimArgs::parse_from(args) {
+        Ok(args) => shim::run(args),
+        Err(e) => {
+            eprintln!("skillhost-shim: {e}");
+            ExitCode::from(shim::EXIT_SHIM_FAILED)
+        }
+    }
+}
