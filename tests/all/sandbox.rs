@@ -329,3 +329,54 @@ async fn declared_secrets_arrive_as_environment_variables_only() {
     assert_eq!(out["env"]["PROBE_KEY"], "s3cret-value");
     assert_eq!(out["env"].as_object().unwrap().values().filter(|v| *v == "s3cret-value").count(), 1);
 }
+
+/// The bundled site-check skill, its `[network]` pointed at `port` on the loopback.
+fn site_check(parent: &Path, port: u16) -> std::path::PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills/site-check");
+    let dir = parent.join("site-check");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["server.py", "test_server.py", "SKILL.md", "skill.toml"] {
+        std::fs::copy(source.join(file), dir.join(file)).unwrap();
+    }
+    let manifest = std::fs::read_to_string(dir.join("skill.toml")).unwrap();
+    let (head, _) = manifest.split_once("[network]").expect("site-check has a [network] section");
+    std::fs::write(dir.join("skill.toml"), format!("{head}[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bundled_site_check_skill_checks_a_local_server() {
+    let server = TestServer::start();
+    let env = SandboxHost::new();
+    let dir = site_check(env.skills.path(), server.port());
+    let skill = tokio::time::timeout(HANG_GUARD, env.host.load_path(&dir)).await.unwrap().unwrap();
+    let out = ok(&skill, "check_site", json!({"url": format!("http://127.0.0.1:{}/ok", server.port())})).await;
+    assert_eq!((out["up"].clone(), out["status"].clone()), (json!(true), json!(200)), "{out}");
+    let out = ok(&skill, "check_site", json!({"url": "https://example.org/"})).await;
+    assert_eq!(out["up"], false, "a host not allowed is refused by the proxy: {out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skill_tests_run_in_a_throwaway_sandbox() {
+    let env = SandboxHost::new();
+    let host = &env.host;
+    let test = async |dir: std::path::PathBuf| {
+        let source = skillhost::read_server_source(&dir).unwrap();
+        let grant = skillhost::Grant::new(&source.manifest, host.policy()).unwrap();
+        host.sandbox().unwrap().test_skill(&source, grant, Duration::from_secs(30)).await
+    };
+    let dir = site_check(env.skills.path(), 9);
+    let report = test(dir.clone()).await;
+    assert!(report.passed, "{report:?}");
+    assert_eq!(report.tests.as_ref().unwrap().exit_code, Some(0));
+    assert!(report.tests.as_ref().unwrap().output.contains("3 passed"), "{report:?}");
+    assert_eq!(report.tools, ["check_site", "broken_links"]);
+
+    // A failing test fails the report, with pytest's output; the sandbox is read-only.
+    let tests = std::fs::read_to_string(dir.join("test_server.py")).unwrap();
+    std::fs::write(dir.join("test_server.py"), format!("{tests}\n\ndef test_cannot_write_the_skill():\n    open('pwned', 'w')\n")).unwrap();
+    let report = test(dir).await;
+    assert!(!report.passed, "{report:?}");
+    let output = &report.tests.as_ref().unwrap().output;
+    assert!(output.contains("Read-only file system") && output.contains("1 failed"), "{output}");
+}

@@ -249,6 +249,25 @@ Examples:
     #[command(subcommand)]
     Setup(sandbox::SetupCommand),
 
+    /// Run a Python/server skill's tests in a throwaway sandbox, then check its MCP handshake
+    #[command(after_help = "Runs `python -m pytest test_server.py` inside a sandbox with the skill's own
+profile (no network, no secrets), kills everything after the hard timeout, then starts
+the server, completes the MCP handshake and lists its tools. Exit code 0 when all passed.
+
+Examples:
+  skillhost test site-check
+  skillhost test ./my-skill --json")]
+    Test {
+        /// Skill folder, or the name of one in the skills directory.
+        skill: String,
+        /// Hard timeout for tests and handshake together.
+        #[arg(long, default_value = "30s", value_parser = parse_duration)]
+        timeout: std::time::Duration,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+
     /// The egress shim, the first process of a networked sandbox (internal)
     #[command(name = "__shim", hide = true)]
     Shim {
@@ -479,6 +498,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Setup(command) => {
             sandbox::setup(command, &data_dir).await?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Test { skill, timeout, json } => {
+            let host = host()?;
+            let passed = sandbox::test(&host, &skill, &cli.skills, timeout, json).await?;
+            Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(exit::TOOL_ERROR) })
         }
         Command::Shim { .. } => unreachable!("handled before the runtime starts"),
         Command::New { name, dir, sdk } => {

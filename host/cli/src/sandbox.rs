@@ -101,3 +101,31 @@ pub fn run_shim(args: Vec<OsString>) -> ExitCode {
         }
     }
 }
+
+/// `skillhost test SKILL`: the skill's tests in a throwaway sandbox, then its handshake.
+pub async fn test(host: &skillhost::Host, skill: &str, skills_dir: &Path, limit: std::time::Duration, json: bool) -> Result<bool> {
+    let dir = if Path::new(skill).is_dir() { PathBuf::from(skill) } else { skills_dir.join(skill) };
+    let runtime = host.sandbox().map_err(|e| anyhow::anyhow!("no sandbox runtime: {e}"))?;
+    let source = skillhost::read_server_source(&dir)
+        .with_context(|| format!("{} is not a `[server]` skill folder; `skillhost test` runs Python and other server skills", dir.display()))?;
+    let grant = skillhost::Grant::new(&source.manifest, host.policy()).map_err(skillhost::LoadError::from)?;
+    let report = runtime.test_skill(&source, grant, limit).await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        if let Some(run) = &report.tests {
+            println!("$ {}", run.command);
+            println!("{}", run.output.trim_end());
+        } else {
+            println!("no test_server.py: only the handshake is checked");
+        }
+        if !report.tools.is_empty() {
+            println!("tools: {}", report.tools.join(", "));
+        }
+        match &report.error {
+            None => println!("PASS {}", report.skill),
+            Some(error) => println!("FAIL {}: {error}", report.skill),
+        }
+    }
+    Ok(report.passed)
+}

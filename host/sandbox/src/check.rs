@@ -1,1 +1,118 @@
-//! `skillhost test`: a skill's own tests in a throwaway sandbox.
+//! `skillhost test`: a skill's own tests (`pytest test_server.py`) in a throwaway
+//! sandbox with the same profile as production — no network and no secrets, since the
+//! skill may not be approved — under one hard timeout (30 s by default), then the MCP
+//! handshake and `tools/list` of its server.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::Serialize;
+use skillhost_core::{Grant, SkillCode, SkillSource};
+use tokio::io::AsyncReadExt;
+
+use crate::BwrapRuntime;
+
+/// Largest test output kept, bytes (the tail is kept).
+const MAX_OUTPUT: usize = 64 << 10;
+
+/// The outcome of `skillhost test`.
+#[derive(Clone, Debug, Serialize)]
+pub struct TestReport {
+    /// The skill.
+    pub skill: String,
+    /// Tests passed (or there were none) and the server answered the handshake.
+    pub passed: bool,
+    /// The pytest run; `None` when the skill has no `test_server.py`.
+    pub tests: Option<TestRun>,
+    /// The tools the server listed (empty when it did not start).
+    pub tools: Vec<String>,
+    /// What failed, one line.
+    pub error: Option<String>,
+}
+
+/// One run of the skill's tests.
+#[derive(Clone, Debug, Serialize)]
+pub struct TestRun {
+    /// The command, as run inside the sandbox.
+    pub command: String,
+    /// Its exit code (`None` when it was killed).
+    pub exit_code: Option<i32>,
+    /// Its stdout and stderr, interleaved by stream (the tail, when long).
+    pub output: String,
+}
+
+impl BwrapRuntime {
+    /// Run the tests of a `[server]` skill and check its server (see the module docs).
+    /// Never fails: every problem is in the report.
+    pub async fn test_skill(&self, source: &SkillSource, grant: Grant, limit: Duration) -> TestReport {
+        let skill = grant.skill.to_string();
+        let report = |tests: Option<TestRun>, tools: Vec<String>, error: Option<String>| {
+            let passed = error.is_none() && tests.as_ref().is_none_or(|t| t.exit_code == Some(0));
+            TestReport { skill: skill.clone(), passed, tests, tools, error }
+        };
+        let work = async {
+            let (launch, grant) = match self.prepare(source, grant.clone()) {
+                Ok(prepared) => prepared,
+                Err(e) => return report(None, vec![], Some(e.to_string())),
+            };
+            let has_tests = matches!(&source.code, SkillCode::Server { files, .. } if files.contains_key("test_server.py"));
+            let mut run = None;
+            if has_tests {
+                let Some(venv) = &self.inner.venv else {
+                    return report(None, vec![], Some(format!("its tests need the managed Python: {}", self.inner.venv_error.as_deref().unwrap_or("no venv"))));
+                };
+                let args = ["-m", "pytest", "test_server.py", "-v", "--tb=short", "-p", "no:cacheprovider"];
+                let (profile, _guards) = match launch.profile(&grant, false) {
+                    Ok(p) => p,
+                    Err(e) => return report(None, vec![], Some(e)),
+                };
+                let argv = profile.argv(venv.python().as_os_str(), &args.iter().map(Into::into).collect::<Vec<_>>());
+                let command = format!("python {}", args.join(" "));
+                let result = tokio::process::Command::new(&argv[0])
+                    .args(&argv[1..])
+                    .env_clear()
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .kill_on_drop(true)
+                    .spawn();
+                let mut child = match result {
+                    Ok(child) => child,
+                    Err(e) => return report(None, vec![], Some(format!("cannot start the sandbox: {e}"))),
+                };
+                let (mut out, mut err) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+                let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+                let (_, _, status) = tokio::join!(out.read_to_end(&mut stdout), err.read_to_end(&mut stderr), child.wait());
+                let mut output = String::from_utf8_lossy(&stdout).into_owned();
+                output.push_str(&String::from_utf8_lossy(&stderr));
+                if output.len() > MAX_OUTPUT {
+                    let mut cut = output.len() - MAX_OUTPUT;
+                    while !output.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    output.drain(..cut);
+                }
+                let exit_code = status.ok().and_then(|s| s.code());
+                let failed = exit_code != Some(0);
+                run = Some(TestRun { command, exit_code, output });
+                if failed {
+                    return report(run, vec![], Some("its tests failed".into()));
+                }
+            }
+            match self.load_server(source, grant).await {
+                Ok(loaded) => report(run, loaded.inner.tools.iter().map(|t| t.name.clone()).collect(), None),
+                Err(e) => report(run, vec![], Some(e.to_string())),
+            }
+        };
+        match tokio::time::timeout(limit, work).await {
+            Ok(report) => report,
+            Err(_) => TestReport {
+                skill: skill.clone(),
+                passed: false,
+                tests: None,
+                tools: vec![],
+                error: Some(format!("killed after the hard timeout of {limit:?}")),
+            },
+        }
+    }
+}

@@ -188,31 +188,11 @@ impl BwrapRuntime {
 
     /// Load `source` holding exactly `grant`; unlike [`SkillRuntime::load`] this returns
     /// the concrete type.
-    pub async fn load_server(&self, source: &SkillSource, mut grant: Grant) -> Result<Arc<BwrapSkill>, LoadError> {
+    pub async fn load_server(&self, source: &SkillSource, grant: Grant) -> Result<Arc<BwrapSkill>, LoadError> {
+        let (launch, grant) = self.prepare(source, grant)?;
         let name = grant.skill.clone();
         let fail = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
-        let (SkillCode::Server { files, .. }, Some(server)) = (&source.code, &source.manifest.server) else {
-            return Err(fail("not a `[server]` skill".into()));
-        };
-        let config = &self.inner.config;
-        if source.manifest.limits.memory.is_none() {
-            grant.limits.memory = config.default_memory;
-        }
-        let (command, _needs_python) = self.resolve(&server.command, files).map_err(&fail)?;
-        let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &command).map_err(|e| fail(format!("cannot write its files: {e}")))?;
-        for dir in &grant.dirs {
-            std::fs::create_dir_all(&dir.host)
-                .map_err(|e| fail(format!("cannot create its data directory {}: {e}", dir.host.display())))?;
-        }
-        let launch = Launch {
-            runtime: self.inner.clone(),
-            skill_dir,
-            command,
-            args: server.args.iter().map(OsString::from).collect(),
-            secrets: server.secrets.clone(),
-            idle_timeout: server.idle_timeout.unwrap_or(config.idle_timeout),
-            start_timeout: config.start_timeout,
-        };
+        let server = source.manifest.server.as_ref().expect("checked by prepare");
         // List the tools in a run that holds nothing beyond the files: no network, no
         // secrets (the skill may not be approved yet).
         let discovery = launch.start(&grant, false, 0).await.map_err(|e| fail(format!("its server did not start: {e}")))?;
@@ -240,6 +220,36 @@ impl BwrapRuntime {
         }
         tracing::debug!(skill = %inner.grant.skill, tools = inner.tools.len(), "loaded server skill");
         Ok(Arc::new(BwrapSkill { inner }))
+    }
+
+    /// Check a `[server]` skill, write its files and say how to start it; the grant with
+    /// the runtime's memory default applied.
+    pub(crate) fn prepare(&self, source: &SkillSource, mut grant: Grant) -> Result<(Launch, Grant), LoadError> {
+        let name = grant.skill.clone();
+        let fail = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
+        let (SkillCode::Server { files, .. }, Some(server)) = (&source.code, &source.manifest.server) else {
+            return Err(fail("not a `[server]` skill".into()));
+        };
+        let config = &self.inner.config;
+        if source.manifest.limits.memory.is_none() {
+            grant.limits.memory = config.default_memory;
+        }
+        let (command, _needs_python) = self.resolve(&server.command, files).map_err(&fail)?;
+        let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &command).map_err(|e| fail(format!("cannot write its files: {e}")))?;
+        for dir in &grant.dirs {
+            std::fs::create_dir_all(&dir.host)
+                .map_err(|e| fail(format!("cannot create its data directory {}: {e}", dir.host.display())))?;
+        }
+        let launch = Launch {
+            runtime: self.inner.clone(),
+            skill_dir,
+            command,
+            args: server.args.iter().map(OsString::from).collect(),
+            secrets: server.secrets.clone(),
+            idle_timeout: server.idle_timeout.unwrap_or(config.idle_timeout),
+            start_timeout: config.start_timeout,
+        };
+        Ok((launch, grant))
     }
 
     /// The command as seen inside the sandbox, and whether it needs the venv.
@@ -308,9 +318,9 @@ pub(crate) struct Launch {
 }
 
 impl Launch {
-    /// Start a server. `full`: with the skill's secrets and network (a call's server);
-    /// otherwise with neither (the load-time run that lists tools).
-    pub(crate) async fn start(&self, grant: &Grant, full: bool, generation: u64) -> Result<Arc<Server>, String> {
+    /// The profile of a sandbox for `grant` (see [`start`](Self::start) for `full`), its
+    /// private runtime dir and what must live as long as the sandbox.
+    pub(crate) fn profile(&self, grant: &Grant, full: bool) -> Result<(Profile, Vec<Box<dyn std::any::Any + Send + Sync>>), String> {
         let runtime = &self.runtime;
         let config = &runtime.config;
         let run_dir = tempfile::Builder::new()
@@ -362,6 +372,15 @@ impl Launch {
             },
             net,
         };
+        guards.push(Box::new(run_dir));
+        Ok((profile, guards))
+    }
+
+    /// Start a server. `full`: with the skill's secrets and network (a call's server);
+    /// otherwise with neither (the load-time run that lists tools).
+    pub(crate) async fn start(&self, grant: &Grant, full: bool, generation: u64) -> Result<Arc<Server>, String> {
+        let config = &self.runtime.config;
+        let (profile, guards) = self.profile(grant, full)?;
         let argv = profile.argv(&self.command, &self.args);
         tracing::trace!(skill = %grant.skill, ?argv, "starting server");
         Server::start(Spawn {
@@ -371,11 +390,8 @@ impl Launch {
             log_cap: grant.limits.log.saturating_mul(16),
             start_timeout: config.start_timeout,
             generation,
-            guards: {
-                // The proxy (removing its socket) goes before the directory.
-                guards.push(Box::new(run_dir));
-                guards
-            },
+            // The proxy (removing its socket) goes before the directory.
+            guards,
         })
         .await
     }

@@ -35,7 +35,8 @@ pub use skillhost_core::{
 };
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
 pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig, package};
-pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, Venv, python, shim};
+pub use skillhost_sandbox::check::{TestReport, TestRun};
+pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, Venv, python, read_source as read_server_source, shim};
 
 pub use skillhost_registry::{
     ApprovalRequest, ApprovedBy, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError, RegistryEvent,
