@@ -143,3 +143,36 @@ impl ServerSection {
         Ok(ServerConfig { command, args: self.args, start: self.start, idle_timeout, secrets: self.secrets })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::manifest::test_manifest;
+    use crate::SkillManifest;
+    use std::path::Path;
+
+    fn parse(extra: &str) -> Result<SkillManifest, String> {
+        SkillManifest::parse(&format!("name = \"demo\"\nversion = \"1\"\ndescription = \"d\"\n{extra}"), Path::new("skill.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn server_section() {
+        let m = test_manifest("[server]\ncommand = \"python\"\nargs = [\"server.py\"]\nstart = \"eager\"\nidle_timeout = \"2m\"\n[[server.secrets]]\nname = \"k\"\nenv = \"API_KEY\"\n");
+        let server = m.server.unwrap();
+        assert_eq!((server.command.as_str(), server.args.as_slice()), ("python", &["server.py".to_owned()][..]));
+        assert_eq!(server.idle_timeout, Some(std::time::Duration::from_secs(120)));
+        for (extra, expected) in [
+            ("[server]\ncommand = \"\"\n", "`[server] command` is empty"),
+            ("[server]\ncommand = \"x\"\nshell = true\n", "unknown field `shell`"),
+            ("[server]\ncommand = \"x\"\nidle_timeout = \"0s\"\n", "idle_timeout` is 0"),
+            ("[server]\ncommand = \"x\"\n[[server.secrets]]\nname = \"k\"\nenv = \"PATH\"\n", "`PATH` is set by the sandbox"),
+            ("[server]\ncommand = \"x\"\n[[server.secrets]]\nname = \"k\"\nenv = \"lower\"\n", "not a valid environment variable name"),
+            (
+                "[server]\ncommand = \"x\"\n[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"k\"\nheader = \"X-Key\"\nhosts = [\"https://a.org\"]\n",
+                "as an environment variable with `[[server.secrets]]",
+            ),
+        ] {
+            let err = parse(extra).unwrap_err();
+            assert!(err.contains(expected), "{err:?} should contain {expected:?}");
+        }
+    }
+}

@@ -51,7 +51,7 @@ fn backoff(failures: u32) -> Duration {
 }
 
 impl BwrapSkill {
-    /// The process id of the running server, if one runs (for tests and diagnostics).
+    /// Whether a server process runs now (for tests and diagnostics).
     pub async fn running(&self) -> bool {
         self.inner.state.lock().await.server.as_ref().is_some_and(|s| !s.is_closed())
     }
