@@ -113,7 +113,7 @@ impl Builtin {
     }
 
     /// The MCP tool definition.
-    pub fn to_mcp(&self) -> Tool {
+    pub fn to_mcp(self) -> Tool {
         let Value::Object(schema) = self.input_schema() else { unreachable_schema() };
         Tool::new(self.name(), self.description(), Arc::new(schema))
             .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false))

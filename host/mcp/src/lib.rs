@@ -58,7 +58,8 @@ pub enum McpError {
 /// Serve one MCP session on this process's stdin and stdout until the client closes it.
 /// Log to stderr only: stdout carries the protocol.
 pub async fn serve_stdio(server: SkillhostMcp) -> Result<(), McpError> {
-    serve(server, rmcp::transport::stdio()).await
+    // Pipes on the IO reactor, not the blocking pool: one thread hand-off less per message.
+    serve(server, rmcp::transport::stdio_pipes()).await
 }
 
 /// Serve one MCP session over any rmcp transport (a pipe, a socket, an in-memory duplex

@@ -36,7 +36,7 @@ use tokio::sync::broadcast;
 
 use crate::builtin::{self, Builtin};
 use crate::knowledge;
-use crate::tools::{SEPARATOR, ToolEntry, public_name, table};
+use crate::tools::{SEPARATOR, ToolEntry, public_name, table, tool_count};
 
 /// How the MCP front behaves.
 #[derive(Clone, Debug)]
@@ -123,7 +123,7 @@ impl SkillhostMcp {
     /// The tools `tools/list` shows this session.
     fn visible(&self) -> Vec<Tool> {
         let tools = table(&self.shared.registry);
-        let mut listed: Vec<Tool> = builtin::all().iter().map(Builtin::to_mcp).collect();
+        let mut listed: Vec<Tool> = builtin::all().iter().map(|b| b.to_mcp()).collect();
         if self.deferred(&tools) {
             let activated = lock(&self.session.activated);
             let pinned = &self.shared.config.pinned;
@@ -172,8 +172,7 @@ impl SkillhostMcp {
             }
         }
         // Activation on first use: a call by exact name makes a deferred tool visible.
-        let tools = table(&self.shared.registry);
-        if self.deferred(&tools) {
+        if tool_count(&self.shared.registry) > self.shared.config.deferred_threshold {
             self.activate([tool.name.clone()]);
         }
         let input = Value::Object(params.arguments.unwrap_or_default());
@@ -387,6 +386,18 @@ impl ServerHandler for SkillhostMcp {
         };
         self.forward_changes(send, context.cancelled()).await;
         Ok(())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: `{}` is not an MCP method skillhost serves", request.method),
+            None,
+        ))
     }
 
     async fn list_tools(

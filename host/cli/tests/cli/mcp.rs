@@ -37,7 +37,7 @@ impl McpEnv {
         let python = fixtures::python::venv().join("bin/python");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_client.py");
         let mut cmd = Command::new(&python);
-        cmd.arg(&script)
+        cmd.env("SKILLHOST_VENV", fixtures::python::venv()).arg(&script)
             .args([scenario, mode, env!("CARGO_BIN_EXE_skillhost")])
             .arg(self.skills.path())
             .arg(self.data.path())
@@ -65,6 +65,17 @@ fn tools_structured_output_errors_and_progress_in_both_protocol_eras() {
         }
         assert_eq!(facts["progress"].as_f64(), Some(3.0), "the last progress report arrives");
         assert!(facts["unknown"].as_str().unwrap().contains("tool_search"), "{facts}");
+    }
+}
+
+#[test]
+fn sandboxed_python_skills_are_served_like_wasm_ones() {
+    for mode in MODES {
+        let env = McpEnv::new();
+        fixtures::python::install("sandbox-probe", env.skills.path(), "");
+        fixtures::python::install("time-server", env.skills.path(), "");
+        let facts = env.run("sandboxed", mode, None);
+        eprintln!("{mode}: next sandboxed call answered {} ms after cancelling a hung one", facts["next_call_ms"]);
     }
 }
 
@@ -211,4 +222,80 @@ fn http_transport_requires_its_bearer_token() {
         .unwrap();
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("needs a bearer token"), "{refused:?}");
+}
+
+/// `skillhost serve` on stdio with rmcp's own client, and a raw JSON-RPC exchange.
+mod rmcp_client {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+    use serde_json::json;
+
+    use super::McpEnv;
+
+    fn command(env: &McpEnv) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillhost"));
+        cmd.arg("--skills").arg(env.skills.path()).arg("--data-dir").arg(env.data.path()).arg("serve");
+        cmd
+    }
+
+    #[tokio::test]
+    async fn list_and_call_with_the_rmcp_client() {
+        let env = McpEnv::new();
+        env.limits("limits", "");
+        let client = ().serve(TokioChildProcess::new(command(&env)).unwrap()).await.unwrap();
+        let tools = client.list_all_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "limits__echo"), "{tools:?}");
+        let args = json!({"value": [1, 2]}).as_object().unwrap().clone();
+        let result = client.call_tool(CallToolRequestParams::new("limits__echo").with_arguments(args)).await.unwrap();
+        assert_eq!(result.is_error, Some(false));
+        let text = result.content[0].as_text().unwrap().text.clone();
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), json!([1, 2]));
+        let failed = client
+            .call_tool(CallToolRequestParams::new("limits__fail").with_arguments(json!({"kind": "denied"}).as_object().unwrap().clone()))
+            .await
+            .unwrap();
+        assert_eq!(failed.is_error, Some(true));
+        client.cancel().await.unwrap();
+    }
+
+    /// Send `lines` to a fresh `skillhost serve` and return the reply with id `id`.
+    async fn reply_to(env: &McpEnv, lines: &[String], id: i64) -> serde_json::Value {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut child = command(env)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        for line in lines {
+            stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        }
+        loop {
+            let line = tokio::time::timeout(std::time::Duration::from_secs(30), stdout.next_line()).await.unwrap().unwrap().unwrap();
+            let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn unknown_methods_get_method_not_found_at_once() {
+        let env = McpEnv::new();
+        // A 2026-07-28 request carries its lifecycle in `_meta`.
+        let modern = [r#"{"jsonrpc":"2.0","id":7,"method":"skills/teleport","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#.to_owned()];
+        // The handshake era initializes first.
+        let legacy = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":8,"method":"skills/teleport","params":{}}"#.to_owned(),
+        ];
+        for reply in [reply_to(&env, &modern, 7).await, reply_to(&env, &legacy, 8).await] {
+            assert_eq!(reply["error"]["code"], -32601, "{reply}");
+            assert!(reply["error"]["message"].as_str().unwrap().contains("skills/teleport"), "{reply}");
+        }
+    }
 }

@@ -39,7 +39,7 @@ class Server:
         self.params = StdioServerParameters(
             command=exe,
             args=["--skills", skills, "--data-dir", data, "serve", *extra],
-            env={"SKILLHOST_LOG": "warn"},
+            env={"SKILLHOST_LOG": "warn", **{k: v for k, v in os.environ.items() if k in ("SKILLHOST_VENV", "PATH")}},
         )
         self.changes = 0
         self.elicitations = []
@@ -218,7 +218,25 @@ async def knowledge(server, outside):
         print(json.dumps({"instructions": len(skill["instructions"])}))
 
 
-SCENARIOS = {f.__name__: f for f in [basics, cancel, list_changed, deferred, approval, no_elicitation, knowledge]}
+async def sandboxed(server, _arg):
+    async with server.client() as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        for name in ["sandbox-probe__echo", "sandbox-probe__hang", "time-server__get_current_time"]:
+            check(name in tools, f"{name} not listed: {sorted(tools)}")
+        echo = await client.call_tool("sandbox-probe__echo", {"text": "hi"})
+        check(not echo.is_error and "hi" in text_of(echo), text_of(echo))
+        now = await client.call_tool("time-server__get_current_time", {"timezone": "UTC"})
+        check(not now.is_error and "UTC" in text_of(now), text_of(now))
+        with anyio.move_on_after(1.0):
+            await client.call_tool("sandbox-probe__hang", {})
+            fail("hang returned")
+        cancelled = time.monotonic()
+        again = await client.call_tool("sandbox-probe__echo", {"text": "after"})
+        check(not again.is_error and "after" in text_of(again), text_of(again))
+        print(json.dumps({"protocol": client.protocol_version, "next_call_ms": round((time.monotonic() - cancelled) * 1000)}))
+
+
+SCENARIOS = {f.__name__: f for f in [sandboxed, basics, cancel, list_changed, deferred, approval, no_elicitation, knowledge]}
 
 
 def main():
