@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
 cargo build --quiet -p skillhost-cli
+# Python skills run with the venv setup.sh prepared, unless one is named.
+export SKILLHOST_VENV="${SKILLHOST_VENV:-$PWD/target/python}"
 bin=target/debug/skillhost
 for dir in skills/*/; do
     dir=${dir%/}
