@@ -1,0 +1,42 @@
+//! skillhost's search index: finds skills and tools by what they do.
+//!
+//! ```no_run
+//! # fn demo(registry: &skillhost_registry::Registry) -> Result<(), skillhost_index::IndexError> {
+//! use skillhost_index::{Query, SearchIndex, Target};
+//!
+//! let index = SearchIndex::new()?;
+//! index.sync(registry)?;
+//! let found = index.search(&Query::new("is my site down?", Target::Tools))?;
+//! for hit in &found.hits {
+//!     println!("{} {:.2}", hit.public_name(), hit.score);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! - `doc`: what is indexed: [`SkillDoc`] and [`ToolDoc`], built from a registry
+//!   [`Entry`](skillhost_registry::Entry) or written by hand (tests, benchmarks), and
+//!   the [`SideEffects`] order of seed 002 §1.5.
+//! - `text`: the analyzer (split on non-alphanumerics, lowercase, English stop words,
+//!   Porter stemming) shared by indexing and queries.
+//! - `index`: [`SearchIndex`], tantivy BM25 over one document per tool and one per
+//!   skill, kept in step with the registry ([`SearchIndex::sync`],
+//!   [`SearchIndex::apply`], [`SearchIndex::follow`]).
+//! - `embed`: the [`Embedder`] trait; with one, ranking is hybrid (reciprocal rank
+//!   fusion of BM25 and cosine similarity), without one BM25 alone.
+//! - `rank`: the score contract: scores in `[0, 1]` by min-max over the returned hits,
+//!   deterministic order, and the "no tool matched well" signal.
+//!
+//! **Invariant:** the index sees the registry only through its catalog and events, and a
+//! skill's documents are removed before any change to it is committed, so a removed or
+//! disabled skill never comes back in results.
+
+mod doc;
+mod embed;
+mod index;
+mod rank;
+mod text;
+
+pub use doc::{SideEffects, SkillDoc, ToolDoc};
+pub use embed::{EmbedError, Embedder};
+pub use index::{IndexError, Query, SearchIndex, SyncStats, Target};
+pub use rank::{Hit, Ranker, SearchResults, WEAK_MATCH};

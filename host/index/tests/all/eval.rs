@@ -1,0 +1,171 @@
+//! The evaluation set of tests/search-eval: recall@1, recall@5 and MRR of tool search,
+//! overall and per kind of query, and how well the weak-match signal separates
+//! requests no tool serves. Run with `--nocapture` to see the figures.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use skillhost_index::{Query, SearchIndex, SideEffects, SkillDoc, Target, ToolDoc};
+
+#[derive(Deserialize)]
+struct Catalogue {
+    skill: Vec<EvalSkill>,
+}
+
+#[derive(Deserialize)]
+struct EvalSkill {
+    name: String,
+    description: String,
+    keywords: Vec<String>,
+    example_queries: Vec<String>,
+    tool: Vec<EvalTool>,
+}
+
+#[derive(Deserialize)]
+struct EvalTool {
+    name: String,
+    description: String,
+    #[serde(default)]
+    effects: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Queries {
+    query: Vec<Labelled>,
+    unmatched: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Labelled {
+    q: String,
+    expect: String,
+    kind: String,
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/search-eval")
+}
+
+fn effects(name: Option<&str>) -> SideEffects {
+    match name {
+        None | Some("pure") => SideEffects::Pure,
+        Some("read") => SideEffects::Read,
+        Some("write") => SideEffects::Write,
+        Some("external") => SideEffects::External,
+        Some("stateful") => SideEffects::Stateful,
+        Some(other) => panic!("unknown effects `{other}` in skills.toml"),
+    }
+}
+
+/// The catalogue as the index sees it.
+pub fn catalogue() -> Vec<SkillDoc> {
+    let text = std::fs::read_to_string(dir().join("skills.toml")).unwrap();
+    let catalogue: Catalogue = toml::from_str(&text).unwrap();
+    catalogue
+        .skill
+        .into_iter()
+        .map(|s| SkillDoc {
+            keywords: s.keywords,
+            example_queries: s.example_queries,
+            tools: s
+                .tool
+                .into_iter()
+                .map(|t| ToolDoc { name: t.name, description: t.description, side_effects: effects(t.effects.as_deref()) })
+                .collect(),
+            ..SkillDoc::new(s.name, s.description)
+        })
+        .collect()
+}
+
+fn queries() -> Queries {
+    toml::from_str(&std::fs::read_to_string(dir().join("queries.toml")).unwrap()).unwrap()
+}
+
+/// Recall@1, recall@5 and MRR (over the top 10) per kind of query, plus "all".
+#[derive(Default)]
+struct Figures {
+    n: usize,
+    at1: usize,
+    at5: usize,
+    rr: f64,
+}
+
+impl Figures {
+    fn add(&mut self, rank: Option<usize>) {
+        self.n += 1;
+        if let Some(rank) = rank {
+            self.at1 += usize::from(rank == 1);
+            self.at5 += usize::from(rank <= 5);
+            self.rr += 1.0 / rank as f64;
+        }
+    }
+    fn recall5(&self) -> f64 {
+        self.at5 as f64 / self.n as f64
+    }
+    fn line(&self, label: &str) -> String {
+        let n = self.n as f64;
+        format!("{label:<12} n={:<4} recall@1={:.3} recall@5={:.3} MRR={:.3}", self.n, self.at1 as f64 / n, self.recall5(), self.rr / n)
+    }
+}
+
+/// Evaluate `index` (already loaded with the catalogue); prints and returns the
+/// figures by kind.
+fn evaluate(index: &SearchIndex, label: &str) -> BTreeMap<String, Figures> {
+    let queries = queries();
+    let mut figures: BTreeMap<String, Figures> = BTreeMap::new();
+    let mut misses = Vec::new();
+    let mut weak_positives = 0;
+    for q in &queries.query {
+        let found = index.search(&Query::new(&q.q, Target::Tools).limit(10)).unwrap();
+        let rank = found.hits.iter().position(|h| h.public_name() == q.expect).map(|p| p + 1);
+        if rank != Some(1) {
+            misses.push(format!("  {:<52} want {:<36} got {}", q.q, q.expect, found.hits.first().map(|h| h.public_name()).unwrap_or_default()));
+        }
+        weak_positives += usize::from(found.weak());
+        figures.entry(q.kind.clone()).or_default().add(rank);
+        figures.entry("all".into()).or_default().add(rank);
+    }
+    let weak_negatives = queries
+        .unmatched
+        .iter()
+        .filter(|q| index.search(&Query::new(q, Target::Tools).limit(10)).unwrap().weak())
+        .count();
+    println!("search eval ({label}, ranker {}):", index.ranker());
+    for (kind, f) in &figures {
+        println!("  {}", f.line(kind));
+    }
+    println!(
+        "  weak-match signal: {weak_negatives}/{} unmatched requests flagged, {weak_positives}/{} labelled queries flagged",
+        queries.unmatched.len(),
+        queries.query.len()
+    );
+    println!("  not first ({}):\n{}", misses.len(), misses.join("\n"));
+    figures
+}
+
+#[test]
+fn the_evaluation_set_is_big_enough_and_every_label_exists() {
+    let skills = catalogue();
+    assert!(skills.len() >= 40, "{} skills", skills.len());
+    let tools: HashSet<String> =
+        skills.iter().flat_map(|s| s.tools.iter().map(move |t| format!("{}__{}", s.name, t.name))).collect();
+    let queries = queries();
+    assert!(queries.query.len() >= 150, "{} queries", queries.query.len());
+    for q in &queries.query {
+        assert!(tools.contains(&q.expect), "query `{}` expects unknown tool `{}`", q.q, q.expect);
+        assert!(["direct", "colloquial", "synonym", "typo"].contains(&q.kind.as_str()), "kind `{}`", q.kind);
+        let examples: Vec<&String> = skills.iter().flat_map(|s| &s.example_queries).collect();
+        assert!(!examples.iter().any(|e| e.eq_ignore_ascii_case(&q.q)), "`{}` is an example query verbatim", q.q);
+    }
+}
+
+#[test]
+fn bm25_recall_on_the_evaluation_set() {
+    let index = SearchIndex::new().unwrap();
+    index.upsert(catalogue()).unwrap();
+    let figures = evaluate(&index, "BM25 only");
+    let all = &figures["all"];
+    // A floor under the measured figure, so a ranking regression fails here.
+    assert!(all.recall5() >= 0.80, "{}", all.line("all"));
+}
