@@ -79,7 +79,9 @@ async fn server_skills_have_the_same_tiers_and_approvals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edits_need_reapproval_and_hot_reload_replaces_the_process() {
     let env = Env::new();
-    let dir = probe(&env, "probe", "[network]\nallow = [\"https://example.com\"]\n");
+    // A writable data dir puts it in the explicit tier (network would need the egress
+    // shim, which only the skillhost binary and the tests crate provide).
+    let dir = probe(&env, "probe", "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n");
     let registry = open(&env, true).await;
     let mut events = registry.subscribe();
     let request = registry.approval_request("probe").unwrap();
