@@ -10,6 +10,7 @@ mod build;
 mod new;
 mod output;
 mod sandbox;
+mod search;
 mod serve;
 
 use std::io::Read;
@@ -245,6 +246,9 @@ Examples:
   SKILLHOST_MCP_TOKEN=... skillhost serve --http")]
     Serve(serve::ServeArgs),
 
+    /// Find tools (or skills) by what they do, as an agent's tool_search does
+    Search(search::SearchArgs),
+
     /// Set up what skills need beyond the host (the managed Python for Python skills)
     #[command(subcommand)]
     Setup(sandbox::SetupCommand),
@@ -468,6 +472,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let registry = host.open_registry(registry_config(true)).await?;
             serve::serve(registry, args).await?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Search(args) => {
+            let host = host()?;
+            let registry = registry(&host).await?;
+            search::run(&registry, args)
         }
         Command::Inspect { path, json } => {
             let host = host()?;

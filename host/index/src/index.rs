@@ -451,6 +451,8 @@ impl SearchIndex {
             },
             _ => None,
         };
+        // Documents embedded: none (every embedding failed) means BM25 alone.
+        let query_vector = query_vector.filter(|_| meta.values().any(|m| m.vector.is_some()));
         let (candidates, best_cosine, ranker) = match &query_vector {
             Some(qv) => {
                 let mut dense: Vec<(&String, f32)> = meta

@@ -23,6 +23,8 @@
 //!   [`SearchIndex::apply`], [`SearchIndex::follow`]).
 //! - `embed`: the [`Embedder`] trait; with one, ranking is hybrid (reciprocal rank
 //!   fusion of BM25 and cosine similarity), without one BM25 alone.
+//! - `minilm` (feature `embed`, on by default): [`MiniLm`], all-MiniLM-L6-v2 through
+//!   fastembed with ONNX Runtime loaded from a file at run time; never downloads.
 //! - `rank`: the score contract: scores in `[0, 1]` by min-max over the returned hits,
 //!   deterministic order, and the "no tool matched well" signal.
 //!
@@ -33,10 +35,14 @@
 mod doc;
 mod embed;
 mod index;
+#[cfg(feature = "embed")]
+mod minilm;
 mod rank;
 mod text;
 
 pub use doc::{SideEffects, SkillDoc, ToolDoc};
 pub use embed::{EmbedError, Embedder};
+#[cfg(feature = "embed")]
+pub use minilm::{MODEL_DIR_ENV, MiniLm, ModelError, ModelFiles, from_env as embedder_from_env};
 pub use index::{IndexError, Query, SearchIndex, SyncStats, Target};
 pub use rank::{Hit, Ranker, SearchResults, WEAK_MATCH};

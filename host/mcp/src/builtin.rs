@@ -2,12 +2,14 @@
 //! activate deferred tools), and the skill knowledge tools `skill_list`, `skill_search`,
 //! `skill_get` and `read_skill_resource`. None of them changes what a skill may do.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use skillhost_index::{Query as IndexQuery, SearchIndex, Target};
 use skillhost_registry::{Registry, TrustState};
 
 use crate::knowledge;
@@ -162,66 +164,151 @@ fn parse<T: DeserializeOwned>(tool: &str, args: &JsonObject) -> Result<T, String
     serde_json::from_value(Value::Object(args.clone())).map_err(|e| format!("{tool}: invalid input: {e}"))
 }
 
+/// Told to the agent when no result matched its request well: it can ask for a skill.
+const NO_MATCH_HINT: &str = "No tool matched this request well. If none of these does what you need, a new skill \
+                             can be created for it: ask the user (skillhost new NAME builds one; a human approves it before it runs).";
+
+/// The index, synced with the registry first (cheap when nothing changed). `None`
+/// when it cannot be used: the caller falls back to the term matcher of `search`.
+fn synced<'a>(index: Option<&'a SearchIndex>, registry: &Registry) -> Option<&'a SearchIndex> {
+    let index = index?;
+    match index.sync(registry) {
+        Ok(_) => Some(index),
+        Err(e) => {
+            tracing::warn!(error = %e, "search index unusable: falling back to term matching");
+            None
+        }
+    }
+}
+
+/// Add the ranker and, when nothing matched well, the no-match signal.
+fn annotate(value: &mut Value, ranker: &str, weak: Option<bool>) {
+    value["ranker"] = json!(ranker);
+    if let Some(weak) = weak {
+        value["no_good_match"] = json!(weak);
+        if weak {
+            value["hint"] = json!(NO_MATCH_HINT);
+        }
+    }
+}
+
 /// `tool_search`: approved tools only. Returns the response and the names found (to
-/// activate). `deferred` says how the found tools are loaded, for the response.
-pub fn tool_search(registry: &Registry, args: &JsonObject, deferred: bool) -> Result<(Value, Vec<String>), String> {
+/// activate). `deferred` says how the found tools are loaded, for the response. `fts`
+/// goes to the search index when there is one; `regex` and `exact` (and `fts` without
+/// an index) use the matcher of `search`.
+pub fn tool_search(
+    registry: &Registry,
+    index: Option<&SearchIndex>,
+    args: &JsonObject,
+    deferred: bool,
+) -> Result<(Value, Vec<String>), String> {
     let args: SearchArgs = parse("tool_search", args)?;
     let limit = args.limit.clamp(1, MAX_LIMIT);
     let tools: Vec<ToolEntry> = table(registry).into_iter().filter(ToolEntry::approved).collect();
-    let bare: Vec<[&str; 1]> = tools.iter().map(|t| [t.spec.name.as_str()]).collect();
-    let docs: Vec<Document<'_>> = tools
+    let loading_mode = if deferred { "deferred" } else { "always" };
+    let (scored, ranker, weak): (Vec<(&ToolEntry, f64)>, &str, Option<bool>) =
+        match (args.search_type, synced(index, registry)) {
+            (SearchType::Fts, Some(index)) => {
+                let found = index
+                    .search(&IndexQuery::new(&args.query, Target::Tools).limit(limit))
+                    .map_err(|e| format!("tool_search: {e}"))?;
+                // The registry has the last word: only tools approved now are shown.
+                let by_name: HashMap<&str, &ToolEntry> = tools.iter().map(|t| (t.name.as_str(), t)).collect();
+                let scored = found
+                    .hits
+                    .iter()
+                    .filter_map(|h| by_name.get(h.public_name().as_str()).map(|t| (*t, h.score)))
+                    .collect();
+                (scored, found.ranker.as_str(), Some(found.weak()))
+            }
+            (mode, _) => {
+                let bare: Vec<[&str; 1]> = tools.iter().map(|t| [t.spec.name.as_str()]).collect();
+                let docs: Vec<Document<'_>> = tools
+                    .iter()
+                    .zip(&bare)
+                    .map(|(t, bare)| Document {
+                        name: &t.name,
+                        aliases: bare,
+                        text: format!("{} {}", t.skill, t.spec.description),
+                        side_effects: t.side_effects(),
+                    })
+                    .collect();
+                let hits = search(&docs, &args.query, mode, limit).map_err(|e| format!("tool_search: {e}"))?;
+                let scored = hits.iter().map(|h| (&tools[h.index], h.score)).collect();
+                let ranker = match mode {
+                    SearchType::Fts => "term-match",
+                    SearchType::Regex => "regex",
+                    SearchType::Exact => "exact",
+                };
+                (scored, ranker, None)
+            }
+        };
+    let found: Vec<String> = scored.iter().map(|(t, _)| t.name.clone()).collect();
+    let results: Vec<Value> = scored
         .iter()
-        .zip(&bare)
-        .map(|(t, bare)| Document {
-            name: &t.name,
-            aliases: bare,
-            text: format!("{} {}", t.skill, t.spec.description),
-            side_effects: t.side_effects(),
-        })
-        .collect();
-    let hits = search(&docs, &args.query, args.search_type, limit).map_err(|e| format!("tool_search: {e}"))?;
-    let found: Vec<String> = hits.iter().map(|h| tools[h.index].name.clone()).collect();
-    let results: Vec<Value> = hits
-        .iter()
-        .map(|h| {
-            let tool = &tools[h.index];
+        .map(|(tool, score)| {
             json!({
                 "name": tool.name,
                 "description": tool.spec.description,
-                "score": h.score,
+                "score": score,
                 "match_type": args.search_type,
-                "loading_mode": if deferred { "deferred" } else { "always" },
+                "loading_mode": loading_mode,
             })
         })
         .collect();
-    let value = json!({ "query": args.query, "search_type": args.search_type, "tools": results });
+    let mut value = json!({ "query": args.query, "search_type": args.search_type, "tools": results });
+    annotate(&mut value, ranker, weak);
     Ok((value, found))
 }
 
 /// `skill_search`: approved skills only.
-pub fn skill_search(registry: &Registry, args: &JsonObject) -> Result<Value, String> {
+pub fn skill_search(registry: &Registry, index: Option<&SearchIndex>, args: &JsonObject) -> Result<Value, String> {
     let args: SearchArgs = parse("skill_search", args)?;
     let limit = args.limit.clamp(1, MAX_LIMIT);
     let skills: Vec<_> = knowledge::skills(registry).into_iter().filter(|e| e.state == TrustState::Approved).collect();
-    let docs: Vec<Document<'_>> = skills
-        .iter()
-        .map(|e| Document {
-            name: e.name.as_str(),
-            aliases: &[],
-            text: knowledge::search_text(e),
-            side_effects: crate::tools::SideEffects::Pure,
-        })
-        .collect();
-    let hits = search(&docs, &args.query, args.search_type, limit).map_err(|e| format!("skill_search: {e}"))?;
-    let results: Vec<Value> = hits
-        .iter()
-        .map(|h| {
-            let entry = &skills[h.index];
-            let description = entry.loaded.as_ref().map(|l| l.description.clone()).unwrap_or_default();
-            json!({ "name": entry.name.as_str(), "description": description, "score": h.score })
-        })
-        .collect();
-    Ok(json!({ "query": args.query, "search_type": args.search_type, "skills": results }))
+    let description = |e: &skillhost_registry::Entry| e.loaded.as_ref().map(|l| l.description.clone()).unwrap_or_default();
+    let (results, ranker, weak): (Vec<Value>, &str, Option<bool>) = match (args.search_type, synced(index, registry)) {
+        (SearchType::Fts, Some(index)) => {
+            let found = index
+                .search(&IndexQuery::new(&args.query, Target::Skills).limit(limit))
+                .map_err(|e| format!("skill_search: {e}"))?;
+            let results = found
+                .hits
+                .iter()
+                .filter_map(|h| skills.iter().find(|e| e.name.as_str() == h.skill).map(|e| (e, h.score)))
+                .map(|(e, score)| json!({ "name": e.name.as_str(), "description": description(e), "score": score }))
+                .collect();
+            (results, found.ranker.as_str(), Some(found.weak()))
+        }
+        (mode, _) => {
+            let docs: Vec<Document<'_>> = skills
+                .iter()
+                .map(|e| Document {
+                    name: e.name.as_str(),
+                    aliases: &[],
+                    text: knowledge::search_text(e),
+                    side_effects: crate::tools::SideEffects::Pure,
+                })
+                .collect();
+            let hits = search(&docs, &args.query, mode, limit).map_err(|e| format!("skill_search: {e}"))?;
+            let results = hits
+                .iter()
+                .map(|h| {
+                    let entry = &skills[h.index];
+                    json!({ "name": entry.name.as_str(), "description": description(entry), "score": h.score })
+                })
+                .collect();
+            let ranker = match mode {
+                SearchType::Fts => "term-match",
+                SearchType::Regex => "regex",
+                SearchType::Exact => "exact",
+            };
+            (results, ranker, None)
+        }
+    };
+    let mut value = json!({ "query": args.query, "search_type": args.search_type, "skills": results });
+    annotate(&mut value, ranker, weak);
+    Ok(value)
 }
 
 /// `skill_list`.

@@ -16,7 +16,11 @@
 //!   structured output).
 //! - `builtin`: `tool_search`, `skill_list`, `skill_search`, `skill_get`,
 //!   `read_skill_resource`.
-//! - `search`: ranking with seed 002's score contract and deterministic order.
+//! - `search`: `regex` and `exact` matching with seed 002's score contract and
+//!   deterministic order; `fts` goes to the search index (`skillhost-index`), synced
+//!   with the registry before each search, and responses say which `ranker` answered
+//!   and, when nothing matched well, `no_good_match` with a hint that a skill can be
+//!   created.
 //! - `knowledge`: SKILL.md bodies within a token budget, and resource reads that never
 //!   leave a skill's folder.
 //! - `http`: streamable HTTP with a bearer token and Host/Origin checks.
@@ -34,6 +38,7 @@ mod tools;
 pub use http::{HttpConfig, serve_http};
 pub use search::SearchType;
 pub use server::{McpConfig, SkillhostMcp};
+pub use skillhost_index::SearchIndex;
 
 /// Why the MCP server stopped or could not start.
 #[derive(Debug, thiserror::Error)]

@@ -4,10 +4,10 @@
 //!
 //! Three modes: `exact` (the name, score 1), `regex` (case-insensitive; 0.95 whole
 //! name, 0.90 prefix, 0.85 inside the name, 0.75 only in the description), and `fts`
-//! (the default: BM25 over name and description terms, min-max normalised across the
-//! hits; a single hit or equal scores get 0.5). This is plain term matching over the
-//! registry's own text, the stand-in until the search index (tantivy + embeddings)
-//! takes over `fts`.
+//! (BM25 over name and description terms, min-max normalised across the hits; a single
+//! hit or equal scores get 0.5). `fts` is normally answered by the search index
+//! (`skillhost-index`: tantivy BM25, hybrid with an embedder); this term matcher is its
+//! fallback when the index cannot be used, reported as the `term-match` ranker.
 
 use std::collections::{BTreeSet, HashMap};
 

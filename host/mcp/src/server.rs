@@ -31,6 +31,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use skillhost_core::{CallContext, CallError, Progress};
+use skillhost_index::SearchIndex;
 use skillhost_registry::{Registry, RegistryError, RegistryEvent, TrustState};
 use tokio::sync::broadcast;
 
@@ -68,6 +69,9 @@ pub struct SkillhostMcp {
 struct Shared {
     registry: Arc<Registry>,
     config: McpConfig,
+    /// Ranks `fts` searches; synced with the registry before each search. `None` when
+    /// it could not be created (searches then use the term matcher of `search`).
+    index: Option<Arc<SearchIndex>>,
     /// Approvals asked of 2026-07-28 clients, by the handle sent as `requestState`.
     pending: Mutex<HashMap<String, PendingApproval>>,
     sessions: AtomicU64,
@@ -101,7 +105,30 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl SkillhostMcp {
     /// A server over `registry` with `config`; this value is the first session.
     pub fn new(registry: Arc<Registry>, config: McpConfig) -> Self {
-        let shared = Arc::new(Shared { registry, config, pending: Mutex::default(), sessions: AtomicU64::new(0), handles: AtomicU64::new(0) });
+        // Hybrid when the embedding model is installed ($SKILLHOST_MODEL_DIR), else BM25.
+        let index = match skillhost_index::embedder_from_env() {
+            Some(model) => SearchIndex::with_embedder(Arc::new(model)),
+            None => SearchIndex::new(),
+        };
+        let index = match index {
+            Ok(index) => Some(Arc::new(index)),
+            Err(e) => {
+                tracing::warn!(error = %e, "no search index: tool_search falls back to term matching");
+                None
+            }
+        };
+        Self::build(registry, config, index)
+    }
+
+    /// A server over `registry` whose `tool_search` and `skill_search` rank with
+    /// `index` (e.g. one with an embedder, for hybrid ranking). The index is synced with
+    /// the registry before each search.
+    pub fn with_index(registry: Arc<Registry>, config: McpConfig, index: Arc<SearchIndex>) -> Self {
+        Self::build(registry, config, Some(index))
+    }
+
+    fn build(registry: Arc<Registry>, config: McpConfig, index: Option<Arc<SearchIndex>>) -> Self {
+        let shared = Arc::new(Shared { registry, config, index, pending: Mutex::default(), sessions: AtomicU64::new(0), handles: AtomicU64::new(0) });
         Self { session: Session::new(&shared), shared }
     }
 
@@ -266,7 +293,7 @@ impl SkillhostMcp {
         let result = match builtin {
             Builtin::ToolSearch => {
                 let deferred = self.deferred(&table(registry));
-                builtin::tool_search(registry, args, deferred).map(|(value, found)| {
+                builtin::tool_search(registry, self.shared.index.as_deref(), args, deferred).map(|(value, found)| {
                     if deferred {
                         self.activate(found);
                     }
@@ -274,7 +301,7 @@ impl SkillhostMcp {
                 })
             }
             Builtin::SkillList => Ok(builtin::skill_list(registry)),
-            Builtin::SkillSearch => builtin::skill_search(registry, args),
+            Builtin::SkillSearch => builtin::skill_search(registry, self.shared.index.as_deref(), args),
             Builtin::SkillGet => builtin::skill_get(registry, args),
             Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
         };

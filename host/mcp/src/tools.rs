@@ -87,33 +87,9 @@ impl ToolEntry {
     }
 }
 
-/// How much a tool may touch, least first: the tie-break order of seed 002 §1.5.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum SideEffects {
-    /// Reads nothing outside its input.
-    Pure,
-    /// Reads from outside (network) without changing anything.
-    Read,
-    /// May delete or overwrite.
-    Write,
-    /// Acts on the outside world.
-    External,
-    /// Changes state we know nothing more about.
-    Stateful,
-}
-
-impl SideEffects {
-    /// Classify from a tool's hints.
-    pub fn of(hints: &Annotations) -> Self {
-        match (hints.read_only, hints.open_world, hints.destructive) {
-            (true, false, _) => SideEffects::Pure,
-            (true, true, _) => SideEffects::Read,
-            (false, _, true) => SideEffects::Write,
-            (false, true, false) => SideEffects::External,
-            (false, false, false) => SideEffects::Stateful,
-        }
-    }
-}
+/// How much a tool may touch, least first: the tie-break order of seed 002 §1.5 (one
+/// definition, shared with the search index).
+pub use skillhost_index::SideEffects;
 
 /// `SKILL__TOOL`, or `None` when it would break MCP's length rule.
 pub fn public_name(skill: &SkillName, tool: &str) -> Option<String> {

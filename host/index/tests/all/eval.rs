@@ -169,3 +169,45 @@ fn bm25_recall_on_the_evaluation_set() {
     // A floor under the measured figure, so a ranking regression fails here.
     assert!(all.recall5() >= 0.80, "{}", all.line("all"));
 }
+
+/// The pip-installed model wheels: `$SKILLHOST_MODEL_DIR`, else the repository's
+/// `target/python` venv.
+fn site_packages() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(skillhost_index::MODEL_DIR_ENV) {
+        return Some(dir.into());
+    }
+    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/python/lib");
+    std::fs::read_dir(lib).ok()?.filter_map(Result::ok).map(|e| e.path().join("site-packages")).find(|p| p.is_dir())
+}
+
+#[test]
+fn missing_model_files_are_named_and_search_stays_bm25() {
+    let empty = tempfile::tempdir().unwrap();
+    let err = skillhost_index::MiniLm::load(&skillhost_index::ModelFiles::in_site_packages(empty.path())).unwrap_err();
+    assert!(matches!(err, skillhost_index::ModelError::Missing(_)), "{err}");
+    assert!(err.to_string().contains("model.onnx"), "{err}");
+}
+
+#[test]
+fn hybrid_recall_on_the_evaluation_set() {
+    use skillhost_index::{MiniLm, ModelError, ModelFiles, Ranker};
+    let files = site_packages().map(|dir| ModelFiles::in_site_packages(&dir));
+    let model = match files.as_ref().map(MiniLm::load) {
+        Some(Ok(model)) => model,
+        None | Some(Err(ModelError::Missing(_))) => {
+            println!("search eval (hybrid): model not installed ({files:?}); hybrid not measured");
+            return;
+        }
+        Some(Err(e)) => panic!("the model files are there but do not load: {e}"),
+    };
+    let index = SearchIndex::with_embedder(std::sync::Arc::new(model)).unwrap();
+    index.upsert(catalogue()).unwrap();
+    assert_eq!(index.search(&Query::new("is my site down?", Target::Tools)).unwrap().ranker, Ranker::Hybrid);
+    let hybrid = evaluate(&index, "hybrid");
+    let bm25 = SearchIndex::new().unwrap();
+    bm25.upsert(catalogue()).unwrap();
+    let bm25 = evaluate(&bm25, "BM25 only, for comparison");
+    let mrr = |f: &BTreeMap<String, Figures>, kind: &str| f[kind].rr / f[kind].n as f64;
+    assert!(mrr(&hybrid, "colloquial") > mrr(&bm25, "colloquial"), "hybrid must beat BM25 on colloquial queries");
+    assert!(hybrid["all"].recall5() >= 0.85, "{}", hybrid["all"].line("all"));
+}
