@@ -204,12 +204,15 @@ fn http_transport_requires_its_bearer_token() {
     let wrong = http_status(&addr, &request("Authorization: Bearer nope\r\n", &addr));
     let right = http_status(&addr, &request("Authorization: Bearer sesame\r\n", &addr));
     let rebinding = http_status(&addr, &request("Authorization: Bearer sesame\r\n", "evil.example:80"));
+    let url = format!("http://{addr}/mcp");
+    let protocols: Vec<Value> = MODES.iter().map(|mode| env.run("http", mode, Some(&url))["protocol"].clone()).collect();
     child.kill().unwrap();
     let _ = child.wait();
     assert!(missing.contains("401"), "no token: {missing}");
     assert!(wrong.contains("401"), "wrong token: {wrong}");
     assert!(right.contains("200"), "right token: {right}");
     assert!(rebinding.contains("403") || rebinding.contains("400"), "foreign Host header: {rebinding}");
+    assert_eq!(protocols, ["2026-07-28", "2025-11-25"], "the Python SDK over HTTP, both modes");
 
     let refused = Command::new(env!("CARGO_BIN_EXE_skillhost"))
         .arg("--skills")

@@ -236,7 +236,21 @@ async def sandboxed(server, _arg):
         print(json.dumps({"protocol": client.protocol_version, "next_call_ms": round((time.monotonic() - cancelled) * 1000)}))
 
 
-SCENARIOS = {f.__name__: f for f in [sandboxed, basics, cancel, list_changed, deferred, approval, no_elicitation, knowledge]}
+async def http(server, url):
+    """`skillhost serve --http` with the token `sesame` (the stdio server is not used)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    client = httpx2.AsyncClient(headers={"Authorization": "Bearer sesame"}, timeout=30)
+    async with Client(streamable_http_client(url, http_client=client), mode=server.mode) as session:
+        tools = {t.name for t in (await session.list_tools()).tools}
+        check("limits__echo" in tools, f"tools over HTTP: {sorted(tools)}")
+        result = await session.call_tool("limits__echo", {"value": 5})
+        check(not result.is_error and json.loads(text_of(result)) == 5, text_of(result))
+        print(json.dumps({"protocol": session.protocol_version, "tools": len(tools)}))
+
+
+SCENARIOS = {f.__name__: f for f in [http, sandboxed, basics, cancel, list_changed, deferred, approval, no_elicitation, knowledge]}
 
 
 def main():
