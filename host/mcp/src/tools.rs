@@ -215,15 +215,4 @@ mod tests {
         tool.state = TrustState::PendingReview;
         assert!(tool.description().contains("calling asks the user to approve it"), "{}", tool.description());
     }
-
-    #[test]
-    fn side_effects_order() {
-        let of = |read_only, open_world, destructive| {
-            SideEffects::of(&Annotations { read_only, open_world, destructive, idempotent: false })
-        };
-        assert!(of(true, false, false) < of(true, true, false));
-        assert!(of(true, true, false) < of(false, false, true));
-        assert!(of(false, false, true) < of(false, true, false));
-        assert!(of(false, true, false) < of(false, false, false));
-    }
 }
