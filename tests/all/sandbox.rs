@@ -229,8 +229,10 @@ async fn progress_and_output_cap() {
     let out = call_with(&skill, "count", json!({"steps": 3}), cx).await.unwrap();
     assert_eq!(out.value["steps"], 3);
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 3, "{seen:?}");
-    assert_eq!((seen[2].done, seen[2].total, seen[2].message.as_deref()), (3, Some(3), Some("step 3")));
+    // Reports arrive in order (a stale one is dropped), each out of 3.
+    let done: Vec<u64> = seen.iter().map(|p| p.done).collect();
+    assert!(!done.is_empty() && done.windows(2).all(|w| w[0] < w[1]) && done.iter().all(|&d| (1..=3).contains(&d)), "{seen:?}");
+    assert!(seen.iter().all(|p| p.total == Some(3) && p.message.as_deref() == Some(&format!("step {}", p.done))), "{seen:?}");
 
     let err = call(&skill, "big", json!({"size": 4000})).await.unwrap_err();
     assert!(matches!(err, CallError::OutputLimit { limit: 1024, .. }), "{err}");
