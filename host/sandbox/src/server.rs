@@ -275,8 +275,10 @@ fn with_stderr(message: String, stderr: &Stderr) -> String {
     }
 }
 
-/// Log the server's stderr line by line, up to `cap` bytes; keep reading (and keep the
-/// tail) after that so the server never blocks on a full pipe.
+/// Log the server's stderr line by line at debug (servers print banners at every start;
+/// `-v` or `SKILLHOST_LOG=guest=debug` shows them), up to `cap` bytes; keep reading (and
+/// keep the tail, which crash messages quote) after that so the server never blocks on a
+/// full pipe.
 async fn drain_stderr(skill: SkillName, pipe: tokio::process::ChildStderr, state: Arc<Stderr>, cap: u64) {
     let mut reader = BufReader::new(pipe);
     let mut logged = 0u64;
@@ -292,7 +294,7 @@ async fn drain_stderr(skill: SkillName, pipe: tokio::process::ChildStderr, state
         state.push(line);
         if logged < cap {
             logged += line.len() as u64 + 1;
-            tracing::info!(target: "guest", skill = %skill, "{line}");
+            tracing::debug!(target: "guest", skill = %skill, "{line}");
             if logged >= cap {
                 tracing::warn!(target: "guest", skill = %skill, "stderr log cap of {cap} bytes reached; further lines are dropped");
             }
