@@ -1,0 +1,241 @@
+//! `bench-report`: writes BENCHMARKS.md from the last `cargo bench` run: criterion's
+//! estimates under `target/criterion`, the extra figures under `target/figures`
+//! (see `fixtures::figures`), and the machine it ran on. `scripts/bench.sh` runs the
+//! benches and then this.
+//!
+//! Usage: `bench-report [TARGET_DIR] [OUT]` (defaults: `target`, `BENCHMARKS.md`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use serde_json::Value;
+
+/// A measurement set beside the baseline it is judged against, both from the same run.
+struct Pair {
+    what: &'static str,
+    measured: &'static str,
+    baseline: &'static str,
+    goal: Option<Goal>,
+}
+
+/// A goal from the issues: a ratio to the baseline, an absolute median, or both.
+struct Goal {
+    text: &'static str,
+    max_ratio: Option<f64>,
+    max_ns: Option<f64>,
+}
+
+const fn ratio(text: &'static str, max: f64) -> Option<Goal> {
+    Some(Goal { text, max_ratio: Some(max), max_ns: None })
+}
+
+const PAIRS: &[Pair] = &[
+    Pair { what: "wasm call, warm (pre-instantiated) vs compiling per call", measured: "call/warm", baseline: "call/compile_per_call", goal: None },
+    Pair { what: "wasm load from the compiled cache vs cold compile", measured: "load/cached", baseline: "load/cold", goal: None },
+    Pair { what: "HTTP GET through the egress gate vs the host's direct request", measured: "egress/gated", baseline: "egress/direct", goal: ratio("≤ 1.05×", 1.05) },
+    Pair { what: "Python MCP server spawn to first answer, sandboxed vs unsandboxed", measured: "sandbox_spawn/sandboxed", baseline: "sandbox_spawn/direct", goal: ratio("≤ 1.2×", 1.2) },
+    Pair { what: "warm call to a Python MCP server, sandboxed vs unsandboxed", measured: "sandbox_call/sandboxed", baseline: "sandbox_call/direct", goal: Some(Goal { text: "≤ 1.2× and ≤ 2 ms", max_ratio: Some(1.2), max_ns: Some(2e6) }) },
+    Pair { what: "trivial tool over stdio MCP (raw client) vs in process", measured: "mcp/stdio_round_trip_raw", baseline: "mcp/in_process", goal: Some(Goal { text: "≤ 300 µs", max_ratio: None, max_ns: Some(300e3) }) },
+    Pair { what: "trivial tool over stdio MCP (rmcp client) vs in process", measured: "mcp/stdio_round_trip_rmcp", baseline: "mcp/in_process", goal: Some(Goal { text: "≤ 300 µs", max_ratio: None, max_ns: Some(300e3) }) },
+];
+
+/// One criterion benchmark: its id and the estimates of its last run, in nanoseconds.
+struct Estimate {
+    median: f64,
+    mean: f64,
+    mean_low: f64,
+    mean_high: f64,
+    /// When it was measured (the estimates file's modification time), UTC.
+    when: String,
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let target = PathBuf::from(args.next().unwrap_or_else(|| "target".into()));
+    let out = PathBuf::from(args.next().unwrap_or_else(|| "BENCHMARKS.md".into()));
+    let estimates = match criterion_estimates(&target.join("criterion")) {
+        Ok(e) if !e.is_empty() => e,
+        Ok(_) => {
+            eprintln!("bench-report: no criterion results under {}; run `cargo bench` first (scripts/bench.sh does both)", target.display());
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("bench-report: cannot read {}: {e}", target.join("criterion").display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let figures = extra_figures(&target.join("figures"));
+    let report = render(&estimates, &figures);
+    if let Err(e) = std::fs::write(&out, report) {
+        eprintln!("bench-report: cannot write {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    eprintln!("wrote {} ({} criterion benchmarks, {} other figures)", out.display(), estimates.len(), figures.len());
+    ExitCode::SUCCESS
+}
+
+/// Every `*/new/benchmark.json` under `dir`, keyed by criterion's full id.
+fn criterion_estimates(dir: &Path) -> std::io::Result<BTreeMap<String, Estimate>> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.is_dir() && path.file_name().is_some_and(|n| n == "new") {
+                if let Some((id, estimate)) = read_estimate(&path) {
+                    found.insert(id, estimate);
+                }
+            } else if path.is_dir() && path.file_name().is_some_and(|n| n != "report" && n != "base" && n != "change") {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+fn read_estimate(new: &Path) -> Option<(String, Estimate)> {
+    let id = read_json(&new.join("benchmark.json"))?["full_id"].as_str()?.to_owned();
+    let e = read_json(&new.join("estimates.json"))?;
+    let point = |k: &str| e[k]["point_estimate"].as_f64();
+    let bound = |k: &str| e["mean"]["confidence_interval"][k].as_f64();
+    let when = command("date", &["-u", "+%Y-%m-%d %H:%M", "-r", &new.join("estimates.json").to_string_lossy()]).unwrap_or_default();
+    Some((id, Estimate { median: point("median")?, mean: point("mean")?, mean_low: bound("lower_bound")?, mean_high: bound("upper_bound")?, when }))
+}
+
+/// Every line of every `*.jsonl` under `dir`, by file name.
+fn extra_figures(dir: &Path) -> Vec<(String, Value)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
+    files.sort();
+    let mut figures = Vec::new();
+    for file in files {
+        let source = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        for line in std::fs::read_to_string(&file).unwrap_or_default().lines().filter(|l| !l.trim().is_empty()) {
+            match serde_json::from_str::<Value>(line) {
+                Ok(value) => figures.push((source.clone(), value)),
+                Err(e) => eprintln!("bench-report: skipping a bad line in {}: {e}", file.display()),
+            }
+        }
+    }
+    figures
+}
+
+/// Nanoseconds in the unit a reader expects.
+fn duration(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// A ratio, written as a fraction when the measured side is far faster.
+fn times(ratio: f64) -> String {
+    if ratio < 0.1 { format!("{ratio:.4}× (1/{:.0})", 1.0 / ratio) } else { format!("{ratio:.2}×") }
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "**missed**" }
+}
+
+fn render(estimates: &BTreeMap<String, Estimate>, figures: &[(String, Value)]) -> String {
+    let mut md = String::new();
+    let commit = command("git", &["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let dirty = command("git", &["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    let _ = writeln!(md, "# skillhost benchmarks\n");
+    let _ = writeln!(
+        md,
+        "Generated by `scripts/bench.sh` (criterion benches, then `bench-report`) at commit `{commit}`{} on {}. \
+         Every ratio compares two figures measured in the same run on the same machine; medians unless stated.\n",
+        if dirty { " with local changes" } else { "" },
+        command("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_default(),
+    );
+    machine(&mut md);
+
+    let _ = writeln!(md, "## Against baselines\n\n| What | Measured | Baseline | Ratio | Goal |\n|---|---|---|---|---|");
+    for pair in PAIRS {
+        let (Some(m), Some(b)) = (estimates.get(pair.measured), estimates.get(pair.baseline)) else {
+            let _ = writeln!(md, "| {} | not run (`{}`) | | | |", pair.what, pair.measured);
+            continue;
+        };
+        let ratio = m.median / b.median;
+        let goal = match &pair.goal {
+            None => String::new(),
+            Some(goal) => {
+                let met = goal.max_ratio.is_none_or(|max| ratio <= max) && goal.max_ns.is_none_or(|max| m.median <= max);
+                format!("{}: {}", goal.text, verdict(met))
+            }
+        };
+        let _ = writeln!(md, "| {} | {} | {} | {} | {goal} |", pair.what, duration(m.median), duration(b.median), times(ratio));
+    }
+    for (_, f) in figures.iter().filter(|(_, f)| f.get("baseline").is_some()) {
+        let unit = f["unit"].as_str().unwrap_or("");
+        let (value, base) = (f["value"].as_f64().unwrap_or(f64::NAN), f["baseline"]["value"].as_f64().unwrap_or(f64::NAN));
+        let _ = writeln!(
+            md,
+            "| {} | {value:.3} {unit} | {base:.3} {unit} ({}) | {} | {} |",
+            f["figure"].as_str().unwrap_or("?"),
+            f["baseline"]["figure"].as_str().unwrap_or("?"),
+            times(value / base),
+            f["goal"].as_str().unwrap_or(""),
+        );
+    }
+
+    let others: Vec<_> = figures.iter().filter(|(_, f)| f.get("baseline").is_none()).collect();
+    if !others.is_empty() {
+        let _ = writeln!(md, "\n## Other figures\n\n| Source | Figure | Value | Goal |\n|---|---|---|---|");
+        for (source, f) in others {
+            let _ = writeln!(
+                md,
+                "| {source} | {} | {:.3} {} | {} |",
+                f["figure"].as_str().unwrap_or("?"),
+                f["value"].as_f64().unwrap_or(f64::NAN),
+                f["unit"].as_str().unwrap_or(""),
+                f["goal"].as_str().unwrap_or(""),
+            );
+        }
+    }
+
+    let _ = writeln!(md, "\n## Every criterion benchmark\n\n| Benchmark | Median | Mean | 95 % CI of the mean | Measured (UTC) |\n|---|---|---|---|---|");
+    for (id, e) in estimates {
+        let _ = writeln!(md, "| `{id}` | {} | {} | {} – {} | {} |", duration(e.median), duration(e.mean), duration(e.mean_low), duration(e.mean_high), e.when);
+    }
+    let _ = writeln!(
+        md,
+        "\n## Reproduce\n\n```sh\n./scripts/bench.sh            # every bench, then this report\n./scripts/bench.sh -p skillhost-index   # one crate's benches, then the report over all results on disk\n```\n\n\
+         Results of benches not rerun stay on disk from their last run (criterion keeps them under `target/criterion`), \
+         so compare figures of one run: the machine section above is read when the report is written."
+    );
+    md
+}
+
+/// CPU, cores, memory, load, kernel and toolchain.
+fn machine(md: &mut String) {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned()));
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kb: Option<u64> = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.split_whitespace().next()?.parse().ok()));
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let _ = writeln!(md, "## Machine\n");
+    let _ = writeln!(md, "- CPU: {} × {}", std::thread::available_parallelism().map_or(0, |n| n.get()), cpu.unwrap_or_else(|| "unknown".into()));
+    let _ = writeln!(md, "- Memory: {:.1} GiB", mem_kb.unwrap_or(0) as f64 / (1024.0 * 1024.0));
+    let _ = writeln!(md, "- Load average when the report was written (1/5/15 min): {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    let _ = writeln!(md, "- Kernel: {}", command("uname", &["-srm"]).unwrap_or_default());
+    let _ = writeln!(md, "- Toolchain: {}", command("rustc", &["--version"]).unwrap_or_default());
+    let _ = writeln!(md, "- Profile: `cargo bench` (release, see `[profile.bench]` in Cargo.toml)\n");
+}
+
+fn command(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
