@@ -19,7 +19,7 @@ mod tool;
 pub use egress::{Denial, EgressPolicy, SecretBinding};
 pub use grant::{DirGrant, FileMode, Grant, GrantError, Policy};
 pub use limits::{ByteSize, Limits, LimitsRequest, parse_duration, parse_size};
-pub use manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest};
+pub use manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest, TestCase};
 pub use name::{NameError, SkillName};
 pub use net::{AuditSink, EgressOutcome, EgressRecord, NoAudit, NoSecrets, Resolver, SecretSource};
 pub use risk::RiskTier;

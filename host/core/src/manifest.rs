@@ -59,6 +59,49 @@ pub struct SkillManifest {
     /// `[server]`: the skill is a stdio MCP server run in the sandbox, not a component.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerConfig>,
+    /// `[[tests]]`: calls the forge makes against the built skill before installing it.
+    /// They ask for nothing, so they are not part of the capability digest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<TestCase>,
+}
+
+/// `[[tests]]`: one call and what it must return.
+///
+/// ```toml
+/// [[tests]]
+/// tool = "word_count"
+/// input = { text = "a b" }
+/// expect = { words = 2 }          # the output must equal this JSON
+///
+/// [[tests]]
+/// tool = "word_count"
+/// input = {}
+/// expect_error = "missing field"  # or: the call must fail with this in its message
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TestCase {
+    /// The tool to call.
+    pub tool: String,
+    /// Its input (a TOML table, read as JSON).
+    pub input: serde_json::Value,
+    /// The exact output expected, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect: Option<serde_json::Value>,
+    /// A substring of the error the call must fail with, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTest {
+    tool: String,
+    #[serde(default)]
+    input: Option<toml::Table>,
+    #[serde(default)]
+    expect: Option<toml::Value>,
+    #[serde(default)]
+    expect_error: Option<String>,
 }
 
 /// `[search]`: words and example questions that should find this skill.
@@ -124,6 +167,8 @@ struct RawManifest {
     secrets: Vec<Spanned<SecretSection>>,
     #[serde(default)]
     server: Option<Spanned<ServerSection>>,
+    #[serde(default)]
+    tests: Vec<Spanned<RawTest>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -259,7 +304,27 @@ impl SkillManifest {
                 "give the server the secret as an environment variable with `[[server.secrets]] name = \"...\" env = \"API_KEY\"`".into(),
             ));
         }
+        let mut tests = Vec::with_capacity(raw.tests.len());
+        for test in raw.tests {
+            let span = test.span();
+            let test = test.into_inner();
+            let json = |value: toml::Value| serde_json::to_value(value).map_err(|e| e.to_string());
+            let case = (|| {
+                if test.expect.is_some() && test.expect_error.is_some() {
+                    return Err("a test has both `expect` and `expect_error`".to_owned());
+                }
+                Ok(TestCase {
+                    tool: test.tool,
+                    input: json(toml::Value::Table(test.input.unwrap_or_default()))?,
+                    expect: test.expect.map(json).transpose()?,
+                    expect_error: test.expect_error,
+                })
+            })()
+            .map_err(|message| at(Some(span.clone()), message, "give each `[[tests]]` entry `tool`, `input` and one of `expect` or `expect_error`".into()))?;
+            tests.push(case);
+        }
         Ok(SkillManifest {
+            tests,
             server,
             network,
             secrets,
@@ -378,6 +443,25 @@ mod tests {
             let err = parse(&text).unwrap_err();
             assert!(err.contains(expected), "{err:?} should contain {expected:?}");
         }
+    }
+
+    #[test]
+    fn test_cases() {
+        let m = parse(&format!(
+            "{BASE}[[tests]]\ntool = \"count\"\ninput = {{ text = \"a b\", n = 2 }}\nexpect = {{ words = 2 }}\n[[tests]]\ntool = \"count\"\nexpect_error = \"missing\"\n"
+        ))
+        .unwrap();
+        assert_eq!(m.tests.len(), 2);
+        assert_eq!(m.tests[0].input, serde_json::json!({"text": "a b", "n": 2}));
+        assert_eq!(m.tests[0].expect, Some(serde_json::json!({"words": 2})));
+        assert_eq!(m.tests[1].input, serde_json::json!({}));
+        assert_eq!(m.tests[1].expect_error.as_deref(), Some("missing"));
+        let before = parse(BASE).unwrap().capability_digest();
+        assert_eq!(m.capability_digest(), before, "tests ask for nothing");
+        let err = parse(&format!("{BASE}[[tests]]\ntool = \"c\"\nexpect = 1\nexpect_error = \"x\"\n")).unwrap_err();
+        assert!(err.contains("skills/x/skill.toml:4:1: a test has both"), "{err}");
+        let err = parse(&format!("{BASE}[[tests]]\ntool = \"c\"\nexpected = 1\n")).unwrap_err();
+        assert!(err.contains("unknown field `expected`"), "{err}");
     }
 
     #[test]
