@@ -59,10 +59,6 @@ pub struct SkillManifest {
     /// `[server]`: the skill is a stdio MCP server run in the sandbox, not a component.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerConfig>,
-    /// `[[tests]]`: calls the forge makes against the built skill before installing it.
-    /// They ask for nothing, so they are not part of the capability digest.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tests: Vec<TestCase>,
 }
 
 /// `[[tests]]`: one call and what it must return.
@@ -304,27 +300,10 @@ impl SkillManifest {
                 "give the server the secret as an environment variable with `[[server.secrets]] name = \"...\" env = \"API_KEY\"`".into(),
             ));
         }
-        let mut tests = Vec::with_capacity(raw.tests.len());
-        for test in raw.tests {
-            let span = test.span();
-            let test = test.into_inner();
-            let json = |value: toml::Value| serde_json::to_value(value).map_err(|e| e.to_string());
-            let case = (|| {
-                if test.expect.is_some() && test.expect_error.is_some() {
-                    return Err("a test has both `expect` and `expect_error`".to_owned());
-                }
-                Ok(TestCase {
-                    tool: test.tool,
-                    input: json(toml::Value::Table(test.input.unwrap_or_default()))?,
-                    expect: test.expect.map(json).transpose()?,
-                    expect_error: test.expect_error,
-                })
-            })()
-            .map_err(|message| at(Some(span.clone()), message, "give each `[[tests]]` entry `tool`, `input` and one of `expect` or `expect_error`".into()))?;
-            tests.push(case);
-        }
+        // Checked here so a bad `[[tests]]` fails like any manifest error; read with
+        // `SkillManifest::test_cases`.
+        convert_tests(raw.tests, &at)?;
         Ok(SkillManifest {
-            tests,
             server,
             network,
             secrets,
@@ -336,6 +315,59 @@ impl SkillManifest {
             limits: raw.limits,
         })
     }
+}
+
+impl SkillManifest {
+    /// The `[[tests]]` of manifest text (see [`TestCase`]); `origin` names the file in
+    /// errors. They are not part of [`SkillManifest`]: they ask for nothing and only the
+    /// forge runs them.
+    pub fn test_cases(text: &str, origin: &Path) -> Result<Vec<TestCase>, ManifestError> {
+        #[derive(Deserialize)]
+        struct Tests {
+            #[serde(default)]
+            tests: Vec<Spanned<RawTest>>,
+        }
+        let at = |span: Option<Range<usize>>, message: String, fix: String| ManifestError {
+            file: origin.to_owned(),
+            position: span.map(|s| line_col(text, s.start)),
+            message,
+            fix,
+        };
+        let raw: Tests = toml::from_str(text).map_err(|e| {
+            let message = e.message().trim().to_owned();
+            let fix = fix_for(&message);
+            at(e.span(), message, fix)
+        })?;
+        convert_tests(raw.tests, &at)
+    }
+}
+
+fn convert_tests(
+    raw: Vec<Spanned<RawTest>>,
+    at: &dyn Fn(Option<Range<usize>>, String, String) -> ManifestError,
+) -> Result<Vec<TestCase>, ManifestError> {
+    let mut tests = Vec::with_capacity(raw.len());
+    for test in raw {
+        let span = test.span();
+        let test = test.into_inner();
+        let json = |value: toml::Value| serde_json::to_value(value).map_err(|e| e.to_string());
+        let case = (|| {
+            if test.expect.is_some() && test.expect_error.is_some() {
+                return Err("a test has both `expect` and `expect_error`".to_owned());
+            }
+            Ok(TestCase {
+                tool: test.tool,
+                input: json(toml::Value::Table(test.input.unwrap_or_default()))?,
+                expect: test.expect.map(json).transpose()?,
+                expect_error: test.expect_error,
+            })
+        })()
+        .map_err(|message| {
+            at(Some(span), message, "give each `[[tests]]` entry `tool`, `input` and one of `expect` or `expect_error`".into())
+        })?;
+        tests.push(case);
+    }
+    Ok(tests)
 }
 
 /// Normalise a relative path: refuse absolute paths and `..`, drop `.` components.
@@ -447,15 +479,16 @@ mod tests {
 
     #[test]
     fn test_cases() {
-        let m = parse(&format!(
+        let text = format!(
             "{BASE}[[tests]]\ntool = \"count\"\ninput = {{ text = \"a b\", n = 2 }}\nexpect = {{ words = 2 }}\n[[tests]]\ntool = \"count\"\nexpect_error = \"missing\"\n"
-        ))
-        .unwrap();
-        assert_eq!(m.tests.len(), 2);
-        assert_eq!(m.tests[0].input, serde_json::json!({"text": "a b", "n": 2}));
-        assert_eq!(m.tests[0].expect, Some(serde_json::json!({"words": 2})));
-        assert_eq!(m.tests[1].input, serde_json::json!({}));
-        assert_eq!(m.tests[1].expect_error.as_deref(), Some("missing"));
+        );
+        let m = parse(&text).unwrap();
+        let tests = SkillManifest::test_cases(&text, Path::new("skill.toml")).unwrap();
+        assert_eq!(tests.len(), 2);
+        assert_eq!(tests[0].input, serde_json::json!({"text": "a b", "n": 2}));
+        assert_eq!(tests[0].expect, Some(serde_json::json!({"words": 2})));
+        assert_eq!(tests[1].input, serde_json::json!({}));
+        assert_eq!(tests[1].expect_error.as_deref(), Some("missing"));
         let before = parse(BASE).unwrap().capability_digest();
         assert_eq!(m.capability_digest(), before, "tests ask for nothing");
         let err = parse(&format!("{BASE}[[tests]]\ntool = \"c\"\nexpect = 1\nexpect_error = \"x\"\n")).unwrap_err();
