@@ -1,5 +1,7 @@
-//! `skillhost build`: compile a skill crate for wasm32-wasip2 with cargo, embed its
-//! skill.toml and SKILL.md, write one self-describing `.wasm`, and load it once to check it.
+//! `skillhost build`: turn a skill's sources into a component of our world (a Rust crate
+//! with cargo for wasm32-wasip2, a Python `app.py` with componentize-py, a JavaScript
+//! `skill.js` with componentize-js), embed its skill.toml and SKILL.md, write one
+//! self-describing `.wasm`, and load it once to check it.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -7,12 +9,46 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use skillhost::{ByteSize, Host, SkillManifest, package};
 
+use crate::toolchain::{self, Toolchain};
+
 const TARGET: &str = "wasm32-wasip2";
 
-fn spinner(message: &str) -> ProgressBar {
+/// The language a skill is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// A Rust crate on the skillhost-sdk (`Cargo.toml`).
+    Rust,
+    /// A Python module `app.py` with a `Guest` class (componentize-py).
+    Python,
+    /// A JavaScript module `skill.js` exporting `guest` (componentize-js).
+    Js,
+}
+
+impl Lang {
+    /// The language of the skill in `dir`, from the file that holds its code.
+    pub fn detect(dir: &Path) -> Result<Self> {
+        let found = [(Self::Rust, "Cargo.toml"), (Self::Python, "app.py"), (Self::Js, "skill.js")]
+            .into_iter()
+            .filter(|(_, file)| dir.join(file).is_file())
+            .map(|(lang, _)| lang)
+            .collect::<Vec<_>>();
+        match found[..] {
+            [lang] => Ok(lang),
+            [] => bail!(
+                "{}: no Cargo.toml, app.py or skill.js; `skillhost build` builds a Rust crate, a Python app.py or a JavaScript skill.js beside a skill.toml (create one with `skillhost new NAME --lang rust|python|js`)",
+                dir.display()
+            ),
+            _ => bail!("{}: more than one of Cargo.toml, app.py and skill.js; keep the one the skill is written with", dir.display()),
+        }
+    }
+}
+
+/// A spinner with `message` and the time spent.
+pub fn spinner(message: &str) -> ProgressBar {
     let bar = ProgressBar::new_spinner();
     bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"));
     bar.enable_steady_tick(Duration::from_millis(100));
@@ -39,19 +75,27 @@ pub fn ensure_target() -> Result<()> {
     Ok(())
 }
 
-/// Build the skill crate in `dir` and write the packaged skill.
-pub async fn build(host: &Host, dir: &Path, out: Option<&Path>) -> Result<()> {
-    let manifest_path = dir.join("skill.toml");
-    let cargo_toml = dir.join("Cargo.toml");
-    if !cargo_toml.is_file() {
-        bail!("{}: no Cargo.toml; `skillhost build` builds a Rust skill crate (create one with `skillhost new NAME`)", dir.display());
-    }
+/// Build the skill in `dir` and write the packaged skill; toolchains for Python and
+/// JavaScript are installed into `toolchains` on first use.
+pub async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path>) -> Result<()> {
+    let lang = Lang::detect(dir)?;
     // Check the manifest before spending a compile on it.
+    let manifest_path = dir.join("skill.toml");
     let manifest = SkillManifest::from_file(&manifest_path)?;
-    ensure_target()?;
-    let wasm = cargo_build(&cargo_toml)?;
+    let out = out.map(Path::to_path_buf).unwrap_or_else(|| dir.join("skill.wasm"));
+    let built = match lang {
+        Lang::Rust => {
+            ensure_target()?;
+            cargo_build(&dir.join("Cargo.toml"))?
+        }
+        Lang::Python | Lang::Js => componentize(lang, toolchains, dir, &manifest, &out)?,
+    };
+    let component = std::fs::read(&built).with_context(|| format!("cannot read the built component {}", built.display()));
+    if lang != Lang::Rust {
+        let _ = std::fs::remove_file(&built);
+    }
+    let component = component?;
 
-    let component = std::fs::read(&wasm).with_context(|| format!("cannot read the built component {}", wasm.display()))?;
     let toml = std::fs::read(&manifest_path)?;
     let md_path = dir.join("SKILL.md");
     let md = if md_path.is_file() { Some(std::fs::read(&md_path)?) } else { None };
@@ -60,16 +104,19 @@ pub async fn build(host: &Host, dir: &Path, out: Option<&Path>) -> Result<()> {
         sections.push((package::INSTRUCTIONS_SECTION, md));
     }
     let packaged = package::embed(&component, &sections)
-        .with_context(|| format!("{}: cargo produced something that is not a component", wasm.display()))?;
+        .with_context(|| format!("{}: the {lang:?} toolchain produced something that is not a component", built.display()))?;
 
-    let out = out.map(Path::to_path_buf).unwrap_or_else(|| dir.join("skill.wasm"));
     let tmp = out.with_extension("wasm.tmp");
     std::fs::write(&tmp, &packaged).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
 
     // Load the result once: catches a wrong world or bad tool schemas now, not at first use,
     // and fills the compiled cache.
-    let bar = spinner("compiling the component to check it");
+    let bar = spinner(match lang {
+        Lang::Rust => "compiling the component to check it",
+        // Their components carry an interpreter: 12-18 MB of code to compile once.
+        Lang::Python | Lang::Js => "compiling the component to check it (the interpreter inside takes a while, once)",
+    });
     let loaded = host.load_path(&out).await;
     bar.finish_and_clear();
     let loaded = loaded.with_context(|| format!("built {}, but it does not load", out.display()))?;
@@ -82,6 +129,37 @@ pub async fn build(host: &Host, dir: &Path, out: Option<&Path>) -> Result<()> {
         loaded.skill.tools().iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
     );
     Ok(())
+}
+
+/// Run componentize-py or componentize-js on the skill in `dir` against our world and
+/// return the component it wrote (beside `out`, for the caller to remove).
+fn componentize(lang: Lang, toolchains: &Path, dir: &Path, manifest: &SkillManifest, out: &Path) -> Result<PathBuf> {
+    let toolchain = if lang == Lang::Python { Toolchain::Python } else { Toolchain::Js };
+    let exe = toolchain::ensure(toolchain, toolchains, false)?;
+    let wit = toolchain::wit_dir(toolchains)?;
+    let built = std::path::absolute(out.with_extension("component.tmp"))?;
+    let mut command = std::process::Command::new(&exe);
+    command.current_dir(dir);
+    match lang {
+        Lang::Python => {
+            command.arg("-d").arg(&wit).args(["-w", "skill", "componentize", "app", "-p", ".", "-o"]).arg(&built);
+            // Keep __pycache__ out of the skill's folder.
+            command.env("PYTHONDONTWRITEBYTECODE", "1");
+        }
+        Lang::Js => {
+            command.arg("skill.js").arg("--wit").arg(&wit).args(["--world-name", "skill", "-o"]).arg(&built);
+            // StarlingMonkey links wasi:http for fetch(); only a skill granted network may
+            // import it (behind the egress gate), so the others are built without it.
+            if manifest.network.is_empty() {
+                command.args(["--disable", "http", "fetch-event"]);
+            }
+        }
+        Lang::Rust => unreachable!("cargo builds Rust skills"),
+    }
+    let source = if lang == Lang::Python { "app.py" } else { "skill.js" };
+    toolchain::run_step(command, &format!("{} {source}", toolchain.tool()))
+        .with_context(|| format!("{} could not build {} (fix what it reports and run `skillhost build` again)", toolchain.tool(), dir.join(source).display()))?;
+    Ok(built)
 }
 
 /// Run cargo and return the path of the cdylib `.wasm` it produced for this package.

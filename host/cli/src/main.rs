@@ -12,6 +12,7 @@ mod output;
 mod sandbox;
 mod search;
 mod serve;
+mod toolchain;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -176,17 +177,30 @@ Examples:
         json: bool,
     },
 
-    /// Compile a skill crate to one self-describing .wasm (manifest embedded)
-    #[command(after_help = "Runs `cargo build --release --target wasm32-wasip2` in DIR (adding the target with
-rustup when missing), embeds skill.toml and SKILL.md into the component, writes
-DIR/skill.wasm and loads it once to check it.
+    /// Compile a skill (Rust, Python or JavaScript) to one self-describing .wasm
+    #[command(after_help = "The language comes from what DIR holds beside skill.toml:
+  Cargo.toml  cargo build --release --target wasm32-wasip2 (adding the target with rustup)
+  app.py      componentize-py against the skillhost:skill world (class Guest)
+  skill.js    componentize-js against the world (export const guest); without a
+              [network] section in skill.toml it is built without wasi:http
+componentize-py (PyPI) and componentize-js (npm) are installed into
+DATA_DIR/toolchains on first use (see `skillhost setup toolchains`). Then skill.toml
+and SKILL.md are embedded into the component, DIR/skill.wasm is written and loaded once
+to check it (a Python or JavaScript component takes several seconds to compile the
+first time; later loads come from the compiled cache).
+
+Environment:
+  SKILLHOST_TOOLCHAINS        where toolchains are installed [default: DATA_DIR/toolchains]
+  SKILLHOST_COMPONENTIZE_PY   a componentize-py executable to use instead
+  SKILLHOST_COMPONENTIZE_JS   a componentize-js executable to use instead
 
 Examples:
   skillhost build                      build the skill in the current directory
   skillhost build skills/csv-summary
+  skillhost build examples/python-skill
   skillhost build my-skill --out ~/skills/my-skill.wasm")]
     Build {
-        /// The skill crate (holding Cargo.toml and skill.toml).
+        /// The skill's folder (skill.toml beside Cargo.toml, app.py or skill.js).
         #[arg(default_value = ".")]
         dir: PathBuf,
         /// Where to write the skill [default: DIR/skill.wasm].
@@ -249,9 +263,10 @@ Examples:
     /// Find tools (or skills) by what they do, as an agent's tool_search does
     Search(search::SearchArgs),
 
-    /// Set up what skills need beyond the host (the managed Python for Python skills)
+    /// Set up what skills need beyond the host (the managed Python for Python server
+    /// skills, the toolchains `build` uses for Python and JavaScript skills)
     #[command(subcommand)]
-    Setup(sandbox::SetupCommand),
+    Setup(SetupCommand),
 
     /// Run a Python/server skill's tests in a throwaway sandbox, then check its MCP handshake
     #[command(after_help = "Runs `python -m pytest test_server.py` inside a sandbox with the skill's own
@@ -280,14 +295,19 @@ Examples:
         args: Vec<std::ffi::OsString>,
     },
 
-    /// Create a new skill crate that builds out of the box
+    /// Create a new skill (Rust, Python or JavaScript) that builds out of the box
     #[command(after_help = "Examples:
-  skillhost new weather            creates ./weather with one example tool
+  skillhost new weather                creates ./weather, a Rust crate with one example tool
+  skillhost new weather --lang python  app.py with a Guest class (componentize-py)
+  skillhost new weather --lang js      skill.js exporting guest (componentize-js)
   skillhost new weather --dir skills/weather
   skillhost build weather && skillhost call ./weather hello --input '{\"name\": \"Ada\"}'")]
     New {
         /// Skill name: lowercase letters, digits and inner hyphens.
         name: String,
+        /// The language to write it in.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: build::Lang,
         /// Directory to create [default: ./NAME].
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -295,6 +315,24 @@ Examples:
         #[arg(long, env = "SKILLHOST_SDK", value_name = "DIR")]
         sdk: Option<PathBuf>,
     },
+}
+
+/// `skillhost setup ...`
+#[derive(Subcommand)]
+enum SetupCommand {
+    #[command(flatten)]
+    Sandbox(sandbox::SetupCommand),
+    /// Install the pinned componentize-py and componentize-js that `skillhost build` uses
+    /// for Python and JavaScript skills (it also does so on first use)
+    #[command(after_help = "componentize-py comes from PyPI into a venv of its own, componentize-js and jco
+from npm; both go to DATA_DIR/toolchains (or SKILLHOST_TOOLCHAINS) and are stamped with
+their versions: running it again is a no-op until the pinned versions change.
+
+Examples:
+  skillhost setup toolchains
+  skillhost setup toolchains python
+  SKILLHOST_TOOLCHAINS=target/toolchains skillhost setup toolchains     what CI does")]
+    Toolchains(toolchain::SetupArgs),
 }
 
 #[derive(Subcommand)]
@@ -486,7 +524,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Build { dir, out } => {
             let host = host()?;
-            build::build(&host, &dir, out.as_deref()).await?;
+            build::build(&host, &toolchain::root(&data_dir), &dir, out.as_deref()).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Secret(command) => {
@@ -504,8 +542,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             output::audit(&host.audit().query(&query)?, json)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Setup(command) => {
+        Command::Setup(SetupCommand::Sandbox(command)) => {
             sandbox::setup(command, &data_dir).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Setup(SetupCommand::Toolchains(args)) => {
+            toolchain::setup(args, &data_dir)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Test { skill, timeout, json } => {
@@ -514,8 +556,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(exit::TOOL_ERROR) })
         }
         Command::Shim { .. } => unreachable!("handled before the runtime starts"),
-        Command::New { name, dir, sdk } => {
-            new::create(&name, dir, sdk)?;
+        Command::New { name, lang, dir, sdk } => {
+            new::create(&name, lang, dir, sdk)?;
             Ok(ExitCode::SUCCESS)
         }
     }

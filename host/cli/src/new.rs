@@ -1,19 +1,63 @@
-//! `skillhost new`: write a skill crate with one example tool that builds out of the box.
+//! `skillhost new`: write a skill with one example tool that builds out of the box, in
+//! Rust (a crate on the skillhost-sdk), Python (componentize-py) or JavaScript
+//! (componentize-js). The skill.toml and SKILL.md are the same in every language.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use skillhost::SkillName;
 
+use crate::build::Lang;
+
 /// The SDK this binary was built beside, when its sources are still there.
 const BUILT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../guest-sdk");
 
-pub fn create(name: &str, dir: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<()> {
+/// Files every new skill gets, whatever its language.
+const COMMON: [(&str, &str); 2] = [
+    ("skill.toml", include_str!("../templates/common/skill.toml")),
+    ("SKILL.md", include_str!("../templates/common/SKILL.md")),
+];
+const PYTHON: [(&str, &str); 3] = [
+    ("app.py", include_str!("../templates/python/app.py")),
+    ("README.md", include_str!("../templates/python/README.md")),
+    (".gitignore", include_str!("../templates/python/gitignore")),
+];
+const JS: [(&str, &str); 3] = [
+    ("skill.js", include_str!("../templates/js/skill.js")),
+    ("README.md", include_str!("../templates/js/README.md")),
+    (".gitignore", include_str!("../templates/js/gitignore")),
+];
+
+pub fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<()> {
     let name = SkillName::new(name)?;
     let dir = dir.unwrap_or_else(|| PathBuf::from(name.as_str()));
     if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
         bail!("{} already exists and is not empty; choose another name or --dir", dir.display());
     }
+    let mut files: Vec<(&str, String)> = COMMON.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str()))).collect();
+    match lang {
+        Lang::Rust => files.extend(rust_files(&name, &dir, sdk)?),
+        Lang::Python => files.extend(PYTHON.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str())))),
+        Lang::Js => files.extend(JS.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str())))),
+    }
+    for (path, content) in files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, content).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    eprintln!(
+        "created skill `{name}` in {}\nnext: skillhost build {} && skillhost call {}/skill.wasm hello --input '{{\"name\": \"Ada\"}}'",
+        dir.display(),
+        dir.display(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// A crate on the skillhost-sdk at `sdk` (or the one this binary was built beside).
+fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>) -> Result<Vec<(&'static str, String)>> {
     let sdk = match sdk {
         Some(sdk) => sdk,
         None if Path::new(BUILT_SDK).join("Cargo.toml").is_file() => PathBuf::from(BUILT_SDK),
@@ -23,11 +67,9 @@ pub fn create(name: &str, dir: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<
     if !sdk.join("Cargo.toml").is_file() {
         bail!("{}: not the skillhost-sdk crate (no Cargo.toml)", sdk.display());
     }
-    std::fs::create_dir_all(dir.join("src")).with_context(|| format!("cannot create {}", dir.display()))?;
-
     // Inside another workspace the crate must not declare its own (cargo refuses two
     // roots); on its own it must, or a parent workspace would claim it.
-    let absolute = std::path::absolute(&dir)?;
+    let absolute = std::path::absolute(dir)?;
     let in_workspace = absolute.ancestors().skip(1).any(|a| {
         std::fs::read_to_string(a.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
     });
@@ -37,30 +79,14 @@ pub fn create(name: &str, dir: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<
         "\n# A standalone crate: not part of any parent workspace.\n[workspace]\n\n[profile.release]\nopt-level = \"s\"\nlto = true\nstrip = true\n".to_owned()
     };
 
-    let files = [
+    Ok(vec![
         ("Cargo.toml", format!(
             "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nskillhost-sdk = {{ path = \"{}\" }}\n{standalone}",
             sdk.display()
-        )),
-        ("skill.toml", format!(
-            "name = \"{name}\"\nversion = \"0.1.0\"\ndescription = \"Greets people by name (replace with what {name} does)\"\n\n[search]\nkeywords = [\"greeting\", \"example\"]\nexample_queries = [\"say hello to Ada\"]\n\n# Ask for a directory inside the skill's data dir (seen as /data by the skill):\n# [[capabilities.files]]\n# path = \".\"\n# mode = \"ro\"\n\n# [limits]\n# timeout = \"5s\"\n# memory = \"64MiB\"\n"
-        )),
-        ("SKILL.md", format!(
-            "---\nname: {name}\ndescription: Greets people by name. Use when the user asks to greet someone.\n---\n\n# {name}\n\nCall `hello` with the person's name.\n"
         )),
         ("src/lib.rs", format!(
             "//! {name}: a skillhost skill. Build it with `skillhost build`.\n\nuse skillhost_sdk::prelude::*;\n\n#[derive(Deserialize, JsonSchema)]\nstruct HelloInput {{\n    /// Who to greet.\n    name: String,\n}}\n\n#[derive(Serialize, JsonSchema)]\nstruct HelloOutput {{\n    greeting: String,\n}}\n\n/// Greet someone by name.\n#[tool(read_only, idempotent, example = r#\"{{\"name\": \"Ada\"}}\"#)]\nfn hello(input: HelloInput) -> Result<HelloOutput, ToolError> {{\n    Ok(HelloOutput {{ greeting: format!(\"Hello, {{}}!\", input.name) }})\n}}\n\nskillhost_sdk::skill!(hello);\n"
         )),
         (".gitignore", "/target\n/skill.wasm\n".to_owned()),
-    ];
-    for (path, content) in files {
-        std::fs::write(dir.join(path), content).with_context(|| format!("cannot write {}", dir.join(path).display()))?;
-    }
-    eprintln!(
-        "created skill `{name}` in {}\nnext: skillhost build {} && skillhost call {}/skill.wasm hello --input '{{\"name\": \"Ada\"}}'",
-        dir.display(),
-        dir.display(),
-        dir.display()
-    );
-    Ok(())
+    ])
 }

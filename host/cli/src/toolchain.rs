@@ -1,0 +1,251 @@
+//! The guest toolchains `skillhost build` drives for skills written in Python and
+//! JavaScript: componentize-py (PyPI) in a venv of its own and componentize-js with jco
+//! (npm) under an npm prefix, both pinned, installed on first use with a progress line,
+//! and stamped so that later builds find them in milliseconds. Also the WIT of our world,
+//! embedded in the binary and written out for the toolchains to read.
+//!
+//! Toolchains live in `DATA_DIR/toolchains` (or `SKILLHOST_TOOLCHAINS`); a toolchain
+//! installed some other way is used instead when `SKILLHOST_COMPONENTIZE_PY` or
+//! `SKILLHOST_COMPONENTIZE_JS` names its executable.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+
+use crate::build::spinner;
+
+/// The world every skill implements, as this binary was built with it.
+pub const SKILL_WIT: &str = include_str!("../../../wit/skill.wit");
+
+/// The stamp file inside a toolchain's directory: the packages it was installed with.
+const STAMP: &str = ".skillhost-toolchain";
+
+/// A toolchain that turns sources into a component of our world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum Toolchain {
+    /// componentize-py, for skills written in Python.
+    Python,
+    /// componentize-js (StarlingMonkey) with jco, for skills written in JavaScript.
+    Js,
+}
+
+impl Toolchain {
+    /// Every toolchain, for `skillhost setup toolchains` without arguments.
+    pub const ALL: [Self; 2] = [Self::Python, Self::Js];
+
+    /// The pinned packages, as the registry's client takes them.
+    pub fn packages(self) -> &'static [&'static str] {
+        match self {
+            Self::Python => &["componentize-py==0.25.0"],
+            Self::Js => &["@bytecodealliance/componentize-js@0.23.0", "@bytecodealliance/jco@1.35.0"],
+        }
+    }
+
+    /// The tool's name, as users know it.
+    pub fn tool(self) -> &'static str {
+        match self {
+            Self::Python => "componentize-py",
+            Self::Js => "componentize-js",
+        }
+    }
+
+    /// The variable naming an executable installed some other way.
+    pub fn override_var(self) -> &'static str {
+        match self {
+            Self::Python => "SKILLHOST_COMPONENTIZE_PY",
+            Self::Js => "SKILLHOST_COMPONENTIZE_JS",
+        }
+    }
+
+    /// The executable inside the toolchain's directory.
+    fn executable(self, dir: &Path) -> PathBuf {
+        match self {
+            Self::Python => dir.join("bin/componentize-py"),
+            Self::Js => dir.join("node_modules/.bin/componentize-js"),
+        }
+    }
+
+    fn stamp(self) -> String {
+        self.packages().join("\n")
+    }
+}
+
+/// Where toolchains are installed: `SKILLHOST_TOOLCHAINS`, else `DATA_DIR/toolchains`.
+pub fn root(data_dir: &Path) -> PathBuf {
+    std::env::var_os("SKILLHOST_TOOLCHAINS").map_or_else(|| data_dir.join("toolchains"), PathBuf::from)
+}
+
+/// The executable of `toolchain`, installing it into `root` first when it is missing or
+/// was installed with other versions (or always, with `force`).
+pub fn ensure(toolchain: Toolchain, root: &Path, force: bool) -> Result<PathBuf> {
+    if let Some(exe) = std::env::var_os(toolchain.override_var()) {
+        let exe = PathBuf::from(exe);
+        if !exe.is_file() {
+            bail!("{}={}: no such file; point it at a {} executable, or unset it to let skillhost install one", toolchain.override_var(), exe.display(), toolchain.tool());
+        }
+        return Ok(exe);
+    }
+    let dir = root.join(toolchain.tool());
+    let exe = toolchain.executable(&dir);
+    let ready = || !force && exe.is_file() && std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == toolchain.stamp());
+    if ready() {
+        return Ok(exe);
+    }
+
+    // One installer at a time per toolchain, across processes: the others wait, then find
+    // it ready.
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create the toolchains directory {}", root.display()))?;
+    let lock_path = root.join(format!(".{}.lock", toolchain.tool()));
+    let lock = File::create(&lock_path).with_context(|| format!("cannot create {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        let bar = spinner(&format!("waiting for another skillhost installing {}", toolchain.tool()));
+        let locked = lock.lock();
+        bar.finish_and_clear();
+        locked.with_context(|| format!("cannot lock {}", lock_path.display()))?;
+    }
+    if ready() {
+        return Ok(exe);
+    }
+    let _ = std::fs::remove_file(dir.join(STAMP));
+    match toolchain {
+        Toolchain::Python => install_python(&dir)?,
+        Toolchain::Js => install_js(&dir)?,
+    }
+    if !exe.is_file() {
+        bail!("installed {} into {}, but {} is missing; run `skillhost setup toolchains --force`", toolchain.packages().join(" "), dir.display(), exe.display());
+    }
+    std::fs::write(dir.join(STAMP), toolchain.stamp()).with_context(|| format!("cannot write the stamp in {}", dir.display()))?;
+    eprintln!("installed {} into {}", toolchain.packages().join(" "), dir.display());
+    Ok(exe)
+}
+
+/// A venv of its own with componentize-py, from PyPI.
+fn install_python(dir: &Path) -> Result<()> {
+    let python = std::env::var_os("SKILLHOST_PYTHON").unwrap_or_else(|| "python3".into());
+    let hint = "install Python 3.10 or newer with its venv module (Debian: apt-get install python3-venv), set SKILLHOST_PYTHON to one, or install componentize-py yourself and set SKILLHOST_COMPONENTIZE_PY to it";
+    if !dir.join("bin/python").is_file() {
+        let mut venv = Command::new(&python);
+        venv.args(["-m", "venv"]).arg(dir);
+        run_step(venv, &format!("creating a venv for componentize-py in {}", dir.display()))
+            .with_context(|| format!("cannot create a venv with `{}`; {hint}", python.to_string_lossy()))?;
+    }
+    let mut pip = Command::new(dir.join("bin/python"));
+    pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off"]).args(Toolchain::Python.packages());
+    run_step(pip, "pip install componentize-py").context(
+        "pip could not install componentize-py from PyPI; check that the registry is reachable (pip honours HTTPS_PROXY and PIP_INDEX_URL), or install componentize-py yourself and set SKILLHOST_COMPONENTIZE_PY to it",
+    )
+}
+
+/// componentize-js and jco under an npm prefix, from a package.json that pins them.
+fn install_js(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dependencies: serde_json::Map<String, serde_json::Value> = Toolchain::Js
+        .packages()
+        .iter()
+        .filter_map(|p| p.rsplit_once('@'))
+        .map(|(name, version)| (name.to_owned(), version.into()))
+        .collect();
+    let package = serde_json::json!({
+        "name": "skillhost-componentize-js",
+        "private": true,
+        "description": "installed by skillhost for `skillhost build` of JavaScript skills",
+        "dependencies": dependencies,
+    });
+    std::fs::write(dir.join("package.json"), serde_json::to_string_pretty(&package)?)
+        .with_context(|| format!("cannot write {}", dir.join("package.json").display()))?;
+    let mut npm = Command::new("npm");
+    npm.args(["install", "--no-fund", "--no-audit", "--no-update-notifier", "--prefix"]).arg(dir);
+    run_step(npm, "npm install componentize-js and jco").context(
+        "npm could not install componentize-js; install Node.js 18 or newer with npm (Debian: apt-get install nodejs npm), check that the npm registry is reachable (npm honours HTTPS_PROXY), or install @bytecodealliance/componentize-js yourself and set SKILLHOST_COMPONENTIZE_JS to its componentize-js executable",
+    )
+}
+
+/// Run `command` behind a spinner that shows `what` and the command's latest output
+/// line. On failure the error holds the last lines of its output.
+pub fn run_step(mut command: Command, what: &str) -> Result<()> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    let bar = spinner(what);
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run `{program}`"))?;
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let readers: Vec<_> = [
+        Box::new(child.stdout.take().expect("piped")) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().expect("piped")),
+    ]
+    .into_iter()
+    .map(|pipe| {
+        let tx = tx.clone();
+        std::thread::spawn(move || BufReader::new(pipe).lines().map_while(Result::ok).try_for_each(|l| tx.send(l)))
+    })
+    .collect();
+    drop(tx);
+    let mut tail = VecDeque::new();
+    for line in rx {
+        let line = line.trim().to_owned();
+        if line.is_empty() {
+            continue;
+        }
+        bar.set_message(format!("{what}: {}", line.chars().take(60).collect::<String>()));
+        if tail.len() == 12 {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+    readers.into_iter().for_each(|r| drop(r.join()));
+    let status = child.wait().with_context(|| format!("waiting for `{program}`"))?;
+    bar.finish_and_clear();
+    if !status.success() {
+        let tail: Vec<String> = tail.into();
+        bail!("`{program}` failed ({status}):\n  {}", tail.join("\n  "));
+    }
+    Ok(())
+}
+
+/// Write [`SKILL_WIT`] to `root/wit/skill.wit` (when it is not there already) and return
+/// the directory, for toolchains that read the world from files.
+pub fn wit_dir(root: &Path) -> Result<PathBuf> {
+    let dir = root.join("wit");
+    let file = dir.join("skill.wit");
+    if std::fs::read_to_string(&file).is_ok_and(|text| text == SKILL_WIT) {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // Another build may be reading it: replace it whole.
+    let tmp = dir.join(format!(".skill.wit.{}", std::process::id()));
+    std::fs::write(&tmp, SKILL_WIT).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &file).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(dir)
+}
+
+/// `skillhost setup toolchains` options.
+#[derive(Args)]
+pub struct SetupArgs {
+    /// Which toolchains [default: all].
+    #[arg(value_enum)]
+    which: Vec<Toolchain>,
+    /// Reinstall even when the stamp says they are up to date.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Run `skillhost setup toolchains`.
+pub fn setup(args: SetupArgs, data_dir: &Path) -> Result<()> {
+    let root = root(data_dir);
+    let mut which = if args.which.is_empty() { Toolchain::ALL.to_vec() } else { args.which };
+    which.sort();
+    which.dedup();
+    for toolchain in which {
+        let exe = ensure(toolchain, &root, args.force)?;
+        eprintln!("{} ready: {}", toolchain.tool(), exe.display());
+    }
+    Ok(())
+}
