@@ -1,0 +1,478 @@
+//! Rust skills: the build toolchain the sandbox sees, the sandboxed `cargo build`, its
+//! diagnostics, and packaging the component with its manifest.
+//!
+//! **The toolchain cache** (`<forge>/toolchain-<sdk hash>/`), made once outside the
+//! sandbox, the only step that may touch the network: `sdk/` is a copy of the SDK
+//! workspace (its root `Cargo.toml` reduced to the SDK's two crates, `guest-sdk/`,
+//! `wit/`), and `vendor/` holds every crate the SDK depends on (`cargo vendor` of a
+//! template crate, offline when the local registry cache already has them).
+//!
+//! **The build** runs in bubblewrap through [`skillhost_sandbox::profile::Profile`], the
+//! same argv builder as sandboxed servers: all namespaces unshared (no network), no
+//! home, `/usr` and the Rust sysroot read-only, the SDK at `/sdk` and the vendored
+//! crates at `/vendor` read-only, and one writable directory, the skill's own
+//! `<forge>/builds/NAME/` at `/build` (source copy and target dir: never shared between
+//! skills, so a build script cannot poison another skill's artifacts), `CARGO_HOME` on
+//! the sandbox's tmpfs, `--offline` with crates-io replaced by `/vendor`, `prlimit`
+//! limits, a wall-clock limit (5 min by default) and output capped.
+//!
+//! A skill's crate depends on the SDK by path: `skillhost-sdk = { path = "/sdk/guest-sdk" }`.
+//! Without a `Cargo.toml` the forge writes that one.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use skillhost_core::{DirGrant, FileMode};
+use skillhost_sandbox::ResourceLimits;
+use skillhost_sandbox::profile::Profile;
+use skillhost_wasm::package;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+use crate::error::ForgeError;
+
+/// The target skills are built for.
+pub const TARGET: &str = "wasm32-wasip2";
+/// Where the SDK workspace is inside the build sandbox.
+pub const SDK_MOUNT: &str = "/sdk";
+const VENDOR_MOUNT: &str = "/vendor";
+const BUILD_MOUNT: &str = "/build";
+/// Largest build output kept (the tail), bytes.
+const MAX_OUTPUT: usize = 16 << 10;
+/// Most diagnostics returned.
+const MAX_DIAGNOSTICS: usize = 50;
+
+/// One compiler message, with its place relative to the submission.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// The file, relative to the submission (`src/lib.rs`), or as cargo named it when
+    /// it is not one of the submission's files.
+    pub file: Option<String>,
+    /// 1-based line.
+    pub line: Option<u64>,
+    /// 1-based column.
+    pub column: Option<u64>,
+    /// `error`, `warning`...
+    pub level: String,
+    /// The message.
+    pub message: String,
+    /// The message as rustc renders it (with the code excerpt).
+    pub rendered: Option<String>,
+}
+
+/// What a build produced.
+pub(crate) struct Built {
+    pub component: Vec<u8>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// A failed build: its diagnostics and the tail of its output.
+#[derive(Clone, Debug, Serialize)]
+pub struct BuildFailure {
+    /// Errors first, then warnings.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The last lines of cargo's stderr (and of build scripts' output).
+    pub output_tail: String,
+    /// Why it stopped, when not a compile error (time limit, no artifact).
+    pub reason: Option<String>,
+}
+
+/// The host programs and directories a build needs.
+#[derive(Clone, Debug)]
+pub(crate) struct Toolchain {
+    pub sysroot: PathBuf,
+    pub sdk: PathBuf,
+    pub vendor: PathBuf,
+    pub bwrap: PathBuf,
+    pub prlimit: PathBuf,
+}
+
+/// Find the Rust sysroot (with the wasm32-wasip2 standard library) and bwrap/prlimit.
+fn sysroot() -> Result<PathBuf, ForgeError> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = std::process::Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|e| ForgeError::Setup(format!("cannot run rustc ({e}); install Rust with rustup to build Rust skills")))?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if !sysroot.join("lib/rustlib").join(TARGET).is_dir() {
+        return Err(ForgeError::Setup(format!(
+            "the Rust toolchain at {} has no {TARGET} standard library; run `rustup target add {TARGET}`",
+            sysroot.display()
+        )));
+    }
+    Ok(sysroot)
+}
+
+/// Make (once) and return the toolchain cache for the SDK workspace at `workspace`.
+pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain, ForgeError> {
+    let setup = |what: &str| {
+        let what = what.to_owned();
+        move |e: std::io::Error| ForgeError::Setup(format!("{what}: {e}"))
+    };
+    let bwrap = skillhost_sandbox::which("bwrap")
+        .ok_or_else(|| ForgeError::Setup("`bwrap` was not found; install bubblewrap (`apt-get install bubblewrap`) to build skills".into()))?;
+    let prlimit = skillhost_sandbox::which("prlimit").ok_or_else(|| ForgeError::Setup("`prlimit` was not found; install util-linux".into()))?;
+    let sysroot = sysroot()?;
+    let root_toml = std::fs::read_to_string(workspace.join("Cargo.toml")).map_err(setup(&format!("cannot read {}/Cargo.toml", workspace.display())))?;
+    let mut hasher = Sha256::new();
+    hasher.update(root_toml.as_bytes());
+    hash_tree(&workspace.join("guest-sdk"), &mut hasher).map_err(setup("cannot read the SDK sources"))?;
+    hash_tree(&workspace.join("wit"), &mut hasher).map_err(setup("cannot read the WIT files"))?;
+    let key = hex::encode(&hasher.finalize()[..6]);
+    let dir = forge_dir.join(format!("toolchain-{key}"));
+    let (sdk, vendor) = (dir.join("sdk"), dir.join("vendor"));
+    if dir.join("ready").is_file() {
+        return Ok(Toolchain { sysroot, sdk, vendor, bwrap, prlimit });
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&sdk).map_err(setup("cannot create the toolchain cache"))?;
+    std::fs::write(sdk.join("Cargo.toml"), sdk_workspace_manifest(&root_toml)?).map_err(setup("cannot write the SDK workspace"))?;
+    copy_tree(&workspace.join("guest-sdk"), &sdk.join("guest-sdk")).map_err(setup("cannot copy the SDK"))?;
+    copy_tree(&workspace.join("wit"), &sdk.join("wit")).map_err(setup("cannot copy the WIT files"))?;
+    let template = dir.join("template");
+    std::fs::create_dir_all(template.join("src")).map_err(setup("cannot create the template crate"))?;
+    std::fs::write(template.join("src/lib.rs"), "").map_err(setup("cannot write the template crate"))?;
+    std::fs::write(template.join("Cargo.toml"), cargo_toml("template", &sdk.join("guest-sdk").display().to_string()))
+        .map_err(setup("cannot write the template crate"))?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // Offline first (the local registry cache usually has everything), then online.
+    let mut last = String::new();
+    for offline in [true, false] {
+        let mut command = std::process::Command::new(&cargo);
+        command.args(["vendor", "--quiet", "--manifest-path"]).arg(template.join("Cargo.toml")).arg(&vendor);
+        if offline {
+            command.arg("--offline");
+        }
+        let out = command.output().map_err(setup("cannot run `cargo vendor`"))?;
+        if out.status.success() {
+            std::fs::write(dir.join("ready"), "").map_err(setup("cannot write the toolchain cache"))?;
+            tracing::info!(dir = %dir.display(), "forge toolchain cache ready");
+            return Ok(Toolchain { sysroot, sdk, vendor, bwrap, prlimit });
+        }
+        last = String::from_utf8_lossy(&out.stderr).into_owned();
+    }
+    Err(ForgeError::Setup(format!("cannot vendor the SDK's dependencies (needs crates.io once): {}", last.trim())))
+}
+
+/// The SDK workspace's root manifest: the checkout's, with only the SDK's crates.
+fn sdk_workspace_manifest(root: &str) -> Result<String, ForgeError> {
+    let mut table: toml::Table = root.parse().map_err(|e| ForgeError::Setup(format!("the SDK workspace's Cargo.toml does not parse: {e}")))?;
+    let workspace = table
+        .get_mut("workspace")
+        .and_then(|w| w.as_table_mut())
+        .ok_or_else(|| ForgeError::Setup("the SDK workspace's Cargo.toml has no [workspace]".into()))?;
+    workspace.insert("members".into(), toml::Value::Array(vec!["guest-sdk".into(), "guest-sdk/macros".into()]));
+    workspace.remove("default-members");
+    workspace.remove("exclude");
+    Ok(table.to_string())
+}
+
+/// The Cargo.toml the forge writes for a skill that has none.
+pub(crate) fn cargo_toml(name: &str, sdk: &str) -> String {
+    format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
+         [dependencies]\nskillhost-sdk = {{ path = \"{sdk}\" }}\n\n[workspace]\n\n[profile.release]\nopt-level = \"s\"\nstrip = true\n"
+    )
+}
+
+/// The SDK path a skill's Cargo.toml names inside the sandbox.
+pub(crate) fn sdk_path() -> String {
+    format!("{SDK_MOUNT}/guest-sdk")
+}
+
+fn hash_tree(dir: &Path, hasher: &mut Sha256) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') || name == "target" {
+            continue;
+        }
+        let meta = entry.metadata()?;
+        hasher.update(name.as_encoded_bytes());
+        if meta.is_dir() {
+            hash_tree(&entry.path(), hasher)?;
+        } else {
+            hasher.update(std::fs::read(entry.path())?);
+        }
+    }
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)?.filter_map(Result::ok) {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') || name == "target" {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(entry.path())?;
+        if meta.is_dir() {
+            copy_tree(&entry.path(), &to.join(&name))?;
+        } else if meta.is_file() {
+            std::fs::copy(entry.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+/// Build limits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BuildLimits {
+    pub wall: Duration,
+}
+
+/// Build the crate in `build_dir/src` (already staged) in the sandbox; `target/` beside
+/// it is the skill's own. Returns the component or the failure.
+pub(crate) async fn build(
+    toolchain: &Toolchain,
+    build_dir: &Path,
+    limits: BuildLimits,
+) -> Result<Result<Built, BuildFailure>, ForgeError> {
+    let io = |what: &'static str| move |e: std::io::Error| ForgeError::Io { what, source: e };
+    let etc = build_dir.join("etc");
+    skillhost_sandbox::profile::write_etc(&etc).map_err(io("cannot write the build sandbox's /etc"))?;
+    std::fs::create_dir_all(build_dir.join("target")).map_err(io("cannot create the target dir"))?;
+    let ro = |host: &Path, guest: &str| DirGrant { host: host.to_owned(), guest: guest.into(), mode: FileMode::ReadOnly };
+    let sysroot = toolchain.sysroot.display().to_string();
+    let mut dirs = vec![
+        ro(&toolchain.sysroot, &sysroot),
+        ro(&toolchain.sdk, SDK_MOUNT),
+        ro(&toolchain.vendor, VENDOR_MOUNT),
+        DirGrant { host: build_dir.to_owned(), guest: BUILD_MOUNT.into(), mode: FileMode::ReadWrite },
+    ];
+    // `cc` (the linker of build scripts and proc macros) is a Debian alternatives link.
+    if Path::new("/etc/alternatives").is_dir() {
+        dirs.push(ro(Path::new("/etc/alternatives"), "/etc/alternatives"));
+    }
+    let profile = Profile {
+        prlimit: toolchain.prlimit.clone(),
+        bwrap: toolchain.bwrap.clone(),
+        python: None,
+        skill_dir: build_dir.join("src"),
+        dirs,
+        etc_dir: etc,
+        env: vec![
+            ("PATH".into(), format!("{sysroot}/bin:/usr/bin:/bin")),
+            ("CARGO_HOME".into(), "/tmp/cargo-home".into()),
+            ("RUSTC".into(), format!("{sysroot}/bin/rustc")),
+            ("CARGO_TERM_COLOR".into(), "never".into()),
+        ],
+        limits: ResourceLimits {
+            address_space: 16 << 30,
+            processes: 512,
+            cpu_seconds: limits.wall.as_secs().max(1) * 2,
+            file_size: 1 << 30,
+            open_files: 1024,
+        },
+        net: None,
+    };
+    let args: Vec<OsString> = [
+        "build",
+        "--offline",
+        "--release",
+        "--target",
+        TARGET,
+        "--message-format=json",
+        "--manifest-path",
+        "/build/src/Cargo.toml",
+        "--target-dir",
+        "/build/target",
+        "--config",
+        "source.crates-io.replace-with=\"forge-vendor\"",
+        "--config",
+        "source.forge-vendor.directory=\"/vendor\"",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    let cargo = toolchain.sysroot.join("bin/cargo");
+    let argv = profile.argv(cargo.as_os_str(), &args);
+    let mut child = tokio::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(io("cannot start the build sandbox"))?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let read_messages = async {
+        let mut lines = BufReader::new(stdout).lines();
+        let mut diagnostics = Vec::new();
+        let mut artifact = None;
+        while let Ok(Some(line)) = lines.next_line().await {
+            match parse_message(&line) {
+                Some(Message::Diagnostic(d)) => {
+                    if diagnostics.len() < MAX_DIAGNOSTICS * 4 {
+                        diagnostics.push(d);
+                    }
+                }
+                Some(Message::Artifact(path)) => artifact = Some(path),
+                None => {}
+            }
+        }
+        (diagnostics, artifact)
+    };
+    let read_stderr = async {
+        let mut tail = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > 2 * MAX_OUTPUT {
+                tail.drain(..tail.len() - MAX_OUTPUT);
+            }
+        }
+        tail
+    };
+    let run = async { tokio::join!(read_messages, read_stderr, child.wait()) };
+    let ((diagnostics, artifact), tail, status) = match tokio::time::timeout(limits.wall, run).await {
+        Ok(done) => done,
+        Err(_) => {
+            return Ok(Err(BuildFailure {
+                diagnostics: vec![],
+                output_tail: String::new(),
+                reason: Some(format!("the build was killed after the wall-clock limit of {:?}", limits.wall)),
+            }));
+        }
+    };
+    let output_tail = tail_text(&tail);
+    let (mut errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) = diagnostics.into_iter().partition(|d| d.level == "error");
+    let success = status.as_ref().is_ok_and(|s| s.success());
+    if !success {
+        errors.extend(warnings);
+        errors.truncate(MAX_DIAGNOSTICS);
+        return Ok(Err(BuildFailure { diagnostics: errors, output_tail, reason: None }));
+    }
+    let Some(artifact) = artifact else {
+        return Ok(Err(BuildFailure {
+            diagnostics: warnings,
+            output_tail,
+            reason: Some("the crate built no cdylib; its Cargo.toml needs `[lib] crate-type = [\"cdylib\"]`".into()),
+        }));
+    };
+    // The artifact's path is inside the sandbox: map /build back to the host.
+    let relative = artifact.strip_prefix(BUILD_MOUNT).unwrap_or(&artifact);
+    let host_path = build_dir.join(relative);
+    let component = std::fs::read(&host_path).map_err(io("cannot read the built component"))?;
+    let mut warnings = warnings;
+    warnings.truncate(MAX_DIAGNOSTICS);
+    Ok(Ok(Built { component, warnings }))
+}
+
+fn tail_text(bytes: &[u8]) -> String {
+    let start = bytes.len().saturating_sub(MAX_OUTPUT);
+    let text = String::from_utf8_lossy(&bytes[start..]);
+    // Drop cargo's progress noise.
+    text.lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !t.starts_with("Compiling ") && !t.starts_with("Finished ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+enum Message {
+    Diagnostic(Diagnostic),
+    Artifact(PathBuf),
+}
+
+/// One line of `cargo build --message-format=json`: a diagnostic (with its primary
+/// span made relative to the submission) or the cdylib `.wasm` of the package at
+/// `/build/src`.
+fn parse_message(line: &str) -> Option<Message> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    match value["reason"].as_str()? {
+        "compiler-message" => {
+            let message = &value["message"];
+            let level = message["level"].as_str()?.to_owned();
+            if !matches!(level.as_str(), "error" | "warning") {
+                return None;
+            }
+            let text = message["message"].as_str()?.to_owned();
+            // rustc's closing summaries ("aborting due to...") carry no place.
+            if text.starts_with("aborting due to") || text.contains("warning emitted") || text.contains("warnings emitted") {
+                return None;
+            }
+            let span = message["spans"].as_array().and_then(|spans| spans.iter().find(|s| s["is_primary"] == true));
+            let file = span.and_then(|s| s["file_name"].as_str()).map(|f| relative_file(f));
+            Some(Message::Diagnostic(Diagnostic {
+                file,
+                line: span.and_then(|s| s["line_start"].as_u64()),
+                column: span.and_then(|s| s["column_start"].as_u64()),
+                level,
+                message: text,
+                rendered: message["rendered"].as_str().map(str::to_owned),
+            }))
+        }
+        "compiler-artifact" => {
+            let ours = value["manifest_path"].as_str() == Some("/build/src/Cargo.toml");
+            let cdylib = value["target"]["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "cdylib"));
+            if !(ours && cdylib) {
+                return None;
+            }
+            value["filenames"]
+                .as_array()?
+                .iter()
+                .filter_map(|f| f.as_str())
+                .find(|f| f.ends_with(".wasm"))
+                .map(|f| Message::Artifact(PathBuf::from(f)))
+        }
+        _ => None,
+    }
+}
+
+fn relative_file(file: &str) -> String {
+    file.strip_prefix("/build/src/").unwrap_or(file).to_owned()
+}
+
+/// Embed `manifest` (and `instructions`) into `component`: one self-describing skill,
+/// as `skillhost build` writes it.
+pub fn package_skill(component: &[u8], manifest: &[u8], instructions: Option<&[u8]>) -> Result<Vec<u8>, package::FormatError> {
+    let mut sections: Vec<(&str, &[u8])> = vec![(package::MANIFEST_SECTION, manifest)];
+    if let Some(md) = instructions {
+        sections.push((package::INSTRUCTIONS_SECTION, md));
+    }
+    package::embed(component, &sections)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diagnostics_are_relative_to_the_submission() {
+        let line = r#"{"reason":"compiler-message","message":{"level":"error","message":"cannot find value `x` in this scope","rendered":"error[E0425]: ...","spans":[{"file_name":"/build/src/src/lib.rs","line_start":7,"column_start":5,"is_primary":true}]}}"#;
+        let Some(Message::Diagnostic(d)) = parse_message(line) else { panic!("not a diagnostic") };
+        assert_eq!((d.file.as_deref(), d.line, d.column, d.level.as_str()), (Some("src/lib.rs"), Some(7), Some(5), "error"));
+        let relative = r#"{"reason":"compiler-message","message":{"level":"error","message":"m","rendered":null,"spans":[{"file_name":"src/lib.rs","line_start":1,"column_start":2,"is_primary":true}]}}"#;
+        let Some(Message::Diagnostic(d)) = parse_message(relative) else { panic!("not a diagnostic") };
+        assert_eq!(d.file.as_deref(), Some("src/lib.rs"));
+        let summary = r#"{"reason":"compiler-message","message":{"level":"error","message":"aborting due to 1 previous error","spans":[]}}"#;
+        assert!(parse_message(summary).is_none());
+        let artifact = r#"{"reason":"compiler-artifact","manifest_path":"/build/src/Cargo.toml","target":{"kind":["cdylib"]},"filenames":["/build/target/wasm32-wasip2/release/demo.wasm"]}"#;
+        assert!(matches!(parse_message(artifact), Some(Message::Artifact(p)) if p == Path::new("/build/target/wasm32-wasip2/release/demo.wasm")));
+        assert!(parse_message("not json").is_none());
+    }
+
+    #[test]
+    fn the_sdk_workspace_keeps_only_the_sdk() {
+        let root = "[workspace]\nmembers = [\"host/core\", \"guest-sdk\"]\ndefault-members = [\"host/core\"]\nexclude = [\"x\"]\n[workspace.dependencies]\nserde = \"1\"\n";
+        let text = sdk_workspace_manifest(root).unwrap();
+        let table: toml::Table = text.parse().unwrap();
+        let ws = table["workspace"].as_table().unwrap();
+        assert_eq!(ws["members"].as_array().unwrap().len(), 2);
+        assert!(!ws.contains_key("default-members") && !ws.contains_key("exclude"));
+        assert_eq!(ws["dependencies"]["serde"].as_str(), Some("1"));
+    }
+}

@@ -1,0 +1,2 @@
+//! Forge integration tests.
+
