@@ -24,6 +24,19 @@ pub enum SideEffects {
 }
 
 impl SideEffects {
+    /// Its place in the order, as stored in the index.
+    pub(crate) fn rank(self) -> u64 {
+        self as u64
+    }
+
+    /// Back from [`SideEffects::rank`]; an unknown number is the most cautious class.
+    pub(crate) fn from_rank(rank: u64) -> Self {
+        [SideEffects::Pure, SideEffects::Read, SideEffects::Write, SideEffects::External]
+            .get(rank as usize)
+            .copied()
+            .unwrap_or(SideEffects::Stateful)
+    }
+
     /// Classify from a tool's hints.
     pub fn of(hints: &Annotations) -> Self {
         match (hints.read_only, hints.open_world, hints.destructive) {
@@ -111,6 +124,31 @@ impl SkillDoc {
         })
     }
 
+    /// A hash of everything indexed about the skill: a skill given again unchanged is
+    /// not indexed (nor embedded) again.
+    pub(crate) fn content_hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        let mut field = |text: &str| {
+            hash.update((text.len() as u64).to_le_bytes());
+            hash.update(text.as_bytes());
+        };
+        field(&self.name);
+        field(&self.description);
+        self.keywords.iter().for_each(|k| field(k));
+        field("\u{1}");
+        self.example_queries.iter().for_each(|q| field(q));
+        field("\u{1}");
+        field(self.instructions.as_deref().unwrap_or("\u{0}"));
+        for tool in &self.tools {
+            field(&tool.name);
+            field(&tool.description);
+            field(&tool.side_effects.rank().to_string());
+        }
+        field(if self.approved { "approved" } else { "unapproved" });
+        hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// The SKILL.md body without its frontmatter, cut to a bounded size.
     pub(crate) fn body(&self) -> &str {
         let Some(md) = self.instructions.as_deref() else { return "" };
@@ -152,5 +190,23 @@ mod tests {
         assert!(of(true, true, false) < of(false, false, true));
         assert!(of(false, false, true) < of(false, true, false));
         assert!(of(false, true, false) < of(false, false, false));
+        for effects in [SideEffects::Pure, SideEffects::Read, SideEffects::Write, SideEffects::External, SideEffects::Stateful] {
+            assert_eq!(SideEffects::from_rank(effects.rank()), effects);
+        }
+    }
+
+    #[test]
+    fn content_hash_follows_every_indexed_field() {
+        let base = SkillDoc::new("a", "b");
+        let mut other = base.clone();
+        assert_eq!(base.content_hash(), other.content_hash());
+        other.keywords = vec!["x".into()];
+        assert_ne!(base.content_hash(), other.content_hash());
+        let mut moved = base.clone();
+        moved.example_queries = vec!["x".into()];
+        assert_ne!(other.content_hash(), moved.content_hash(), "a keyword is not an example");
+        let mut unapproved = base.clone();
+        unapproved.approved = false;
+        assert_ne!(base.content_hash(), unapproved.content_hash());
     }
 }

@@ -8,6 +8,12 @@
 pub trait Embedder: Send + Sync {
     /// The model's name, reported with results (e.g. `all-MiniLM-L6-v2-int8`).
     fn model(&self) -> &str;
+    /// What identifies the model's vectors exactly (e.g. its name and a hash of its
+    /// weights). A persisted index stores it with each document: when it changes,
+    /// everything is embedded again. Default: [`Embedder::model`].
+    fn identity(&self) -> String {
+        self.model().to_owned()
+    }
     /// One vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
@@ -20,31 +26,4 @@ pub struct EmbedError {
     pub model: String,
     /// What went wrong.
     pub reason: String,
-}
-
-/// Cosine similarity; 0 when either vector is zero or the dimensions differ.
-pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
-    for (x, y) in a.iter().zip(b) {
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cosine_of_parallel_orthogonal_and_mismatched_vectors() {
-        assert!((cosine(&[1.0, 2.0], &[2.0, 4.0]) - 1.0).abs() < 1e-6);
-        assert_eq!(cosine(&[1.0, 0.0], &[0.0, 1.0]), 0.0);
-        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
-    }
 }

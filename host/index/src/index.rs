@@ -1,28 +1,36 @@
-//! [`SearchIndex`]: one tantivy document per tool and one per skill, in a RAM directory,
-//! plus what ranking needs beside tantivy (descriptions, side effects, each document's
-//! terms for the match-quality check, and its vector when an embedder is set).
+//! [`SearchIndex`]: one tantivy document per tool and one per skill, in memory or in a
+//! directory on disk (see `store`), plus what ranking needs beside tantivy's postings
+//! (descriptions, side effects, each document's terms for the match-quality check, and
+//! its unit vector when an embedder is set).
 //!
 //! Updates are per skill: delete every document of the skill, add the new ones, commit,
 //! reload the reader. A skill's metadata is dropped before its deletion is committed, so
 //! a search racing an update can miss a changed skill for a moment but never shows a
 //! removed one.
+//!
+//! Each skill's documents carry a fingerprint: what they were built from (the registry's
+//! content hash, trust state and origin, or a hash of a [`SkillDoc`]) and the embedder's
+//! identity. An on-disk index opened again reads documents, vectors and fingerprints
+//! back, so a sync over an unchanged catalogue embeds nothing; a changed skill is
+//! re-embedded alone; another model re-embeds everything.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use skillhost_registry::{Entry, Registry, RegistryEvent};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, FuzzyTermQuery, Occur, TermQuery};
-use tantivy::schema::{
-    Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value as _,
-};
+use tantivy::schema::{IndexRecordOption, Schema, Value as _};
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::doc::SkillDoc;
-use crate::embed::{Embedder, cosine};
+use crate::dense::{Dense, normalise};
+use crate::doc::{SideEffects, SkillDoc};
+use crate::embed::Embedder;
 use crate::rank::{Candidate, Hit, Ranker, SearchResults, finish, fuse};
+use crate::store::{self, Fields, Storage};
 use crate::text::{ANALYZER, analyzer, terms, within_one_edit};
 
 /// The writer's memory budget: tantivy's per-thread minimum is 15 MB.
@@ -33,6 +41,8 @@ pub const MAX_LIMIT: usize = 100;
 const DEPTH: usize = 50;
 /// Query terms at least this long also match one-edit typos of indexed words.
 const FUZZY_MIN_CHARS: usize = 5;
+/// The embedder identity of an index without one.
+const NO_MODEL: &str = "bm25";
 
 /// Why the index failed.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +51,20 @@ pub enum IndexError {
     /// tantivy failed (creating, writing or reading the index).
     #[error("search index: {0}")]
     Tantivy(#[from] tantivy::TantivyError),
+    /// The index directory could not be created or read.
+    #[error("search index directory {}: {source}", dir.display())]
+    Io {
+        /// The directory (or file).
+        dir: std::path::PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The directory holds files that are not an index: it is left alone.
+    #[error("{} holds files that are not a search index; give the index its own directory", .0.display())]
+    NotAnIndex(std::path::PathBuf),
+    /// What is on disk cannot be used as it is (damaged, or written by another version).
+    #[error("search index unreadable: {0}")]
+    Corrupt(String),
 }
 
 /// What to search for.
@@ -92,37 +116,59 @@ pub struct SyncStats {
     pub indexed: usize,
     /// Skills removed.
     pub removed: usize,
+    /// Documents embedded (0 without an embedder, or when nothing changed).
+    pub embedded: usize,
 }
 
-#[derive(Clone, Copy)]
-struct Fields {
-    key: Field,
-    kind: Field,
-    skill: Field,
-    approved: Field,
-    name: Field,
-    description: Field,
-    keywords: Field,
-    examples: Field,
-    context: Field,
-    body: Field,
+/// How far a sync or rebuild is, in documents (one per skill and one per tool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncProgress {
+    /// Documents indexed so far.
+    pub done: usize,
+    /// Documents to index in all.
+    pub total: usize,
+}
+
+/// What an index holds and where ([`SearchIndex::status`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexStatus {
+    /// Documents: one per skill and one per tool.
+    pub documents: usize,
+    /// Skills indexed.
+    pub skills: usize,
+    /// Documents with a vector.
+    pub embedded: usize,
+    /// The ranker queries get.
+    pub ranker: Ranker,
+    /// The embedder's identity, when there is one.
+    pub model: Option<String>,
+    /// Where the documents live.
+    pub storage: Storage,
+    /// Bytes on disk (`None` in memory).
+    pub disk_bytes: Option<u64>,
+    /// Bytes of vectors held in memory for dense search.
+    pub vector_bytes: usize,
 }
 
 /// Field boosts: (tool documents, skill documents).
 const BOOSTS: [(f32, f32); 6] = [(3.0, 3.0), (2.0, 2.0), (1.5, 1.5), (1.5, 1.5), (0.8, 1.0), (0.3, 0.5)];
-
-impl Fields {
-    fn text(&self) -> [Field; 6] {
-        [self.name, self.description, self.keywords, self.examples, self.context, self.body]
-    }
-}
 
 /// What ranking needs about one document besides tantivy.
 struct Meta {
     hit: Hit,
     approved: bool,
     terms: HashSet<String>,
+    /// Unit length.
     vector: Option<Vec<f32>>,
+}
+
+/// What searches read: the documents' metadata, BM25 ids back to keys, the vectors as
+/// one matrix (built on demand after a change).
+#[derive(Default)]
+struct State {
+    meta: HashMap<String, Meta>,
+    ids: HashMap<u64, String>,
+    dense: Option<Arc<Dense>>,
 }
 
 struct Writer {
@@ -137,15 +183,19 @@ pub struct SearchIndex {
     fields: Fields,
     reader: IndexReader,
     writer: Mutex<Writer>,
-    meta: RwLock<HashMap<String, Meta>>,
+    state: RwLock<State>,
     embedder: Option<Arc<dyn Embedder>>,
+    /// The embedder's identity, or [`NO_MODEL`].
+    identity: String,
+    storage: Storage,
 }
 
 impl std::fmt::Debug for SearchIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SearchIndex")
             .field("ranker", &self.ranker())
-            .field("documents", &self.meta.read().map(|m| m.len()).unwrap_or_default())
+            .field("storage", &self.storage)
+            .field("documents", &self.read().meta.len())
             .finish_non_exhaustive()
     }
 }
@@ -161,6 +211,13 @@ fn key(skill: &str, tool: Option<&str>) -> String {
     }
 }
 
+/// The numeric id of a key (the first 8 bytes of its SHA-256).
+fn id(key: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(key.as_bytes());
+    u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
+}
+
 /// What the index remembers about a registry entry: a change means re-index.
 fn fingerprint(entry: &Entry) -> Option<String> {
     let loaded = entry.loaded.as_ref()?;
@@ -168,45 +225,179 @@ fn fingerprint(entry: &Entry) -> Option<String> {
     Some(format!("{}:{}:{}", loaded.content_hash, entry.state, loaded.origin.display()))
 }
 
+/// A fresh tantivy index in memory.
+fn in_ram(schema: Schema) -> Index {
+    let index = Index::create_in_ram(schema);
+    index.tokenizers().register(ANALYZER, analyzer());
+    index
+}
+
 impl SearchIndex {
     /// An empty in-memory index ranking with BM25 alone.
     pub fn new() -> Result<Self, IndexError> {
-        Self::build(None)
+        Self::in_memory(None)
     }
 
     /// An empty in-memory index ranking with BM25 and `embedder` (hybrid).
     pub fn with_embedder(embedder: Arc<dyn Embedder>) -> Result<Self, IndexError> {
-        Self::build(Some(embedder))
+        Self::in_memory(Some(embedder))
     }
 
-    fn build(embedder: Option<Arc<dyn Embedder>>) -> Result<Self, IndexError> {
-        let mut schema = Schema::builder();
-        let text = TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqs),
-        );
-        let fields = Fields {
-            key: schema.add_text_field("key", STRING | STORED),
-            kind: schema.add_text_field("kind", STRING),
-            skill: schema.add_text_field("skill", STRING),
-            approved: schema.add_text_field("approved", STRING),
-            name: schema.add_text_field("name", text.clone()),
-            description: schema.add_text_field("description", text.clone()),
-            keywords: schema.add_text_field("keywords", text.clone()),
-            examples: schema.add_text_field("examples", text.clone()),
-            context: schema.add_text_field("context", text.clone()),
-            body: schema.add_text_field("body", text),
-        };
-        let index = Index::create_in_ram(schema.build());
-        index.tokenizers().register(ANALYZER, analyzer());
+    fn in_memory(embedder: Option<Arc<dyn Embedder>>) -> Result<Self, IndexError> {
+        let (schema, fields) = store::schema();
+        let index = in_ram(schema);
         let writer = index.writer_with_num_threads(1, WRITER_BUDGET)?;
+        Self::assemble(&index, writer, fields, embedder, Storage::Memory)
+    }
+
+    /// The index persisted in `dir` (created if missing), ranking with BM25 and, given
+    /// one, `embedder`. What an earlier run stored is read back: skills whose
+    /// fingerprint still matches are neither re-indexed nor re-embedded by the next
+    /// [`sync`](Self::sync).
+    ///
+    /// Never fails over what is on disk: a corrupt, unreadable or outdated index is
+    /// rebuilt with one warning; when another process holds the index's writer lock,
+    /// this one searches an in-memory copy seeded from disk ([`Storage::Copy`]) and says
+    /// so; a directory that cannot be used at all (not writable, or holding other files)
+    /// gives an in-memory index with a warning.
+    pub fn open(dir: impl AsRef<Path>, embedder: Option<Arc<dyn Embedder>>) -> Result<Self, IndexError> {
+        let dir = dir.as_ref();
+        let (schema, fields) = store::schema();
+        let opened = match store::open(dir, &schema) {
+            Err(e @ (IndexError::NotAnIndex(_) | IndexError::Io { .. })) => {
+                tracing::warn!("{e}: the search index stays in memory this time");
+                return Self::in_memory(embedder);
+            }
+            Err(e) => Err(e),
+            Ok(index) => Self::load_disk(index, dir, fields, embedder.clone()),
+        };
+        match opened {
+            Ok(index) => Ok(index),
+            Err(e) => {
+                tracing::warn!("{e}; rebuilding the search index in {}", dir.display());
+                let rebuilt = store::wipe(dir).and_then(|()| store::open(dir, &schema)).and_then(|index| {
+                    Self::load_disk(index, dir, fields, embedder.clone())
+                });
+                rebuilt.or_else(|e| {
+                    tracing::warn!("{e}: the search index stays in memory this time");
+                    Self::in_memory(embedder)
+                })
+            }
+        }
+    }
+
+    /// Take the writer of an opened on-disk index and read its documents back; when
+    /// another process holds the writer, copy the documents into memory instead.
+    fn load_disk(index: Index, dir: &Path, fields: Fields, embedder: Option<Arc<dyn Embedder>>) -> Result<Self, IndexError> {
+        index.tokenizers().register(ANALYZER, analyzer());
+        match index.writer_with_num_threads(1, WRITER_BUDGET) {
+            Ok(writer) => {
+                let this = Self::assemble(&index, writer, fields, embedder, Storage::Disk(dir.to_owned()))?;
+                let searcher = this.reader.searcher();
+                this.load(&searcher, false)?;
+                Ok(this)
+            }
+            Err(tantivy::TantivyError::LockFailure(..)) => {
+                tracing::info!(
+                    "the search index in {} is in use by another skillhost process: this one searches an in-memory copy (its changes are not saved)",
+                    dir.display()
+                );
+                let disk = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+                let ram = in_ram(index.schema());
+                let writer = ram.writer_with_num_threads(1, WRITER_BUDGET)?;
+                let this = Self::assemble(&ram, writer, fields, embedder, Storage::Copy(dir.to_owned()))?;
+                this.load(&disk.searcher(), true)?;
+                this.commit(&mut lock(&this.writer))?;
+                Ok(this)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn assemble(
+        index: &Index,
+        writer: IndexWriter,
+        fields: Fields,
+        embedder: Option<Arc<dyn Embedder>>,
+        storage: Storage,
+    ) -> Result<Self, IndexError> {
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let identity = embedder.as_ref().map_or_else(|| NO_MODEL.to_owned(), |e| e.identity());
         Ok(Self {
             fields,
             reader,
             writer: Mutex::new(Writer { writer, indexed: HashMap::new(), analyzer: analyzer() }),
-            meta: RwLock::new(HashMap::new()),
+            state: RwLock::new(State::default()),
             embedder,
+            identity,
+            storage,
         })
+    }
+
+    /// Read every live document of `searcher` back into the metadata (and, for a copy,
+    /// into this index's writer). A document that cannot be read back means the index
+    /// is damaged; a panic inside tantivy on damaged data is caught as such.
+    fn load(&self, searcher: &Searcher, copy: bool) -> Result<(), IndexError> {
+        let run = || -> Result<(), IndexError> {
+            let mut writer = lock(&self.writer);
+            let mut state = self.write();
+            for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+                for doc_id in segment.doc_ids_alive() {
+                    let doc: TantivyDocument = searcher.doc(DocAddress::new(ord as u32, doc_id))?;
+                    let (key, skill, print, meta) = self.parse(&doc, &mut writer.analyzer)?;
+                    writer.indexed.insert(skill, print);
+                    state.ids.insert(id(&key), key.clone());
+                    state.meta.insert(key, meta);
+                    if copy {
+                        writer.writer.add_document(doc)?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+            Ok(done) => done,
+            Err(_) => Err(IndexError::Corrupt("reading the stored documents failed".into())),
+        }
+    }
+
+    /// A stored document back: key, skill, fingerprint and metadata.
+    fn parse(&self, doc: &TantivyDocument, analyzer: &mut TextAnalyzer) -> Result<(String, String, String, Meta), IndexError> {
+        let f = self.fields;
+        let text = |field| doc.get_first(field).and_then(|v| v.as_str()).map(str::to_owned);
+        let missing = |what: &str| IndexError::Corrupt(format!("a stored document has no {what}"));
+        let key = text(f.key).ok_or_else(|| missing("key"))?;
+        let skill = text(f.skill).ok_or_else(|| missing("skill"))?;
+        let print = text(f.fingerprint).ok_or_else(|| missing("fingerprint"))?;
+        let tool = match key.split_once(':') {
+            Some(("t", rest)) => Some(rest.split_once('/').ok_or_else(|| missing("tool name"))?.1.to_owned()),
+            Some(("s", _)) => None,
+            _ => return Err(missing("valid key")),
+        };
+        let effects = doc.get_first(f.effects).and_then(|v| v.as_u64()).map_or(SideEffects::Stateful, SideEffects::from_rank);
+        let vector = match doc.get_first(f.vector).and_then(|v| v.as_bytes()) {
+            Some(bytes) => Some(store::vector_from(bytes).ok_or_else(|| missing("valid vector"))?),
+            None => None,
+        };
+        let mut words = HashSet::new();
+        for field in f.text() {
+            for value in doc.get_all(field) {
+                if let Some(text) = value.as_str() {
+                    words.extend(terms(analyzer, text));
+                }
+            }
+        }
+        let hit = Hit { skill: skill.clone(), tool, description: text(f.description).unwrap_or_default(), score: 0.0, side_effects: effects };
+        let approved = text(f.approved).as_deref() == Some("yes");
+        Ok((key, skill, print, Meta { hit, approved, terms: words, vector }))
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The ranker queries get: hybrid with an embedder, BM25 without.
@@ -219,17 +410,51 @@ impl SearchIndex {
         self.embedder.as_deref().map(Embedder::model)
     }
 
-    /// Add or replace skills given directly (tests, benchmarks, embedders that index
-    /// other catalogues). One commit for all of them.
-    pub fn upsert(&self, skills: impl IntoIterator<Item = SkillDoc>) -> Result<(), IndexError> {
-        let mut writer = lock(&self.writer);
-        for skill in skills {
-            let name = skill.name.clone();
-            self.delete_skill(&mut writer, &name);
-            self.add_skill(&mut writer, &skill);
-            writer.indexed.insert(name, String::new());
+    /// Where the documents live.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// What the index holds and where.
+    pub fn status(&self) -> IndexStatus {
+        let skills = lock(&self.writer).indexed.len();
+        let state = self.read();
+        IndexStatus {
+            documents: state.meta.len(),
+            skills,
+            embedded: state.meta.values().filter(|m| m.vector.is_some()).count(),
+            ranker: self.ranker(),
+            model: self.embedder.as_ref().map(|_| self.identity.clone()),
+            disk_bytes: self.storage.dir().filter(|_| self.storage.kind() == "disk").map(store::size),
+            vector_bytes: state.meta.values().filter_map(|m| m.vector.as_ref()).map(|v| v.len() * 4).sum(),
+            storage: self.storage.clone(),
         }
-        self.commit(&mut writer)
+    }
+
+    /// Add or replace skills given directly (tests, benchmarks, embedders that index
+    /// other catalogues). A skill given again unchanged is skipped. One commit for all.
+    pub fn upsert(&self, skills: impl IntoIterator<Item = SkillDoc>) -> Result<SyncStats, IndexError> {
+        let mut writer = lock(&self.writer);
+        let mut stats = SyncStats::default();
+        for skill in skills {
+            let print = self.stamp(&skill.content_hash());
+            if writer.indexed.get(&skill.name) == Some(&print) {
+                continue;
+            }
+            self.delete_skill(&mut writer, &skill.name);
+            stats.embedded += self.add_skill(&mut writer, &skill, &print);
+            writer.indexed.insert(skill.name.clone(), print);
+            stats.indexed += 1;
+        }
+        if stats != SyncStats::default() {
+            self.commit(&mut writer)?;
+        }
+        Ok(stats)
+    }
+
+    /// The stored fingerprint of content `base` under this index's embedder.
+    fn stamp(&self, base: &str) -> String {
+        format!("{base} {}", self.identity)
     }
 
     /// Remove a skill and its tools.
@@ -241,36 +466,64 @@ impl SearchIndex {
     }
 
     /// Bring the index in line with the registry's catalog: re-index the skills whose
-    /// content, state or origin changed, drop those gone (or disabled, or no longer
-    /// loaded). Unchanged skills cost one string comparison.
+    /// content, state or origin changed (or that were indexed under another embedder),
+    /// drop those gone (or disabled, or no longer loaded). Unchanged skills cost one
+    /// string comparison.
     pub fn sync(&self, registry: &Registry) -> Result<SyncStats, IndexError> {
+        self.sync_with(registry, &mut |_| {})
+    }
+
+    /// [`sync`](Self::sync), reporting progress after each skill.
+    pub fn sync_with(&self, registry: &Registry, progress: &mut dyn FnMut(SyncProgress)) -> Result<SyncStats, IndexError> {
+        let mut writer = lock(&self.writer);
+        self.sync_locked(&mut writer, registry, progress)
+    }
+
+    /// Drop everything and index the registry's catalog again, embedding every
+    /// document: the fix for an index that should not be trusted.
+    pub fn rebuild(&self, registry: &Registry, progress: &mut dyn FnMut(SyncProgress)) -> Result<SyncStats, IndexError> {
+        let mut writer = lock(&self.writer);
+        writer.writer.delete_all_documents()?;
+        writer.indexed.clear();
+        *self.write() = State::default();
+        let stats = self.sync_locked(&mut writer, registry, progress)?;
+        // Commit even an empty catalogue: the deletion must reach the disk.
+        self.commit(&mut writer)?;
+        Ok(stats)
+    }
+
+    fn sync_locked(&self, writer: &mut Writer, registry: &Registry, progress: &mut dyn FnMut(SyncProgress)) -> Result<SyncStats, IndexError> {
         let catalog = registry.catalog();
         let wanted: HashMap<String, (String, &Arc<Entry>)> = catalog
             .iter()
-            .filter_map(|e| fingerprint(e).map(|f| (e.name.to_string(), (f, e))))
+            .filter_map(|e| fingerprint(e).map(|f| (e.name.to_string(), (self.stamp(&f), e))))
             .collect();
-        let mut writer = lock(&self.writer);
         let mut stats = SyncStats::default();
         let gone: Vec<String> = writer.indexed.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
         for name in gone {
-            self.delete_skill(&mut writer, &name);
+            self.delete_skill(writer, &name);
             writer.indexed.remove(&name);
             stats.removed += 1;
         }
-        for (name, (print, entry)) in &wanted {
-            if writer.indexed.get(name) == Some(print) {
-                continue;
-            }
-            self.delete_skill(&mut writer, name);
-            if let Some(doc) = SkillDoc::from_entry(entry) {
-                self.add_skill(&mut writer, &doc);
-            }
+        let mut todo: Vec<(&String, &String, SkillDoc)> = wanted
+            .iter()
+            .filter(|(name, (print, _))| writer.indexed.get(*name) != Some(print))
+            .filter_map(|(name, (print, entry))| Some((name, print, SkillDoc::from_entry(entry)?)))
+            .collect();
+        todo.sort_by(|a, b| a.0.cmp(b.0));
+        let total = todo.iter().map(|(_, _, doc)| 1 + doc.tools.len()).sum();
+        let mut done = 0;
+        for (name, print, doc) in todo {
+            self.delete_skill(writer, name);
+            stats.embedded += self.add_skill(writer, &doc, print);
             writer.indexed.insert(name.clone(), print.clone());
             stats.indexed += 1;
+            done += 1 + doc.tools.len();
+            progress(SyncProgress { done, total });
         }
         if stats != SyncStats::default() {
-            self.commit(&mut writer)?;
-            tracing::debug!(indexed = stats.indexed, removed = stats.removed, "search index synced");
+            self.commit(writer)?;
+            tracing::debug!(indexed = stats.indexed, removed = stats.removed, embedded = stats.embedded, "search index synced");
         }
         Ok(stats)
     }
@@ -279,7 +532,7 @@ impl SearchIndex {
     pub fn apply(&self, registry: &Registry, event: &RegistryEvent) -> Result<(), IndexError> {
         let name = event.name().as_str();
         let entry = registry.entry(name).ok();
-        let print = entry.as_deref().and_then(fingerprint);
+        let print = entry.as_deref().and_then(fingerprint).map(|f| self.stamp(&f));
         let mut writer = lock(&self.writer);
         if print.is_some() && writer.indexed.get(name) == print.as_ref() {
             return Ok(());
@@ -287,7 +540,7 @@ impl SearchIndex {
         self.delete_skill(&mut writer, name);
         match (print, entry.as_deref().and_then(SkillDoc::from_entry)) {
             (Some(print), Some(doc)) => {
-                self.add_skill(&mut writer, &doc);
+                self.add_skill(&mut writer, &doc, &print);
                 writer.indexed.insert(name.to_owned(), print);
             }
             _ => {
@@ -328,12 +581,22 @@ impl SearchIndex {
     }
 
     fn delete_skill(&self, writer: &mut Writer, skill: &str) {
-        let mut meta = self.meta.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        meta.retain(|_, m| m.hit.skill != skill);
+        let mut state = self.write();
+        let State { meta, ids, dense } = &mut *state;
+        meta.retain(|k, m| {
+            let keep = m.hit.skill != skill;
+            if !keep {
+                ids.remove(&id(k));
+            }
+            keep
+        });
+        *dense = None;
         writer.writer.delete_term(Term::from_field_text(self.fields.skill, skill));
     }
 
-    fn add_skill(&self, writer: &mut Writer, skill: &SkillDoc) {
+    /// Add a skill's documents (embedding them with the embedder, if any); returns how
+    /// many were embedded.
+    fn add_skill(&self, writer: &mut Writer, skill: &SkillDoc, print: &str) -> usize {
         let f = self.fields;
         let keywords = skill.keywords.join(", ");
         let examples = skill.example_queries.join(". ");
@@ -387,14 +650,19 @@ impl SearchIndex {
             );
             entries.push((key(&skill.name, Some(&tool.name)), doc, hit, embed_text));
         }
+        // A failed embedding is not retried until the skill changes (or `rebuild`): a
+        // sync over an unchanged catalogue must stay free.
         let vectors = self.embedder.as_ref().and_then(|e| {
             let texts: Vec<&str> = entries.iter().map(|(_, _, _, t)| t.as_str()).collect();
             e.embed(&texts)
-                .inspect_err(|err| tracing::warn!(skill = %skill.name, error = %err, "not embedded: BM25 only for this skill"))
+                .inspect_err(|err| {
+                    tracing::warn!(skill = %skill.name, error = %err, "not embedded: BM25 only for this skill until it changes or `skillhost index rebuild`")
+                })
                 .ok()
                 .filter(|v| v.len() == texts.len())
         });
-        let mut meta = self.meta.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let embedded = vectors.as_ref().map_or(0, Vec::len);
+        let mut state = self.write();
         for (i, (k, mut doc, hit, _)) in entries.into_iter().enumerate() {
             let mut words = HashSet::new();
             for field in f.text() {
@@ -404,23 +672,55 @@ impl SearchIndex {
                     }
                 }
             }
+            let vector = vectors.as_ref().and_then(|v| v.get(i).cloned()).map(|mut v| {
+                normalise(&mut v);
+                v
+            });
+            doc.add_u64(f.id, id(&k));
             doc.add_text(f.key, &k);
             doc.add_text(f.kind, if hit.tool.is_some() { "tool" } else { "skill" });
             doc.add_text(f.skill, &skill.name);
             doc.add_text(f.approved, approved);
+            doc.add_text(f.fingerprint, print);
+            doc.add_u64(f.effects, hit.side_effects.rank());
+            if let Some(v) = &vector {
+                doc.add_bytes(f.vector, &store::vector_bytes(v));
+            }
             if let Err(e) = writer.writer.add_document(doc) {
                 tracing::warn!(skill = %skill.name, error = %e, "not indexed");
                 continue;
             }
-            let vector = vectors.as_ref().and_then(|v| v.get(i).cloned());
-            meta.insert(k, Meta { hit, approved: skill.approved, terms: words, vector });
+            state.ids.insert(id(&k), k.clone());
+            state.meta.insert(k, Meta { hit, approved: skill.approved, terms: words, vector });
         }
+        state.dense = None;
+        embedded
     }
 
     fn commit(&self, writer: &mut Writer) -> Result<(), IndexError> {
-        writer.writer.commit()?;
+        let mut commit = writer.writer.prepare_commit()?;
+        commit.set_payload(&store::payload());
+        commit.commit()?;
         self.reader.reload()?;
         Ok(())
+    }
+
+    /// The vectors as one matrix, built now if a change dropped it.
+    fn dense(&self) -> Arc<Dense> {
+        if let Some(dense) = self.read().dense.clone() {
+            return dense;
+        }
+        let mut state = self.write();
+        if let Some(dense) = &state.dense {
+            return dense.clone();
+        }
+        let vectors = state
+            .meta
+            .iter()
+            .filter_map(|(k, m)| m.vector.as_deref().map(|v| (k, v, m.hit.tool.is_some(), m.approved)));
+        let dense = Arc::new(Dense::build(vectors));
+        state.dense = Some(dense.clone());
+        dense
     }
 
     /// Run a query.
@@ -434,15 +734,14 @@ impl SearchIndex {
         let ranker = self.ranker();
         let empty = SearchResults { hits: Vec::new(), ranker, match_quality: 0.0 };
         let depth = DEPTH.max(limit);
-        let bm25 = if words.is_empty() { Vec::new() } else { self.bm25(query, &words, depth)? };
-        let meta = self.meta.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let wanted = |m: &Meta| {
-            (m.hit.tool.is_some() == (query.target == Target::Tools)) && (!query.approved_only || approved(m))
-        };
-        let bm25: Vec<(String, f64)> = bm25.into_iter().filter(|(k, _)| meta.get(k).is_some_and(wanted)).collect();
+        let tools = query.target == Target::Tools;
+        let wanted = |tool: bool, approved: bool| tool == tools && (!query.approved_only || approved);
         let query_vector = match &self.embedder {
             Some(e) if !query.text.trim().is_empty() => match e.embed(&[query.text]) {
-                Ok(mut v) if v.len() == 1 => v.pop(),
+                Ok(mut v) if v.len() == 1 => v.pop().map(|mut v| {
+                    normalise(&mut v);
+                    v
+                }),
                 Ok(_) => None,
                 Err(err) => {
                     tracing::warn!(error = %err, "query not embedded: BM25 only");
@@ -451,45 +750,33 @@ impl SearchIndex {
             },
             _ => None,
         };
-        // Documents embedded: none (every embedding failed) means BM25 alone.
-        let query_vector = query_vector.filter(|_| meta.values().any(|m| m.vector.is_some()));
-        let (candidates, best_cosine, ranker) = match &query_vector {
-            Some(qv) => {
-                let mut dense: Vec<(&String, f32)> = meta
-                    .iter()
-                    .filter(|(_, m)| wanted(m))
-                    .filter_map(|(k, m)| m.vector.as_ref().map(|v| (k, cosine(qv, v))))
-                    .collect();
-                dense.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
-                dense.truncate(depth);
-                let cosines: HashMap<&String, f32> = dense.iter().copied().collect();
+        // No document embedded (every embedding failed) means BM25 alone.
+        let dense = query_vector.as_ref().map(|_| self.dense()).filter(|d| d.bytes() > 0);
+        let bm25 = if words.is_empty() { Vec::new() } else { self.bm25(query, &words, depth)? };
+        let state = self.read();
+        let meta = &state.meta;
+        let bm25: Vec<(&String, f64)> = bm25
+            .into_iter()
+            .filter_map(|(id, score)| state.ids.get(&id).map(|k| (k, score)))
+            .filter(|(k, _)| meta.get(*k).is_some_and(|m| wanted(m.hit.tool.is_some(), m.approved)))
+            .collect();
+        let candidate = |k: &str, raw: f64| Some(Candidate { key: k.to_owned(), raw, hit: meta.get(k)?.hit.clone() });
+        let (candidates, best_cosine, ranker) = match (&query_vector, &dense) {
+            (Some(qv), Some(dense)) => {
+                let nearest = dense.top(qv, depth, wanted);
+                let cosines: HashMap<&str, f32> = nearest.iter().copied().collect();
                 let fused = fuse(&[
-                    bm25.iter().map(|(k, _)| k.clone()).collect(),
-                    dense.iter().map(|(k, _)| (*k).clone()).collect(),
+                    bm25.iter().map(|(k, _)| (*k).clone()).collect(),
+                    nearest.iter().map(|(k, _)| (*k).to_owned()).collect(),
                 ]);
-                let candidates: Vec<Candidate> = fused
-                    .into_iter()
-                    .filter_map(|(k, raw)| {
-                        let hit = meta.get(&k)?.hit.clone();
-                        Some(Candidate { key: k, raw, hit })
-                    })
-                    .collect();
-                let best = |c: &[Candidate]| {
-                    c.iter().max_by(|a, b| a.raw.total_cmp(&b.raw)).and_then(|c| cosines.get(&c.key).copied())
-                };
-                let best_cosine = best(&candidates);
+                let candidates: Vec<Candidate> = fused.into_iter().filter_map(|(k, raw)| candidate(&k, raw)).collect();
+                let best_cosine = candidates
+                    .iter()
+                    .max_by(|a, b| a.raw.total_cmp(&b.raw).then(b.key.cmp(&a.key)))
+                    .and_then(|c| cosines.get(c.key.as_str()).copied());
                 (candidates, best_cosine, Ranker::Hybrid)
             }
-            None => {
-                let candidates = bm25
-                    .into_iter()
-                    .filter_map(|(k, raw)| {
-                        let hit = meta.get(&k)?.hit.clone();
-                        Some(Candidate { key: k, raw, hit })
-                    })
-                    .collect();
-                (candidates, None, Ranker::Bm25)
-            }
+            _ => (bm25.into_iter().filter_map(|(k, raw)| candidate(k, raw)).collect::<Vec<_>>(), None, Ranker::Bm25),
         };
         if candidates.is_empty() {
             return Ok(empty);
@@ -505,8 +792,8 @@ impl SearchIndex {
         Ok(SearchResults { hits, ranker, match_quality: coverage.max(dense_quality) })
     }
 
-    /// BM25 candidates as (key, raw score), best first.
-    fn bm25(&self, query: &Query<'_>, words: &[String], depth: usize) -> Result<Vec<(String, f64)>, IndexError> {
+    /// BM25 candidates as (document id, raw score), best first.
+    fn bm25(&self, query: &Query<'_>, words: &[String], depth: usize) -> Result<Vec<(u64, f64)>, IndexError> {
         let f = self.fields;
         let tools = query.target == Target::Tools;
         let mut should: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
@@ -522,7 +809,7 @@ impl SearchIndex {
                 }
             }
         }
-        let filter = |field: Field, value: &str| -> (Occur, Box<dyn tantivy::query::Query>) {
+        let filter = |field, value: &str| -> (Occur, Box<dyn tantivy::query::Query>) {
             let q = TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic);
             (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(q), 0.0)))
         };
@@ -535,19 +822,20 @@ impl SearchIndex {
         }
         let searcher = self.reader.searcher();
         let top = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(depth).order_by_score())?;
-        let mut out = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let doc: TantivyDocument = searcher.doc(address)?;
-            if let Some(k) = doc.get_first(f.key).and_then(|v| v.as_str()) {
-                out.push((k.to_owned(), f64::from(score)));
-            }
-        }
-        Ok(out)
+        // Ids from the fast field: no document store read per hit.
+        let columns = searcher
+            .segment_readers()
+            .iter()
+            .map(|s| s.fast_fields().u64("id"))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(top
+            .into_iter()
+            .filter_map(|(score, address)| {
+                let id = columns.get(address.segment_ord as usize)?.first(address.doc_id)?;
+                Some((id, f64::from(score)))
+            })
+            .collect())
     }
-}
-
-fn approved(meta: &Meta) -> bool {
-    meta.approved
 }
 
 /// The share of the query's words found in a document's words (a one-edit typo of a

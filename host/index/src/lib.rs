@@ -32,17 +32,20 @@
 //! skill's documents are removed before any change to it is committed, so a removed or
 //! disabled skill never comes back in results.
 
+mod dense;
 mod doc;
 mod embed;
 mod index;
 #[cfg(feature = "embed")]
 mod minilm;
 mod rank;
+mod store;
 mod text;
 
 pub use doc::{SideEffects, SkillDoc, ToolDoc};
 pub use embed::{EmbedError, Embedder};
 #[cfg(feature = "embed")]
-pub use minilm::{MODEL_DIR_ENV, MiniLm, ModelError, ModelFiles, from_env as embedder_from_env};
-pub use index::{IndexError, Query, SearchIndex, SyncStats, Target};
+pub use minilm::{MODEL_DIR_ENV, MiniLm, ModelError, ModelFiles, find as find_model, from_env as embedder_from_env};
+pub use index::{IndexError, IndexStatus, Query, SearchIndex, SyncProgress, SyncStats, Target};
+pub use store::Storage;
 pub use rank::{Hit, Ranker, SearchResults, WEAK_MATCH};

@@ -27,7 +27,7 @@ const MAX_LENGTH: usize = 256;
 #[non_exhaustive]
 pub enum ModelError {
     /// A file is missing.
-    #[error("embedding model file {0} not found; install the model (see the README) or search stays BM25-only")]
+    #[error("embedding model file {0} not found; run `skillhost setup model` (or set SKILLHOST_MODEL_DIR) or search stays BM25-only")]
     Missing(PathBuf),
     /// ONNX Runtime did not load.
     #[error("cannot load ONNX Runtime from {path}: {reason}")]
@@ -91,6 +91,8 @@ fn load_runtime(path: &Path) -> Result<(), ModelError> {
 /// all-MiniLM-L6-v2 as an [`Embedder`].
 pub struct MiniLm {
     model: Mutex<TextEmbedding>,
+    /// The model's name and a hash of its weights.
+    identity: String,
 }
 
 impl std::fmt::Debug for MiniLm {
@@ -104,6 +106,12 @@ impl MiniLm {
     pub fn load(files: &ModelFiles) -> Result<Self, ModelError> {
         let read = |path: PathBuf| std::fs::read(&path).map_err(|_| ModelError::Missing(path));
         let onnx = read(files.onnx.clone())?;
+        let identity = {
+            use sha2::{Digest, Sha256};
+            let hash = Sha256::digest(&onnx);
+            let short: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+            format!("{MODEL}@{short}")
+        };
         let tokenizer_files = TokenizerFiles {
             tokenizer_file: read(files.tokenizer_dir.join("tokenizer.json"))?,
             config_file: read(files.tokenizer_dir.join("config.json"))?,
@@ -117,7 +125,7 @@ impl MiniLm {
         let model = UserDefinedEmbeddingModel::new(onnx, tokenizer_files).with_pooling(Pooling::Mean);
         let options = InitOptionsUserDefined::new().with_max_length(MAX_LENGTH).with_intra_threads(1);
         let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| ModelError::Model(e.to_string()))?;
-        Ok(Self { model: Mutex::new(model) })
+        Ok(Self { model: Mutex::new(model), identity })
     }
 }
 
@@ -126,25 +134,44 @@ impl Embedder for MiniLm {
         MODEL
     }
 
+    fn identity(&self) -> String {
+        self.identity.clone()
+    }
+
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut model = self.model.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         model.embed(texts, Some(32)).map_err(|e| EmbedError { model: MODEL.to_owned(), reason: e.to_string() })
     }
 }
 
-/// The environment variable naming the folder (a Python `site-packages`) where the
-/// model's wheels are installed.
+/// The environment variable naming the folder (a Python `site-packages`, or the
+/// `--target` folder of `skillhost setup model`) where the model's wheels are
+/// installed. It overrides the host's default model folder.
 pub const MODEL_DIR_ENV: &str = "SKILLHOST_MODEL_DIR";
 
 /// The model from `$SKILLHOST_MODEL_DIR`, if set and loadable. Says once, in the log,
 /// why search is BM25-only otherwise.
 pub fn from_env() -> Option<MiniLm> {
+    find(None)
+}
+
+/// The model from `$SKILLHOST_MODEL_DIR` when set, else from `default_dir` (the host's
+/// `<data_dir>/model`, where `skillhost setup model` installs it). Says once, in the
+/// log, why search is BM25-only when neither has a loadable model.
+pub fn find(default_dir: Option<&Path>) -> Option<MiniLm> {
     static SAID: OnceLock<()> = OnceLock::new();
-    let Some(dir) = std::env::var_os(MODEL_DIR_ENV) else {
-        SAID.get_or_init(|| tracing::info!("no embedding model ({MODEL_DIR_ENV} unset): search ranks with BM25 only"));
-        return None;
+    let dir = match (std::env::var_os(MODEL_DIR_ENV), default_dir) {
+        (Some(dir), _) => PathBuf::from(dir),
+        (None, Some(dir)) if dir.exists() => dir.to_owned(),
+        (None, default_dir) => {
+            SAID.get_or_init(|| {
+                let where_ = default_dir.map_or_else(|| format!("{MODEL_DIR_ENV} unset"), |d| format!("none in {}", d.display()));
+                tracing::info!("no embedding model ({where_}): search ranks with BM25 only; `skillhost setup model` installs it")
+            });
+            return None;
+        }
     };
-    match MiniLm::load(&ModelFiles::in_site_packages(Path::new(&dir))) {
+    match MiniLm::load(&ModelFiles::in_site_packages(&dir)) {
         Ok(model) => Some(model),
         Err(e) => {
             SAID.get_or_init(|| tracing::warn!("{e}: search ranks with BM25 only"));

@@ -78,9 +78,9 @@ fn typos_still_match_and_unrelated_requests_are_weak() {
     assert!(nothing.hits.is_empty() && nothing.weak());
 }
 
-/// Letter-trigram counts: a deterministic stand-in model, enough to test the fusion
-/// plumbing (not retrieval quality).
-struct Trigrams;
+/// Letter-trigram counts: a deterministic embedder (real vectors, no model files),
+/// enough to test the fusion and persistence plumbing (not retrieval quality).
+pub(crate) struct Trigrams;
 
 impl Embedder for Trigrams {
     fn model(&self) -> &str {

@@ -172,7 +172,7 @@ fn bm25_recall_on_the_evaluation_set() {
 
 /// The pip-installed model wheels: `$SKILLHOST_MODEL_DIR`, else the repository's
 /// `target/python` venv.
-fn site_packages() -> Option<PathBuf> {
+pub(crate) fn site_packages() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os(skillhost_index::MODEL_DIR_ENV) {
         return Some(dir.into());
     }
