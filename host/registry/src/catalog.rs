@@ -11,6 +11,8 @@ use skillhost_core::{RiskTier, Skill, SkillManifest, SkillName, ToolSpec};
 
 use crate::config::Layer;
 use crate::error::RegistryError;
+use crate::pack::PackRef;
+use crate::skillmd::Frontmatter;
 use crate::trust::{ApprovedBy, TrustState};
 
 /// The `runtime` of an instruction-only skill.
@@ -67,8 +69,12 @@ pub struct Loaded {
     pub capability_digest: String,
     /// What it asks for, one line each: what an approval request shows.
     pub requests: Vec<String>,
-    /// Its SKILL.md, when present.
+    /// Its SKILL.md, when present (for a skill-pack skill, its file rendered as Markdown).
     pub instructions: Option<String>,
+    /// Its SKILL.md's frontmatter, checked against the Agent Skills specification.
+    pub frontmatter: Option<Frontmatter>,
+    /// The skill pack it comes from, for a pack skill.
+    pub pack: Option<PackRef>,
     /// Its manifest (none for instruction-only skills).
     pub manifest: Option<SkillManifest>,
     pub(crate) skill: Option<Arc<dyn Skill>>,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use skillhost_core::{CallError, LoadError, NameError};
 
+use crate::skillmd::RuleError;
 use crate::trust::TrustState;
 
 /// Why the registry could not do what was asked.
@@ -92,14 +93,10 @@ pub enum RegistryError {
         /// How to get under it.
         fix: &'static str,
     },
-    /// A SKILL.md without the frontmatter an instruction-only skill needs.
-    #[error("{}: {reason}; start SKILL.md with `---`, a `name:` and a `description:` line, and `---`", path.display())]
-    Frontmatter {
-        /// The SKILL.md.
-        path: PathBuf,
-        /// What is missing.
-        reason: String,
-    },
+    /// A SKILL.md or skill-pack file breaks a rule of its format (Agent Skills, seed
+    /// 002's skill packs): the error names the file, the value, the rule and the fix.
+    #[error(transparent)]
+    Rule(#[from] RuleError),
     /// The folder or file is not any skill form.
     #[error("{}: not a skill; a skill is a `.wasm` file with an embedded manifest, or a folder with skill.toml (+ skill.wasm) or SKILL.md", path.display())]
     NotASkill {

@@ -33,6 +33,8 @@ impl Registry {
         let target = match snapshot {
             Snapshot::Wasm { .. } => user.join(format!("{name}.wasm")),
             Snapshot::Folder { .. } => user.join(name.as_str()),
+            // Refused with its reason before anything is loaded or written.
+            Snapshot::Pack { ref path, .. } => return Err(crate::pack::not_installable(path)),
         };
         // Validate: the skill must load before anything is written.
         self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }).await?;

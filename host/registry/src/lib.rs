@@ -24,6 +24,11 @@
 //! - `snapshot`: what counts as a skill on disk (`NAME.wasm`, a folder with skill.toml
 //!   and skill.wasm, a folder with only SKILL.md), symlink refusal, size caps, and the
 //!   content hash (hidden paths and a top-level `target/` excluded).
+//! - `skillmd`: SKILL.md frontmatter to the Agent Skills specification ([`Frontmatter`]),
+//!   every rule checked, a broken one reported as a [`RuleError`] naming the [`Rule`].
+//! - `pack`: seed 002's skill packs: a folder with `pack.toml` whose `*.skill.md`,
+//!   `*.skill.yaml` and `*.skill.yml` files load as instruction-only skills named
+//!   `<pack>--<slug>`.
 //! - `trust`: the SQLite trust store (`<data_dir>/trust.db`) and the [`TrustState`]
 //!   rules, including why a narrowed capability also needs reapproval.
 //! - `registry`, `catalog`: [`Registry`] (catalog, calls, approvals), [`Entry`],
@@ -39,7 +44,9 @@ mod catalog;
 mod config;
 mod error;
 mod install;
+mod pack;
 mod registry;
+mod skillmd;
 mod snapshot;
 mod trust;
 mod watch;
@@ -47,5 +54,7 @@ mod watch;
 pub use catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed};
 pub use config::{Layer, RegistryConfig, SizeLimits};
 pub use error::RegistryError;
+pub use pack::{PACK_MANIFEST, PackRef};
 pub use registry::Registry;
+pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError};
 pub use trust::{ApprovedBy, TrustState};

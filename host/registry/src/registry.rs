@@ -24,7 +24,8 @@ use tokio::sync::broadcast;
 use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, diff_lines};
 use crate::config::{Layer, RegistryConfig};
 use crate::error::RegistryError;
-use crate::snapshot::{self, Candidate, Parsed, Snapshot};
+use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
+use crate::{pack, skillmd};
 use crate::trust::{ApprovedBy, Observation, TrustState, TrustStore};
 
 /// The capability digest of an instruction-only skill, which asks for nothing.
@@ -223,10 +224,16 @@ impl Registry {
         }
     }
 
-    /// Rescan the given names.
+    /// Rescan the given names. A name that is a skill pack's (its folder changed) stands
+    /// for every skill of the pack, on disk or in the catalog.
     pub(crate) async fn rescan(&self, names: &BTreeSet<SkillName>) -> Result<(), RegistryError> {
         let _guard = self.reload.lock().await;
-        for name in names {
+        let mut names = names.clone();
+        for name in names.clone() {
+            names.extend(pack::members(&self.layers, name.as_str()));
+            names.extend(self.read().keys().filter(|k| pack::pack_of(k) == Some(name.as_str())).cloned());
+        }
+        for name in &names {
             self.rescan_locked(name).await?;
         }
         Ok(())
@@ -332,6 +339,9 @@ impl Registry {
     fn read_candidate(&self, name: &SkillName, candidate: &Candidate) -> Result<(Snapshot, Parsed), RegistryError> {
         let snapshot = Snapshot::read(&candidate.path, &self.config.limits)?;
         let parsed = snapshot.parse()?;
+        if let Parsed::Instructions(Instructions { frontmatter: Some(frontmatter), .. }) = &parsed {
+            skillmd::check_name(frontmatter, name.as_str(), &candidate.path.join("SKILL.md"))?;
+        }
         if parsed.name() != name {
             return Err(RegistryError::NameMismatch {
                 path: candidate.path.clone(),
@@ -345,7 +355,7 @@ impl Registry {
     /// Load a parsed skill under the policy: the validation a new version must pass.
     pub(crate) async fn load(&self, parsed: Parsed, content_hash: String, candidate: &Candidate) -> Result<Loaded, RegistryError> {
         match parsed {
-            Parsed::Instructions { description, text, .. } => Ok(Loaded {
+            Parsed::Instructions(Instructions { description, text, frontmatter, pack, .. }) => Ok(Loaded {
                 origin: candidate.path.clone(),
                 runtime: INSTRUCTIONS_RUNTIME,
                 version: String::new(),
@@ -356,10 +366,26 @@ impl Registry {
                 capability_digest: NO_CAPABILITIES.to_owned(),
                 requests: Vec::new(),
                 instructions: Some(text),
+                frontmatter,
+                pack,
                 manifest: None,
                 skill: None,
             }),
             Parsed::Code(source) => {
+                // Its SKILL.md follows the standard too, and names this skill.
+                let frontmatter = match &source.instructions {
+                    Some(md) => {
+                        let path = if source.origin.is_dir() {
+                            source.origin.join("SKILL.md")
+                        } else {
+                            PathBuf::from(format!("{}#SKILL.md", source.origin.display()))
+                        };
+                        let frontmatter = skillmd::parse(md, &path)?;
+                        skillmd::check_name(&frontmatter, source.manifest.name.as_str(), &path)?;
+                        Some(frontmatter)
+                    }
+                    None => None,
+                };
                 let grant = Grant::new(&source.manifest, &self.policy).map_err(LoadError::from)?;
                 let skill = self.runtime.load(&source, grant).await?;
                 let tools = skill.tools().to_vec();
@@ -376,6 +402,8 @@ impl Registry {
                     capability_digest: source.manifest.capability_digest(),
                     requests,
                     instructions: source.instructions,
+                    frontmatter,
+                    pack: None,
                     manifest: Some(source.manifest),
                     skill: Some(skill),
                 })

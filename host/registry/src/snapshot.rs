@@ -24,6 +24,8 @@ use skillhost_wasm::package;
 
 use crate::config::{Layer, SizeLimits};
 use crate::error::RegistryError;
+use crate::pack::{self, PackRef};
+use crate::skillmd::{self, Frontmatter};
 
 /// One place a skill was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,7 +56,13 @@ pub(crate) fn names_in(dir: &Path) -> BTreeSet<SkillName> {
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
         let Some(file) = path.file_name().and_then(|f| f.to_str()) else { continue };
-        if excluded(file) || !is_candidate(&path) {
+        if excluded(file) {
+            continue;
+        }
+        if !is_candidate(&path) {
+            if pack::is_pack(&path) {
+                names.extend(pack::names_in(&path));
+            }
             continue;
         }
         match entry_name(&path) {
@@ -82,7 +90,7 @@ fn is_candidate(path: &Path) -> bool {
 }
 
 /// Where `name` is found, in precedence order. Within one layer a folder comes before
-/// a `.wasm` of the same name (which it shadows).
+/// a `.wasm` of the same name (which it shadows), and both before skill-pack files.
 pub(crate) fn candidates(layers: &[(Layer, PathBuf)], name: &SkillName) -> Vec<Candidate> {
     let mut found = Vec::new();
     for (layer, dir) in layers {
@@ -91,6 +99,7 @@ pub(crate) fn candidates(layers: &[(Layer, PathBuf)], name: &SkillName) -> Vec<C
                 found.push(Candidate { layer: *layer, path });
             }
         }
+        found.extend(pack::candidates(dir, name).into_iter().map(|path| Candidate { layer: *layer, path }));
     }
     found
 }
@@ -102,12 +111,18 @@ pub(crate) enum Snapshot {
     Wasm { path: PathBuf, bytes: Vec<u8> },
     /// A folder: relative path (`/`-separated) to contents.
     Folder { path: PathBuf, files: BTreeMap<String, Vec<u8>> },
+    /// One file of a skill pack, with its pack's `pack.toml`.
+    Pack { path: PathBuf, manifest: Vec<u8>, bytes: Vec<u8> },
 }
 
 impl Snapshot {
     /// Read the skill at `path`, refusing symlinks and special files and enforcing
     /// `limits`.
     pub fn read(path: &Path, limits: &SizeLimits) -> Result<Self, RegistryError> {
+        if pack::is_pack_file(path) {
+            let (manifest, bytes) = pack::read(path, limits)?;
+            return Ok(Snapshot::Pack { path: path.to_owned(), manifest, bytes });
+        }
         let meta = std::fs::symlink_metadata(path).map_err(RegistryError::io(path, "cannot read"))?;
         if meta.is_symlink() {
             return Err(RegistryError::Symlink { path: path.to_owned() });
@@ -134,10 +149,16 @@ impl Snapshot {
             Snapshot::Wasm { bytes, .. } => hasher.update(bytes),
             Snapshot::Folder { files, .. } => {
                 for (path, bytes) in files {
-                    hasher.update(path.as_bytes());
-                    hasher.update([0]);
-                    hasher.update((bytes.len() as u64).to_le_bytes());
-                    hasher.update(bytes);
+                    hash_file(&mut hasher, path, bytes);
+                }
+            }
+            Snapshot::Pack { path, manifest, bytes } => {
+                // As a folder of these two files, sorted by name.
+                let file = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                let mut files = [(pack::PACK_MANIFEST, manifest), (file, bytes)];
+                files.sort();
+                for (path, bytes) in files {
+                    hash_file(&mut hasher, path, bytes);
                 }
             }
         }
@@ -150,10 +171,8 @@ impl Snapshot {
             Snapshot::Wasm { path, bytes } => {
                 let not_component = |e: package::FormatError| LoadError::NotAComponent { path: path.clone(), reason: e.to_string() };
                 package::check_component(bytes).map_err(not_component)?;
-                let manifest = package::read_section(bytes, package::MANIFEST_SECTION)
-                    .map_err(not_component)?
-                    .ok_or_else(|| LoadError::NoManifest { path: path.clone() })?;
-                let manifest = SkillManifest::parse_bytes(manifest, &suffixed(path, "#skill.toml")).map_err(LoadError::from)?;
+                // The embedded manifest, or for a generic component none (it asks for nothing).
+                let manifest = package::component_manifest(bytes, path)?;
                 let instructions = embedded_instructions(bytes, path)?;
                 let code = SkillCode::Wasm { path: path.clone(), bytes: Arc::from(bytes.as_slice()) };
                 Ok(Parsed::Code(SkillSource { manifest, origin: path.clone(), code, instructions }))
@@ -166,8 +185,15 @@ impl Snapshot {
                 let Some(toml) = files.get("skill.toml") else {
                     let md_path = path.join("SKILL.md");
                     let text = instructions.ok_or_else(|| RegistryError::NotASkill { path: path.clone() })?;
-                    let (name, description) = frontmatter(&text, &md_path)?;
-                    return Ok(Parsed::Instructions { name, description, text });
+                    let frontmatter = skillmd::parse(&text, &md_path)?;
+                    let name = skillmd::check_name_rules(&frontmatter.name, &md_path)?;
+                    return Ok(Parsed::Instructions(Instructions {
+                        name,
+                        description: frontmatter.description.clone(),
+                        text,
+                        frontmatter: Some(frontmatter),
+                        pack: None,
+                    }));
                 };
                 let manifest = SkillManifest::parse_bytes(toml, &path.join("skill.toml")).map_err(LoadError::from)?;
                 if manifest.server.is_some() {
@@ -193,6 +219,16 @@ impl Snapshot {
                 let code = SkillCode::Wasm { path: wasm_path, bytes: Arc::from(bytes.as_slice()) };
                 Ok(Parsed::Code(SkillSource { manifest, origin: path.clone(), code, instructions }))
             }
+            Snapshot::Pack { path, manifest, bytes } => {
+                let skill = pack::parse(path, manifest, bytes)?;
+                Ok(Parsed::Instructions(Instructions {
+                    name: skill.name,
+                    description: skill.description,
+                    text: skill.instructions,
+                    frontmatter: None,
+                    pack: Some(skill.pack),
+                }))
+            }
         }
     }
 
@@ -211,8 +247,17 @@ impl Snapshot {
                 }
                 Ok(())
             }
+            Snapshot::Pack { path, .. } => Err(pack::not_installable(path)),
         }
     }
+}
+
+/// One file of a folder hash: `path NUL length(u64 LE) contents`.
+fn hash_file(hasher: &mut Sha256, path: &str, bytes: &[u8]) {
+    hasher.update(path.as_bytes());
+    hasher.update([0]);
+    hasher.update((bytes.len() as u64).to_le_bytes());
+    hasher.update(bytes);
 }
 
 fn read_dir_into(
@@ -276,8 +321,21 @@ fn check_size(path: &Path, what: &'static str, size: u64, limit: u64) -> Result<
 pub(crate) enum Parsed {
     /// Code to load: a manifest and a component.
     Code(SkillSource),
-    /// A folder with only SKILL.md.
-    Instructions { name: SkillName, description: String, text: String },
+    /// A folder with only SKILL.md, or a skill-pack file.
+    Instructions(Instructions),
+}
+
+/// An instruction-only skill.
+#[derive(Clone, Debug)]
+pub(crate) struct Instructions {
+    pub name: SkillName,
+    pub description: String,
+    /// What an agent reads: the SKILL.md, or the pack file rendered as Markdown.
+    pub text: String,
+    /// The SKILL.md's frontmatter.
+    pub frontmatter: Option<Frontmatter>,
+    /// The pack it comes from.
+    pub pack: Option<PackRef>,
 }
 
 impl Parsed {
@@ -285,7 +343,7 @@ impl Parsed {
     pub fn name(&self) -> &SkillName {
         match self {
             Parsed::Code(source) => &source.manifest.name,
-            Parsed::Instructions { name, .. } => name,
+            Parsed::Instructions(instructions) => &instructions.name,
         }
     }
 }
@@ -314,90 +372,9 @@ fn embedded_instructions(bytes: &[u8], path: &Path) -> Result<Option<String>, Re
     }
 }
 
-/// The `name:` and `description:` of a SKILL.md's YAML frontmatter. A careful line
-/// parser, not YAML: plain or quoted one-line values, and `>`/`|` blocks of indented
-/// lines (joined with spaces). Other keys are ignored.
-pub(crate) fn frontmatter(text: &str, path: &Path) -> Result<(SkillName, String), RegistryError> {
-    let bad = |reason: &str| RegistryError::Frontmatter { path: path.to_owned(), reason: reason.to_owned() };
-    let mut lines = text.lines();
-    if lines.next().map(str::trim_end) != Some("---") {
-        return Err(bad("no YAML frontmatter"));
-    }
-    let mut fields: BTreeMap<&str, String> = BTreeMap::new();
-    let mut block: Option<&str> = None;
-    let mut closed = false;
-    for line in lines {
-        if line.trim_end() == "---" {
-            closed = true;
-            break;
-        }
-        if let Some(key) = block {
-            if line.starts_with([' ', '\t']) || line.trim().is_empty() {
-                let value = fields.entry(key).or_default();
-                if !value.is_empty() && !line.trim().is_empty() {
-                    value.push(' ');
-                }
-                value.push_str(line.trim());
-                continue;
-            }
-            block = None;
-        }
-        let Some((key, value)) = line.split_once(':') else { continue };
-        if line.starts_with([' ', '\t']) {
-            continue;
-        }
-        let key = key.trim();
-        let value = value.trim();
-        if matches!(value, ">" | "|" | ">-" | "|-" | "") {
-            block = Some(key);
-            fields.insert(key, String::new());
-        } else {
-            fields.insert(key, unquote(value).to_owned());
-        }
-    }
-    if !closed {
-        return Err(bad("the frontmatter has no closing `---`"));
-    }
-    let name = fields.get("name").filter(|n| !n.is_empty()).ok_or_else(|| bad("the frontmatter has no `name:`"))?;
-    let description = fields
-        .get("description")
-        .map(|d| d.trim().to_owned())
-        .filter(|d| !d.is_empty())
-        .ok_or_else(|| bad("the frontmatter has no `description:`"))?;
-    Ok((SkillName::new(name.clone())?, description))
-}
-
-fn unquote(value: &str) -> &str {
-    for quote in ['"', '\''] {
-        if let Some(inner) = value.strip_prefix(quote).and_then(|v| v.strip_suffix(quote)) {
-            return inner;
-        }
-    }
-    value
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn frontmatter_lines() {
-        let path = Path::new("x/SKILL.md");
-        let (name, description) = frontmatter("---\nname: my-skill\ndescription: \"Does: things\"\nlicense: MIT\n---\n# body\n", path).unwrap();
-        assert_eq!((name.as_str(), description.as_str()), ("my-skill", "Does: things"));
-        let (_, folded) = frontmatter("---\nname: 'a-b'\ndescription: >\n  one\n  two\nother: x\n---\n", path).unwrap();
-        assert_eq!(folded, "one two");
-        for (text, expected) in [
-            ("# no frontmatter\n", "no YAML frontmatter"),
-            ("---\nname: a-b\n", "no closing"),
-            ("---\ndescription: d\n---\n", "no `name:`"),
-            ("---\nname: a-b\n---\n", "no `description:`"),
-            ("---\nname: Bad_Name\ndescription: d\n---\n", "invalid skill name `Bad_Name`"),
-        ] {
-            let err = frontmatter(text, path).unwrap_err().to_string();
-            assert!(err.contains(expected), "{err}");
-        }
-    }
 
     #[test]
     fn hash_covers_paths_and_contents() {

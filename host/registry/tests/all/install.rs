@@ -62,7 +62,7 @@ async fn refuses_what_is_unsafe() {
     std::fs::create_dir(&instructions).unwrap();
     std::fs::write(instructions.join("SKILL.md"), "---\nname: Bad_Name\ndescription: d\n---\n").unwrap();
     let err = refused(registry.install(&instructions).await);
-    assert!(err.contains("invalid skill name `Bad_Name`"), "{err}");
+    assert!(err.contains("b/SKILL.md: name \"Bad_Name\" breaks agent-skills rule name-charset"), "{err}");
 
     let linked = TEXT_TOOLS.folder(&source.path().join("c"));
     std::fs::create_dir(linked.join("references")).unwrap();

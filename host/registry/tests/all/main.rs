@@ -2,8 +2,10 @@
 //! components built from source by the `skillhost-tests` fixtures. Every wait is
 //! guarded by a timeout; no test asserts on timing.
 
+mod agent_skills;
 mod discovery;
 mod install;
+mod packs;
 mod sandbox;
 mod trust;
 mod watch;
