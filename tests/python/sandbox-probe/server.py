@@ -47,6 +47,14 @@ def write_file(path: str, text: str) -> dict:
 
 
 @mcp.tool()
+async def append(path: str, line: str) -> dict:
+    """Append one line to a file in one O_APPEND write: a ledger of the calls that ran."""
+    with open(path, "a") as f:
+        f.write(line + "\n")
+    return {"line": line}
+
+
+@mcp.tool()
 def connect(host: str, port: int) -> dict:
     """Open a TCP connection and send one line."""
     def run():
