@@ -1,0 +1,262 @@
+//! Skills written in Python and JavaScript against our world: the example skills
+//! (`examples/python-skill`, `examples/js-skill`) and the `new --lang` templates built
+//! with the real `skillhost build` (componentize-py, componentize-js), called through the
+//! CLI and through MCP, and a file outside the grant refused.
+//!
+//! Each component is built once per run of this binary and the compiled cache is shared
+//! (`target/languages/cache`): a cold compile of these 12-18 MB components takes seconds.
+//! The toolchains come from `SKILLHOST_TOOLCHAINS` (scripts/setup.sh installs them into
+//! target/toolchains); when one truly cannot be installed, its tests say SKIPPED and why.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+
+/// This binary's scratch space under the shared target dir.
+fn scratch() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/languages")
+}
+
+fn toolchains() -> PathBuf {
+    std::env::var_os("SKILLHOST_TOOLCHAINS")
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/toolchains"), PathBuf::from)
+}
+
+/// A data dir of its own whose compiled cache is the one this run shares. (The cache
+/// starts empty each run: the toolchains' output differs from build to build, so old
+/// entries would only pile up.)
+fn data_dir() -> tempfile::TempDir {
+    static CACHE: OnceLock<PathBuf> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| {
+        let cache = scratch().join("cache");
+        let _ = std::fs::remove_dir_all(&cache);
+        std::fs::create_dir_all(&cache).unwrap();
+        cache
+    });
+    let data = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(std::fs::canonicalize(cache).unwrap(), data.path().join("cache")).unwrap();
+    data
+}
+
+fn skillhost(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env("SKILLHOST_TOOLCHAINS", toolchains())
+        .env_remove("SKILLHOST_LOG")
+        .output()
+        .expect("the skillhost binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Install `toolchain` (a no-op when setup.sh did); `false`, with a loud message, when
+/// it cannot be installed on this machine.
+fn toolchain_ready(toolchain: &str) -> bool {
+    static READY: OnceLock<std::sync::Mutex<std::collections::HashMap<String, bool>>> = OnceLock::new();
+    let mut ready = READY.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    *ready.entry(toolchain.to_owned()).or_insert_with(|| {
+        let data = tempfile::tempdir().unwrap();
+        let out = skillhost(data.path(), &["setup", "toolchains", toolchain]);
+        if !out.status.success() {
+            eprintln!(
+                "\n========\nSKIPPED: the {toolchain} guest toolchain cannot be installed here, so the {toolchain} skill tests did not run:\n{}\n(scripts/setup.sh installs it; CI must)\n========\n",
+                stderr(&out)
+            );
+        }
+        out.status.success()
+    })
+}
+
+/// `skillhost build` of the skill folder `source` (copied, so the build leaves the
+/// source tree alone) under `name`; the packaged `.wasm`, or `None` when its toolchain is
+/// missing.
+fn build(source: &Path, name: &str, toolchain: &str) -> Option<PathBuf> {
+    if !toolchain_ready(toolchain) {
+        return None;
+    }
+    let dir = scratch().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(source).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() && path.file_name().is_some_and(|n| n != "skill.wasm") {
+            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let data = data_dir();
+    let out = skillhost(data.path(), &["build", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "skillhost build {} failed:\n{}", source.display(), stderr(&out));
+    Some(dir.join("skill.wasm"))
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+}
+
+/// The Python example, built once per run.
+fn python_skill() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| build(&example("python-skill"), "python-skill", "python")).as_deref()
+}
+
+/// The JavaScript example, built once per run.
+fn js_skill() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| build(&example("js-skill"), "js-skill", "js")).as_deref()
+}
+
+/// `skillhost call` of a `.wasm`: (exit code, stdout JSON or Null, stderr).
+fn call(data: &Path, wasm: &Path, tool: &str, input: Value) -> (i32, Value, String) {
+    let out = skillhost(data, &["call", wasm.to_str().unwrap(), tool, "--input", &input.to_string()]);
+    let stdout = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), stdout, stderr(&out))
+}
+
+fn ok(data: &Path, wasm: &Path, tool: &str, input: Value) -> Value {
+    let (code, out, stderr) = call(data, wasm, tool, input);
+    assert_eq!(code, 0, "{} {tool} failed: {stderr}", wasm.display());
+    out
+}
+
+#[test]
+fn python_skill_counts_words_and_reads_only_granted_files() {
+    let Some(wasm) = python_skill() else { return };
+    let data = data_dir();
+
+    let out = ok(data.path(), wasm, "word_count", json!({"text": "the cat and the hat\nthe end", "top": 2}));
+    assert_eq!((out["words"].as_u64(), out["lines"].as_u64(), out["chars"].as_u64()), (Some(7), Some(2), Some(27)), "{out}");
+    assert_eq!(out["top"], json!([{"word": "the", "count": 3}, {"word": "and", "count": 1}]), "{out}");
+
+    let (code, _, stderr) = call(data.path(), wasm, "word_count", json!({"text": 5}));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("skill `py-words` tool `word_count`: invalid input: `text` must be a string"), "{stderr}");
+
+    // A note in its data dir (granted read-only, seen as /data) can be read...
+    let notes = data.path().join("skills/py-words");
+    std::fs::create_dir_all(&notes).unwrap();
+    let secret = "buy milk\nbuy eggs and milk\n";
+    std::fs::write(notes.join("todo.txt"), secret).unwrap();
+    let out = ok(data.path(), wasm, "read_note", json!({"path": "todo.txt"}));
+    assert_eq!(out["text"], secret, "{out}");
+    assert_eq!(out["words"], 6, "{out}");
+
+    // ...but nothing outside it: not the same file by its host path, not by climbing out
+    // of /data, not the host's files. The sandbox refuses; the skill reports a denial.
+    let host_path = std::fs::canonicalize(notes.join("todo.txt")).unwrap();
+    for path in [host_path.to_str().unwrap(), "../../../../../../etc/passwd", "/etc/passwd", "../py-words/todo.txt"] {
+        let (code, out, stderr) = call(data.path(), wasm, "read_note", json!({"path": path}));
+        assert_eq!((code, &out), (1, &Value::Null), "{path} must be refused: {stderr}");
+        assert!(stderr.contains("skill `py-words` tool `read_note` was denied: cannot read"), "{path}: {stderr}");
+        assert!(stderr.contains("to allow it, add the capability to the skill's skill.toml"), "{path}: {stderr}");
+        assert!(!stderr.contains("eggs") && !stderr.contains("root:"), "{path}: nothing leaks: {stderr}");
+    }
+}
+
+#[test]
+fn js_skill_reverses_text_and_summarises_numbers() {
+    let Some(wasm) = js_skill() else { return };
+    let data = data_dir();
+
+    let out = ok(data.path(), wasm, "reverse", json!({"text": "héllo wörld 🦀"}));
+    assert_eq!(out["text"], "🦀 dlröw olléh", "code points, not UTF-16 units: {out}");
+    let out = ok(data.path(), wasm, "reverse", json!({"text": "one  two three", "by": "words"}));
+    assert_eq!(out["text"], "three two one", "{out}");
+
+    let out = ok(data.path(), wasm, "stats", json!({"numbers": [3, 1.5, 2, 9.5]}));
+    assert_eq!(out, json!({"count": 4, "sum": 16, "mean": 4, "min": 1.5, "max": 9.5}));
+
+    for (input, message) in [
+        (json!({"numbers": []}), "`numbers` must be a non-empty list of numbers"),
+        (json!({"text": "x", "by": "lines"}), "`by` must be `chars` or `words`"),
+    ] {
+        let tool = if input.get("numbers").is_some() { "stats" } else { "reverse" };
+        let (code, _, stderr) = call(data.path(), wasm, tool, input);
+        assert_eq!(code, 1, "{stderr}");
+        assert!(stderr.contains(&format!("skill `js-text` tool `{tool}`: invalid input: {message}")), "{stderr}");
+    }
+}
+
+/// `skillhost new --lang python|js` writes a skill that `skillhost build` turns into one
+/// that answers.
+#[test]
+fn new_python_and_js_skills_build_and_answer() {
+    for (lang, file) in [("python", "app.py"), ("js", "skill.js")] {
+        let data = data_dir();
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join(format!("greet-{lang}"));
+        let out = skillhost(data.path(), &["new", &format!("greet-{lang}"), "--lang", lang, "--dir", dir.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        for name in [file, "skill.toml", "SKILL.md", "README.md"] {
+            assert!(dir.join(name).is_file(), "{lang}: no {name}");
+        }
+        let Some(wasm) = build(&dir, &format!("greet-{lang}"), lang) else { continue };
+        let out = ok(data.path(), &wasm, "hello", json!({"name": "Ada"}));
+        assert_eq!(out["greeting"], "Hello, Ada!", "{lang}: {out}");
+        let (code, _, stderr) = call(data.path(), &wasm, "hello", json!({"name": 7}));
+        assert_eq!(code, 1, "{lang}: {stderr}");
+        assert!(stderr.contains("invalid input: `name` must be a string"), "{lang}: {stderr}");
+    }
+
+    let data = data_dir();
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::write(empty.path().join("skill.toml"), "name = \"x\"\nversion = \"0.1.0\"\ndescription = \"x\"\n").unwrap();
+    let out = skillhost(data.path(), &["build", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(stderr(&out).contains("no Cargo.toml, app.py or skill.js"), "{}", stderr(&out));
+}
+
+/// Both skills served over MCP (stdio) and called with rmcp's client.
+#[tokio::test]
+async fn python_and_js_skills_answer_through_mcp() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+
+    let built = tokio::task::spawn_blocking(|| (python_skill(), js_skill())).await.unwrap();
+    let (Some(python), Some(js)) = built else { return };
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::copy(python, skills.path().join("py-words.wasm")).unwrap();
+    std::fs::copy(js, skills.path().join("js-text.wasm")).unwrap();
+    let data = data_dir();
+    let notes = data.path().join("skills/py-words");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("todo.txt"), "a b c").unwrap();
+
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillhost"));
+    cmd.arg("--skills").arg(skills.path()).arg("--data-dir").arg(data.path()).arg("serve");
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for name in ["py-words__word_count", "py-words__read_note", "js-text__reverse", "js-text__stats"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+
+    let call = async |tool: &str, args: Value| {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().unwrap().clone());
+        let result = client.call_tool(params).await.unwrap();
+        let text = result.content[0].as_text().unwrap().text.clone();
+        (result.is_error, text)
+    };
+    let (error, text) = call("py-words__word_count", json!({"text": "to be or not to be", "top": 1})).await;
+    assert_eq!(error, Some(false), "{text}");
+    let out: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((out["words"].as_u64(), &out["top"]), (Some(6), &json!([{"word": "be", "count": 2}])), "{out}");
+
+    let (error, text) = call("js-text__reverse", json!({"text": "stressed"})).await;
+    assert_eq!(error, Some(false), "{text}");
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["text"], "desserts");
+
+    let (error, text) = call("py-words__read_note", json!({"path": "todo.txt"})).await;
+    assert_eq!(error, Some(false), "{text}");
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["words"], 3);
+    let (error, text) = call("py-words__read_note", json!({"path": "/etc/passwd"})).await;
+    assert_eq!(error, Some(true), "{text}");
+    assert!(text.contains("denied") && text.contains("cannot read `/etc/passwd`") && !text.contains("root:"), "{text}");
+    client.cancel().await.unwrap();
+}
