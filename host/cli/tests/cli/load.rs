@@ -187,6 +187,12 @@ fn a_thousand_concurrent_calls_survive_faults_reloads_and_a_killed_host() {
         rss / 1024,
         peak / 1024
     );
+    let seconds = facts["seconds"].as_f64().unwrap_or(f64::NAN);
+    let _ = fixtures::figures::record(env!("CARGO_TARGET_TMPDIR"), "load", &[
+        fixtures::figures::Figure::new(format!("{CALLS} concurrent MCP calls over HTTP with faults: answered ok"), facts["counts"]["ok"].as_f64().unwrap_or(0.0), "calls"),
+        fixtures::figures::Figure::new(format!("{CALLS} concurrent MCP calls over HTTP with faults: wall time (Python client)"), seconds, "s"),
+        fixtures::figures::Figure::new("host peak resident memory under that load", peak as f64 / 1024.0, "MiB").goal("bounded (test: < 1 GiB)"),
+    ]);
     assert_eq!(facts["answered"], CALLS, "every call was answered: {facts}");
     assert_eq!(facts["counts"]["ok"], CALLS, "no call failed or crossed another's answer: {}", facts["problems"]);
     assert_eq!(facts["fault_calls_that_did_not_fail"], serde_json::json!([]), "crashes, hangs and spins end as tool errors");
