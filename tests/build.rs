@@ -16,6 +16,7 @@ const GUESTS: &[&str] = &[
     "tests/guests/limits",
     "tests/guests/not-a-skill",
     "tests/guests/net",
+    "tests/guests/generic",
     "skills/text-tools",
     "skills/csv-summary",
     "skills/unit-convert",

@@ -4,6 +4,7 @@
 mod bundled;
 mod cache;
 mod escape;
+mod generic;
 mod limits;
 mod load_errors;
 mod network;

@@ -5,15 +5,21 @@
 //!   the compiled-component cache, and implements [`SkillRuntime`].
 //! - [`WasmSkill`] is one loaded skill: its tools, its pre-instantiated component and
 //!   the call path with its limits.
-//! - [`package`] reads and writes the embedded manifest that makes one `.wasm` a skill.
+//! - [`package`] reads and writes the embedded manifest that makes one `.wasm` a skill,
+//!   and [`package::reflect`]s any component's WIT: a component that does not export our
+//!   world is a *generic* skill whose exported functions are its tools (`generic.rs`, with
+//!   `schema.rs` and `value.rs` for JSON Schema and JSON ↔ component values).
 
 mod bindings;
 mod cache;
 mod engine;
+mod generic;
 mod http;
 pub mod package;
+mod schema;
 mod skill;
 mod state;
+mod value;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -33,6 +39,8 @@ pub use skill::WasmSkill;
 
 use crate::bindings::SkillPre;
 use crate::cache::ComponentCache;
+use crate::generic::GenericPre;
+use crate::skill::Code;
 use crate::state::CallState;
 
 /// How the WebAssembly runtime is set up.
@@ -140,6 +148,24 @@ impl WasmRuntime {
             .map_err(|e| not_component(one_line(&e)))?;
 
         let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld { path: path.clone(), reason: one_line(&e) };
+        // Our own world, or a generic component whose exported functions are the tools.
+        let (reflection, generic_tools) = if component.get_export_index(None, OUR_WORLD_EXPORT).is_some() {
+            (None, Vec::new())
+        } else {
+            let code = bytes.clone();
+            let reflection = tokio::task::spawn_blocking(move || package::reflect(&code))
+                .await
+                .map_err(|e| not_component(e.to_string()))?
+                .map_err(|e| not_component(e.to_string()))?;
+            if let Some(reason) = reflection.import_error() {
+                return Err(LoadError::Runtime { skill: grant.skill.clone(), reason });
+            }
+            if let Some(reason) = reflection.nothing_callable() {
+                return Err(LoadError::WrongWorld { path: path.clone(), reason });
+            }
+            let tools = reflection.tools.clone();
+            (Some(reflection), tools)
+        };
         let has_network = !grant.network.is_empty();
         let linker = if has_network { &self.inner.linker_http } else { &self.inner.linker };
         let pre = linker.instantiate_pre(&component).map_err(|e| {
@@ -150,7 +176,12 @@ impl WasmRuntime {
                 wrong_world(e)
             }
         })?;
-        let pre = SkillPre::new(pre).map_err(wrong_world)?;
+        let code = match reflection {
+            None => Code::Skill(SkillPre::new(pre).map_err(wrong_world)?),
+            Some(reflection) => Code::Generic(
+                GenericPre::new(pre, reflection).map_err(|reason| LoadError::Runtime { skill: grant.skill.clone(), reason })?,
+            ),
+        };
 
         for dir in &grant.dirs {
             std::fs::create_dir_all(&dir.host).map_err(|e| LoadError::Runtime {
@@ -168,11 +199,14 @@ impl WasmRuntime {
             concurrency: Semaphore::new(grant.limits.concurrency as usize),
             grant,
             tools: Vec::new(),
-            pre,
+            code,
             runtime: self.inner.clone(),
             cache: outcome,
         };
-        skill.tools = describe(&skill).await?;
+        skill.tools = match &skill.code {
+            Code::Skill(_) => describe(&skill).await?,
+            Code::Generic(_) => generic_tools,
+        };
         tracing::debug!(skill = %skill.grant.skill, tools = skill.tools.len(), cache = ?outcome, "loaded wasm skill");
         Ok(Arc::new(skill))
     }
@@ -189,12 +223,16 @@ impl SkillRuntime for WasmRuntime {
     }
 }
 
+/// The export of our world, `skillhost:skill/guest` at the version this host runs.
+const OUR_WORLD_EXPORT: &str = "skillhost:skill/guest@0.1.0";
+
 /// Ask the skill for its tools, in a fresh instance, and check them.
 async fn describe(skill: &WasmSkill) -> Result<Vec<ToolSpec>, LoadError> {
     let name = skill.grant.skill.clone();
+    let Code::Skill(pre) = &skill.code else { unreachable!("describe is only called for our own world") };
     let (raw, _) = skill
-        .with_instance("tools", skill.grant.limits.timeout, None, async |instance, store| {
-            instance.skillhost_skill_guest().call_tools(store).await
+        .with_store("tools", skill.grant.limits.timeout, None, async |store| {
+            pre.instantiate_async(&mut *store).await?.skillhost_skill_guest().call_tools(store).await
         })
         .await
         .map_err(|e| LoadError::Runtime { skill: name.clone(), reason: format!("describing its tools failed: {e}") })?;

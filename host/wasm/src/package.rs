@@ -23,10 +23,18 @@ const WASM_MAGIC: [u8; 4] = *b"\0asm";
 /// Version and layer fields of a component (layer 1); core modules have layer 0.
 const COMPONENT_VERSION: [u8; 4] = [0x0d, 0x00, 0x01, 0x00];
 
+pub use crate::generic::{DOCS_SECTION, Reflection, RefusedFunction, docs_section, reflect};
+
 /// Why a binary could not be read as a component.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct FormatError(String);
+
+impl FormatError {
+    pub(crate) fn new(message: String) -> Self {
+        Self(message)
+    }
+}
 
 /// What kind of WebAssembly binary `bytes` is.
 pub fn check_component(bytes: &[u8]) -> Result<(), FormatError> {
@@ -118,6 +126,19 @@ pub fn embed(component: &[u8], entries: &[(&str, &[u8])]) -> Result<Vec<u8>, For
     Ok(out)
 }
 
+/// Return `component` without its top-level custom sections called `name`.
+pub(crate) fn strip_section(component: &[u8], name: &str) -> Result<Vec<u8>, FormatError> {
+    let mut out = Vec::with_capacity(component.len());
+    out.extend_from_slice(&component[..8]);
+    for section in sections(component)? {
+        let named = section.id == 0 && custom_section(&component[section.content.clone()]).is_some_and(|(n, _)| n == name);
+        if !named {
+            out.extend_from_slice(&component[section.start..section.content.end]);
+        }
+    }
+    Ok(out)
+}
+
 fn read_leb_u32(bytes: &[u8]) -> Option<(u32, usize)> {
     let mut result: u32 = 0;
     for (i, byte) in bytes.iter().take(5).enumerate() {
@@ -169,11 +190,7 @@ pub fn read_source(path: &Path) -> Result<SkillSource, LoadError> {
         })
     } else {
         let bytes = read(path)?;
-        let not_component = |e: FormatError| LoadError::NotAComponent { path: path.to_owned(), reason: e.0 };
-        let manifest = read_section(&bytes, MANIFEST_SECTION)
-            .map_err(not_component)?
-            .ok_or_else(|| LoadError::NoManifest { path: path.to_owned() })?;
-        let manifest = SkillManifest::parse_bytes(manifest, &PathBuf::from(format!("{}#skill.toml", path.display())))?;
+        let manifest = component_manifest(&bytes, path)?;
         let instructions = embedded_instructions(&bytes, path)?;
         Ok(SkillSource {
             manifest,
@@ -182,6 +199,50 @@ pub fn read_source(path: &Path) -> Result<SkillSource, LoadError> {
             instructions,
         })
     }
+}
+
+/// The manifest of a `.wasm` file: the embedded `skill.toml`, or for a generic component
+/// (one that does not export our world) without one, a manifest that asks for nothing:
+/// the name is the file's stem, the description lists its exports. Capabilities come
+/// only from a sidecar skill.toml (a folder) and the human's approval.
+pub fn component_manifest(bytes: &[u8], path: &Path) -> Result<SkillManifest, LoadError> {
+    let not_component = |e: FormatError| LoadError::NotAComponent { path: path.to_owned(), reason: e.0 };
+    if let Some(manifest) = read_section(bytes, MANIFEST_SECTION).map_err(not_component)? {
+        return Ok(SkillManifest::parse_bytes(manifest, &PathBuf::from(format!("{}#skill.toml", path.display())))?);
+    }
+    let reflection = reflect(bytes).map_err(not_component)?;
+    if reflection.is_skill {
+        return Err(LoadError::NoManifest { path: path.to_owned() });
+    }
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = skillhost_core::SkillName::new(stem).map_err(|e| {
+        LoadError::Manifest(skillhost_core::ManifestError {
+            file: path.to_owned(),
+            position: None,
+            message: format!("a component without a skill.toml is named after its file, and {e}"),
+            fix: "rename the file, or put it in a folder as skill.wasm beside a skill.toml".into(),
+        })
+    })?;
+    let mut description = format!("component exports {}", reflection.exports.join(", "));
+    if description.len() > 1000 {
+        let mut cut = 1000;
+        while !description.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        description.truncate(cut);
+        description.push_str("...");
+    }
+    Ok(SkillManifest {
+        name,
+        version: "0.0.0".into(),
+        description,
+        search: Default::default(),
+        files: Vec::new(),
+        limits: Default::default(),
+        network: Default::default(),
+        secrets: Vec::new(),
+        server: None,
+    })
 }
 
 fn embedded_instructions(bytes: &[u8], path: &Path) -> Result<Option<String>, LoadError> {

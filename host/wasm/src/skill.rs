@@ -12,6 +12,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::bindings::{SkillPre, types};
 use crate::cache::CacheOutcome;
+use crate::generic::{GenericPre, RefusedFunction};
 use crate::http::SkillNet;
 use crate::state::CallState;
 use crate::Inner;
@@ -21,10 +22,18 @@ pub struct WasmSkill {
     pub(crate) grant: Grant,
     pub(crate) net: SkillNet,
     pub(crate) tools: Vec<ToolSpec>,
-    pub(crate) pre: SkillPre<CallState>,
+    pub(crate) code: Code,
     pub(crate) runtime: Arc<Inner>,
     pub(crate) concurrency: Semaphore,
     pub(crate) cache: CacheOutcome,
+}
+
+/// What a skill's component is.
+pub(crate) enum Code {
+    /// It exports our world: tools come from its `tools()`, calls go to its `call`.
+    Skill(SkillPre<CallState>),
+    /// Any other component: its exported functions are the tools (`generic.rs`).
+    Generic(GenericPre),
 }
 
 impl WasmSkill {
@@ -33,13 +42,22 @@ impl WasmSkill {
         self.cache
     }
 
-    /// Instantiate in a fresh store and run `f` on the instance, under `limit`.
-    pub(crate) async fn with_instance<R>(
+    /// For a generic component (one that does not export our world), the exported
+    /// functions that are not tools and why; empty for our own skills.
+    pub fn refused_functions(&self) -> &[RefusedFunction] {
+        match &self.code {
+            Code::Skill(_) => &[],
+            Code::Generic(generic) => &generic.refused,
+        }
+    }
+
+    /// Run `f` in a fresh store under `limit`; `f` instantiates the component in it.
+    pub(crate) async fn with_store<R>(
         &self,
         tool: &str,
         limit: Duration,
         progress: Option<ProgressSink>,
-        f: impl AsyncFnOnce(&crate::bindings::Skill, &mut Store<CallState>) -> wasmtime::Result<R>,
+        f: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<(R, Vec<String>), CallError> {
         let skill = &self.grant.skill;
         let host = |message: String| CallError::Host { skill: skill.clone(), tool: tool.to_owned(), message };
@@ -58,11 +76,7 @@ impl WasmSkill {
                 Ok(UpdateDeadline::Yield(1))
             }
         });
-        let result = async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            f(&instance, &mut store).await
-        }
-        .await;
+        let result = f(&mut store).await;
         let denials = store.data().gate.denials();
         result.map(|r| (r, denials)).map_err(|e| self.trap_error(tool, limit, e, &store))
     }
@@ -112,6 +126,16 @@ impl Skill for WasmSkill {
             });
         }
         let limit = cx.timeout.map_or(self.grant.limits.timeout, |t| t.min(self.grant.limits.timeout));
+        // A generic component's input is checked against its WIT before anything runs.
+        let index = self.tools.iter().position(|t| t.name == tool).expect("checked above");
+        let args = match &self.code {
+            Code::Skill(_) => Vec::new(),
+            Code::Generic(generic) => generic.args(index, &input).map_err(|e| CallError::InvalidInput {
+                skill: skill.clone(),
+                tool: tool.to_owned(),
+                message: e.to_string(),
+            })?,
+        };
         let input = input.to_string();
         let work = async {
             let _permit = self.concurrency.acquire().await.map_err(|e| CallError::Host {
@@ -119,8 +143,9 @@ impl Skill for WasmSkill {
                 tool: tool.to_owned(),
                 message: e.to_string(),
             })?;
-            self.with_instance(tool, limit, cx.progress.clone(), async |instance, store| {
-                instance.skillhost_skill_guest().call_call(store, tool, &input).await
+            self.with_store(tool, limit, cx.progress.clone(), async |store| match &self.code {
+                Code::Skill(pre) => pre.instantiate_async(&mut *store).await?.skillhost_skill_guest().call_call(store, tool, &input).await,
+                Code::Generic(generic) => generic.call(store, index, args).await,
             })
             .await
         };

@@ -1,0 +1,449 @@
+//! Generic components: a component that does not export our world
+//! (`skillhost:skill/guest`) is a skill whose tools are its exported functions.
+//!
+//! [`reflect`] decodes the component's WIT (`wit-parser`, no compilation needed, so
+//! `inspect` and the registry can use it too) and turns every exported function into a
+//! tool: its parameters become one JSON object (`schema.rs`), its values are converted
+//! strictly both ways (`value.rs`). A function whose types have no JSON form (resources,
+//! handles, futures, streams, maps…) is left out with the reason, never the whole
+//! component unless nothing is left.
+//!
+//! **Tool names.** A top-level function keeps its name (`add`); a function of an exported
+//! interface is `INTERFACE-FUNCTION`, the interface's own name without package or version
+//! (`math` + `add-pairs` → `math-add-pairs`; `test:calc/shapes@0.1.0` + `area` →
+//! `shapes-area`), lowercased. Two functions that map to one name are a collision: the
+//! first (in export order) keeps it and the next is refused, naming both. Exported
+//! `wasi:` interfaces (`wasi:cli/run`, `wasi:http/incoming-handler`) are entry points for
+//! other hosts, not tools.
+//!
+//! **Docs.** A tool's description is its function's WIT doc comment when the component
+//! carries a `package-docs` custom section (WIT doc comments as `wit-component` writes
+//! them for a package); otherwise the function's signature.
+//!
+//! **Calls.** Results: a function returning `result<T, E>` answers with `T`'s JSON on
+//! `ok` and is a tool error carrying `E`'s JSON on `err`; any other return type is the
+//! answer as is; no return value answers `null`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+use skillhost_core::{Annotations, ToolSpec};
+use wasmtime::Store;
+use wasmtime::component::{ComponentExportIndex, InstancePre, Val};
+use wit_parser::{FunctionKind, Handle, Resolve, Type, TypeDefKind, WorldItem, WorldKey};
+
+use crate::bindings::types::CallError as GuestError;
+use crate::package::{FormatError, read_section};
+use crate::schema;
+use crate::state::CallState;
+use crate::value::{ValueError, WitType, object_to_fields, val_to_json};
+
+/// The export that makes a component one of our own skills.
+pub(crate) const SKILL_EXPORT: &str = "skillhost:skill/guest";
+
+/// Name of the custom section holding WIT doc comments.
+pub const DOCS_SECTION: &str = "package-docs";
+
+/// What a component offers, read from its WIT.
+#[derive(Clone, Debug)]
+pub struct Reflection {
+    /// The component's world as WIT text (with the non-WASI packages it exports from).
+    pub wit: String,
+    /// Whether it exports our world (`skillhost:skill/guest`): then its tools come from
+    /// the guest's `tools()`, and `tools` below is empty.
+    pub is_skill: bool,
+    /// The tools its exported functions become.
+    pub tools: Vec<ToolSpec>,
+    /// Exported functions that are not tools, and why.
+    pub refused: Vec<RefusedFunction>,
+    /// Imports skillhost does not provide (anything but WASI 0.2 and our own host
+    /// interface), by name. A component with any cannot load.
+    pub missing_imports: Vec<String>,
+    /// Exports in WIT order, for a generated description.
+    pub exports: Vec<String>,
+    /// How to call each tool, in the order of `tools`.
+    pub(crate) calls: Vec<ExportedFunction>,
+}
+
+/// An exported function that is not offered as a tool.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RefusedFunction {
+    /// `interface.function` or `function`, as exported.
+    pub function: String,
+    /// Why it is not a tool.
+    pub reason: String,
+}
+
+/// Where a tool's function is and what it takes.
+#[derive(Clone, Debug)]
+pub(crate) struct ExportedFunction {
+    /// The exported instance holding it (`math`, `test:calc/shapes@0.1.0`), or `None`
+    /// for a top-level function.
+    pub(crate) instance: Option<String>,
+    pub(crate) function: String,
+    pub(crate) params: Vec<(String, WitType)>,
+    pub(crate) result: Option<WitType>,
+}
+
+impl Reflection {
+    /// The import refusal, if any, as one sentence.
+    pub fn import_error(&self) -> Option<String> {
+        let first = self.missing_imports.first()?;
+        Some(format!(
+            "component imports `{first}`, which skillhost does not provide (it provides WASI 0.2 and `skillhost:skill/host`){}",
+            if self.missing_imports.len() > 1 { format!("; also {}", self.missing_imports[1..].join(", ")) } else { String::new() }
+        ))
+    }
+
+    /// Why nothing of this component is callable, when nothing is.
+    pub fn nothing_callable(&self) -> Option<String> {
+        if self.is_skill || !self.tools.is_empty() {
+            return None;
+        }
+        let refused: Vec<String> = self.refused.iter().map(|r| format!("`{}` {}", r.function, r.reason)).collect();
+        Some(format!(
+            "it exports neither `{SKILL_EXPORT}@0.1.0` nor any function skillhost can call as a tool{}",
+            if refused.is_empty() { String::new() } else { format!(" ({})", refused.join("; ")) }
+        ))
+    }
+}
+
+/// Read what the component `bytes` offers from its WIT.
+pub fn reflect(bytes: &[u8]) -> Result<Reflection, FormatError> {
+    // wit-parser's decoder applies a `package-docs` section itself, and fails unless it
+    // describes the decoded world package (`root:component`) exactly; the docs of the
+    // package the component was built from (what `docs_section` writes) are read here
+    // instead, leniently.
+    let section = read_section(bytes, DOCS_SECTION)?;
+    let docs = section.map(Docs::parse).unwrap_or_default();
+    let stripped;
+    let bytes = if section.is_none() {
+        bytes
+    } else {
+        stripped = crate::package::strip_section(bytes, DOCS_SECTION)?;
+        &stripped
+    };
+    let decoded = wit_parser::decoding::decode(bytes).map_err(|e| FormatError::new(format!("cannot read its WIT: {e:#}")))?;
+    let wit_parser::decoding::DecodedWasm::Component(resolve, world_id) = decoded else {
+        return Err(FormatError::new("it is a WIT package, not a component".into()));
+    };
+    let world = &resolve.worlds[world_id];
+
+    let mut missing_imports = Vec::new();
+    for (key, item) in &world.imports {
+        match item {
+            WorldItem::Interface { .. } => {
+                let name = resolve.name_world_key(key);
+                if !(name.starts_with("wasi:") || name.starts_with("skillhost:skill/")) {
+                    missing_imports.push(name);
+                }
+            }
+            WorldItem::Function(f) => missing_imports.push(format!("function {}", f.name)),
+            WorldItem::Type { .. } => {}
+        }
+    }
+
+    let mut reflection = Reflection {
+        wit: print_wit(&resolve, world_id),
+        is_skill: false,
+        tools: Vec::new(),
+        refused: Vec::new(),
+        missing_imports,
+        exports: Vec::new(),
+        calls: Vec::new(),
+    };
+    let mut names: HashMap<String, String> = HashMap::new();
+    for (key, item) in &world.exports {
+        match item {
+            WorldItem::Interface { id, .. } => {
+                let export = resolve.name_world_key(key);
+                reflection.exports.push(export.clone());
+                if export.starts_with(&format!("{SKILL_EXPORT}@")) || export == SKILL_EXPORT {
+                    reflection.is_skill = true;
+                    continue;
+                }
+                if export.starts_with("wasi:") {
+                    reflection.refused.push(RefusedFunction {
+                        function: export,
+                        reason: "is a WASI entry point for other hosts, not a library function".into(),
+                    });
+                    continue;
+                }
+                let interface = &resolve.interfaces[*id];
+                let short = match key {
+                    WorldKey::Name(name) => name.clone(),
+                    WorldKey::Interface(_) => interface.name.clone().unwrap_or_else(|| export.clone()),
+                };
+                for function in interface.functions.values() {
+                    let doc = docs.function(Some(&short), &function.name);
+                    reflection.add(&resolve, Some((&export, &short)), function, doc, &mut names);
+                }
+            }
+            WorldItem::Function(function) => {
+                reflection.exports.push(function.name.clone());
+                let doc = docs.function(None, &function.name);
+                reflection.add(&resolve, None, function, doc, &mut names);
+            }
+            WorldItem::Type { .. } => {}
+        }
+    }
+    Ok(reflection)
+}
+
+impl Reflection {
+    /// Add `function` (exported from `instance`: its export name and short name) as a tool,
+    /// or record why it is not one.
+    fn add(
+        &mut self,
+        resolve: &Resolve,
+        instance: Option<(&String, &String)>,
+        function: &wit_parser::Function,
+        doc: Option<String>,
+        names: &mut HashMap<String, String>,
+    ) {
+        let shown = match instance {
+            Some((_, short)) => format!("{short}.{}", function.name),
+            None => function.name.clone(),
+        };
+        let refuse = |this: &mut Self, reason: String| this.refused.push(RefusedFunction { function: shown.clone(), reason });
+        match function.kind {
+            FunctionKind::Freestanding => {}
+            FunctionKind::AsyncFreestanding => return refuse(self, "is an async function, which skillhost does not call yet".into()),
+            FunctionKind::Method(r) | FunctionKind::AsyncMethod(r) | FunctionKind::Static(r) | FunctionKind::AsyncStatic(r) | FunctionKind::Constructor(r) => {
+                return refuse(self, format!("belongs to resource `{}`; resources have no JSON form", type_name(resolve, r)));
+            }
+        }
+        let mut params = Vec::with_capacity(function.params.len());
+        for param in &function.params {
+            match wit_type(resolve, &param.ty) {
+                Ok(ty) => params.push((param.name.clone(), ty)),
+                Err(why) => return refuse(self, format!("parameter `{}` uses {why}, which has no JSON form", param.name)),
+            }
+        }
+        let result = match function.result.as_ref().map(|t| wit_type(resolve, t)).transpose() {
+            Ok(result) => result,
+            Err(why) => return refuse(self, format!("its result uses {why}, which has no JSON form")),
+        };
+        let name = match instance {
+            Some((_, short)) => format!("{short}-{}", function.name),
+            None => function.name.clone(),
+        }
+        .to_ascii_lowercase();
+        if let Some(taken) = names.get(&name) {
+            return refuse(self, format!("its tool name `{name}` is already taken by `{taken}`; rename one of them in the WIT"));
+        }
+        let signature = format!(
+            "func({}){}",
+            params.iter().map(|(n, t)| format!("{n}: {t}")).collect::<Vec<_>>().join(", "),
+            result.as_ref().map(|t| format!(" -> {t}")).unwrap_or_default()
+        );
+        let description = doc.unwrap_or_else(|| format!("`{shown}: {signature}`, exported by the component"));
+        let input_schema = schema::params_schema(&params).to_string();
+        match ToolSpec::from_parts(name.clone(), description, &input_schema, None, Annotations::default(), &[]) {
+            Ok(spec) => {
+                names.insert(name, shown);
+                self.tools.push(spec);
+                self.calls.push(ExportedFunction {
+                    instance: instance.map(|(export, _)| export.clone()),
+                    function: function.name.clone(),
+                    params,
+                    result,
+                });
+            }
+            Err(e) => refuse(self, format!("cannot be a tool: {}", e.reason)),
+        }
+    }
+}
+
+/// The name of a (resource) type, for messages.
+fn type_name(resolve: &Resolve, id: wit_parser::TypeId) -> String {
+    resolve.types[id].name.clone().unwrap_or_else(|| "<anonymous>".into())
+}
+
+/// The [`WitType`] of a WIT type, or what it uses that has no JSON form.
+fn wit_type(resolve: &Resolve, ty: &Type) -> Result<WitType, String> {
+    let boxed = |t: &Type| wit_type(resolve, t).map(Box::new);
+    Ok(match ty {
+        Type::Bool => WitType::Bool,
+        Type::U8 => WitType::U8,
+        Type::U16 => WitType::U16,
+        Type::U32 => WitType::U32,
+        Type::U64 => WitType::U64,
+        Type::S8 => WitType::S8,
+        Type::S16 => WitType::S16,
+        Type::S32 => WitType::S32,
+        Type::S64 => WitType::S64,
+        Type::F32 => WitType::F32,
+        Type::F64 => WitType::F64,
+        Type::Char => WitType::Char,
+        Type::String => WitType::String,
+        Type::ErrorContext => return Err("an `error-context`".into()),
+        Type::Id(id) => match &resolve.types[*id].kind {
+            TypeDefKind::Record(r) => {
+                WitType::Record(r.fields.iter().map(|f| Ok((f.name.clone(), wit_type(resolve, &f.ty)?))).collect::<Result<_, String>>()?)
+            }
+            TypeDefKind::Resource => return Err(format!("resource `{}`", type_name(resolve, *id))),
+            TypeDefKind::Handle(Handle::Own(r) | Handle::Borrow(r)) => return Err(format!("resource `{}`", type_name(resolve, *r))),
+            TypeDefKind::Flags(f) => WitType::Flags(f.flags.iter().map(|f| f.name.clone()).collect()),
+            TypeDefKind::Tuple(t) => WitType::Tuple(t.types.iter().map(|t| wit_type(resolve, t)).collect::<Result<_, _>>()?),
+            TypeDefKind::Variant(v) => WitType::Variant(
+                v.cases.iter().map(|c| Ok((c.name.clone(), c.ty.as_ref().map(|t| wit_type(resolve, t)).transpose()?))).collect::<Result<_, String>>()?,
+            ),
+            TypeDefKind::Enum(e) => WitType::Enum(e.cases.iter().map(|c| c.name.clone()).collect()),
+            TypeDefKind::Option(t) => WitType::Option(boxed(t)?),
+            TypeDefKind::Result(r) => WitType::Result {
+                ok: r.ok.as_ref().map(boxed).transpose()?,
+                err: r.err.as_ref().map(boxed).transpose()?,
+            },
+            TypeDefKind::List(t) => WitType::List(boxed(t)?),
+            TypeDefKind::Type(t) => wit_type(resolve, t)?,
+            TypeDefKind::Map(..) => return Err("a `map`".into()),
+            TypeDefKind::FixedLengthList(..) => return Err("a fixed-length list".into()),
+            TypeDefKind::Future(_) => return Err("a `future`".into()),
+            TypeDefKind::Stream(_) => return Err("a `stream`".into()),
+            TypeDefKind::Unknown => return Err("a type of unknown structure".into()),
+        },
+    })
+}
+
+/// The world's package as WIT text, with the packages of the interfaces it exports
+/// (WASI and our own packages left out: they are standard and long).
+fn print_wit(resolve: &Resolve, world: wit_parser::WorldId) -> String {
+    let main = resolve.worlds[world].package.expect("a decoded world belongs to a package");
+    let mut nested = Vec::new();
+    for (_, item) in &resolve.worlds[world].exports {
+        if let WorldItem::Interface { id, .. } = item
+            && let Some(pkg) = resolve.interfaces[*id].package
+            && pkg != main
+            && !nested.contains(&pkg)
+            && !matches!(resolve.packages[pkg].name.namespace.as_str(), "wasi" | "skillhost")
+        {
+            nested.push(pkg);
+        }
+    }
+    let mut printer = wit_component::WitPrinter::default();
+    match printer.print(resolve, main, &nested) {
+        Ok(()) => printer.output.to_string(),
+        Err(e) => format!("// the WIT could not be printed: {e}"),
+    }
+}
+
+/// The `package-docs` section for the WIT package in `wit_dir` (a folder of `.wit` files
+/// or one file): what a component built from that WIT carries for its tools to be
+/// described by their doc comments. Embed it with [`embed`](crate::package::embed)
+/// under [`DOCS_SECTION`].
+pub fn docs_section(wit_dir: &Path) -> Result<Vec<u8>, FormatError> {
+    let mut resolve = Resolve::default();
+    let (package, _) = resolve.push_path(wit_dir).map_err(|e| FormatError::new(format!("{}: {e:#}", wit_dir.display())))?;
+    wit_parser::PackageMetadata::extract(&resolve, package).encode().map_err(|e| FormatError::new(format!("cannot encode its docs: {e:#}")))
+}
+
+/// Doc comments from a `package-docs` section: its JSON (after a version byte) as
+/// `wit-parser` writes it. Read leniently: a section in another layout gives no docs.
+#[derive(Default)]
+struct Docs(Value);
+
+impl Docs {
+    fn parse(data: &[u8]) -> Self {
+        match data.split_first() {
+            Some((0 | 1, json)) => Docs(serde_json::from_slice(json).unwrap_or(Value::Null)),
+            _ => Docs::default(),
+        }
+    }
+
+    /// The doc comment of `function`, in `interface` or at the top of a world.
+    fn function(&self, interface: Option<&str>, function: &str) -> Option<String> {
+        let text = |v: &Value| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Object(o) => o.get("docs").and_then(Value::as_str).map(str::to_owned),
+            _ => None,
+        };
+        let in_interface = |i: &Value| i.get("funcs").and_then(|f| f.get(function)).and_then(text);
+        let worlds = self.0.get("worlds").and_then(Value::as_object);
+        let found = match interface {
+            Some(name) => self.0.get("interfaces").and_then(|i| i.get(name)).and_then(in_interface).or_else(|| {
+                worlds?.values().find_map(|w| {
+                    ["interfaces", "interface_exports"].iter().find_map(|k| w.get(k).and_then(|i| i.get(name)).and_then(in_interface))
+                })
+            }),
+            None => worlds?.values().find_map(|w| ["func_exports", "funcs"].iter().find_map(|k| w.get(k).and_then(|f| f.get(function)).and_then(text))),
+        };
+        found.map(|d| d.trim().to_owned()).filter(|d| !d.is_empty())
+    }
+}
+
+/// The parts of a loaded generic component a call needs.
+pub(crate) struct GenericPre {
+    pub(crate) pre: InstancePre<CallState>,
+    /// One per tool, in the order of the skill's tools.
+    pub(crate) calls: Vec<(ExportedFunction, ComponentExportIndex)>,
+    /// Exported functions that are not tools.
+    pub(crate) refused: Vec<RefusedFunction>,
+}
+
+impl GenericPre {
+    /// Find each tool's function in `component`.
+    pub(crate) fn new(pre: InstancePre<CallState>, reflection: Reflection) -> Result<Self, String> {
+        let component = pre.component();
+        let calls = reflection
+            .calls
+            .into_iter()
+            .map(|call| {
+                let instance = match &call.instance {
+                    Some(name) => Some(component.get_export_index(None, name).ok_or_else(|| format!("export `{name}` not found"))?),
+                    None => None,
+                };
+                let index = component
+                    .get_export_index(instance.as_ref(), &call.function)
+                    .ok_or_else(|| format!("exported function `{}` not found", call.function))?;
+                Ok((call, index))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Self { pre, calls, refused: reflection.refused })
+    }
+
+    /// The component values of `input` for tool number `tool`.
+    pub(crate) fn args(&self, tool: usize, input: &Value) -> Result<Vec<Val>, ValueError> {
+        let (call, _) = &self.calls[tool];
+        let ty = WitType::Record(call.params.clone());
+        Ok(object_to_fields(&call.params, input, "input", &ty)?.into_iter().map(|(_, v)| v).collect())
+    }
+
+    /// Instantiate in `store` and call tool number `tool` with `args`: the answer as JSON
+    /// text, or the tool's error.
+    pub(crate) async fn call(&self, store: &mut Store<CallState>, tool: usize, args: Vec<Val>) -> wasmtime::Result<Result<String, GuestError>> {
+        let (call, index) = &self.calls[tool];
+        let instance = self.pre.instantiate_async(&mut *store).await?;
+        let func = instance
+            .get_func(&mut *store, index)
+            .ok_or_else(|| wasmtime::Error::msg(format!("exported function `{}` not found", call.function)))?;
+        let mut results = vec![Val::Bool(false); usize::from(call.result.is_some())];
+        func.call_async(&mut *store, &args, &mut results).await?;
+        let Some(ty) = &call.result else { return Ok(Ok("null".into())) };
+        let (ty, val) = match (ty, &results[0]) {
+            (WitType::Result { ok, err }, Val::Result(result)) => match result {
+                Ok(payload) => match (ok, payload) {
+                    (Some(t), Some(v)) => (t.as_ref(), v.as_ref()),
+                    _ => return Ok(Ok("null".into())),
+                },
+                Err(payload) => {
+                    let message = match (err, payload) {
+                        (Some(t), Some(v)) => match val_to_json(t, v, "err") {
+                            Ok(Value::String(s)) => s,
+                            Ok(other) => other.to_string(),
+                            Err(e) => e.to_string(),
+                        },
+                        _ => "the function returned `err`".into(),
+                    };
+                    return Ok(Err(GuestError::Failed(message)));
+                }
+            },
+            (ty, val) => (ty, val),
+        };
+        Ok(match val_to_json(ty, val, "output") {
+            Ok(json) => Ok(json.to_string()),
+            Err(e) => Err(GuestError::Failed(format!("the component returned a value that does not match its WIT: {e}"))),
+        })
+    }
+}

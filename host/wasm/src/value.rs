@@ -1,0 +1,523 @@
+//! The value types of a generic component's functions ([`WitType`], a closed copy of the
+//! WIT types a tool can take or return) and the strict conversion between JSON and
+//! component values ([`Val`]) in both directions.
+//!
+//! The JSON shape of each type (the same in both directions; `schema.rs` writes it down
+//! as JSON Schema):
+//!
+//! | WIT | JSON |
+//! | --- | --- |
+//! | `bool` | `true` / `false` |
+//! | `s8`..`u64` | an integer in the type's range (`3.0` is accepted, `3.5` is not) |
+//! | `f32`, `f64` | a number; a NaN or infinity coming out of a component becomes `null` |
+//! | `char` | a string of exactly one Unicode scalar value |
+//! | `string` | a string |
+//! | `list<T>` | an array (`list<u8>` too: an array of integers) |
+//! | `option<T>` | `null` for `none`, the value for `some`; `option<option<T>>` writes an outer `some` as `{"some": …}` |
+//! | `result<T, E>` | `{"ok": …}` or `{"err": …}` (`null` when the side has no type) |
+//! | `tuple<…>` | an array of exactly that many items |
+//! | `record` | an object with every field; `option` fields may be left out; no other keys |
+//! | `variant` | an object with exactly one key, the case name: `{"circle": 2.0}`, `{"empty": null}` |
+//! | `enum` | the case name as a string |
+//! | `flags` | an array of the names of the set flags, each at most once |
+//!
+//! `u64` and `s64` are written as exact JSON integers. JSON itself has no integer limit,
+//! but clients that read numbers as doubles (JavaScript) round values beyond 2^53.
+
+use std::fmt;
+
+use serde_json::{Map, Number, Value};
+use wasmtime::component::Val;
+
+/// A WIT type a tool can take or return. Resources, futures, streams and error contexts
+/// have no JSON form: functions using them are refused before a `WitType` is built.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WitType {
+    /// `bool`
+    Bool,
+    /// `s8`
+    S8,
+    /// `u8`
+    U8,
+    /// `s16`
+    S16,
+    /// `u16`
+    U16,
+    /// `s32`
+    S32,
+    /// `u32`
+    U32,
+    /// `s64`
+    S64,
+    /// `u64`
+    U64,
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+    /// `char`
+    Char,
+    /// `string`
+    String,
+    /// `list<T>`
+    List(Box<WitType>),
+    /// `option<T>`
+    Option(Box<WitType>),
+    /// `result<T, E>`, either side possibly absent.
+    Result {
+        /// The `ok` type, if any.
+        ok: Option<Box<WitType>>,
+        /// The `err` type, if any.
+        err: Option<Box<WitType>>,
+    },
+    /// `tuple<…>`
+    Tuple(Vec<WitType>),
+    /// `record { … }`: field names and types, in order.
+    Record(Vec<(String, WitType)>),
+    /// `variant { … }`: case names and payload types, in order.
+    Variant(Vec<(String, Option<WitType>)>),
+    /// `enum { … }`
+    Enum(Vec<String>),
+    /// `flags { … }`
+    Flags(Vec<String>),
+}
+
+impl fmt::Display for WitType {
+    /// The type as WIT would spell it, with records, variants, enums and flags written
+    /// out structurally (their names are not kept).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |f: &mut fmt::Formatter<'_>, items: &mut dyn Iterator<Item = String>| -> fmt::Result {
+            f.write_str(&items.collect::<Vec<_>>().join(", "))
+        };
+        match self {
+            WitType::Bool => f.write_str("bool"),
+            WitType::S8 => f.write_str("s8"),
+            WitType::U8 => f.write_str("u8"),
+            WitType::S16 => f.write_str("s16"),
+            WitType::U16 => f.write_str("u16"),
+            WitType::S32 => f.write_str("s32"),
+            WitType::U32 => f.write_str("u32"),
+            WitType::S64 => f.write_str("s64"),
+            WitType::U64 => f.write_str("u64"),
+            WitType::F32 => f.write_str("f32"),
+            WitType::F64 => f.write_str("f64"),
+            WitType::Char => f.write_str("char"),
+            WitType::String => f.write_str("string"),
+            WitType::List(t) => write!(f, "list<{t}>"),
+            WitType::Option(t) => write!(f, "option<{t}>"),
+            WitType::Result { ok, err } => match (ok, err) {
+                (None, None) => f.write_str("result"),
+                (Some(ok), None) => write!(f, "result<{ok}>"),
+                (None, Some(err)) => write!(f, "result<_, {err}>"),
+                (Some(ok), Some(err)) => write!(f, "result<{ok}, {err}>"),
+            },
+            WitType::Tuple(items) => {
+                f.write_str("tuple<")?;
+                list(f, &mut items.iter().map(ToString::to_string))?;
+                f.write_str(">")
+            }
+            WitType::Record(fields) => {
+                f.write_str("record { ")?;
+                list(f, &mut fields.iter().map(|(n, t)| format!("{n}: {t}")))?;
+                f.write_str(" }")
+            }
+            WitType::Variant(cases) => {
+                f.write_str("variant { ")?;
+                list(f, &mut cases.iter().map(|(n, t)| t.as_ref().map_or_else(|| n.clone(), |t| format!("{n}({t})"))))?;
+                f.write_str(" }")
+            }
+            WitType::Enum(cases) => write!(f, "enum {{ {} }}", cases.join(", ")),
+            WitType::Flags(names) => write!(f, "flags {{ {} }}", names.join(", ")),
+        }
+    }
+}
+
+impl WitType {
+    /// What a JSON value of this type looks like, for error messages.
+    pub fn expected(&self) -> String {
+        match self {
+            WitType::Bool => "bool (true or false)".into(),
+            WitType::Char => "char (a string of one character)".into(),
+            WitType::String => "string".into(),
+            WitType::F32 | WitType::F64 => format!("{self} (a number)"),
+            WitType::List(t) => format!("list<{t}> (an array)"),
+            WitType::Option(t) => format!("option<{t}> (null or the value)"),
+            WitType::Result { .. } => format!("{self} (an object {{\"ok\": …}} or {{\"err\": …}})"),
+            WitType::Tuple(items) => format!("{self} (an array of {} items)", items.len()),
+            WitType::Record(fields) => format!(
+                "record (an object with fields {})",
+                fields.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ),
+            WitType::Variant(cases) => format!(
+                "variant (an object with one key, one of {})",
+                cases.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ),
+            WitType::Enum(cases) => {
+                format!("enum (one of {})", cases.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", "))
+            }
+            WitType::Flags(names) => format!(
+                "flags (an array of distinct names from {})",
+                names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+            ),
+            int => {
+                let (min, max) = int.int_range().expect("every other type is an integer");
+                format!("{int} ({min}..={max})")
+            }
+        }
+    }
+
+    /// The range of an integer type, as `i128` so that every bound fits.
+    pub(crate) fn int_range(&self) -> Option<(i128, i128)> {
+        Some(match self {
+            WitType::S8 => (i8::MIN.into(), i8::MAX.into()),
+            WitType::U8 => (0, u8::MAX.into()),
+            WitType::S16 => (i16::MIN.into(), i16::MAX.into()),
+            WitType::U16 => (0, u16::MAX.into()),
+            WitType::S32 => (i32::MIN.into(), i32::MAX.into()),
+            WitType::U32 => (0, u32::MAX.into()),
+            WitType::S64 => (i64::MIN.into(), i64::MAX.into()),
+            WitType::U64 => (0, u64::MAX.into()),
+            _ => return None,
+        })
+    }
+
+    /// Whether a record field or parameter of this type may be left out (it is an `option`).
+    pub fn optional(&self) -> bool {
+        matches!(self, WitType::Option(_))
+    }
+}
+
+/// Why a JSON value does not fit a WIT type (or a component value does not fit the type
+/// the host expected). Displays as `PATH: expected TYPE, got VALUE`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ValueError {
+    /// Where in the value: `input.points[2].x`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn mismatch(path: &str, ty: &WitType, got: &Value) -> ValueError {
+    ValueError { path: path.to_owned(), message: format!("expected {}, got {}", ty.expected(), describe(got)) }
+}
+
+/// A JSON value, shortened for an error message.
+fn describe(value: &Value) -> String {
+    let text = value.to_string();
+    let kind = match value {
+        Value::Null => return "null".into(),
+        Value::Bool(_) | Value::Number(_) => return text,
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    if text.len() <= 40 {
+        format!("{kind} {text}")
+    } else {
+        let mut cut = 37;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{kind} {}...", &text[..cut])
+    }
+}
+
+/// Convert JSON to a component value of type `ty`; `path` names the value in errors.
+pub fn json_to_val(ty: &WitType, value: &Value, path: &str) -> Result<Val, ValueError> {
+    let bad = || mismatch(path, ty, value);
+    Ok(match ty {
+        WitType::Bool => Val::Bool(value.as_bool().ok_or_else(bad)?),
+        WitType::S8 | WitType::U8 | WitType::S16 | WitType::U16 | WitType::S32 | WitType::U32 | WitType::S64 | WitType::U64 => {
+            let n = integer(value).ok_or_else(bad)?;
+            let (min, max) = ty.int_range().expect("an integer type");
+            if n < min || n > max {
+                return Err(bad());
+            }
+            // The range check above makes every conversion below exact.
+            match ty {
+                WitType::S8 => Val::S8(n as i8),
+                WitType::U8 => Val::U8(n as u8),
+                WitType::S16 => Val::S16(n as i16),
+                WitType::U16 => Val::U16(n as u16),
+                WitType::S32 => Val::S32(n as i32),
+                WitType::U32 => Val::U32(n as u32),
+                WitType::S64 => Val::S64(n as i64),
+                _ => Val::U64(n as u64),
+            }
+        }
+        WitType::F32 => {
+            let n = value.as_f64().ok_or_else(bad)?;
+            if n.abs() > f64::from(f32::MAX) {
+                return Err(ValueError { path: path.to_owned(), message: format!("expected f32 (a number of magnitude at most {:e}), got {n:e}", f32::MAX) });
+            }
+            Val::Float32(n as f32)
+        }
+        WitType::F64 => Val::Float64(value.as_f64().ok_or_else(bad)?),
+        WitType::Char => {
+            let s = value.as_str().ok_or_else(bad)?;
+            let mut chars = s.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => Val::Char(c),
+                _ => return Err(bad()),
+            }
+        }
+        WitType::String => Val::String(value.as_str().ok_or_else(bad)?.to_owned()),
+        WitType::List(item) => {
+            let items = value.as_array().ok_or_else(bad)?;
+            Val::List(items.iter().enumerate().map(|(i, v)| json_to_val(item, v, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?)
+        }
+        WitType::Option(inner) => {
+            if value.is_null() {
+                Val::Option(None)
+            } else if matches!(**inner, WitType::Option(_)) {
+                let object = single_key(value, &["some"]).ok_or_else(bad)?;
+                Val::Option(Some(Box::new(json_to_val(inner, object.1, &format!("{path}.some"))?)))
+            } else {
+                Val::Option(Some(Box::new(json_to_val(inner, value, path)?)))
+            }
+        }
+        WitType::Result { ok, err } => {
+            let (key, payload) = single_key(value, &["ok", "err"]).ok_or_else(bad)?;
+            let side = if key == "ok" { ok } else { err };
+            let payload_path = format!("{path}.{key}");
+            let payload = match side {
+                Some(t) => Some(Box::new(json_to_val(t, payload, &payload_path)?)),
+                None if payload.is_null() => None,
+                None => {
+                    return Err(ValueError { path: payload_path, message: format!("expected null (this side has no value), got {}", describe(payload)) });
+                }
+            };
+            Val::Result(if key == "ok" { Ok(payload) } else { Err(payload) })
+        }
+        WitType::Tuple(types) => {
+            let items = value.as_array().filter(|a| a.len() == types.len()).ok_or_else(bad)?;
+            Val::Tuple(types.iter().zip(items).enumerate().map(|(i, (t, v))| json_to_val(t, v, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?)
+        }
+        WitType::Record(fields) => Val::Record(object_to_fields(fields, value, path, ty)?),
+        WitType::Variant(cases) => {
+            let names: Vec<&str> = cases.iter().map(|(n, _)| n.as_str()).collect();
+            let (key, payload) = single_key(value, &names).ok_or_else(bad)?;
+            let (name, payload_ty) = cases.iter().find(|(n, _)| n == key).expect("single_key matched a case");
+            let payload_path = format!("{path}.{key}");
+            let payload = match payload_ty {
+                Some(t) => Some(Box::new(json_to_val(t, payload, &payload_path)?)),
+                None if payload.is_null() => None,
+                None => {
+                    return Err(ValueError { path: payload_path, message: format!("expected null (case `{name}` has no value), got {}", describe(payload)) });
+                }
+            };
+            Val::Variant(name.clone(), payload)
+        }
+        WitType::Enum(cases) => {
+            let case = value.as_str().filter(|s| cases.iter().any(|c| c == s)).ok_or_else(bad)?;
+            Val::Enum(case.to_owned())
+        }
+        WitType::Flags(names) => {
+            let items = value.as_array().ok_or_else(bad)?;
+            let mut set = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let flag = item.as_str().filter(|s| names.iter().any(|n| n == s)).ok_or_else(|| mismatch(&format!("{path}[{i}]"), ty, item))?;
+                if set.iter().any(|f| f == flag) {
+                    return Err(ValueError { path: format!("{path}[{i}]"), message: format!("flag \"{flag}\" is given twice") });
+                }
+                set.push(flag.to_owned());
+            }
+            Val::Flags(set)
+        }
+    })
+}
+
+/// Convert a JSON object to the named, ordered values of `fields` (a record's fields or
+/// a function's parameters): every non-`option` field present, no unknown keys.
+pub fn object_to_fields(fields: &[(String, WitType)], value: &Value, path: &str, ty: &WitType) -> Result<Vec<(String, Val)>, ValueError> {
+    let object = value.as_object().ok_or_else(|| mismatch(path, ty, value))?;
+    if let Some(unknown) = object.keys().find(|k| !fields.iter().any(|(n, _)| n == *k)) {
+        let known: Vec<String> = fields.iter().map(|(n, _)| format!("`{n}`")).collect();
+        return Err(ValueError {
+            path: format!("{path}.{unknown}"),
+            message: format!("unknown field; expected only {}", if known.is_empty() { "no fields".into() } else { known.join(", ") }),
+        });
+    }
+    fields
+        .iter()
+        .map(|(name, field_ty)| {
+            let field_path = format!("{path}.{name}");
+            let val = match object.get(name) {
+                Some(v) => json_to_val(field_ty, v, &field_path)?,
+                None if field_ty.optional() => Val::Option(None),
+                None => return Err(ValueError { path: field_path, message: format!("missing; expected {}", field_ty.expected()) }),
+            };
+            Ok((name.clone(), val))
+        })
+        .collect()
+}
+
+/// An exact integer from JSON: integers as written, or a float with no fractional part
+/// that is exactly representable (`3.0`; never `3.5`).
+fn integer(value: &Value) -> Option<i128> {
+    let n = value.as_number()?;
+    if let Some(i) = n.as_i64() {
+        return Some(i.into());
+    }
+    if let Some(u) = n.as_u64() {
+        return Some(u.into());
+    }
+    let f = n.as_f64()?;
+    // 2^63 bounds keep the cast exact; the caller's range check does the rest.
+    (f.fract() == 0.0 && f.abs() < 9.223_372_036_854_775_808e18).then_some(f as i64 as i128)
+}
+
+/// The one key of a single-key object, if it is one of `keys`, and its value.
+fn single_key<'a>(value: &'a Value, keys: &[&str]) -> Option<(&'a str, &'a Value)> {
+    let object = value.as_object()?;
+    if object.len() != 1 {
+        return None;
+    }
+    let (key, payload) = object.iter().next()?;
+    keys.contains(&key.as_str()).then_some((key.as_str(), payload))
+}
+
+/// Convert a component value of type `ty` to JSON (the inverse of [`json_to_val`]);
+/// `path` names the value in errors, which mean the component returned a value of
+/// another type than it declared.
+pub fn val_to_json(ty: &WitType, val: &Val, path: &str) -> Result<Value, ValueError> {
+    let bad = || ValueError { path: path.to_owned(), message: format!("expected {ty}, the component returned {val:?}") };
+    Ok(match (ty, val) {
+        (WitType::Bool, Val::Bool(b)) => Value::Bool(*b),
+        (WitType::S8, Val::S8(n)) => Value::from(*n),
+        (WitType::U8, Val::U8(n)) => Value::from(*n),
+        (WitType::S16, Val::S16(n)) => Value::from(*n),
+        (WitType::U16, Val::U16(n)) => Value::from(*n),
+        (WitType::S32, Val::S32(n)) => Value::from(*n),
+        (WitType::U32, Val::U32(n)) => Value::from(*n),
+        (WitType::S64, Val::S64(n)) => Value::from(*n),
+        (WitType::U64, Val::U64(n)) => Value::from(*n),
+        (WitType::F32, Val::Float32(n)) => float(f64::from(*n)),
+        (WitType::F64, Val::Float64(n)) => float(*n),
+        (WitType::Char, Val::Char(c)) => Value::String(c.to_string()),
+        (WitType::String, Val::String(s)) => Value::String(s.clone()),
+        (WitType::List(item), Val::List(items)) => {
+            Value::Array(items.iter().enumerate().map(|(i, v)| val_to_json(item, v, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?)
+        }
+        (WitType::Option(_), Val::Option(None)) => Value::Null,
+        (WitType::Option(inner), Val::Option(Some(v))) => {
+            if matches!(**inner, WitType::Option(_)) {
+                let mut object = Map::new();
+                object.insert("some".into(), val_to_json(inner, v, &format!("{path}.some"))?);
+                Value::Object(object)
+            } else {
+                val_to_json(inner, v, path)?
+            }
+        }
+        (WitType::Result { ok, err }, Val::Result(result)) => {
+            let (key, side, payload) = match result {
+                Ok(payload) => ("ok", ok, payload),
+                Err(payload) => ("err", err, payload),
+            };
+            let payload = match (side, payload) {
+                (Some(t), Some(v)) => val_to_json(t, v, &format!("{path}.{key}"))?,
+                (None, None) => Value::Null,
+                _ => return Err(bad()),
+            };
+            let mut object = Map::new();
+            object.insert(key.into(), payload);
+            Value::Object(object)
+        }
+        (WitType::Tuple(types), Val::Tuple(items)) if types.len() == items.len() => Value::Array(
+            types.iter().zip(items).enumerate().map(|(i, (t, v))| val_to_json(t, v, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?,
+        ),
+        (WitType::Record(fields), Val::Record(values)) if fields.len() == values.len() => {
+            let mut object = Map::new();
+            for ((name, t), (got, v)) in fields.iter().zip(values) {
+                if name != got {
+                    return Err(bad());
+                }
+                object.insert(name.clone(), val_to_json(t, v, &format!("{path}.{name}"))?);
+            }
+            Value::Object(object)
+        }
+        (WitType::Variant(cases), Val::Variant(name, payload)) => {
+            let (_, case_ty) = cases.iter().find(|(n, _)| n == name).ok_or_else(bad)?;
+            let payload = match (case_ty, payload) {
+                (Some(t), Some(v)) => val_to_json(t, v, &format!("{path}.{name}"))?,
+                (None, None) => Value::Null,
+                _ => return Err(bad()),
+            };
+            let mut object = Map::new();
+            object.insert(name.clone(), payload);
+            Value::Object(object)
+        }
+        (WitType::Enum(cases), Val::Enum(name)) if cases.contains(name) => Value::String(name.clone()),
+        (WitType::Flags(names), Val::Flags(set)) if set.iter().all(|f| names.contains(f)) => {
+            // Declaration order, whatever order the runtime reports them in.
+            Value::Array(names.iter().filter(|n| set.contains(n)).map(|n| Value::String(n.clone())).collect())
+        }
+        _ => return Err(bad()),
+    })
+}
+
+/// A float as JSON: NaN and the infinities have no JSON form and become `null`.
+fn float(n: f64) -> Value {
+    Number::from_f64(n).map_or(Value::Null, Value::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn point() -> WitType {
+        WitType::Record(vec![("x".into(), WitType::U8), ("y".into(), WitType::U8)])
+    }
+
+    #[test]
+    fn errors_name_the_path_and_the_type() {
+        let ty = WitType::Record(vec![("points".into(), WitType::List(Box::new(point())))]);
+        let input = json!({"points": [{"x": 1, "y": 2}, {"x": 1, "y": 2}, {"x": 300, "y": 2}]});
+        let err = json_to_val(&ty, &input, "input").unwrap_err();
+        assert_eq!(err.to_string(), "input.points[2].x: expected u8 (0..=255), got 300");
+
+        let table = [
+            (WitType::U32, json!(3.5), "input: expected u32 (0..=4294967295), got 3.5"),
+            (WitType::U32, json!(-1), "input: expected u32 (0..=4294967295), got -1"),
+            (WitType::S8, json!("1"), "input: expected s8 (-128..=127), got a string \"1\""),
+            (WitType::Char, json!("ab"), "input: expected char (a string of one character), got a string \"ab\""),
+            (point(), json!({"x": 1}), "input.y: missing; expected u8 (0..=255)"),
+            (point(), json!({"x": 1, "y": 2, "z": 3}), "input.z: unknown field; expected only `x`, `y`"),
+            (WitType::Enum(vec!["a".into()]), json!("b"), "input: expected enum (one of \"a\"), got a string \"b\""),
+            (WitType::Flags(vec!["a".into()]), json!(["a", "a"]), "input[1]: flag \"a\" is given twice"),
+            (WitType::F32, json!(1e300), "input: expected f32 (a number of magnitude at most 3.4028235e38), got 1e300"),
+        ];
+        for (ty, value, expected) in table {
+            assert_eq!(json_to_val(&ty, &value, "input").unwrap_err().to_string(), expected);
+        }
+    }
+
+    #[test]
+    fn integers_are_exact() {
+        assert_eq!(json_to_val(&WitType::U64, &json!(u64::MAX), "i").unwrap(), Val::U64(u64::MAX));
+        assert_eq!(json_to_val(&WitType::S64, &json!(i64::MIN), "i").unwrap(), Val::S64(i64::MIN));
+        assert_eq!(json_to_val(&WitType::U8, &json!(3.0), "i").unwrap(), Val::U8(3));
+        assert!(json_to_val(&WitType::S64, &json!(1e19), "i").is_err());
+    }
+
+    #[test]
+    fn nested_options_keep_some_none_apart() {
+        let ty = WitType::Option(Box::new(WitType::Option(Box::new(WitType::U8))));
+        for (json, val) in [
+            (json!(null), Val::Option(None)),
+            (json!({"some": null}), Val::Option(Some(Box::new(Val::Option(None))))),
+            (json!({"some": 4}), Val::Option(Some(Box::new(Val::Option(Some(Box::new(Val::U8(4)))))))),
+        ] {
+            assert_eq!(json_to_val(&ty, &json, "v").unwrap(), val);
+            assert_eq!(val_to_json(&ty, &val, "v").unwrap(), json);
+        }
+    }
+
+    #[test]
+    fn non_finite_floats_become_null() {
+        assert_eq!(val_to_json(&WitType::F64, &Val::Float64(f64::NAN), "v").unwrap(), Value::Null);
+        assert!(json_to_val(&WitType::F64, &Value::Null, "v").is_err());
+    }
+}
