@@ -61,14 +61,28 @@ enum Command {
 default ./skills) and the user layer (DATA_DIR/user-skills, where `install` puts
 skills). A skill that is not approved is listed but cannot be called.
 
+With --directory, print instead what an agent is given up front (the MCP `instructions`
+and the `skills_directory` prompt): one `name: description` line per approved skill, in
+name order, within a token budget (estimated at 4 bytes per token). Descriptions are
+cut at a word to fit; when even the names do not fit, the last line says how many more
+skills skill_search can find.
+
 Examples:
   skillhost list
   skillhost list --json | jq '.[] | select(.state != \"approved\") | .name'
+  skillhost list --directory --budget 300
   skillhost --skills ~/my-skills list")]
     List {
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
+        /// Print the agent's skill directory (approved skills, one line each).
+        #[arg(long)]
+        directory: bool,
+        /// Token budget of --directory (4 bytes per token), 40-20000.
+        #[arg(long, requires = "directory", default_value_t = skillhost::mcp::DIRECTORY_BUDGET as u64,
+              value_parser = clap::value_parser!(u64).range(skillhost::mcp::MIN_DIRECTORY_BUDGET as u64..=skillhost::mcp::MAX_DIRECTORY_BUDGET as u64))]
+        budget: u64,
     },
 
     /// Show one skill: where it comes from, its state, what it asks for, its tools
@@ -431,7 +445,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Ok(registry?)
     };
     match cli.command {
-        Command::List { json } => {
+        Command::List { json, directory: true, budget } => {
+            let host = host()?;
+            let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+            let registry = registry(&host).await?;
+            output::directory(&skillhost::mcp::skills_directory(&registry, budget), budget, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List { json, .. } => {
             let host = host()?;
             output::catalog(&registry(&host).await?.catalog(), json)?;
             Ok(ExitCode::SUCCESS)

@@ -60,6 +60,8 @@ fn entry_json(entry: &Entry, full: bool) -> Value {
         "tools": tools,
         "requests": loaded.map(|l| l.requests.clone()).unwrap_or_default(),
         "instructions": entry.has_instructions(),
+        "frontmatter": loaded.and_then(|l| l.frontmatter.as_ref()),
+        "pack": loaded.and_then(|l| l.pack.as_ref()),
         "shadows": entry.shadows,
         "error": entry.error.as_ref().map(|e| e.to_string()),
     })
@@ -95,6 +97,19 @@ pub fn catalog(entries: &[Arc<Entry>], json: bool) -> Result<()> {
     Ok(())
 }
 
+/// Print the agent's skill directory (`list --directory`).
+pub fn directory(directory: &skillhost::mcp::Directory, budget: usize, json: bool) -> Result<()> {
+    if json {
+        let value = json!({ "budget": budget, "listed": directory.listed, "total": directory.total, "text": directory.text });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else if directory.text.is_empty() {
+        eprintln!("no approved skills; see them all with `skillhost list`");
+    } else {
+        print!("{}", directory.text);
+    }
+    Ok(())
+}
+
 /// Print one entry and what approving it would grant.
 pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Result<()> {
     if json {
@@ -123,6 +138,27 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
         }
         if loaded.instructions.is_some() {
             println!("instructions: SKILL.md");
+        }
+        if let Some(fm) = &loaded.frontmatter {
+            let optional = [("license", fm.license.clone()), ("compatibility", fm.compatibility.clone())];
+            for (key, value) in optional.into_iter().filter_map(|(k, v)| Some((k, v?))) {
+                println!("{key}: {value}");
+            }
+            for (key, value) in &fm.metadata {
+                println!("metadata {key}: {value}");
+            }
+            if !fm.allowed_tools.is_empty() {
+                println!("allowed-tools (as SKILL.md says; skillhost grants nothing for it): {}", fm.allowed_tools.join(" "));
+            }
+            if !fm.unknown_keys.is_empty() {
+                println!("ignored frontmatter keys (not in the Agent Skills specification): {}", fm.unknown_keys.join(", "));
+            }
+        }
+        if let Some(pack) = &loaded.pack {
+            println!("pack: {} {} ({}, seed 002 name {})", pack.name, pack.version, pack.file, pack.seed_name);
+            for (key, value) in &pack.extra {
+                println!("pack field {key}: {value}");
+            }
         }
     }
     if let Some(request) = request.filter(|r| !r.diff.is_empty()) {

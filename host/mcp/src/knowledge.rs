@@ -1,7 +1,15 @@
-//! Skill knowledge for agents (seeds 002 §3.7 and 004): the SKILL.md instructions of
-//! each skill, disclosed progressively. `skill_list` and `skill_search` give names and
-//! one-line descriptions, `skill_get` the instructions within a token budget with what
-//! the skill requires, and `read_skill_resource` one file of the skill's folder.
+//! Skill knowledge for agents (seeds 002 §3.6-3.7 and 004): the SKILL.md instructions
+//! of each skill, disclosed progressively. The [`directory`] (the "L1" level: names and
+//! one-line descriptions within a token budget) goes into the MCP `instructions` and the
+//! `skills_directory` prompt; `skill_list` and `skill_search` give names and
+//! descriptions, `skill_get` the instructions within a token budget with what the skill
+//! requires and its frontmatter, and `read_skill_resource` (or `resources/read` of
+//! `skill://NAME/PATH`) one file of the skill's folder. `resources/list` lists each
+//! skill's SKILL.md and the files of its `references/`, `scripts/` and `assets/`
+//! folders ([`listed_resources`]); scripts are listed and readable, never run from here.
+//!
+//! Token budgets are estimated at 4 bytes per token (a common approximation for English
+//! text), so a budget of N tokens is N × 4 bytes of UTF-8.
 //!
 //! Resource reads never leave the skill's folder: the path must be relative, made of
 //! plain components, and no component on the way may be a symlink (checked with
@@ -20,8 +28,25 @@ use crate::tools::public_name;
 const BYTES_PER_TOKEN: usize = 4;
 /// Largest resource file returned.
 pub const MAX_RESOURCE_BYTES: u64 = 256 * 1024;
-/// Most resource paths listed per skill in `skill_get`.
+/// Most resource paths listed per skill in `skill_get` and `resources/list`.
 const MAX_LISTED_RESOURCES: usize = 64;
+/// The folders of the Agent Skills layout whose files `resources/list` shows.
+const RESOURCE_FOLDERS: [&str; 3] = ["references/", "scripts/", "assets/"];
+/// The directory's default budget, in tokens (used for the MCP `instructions`).
+pub const DIRECTORY_BUDGET: usize = 600;
+/// The smallest directory budget accepted, in tokens: room for the header and the
+/// "more skills" line.
+pub const MIN_DIRECTORY_BUDGET: usize = 40;
+/// The largest directory budget accepted, in tokens.
+pub const MAX_DIRECTORY_BUDGET: usize = 20_000;
+/// Longest description in the directory, in bytes.
+const DIRECTORY_DESCRIPTION_MAX: usize = 200;
+/// Shortest description worth showing, in bytes: below it, names only.
+const DIRECTORY_DESCRIPTION_MIN: usize = 20;
+/// Description length when not every skill fits, in bytes.
+const DIRECTORY_DESCRIPTION_CUT: usize = 60;
+/// The directory's first line.
+const DIRECTORY_HEADER: &str = "Skills (read one with skill_get; find others with skill_search):\n";
 
 /// Why a knowledge request failed. Shown to the agent as a tool error.
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +175,16 @@ pub fn get(registry: &Registry, name: &str, budget_tokens: usize) -> Result<Valu
     if loaded.runtime == INSTRUCTIONS_RUNTIME {
         result["requires"]["tools"] = json!([]);
     }
+    if let Some(frontmatter) = &loaded.frontmatter {
+        // What the Agent Skills frontmatter says besides name and description.
+        result["license"] = json!(frontmatter.license);
+        result["compatibility"] = json!(frontmatter.compatibility);
+        result["metadata"] = json!(frontmatter.metadata);
+        result["allowed_tools"] = json!(frontmatter.allowed_tools);
+    }
+    if let Some(pack) = &loaded.pack {
+        result["pack"] = json!({ "name": pack.name, "version": pack.version, "seed_name": pack.seed_name });
+    }
     if truncated {
         result["more"] = json!(format!(
             "the instructions were cut to about {budget_tokens} tokens; call skill_get with a larger max_tokens, or read_skill_resource {{\"skill\": \"{}\", \"path\": \"SKILL.md\"}}",
@@ -159,9 +194,19 @@ pub fn get(registry: &Registry, name: &str, budget_tokens: usize) -> Result<Valu
     Ok(result)
 }
 
-/// One file of a skill: `SKILL.md` (also when embedded in a `.wasm`), or any file in the
-/// skill's folder.
+/// One file of a skill as text: `SKILL.md` (also when embedded in a `.wasm`), or any
+/// UTF-8 file in the skill's folder.
 pub fn read_resource(registry: &Registry, skill: &str, path: &str) -> Result<String, KnowledgeError> {
+    let bytes = read_resource_bytes(registry, skill, path)?;
+    String::from_utf8(bytes).map_err(|_| KnowledgeError::Read {
+        skill: skill.to_owned(),
+        path: path.to_owned(),
+        reason: "not UTF-8 text (binary files are served as resources: read skill://SKILL/PATH)".to_owned(),
+    })
+}
+
+/// One file of a skill, as bytes: the same checks as [`read_resource`].
+pub fn read_resource_bytes(registry: &Registry, skill: &str, path: &str) -> Result<Vec<u8>, KnowledgeError> {
     let entry = known(registry, skill)?;
     let refuse = |reason| KnowledgeError::Refused { skill: skill.to_owned(), path: path.to_owned(), reason };
     let relative = Path::new(path);
@@ -172,7 +217,7 @@ pub fn read_resource(registry: &Registry, skill: &str, path: &str) -> Result<Str
     if !loaded.origin.is_dir() {
         // A single `.wasm`: only its embedded SKILL.md exists.
         return match (path, &loaded.instructions) {
-            ("SKILL.md", Some(md)) => Ok(md.clone()),
+            ("SKILL.md", Some(md)) => Ok(md.clone().into_bytes()),
             _ => Err(refuse("this skill is a single .wasm file; only SKILL.md can be read")),
         };
     }
@@ -185,8 +230,125 @@ pub fn read_resource(registry: &Registry, skill: &str, path: &str) -> Result<Str
     if meta.len() > MAX_RESOURCE_BYTES {
         return Err(read_error(format!("{} bytes is over the {MAX_RESOURCE_BYTES}-byte limit for resources", meta.len())));
     }
-    let bytes = std::fs::read(&file).map_err(|e| read_error(e.to_string()))?;
-    String::from_utf8(bytes).map_err(|_| read_error("not UTF-8 text".to_owned()))
+    std::fs::read(&file).map_err(|e| read_error(e.to_string()))
+}
+
+/// What `resources/list` shows of a skill: `SKILL.md`, then the files under
+/// `references/`, `scripts/` and `assets/` (sorted, at most 64).
+pub fn listed_resources(entry: &Entry) -> Vec<String> {
+    let mut listed: Vec<String> = entry.has_instructions().then(|| "SKILL.md".to_owned()).into_iter().collect();
+    listed.extend(resources(entry).into_iter().filter(|p| RESOURCE_FOLDERS.iter().any(|f| p.starts_with(f))));
+    listed.truncate(MAX_LISTED_RESOURCES);
+    listed
+}
+
+/// The MIME type a resource is served with, by its extension (`application/octet-stream`
+/// when unknown).
+pub fn mime_type(path: &str) -> &'static str {
+    let extension = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    match extension.as_str() {
+        "md" | "markdown" => "text/markdown",
+        "txt" | "text" => "text/plain",
+        "py" => "text/x-python",
+        "sh" | "bash" => "text/x-shellscript",
+        "js" | "mjs" => "text/javascript",
+        "ts" => "text/x-typescript",
+        "rs" => "text/x-rust",
+        "json" => "application/json",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        "csv" => "text/csv",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "xml" => "application/xml",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        _ => "application/octet-stream",
+    }
+}
+
+/// The L1 skill directory: one line per approved skill, by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Directory {
+    /// The text, at most the budget (× 4 bytes) long.
+    pub text: String,
+    /// Skills listed.
+    pub listed: usize,
+    /// Approved skills in all.
+    pub total: usize,
+}
+
+/// The directory of the approved skills within `budget_tokens` (clamped to
+/// [`MIN_DIRECTORY_BUDGET`]..=[`MAX_DIRECTORY_BUDGET`]): `- name: description` lines in
+/// name order, each description on one line, cut at a word to an equal share of the
+/// budget left after the names (at most 200 bytes; under 20, names only). When even
+/// the names do not all fit: as many lines as fit, with descriptions cut to 60 bytes,
+/// and `(N more skills: call skill_search)`.
+pub fn directory(registry: &Registry, budget_tokens: usize) -> Directory {
+    let skills: Vec<(String, String)> = skills(registry)
+        .into_iter()
+        .filter(|e| e.state == TrustState::Approved)
+        .filter_map(|e| Some((e.name.to_string(), e.loaded.as_ref()?.description.clone())))
+        .collect();
+    render_directory(&skills, budget_tokens)
+}
+
+fn render_directory(skills: &[(String, String)], budget_tokens: usize) -> Directory {
+    let budget = budget_tokens.clamp(MIN_DIRECTORY_BUDGET, MAX_DIRECTORY_BUDGET) * BYTES_PER_TOKEN;
+    let total = skills.len();
+    if total == 0 {
+        return Directory { text: String::new(), listed: 0, total };
+    }
+    let line = |name: &str, description: &str, cap: usize| {
+        let one_line = description.split_whitespace().collect::<Vec<_>>().join(" ");
+        let cut = cut_at_word(&one_line, cap);
+        if cut.is_empty() { format!("- {name}\n") } else { format!("- {name}: {cut}\n") }
+    };
+    let names: usize = DIRECTORY_HEADER.len() + skills.iter().map(|(n, _)| line(n, "", 0).len()).sum::<usize>();
+    if names <= budget {
+        // Each line grows by at most `": "` and its cap.
+        let share = ((budget - names) / total).min(DIRECTORY_DESCRIPTION_MAX + 2);
+        let cap = if share >= DIRECTORY_DESCRIPTION_MIN + 2 { share - 2 } else { 0 };
+        let lines: String = skills.iter().map(|(n, d)| line(n, d, cap)).collect();
+        return Directory { text: format!("{DIRECTORY_HEADER}{lines}"), listed: total, total };
+    }
+    // Not all fit: as many as do, then the count of the others.
+    let more = |n: usize| format!("({n} more skills: call skill_search)\n");
+    let mut text = DIRECTORY_HEADER.to_owned();
+    let mut listed = 0;
+    for (name, description) in skills {
+        let next = line(name, description, DIRECTORY_DESCRIPTION_CUT);
+        if text.len() + next.len() + more(total - listed - 1).len() > budget {
+            break;
+        }
+        text.push_str(&next);
+        listed += 1;
+    }
+    if text.len() + more(total - listed).len() > budget {
+        text.clear();
+    }
+    text.push_str(&more(total - listed));
+    Directory { text, listed, total }
+}
+
+/// `text` cut to at most `max` bytes at a word boundary, with `...` when cut.
+fn cut_at_word(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    if max < 4 {
+        return String::new();
+    }
+    let mut end = max - 3;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = text[..end].rfind(' ').filter(|&i| i > 0).unwrap_or(end);
+    format!("{}...", text[..end].trim_end_matches([',', ';', ':', '.', ' ']))
 }
 
 /// `root/relative`, provided no component on the way is a symlink.
@@ -275,6 +437,55 @@ mod tests {
         assert_eq!(truncate(text, 100), (text, false));
         assert_eq!(truncate(text, 20), ("line one\nline two", true));
         assert_eq!(truncate("ééé", 3), ("é", true));
+    }
+
+    fn synthetic(n: usize) -> Vec<(String, String)> {
+        (0..n)
+            .map(|i| {
+                let description = format!("Skill number {i} does a useful, specific thing with files, URLs and data; use it when asked to do that thing, or related things, again and again.");
+                (format!("skill-{i:03}"), description)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_directory_holds_its_budget_with_200_skills() {
+        let skills = synthetic(200);
+        for budget in [MIN_DIRECTORY_BUDGET, 100, 500, 1000, 2500, 5000, 8000, MAX_DIRECTORY_BUDGET] {
+            let directory = render_directory(&skills, budget);
+            assert!(directory.text.len() <= budget * BYTES_PER_TOKEN, "budget {budget}: {} bytes", directory.text.len());
+            assert_eq!(directory, render_directory(&skills, budget), "deterministic");
+            assert_eq!(directory.total, 200);
+            let lines: Vec<&str> = directory.text.lines().filter(|l| l.starts_with("- ")).collect();
+            assert_eq!(lines.len(), directory.listed, "budget {budget}");
+            if directory.listed < 200 {
+                let more = format!("({} more skills: call skill_search)", 200 - directory.listed);
+                assert!(directory.text.ends_with(&format!("{more}\n")), "budget {budget}: {}", directory.text);
+            }
+            // Names in order, from the first.
+            for (i, line) in lines.iter().enumerate() {
+                assert!(line.starts_with(&format!("- skill-{i:03}")), "{line}");
+            }
+        }
+        assert_eq!(render_directory(&skills, 1000).listed, 200, "1000 tokens hold 200 names with short descriptions");
+        assert!(render_directory(&skills, 500).listed < 200);
+        let all = render_directory(&skills, MAX_DIRECTORY_BUDGET);
+        assert!(all.text.contains("- skill-000: Skill number 0 does a useful, specific thing with files, URLs and data; use it when asked to do that thing, or related things, again and again.\n"), "full descriptions when they fit");
+        let tight = render_directory(&skills, 3000);
+        assert_eq!(tight.listed, 200);
+        assert!(tight.text.contains("- skill-000: Skill number 0 does a useful, specific...\n"), "cut at a word: {}", &tight.text[..300]);
+        let cut = render_directory(&skills, 500);
+        assert!(cut.text.contains("- skill-000: Skill number 0 does a useful, specific thing with files...\n"), "{}", cut.text);
+        assert_eq!(render_directory(&[], 500).text, "", "no skills, no directory");
+    }
+
+    #[test]
+    fn descriptions_are_cut_at_words() {
+        assert_eq!(cut_at_word("short", 10), "short");
+        assert_eq!(cut_at_word("one two three four", 12), "one two...");
+        assert_eq!(cut_at_word("abcdefghijklmnop", 8), "abcde...");
+        assert_eq!(cut_at_word("éééééé", 6), "é...");
+        assert_eq!(cut_at_word("anything", 0), "");
     }
 
     #[test]

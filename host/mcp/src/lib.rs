@@ -21,8 +21,9 @@
 //!   with the registry before each search, and responses say which `ranker` answered
 //!   and, when nothing matched well, `no_good_match` with a hint that a skill can be
 //!   created.
-//! - `knowledge`: SKILL.md bodies within a token budget, and resource reads that never
-//!   leave a skill's folder.
+//! - `knowledge`: the L1 skill directory within a token budget ([`skills_directory`],
+//!   also the `instructions` and the `skills_directory` prompt), SKILL.md bodies within
+//!   a token budget, and resource reads that never leave a skill's folder.
 //! - `http`: streamable HTTP with a bearer token and Host/Origin checks.
 //!
 //! Any rmcp transport works too: `SkillhostMcp::session()` gives a handler for one more
@@ -36,6 +37,7 @@ mod server;
 mod tools;
 
 pub use http::{HttpConfig, serve_http};
+pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, directory as skills_directory};
 pub use search::SearchType;
 pub use server::{McpConfig, SkillhostMcp};
 pub use skillhost_index::SearchIndex;

@@ -22,10 +22,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequiredResult,
-    JsonObject, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ElicitResult, ElicitationAction, ElicitationSchema, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, InputRequest, InputRequiredResult, JsonObject, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -94,6 +95,11 @@ struct Session {
     /// Fires when this session's visible tools changed (activation).
     changed: broadcast::Sender<()>,
 }
+
+/// The prompt with the skill directory.
+const DIRECTORY_PROMPT: &str = "skills_directory";
+/// Its budget argument.
+const DIRECTORY_BUDGET_ARG: &str = "budget";
 
 /// The key of the approval question inside `inputRequests`.
 const APPROVAL_KEY: &str = "approve";
@@ -360,14 +366,20 @@ impl ServerHandler for SkillhostMcp {
             .enable_tool_list_changed()
             .enable_resources()
             .enable_resources_list_changed()
+            .enable_prompts()
             .build();
         let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
-        info.instructions = Some(
-            "skillhost runs sandboxed skills. Tools are named SKILL__TOOL. When a tool you need is not listed, \
+        let mut instructions = "skillhost runs sandboxed skills. Tools are named SKILL__TOOL. When a tool you need is not listed, \
              find it with tool_search; read a skill's instructions with skill_get before using it."
-                .to_owned(),
-        );
+            .to_owned();
+        // The L1 directory: the approved skills' names within a bounded budget.
+        let directory = knowledge::directory(&self.shared.registry, knowledge::DIRECTORY_BUDGET);
+        if !directory.text.is_empty() {
+            instructions.push_str("\n\n");
+            instructions.push_str(&directory.text);
+        }
+        info.instructions = Some(instructions);
         info
     }
 
@@ -458,16 +470,20 @@ impl ServerHandler for SkillhostMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let resources = knowledge::skills(&self.shared.registry)
-            .iter()
-            .filter(|e| e.has_instructions())
-            .map(|e| {
-                let description = e.loaded.as_ref().map(|l| l.description.clone()).unwrap_or_default();
-                Resource::new(format!("skill://{}/SKILL.md", e.name), format!("{} instructions", e.name))
-                    .with_description(description)
-                    .with_mime_type("text/markdown")
-            })
-            .collect();
+        // Each skill's SKILL.md and the files of its references/, scripts/ and assets/.
+        let mut resources = Vec::new();
+        for entry in knowledge::skills(&self.shared.registry) {
+            for path in knowledge::listed_resources(&entry) {
+                let resource = Resource::new(format!("skill://{}/{path}", entry.name), format!("{} {path}", entry.name))
+                    .with_mime_type(knowledge::mime_type(&path));
+                resources.push(if path == "SKILL.md" {
+                    let description = entry.loaded.as_ref().map(|l| l.description.clone()).unwrap_or_default();
+                    resource.with_description(description)
+                } else {
+                    resource
+                });
+            }
+        }
         Ok(ListResourcesResult::with_all_items(resources).with_ttl_ms(0))
     }
 
@@ -482,10 +498,60 @@ impl ServerHandler for SkillhostMcp {
             .strip_prefix("skill://")
             .ok_or_else(|| not_found(format!("`{}` is not a skill:// resource (skill://NAME/PATH)", request.uri)))?;
         let (skill, path) = rest.split_once('/').unwrap_or((rest, "SKILL.md"));
-        let text = knowledge::read_resource(&self.shared.registry, skill, path).map_err(|e| not_found(e.to_string()))?;
-        let mime = if path.ends_with(".md") { "text/markdown" } else { "text/plain" };
-        let contents = ResourceContents::text(text, request.uri.clone()).with_mime_type(mime);
-        Ok(ReadResourceResult::new(vec![contents]).into())
+        // Read, never run: a script is served as text like any other file.
+        let bytes = knowledge::read_resource_bytes(&self.shared.registry, skill, path).map_err(|e| not_found(e.to_string()))?;
+        let mime = knowledge::mime_type(path);
+        let contents = match String::from_utf8(bytes) {
+            Ok(text) => ResourceContents::text(text, request.uri.clone()),
+            Err(binary) => {
+                use base64::Engine as _;
+                ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(binary.into_bytes()), request.uri.clone())
+            }
+        };
+        Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let budget = PromptArgument::new(DIRECTORY_BUDGET_ARG).with_description(format!(
+            "Most tokens the directory may take (4 bytes each), {}-{}; default {}.",
+            knowledge::MIN_DIRECTORY_BUDGET,
+            knowledge::MAX_DIRECTORY_BUDGET,
+            knowledge::DIRECTORY_BUDGET
+        ));
+        let prompt = Prompt::new(
+            DIRECTORY_PROMPT,
+            Some("The approved skills, one line each (name: description), within a token budget: put it in a system prompt."),
+            Some(vec![budget.with_required(false)]),
+        );
+        Ok(ListPromptsResult::with_all_items(vec![prompt]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != DIRECTORY_PROMPT {
+            return Err(ErrorData::invalid_params(format!("unknown prompt `{}`; the prompts are: {DIRECTORY_PROMPT}", request.name), None));
+        }
+        let budget = match request.arguments.as_ref().and_then(|a| a.get(DIRECTORY_BUDGET_ARG)) {
+            None => knowledge::DIRECTORY_BUDGET,
+            // Prompt arguments are strings on the wire; accept a number too.
+            Some(value) => value
+                .as_u64()
+                .or_else(|| value.as_str().and_then(|s| s.trim().parse().ok()))
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+                .ok_or_else(|| ErrorData::invalid_params(format!("`{DIRECTORY_BUDGET_ARG}` must be a whole number of tokens, not {value}"), None))?,
+        };
+        let directory = knowledge::directory(&self.shared.registry, budget);
+        let text = if directory.text.is_empty() { "No skills are approved yet.".to_owned() } else { directory.text };
+        let result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description(format!("{} of {} approved skills", directory.listed, directory.total));
+        Ok(result.into())
     }
 }
 
