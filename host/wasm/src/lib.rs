@@ -21,6 +21,9 @@ mod skill;
 mod state;
 mod value;
 
+#[cfg(test)]
+mod proptests;
+
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;

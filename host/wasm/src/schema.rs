@@ -15,7 +15,8 @@ pub fn params_schema(params: &[(String, WitType)]) -> Value {
 pub fn schema(ty: &WitType) -> Value {
     match ty {
         WitType::Bool => json!({"type": "boolean"}),
-        WitType::F32 | WitType::F64 => json!({"type": "number"}),
+        WitType::F32 => json!({"type": "number", "minimum": -f64::from(f32::MAX), "maximum": f64::from(f32::MAX)}),
+        WitType::F64 => json!({"type": "number"}),
         WitType::Char => json!({"type": "string", "minLength": 1, "maxLength": 1, "description": "one Unicode character"}),
         WitType::String => json!({"type": "string"}),
         WitType::List(item) => json!({"type": "array", "items": schema(item)}),

@@ -364,8 +364,17 @@ fn integer(value: &Value) -> Option<i128> {
         return Some(u.into());
     }
     let f = n.as_f64()?;
-    // 2^63 bounds keep the cast exact; the caller's range check does the rest.
-    (f.fract() == 0.0 && f.abs() < 9.223_372_036_854_775_808e18).then_some(f as i64 as i128)
+    if f.fract() != 0.0 {
+        return None;
+    }
+    // Within these bounds the casts are exact; beyond them no WIT integer fits anyway.
+    if (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&f) {
+        Some(f as i64 as i128)
+    } else if (0.0..1.844_674_407_370_955_161_6e19).contains(&f) {
+        Some(f as u64 as i128)
+    } else {
+        None
+    }
 }
 
 /// The one key of a single-key object, if it is one of `keys`, and its value.
