@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, reason = "a command-line tool prints its results")]
 
 mod build;
+mod forge;
 mod new;
 mod output;
 mod sandbox;
@@ -309,6 +310,36 @@ Examples:
         args: Vec<std::ffi::OsString>,
     },
 
+    /// Build, test and install a skill from its sources, as an agent's skill_create does
+    #[command(after_help = "Checks the files (relative paths, allow and deny lists, no symlinks, 1 MiB per
+file, 10 MiB in all) before anything is built; builds a Rust crate for wasm32-wasip2 in
+a bubblewrap sandbox with no network against the vendored SDK (the first build of a
+skill compiles its dependencies; later ones reuse the skill's own target dir); runs the
+[[tests]] of skill.toml on the real runtime (and pytest for Python); installs it into
+the user layer, where it waits for approval unless it asks for nothing risky. The
+version it replaces is kept for `skillhost rollback`. Each skill gets 3 attempts until
+one succeeds; `--reset NAME` gives them back.
+
+A Rust skill depends on the SDK as `skillhost-sdk = { path = \"/sdk/guest-sdk\" }`
+(without a Cargo.toml the forge writes one).
+
+Examples:
+  skillhost forge ./greeter
+  skillhost forge ./shouter --lang python --json
+  skillhost forge --reset greeter")]
+    Forge(forge::ForgeArgs),
+
+    /// Put back the version of a skill that the last install or forge replaced
+    #[command(after_help = "Swaps the installed version with the kept one (a second rollback rolls forward).
+The restored version is approved only if that exact content was approved before.
+
+Examples:
+  skillhost rollback greeter")]
+    Rollback {
+        /// Skill name.
+        name: String,
+    },
+
     /// Create a new skill (Rust, Python or JavaScript) that builds out of the box
     #[command(after_help = "Examples:
   skillhost new weather                creates ./weather, a Rust crate with one example tool
@@ -526,9 +557,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&out.value)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve(args) => {
+        Command::Serve(mut args) => {
             let host = host()?;
             let registry = host.open_registry(registry_config(true)).await?;
+            args.forge = Some(forge::forge(&host, registry.clone(), &data_dir));
             serve::serve(registry, args).await?;
             Ok(ExitCode::SUCCESS)
         }
@@ -577,6 +609,18 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(exit::TOOL_ERROR) })
         }
         Command::Shim { .. } => unreachable!("handled before the runtime starts"),
+        Command::Forge(args) => {
+            let host = host()?;
+            let registry = registry(&host).await?;
+            let ok = forge::run(&host, registry, &data_dir, args).await?;
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(exit::TOOL_ERROR) })
+        }
+        Command::Rollback { name } => {
+            let host = host()?;
+            let registry = registry(&host).await?;
+            forge::rollback(&registry, &name).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::New { name, lang, dir, sdk } => {
             new::create(&name, lang, dir, sdk)?;
             Ok(ExitCode::SUCCESS)

@@ -12,6 +12,14 @@ use skillhost::mcp::{HttpConfig, McpConfig, SkillhostMcp};
 /// The options of `serve`.
 #[derive(clap::Args)]
 pub struct ServeArgs {
+    /// Do not offer skill_create and skill_update (agents cannot submit skills).
+    #[arg(long)]
+    no_forge: bool,
+
+    /// The forge behind skill_create and skill_update (set by main, not a flag).
+    #[arg(skip)]
+    pub forge: Option<Arc<skillhost::Forge>>,
+
     /// Serve streamable HTTP at ADDR (path /mcp) instead of stdio [default ADDR: 127.0.0.1:8787].
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8787")]
     http: Option<SocketAddr>,
@@ -55,6 +63,10 @@ pub async fn serve(registry: Arc<Registry>, args: ServeArgs) -> Result<()> {
         elicit_approvals: !args.no_elicitation,
     };
     let server = SkillhostMcp::new(registry, config);
+    let server = match args.forge.filter(|_| !args.no_forge) {
+        Some(forge) => server.with_forge(forge),
+        None => server,
+    };
     let Some(addr) = args.http else {
         tracing::info!("serving MCP on stdio");
         return Ok(skillhost::mcp::serve_stdio(server).await?);

@@ -401,6 +401,21 @@ fn io(what: &'static str) -> impl Fn(std::io::Error) -> Outcome {
     move |source| Outcome::Error(ForgeError::Io { what, source })
 }
 
+/// Append `tests` (JSON objects with `tool`, `input`, `expect` or `expect_error`) to
+/// skill.toml text as `[[tests]]` entries, as `skill_create`'s `tests` argument asks.
+pub fn append_tests(manifest: &str, tests: &[serde_json::Value]) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct Tests {
+        tests: Vec<toml::Value>,
+    }
+    let tests = tests
+        .iter()
+        .map(|t| toml::Value::try_from(t).map_err(|e| format!("test case {t} cannot be written to skill.toml: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let text = toml::to_string(&Tests { tests }).map_err(|e| format!("the test cases cannot be written to skill.toml: {e}"))?;
+    Ok(format!("{}\n\n{text}", manifest.trim_end()))
+}
+
 /// One pipeline per skill name at a time.
 struct Busy<'a> {
     set: &'a Mutex<BTreeSet<SkillName>>,

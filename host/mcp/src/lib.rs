@@ -24,12 +24,15 @@
 //! - `knowledge`: the L1 skill directory within a token budget ([`skills_directory`],
 //!   also the `instructions` and the `skills_directory` prompt), SKILL.md bodies within
 //!   a token budget, and resource reads that never leave a skill's folder.
+//! - `forge`: `skill_create` and `skill_update` on `skillhost-forge`, offered when the
+//!   server has a forge ([`SkillhostMcp::with_forge`]).
 //! - `http`: streamable HTTP with a bearer token and Host/Origin checks.
 //!
 //! Any rmcp transport works too: `SkillhostMcp::session()` gives a handler for one more
 //! connection, to be served with `rmcp::ServiceExt::serve`.
 
 mod builtin;
+mod forge;
 mod http;
 mod knowledge;
 mod search;

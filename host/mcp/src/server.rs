@@ -37,6 +37,7 @@ use skillhost_registry::{Registry, RegistryError, RegistryEvent, TrustState};
 use tokio::sync::broadcast;
 
 use crate::builtin::{self, Builtin};
+use crate::forge::ForgeTool;
 use crate::knowledge;
 use crate::tools::{SEPARATOR, ToolEntry, public_name, table, tool_count};
 
@@ -79,6 +80,8 @@ struct Shared {
     /// Numbers the approval handles (an opaque key to server-side state, so it need
     /// not be secret: whoever can send the answer could also answer the question).
     handles: AtomicU64,
+    /// Serves `skill_create` and `skill_update` when set.
+    forge: Option<Arc<skillhost_forge::Forge>>,
 }
 
 /// What a human was asked to approve: bound to exactly this content and these requests.
@@ -134,8 +137,19 @@ impl SkillhostMcp {
     }
 
     fn build(registry: Arc<Registry>, config: McpConfig, index: Option<Arc<SearchIndex>>) -> Self {
-        let shared = Arc::new(Shared { registry, config, index, pending: Mutex::default(), sessions: AtomicU64::new(0), handles: AtomicU64::new(0) });
+        let shared = Arc::new(Shared { registry, config, index, pending: Mutex::default(), sessions: AtomicU64::new(0), handles: AtomicU64::new(0), forge: None });
         Self { session: Session::new(&shared), shared }
+    }
+
+    /// Offer `skill_create` and `skill_update`, run by `forge` (over the same registry).
+    /// Call before the first [`session`](Self::session).
+    pub fn with_forge(mut self, forge: Arc<skillhost_forge::Forge>) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.forge = Some(forge);
+        } else {
+            tracing::warn!("with_forge after sessions were made: the forge tools are not offered");
+        }
+        self
     }
 
     /// A new session sharing this server's registry, configuration and pending approvals.
@@ -157,6 +171,9 @@ impl SkillhostMcp {
     fn visible(&self) -> Vec<Tool> {
         let tools = table(&self.shared.registry);
         let mut listed: Vec<Tool> = builtin::all().iter().map(|b| b.to_mcp()).collect();
+        if self.shared.forge.is_some() {
+            listed.extend(ForgeTool::all());
+        }
         if self.deferred(&tools) {
             let activated = lock(&self.session.activated);
             let pinned = &self.shared.config.pinned;
@@ -455,6 +472,15 @@ impl ServerHandler for SkillhostMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         if let Some(builtin) = Builtin::named(&params.name) {
             return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default()).into());
+        }
+        if let (Some(tool), Some(forge)) = (ForgeTool::named(&params.name), &self.shared.forge) {
+            let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
+            let args = params.arguments.clone().unwrap_or_default();
+            let result = crate::forge::call(forge, tool, &args, forwarder.as_ref().map(ProgressForwarder::sink)).await;
+            if let Some(forwarder) = forwarder {
+                forwarder.flush().await;
+            }
+            return Ok(result.into());
         }
         match self.resolve(&params.name) {
             Some(tool) => self.call_skill_tool(tool, params, context).await,

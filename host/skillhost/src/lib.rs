@@ -20,6 +20,10 @@
 pub mod audit;
 pub mod secrets;
 
+/// The forge: build, test and install skills from source ([`Host::forge`]).
+pub use skillhost_forge as forge;
+pub use skillhost_forge::{Forge, ForgeConfig, ForgeError, Forged, Language, Submission};
+
 /// The MCP front: serve a [`Registry`] to agents over stdio, streamable HTTP or any
 /// rmcp transport (an editor can serve it in-process over an in-memory pipe).
 pub use skillhost_mcp as mcp;
@@ -242,6 +246,12 @@ impl Host {
     pub async fn open_registry(&self, config: RegistryConfig) -> Result<Arc<Registry>, HostError> {
         let runtime: Arc<dyn skillhost_core::SkillRuntime> = Arc::new(self.runtimes());
         Ok(Registry::open(config, runtime, self.policy.clone()).await?)
+    }
+
+    /// A forge that builds and tests skills on this host's runtimes and installs them into
+    /// `registry` (open it with [`Host::open_registry`]).
+    pub fn forge(&self, registry: Arc<Registry>, config: ForgeConfig) -> Forge {
+        Forge::new(config, registry, Arc::new(self.runtimes()), self.sandbox.as_ref().ok().cloned())
     }
 
     /// Load the skill at `path` (a `.wasm` file or a skill folder, with a component or a

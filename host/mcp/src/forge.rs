@@ -1,0 +1,198 @@
+//! `skill_create` and `skill_update`: an agent submits source and the forge
+//! (`skillhost-forge`) stages, builds, tests and installs it, reporting its stages as
+//! progress. A failure is an `isError` result whose content is JSON the agent can act on
+//! (refused files with their rule, compiler diagnostics with file:line, failing test
+//! cases with expected and actual, the attempt count). A success installs the skill in
+//! the user layer; unless its tier is auto it waits for a human, who is asked through
+//! elicitation at its first call (or runs `skillhost approve NAME`). Neither tool
+//! approves anything.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use skillhost_core::{Progress, ProgressSink};
+use skillhost_forge::{Forge, Forged, Language, Submission};
+use skillhost_registry::TrustState;
+
+use crate::tools::public_name;
+
+/// A forge tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForgeTool {
+    /// Build a new skill from source.
+    Create,
+    /// Change an installed skill's source.
+    Update,
+}
+
+/// Stages reported as progress (stage, build, test, install).
+const STAGES: u64 = 4;
+
+impl ForgeTool {
+    /// The forge tool called `name`, if any.
+    pub fn named(name: &str) -> Option<Self> {
+        [ForgeTool::Create, ForgeTool::Update].into_iter().find(|t| t.name() == name)
+    }
+
+    /// Its MCP name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ForgeTool::Create => "skill_create",
+            ForgeTool::Update => "skill_update",
+        }
+    }
+
+    /// Both tools' MCP definitions.
+    pub fn all() -> Vec<Tool> {
+        [ForgeTool::Create, ForgeTool::Update].into_iter().map(ForgeTool::to_mcp).collect()
+    }
+
+    fn to_mcp(self) -> Tool {
+        let files = json!({
+            "type": "object",
+            "description": "Relative path -> file contents. Rust: skill.toml, SKILL.md, src/**.rs, optional Cargo.toml (depend on \
+                            `skillhost-sdk = { path = \"/sdk/guest-sdk\" }`; without one the forge writes it), build.rs, tests/**.rs. \
+                            Python: skill.toml (with [server] command = \"python\", args = [\"server.py\"]), server.py (FastMCP), \
+                            test_server.py (pytest), other *.py. Plus references/**.md.",
+            "additionalProperties": {"type": "string"}
+        });
+        let (description, schema) = match self {
+            ForgeTool::Create => (
+                "Create a skill from source: the host checks the files, builds them (Rust: to a WebAssembly component, in a \
+                 sandbox without network; Python: a FastMCP server), runs its tests ([[tests]] in skill.toml: tool, input, \
+                 expect or expect_error; pytest for Python) and installs it. On failure the result is JSON with what to fix \
+                 (diagnostics with file:line, failing cases with expected/actual) and the attempt count (3 per skill). A skill \
+                 that asks for more than pure computation waits for the user's approval, asked at its first call.",
+                json!({
+                    "type": "object",
+                    "required": ["name", "language", "files"],
+                    "properties": {
+                        "name": {"type": "string", "description": "Lowercase letters, digits, inner hyphens; equal to skill.toml's name."},
+                        "language": {"type": "string", "enum": ["rust", "python"]},
+                        "files": files,
+                        "tests": {
+                            "type": "array",
+                            "description": "Test cases added to skill.toml as [[tests]].",
+                            "items": {
+                                "type": "object",
+                                "required": ["tool"],
+                                "properties": {
+                                    "tool": {"type": "string"},
+                                    "input": {"type": "object"},
+                                    "expect": {},
+                                    "expect_error": {"type": "string"}
+                                },
+                                "additionalProperties": false
+                            }
+                        }
+                    },
+                    "additionalProperties": false
+                }),
+            ),
+            ForgeTool::Update => (
+                "Change an installed skill made by skill_create: the files given replace (or add to) its stored source, then it \
+                 is built, tested and installed like skill_create. The version it replaces is kept (a human can roll back). \
+                 Changed content needs the user's approval again unless it is pure computation.",
+                json!({
+                    "type": "object",
+                    "required": ["name", "files"],
+                    "properties": {"name": {"type": "string"}, "files": files},
+                    "additionalProperties": false
+                }),
+            ),
+        };
+        let Value::Object(schema) = schema else { unreachable!("literal objects") };
+        Tool::new(self.name(), description, Arc::new(schema))
+            .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateArgs {
+    name: String,
+    language: Language,
+    files: BTreeMap<String, String>,
+    #[serde(default)]
+    tests: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateArgs {
+    name: String,
+    files: BTreeMap<String, String>,
+}
+
+/// Run `tool` with `args`, reporting stages to `progress`.
+pub async fn call(forge: &Forge, tool: ForgeTool, args: &JsonObject, progress: Option<ProgressSink>) -> CallToolResult {
+    let step = std::sync::atomic::AtomicU64::new(0);
+    let report: skillhost_forge::Progress = Arc::new(move |message: &str| {
+        let done = step.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(sink) = &progress {
+            sink(Progress { done, total: Some(STAGES), message: Some(message.to_owned()) });
+        }
+    });
+    let args = Value::Object(args.clone());
+    let outcome = match tool {
+        ForgeTool::Create => match serde_json::from_value::<CreateArgs>(args) {
+            Ok(mut a) => {
+                if !a.tests.is_empty()
+                    && let Some(toml) = a.files.get_mut("skill.toml")
+                {
+                    match skillhost_forge::append_tests(toml, &a.tests) {
+                        Ok(text) => *toml = text,
+                        Err(e) => return error(json!({"kind": "invalid_arguments", "message": e})),
+                    }
+                }
+                forge.create(Submission { name: a.name, language: a.language, files: a.files }, report).await
+            }
+            Err(e) => return error(json!({"kind": "invalid_arguments", "message": format!("skill_create: {e}")})),
+        },
+        ForgeTool::Update => match serde_json::from_value::<UpdateArgs>(args) {
+            Ok(a) => forge.update(&a.name, a.files, report).await,
+            Err(e) => return error(json!({"kind": "invalid_arguments", "message": format!("skill_update: {e}")})),
+        },
+    };
+    match outcome {
+        Ok(forged) => success(&forged),
+        Err(e) => error(e.to_json()),
+    }
+}
+
+fn success(forged: &Forged) -> CallToolResult {
+    let name = forged.skill.as_str();
+    let skill = skillhost_core::SkillName::new(name).ok();
+    let tools: Vec<String> =
+        forged.tools.iter().filter_map(|t| skill.as_ref().and_then(|s| public_name(s, t))).collect();
+    let next = match forged.state {
+        TrustState::Approved => format!("`{name}` is live: call {}", tools.join(", ")),
+        _ => format!(
+            "`{name}` is installed and waits for the user's approval ({}): calling one of its tools asks the user, \
+             or the user runs `skillhost approve {name}`",
+            forged.state
+        ),
+    };
+    let value = json!({
+        "skill": name,
+        "state": forged.state,
+        "tier": forged.tier,
+        "version": forged.version,
+        "tools": tools,
+        "tests_passed": forged.tests_passed,
+        "warnings": forged.warnings,
+        "replaced": forged.replaced,
+        "timings_ms": forged.timings_ms,
+        "next": next,
+    });
+    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+    result.structured_content = Some(value);
+    result
+}
+
+fn error(value: Value) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(value.to_string())])
+}
