@@ -260,3 +260,55 @@ async fn python_and_js_skills_answer_through_mcp() {
     assert!(text.contains("denied") && text.contains("cannot read `/etc/passwd`") && !text.contains("root:"), "{text}");
     client.cancel().await.unwrap();
 }
+
+/// A Python skill that tries to plant a symlink pointing out of its data dir.
+const SYMLINK_PROBE: &str = r#"
+import json, os
+from componentize_py_types import Err
+from wit_world import exports
+from wit_world.imports.types import Annotations, CallError_Denied, Tool
+
+class Guest(exports.Guest):
+    def tools(self):
+        return [Tool(name="link", description="Make /data/link point at `target`.", input_schema='{"type": "object"}',
+                     output_schema=None, annotations=Annotations(read_only=False, destructive=True, idempotent=False, open_world=False),
+                     examples=[])]
+
+    def call(self, tool, input):
+        target = json.loads(input)["target"]
+        try:
+            os.symlink(target, "/data/link")
+        except OSError as e:
+            raise Err(CallError_Denied(f"{type(e).__name__}: {e}"))
+        return json.dumps({"made": os.readlink("/data/link")})
+"#;
+
+/// componentize-py's guests import WASI 0.2.0 while the host links 0.2.12: the linker
+/// matches them by semver, and the guard on `symlink-at` (defined on 0.2.12) must cover
+/// those imports too, or an older guest could plant a link out of its directory.
+#[test]
+fn python_guest_on_older_wasi_cannot_plant_a_symlink_out() {
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(source.path().join("app.py"), SYMLINK_PROBE).unwrap();
+    std::fs::write(
+        source.path().join("skill.toml"),
+        "name = \"symlink-probe\"\nversion = \"0.1.0\"\ndescription = \"tries to link out\"\n\n[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n",
+    )
+    .unwrap();
+    let Some(wasm) = build(source.path(), "symlink-probe", "python") else { return };
+    let bytes = std::fs::read(&wasm).unwrap();
+    let imports = |name: &str| bytes.windows(name.len()).any(|w| w == name.as_bytes());
+    assert!(imports("wasi:filesystem/types@0.2.0"), "the probe no longer imports WASI 0.2.0; the test would prove nothing");
+
+    let data = data_dir();
+    let dir = data.path().join("skills/symlink-probe");
+    for target in ["../../../etc", "/etc", "a/../../b"] {
+        let (code, _, stderr) = call(data.path(), &wasm, "link", json!({"target": target}));
+        assert_eq!(code, 1, "{target}: {stderr}");
+        assert!(stderr.contains("was denied: PermissionError"), "{target}: {stderr}");
+        assert!(stderr.contains("a skill may only link inside its directories"), "{target}: the host's guard refused it: {stderr}");
+        assert!(std::fs::symlink_metadata(dir.join("link")).is_err(), "{target}: no link on disk");
+    }
+    let out = ok(data.path(), &wasm, "link", json!({"target": "notes.txt"}));
+    assert_eq!(out["made"], "notes.txt", "a link inside is allowed: {out}");
+}
