@@ -44,6 +44,7 @@ mod catalog;
 mod config;
 mod error;
 mod install;
+mod nofollow;
 mod pack;
 mod registry;
 mod skillmd;

@@ -178,11 +178,8 @@ pub(crate) fn pack_of(name: &SkillName) -> Option<&str> {
 pub(crate) fn read(path: &Path, limits: &SizeLimits) -> Result<(Vec<u8>, Vec<u8>), RegistryError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let read_one = |file: &Path| -> Result<Vec<u8>, RegistryError> {
-        let meta = std::fs::symlink_metadata(file).map_err(RegistryError::io(file, "cannot read"))?;
-        if meta.is_symlink() {
-            return Err(RegistryError::Symlink { path: file.to_owned() });
-        }
-        if !meta.is_file() {
+        let (seen, fd) = crate::nofollow::open_path(file)?;
+        if seen.kind != crate::nofollow::Kind::File {
             return Err(RegistryError::SpecialFile { path: file.to_owned() });
         }
         let too_large = |size: u64| RegistryError::TooLarge {
@@ -192,10 +189,10 @@ pub(crate) fn read(path: &Path, limits: &SizeLimits) -> Result<(Vec<u8>, Vec<u8>
             limit: limits.text_file,
             fix: "keep text files under the cap; split it or move it out of the skill",
         };
-        if meta.len() > limits.text_file {
-            return Err(too_large(meta.len()));
+        if seen.len > limits.text_file {
+            return Err(too_large(seen.len));
         }
-        let bytes = std::fs::read(file).map_err(RegistryError::io(file, "cannot read"))?;
+        let bytes = crate::nofollow::read_capped(fd, limits.text_file, file)?;
         if bytes.len() as u64 > limits.text_file {
             return Err(too_large(bytes.len() as u64));
         }

@@ -1,7 +1,7 @@
 //! Reading a skill from disk, once: which paths in the layers are skills
-//! ([`candidates`], [`names_in`]), a [`Snapshot`] of all its files (no symlinks, size
-//! caps), the content hash over exactly those bytes, and the [`Parsed`] skill built from
-//! them. Hash and load see the same bytes, so an approval can never bind to one version
+//! ([`candidates`], [`names_in`]), a [`Snapshot`] of all its files (no symlinks, even
+//! one swapped in mid-read: see `nofollow`; size caps), the content hash over exactly
+//! those bytes, and the [`Parsed`] skill built from them. Hash and load see the same bytes, so an approval can never bind to one version
 //! while another runs.
 //!
 //! A folder whose skill.toml has a `[server]` section is a stdio MCP server skill: no
@@ -15,6 +15,9 @@
 //! `skill.wasm`). Empty directories do not count.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,6 +27,7 @@ use skillhost_wasm::package;
 
 use crate::config::{Layer, SizeLimits};
 use crate::error::RegistryError;
+use crate::nofollow::{self, Kind};
 use crate::pack::{self, PackRef};
 use crate::skillmd::{self, Frontmatter};
 
@@ -123,22 +127,16 @@ impl Snapshot {
             let (manifest, bytes) = pack::read(path, limits)?;
             return Ok(Snapshot::Pack { path: path.to_owned(), manifest, bytes });
         }
-        let meta = std::fs::symlink_metadata(path).map_err(RegistryError::io(path, "cannot read"))?;
-        if meta.is_symlink() {
-            return Err(RegistryError::Symlink { path: path.to_owned() });
-        }
-        if meta.is_file() {
-            check_size(path, "the component", meta.len(), limits.component)?;
-            let bytes = std::fs::read(path).map_err(RegistryError::io(path, "cannot read"))?;
+        let (seen, fd) = nofollow::open_path(path)?;
+        if seen.kind == Kind::File {
+            check_size(path, "the component", seen.len, limits.component)?;
+            let bytes = nofollow::read_capped(fd, limits.component, path)?;
             check_size(path, "the component", bytes.len() as u64, limits.component)?;
             return Ok(Snapshot::Wasm { path: path.to_owned(), bytes });
         }
-        if !meta.is_dir() {
-            return Err(RegistryError::SpecialFile { path: path.to_owned() });
-        }
         let mut files = BTreeMap::new();
         let mut text_total = 0;
-        read_dir_into(path, "", limits, &mut files, &mut text_total)?;
+        read_dir_into(&fd, path, "", limits, &mut files, &mut text_total)?;
         Ok(Snapshot::Folder { path: path.to_owned(), files })
     }
 
@@ -260,45 +258,43 @@ fn hash_file(hasher: &mut Sha256, path: &str, bytes: &[u8]) {
     hasher.update(bytes);
 }
 
+/// Read every file under the open directory `dir_fd` (at `dir`), never following a
+/// symlink (see `nofollow`).
 fn read_dir_into(
+    dir_fd: &OwnedFd,
     dir: &Path,
     prefix: &str,
     limits: &SizeLimits,
     files: &mut BTreeMap<String, Vec<u8>>,
     text_total: &mut u64,
 ) -> Result<(), RegistryError> {
-    let entries = std::fs::read_dir(dir).map_err(RegistryError::io(dir, "cannot read"))?;
-    for entry in entries {
-        let entry = entry.map_err(RegistryError::io(dir, "cannot read"))?;
-        let path = entry.path();
-        let file_name = entry.file_name();
-        let Some(name) = file_name.to_str() else {
+    for c_name in nofollow::names(dir_fd, dir)? {
+        let path = dir.join(OsStr::from_bytes(c_name.as_bytes()));
+        let Ok(name) = c_name.to_str() else {
             return Err(RegistryError::BadPath { path, reason: "the file name is not UTF-8" });
         };
         if excluded(name) || (prefix.is_empty() && name == "target") {
             continue;
         }
         let relative = if prefix.is_empty() { name.to_owned() } else { format!("{prefix}/{name}") };
-        let meta = std::fs::symlink_metadata(&path).map_err(RegistryError::io(&path, "cannot read"))?;
-        if meta.is_symlink() {
-            return Err(RegistryError::Symlink { path });
-        } else if meta.is_dir() {
-            read_dir_into(&path, &relative, limits, files, text_total)?;
-        } else if meta.is_file() {
-            let component = name.ends_with(".wasm");
-            let cap = if component { limits.component } else { limits.text_file };
-            let what = if component { "the component" } else { "this file" };
-            check_size(&path, what, meta.len(), cap)?;
-            let bytes = std::fs::read(&path).map_err(RegistryError::io(&path, "cannot read"))?;
-            check_size(&path, what, bytes.len() as u64, cap)?;
-            if !component {
-                *text_total += bytes.len() as u64;
-                check_size(dir, "the skill's text", *text_total, limits.text_total)?;
-            }
-            files.insert(relative, bytes);
-        } else {
-            return Err(RegistryError::SpecialFile { path });
+        let seen = nofollow::classify(dir_fd, &c_name, &path)?;
+        if seen.kind == Kind::Dir {
+            let fd = nofollow::open(dir_fd, &c_name, &path, &seen)?;
+            read_dir_into(&fd, &path, &relative, limits, files, text_total)?;
+            continue;
         }
+        let component = name.ends_with(".wasm");
+        let cap = if component { limits.component } else { limits.text_file };
+        let what = if component { "the component" } else { "this file" };
+        check_size(&path, what, seen.len, cap)?;
+        let fd = nofollow::open(dir_fd, &c_name, &path, &seen)?;
+        let bytes = nofollow::read_capped(fd, cap, &path)?;
+        check_size(&path, what, bytes.len() as u64, cap)?;
+        if !component {
+            *text_total += bytes.len() as u64;
+            check_size(dir, "the skill's text", *text_total, limits.text_total)?;
+        }
+        files.insert(relative, bytes);
     }
     Ok(())
 }

@@ -1,0 +1,109 @@
+//! Reading a skill's files without ever following a symlink, even one swapped in while
+//! the skill is being read (a TOCTOU race against a check-then-open).
+//!
+//! Each file is classified with `lstat` relative to an already-open directory, then
+//! opened relative to that same directory with `O_NOFOLLOW` (and `O_NONBLOCK`, so a fifo
+//! cannot block the host), and the open file must be the inode that was classified. A
+//! directory is walked through its open descriptor, never by path again, so swapping a
+//! subdirectory for a link to `~/.ssh` mid-walk changes nothing that is read.
+
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+use rustix::fs::{AtFlags, CWD, Dir, FileType, Mode, OFlags, Stat};
+use rustix::io::Errno;
+
+use crate::error::RegistryError;
+
+/// What a path holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+}
+
+/// An entry classified but not yet opened: what `lstat` saw.
+pub(crate) struct Seen {
+    /// File or directory.
+    pub(crate) kind: Kind,
+    /// Its size when classified.
+    pub(crate) len: u64,
+    stat: Stat,
+}
+
+fn io_error(path: &Path) -> impl FnOnce(Errno) -> RegistryError {
+    let path = path.to_owned();
+    move |e| RegistryError::io(path, "cannot read")(e.into())
+}
+
+/// Classify `name` inside `dir` (or a path from the working directory with [`CWD`])
+/// without following a final symlink. Symlinks and special files are refused.
+pub(crate) fn classify(dir: impl AsFd, name: &CStr, path: &Path) -> Result<Seen, RegistryError> {
+    let stat = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(io_error(path))?;
+    let kind = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::Symlink => return Err(RegistryError::Symlink { path: path.to_owned() }),
+        FileType::Directory => Kind::Dir,
+        FileType::RegularFile => Kind::File,
+        _ => return Err(RegistryError::SpecialFile { path: path.to_owned() }),
+    };
+    Ok(Seen { kind, len: stat.st_size as u64, stat })
+}
+
+/// Open what [`classify`] saw; refuse a symlink or any other inode put there since.
+pub(crate) fn open(dir: impl AsFd, name: &CStr, path: &Path, seen: &Seen) -> Result<OwnedFd, RegistryError> {
+    let mut flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    if seen.kind == Kind::Dir {
+        flags |= OFlags::DIRECTORY;
+    }
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(|e| match e {
+        Errno::LOOP | Errno::NOTDIR => RegistryError::Symlink { path: path.to_owned() },
+        e => io_error(path)(e),
+    })?;
+    let now = rustix::fs::fstat(&fd).map_err(io_error(path))?;
+    if (now.st_dev, now.st_ino) != (seen.stat.st_dev, seen.stat.st_ino) {
+        return Err(RegistryError::io(path, "cannot read")(std::io::Error::other(
+            "it was replaced while being read; read it again once it is written",
+        )));
+    }
+    Ok(fd)
+}
+
+/// Read at most `cap + 1` bytes of an open file, so a file that grew past its cap since
+/// it was classified is seen to be over it without reading all of it.
+pub(crate) fn read_capped(fd: OwnedFd, cap: u64, path: &Path) -> Result<Vec<u8>, RegistryError> {
+    let mut bytes = Vec::new();
+    File::from(fd).take(cap.saturating_add(1)).read_to_end(&mut bytes).map_err(RegistryError::io(path, "cannot read"))?;
+    Ok(bytes)
+}
+
+/// The names in an open directory, without `.` and `..`.
+pub(crate) fn names(dir: &OwnedFd, path: &Path) -> Result<Vec<CString>, RegistryError> {
+    let mut names = Vec::new();
+    for entry in Dir::read_from(dir).map_err(io_error(path))? {
+        let name = entry.map_err(io_error(path))?.file_name().to_owned();
+        if name.as_bytes() != b"." && name.as_bytes() != b".." {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// A path's bytes as a C string (paths with NUL cannot exist on disk).
+pub(crate) fn c_path(path: &Path, shown: &Path) -> Result<CString, RegistryError> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| RegistryError::BadPath { path: shown.to_owned(), reason: "the path contains a NUL byte" })
+}
+
+/// Classify and open a path given from the working directory (a skill's root, a `.wasm`).
+pub(crate) fn open_path(path: &Path) -> Result<(Seen, OwnedFd), RegistryError> {
+    let c = c_path(path, path)?;
+    let seen = classify(CWD, &c, path)?;
+    let fd = open(CWD, &c, path, &seen)?;
+    Ok((seen, fd))
+}
