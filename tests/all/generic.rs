@@ -87,6 +87,9 @@ async fn a_bare_component_is_a_skill_named_after_its_file() {
             "additionalProperties": false,
         })
     );
+    assert_eq!(add.output_schema, Some(json!({"type": "integer", "minimum": 0, "maximum": u64::MAX})));
+    let divide = loaded.skill.tools().iter().find(|t| t.name == "shapes-divide").unwrap();
+    assert_eq!(divide.output_schema, Some(json!({"type": "number"})), "a result's schema is its ok value's");
     assert_eq!(ok(&loaded, "add", json!({"a": 4294967295u32, "b": 4294967295u32})).await, json!(8589934590u64));
     assert_eq!(ok(&loaded, "greet", json!({})).await, json!("hello, world"), "an option parameter may be left out");
     assert_eq!(ok(&loaded, "greet", json!({"name": "ada"})).await, json!("hello, ada"));

@@ -22,7 +22,8 @@
 //!
 //! **Calls.** Results: a function returning `result<T, E>` answers with `T`'s JSON on
 //! `ok` and is a tool error carrying `E`'s JSON on `err`; any other return type is the
-//! answer as is; no return value answers `null`.
+//! answer as is; no return value answers `null`. The tool's output schema is that of the
+//! answer (`T` for a `result`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -240,7 +241,13 @@ impl Reflection {
         );
         let description = doc.unwrap_or_else(|| format!("`{shown}: {signature}`, exported by the component"));
         let input_schema = schema::params_schema(&params).to_string();
-        match ToolSpec::from_parts(name.clone(), description, &input_schema, None, Annotations::default(), &[]) {
+        // The answer: `ok`'s value for a `result`, `null` for none (no schema then).
+        let output = match &result {
+            Some(WitType::Result { ok, .. }) => ok.as_deref(),
+            other => other.as_ref(),
+        };
+        let output_schema = output.map(|t| schema::schema(t).to_string());
+        match ToolSpec::from_parts(name.clone(), description, &input_schema, output_schema.as_deref(), Annotations::default(), &[]) {
             Ok(spec) => {
                 names.insert(name, shown);
                 self.tools.push(spec);
