@@ -180,9 +180,16 @@ Examples:
         timeout: Option<std::time::Duration>,
     },
 
-    /// Show a skill's manifest, grant and tools with their schemas
-    #[command(after_help = "Examples:
+    /// Show a skill's manifest, grant and tools with their schemas, and a component's WIT
+    #[command(after_help = "Any component works: one that does not export skillhost's world is a generic
+skill whose exported functions are its tools (`INTERFACE-FUNCTION`, input schema from
+the WIT types); inspect lists the functions that cannot be tools (resources, streams…)
+and why. A bare .wasm without skill.toml asks for nothing; put it in a folder as
+skill.wasm beside a skill.toml to ask for files or network.
+
+Examples:
   skillhost inspect skills/text-tools/skill.wasm
+  skillhost inspect some-component.wasm
   skillhost inspect skills/csv-summary --json")]
     Inspect {
         /// A .wasm file or a skill folder.

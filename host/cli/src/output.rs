@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use skillhost::{ApprovalRequest, ByteSize, Entry, FileMode, LoadedSkill};
+use skillhost::{ApprovalRequest, ByteSize, Entry, FileMode, LoadedSkill, package};
 
 /// One skill as `list --json` and `inspect --json` print it.
 fn skill_json(loaded: &LoadedSkill, full: bool) -> Value {
@@ -226,10 +226,31 @@ pub fn approval_request(request: &ApprovalRequest) {
     }
 }
 
-/// Print everything about one skill.
+/// The WIT reflection of a loaded component skill (its `.wasm`, or a folder's
+/// skill.wasm); `None` for a server skill.
+fn reflection(loaded: &LoadedSkill) -> Result<Option<package::Reflection>> {
+    if loaded.runtime != "wasm" {
+        return Ok(None);
+    }
+    let wasm = if loaded.origin.is_dir() { loaded.origin.join("skill.wasm") } else { loaded.origin.clone() };
+    let bytes = std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
+    Ok(Some(package::reflect(&bytes).with_context(|| format!("{}: cannot read the component's WIT", wasm.display()))?))
+}
+
+/// Print everything about one skill: for a component, also its WIT, and for a generic
+/// component (one that does not export our world) the functions that are not tools.
 pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
+    let reflection = reflection(loaded)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&skill_json(loaded, true))?);
+        let mut value = skill_json(loaded, true);
+        if let Some(r) = &reflection {
+            value["component"] = json!({
+                "world": if r.is_skill { "skillhost:skill" } else { "generic" },
+                "wit": r.wit,
+                "refused": r.refused,
+            });
+        }
+        println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
     let m = &loaded.manifest;
@@ -265,6 +286,15 @@ pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
         for example in &tool.examples {
             println!("  example: {example}");
         }
+    }
+    if let Some(r) = &reflection {
+        if !r.is_skill {
+            println!("\ngeneric component: its exported functions are its tools (`INTERFACE-FUNCTION`)");
+        }
+        for refused in &r.refused {
+            println!("not a tool: {} {}", refused.function, refused.reason);
+        }
+        println!("\nWIT:\n{}", r.wit.trim_end());
     }
     Ok(())
 }
