@@ -123,6 +123,14 @@ pub enum RegistryError {
         /// The directory where it lives, or the user layer when it is nowhere.
         dir: PathBuf,
     },
+    /// `rollback` found no previous version.
+    #[error("skill `{name}` has no previous version to roll back to (looked in {}); versions are kept when an install or `skill_update` replaces one", dir.display())]
+    NoPreviousVersion {
+        /// The skill.
+        name: String,
+        /// Where previous versions are kept.
+        dir: PathBuf,
+    },
     /// The trust store failed.
     #[error("trust store {}: {message}; {fix}", path.display())]
     Trust {

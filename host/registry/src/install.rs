@@ -6,6 +6,12 @@
 //! Hidden files and a top-level `target/` are not copied. An installed skill gets its
 //! trust state like any other: approved only when its tier is auto (or its exact
 //! content was approved before).
+//!
+//! **Versions.** The version an install replaces is kept in
+//! `<data_dir>/versions/NAME/` (one version: the one before the current). [`Registry::rollback`]
+//! swaps the two, so a second rollback rolls forward again. A rolled-back skill's trust
+//! state is whatever the trust store holds for its content hash and capability digest:
+//! back to `approved` when that exact version was approved.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,11 +50,71 @@ impl Registry {
         snapshot.write_to(&staged)?;
 
         let _guard = self.reload.lock().await;
-        commit(&staged, &target, &existing(&user, &name), staging.path())?;
+        let old = existing(&user, &name);
+        commit(&staged, &target, &old, staging.path())?;
+        self.keep_previous(&name, &old, staging.path());
         tracing::info!(skill = %name, target = %target.display(), "installed");
         self.rescan_locked(&name).await?;
         drop(_guard);
         self.entry(name.as_str())
+    }
+
+    /// Where the version before the installed one of `name` is kept.
+    pub fn previous_dir(&self, name: &SkillName) -> PathBuf {
+        self.config.data_dir.join("versions").join(name.as_str())
+    }
+
+    /// Put back the version of `name` the last install (or rollback) replaced, keeping
+    /// the one it replaces in its stead. The previous version must load, or nothing
+    /// changes. Its trust state is the one bound to its content hash.
+    pub async fn rollback(&self, name: &str) -> Result<Arc<Entry>, RegistryError> {
+        let name = SkillName::new(name)?;
+        let user = self.config.user.clone();
+        let kept = self.previous_dir(&name);
+        let previous = existing(&kept, &name);
+        let Some(previous) = previous.first() else {
+            return Err(RegistryError::NoPreviousVersion { name: name.to_string(), dir: kept });
+        };
+        let target = user.join(previous.file_name().unwrap_or_default());
+        let snapshot = Snapshot::read(previous, &self.config.limits)?;
+        let parsed = snapshot.parse()?;
+        if parsed.name() != &name {
+            return Err(RegistryError::NameMismatch { path: previous.clone(), expected: name.to_string(), declared: parsed.name().to_string() });
+        }
+        self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }).await?;
+
+        let staging = staging_dir(&user)?;
+        let _guard = self.reload.lock().await;
+        let old = existing(&user, &name);
+        commit(previous, &target, &old, staging.path())?;
+        self.keep_previous(&name, &old, staging.path());
+        tracing::info!(skill = %name, "rolled back to the previous version");
+        self.rescan_locked(&name).await?;
+        drop(_guard);
+        self.entry(name.as_str())
+    }
+
+    /// After a commit: move the versions `commit` set aside in `staging` to
+    /// [`previous_dir`](Self::previous_dir), replacing what was kept there. A failure
+    /// only costs the rollback, so it is logged, not returned.
+    fn keep_previous(&self, name: &SkillName, old: &[PathBuf], staging: &Path) {
+        if old.is_empty() {
+            return;
+        }
+        let kept = self.previous_dir(name);
+        let result = (|| -> std::io::Result<()> {
+            if kept.exists() {
+                std::fs::rename(&kept, staging.join("discarded"))?;
+            }
+            std::fs::create_dir_all(&kept)?;
+            for (i, path) in old.iter().enumerate() {
+                std::fs::rename(staging.join(format!("old-{i}")), kept.join(path.file_name().unwrap_or_default()))?;
+            }
+            Ok(())
+        })();
+        if let Err(error) = result {
+            tracing::warn!(skill = %name, %error, dir = %kept.display(), "could not keep the previous version; rollback will not be possible");
+        }
     }
 
     /// Remove `name` from the user layer. A skill of the same name in a lower layer is

@@ -35,6 +35,8 @@
 //!   [`RegistryEvent`].
 //! - `install`: [`Registry::install`] and [`Registry::remove`] in the user layer.
 //! - `watch`: notify watcher, 150 ms debounce, one reload task.
+//! - [`stats`]: usage statistics of calls (`<data_dir>/stats.db`): per-tool latency and
+//!   failures, failing skills, searches that found nothing.
 //!
 //! The trust operations ([`Registry::approve`], [`Registry::reject`],
 //! [`Registry::disable`], [`Registry::enable`]) are for humans only: never expose them
@@ -49,6 +51,7 @@ mod pack;
 mod registry;
 mod skillmd;
 mod snapshot;
+pub mod stats;
 mod trust;
 mod watch;
 

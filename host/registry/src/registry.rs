@@ -44,6 +44,8 @@ pub struct Registry {
     pub(crate) reload: tokio::sync::Mutex<()>,
     events: broadcast::Sender<RegistryEvent>,
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    /// Usage statistics (`<data_dir>/stats.db`); `None` when it cannot be opened.
+    stats: Option<crate::stats::Stats>,
 }
 
 /// Skills loaded at once by a full rescan.
@@ -61,6 +63,9 @@ impl Registry {
             .into_iter()
             .map(|(layer, dir)| (layer, std::fs::canonicalize(&dir).unwrap_or(dir)))
             .collect();
+        let stats = crate::stats::Stats::open(&config.data_dir)
+            .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
+            .ok();
         let registry = Arc::new(Self {
             config,
             layers,
@@ -71,6 +76,7 @@ impl Registry {
             reload: tokio::sync::Mutex::new(()),
             events: broadcast::channel(1024).0,
             watcher: Mutex::new(None),
+            stats,
         });
         registry.rescan_all().await?;
         if registry.config.watch {
@@ -108,7 +114,18 @@ impl Registry {
     /// serving at the start of the call finishes it, whatever reloads meanwhile.
     pub async fn call(&self, skill: &str, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, RegistryError> {
         let runnable = self.entry(skill)?.callable()?;
-        Ok(runnable.call(tool, input, cx).await?)
+        let started = std::time::Instant::now();
+        let result = runnable.call(tool, input, cx).await;
+        if let Some(stats) = &self.stats {
+            stats.record_call(skill, tool, result.is_ok(), started.elapsed());
+        }
+        Ok(result?)
+    }
+
+    /// The usage statistics of calls made through [`call`](Self::call), when the store
+    /// could be opened.
+    pub fn stats(&self) -> Option<&crate::stats::Stats> {
+        self.stats.as_ref()
     }
 
     /// What a human should see before approving `name`. Pass its `content_hash` and

@@ -1,0 +1,292 @@
+//! Usage statistics (`<data_dir>/stats.db`, SQLite in WAL mode): one row per tool call
+//! made through [`Registry::call`](crate::Registry::call) (skill, tool, success, latency),
+//! and the `tool_search` queries nothing matched well. Rows are written by a writer
+//! thread, so recording never blocks a call; a failure to record is logged, never
+//! returned.
+//!
+//! What it answers:
+//! - per tool: calls, failures, p50 and p95 latency ([`Stats::tools`]);
+//! - which skills fail: more than 30 % of their last 20 calls, once they have at least
+//!   5 (seed 000 §10c; fewer calls say too little) ([`Stats::failing`]);
+//! - what agents looked for and did not find: groups of at least 3 similar missed
+//!   queries (same words, ignoring case, order and stop words, Jaccard ≥ 0.5)
+//!   ([`Stats::missing`]), to offer "consider creating a skill for …" when the host opts
+//!   in (seed 003 C4a: disabled by default).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::mpsc::{Sender, channel};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, params};
+
+use crate::error::RegistryError;
+
+/// Calls looked at to decide whether a skill is failing.
+pub const WINDOW: usize = 20;
+/// Failure ratio above which a skill is flagged.
+pub const FAILING_RATIO: f64 = 0.3;
+/// Fewest calls in the window before a skill can be flagged.
+pub const MIN_CALLS: usize = 5;
+/// Similar misses needed before suggesting a skill.
+pub const MISSES_TO_SUGGEST: usize = 3;
+
+/// Calls, failures and latency of one tool.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ToolStats {
+    /// The skill.
+    pub skill: String,
+    /// The tool.
+    pub tool: String,
+    /// Calls recorded.
+    pub calls: u64,
+    /// Of which failed.
+    pub failures: u64,
+    /// Median latency, milliseconds.
+    pub p50_ms: f64,
+    /// 95th percentile latency, milliseconds.
+    pub p95_ms: f64,
+}
+
+/// A skill failing too often.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Failing {
+    /// The skill.
+    pub skill: String,
+    /// Failures among its last calls.
+    pub failures: usize,
+    /// Its last calls (at most [`WINDOW`]).
+    pub calls: usize,
+}
+
+/// Similar searches that found nothing good.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Missing {
+    /// The most recent query of the group.
+    pub query: String,
+    /// How many similar queries missed.
+    pub count: usize,
+}
+
+enum Row {
+    Call { skill: String, tool: String, ok: bool, ms: f64 },
+    Miss { query: String },
+    /// Everything before this is written: answer on the channel.
+    Flush(Sender<()>),
+}
+
+/// The usage statistics store.
+pub struct Stats {
+    path: PathBuf,
+    writer: Mutex<Option<Sender<Row>>>,
+}
+
+impl Stats {
+    /// Open (or create) `<data_dir>/stats.db` and start its writer thread.
+    pub fn open(data_dir: &Path) -> Result<Self, RegistryError> {
+        let path = data_dir.join("stats.db");
+        let db = connect(&path)?;
+        db.execute_batch(
+            "CREATE TABLE IF NOT EXISTS calls (skill TEXT NOT NULL, tool TEXT NOT NULL, ok INTEGER NOT NULL, ms REAL NOT NULL, at INTEGER NOT NULL);
+             CREATE INDEX IF NOT EXISTS calls_skill ON calls (skill);
+             CREATE TABLE IF NOT EXISTS misses (query TEXT NOT NULL, at INTEGER NOT NULL);",
+        )
+        .map_err(fail(&path))?;
+        let (tx, rx) = channel::<Row>();
+        let thread_path = path.clone();
+        std::thread::Builder::new()
+            .name("skillhost-stats".into())
+            .spawn(move || {
+                for row in rx {
+                    let result = match row {
+                        Row::Call { skill, tool, ok, ms } => db.execute(
+                            "INSERT INTO calls (skill, tool, ok, ms, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                            params![skill, tool, ok, ms, now()],
+                        ),
+                        Row::Miss { query } => db.execute("INSERT INTO misses (query, at) VALUES (?1, ?2)", params![query, now()]),
+                        Row::Flush(done) => {
+                            let _ = done.send(());
+                            continue;
+                        }
+                    };
+                    if let Err(error) = result {
+                        tracing::warn!(path = %thread_path.display(), %error, "cannot record usage statistics");
+                    }
+                }
+            })
+            .map_err(|e| RegistryError::Trust { path: path.clone(), message: e.to_string(), fix: "check the system's thread limit" })?;
+        Ok(Self { path, writer: Mutex::new(Some(tx)) })
+    }
+
+    fn send(&self, row: Row) {
+        if let Some(tx) = &*self.writer.lock().unwrap_or_else(|e| e.into_inner()) {
+            let _ = tx.send(row);
+        }
+    }
+
+    /// Record one call.
+    pub fn record_call(&self, skill: &str, tool: &str, ok: bool, elapsed: Duration) {
+        self.send(Row::Call { skill: skill.to_owned(), tool: tool.to_owned(), ok, ms: elapsed.as_secs_f64() * 1000.0 });
+    }
+
+    /// Record a search that matched nothing well.
+    pub fn record_miss(&self, query: &str) {
+        self.send(Row::Miss { query: query.to_owned() });
+    }
+
+    /// Wait until everything recorded so far is written (for tests and the CLI).
+    pub fn flush(&self) {
+        let (done, written) = channel();
+        self.send(Row::Flush(done));
+        let _ = written.recv();
+    }
+
+    /// Per tool: calls, failures, p50/p95 latency (over each tool's last 1000 calls).
+    pub fn tools(&self) -> Result<Vec<ToolStats>, RegistryError> {
+        let db = connect(&self.path)?;
+        let mut stmt = db
+            .prepare("SELECT skill, tool, count(*), sum(1 - ok) FROM calls GROUP BY skill, tool ORDER BY skill, tool")
+            .map_err(fail(&self.path))?;
+        let rows: Vec<(String, String, i64, i64)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .map_err(fail(&self.path))?
+            .collect::<Result<_, _>>()
+            .map_err(fail(&self.path))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (skill, tool, calls, failures) in rows {
+            let mut latencies: Vec<f64> = db
+                .prepare("SELECT ms FROM calls WHERE skill = ?1 AND tool = ?2 ORDER BY rowid DESC LIMIT 1000")
+                .and_then(|mut s| s.query_map(params![skill, tool], |r| r.get(0))?.collect())
+                .map_err(fail(&self.path))?;
+            latencies.sort_by(f64::total_cmp);
+            out.push(ToolStats { p50_ms: percentile(&latencies, 0.5), p95_ms: percentile(&latencies, 0.95), skill, tool, calls: calls as u64, failures: failures as u64 });
+        }
+        Ok(out)
+    }
+
+    /// Skills failing more than 30 % of their last 20 calls (with at least 5 calls).
+    pub fn failing(&self) -> Result<Vec<Failing>, RegistryError> {
+        let db = connect(&self.path)?;
+        let skills: Vec<String> = db
+            .prepare("SELECT DISTINCT skill FROM calls ORDER BY skill")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(fail(&self.path))?;
+        let mut out = Vec::new();
+        for skill in skills {
+            let oks: Vec<bool> = db
+                .prepare("SELECT ok FROM calls WHERE skill = ?1 ORDER BY rowid DESC LIMIT ?2")
+                .and_then(|mut s| s.query_map(params![skill, WINDOW as i64], |r| r.get(0))?.collect())
+                .map_err(fail(&self.path))?;
+            let failures = oks.iter().filter(|ok| !**ok).count();
+            if oks.len() >= MIN_CALLS && failures as f64 > FAILING_RATIO * oks.len() as f64 {
+                out.push(Failing { skill, failures, calls: oks.len() });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Groups of at least 3 similar missed searches, largest first.
+    pub fn missing(&self) -> Result<Vec<Missing>, RegistryError> {
+        let db = connect(&self.path)?;
+        let queries: Vec<String> = db
+            .prepare("SELECT query FROM misses WHERE query != '' ORDER BY rowid DESC LIMIT 500")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(fail(&self.path))?;
+        let mut groups: Vec<(BTreeSet<String>, String, usize)> = Vec::new();
+        for query in queries {
+            let words = words(&query);
+            if words.is_empty() {
+                continue;
+            }
+            match groups.iter_mut().find(|(w, _, _)| jaccard(w, &words) >= 0.5) {
+                Some(group) => group.2 += 1,
+                None => groups.push((words, query, 1)),
+            }
+        }
+        let mut out: Vec<Missing> =
+            groups.into_iter().filter(|g| g.2 >= MISSES_TO_SUGGEST).map(|(_, query, count)| Missing { query, count }).collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count));
+        Ok(out)
+    }
+
+    /// Failing skills by name, for listings.
+    pub fn failing_map(&self) -> BTreeMap<String, Failing> {
+        self.failing().unwrap_or_default().into_iter().map(|f| (f.skill.clone(), f)).collect()
+    }
+}
+
+impl Drop for Stats {
+    fn drop(&mut self) {
+        // Close the channel: the writer drains what is queued and exits.
+        self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+fn connect(path: &Path) -> Result<Connection, RegistryError> {
+    let db = Connection::open(path).map_err(fail(path))?;
+    db.busy_timeout(Duration::from_secs(5)).map_err(fail(path))?;
+    db.pragma_update(None, "journal_mode", "WAL").map_err(fail(path))?;
+    db.pragma_update(None, "synchronous", "NORMAL").map_err(fail(path))?;
+    Ok(db)
+}
+
+fn fail(path: &Path) -> impl Fn(rusqlite::Error) -> RegistryError + '_ {
+    move |e| RegistryError::Trust { path: path.to_owned(), message: e.to_string(), fix: "check that the data directory is writable" }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    (sorted[rank.min(sorted.len() - 1)] * 10.0).round() / 10.0
+}
+
+const STOP_WORDS: [&str; 16] = ["a", "an", "the", "to", "of", "for", "in", "on", "my", "me", "i", "is", "and", "or", "with", "how"];
+
+fn words(query: &str) -> BTreeSet<String> {
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| !w.is_empty() && !STOP_WORDS.contains(&w.as_str()))
+        .collect()
+}
+
+fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
+    let union = a.union(b).count();
+    if union == 0 { 0.0 } else { a.intersection(b).count() as f64 / union as f64 }
+}
+
+fn now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_latency_failing_and_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = Stats::open(dir.path()).unwrap();
+        for i in 0..10 {
+            stats.record_call("flaky", "get", i % 2 == 0, Duration::from_millis(10 * (i + 1)));
+            stats.record_call("solid", "get", i != 0, Duration::from_millis(5));
+        }
+        stats.record_call("new", "get", false, Duration::from_millis(1));
+        for query in ["convert currency to euros", "Currency convert euros", "convert the currency rates to euros", "weather in Paris"] {
+            stats.record_miss(query);
+        }
+        stats.flush();
+        let tools = stats.tools().unwrap();
+        let flaky = tools.iter().find(|t| t.skill == "flaky").unwrap();
+        assert_eq!((flaky.calls, flaky.failures), (10, 5));
+        assert_eq!((flaky.p50_ms, flaky.p95_ms), (60.0, 100.0));
+        let failing = stats.failing().unwrap();
+        assert_eq!(failing, vec![Failing { skill: "flaky".into(), failures: 5, calls: 10 }], "1 in 10 is fine; 1 call is too few");
+        let missing = stats.missing().unwrap();
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert_eq!(missing[0].count, 3);
+    }
+}
