@@ -1,7 +1,7 @@
-//! `skillhost inspect` on components: a generic component (its own WIT world) shows its
-//! WIT, the tools its exports become with their schemas, and the functions that are not
-//! tools and why; one of our own skills shows its WIT too; `call` reaches a generic
-//! component by path like any skill.
+//! Generic components (their own WIT world, no skillhost SDK) through the binary:
+//! `skillhost inspect` shows the WIT, the tools the exports become with their schemas,
+//! and the functions that are not tools and why (our own skills show their WIT too);
+//! `call` reaches one by path; `serve` offers its tools over MCP like any skill's.
 
 use fixtures::{GENERIC, TEXT_TOOLS};
 use serde_json::{Value, json};
@@ -58,4 +58,42 @@ fn inspect_one_of_our_skills_shows_its_wit() {
     assert_eq!(v["component"]["world"], "skillhost:skill");
     assert!(v["component"]["wit"].as_str().unwrap().contains("export skillhost:skill/guest@0.1.0;"), "{v}");
     assert_eq!(v["component"]["refused"], json!([]));
+}
+
+/// A bare generic component (it asks for nothing, so it is auto-approved) served over
+/// MCP on stdio and called with rmcp's client: structured output, an `err` result as a
+/// tool error, a wrong input's error naming the field and the type.
+#[tokio::test]
+async fn its_tools_are_served_over_mcp() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+
+    let env = Env::new();
+    std::fs::copy(GENERIC.wasm, env.skills.path().join("calc.wasm")).unwrap();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillhost"));
+    cmd.arg("--skills").arg(env.skills.path()).arg("--data-dir").arg(env.data.path()).arg("serve");
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let midpoint = tools.iter().find(|t| t.name == "calc__shapes-midpoint").unwrap_or_else(|| panic!("{tools:?}"));
+    assert_eq!(midpoint.input_schema["required"], json!(["a", "b"]));
+
+    let call = async |tool: &str, args: Value| {
+        let args = args.as_object().unwrap().clone();
+        client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)).await.unwrap()
+    };
+    let result = call("calc__shapes-midpoint", json!({"a": {"x": 0, "y": 0}, "b": {"x": 2, "y": 4}})).await;
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(result.structured_content, Some(json!({"x": 1, "y": 2})));
+    let result = call("calc__add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(result.structured_content, Some(json!({"result": 5})), "a non-object answer is wrapped");
+
+    let failed = call("calc__shapes-divide", json!({"a": 1, "b": 0})).await;
+    assert_eq!(failed.is_error, Some(true));
+    assert!(failed.content[0].as_text().unwrap().text.contains("cannot divide 1 by zero"), "{failed:?}");
+    let invalid = call("calc__add", json!({"a": 1, "b": true})).await;
+    assert_eq!(invalid.is_error, Some(true));
+    let text = invalid.content[0].as_text().unwrap().text.clone();
+    assert!(text.contains("input.b: expected u32 (0..=4294967295), got true"), "{text}");
+    client.cancel().await.unwrap();
 }
