@@ -17,6 +17,7 @@ const GUESTS: &[&str] = &[
     "tests/guests/not-a-skill",
     "tests/guests/net",
     "tests/guests/generic",
+    "tests/guests/foreign-import",
     "skills/text-tools",
     "skills/csv-summary",
     "skills/unit-convert",

@@ -66,12 +66,12 @@ async fn a_bare_component_is_a_skill_named_after_its_file() {
     let file = bare(t.skills.path(), "calc");
     let loaded = t.host.load_path(&file).await.unwrap();
     assert_eq!(loaded.manifest.name.as_str(), "calc");
-    assert_eq!(loaded.manifest.description, "component exports add, greet, test:generic/shapes@0.1.0");
+    assert_eq!(loaded.manifest.description, "component exports add, greet, test:generic/shapes@0.1.0, math, math-add");
     assert!(loaded.skill.grant().dirs.is_empty() && loaded.skill.grant().network.is_empty(), "a bare component holds nothing");
     let names: Vec<&str> = loaded.skill.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["add", "greet", "shapes-area", "shapes-echo", "shapes-midpoint", "shapes-divide", "shapes-check", "shapes-connect"]
+        ["add", "greet", "shapes-area", "shapes-echo", "shapes-midpoint", "shapes-divide", "shapes-check", "shapes-connect", "math-add-pairs"]
     );
     let add = &loaded.skill.tools()[0];
     assert_eq!(add.description, "`add: func(a: u32, b: u32) -> u64`, exported by the component");
@@ -93,6 +93,8 @@ async fn a_bare_component_is_a_skill_named_after_its_file() {
     assert_eq!(ok(&loaded, "add", json!({"a": 4294967295u32, "b": 4294967295u32})).await, json!(8589934590u64));
     assert_eq!(ok(&loaded, "greet", json!({})).await, json!("hello, world"), "an option parameter may be left out");
     assert_eq!(ok(&loaded, "greet", json!({"name": "ada"})).await, json!("hello, ada"));
+    // A function of an interface defined inline in the world.
+    assert_eq!(ok(&loaded, "math-add-pairs", json!({"pairs": [[1, 2], [4294967295u32, 1]]})).await, json!([3, 4294967296u64]));
 }
 
 #[tokio::test]
@@ -197,6 +199,7 @@ fn functions_using_resources_are_refused_and_reported() {
             ("shapes.[constructor]counter", "belongs to resource `counter`; resources have no JSON form"),
             ("shapes.[method]counter.next", "belongs to resource `counter`; resources have no JSON form"),
             ("shapes.total", "parameter `c` uses resource `counter`, which has no JSON form"),
+            ("math-add.pairs", "its tool name `math-add-pairs` is already taken by `math.add-pairs`; rename one of them in the WIT"),
         ]
     );
     assert!(reflection.wit.contains("world root {"), "{}", reflection.wit);
@@ -216,6 +219,8 @@ async fn doc_comments_describe_the_tools_when_the_component_carries_them() {
     assert_eq!(description("shapes-area"), "The area of a shape, in square units.");
     assert_eq!(description("add"), "Adds two numbers.");
     assert_eq!(description("greet"), "Says hello; `name` may be left out.");
+    assert_eq!(description("math-add-pairs"), "Adds each pair.", "an inline interface's function");
+    assert_eq!(description("shapes-connect"), "Tries to open a TCP connection to 127.0.0.1:`port` and says what happened.");
 }
 
 #[tokio::test]
@@ -272,4 +277,16 @@ async fn through_the_registry_its_manifest_and_the_approval_decide() {
     registry.approve("calc-net", &request.content_hash, &request.capability_digest).await.unwrap();
     let out = registry.call("calc-net", "add", json!({"a": 1, "b": 2}), Default::default()).await.unwrap();
     assert_eq!(out.value, json!(3));
+}
+
+#[tokio::test]
+async fn an_import_skillhost_does_not_provide_is_named() {
+    let t = test_host();
+    let file = t.skills.path().join("app.wasm");
+    std::fs::copy(fixtures::FOREIGN_IMPORT.wasm, &file).unwrap();
+    let err = load_error(t.host.load_path(&file).await);
+    assert_eq!(
+        err,
+        "skill `app` could not be loaded: component imports `test:foreign/clock@0.1.0`, which skillhost does not provide (it provides WASI 0.2 and `skillhost:skill/host`)"
+    );
 }

@@ -232,7 +232,7 @@ impl Reflection {
         }
         .to_ascii_lowercase();
         if let Some(taken) = names.get(&name) {
-            return refuse(self, format!("its tool name `{name}` is already taken by `{taken}`; rename one of them in the WIT"));
+            return refuse(self, format!("its tool name `{name}` is already taken by {taken}; rename one of them in the WIT"));
         }
         let signature = format!(
             "func({}){}",
@@ -249,7 +249,7 @@ impl Reflection {
         let output_schema = output.map(|t| schema::schema(t).to_string());
         match ToolSpec::from_parts(name.clone(), description, &input_schema, output_schema.as_deref(), Annotations::default(), &[]) {
             Ok(spec) => {
-                names.insert(name, shown);
+                names.insert(name, if instance.is_some() { format!("`{shown}`") } else { format!("the top-level function `{shown}`") });
                 self.tools.push(spec);
                 self.calls.push(ExportedFunction {
                     instance: instance.map(|(export, _)| export.clone()),
