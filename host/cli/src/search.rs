@@ -2,12 +2,11 @@
 //! from the command line, saying which ranker answered.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use skillhost::Registry;
-use skillhost_index::{Query, SearchIndex, Target};
+use skillhost::index::{Query, Target};
+use skillhost::{Host, Registry};
 
 /// What to search for.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -45,15 +44,10 @@ pub struct SearchArgs {
     json: bool,
 }
 
-/// Run the search over the registry's catalog.
-pub fn run(registry: &Registry, args: SearchArgs) -> Result<ExitCode> {
-    // Hybrid when the embedding model is installed ($SKILLHOST_MODEL_DIR), else BM25.
-    let index = match skillhost_index::embedder_from_env() {
-        Some(model) => SearchIndex::with_embedder(Arc::new(model)),
-        None => SearchIndex::new(),
-    }
-    .context("cannot create the search index")?;
-    index.sync(registry).context("cannot index the skills")?;
+/// Run the search over the registry's catalog, with the host's on-disk index (hybrid
+/// when the embedding model is installed, else BM25), synced first.
+pub fn run(host: &Host, registry: &Registry, args: SearchArgs) -> Result<ExitCode> {
+    let index = crate::index::synced(host, registry)?;
     let target = match args.what {
         What::Tools => Target::Tools,
         What::Skills => Target::Skills,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use skillhost::Registry;
+use skillhost::index::SearchIndex;
 use skillhost::mcp::{HttpConfig, McpConfig, SkillhostMcp};
 
 /// The options of `serve`.
@@ -55,14 +56,16 @@ pub struct ServeArgs {
     no_elicitation: bool,
 }
 
-/// Serve `registry` until the client leaves (stdio) or the process is interrupted (HTTP).
-pub async fn serve(registry: Arc<Registry>, args: ServeArgs) -> Result<()> {
+/// Serve `registry` until the client leaves (stdio) or the process is interrupted (HTTP);
+/// `tool_search` and `skill_search` rank with `index`, which follows the registry.
+pub async fn serve(registry: Arc<Registry>, index: Arc<SearchIndex>, args: ServeArgs) -> Result<()> {
     let config = McpConfig {
         deferred_threshold: args.deferred_threshold,
         pinned: args.pinned,
         elicit_approvals: !args.no_elicitation,
     };
-    let server = SkillhostMcp::new(registry, config);
+    let _follow = index.follow(registry.clone());
+    let server = SkillhostMcp::with_index(registry, config, index);
     let server = match args.forge.filter(|_| !args.no_forge) {
         Some(forge) => server.with_forge(forge),
         None => server,

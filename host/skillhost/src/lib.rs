@@ -28,6 +28,9 @@ pub use skillhost_forge::{Forge, ForgeConfig, ForgeError, Forged, Language, Subm
 /// rmcp transport (an editor can serve it in-process over an in-memory pipe).
 pub use skillhost_mcp as mcp;
 
+/// The search index: BM25 over skills and tools, hybrid with the local embedding model.
+pub use skillhost_index as index;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -185,7 +188,7 @@ impl HostBuilder {
             tracing::debug!("no sandbox runtime: {e}");
         }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host { runtime, sandbox, policy, secrets, audit, skills: RwLock::new(BTreeMap::new()) })
+        Ok(Host { runtime, sandbox, policy, secrets, audit, skills: RwLock::new(BTreeMap::new()), data_dir, index: std::sync::Mutex::default() })
     }
 }
 
@@ -197,6 +200,9 @@ pub struct Host {
     secrets: SecretStore,
     audit: Arc<AuditLog>,
     skills: RwLock<BTreeMap<SkillName, LoadedSkill>>,
+    data_dir: PathBuf,
+    /// Opened on first use (one per host: the writer lock is per process).
+    index: std::sync::Mutex<Option<Arc<skillhost_index::SearchIndex>>>,
 }
 
 impl Host {
@@ -237,6 +243,29 @@ impl Host {
             server: self.sandbox.as_ref().ok().map(|s| Arc::new(s.clone()) as Arc<dyn skillhost_core::SkillRuntime>),
             server_unavailable: self.sandbox.as_ref().err().cloned(),
         }
+    }
+
+    /// Where `skillhost setup model` installs the embedding model: `<data_dir>/model`
+    /// (`SKILLHOST_MODEL_DIR` overrides it).
+    pub fn model_dir(&self) -> PathBuf {
+        self.data_dir.join("model")
+    }
+
+    /// This host's search index, opened on first use: on disk in `<data_dir>/index`,
+    /// hybrid when the embedding model is installed (see [`Host::model_dir`]), BM25
+    /// otherwise (said once in the log). Sync it with a registry before searching
+    /// (`SearchIndex::sync` or `follow`). What is on disk never stops it from opening
+    /// (see `SearchIndex::open`).
+    pub fn search_index(&self) -> Result<Arc<skillhost_index::SearchIndex>, HostError> {
+        let mut slot = self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(index) = &*slot {
+            return Ok(index.clone());
+        }
+        let model = skillhost_index::find_model(Some(&self.model_dir()));
+        let embedder = model.map(|m| Arc::new(m) as Arc<dyn skillhost_index::Embedder>);
+        let index = skillhost_index::SearchIndex::open(self.data_dir.join("index"), embedder)
+            .map_err(|e| HostError::Setup(e.to_string()))?;
+        Ok(slot.insert(Arc::new(index)).clone())
     }
 
     /// Open the skill registry over `config`'s layers, running skills on this host's

