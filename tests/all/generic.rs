@@ -66,12 +66,12 @@ async fn a_bare_component_is_a_skill_named_after_its_file() {
     let file = bare(t.skills.path(), "calc");
     let loaded = t.host.load_path(&file).await.unwrap();
     assert_eq!(loaded.manifest.name.as_str(), "calc");
-    assert_eq!(loaded.manifest.description, "component exports add, greet, test:generic/shapes@0.1.0, math, math-add");
+    assert_eq!(loaded.manifest.description, "component exports add, greet, test:generic/shapes@0.1.0, math, stress, math-add");
     assert!(loaded.skill.grant().dirs.is_empty() && loaded.skill.grant().network.is_empty(), "a bare component holds nothing");
     let names: Vec<&str> = loaded.skill.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["add", "greet", "shapes-area", "shapes-echo", "shapes-midpoint", "shapes-divide", "shapes-check", "shapes-connect", "math-add-pairs"]
+        ["add", "greet", "shapes-area", "shapes-echo", "shapes-midpoint", "shapes-divide", "shapes-check", "shapes-connect", "math-add-pairs", "stress-spin", "stress-allocate"]
     );
     let add = &loaded.skill.tools()[0];
     assert_eq!(add.description, "`add: func(a: u32, b: u32) -> u64`, exported by the component");
@@ -289,4 +289,18 @@ async fn an_import_skillhost_does_not_provide_is_named() {
         err,
         "skill `app` could not be loaded: component imports `test:foreign/clock@0.1.0`, which skillhost does not provide (it provides WASI 0.2 and `skillhost:skill/host`)"
     );
+}
+
+#[tokio::test]
+async fn the_skill_limits_apply() {
+    let t = test_host();
+    let dir = folder(t.skills.path(), "calc", "\n[limits]\ntimeout = \"300ms\"\nmemory = \"32MiB\"\n");
+    let loaded = t.host.load_path(&dir).await.unwrap();
+    let err = call(&loaded, "stress-spin", json!({})).await.unwrap_err();
+    assert!(matches!(err, CallError::Timeout { .. }), "{err:?}");
+    assert_eq!(ok(&loaded, "stress-allocate", json!({"mebibytes": 4})).await, json!(4));
+    let err = call(&loaded, "stress-allocate", json!({"mebibytes": 64})).await.unwrap_err();
+    assert!(matches!(err, CallError::MemoryLimit { limit, .. } if limit == 32 << 20), "{err:?}");
+    // A fresh instance for the next call: the limits left nothing behind.
+    assert_eq!(ok(&loaded, "add", json!({"a": 1, "b": 1})).await, json!(2));
 }

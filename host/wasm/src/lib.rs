@@ -175,6 +175,9 @@ impl WasmRuntime {
             let reason = one_line(&e);
             if !has_network && reason.contains("wasi:http/") {
                 LoadError::NeedsNetwork { path: path.clone() }
+            } else if reflection.is_some() {
+                // A generic component is not expected to be ours: say what did not link.
+                LoadError::Runtime { skill: grant.skill.clone(), reason: format!("cannot link its imports: {reason}") }
             } else {
                 wrong_world(e)
             }

@@ -21,6 +21,23 @@ impl Guest for Calc {
     }
 }
 
+impl exports::stress::Guest for Calc {
+    fn spin() {
+        let mut n: u64 = 0;
+        loop {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+    }
+
+    fn allocate(mebibytes: u32) -> u32 {
+        let mut blocks = Vec::new();
+        for _ in 0..mebibytes {
+            blocks.push(std::hint::black_box(vec![1u8; 1 << 20]));
+        }
+        blocks.len() as u32
+    }
+}
+
 impl exports::math_add::Guest for Calc {
     fn pairs() -> String {
         "never called: its tool name collides".into()
