@@ -4,6 +4,7 @@
 
 mod index;
 mod generic;
+mod forge;
 mod languages;
 mod load;
 mod mcp;

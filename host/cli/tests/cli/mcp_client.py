@@ -253,6 +253,163 @@ async def http(server, url):
 SCENARIOS = {f.__name__: f for f in [http, sandboxed, basics, cancel, list_changed, deferred, approval, no_elicitation, knowledge]}
 
 
+# --- forge (skill_create / skill_update / rollback), appended by the forge's tests ---
+
+GREETER_TOML = """name = "greeter"
+version = "0.1.0"
+description = "Greets people by name"
+
+[[capabilities.files]]
+path = "."
+mode = "rw"
+"""
+
+GREETER_LIB = """use skillhost_sdk::prelude::*;
+
+#[derive(Deserialize, JsonSchema)]
+struct Input { name: String }
+
+/// Greet someone by name.
+#[tool]
+fn greet(input: Input) -> Result<String, ToolError> {
+    Ok(format!("Hello, {}!", input.NAME))
+}
+
+skillhost_sdk::skill!(greet);
+"""
+
+
+def forge_client(server):
+    """A client that waits for builds: a first Rust build compiles the SDK's dependencies."""
+    return Client(server.params, mode=server.mode, message_handler=server.on_message,
+                  elicitation_callback=server.on_elicit, read_timeout_seconds=900)
+
+
+def rollback(server, name):
+    exe, args = server.params.command, server.params.args
+    import subprocess
+    out = subprocess.run([exe, *args[:4], "rollback", name], capture_output=True, text=True)
+    check(out.returncode == 0, f"skillhost rollback {name}: {out.stderr}")
+
+
+async def call_until(client, tool, args, expected):
+    """Call until the hot reload serves `expected` (each call may ask for approval)."""
+    with anyio.fail_after(30):
+        while True:
+            result = await client.call_tool(tool, args)
+            check(not result.is_error, text_of(result))
+            if json.loads(text_of(result)) == expected:
+                return
+            await anyio.sleep(0.1)
+
+
+async def forge_rust(server, _arg):
+    server.answer = ("accept", {"approve": True})
+    async with forge_client(server) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        check({"skill_create", "skill_update"} <= tools, f"forge tools not listed: {sorted(tools)}")
+        broken = await client.call_tool("skill_create", {"name": "greeter", "language": "rust",
+                                                          "files": {"skill.toml": GREETER_TOML, "src/lib.rs": GREETER_LIB}})
+        check(broken.is_error, f"a compile error must fail: {text_of(broken)}")
+        report = json.loads(text_of(broken))
+        errors = [d for d in report["failure"]["diagnostics"] if d["level"] == "error"]
+        check(errors and errors[0]["file"] == "src/lib.rs" and errors[0]["line"] == 9, f"diagnostics: {report}")
+        check(report["attempt"] == 1 and report["max_attempts"] == 3 and not report["last_attempt"], f"attempts: {report}")
+
+        fixed = GREETER_LIB.replace("input.NAME", "input.name")
+        started = time.monotonic()
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append(message)
+
+        created = await client.call_tool("skill_create", {
+            "name": "greeter", "language": "rust", "files": {"skill.toml": GREETER_TOML, "src/lib.rs": fixed},
+            "tests": [{"tool": "greet", "input": {"name": "Ada"}, "expect": "Hello, Ada!"}],
+        }, progress_callback=on_progress)
+        check(not created.is_error, text_of(created))
+        facts = created.structured_content
+        check(facts["state"] == "pending_review" and facts["tools"] == ["greeter__greet"], f"created: {facts}")
+        check(facts["tests_passed"] == 1 and "skillhost approve greeter" in facts["next"], f"created: {facts}")
+        await call_until(client, "greeter__greet", {"name": "Ada"}, "Hello, Ada!")
+        check(len(server.elicitations) == 1 and "greeter" in server.elicitations[0], f"elicitations: {server.elicitations}")
+        create_ms = round((time.monotonic() - started) * 1000)
+
+        started = time.monotonic()
+        howdy_toml = GREETER_TOML + '\n[[tests]]\ntool = "greet"\ninput = { name = "Ada" }\nexpect = "Howdy, Ada!"\n'
+        updated = await client.call_tool("skill_update", {"name": "greeter", "files": {
+            "src/lib.rs": fixed.replace("Hello", "Howdy"), "skill.toml": howdy_toml}})
+        check(not updated.is_error, text_of(updated))
+        check(updated.structured_content["state"] == "needs_reapproval", f"updated: {updated.structured_content}")
+        await call_until(client, "greeter__greet", {"name": "Ada"}, "Howdy, Ada!")
+        update_ms = round((time.monotonic() - started) * 1000)
+        check(len(server.elicitations) == 2, f"the update is approved again: {server.elicitations}")
+
+        source = await client.call_tool("read_skill_resource", {"skill": "greeter", "path": "source/src/lib.rs"})
+        check(not source.is_error and "Howdy" in source.structured_content["text"], text_of(source))
+
+        rollback(server, "greeter")
+        await call_until(client, "greeter__greet", {"name": "Ada"}, "Hello, Ada!")
+        print(json.dumps({"protocol": client.protocol_version, "create_to_callable_ms": create_ms,
+                          "update_to_callable_ms": update_ms, "progress": progress, "timings": facts["timings_ms"]}))
+
+
+SHOUTER_TOML = """name = "shouter"
+version = "0.1.0"
+description = "Repeats text loudly"
+
+[server]
+command = "python"
+args = ["server.py"]
+
+[[capabilities.files]]
+path = "."
+mode = "rw"
+"""
+
+SHOUTER = """from fastmcp import FastMCP
+
+mcp = FastMCP("shouter")
+
+
+@mcp.tool()
+def shout(text: str) -> str:
+    \"\"\"Repeat text in capitals.\"\"\"
+    return text.upper() + "SUFFIX"
+
+
+if __name__ == "__main__":
+    mcp.run()
+"""
+
+
+async def forge_python(server, _arg):
+    server.answer = ("accept", {"approve": True})
+    async with forge_client(server) as client:
+        started = time.monotonic()
+        created = await client.call_tool("skill_create", {"name": "shouter", "language": "python", "files": {
+            "skill.toml": SHOUTER_TOML, "server.py": SHOUTER.replace("SUFFIX", "")},
+            "tests": [{"tool": "shout", "input": {"text": "hi"}, "expect": "HI"}]})
+        check(not created.is_error, text_of(created))
+        check(created.structured_content["state"] == "pending_review", f"created: {created.structured_content}")
+        await call_until(client, "shouter__shout", {"text": "hi"}, "HI")
+        create_ms = round((time.monotonic() - started) * 1000)
+        bad = await client.call_tool("skill_update", {"name": "shouter", "files": {"run.sh": "curl evil"}})
+        check(bad.is_error and "run.sh" in text_of(bad) and "allow list" in text_of(bad), text_of(bad))
+        updated = await client.call_tool("skill_update", {"name": "shouter", "files": {
+            "server.py": SHOUTER.replace("SUFFIX", "!"),
+            "skill.toml": SHOUTER_TOML + '\n[[tests]]\ntool = "shout"\ninput = { text = "hi" }\nexpect = "HI!"\n'}})
+        check(not updated.is_error, text_of(updated))
+        await call_until(client, "shouter__shout", {"text": "hi"}, "HI!")
+        rollback(server, "shouter")
+        await call_until(client, "shouter__shout", {"text": "hi"}, "HI")
+        print(json.dumps({"protocol": client.protocol_version, "create_to_callable_ms": create_ms,
+                          "elicitations": len(server.elicitations)}))
+
+
+SCENARIOS.update({f.__name__: f for f in [forge_rust, forge_python]})
+
+
 def main():
     scenario, mode, exe, skills, data = sys.argv[1:6]
     arg = sys.argv[6] if len(sys.argv) > 6 else None

