@@ -16,11 +16,11 @@
 //! `symlink_metadata` on every prefix), so neither `..` nor a link planted inside the
 //! folder reaches another file.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use skillhost_registry::{Entry, INSTRUCTIONS_RUNTIME, Registry, TrustState};
+use skillhost_registry::{Entry, INSTRUCTIONS_RUNTIME, Registry, RegistryError, TrustState};
 
 use crate::tools::public_name;
 
@@ -221,16 +221,18 @@ pub fn read_resource_bytes(registry: &Registry, skill: &str, path: &str) -> Resu
             _ => Err(refuse("this skill is a single .wasm file; only SKILL.md can be read")),
         };
     }
-    let file = checked_path(&loaded.origin, relative).map_err(refuse)?;
-    let read_error = |reason: String| KnowledgeError::Read { skill: skill.to_owned(), path: path.to_owned(), reason };
-    let meta = std::fs::symlink_metadata(&file).map_err(|e| read_error(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(refuse("not a regular file"));
-    }
-    if meta.len() > MAX_RESOURCE_BYTES {
-        return Err(read_error(format!("{} bytes is over the {MAX_RESOURCE_BYTES}-byte limit for resources", meta.len())));
-    }
-    std::fs::read(&file).map_err(|e| read_error(e.to_string()))
+    // Read race-free: no step of the path may be a symlink, even one swapped in now.
+    skillhost_registry::read_skill_file(&loaded.origin, relative, MAX_RESOURCE_BYTES).map_err(|e| match e {
+        RegistryError::Symlink { .. } => refuse("the path goes through a symlink"),
+        RegistryError::SpecialFile { .. } => refuse("not a regular file"),
+        RegistryError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => refuse("no such file in the skill folder"),
+        RegistryError::TooLarge { size, .. } => KnowledgeError::Read {
+            skill: skill.to_owned(),
+            path: path.to_owned(),
+            reason: format!("{size} bytes is over the {MAX_RESOURCE_BYTES}-byte limit for resources"),
+        },
+        e => KnowledgeError::Read { skill: skill.to_owned(), path: path.to_owned(), reason: e.to_string() },
+    })
 }
 
 /// What `resources/list` shows of a skill: `SKILL.md`, then the files under
@@ -349,20 +351,6 @@ fn cut_at_word(text: &str, max: usize) -> String {
     }
     let end = text[..end].rfind(' ').filter(|&i| i > 0).unwrap_or(end);
     format!("{}...", text[..end].trim_end_matches([',', ';', ':', '.', ' ']))
-}
-
-/// `root/relative`, provided no component on the way is a symlink.
-fn checked_path(root: &Path, relative: &Path) -> Result<PathBuf, &'static str> {
-    let mut path = root.to_owned();
-    for component in relative.components() {
-        path.push(component);
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_symlink() => return Err("the path goes through a symlink"),
-            Ok(_) => {}
-            Err(_) => return Err("no such file in the skill folder"),
-        }
-    }
-    Ok(path)
 }
 
 fn known(registry: &Registry, name: &str) -> Result<std::sync::Arc<Entry>, KnowledgeError> {
@@ -495,9 +483,12 @@ mod tests {
         std::fs::write(dir.path().join("references/a.md"), "a").unwrap();
         std::os::unix::fs::symlink("/etc", dir.path().join("etc")).unwrap();
         std::os::unix::fs::symlink("a.md", dir.path().join("references/link.md")).unwrap();
-        assert!(checked_path(dir.path(), Path::new("references/a.md")).is_ok());
-        assert_eq!(checked_path(dir.path(), Path::new("etc/passwd")), Err("the path goes through a symlink"));
-        assert_eq!(checked_path(dir.path(), Path::new("references/link.md")), Err("the path goes through a symlink"));
-        assert_eq!(checked_path(dir.path(), Path::new("missing.md")), Err("no such file in the skill folder"));
+        let read = |p: &str| skillhost_registry::read_skill_file(dir.path(), Path::new(p), MAX_RESOURCE_BYTES);
+        assert_eq!(read("references/a.md").unwrap(), b"a");
+        assert!(matches!(read("etc/passwd"), Err(RegistryError::Symlink { .. })));
+        assert!(matches!(read("references/link.md"), Err(RegistryError::Symlink { .. })));
+        assert!(matches!(read("references"), Err(RegistryError::SpecialFile { .. })));
+        assert!(matches!(read("../x"), Err(RegistryError::BadPath { .. })));
+        assert!(matches!(read("missing.md"), Err(RegistryError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound));
     }
 }

@@ -59,6 +59,7 @@ pub use catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, Registry
 pub use config::{Layer, RegistryConfig, SizeLimits};
 pub use error::RegistryError;
 pub use pack::{PACK_MANIFEST, PackRef};
+pub use nofollow::read_skill_file;
 pub use registry::Registry;
 pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError};
 pub use trust::{ApprovedBy, TrustState};

@@ -107,3 +107,55 @@ pub(crate) fn open_path(path: &Path) -> Result<(Seen, OwnedFd), RegistryError> {
     let fd = open(CWD, &c, path, &seen)?;
     Ok((seen, fd))
 }
+
+/// Read `relative` (plain components only) under the skill folder `root` without
+/// following a symlink at any step, at most `cap` bytes. For serving a skill's files
+/// (references, scripts) to agents: a link anywhere on the path is
+/// [`RegistryError::Symlink`], something other than a regular file at the end is
+/// [`RegistryError::SpecialFile`], a file over `cap` is [`RegistryError::TooLarge`].
+pub fn read_skill_file(root: &Path, relative: &Path, cap: u64) -> Result<Vec<u8>, RegistryError> {
+    use std::path::Component;
+    let parts: Vec<&std::ffi::OsStr> = relative
+        .components()
+        .map(|c| match c {
+            Component::Normal(part) => Ok(part),
+            _ => Err(RegistryError::BadPath { path: relative.to_owned(), reason: "only plain relative paths are allowed" }),
+        })
+        .collect::<Result<_, _>>()?;
+    let (last, dirs) = parts.split_last().ok_or(RegistryError::BadPath { path: relative.to_owned(), reason: "the path is empty" })?;
+    let (seen, mut dir) = open_path(root)?;
+    if seen.kind != Kind::Dir {
+        return Err(RegistryError::SpecialFile { path: root.to_owned() });
+    }
+    let mut path = root.to_owned();
+    for part in dirs {
+        path.push(part);
+        let name = c_path(Path::new(part), &path)?;
+        let seen = classify(&dir, &name, &path)?;
+        if seen.kind != Kind::Dir {
+            return Err(RegistryError::SpecialFile { path });
+        }
+        dir = open(&dir, &name, &path, &seen)?;
+    }
+    path.push(last);
+    let name = c_path(Path::new(last), &path)?;
+    let seen = classify(&dir, &name, &path)?;
+    if seen.kind != Kind::File {
+        return Err(RegistryError::SpecialFile { path });
+    }
+    let too_large = |size: u64, path: &Path| RegistryError::TooLarge {
+        path: path.to_owned(),
+        what: "this file",
+        size,
+        limit: cap,
+        fix: "agents read files up to this size; split it",
+    };
+    if seen.len > cap {
+        return Err(too_large(seen.len, &path));
+    }
+    let bytes = read_capped(open(&dir, &name, &path, &seen)?, cap, &path)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large(bytes.len() as u64, &path));
+    }
+    Ok(bytes)
+}
