@@ -137,3 +137,38 @@ pub async fn rollback(registry: &Registry, name: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// `skillhost stats`.
+pub fn stats(registry: &Registry, json: bool) -> Result<()> {
+    let Some(stats) = registry.stats() else { bail!("no usage statistics: the stats database could not be opened (see the log)") };
+    stats.flush();
+    let (tools, failing, missing) = (stats.tools()?, stats.failing()?, stats.missing()?);
+    if json {
+        let value = serde_json::json!({ "tools": tools, "failing": failing, "missing": missing });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    if tools.is_empty() {
+        println!("no calls recorded yet");
+    } else {
+        println!("{:<36} {:>7} {:>8} {:>9} {:>9}", "TOOL", "CALLS", "FAILED", "P50 ms", "P95 ms");
+        for t in &tools {
+            println!("{:<36} {:>7} {:>8} {:>9.1} {:>9.1}", format!("{}__{}", t.skill, t.tool), t.calls, t.failures, t.p50_ms, t.p95_ms);
+        }
+    }
+    for f in &failing {
+        println!("failing: `{}` failed {} of its last {} calls", f.skill, f.failures, f.calls);
+    }
+    for m in &missing {
+        println!("missing: {} searches like \"{}\" found no good tool", m.count, m.query);
+    }
+    Ok(())
+}
+
+/// After `list`: one line per skill failing more than 30 % of its last 20 calls.
+pub fn warn_failing(registry: &Registry) {
+    let Some(stats) = registry.stats() else { return };
+    for f in stats.failing().unwrap_or_default() {
+        eprintln!("warning: skill `{}` failed {} of its last {} calls; see `skillhost stats`", f.skill, f.failures, f.calls);
+    }
+}

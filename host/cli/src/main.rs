@@ -342,6 +342,21 @@ Examples:
   skillhost forge --reset greeter")]
     Forge(forge::ForgeArgs),
 
+    /// Show usage statistics: calls, failures and latency per tool, failing skills, missed searches
+    #[command(after_help = "Every call through the registry (MCP, `skillhost call NAME`) is counted in
+DATA_DIR/stats.db. A skill is flagged when more than 30% of its last 20 calls failed
+(with at least 5 calls); agents see the flag in skill_list. Searches that matched no
+tool well are listed when 3 or more similar ones missed.
+
+Examples:
+  skillhost stats
+  skillhost stats --json | jq '.failing'")]
+    Stats {
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Put back the version of a skill that the last install or forge replaced
     #[command(after_help = "Swaps the installed version with the kept one (a second rollback rolls forward).
 The restored version is approved only if that exact content was approved before.
@@ -508,7 +523,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::List { json, .. } => {
             let host = host()?;
-            output::catalog(&registry(&host).await?.catalog(), json)?;
+            let registry = registry(&host).await?;
+            output::catalog(&registry.catalog(), json)?;
+            forge::warn_failing(&registry);
             Ok(ExitCode::SUCCESS)
         }
         Command::Show { name, code, json } => {
@@ -583,7 +600,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(mut args) => {
             let host = host()?;
             let registry = host.open_registry(registry_config(true)).await?;
-            args.forge = Some(forge::forge(&host, registry.clone(), &data_dir));
+            let mut forge_config = forge::config(&data_dir);
+            forge_config.suggest_missing = args.suggest_missing;
+            args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
             let index = host.search_index()?;
             serve::serve(registry, index, args).await?;
             Ok(ExitCode::SUCCESS)
@@ -648,6 +667,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let registry = registry(&host).await?;
             let ok = forge::run(&host, registry, &data_dir, args).await?;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(exit::TOOL_ERROR) })
+        }
+        Command::Stats { json } => {
+            let host = host()?;
+            let registry = registry(&host).await?;
+            forge::stats(&registry, json)?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Rollback { name } => {
             let host = host()?;

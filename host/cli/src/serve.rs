@@ -17,6 +17,11 @@ pub struct ServeArgs {
     #[arg(long)]
     no_forge: bool,
 
+    /// In tool_search answers that matched nothing well, suggest creating a skill for
+    /// requests that keep missing (3 or more similar ones). Off by default.
+    #[arg(long)]
+    pub suggest_missing: bool,
+
     /// The forge behind skill_create and skill_update (set by main, not a flag).
     #[arg(skip)]
     pub forge: Option<Arc<skillhost::Forge>>,

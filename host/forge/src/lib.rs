@@ -64,6 +64,9 @@ pub struct ForgeConfig {
     pub test_timeout: Duration,
     /// Size caps of a submission. Default: [`StageLimits::default`].
     pub limits: StageLimits,
+    /// Offer "consider creating a skill for …" in `tool_search` responses once at least
+    /// 3 similar searches found nothing good (seed 003 C4a). Default: `false`.
+    pub suggest_missing: bool,
 }
 
 impl ForgeConfig {
@@ -76,6 +79,7 @@ impl ForgeConfig {
             build_timeout: Duration::from_secs(300),
             test_timeout: Duration::from_secs(30),
             limits: StageLimits::default(),
+            suggest_missing: false,
         }
     }
 }

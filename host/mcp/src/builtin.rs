@@ -256,6 +256,11 @@ pub fn tool_search(
             })
         })
         .collect();
+    if weak == Some(true)
+        && let Some(stats) = registry.stats()
+    {
+        stats.record_miss(&args.query);
+    }
     let mut value = json!({ "query": args.query, "search_type": args.search_type, "tools": results });
     annotate(&mut value, ranker, weak);
     Ok((value, found))
@@ -314,7 +319,15 @@ pub fn skill_search(registry: &Registry, index: Option<&SearchIndex>, args: &Jso
 /// `skill_list`.
 pub fn skill_list(registry: &Registry) -> Value {
     let skills: Vec<_> = knowledge::skills(registry).iter().filter_map(|e| knowledge::summary(e)).collect();
-    json!({ "skills": skills })
+    let mut value = json!({ "skills": skills });
+    // Seed 000 §10c: say which skills fail often, so the agent can fix them.
+    let failing = registry.stats().map(|s| s.failing_map()).unwrap_or_default();
+    for item in value["skills"].as_array_mut().into_iter().flatten() {
+        if let Some(f) = item["name"].as_str().and_then(|name| failing.get(name)) {
+            item["failing"] = json!(format!("failed {} of its last {} calls; fix it with skill_update if it is yours", f.failures, f.calls));
+        }
+    }
+    value
 }
 
 /// `skill_get`: the budget is shared evenly between the skills asked for.

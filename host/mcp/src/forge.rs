@@ -196,3 +196,24 @@ fn success(forged: &Forged) -> CallToolResult {
 fn error(value: Value) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(value.to_string())])
 }
+
+/// When the host opted in ([`skillhost_forge::ForgeConfig::suggest_missing`]), add to a
+/// `tool_search` response that matched nothing well the requests that keep missing (at
+/// least 3 similar ones): `consider_creating`.
+pub fn suggest(forge: &Forge, value: &mut Value) {
+    if !forge.config().suggest_missing {
+        return;
+    }
+    let Some(stats) = forge.registry().stats() else { return };
+    stats.flush();
+    let missing = stats.missing().unwrap_or_default();
+    if missing.is_empty() {
+        return;
+    }
+    let lines: Vec<String> = missing
+        .iter()
+        .take(3)
+        .map(|m| format!("consider creating a skill for \"{}\" (asked {} times with no good match): skill_create", m.query, m.count))
+        .collect();
+    value["consider_creating"] = json!(lines);
+}

@@ -328,6 +328,14 @@ impl SkillhostMcp {
             Builtin::SkillGet => builtin::skill_get(registry, args),
             Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
         };
+        // Opt-in (seed 003 C4a): repeated searches nothing matched become suggestions.
+        let result = match (builtin, result, &self.shared.forge) {
+            (Builtin::ToolSearch, Ok(mut value), Some(forge)) if value["no_good_match"] == true => {
+                crate::forge::suggest(forge, &mut value);
+                Ok(value)
+            }
+            (_, result, _) => result,
+        };
         match result {
             Ok(value) => CallToolResult::structured(value),
             Err(message) => error_result(message),

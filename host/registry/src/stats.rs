@@ -80,6 +80,7 @@ enum Row {
 pub struct Stats {
     path: PathBuf,
     writer: Mutex<Option<Sender<Row>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Stats {
@@ -95,7 +96,7 @@ impl Stats {
         .map_err(fail(&path))?;
         let (tx, rx) = channel::<Row>();
         let thread_path = path.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("skillhost-stats".into())
             .spawn(move || {
                 for row in rx {
@@ -116,7 +117,7 @@ impl Stats {
                 }
             })
             .map_err(|e| RegistryError::Trust { path: path.clone(), message: e.to_string(), fix: "check the system's thread limit" })?;
-        Ok(Self { path, writer: Mutex::new(Some(tx)) })
+        Ok(Self { path, writer: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) })
     }
 
     fn send(&self, row: Row) {
@@ -218,8 +219,12 @@ impl Stats {
 
 impl Drop for Stats {
     fn drop(&mut self) {
-        // Close the channel: the writer drains what is queued and exits.
+        // Close the channel: the writer drains what is queued and exits; wait for it, so
+        // a short-lived process (`skillhost call`) loses nothing.
         self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = thread.join();
+        }
     }
 }
 

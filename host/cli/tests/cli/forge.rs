@@ -77,3 +77,30 @@ fn forge_dir_refuses_symlinks_traversal_and_oversize_before_any_build() {
     let out = env.run(&["forge", "--reset", "sneaky"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn stats_count_calls_and_flag_a_failing_skill() {
+    let env = crate::Env::new();
+    fixtures::LIMITS.packaged(env.skills.path());
+    fixtures::TEXT_TOOLS.packaged(env.skills.path());
+    for _ in 0..3 {
+        env.call("limits", "fail", serde_json::json!({"kind": "failed"}));
+        env.call("limits", "echo", serde_json::json!({"value": 1}));
+    }
+    for _ in 0..6 {
+        env.call("text-tools", "slugify", serde_json::json!({"text": "A b"}));
+    }
+    let out = env.run(&["stats", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tool = |name: &str| stats["tools"].as_array().unwrap().iter().find(|t| t["tool"] == name).cloned().unwrap_or_else(|| panic!("{stats}"));
+    assert_eq!((tool("fail")["calls"].as_u64(), tool("fail")["failures"].as_u64()), (Some(3), Some(3)), "{stats}");
+    assert_eq!((tool("echo")["calls"].as_u64(), tool("echo")["failures"].as_u64()), (Some(3), Some(0)), "{stats}");
+    assert_eq!((tool("slugify")["calls"].as_u64(), tool("slugify")["failures"].as_u64()), (Some(6), Some(0)), "{stats}");
+    assert!(tool("slugify")["p95_ms"].as_f64().unwrap() >= tool("slugify")["p50_ms"].as_f64().unwrap());
+    assert_eq!(stats["failing"], serde_json::json!([{"skill": "limits", "failures": 3, "calls": 6}]), "{stats}");
+    let list = env.run(&["list"]);
+    let stderr = String::from_utf8_lossy(&list.stderr);
+    assert!(stderr.contains("skill `limits` failed 3 of its last 6 calls"), "{stderr}");
+    assert!(!stderr.contains("text-tools"), "{stderr}");
+}
