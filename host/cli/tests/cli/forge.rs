@@ -11,7 +11,13 @@ use serde_json::Value;
 
 /// Run `scenario` of mcp_client.py in `mode` over fresh skills and data dirs.
 fn scenario(scenario: &str, mode: &str) -> Value {
+    scenario_with(scenario, mode, |_| {})
+}
+
+/// Run `scenario` after `setup` filled the skills dir.
+fn scenario_with(scenario: &str, mode: &str, setup: impl FnOnce(&Path)) -> Value {
     let (skills, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    setup(skills.path());
     let python = fixtures::python::venv().join("bin/python");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_client.py");
     let out = Command::new(&python)
@@ -103,4 +109,12 @@ fn stats_count_calls_and_flag_a_failing_skill() {
     let stderr = String::from_utf8_lossy(&list.stderr);
     assert!(stderr.contains("skill `limits` failed 3 of its last 6 calls"), "{stderr}");
     assert!(!stderr.contains("text-tools"), "{stderr}");
+}
+
+#[test]
+fn repeated_misses_become_suggestions_and_failing_skills_are_flagged_to_agents() {
+    let facts = scenario_with("forge_suggest", "legacy", |skills| {
+        fixtures::LIMITS.packaged(skills);
+    });
+    eprintln!("{}: {}", facts["suggestion"], facts["failing"]);
 }

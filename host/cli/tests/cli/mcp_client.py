@@ -410,6 +410,27 @@ async def forge_python(server, _arg):
 SCENARIOS.update({f.__name__: f for f in [forge_rust, forge_python]})
 
 
+async def forge_suggest(server, _arg):
+    """`serve --suggest-missing`: repeated searches that miss become suggestions, and a
+    skill failing most of its calls is flagged in skill_list."""
+    server.params.args.append("--suggest-missing")
+    async with server.client() as client:
+        for query in ["convert currency to euros", "currency convert euros", "convert the currency rates to euros"]:
+            found = (await client.call_tool("tool_search", {"query": query})).structured_content
+            check(found.get("no_good_match") is True, f"{query}: {found}")
+        suggestions = found.get("consider_creating", [])
+        check(len(suggestions) == 1 and "currency" in suggestions[0] and "3 times" in suggestions[0], f"{found}")
+        for _ in range(5):
+            await client.call_tool("limits__fail", {"kind": "failed"})
+        skills = (await client.call_tool("skill_list", {})).structured_content["skills"]
+        limits = [s for s in skills if s["name"] == "limits"][0]
+        check("failed 5 of its last 5 calls" in limits.get("failing", ""), f"{limits}")
+        print(json.dumps({"suggestion": suggestions[0], "failing": limits["failing"]}))
+
+
+SCENARIOS.update({f.__name__: f for f in [forge_suggest]})
+
+
 def main():
     scenario, mode, exe, skills, data = sys.argv[1:6]
     arg = sys.argv[6] if len(sys.argv) > 6 else None
