@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use skillhost::{ByteSize, Host, SkillManifest, package};
+use skillhost::{ByteSize, Host, SkillManifest};
 
 use crate::toolchain::{self, Toolchain};
 
@@ -99,11 +99,8 @@ pub async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path
     let toml = std::fs::read(&manifest_path)?;
     let md_path = dir.join("SKILL.md");
     let md = if md_path.is_file() { Some(std::fs::read(&md_path)?) } else { None };
-    let mut sections: Vec<(&str, &[u8])> = vec![(package::MANIFEST_SECTION, &toml)];
-    if let Some(md) = &md {
-        sections.push((package::INSTRUCTIONS_SECTION, md));
-    }
-    let packaged = package::embed(&component, &sections)
+    // The same packaging the forge does for agents' skills.
+    let packaged = skillhost::forge::package_skill(&component, &toml, md.as_deref())
         .with_context(|| format!("{}: the {lang:?} toolchain produced something that is not a component", built.display()))?;
 
     let tmp = out.with_extension("wasm.tmp");
