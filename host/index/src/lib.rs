@@ -20,7 +20,13 @@
 //!   Porter stemming) shared by indexing and queries.
 //! - `index`: [`SearchIndex`], tantivy BM25 over one document per tool and one per
 //!   skill, kept in step with the registry ([`SearchIndex::sync`],
-//!   [`SearchIndex::apply`], [`SearchIndex::follow`]).
+//!   [`SearchIndex::apply`], [`SearchIndex::follow`]); in memory ([`SearchIndex::new`])
+//!   or on disk ([`SearchIndex::open`]) with a fingerprint per skill, so a restart over
+//!   an unchanged catalogue embeds nothing.
+//! - `store`: the schema (every field stored, vectors included) and opening a
+//!   directory as an index, checked; a damaged or outdated one is rebuilt.
+//! - `dense`: cosine similarity as dot products over one contiguous matrix of unit
+//!   vectors.
 //! - `embed`: the [`Embedder`] trait; with one, ranking is hybrid (reciprocal rank
 //!   fusion of BM25 and cosine similarity), without one BM25 alone.
 //! - `minilm` (feature `embed`, on by default): [`MiniLm`], all-MiniLM-L6-v2 through
