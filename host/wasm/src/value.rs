@@ -368,9 +368,10 @@ fn integer(value: &Value) -> Option<i128> {
         return None;
     }
     // Within these bounds the casts are exact; beyond them no WIT integer fits anyway.
-    if (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&f) {
+    let two_63 = (1u64 << 63) as f64;
+    if (-two_63..two_63).contains(&f) {
         Some(f as i64 as i128)
-    } else if (0.0..1.844_674_407_370_955_161_6e19).contains(&f) {
+    } else if (0.0..2.0 * two_63).contains(&f) {
         Some(f as u64 as i128)
     } else {
         None
