@@ -183,7 +183,7 @@ pub(crate) fn vector_bytes(vector: &[f32]) -> Vec<u8> {
 
 /// A stored vector back; `None` when the byte count is not a multiple of four.
 pub(crate) fn vector_from(bytes: &[u8]) -> Option<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     Some(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
