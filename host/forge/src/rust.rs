@@ -309,13 +309,9 @@ pub(crate) async fn build(
         let mut artifact = None;
         while let Ok(Some(line)) = lines.next_line().await {
             match parse_message(&line) {
-                Some(Message::Diagnostic(d)) => {
-                    if diagnostics.len() < MAX_DIAGNOSTICS * 4 {
-                        diagnostics.push(d);
-                    }
-                }
+                Some(Message::Diagnostic(d)) if diagnostics.len() < MAX_DIAGNOSTICS * 4 => diagnostics.push(d),
                 Some(Message::Artifact(path)) => artifact = Some(path),
-                None => {}
+                Some(Message::Diagnostic(_)) | None => {}
             }
         }
         (diagnostics, artifact)
@@ -405,7 +401,7 @@ fn parse_message(line: &str) -> Option<Message> {
                 return None;
             }
             let span = message["spans"].as_array().and_then(|spans| spans.iter().find(|s| s["is_primary"] == true));
-            let file = span.and_then(|s| s["file_name"].as_str()).map(|f| relative_file(f));
+            let file = span.and_then(|s| s["file_name"].as_str()).map(relative_file);
             Some(Message::Diagnostic(Diagnostic {
                 file,
                 line: span.and_then(|s| s["line_start"].as_u64()),

@@ -162,7 +162,7 @@ fn check_path(path: &str, language: Language) -> Option<Refusal> {
         return bad("the path is absolute");
     }
     let parts: Vec<&str> = path.split('/').collect();
-    if parts.iter().any(|p| *p == "..") {
+    if parts.contains(&"..") {
         return bad("the path leaves the skill with `..`");
     }
     if parts.iter().any(|p| p.is_empty() || *p == ".") {

@@ -207,7 +207,7 @@ impl Stats {
         }
         let mut out: Vec<Missing> =
             groups.into_iter().filter(|g| g.2 >= MISSES_TO_SUGGEST).map(|(_, query, count)| Missing { query, count }).collect();
-        out.sort_by(|a, b| b.count.cmp(&a.count));
+        out.sort_by_key(|m| std::cmp::Reverse(m.count));
         Ok(out)
     }
 
