@@ -620,7 +620,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Inspect { path, json } => {
             let host = host()?;
-            let loaded = host.load_path(&path).await?;
+            let loaded = match host.load_path(&path).await {
+                Ok(loaded) => loaded,
+                Err(error) => {
+                    // A component that cannot load still shows its WIT and what it would offer.
+                    output::inspect_unloadable(&path, &error.to_string(), json)?;
+                    return Err(error.into());
+                }
+            };
             output::inspect(&loaded, json)?;
             Ok(ExitCode::SUCCESS)
         }

@@ -237,6 +237,34 @@ fn reflection(loaded: &LoadedSkill) -> Result<Option<package::Reflection>> {
     Ok(Some(package::reflect(&bytes).with_context(|| format!("{}: cannot read the component's WIT", wasm.display()))?))
 }
 
+/// For a component that could not be loaded (`error`): its WIT, the tools it would offer
+/// and the functions that are not tools, so the reason can be read against the WIT. Prints
+/// nothing when `path` is not a readable component.
+pub fn inspect_unloadable(path: &std::path::Path, error: &str, json: bool) -> Result<()> {
+    let wasm = if path.is_dir() { path.join("skill.wasm") } else { path.to_owned() };
+    let Some(r) = std::fs::read(&wasm).ok().and_then(|bytes| package::reflect(&bytes).ok()) else { return Ok(()) };
+    if json {
+        let value = json!({
+            "origin": path,
+            "state": "not loadable",
+            "error": error,
+            "tools": r.tools,
+            "component": {"world": if r.is_skill { "skillhost:skill" } else { "generic" }, "wit": r.wit, "refused": r.refused},
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    println!("{} (cannot be loaded; see the error below)", path.display());
+    for tool in &r.tools {
+        println!("would-be tool {}: {}", tool.name, tool.description);
+    }
+    for refused in &r.refused {
+        println!("not a tool: {} {}", refused.function, refused.reason);
+    }
+    println!("\nWIT:\n{}", r.wit.trim_end());
+    Ok(())
+}
+
 /// Print everything about one skill: for a component, also its WIT, and for a generic
 /// component (one that does not export our world) the functions that are not tools.
 pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {

@@ -3,7 +3,7 @@
 //! and the functions that are not tools and why (our own skills show their WIT too);
 //! `call` reaches one by path; `serve` offers its tools over MCP like any skill's.
 
-use fixtures::{GENERIC, TEXT_TOOLS};
+use fixtures::{FOREIGN_IMPORT, GENERIC, TEXT_TOOLS};
 use serde_json::{Value, json};
 
 use crate::Env;
@@ -46,6 +46,21 @@ fn inspect_a_generic_component() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("input.a: expected u32 (0..=4294967295), got a string \"1\""), "{stderr}");
+}
+
+#[test]
+fn inspect_a_component_that_cannot_load_still_shows_its_wit() {
+    let env = Env::new();
+    let file = env.skills.path().join("app.wasm");
+    std::fs::copy(FOREIGN_IMPORT.wasm, &file).unwrap();
+    let out = env.run(&["inspect", file.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(4), "a load error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("component imports `test:foreign/clock@0.1.0`, which skillhost does not provide"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["state"], "not loadable");
+    assert_eq!(v["tools"][0]["name"], "uptime");
+    assert!(v["component"]["wit"].as_str().unwrap().contains("import test:foreign/clock@0.1.0;"), "{v}");
 }
 
 #[test]
