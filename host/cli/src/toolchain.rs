@@ -76,8 +76,10 @@ impl Toolchain {
 }
 
 /// Where toolchains are installed: `SKILLHOST_TOOLCHAINS`, else `DATA_DIR/toolchains`.
+/// Absolute, since the toolchains run in the skill's folder.
 pub fn root(data_dir: &Path) -> PathBuf {
-    std::env::var_os("SKILLHOST_TOOLCHAINS").map_or_else(|| data_dir.join("toolchains"), PathBuf::from)
+    let root = std::env::var_os("SKILLHOST_TOOLCHAINS").map_or_else(|| data_dir.join("toolchains"), PathBuf::from);
+    std::path::absolute(&root).unwrap_or(root)
 }
 
 /// The executable of `toolchain`, installing it into `root` first when it is missing or
@@ -85,6 +87,7 @@ pub fn root(data_dir: &Path) -> PathBuf {
 pub fn ensure(toolchain: Toolchain, root: &Path, force: bool) -> Result<PathBuf> {
     if let Some(exe) = std::env::var_os(toolchain.override_var()) {
         let exe = PathBuf::from(exe);
+        let exe = std::path::absolute(&exe).unwrap_or(exe);
         if !exe.is_file() {
             bail!("{}={}: no such file; point it at a {} executable, or unset it to let skillhost install one", toolchain.override_var(), exe.display(), toolchain.tool());
         }

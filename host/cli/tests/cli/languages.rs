@@ -161,6 +161,9 @@ fn python_skill_counts_words_and_reads_only_granted_files() {
 #[test]
 fn js_skill_reverses_text_and_summarises_numbers() {
     let Some(wasm) = js_skill() else { return };
+    let bytes = std::fs::read(wasm).unwrap();
+    let needle = b"wasi:http/outgoing-handler";
+    assert!(!bytes.windows(needle.len()).any(|w| w == needle), "a skill without [network] is built without wasi:http");
     let data = data_dir();
 
     let out = ok(data.path(), wasm, "reverse", json!({"text": "héllo wörld 🦀"}));
