@@ -123,6 +123,14 @@ pub enum RegistryError {
         /// The directory where it lives, or the user layer when it is nowhere.
         dir: PathBuf,
     },
+    /// The usage statistics database failed.
+    #[error("usage statistics {}: {message}; check that the data directory is writable, or move the file away to start over", path.display())]
+    Stats {
+        /// The database file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
     /// `rollback` found no previous version.
     #[error("skill `{name}` has no previous version to roll back to (looked in {}); versions are kept when an install or `skill_update` replaces one", dir.display())]
     NoPreviousVersion {

@@ -116,7 +116,7 @@ impl Stats {
                     }
                 }
             })
-            .map_err(|e| RegistryError::Trust { path: path.clone(), message: e.to_string(), fix: "check the system's thread limit" })?;
+            .map_err(|e| RegistryError::Stats { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
         Ok(Self { path, writer: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) })
     }
 
@@ -237,7 +237,7 @@ fn connect(path: &Path) -> Result<Connection, RegistryError> {
 }
 
 fn fail(path: &Path) -> impl Fn(rusqlite::Error) -> RegistryError + '_ {
-    move |e| RegistryError::Trust { path: path.to_owned(), message: e.to_string(), fix: "check that the data directory is writable" }
+    move |e| RegistryError::Stats { path: path.to_owned(), message: e.to_string() }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
