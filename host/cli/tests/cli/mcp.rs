@@ -161,6 +161,71 @@ fn skill_instructions_and_resources_stay_inside_the_skill_folder() {
     assert!(facts["instructions"].as_u64().unwrap() <= 800, "{facts}");
 }
 
+#[test]
+fn agent_skills_resources_directory_and_packs() {
+    for mode in MODES {
+        let env = McpEnv::new();
+        let dir = env.limits("limits", "");
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: limits\ndescription: Echo values back.\nlicense: Apache-2.0\ncompatibility: needs nothing\nmetadata:\n  author: ada\nallowed-tools: Read Grep\n---\n# Limits\n",
+        )
+        .unwrap();
+        for (path, bytes) in [
+            ("references/api.md", &b"# API\nCall echo.\n"[..]),
+            ("scripts/run.sh", b"#!/bin/sh\ntouch \"$MARKER\"\n"),
+            ("assets/logo.png", b"\x89PNG\r\n\x1a\n\xff\x00"),
+            ("notes.txt", b"not listed"),
+        ] {
+            let file = dir.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, bytes).unwrap();
+        }
+        let notes = env.skills.path().join("notes");
+        std::fs::create_dir(&notes).unwrap();
+        std::fs::write(notes.join("SKILL.md"), "---\nname: notes\ndescription: How we write release notes\n---\n").unwrap();
+        // Seed 002's skill pack examples (and two broken files), as the registry tests use them.
+        let pack = Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry/tests/fixtures/packs/core");
+        let core = env.skills.path().join("core");
+        std::fs::create_dir(&core).unwrap();
+        for file in std::fs::read_dir(pack).unwrap() {
+            let file = file.unwrap();
+            std::fs::copy(file.path(), core.join(file.file_name())).unwrap();
+        }
+        let marker = env.data.path().join("script-ran");
+        let facts = env.run("agent_skills", mode, Some(marker.to_str().unwrap()));
+        assert!(!marker.exists(), "{facts}");
+        assert_eq!(facts["resources"], 7, "{facts}");
+    }
+    // The same from the command line: the frontmatter in `show`, the directory in `list`.
+    let env = McpEnv::new();
+    let dir = env.limits("limits", "");
+    std::fs::write(dir.join("SKILL.md"), "---\nname: limits\ndescription: d\nlicense: MIT\nallowed-tools: Read\n---\n").unwrap();
+    for i in 0..30 {
+        let folder = env.skills.path().join(format!("notes-{i:02}"));
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::write(folder.join("SKILL.md"), format!("---\nname: notes-{i:02}\ndescription: Notes number {i} about release writing.\n---\n")).unwrap();
+    }
+    let skillhost = |args: &[&str]| -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--skills").arg(env.skills.path()).arg("--data-dir").arg(env.data.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let show = skillhost(&["show", "limits", "--json"]);
+    assert_eq!(show["frontmatter"]["license"], "MIT", "{show}");
+    assert_eq!(show["frontmatter"]["allowed-tools"][0], "Read", "{show}");
+    let directory = skillhost(&["list", "--directory", "--budget", "100", "--json"]);
+    let text = directory["text"].as_str().unwrap();
+    assert!(text.len() <= 400, "{directory}");
+    assert_eq!(directory["total"], 31, "{directory}");
+    let listed = directory["listed"].as_u64().unwrap();
+    assert!(listed < 31 && text.ends_with(&format!("({} more skills: call skill_search)\n", 31 - listed)), "{directory}");
+}
+
 /// Send one raw HTTP request and return the status line.
 fn http_status(addr: &str, request: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();

@@ -218,6 +218,68 @@ async def knowledge(server, outside):
         print(json.dumps({"instructions": len(skill["instructions"])}))
 
 
+async def agent_skills(server, marker):
+    """SKILL.md frontmatter, references/scripts/assets as resources, the L1 directory
+    (instructions and the skills_directory prompt) and a skill pack, over MCP. `marker`
+    is the file the skill's script would create if anything ran it."""
+    async with server.client() as client:
+        instructions = client.instructions or ""
+        check("Skills (read one with skill_get" in instructions, f"instructions: {instructions!r}")
+        for line in ["- core--login-basic: Standard website login without SSO.", "- limits: ", "- notes: How we write release notes"]:
+            check(line in instructions, f"{line!r} not in the instructions: {instructions!r}")
+        check("core--no-steps" not in instructions, "a broken pack file is not in the directory")
+
+        resources = {str(r.uri): r for r in (await client.list_resources()).resources}
+        expected = {
+            "skill://limits/SKILL.md": "text/markdown",
+            "skill://limits/references/api.md": "text/markdown",
+            "skill://limits/scripts/run.sh": "text/x-shellscript",
+            "skill://limits/assets/logo.png": "image/png",
+            "skill://notes/SKILL.md": "text/markdown",
+            "skill://core--login-basic/SKILL.md": "text/markdown",
+        }
+        for uri, mime in expected.items():
+            check(uri in resources and resources[uri].mime_type == mime, f"{uri} ({mime}) in {sorted(resources)}")
+        check("skill://limits/notes.txt" not in resources and "skill://limits/skill.toml" not in resources,
+              f"only SKILL.md and references/, scripts/, assets/ are listed: {sorted(resources)}")
+        api = await client.read_resource("skill://limits/references/api.md")
+        check(api.contents[0].text == "# API\nCall echo.\n", f"{api}")
+        script = await client.read_resource("skill://limits/scripts/run.sh")
+        check(script.contents[0].text.startswith("#!/bin/sh"), f"{script}")
+        check(not os.path.exists(marker), "reading a script must never run it")
+        logo = await client.read_resource("skill://limits/assets/logo.png")
+        check(getattr(logo.contents[0], "blob", None) == "iVBORw0KGgr/AA==", f"binary assets are base64 blobs: {logo}")
+        for uri in ["skill://limits/../limits/skill.toml", "skill://limits/references/../../x", "skill://nope/SKILL.md"]:
+            try:
+                await client.read_resource(uri)
+                fail(f"{uri} was read")
+            except MCPError as e:
+                check("refused" in str(e) or "no skill" in str(e), f"{uri}: {e}")
+
+        got = (await client.call_tool("skill_get", {"names": ["limits", "core--login-basic"]})).structured_content
+        limits, login = got["skills"]
+        check(limits["license"] == "Apache-2.0" and limits["metadata"] == {"author": "ada"}, f"{limits}")
+        check(limits["allowed_tools"] == ["Read", "Grep"] and limits["compatibility"] == "needs nothing", f"{limits}")
+        check(login["pack"] == {"name": "core", "version": "1.0.0", "seed_name": "pack.core.login_basic"}, f"{login}")
+        check("1. Navigate to the login page." in login["instructions"], login["instructions"])
+        found = (await client.call_tool("skill_search", {"query": "log into a website with a password"})).structured_content
+        check(found["skills"] and found["skills"][0]["name"] == "core--login-basic", f"pack skills are searchable: {found}")
+
+        prompts = (await client.list_prompts()).prompts
+        check([p.name for p in prompts] == ["skills_directory"], f"{prompts}")
+        small = await client.get_prompt("skills_directory", {"budget": "40"})
+        text = small.messages[0].content.text
+        check(len(text) <= 160 and "- limits\n" in text, f"budget 40 (160 bytes): names only: {len(text)} bytes: {text!r}")
+        full = await client.get_prompt("skills_directory")
+        check(full.messages[0].content.text == instructions.split("\n\n", 1)[1], "the prompt is the directory of the instructions")
+        try:
+            await client.get_prompt("skills_directory", {"budget": "lots"})
+            fail("a bad budget was accepted")
+        except MCPError as e:
+            check("whole number" in str(e), str(e))
+        print(json.dumps({"protocol": client.protocol_version, "resources": len(resources), "directory_bytes": len(text)}))
+
+
 async def sandboxed(server, _arg):
     async with server.client() as client:
         tools = {t.name for t in (await client.list_tools()).tools}
@@ -250,7 +312,7 @@ async def http(server, url):
         print(json.dumps({"protocol": session.protocol_version, "tools": len(tools)}))
 
 
-SCENARIOS = {f.__name__: f for f in [http, sandboxed, basics, cancel, list_changed, deferred, approval, no_elicitation, knowledge]}
+SCENARIOS = {f.__name__: f for f in [http, sandboxed, basics, cancel, list_changed, deferred, approval, no_elicitation, knowledge, agent_skills]}
 
 
 # --- forge (skill_create / skill_update / rollback), appended by the forge's tests ---
