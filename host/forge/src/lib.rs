@@ -233,7 +233,10 @@ impl Forge {
                 entry.layer
             )));
         }
-        match self.pipeline(&name, submission, &progress).await {
+        // A new skill starts from an empty target dir (a skill removed and created again
+        // may be someone else's); retries of one creation and updates reuse it.
+        let fresh = mode == Mode::Create && self.attempts.failed(&name) == 0;
+        match self.pipeline(&name, submission, fresh, &progress).await {
             Ok(forged) => {
                 self.attempts.reset(&name)?;
                 Ok(forged)
@@ -247,7 +250,7 @@ impl Forge {
         }
     }
 
-    async fn pipeline(&self, name: &SkillName, submission: Submission, progress: &Progress) -> Result<Forged, Outcome> {
+    async fn pipeline(&self, name: &SkillName, submission: Submission, fresh: bool, progress: &Progress) -> Result<Forged, Outcome> {
         let started = Instant::now();
         let mut timings = BTreeMap::new();
         let mut lap = Instant::now();
@@ -285,7 +288,7 @@ impl Forge {
         let source = match submission.language {
             Language::Rust => {
                 progress("build: cargo build in the sandbox (offline)");
-                let component = self.build_rust(name, &submission.files).await?;
+                let component = self.build_rust(name, &submission.files, fresh).await?;
                 let component = match component {
                     Ok(built) => {
                         warnings = built.warnings;
@@ -323,7 +326,9 @@ impl Forge {
         progress("test: loading it and running its tests");
         let data = tempfile::tempdir().map_err(io("cannot create a throwaway data dir"))?;
         let grant = Grant::new(&manifest, &Policy::new(data.path())).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
-        if submission.language == Language::Python {
+        // pytest (and its handshake) only when there are tests: the load below starts the
+        // server and lists its tools anyway.
+        if submission.language == Language::Python && submission.files.contains_key("test_server.py") {
             let sandbox = self.sandbox.as_ref().ok_or_else(|| {
                 Outcome::Error(ForgeError::Setup("this host has no sandbox runtime (bubblewrap) for Python skills".into()))
             })?;
@@ -363,7 +368,7 @@ impl Forge {
     }
 
     /// Stage the crate into the skill's build dir and build it in the sandbox.
-    async fn build_rust(&self, name: &SkillName, files: &BTreeMap<String, String>) -> Result<Result<rust::Built, BuildFailure>, Outcome> {
+    async fn build_rust(&self, name: &SkillName, files: &BTreeMap<String, String>, fresh: bool) -> Result<Result<rust::Built, BuildFailure>, Outcome> {
         let toolchain = {
             let mut cached = self.toolchain.lock().await;
             if cached.is_none() {
@@ -380,6 +385,9 @@ impl Forge {
             cached.clone().expect("set above")
         };
         let build_dir = self.config.dir.join("builds").join(name.as_str());
+        if fresh && build_dir.exists() {
+            std::fs::remove_dir_all(&build_dir).map_err(io("cannot clear the build dir"))?;
+        }
         let src = build_dir.join("src");
         if src.exists() {
             std::fs::remove_dir_all(&src).map_err(io("cannot clear the build dir"))?;

@@ -12,7 +12,8 @@
 //! home, `/usr` and the Rust sysroot read-only, the SDK at `/sdk` and the vendored
 //! crates at `/vendor` read-only, and one writable directory, the skill's own
 //! `<forge>/builds/NAME/` at `/build` (source copy and target dir: never shared between
-//! skills, so a build script cannot poison another skill's artifacts), `CARGO_HOME` on
+//! skills, so a build script cannot poison another skill's artifacts; emptied when a new
+//! skill of that name is created, reused by its retries and updates), `CARGO_HOME` on
 //! the sandbox's tmpfs, `--offline` with crates-io replaced by `/vendor`, `prlimit`
 //! limits, a wall-clock limit (5 min by default) and output capped.
 //!

@@ -127,7 +127,7 @@ async fn python_skill_create_update_rollback() {
     // A syntax error: the sandboxed check fails with the Python error.
     let broken = "from fastmcp import FastMCP\nmcp = FastMCP(\"shouter\"\n";
     let err = env.create(python("shouter", &[("skill.toml", ECHO_TOML), ("server.py", broken)])).await.unwrap_err();
-    let ForgeError::Failed { failure: Failure::Python { error, .. }, .. } = &err else { panic!("{err}") };
+    let ForgeError::Failed { failure: Failure::Load { error }, .. } = &err else { panic!("{err}") };
     assert!(error.contains("did not start") || error.contains("SyntaxError"), "{error}");
 
     let server = echo_server("");
