@@ -70,7 +70,8 @@ impl Builtin {
             Builtin::SkillSearch => "Find skills by what they are for (description, keywords, instructions). Returns names, descriptions and scores in [0, 1].",
             Builtin::SkillGet => {
                 "Read skills' SKILL.md instructions, cut to max_tokens in all, with what each requires: its tools, its \
-                 approval state, the capabilities it holds, and the files read_skill_resource can open."
+                 approval state, the capabilities it holds, and the files read_skill_resource can open; plus its \
+                 frontmatter's license, compatibility, metadata and allowed-tools, or the skill pack it comes from."
             }
             Builtin::ReadSkillResource => "Read one file of a skill's folder (e.g. references/api.md) by its path relative to the folder.",
         }
