@@ -85,7 +85,8 @@ async fn refuses_what_is_unsafe() {
     let broken = source.path().join("broken.wasm");
     std::fs::write(&broken, b"\0asm\x0d\0\x01\0").unwrap();
     let err = refused(registry.install(&broken).await);
-    assert!(err.contains("no embedded skill.toml"), "{err}");
+    // An empty component has no manifest and exports nothing a generic skill could offer.
+    assert!(err.contains("not a skillhost skill: it exports neither"), "{err}");
 
     let mut config = env.config(false);
     config.limits.component = 1024;
