@@ -55,10 +55,11 @@ fn catalogue() -> Vec<SkillDoc> {
             skill.keywords = vec![noun.into(), other.into()];
             skill.example_queries = vec![format!("{} my {noun}", VERBS[next(&mut rng) % VERBS.len()])];
             skill.tools = (0..TOOLS_PER_SKILL)
-                .map(|_| {
+                .map(|t| {
                     let verb = VERBS[next(&mut rng) % VERBS.len()];
                     ToolDoc {
-                        name: format!("{verb}_{noun}"),
+                        // Unique within the skill (a verb may be drawn twice).
+                        name: format!("{verb}_{noun}_{t}"),
                         description: format!("{verb} a {noun} from a {other}, returning the result as JSON."),
                         side_effects: SideEffects::Pure,
                     }
@@ -164,21 +165,21 @@ fn bench(c: &mut Criterion) {
         let start = Instant::now();
         let stats = index.upsert(catalogue()).unwrap();
         let build = start.elapsed();
-        let status = index.status();
         println!(
             "hybrid build: {tools} tools ({} documents embedded) in {build:.2?} ({:.0} tools/s)",
             stats.embedded,
             tools / build.as_secs_f64()
         );
+        latencies("hybrid", &index, &queries);
+        let status = index.status();
         println!(
-            "hybrid memory: vectors {} per 1,000 tools (exact: {} documents x {} bytes), on-disk index {} per 1,000 tools ({:.1} MiB in all)",
+            "hybrid memory: vectors {} per 1,000 tools (exact: {} documents, f32 copies and the i8 matrix: {} bytes each), on-disk index {} per 1,000 tools ({:.1} MiB in all)",
             per_thousand(status.vector_bytes as f64),
             status.embedded,
             status.vector_bytes / status.embedded.max(1),
             per_thousand(status.disk_bytes.unwrap_or(0) as f64),
             status.disk_bytes.unwrap_or(0) as f64 / f64::from(1 << 20)
         );
-        latencies("hybrid", &index, &queries);
         let embed: Vec<Duration> = queries[..200]
             .iter()
             .map(|q| {

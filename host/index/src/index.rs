@@ -146,7 +146,8 @@ pub struct IndexStatus {
     pub storage: Storage,
     /// Bytes on disk (`None` in memory).
     pub disk_bytes: Option<u64>,
-    /// Bytes of vectors held in memory for dense search.
+    /// Bytes of vectors held in memory: each document's `f32` vector plus, once a
+    /// query has built it, the quantised matrix dense search scans.
     pub vector_bytes: usize,
 }
 
@@ -426,7 +427,8 @@ impl SearchIndex {
             ranker: self.ranker(),
             model: self.embedder.as_ref().map(|_| self.identity.clone()),
             disk_bytes: self.storage.dir().filter(|_| self.storage.kind() == "disk").map(store::size),
-            vector_bytes: state.meta.values().filter_map(|m| m.vector.as_ref()).map(|v| v.len() * 4).sum(),
+            vector_bytes: state.meta.values().filter_map(|m| m.vector.as_ref()).map(|v| v.len() * 4).sum::<usize>()
+                + state.dense.as_ref().map_or(0, |d| d.bytes()),
             storage: self.storage.clone(),
         }
     }
