@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | `disabled` | stays `disabled` whatever changes, until a human enables it |
 //! | hash and digest equal the approved ones | `approved` |
+//! | hash and digest equal an earlier approval (a rollback, a reverted edit) | `approved` again, with that approval |
 //! | tier auto, not rejected | `approved`, recorded as automatic (`approved_by = 'auto'`) |
 //! | approved before, hash or digest differ | `needs_reapproval` |
 //! | never approved | `pending_review` |
@@ -18,6 +19,10 @@
 //! capability (files, limits, and network rules as they are added), and a mistake there
 //! is a silent escalation; a human re-approving a narrowing costs one command, and the
 //! approval request shows exactly what changed.
+//!
+//! **Every approval is kept** (table `approvals`, one row per name, hash and digest), so
+//! going back to a version a human approved (`skillhost rollback`) finds its approval
+//! again; a rejection drops all of a skill's approvals.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -29,7 +34,18 @@ use skillhost_core::RiskTier;
 use crate::error::RegistryError;
 
 /// The schema version this code writes (SQLite `user_version`).
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
+
+/// Every approval ever given (schema 2), so an older approved version is approved again.
+const APPROVALS: &str = "CREATE TABLE approvals (
+                             name              TEXT NOT NULL,
+                             content_hash      TEXT NOT NULL,
+                             capability_digest TEXT NOT NULL,
+                             requests          TEXT,
+                             approved_by       TEXT NOT NULL,
+                             approved_at       INTEGER NOT NULL,
+                             PRIMARY KEY (name, content_hash, capability_digest)
+                         );";
 
 /// Where a skill stands with the human who decides what runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -160,7 +176,9 @@ impl TrustStore {
                      COMMIT;",
                 )
                 .map_err(fail("check that the data directory is writable"))?;
+                migrate_to_2(&db).map_err(fail("check that the data directory is writable"))?;
             }
+            1 => migrate_to_2(&db).map_err(fail("check that the data directory is writable"))?,
             SCHEMA_VERSION => {}
             newer => {
                 return Err(RegistryError::Trust {
@@ -204,6 +222,21 @@ impl TrustStore {
             .map_err(self.err("check the database file"))
     }
 
+    /// An earlier approval of exactly this hash and digest, restored as the current one.
+    fn restore_approval(&self, seen: &Observation<'_>) -> Result<bool, RegistryError> {
+        let restored = self
+            .db()
+            .execute(
+                "UPDATE skills SET state = 'approved', seen_hash = ?2, seen_digest = ?3, approved_hash = ?2, approved_digest = ?3,
+                     approved_requests = a.requests, approved_by = a.approved_by, approved_at = a.approved_at, updated_at = ?4
+                 FROM (SELECT requests, approved_by, approved_at FROM approvals WHERE name = ?1 AND content_hash = ?2 AND capability_digest = ?3) AS a
+                 WHERE skills.name = ?1 AND skills.rejected = 0",
+                params![seen.name, seen.content_hash, seen.capability_digest, now()],
+            )
+            .map_err(self.err("check that the data directory is writable"))?;
+        Ok(restored > 0)
+    }
+
     /// Record a load of a skill and return its state (see the module docs for the rules).
     /// `requests` are the lines an automatic approval is recorded with.
     pub fn observe(&self, seen: &Observation<'_>, requests: &[String]) -> Result<TrustState, RegistryError> {
@@ -214,6 +247,7 @@ impl TrustStore {
         let state = match &record {
             Some(r) if r.state == TrustState::Disabled => TrustState::Disabled,
             _ if matches_approval => TrustState::Approved,
+            Some(_) if self.restore_approval(seen)? => return Ok(TrustState::Approved),
             Some(r) if r.rejected => TrustState::PendingReview,
             _ if seen.tier == RiskTier::Auto => {
                 self.write_approval(seen, requests, ApprovedBy::Auto)?;
@@ -248,6 +282,13 @@ impl TrustStore {
                 params![seen.name, seen.content_hash, seen.capability_digest, requests, by, now()],
             )
             .map_err(self.err("check that the data directory is writable"))?;
+        self.db()
+            .execute(
+                "INSERT OR REPLACE INTO approvals (name, content_hash, capability_digest, requests, approved_by, approved_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![seen.name, seen.content_hash, seen.capability_digest, requests, by, now()],
+            )
+            .map_err(self.err("check that the data directory is writable"))?;
         Ok(())
     }
 
@@ -261,6 +302,9 @@ impl TrustStore {
                      approved_requests = NULL, approved_by = NULL, approved_at = NULL, rejected = 1, updated_at = ?2",
                 params![name, now()],
             )
+            .map_err(self.err("check that the data directory is writable"))?;
+        self.db()
+            .execute("DELETE FROM approvals WHERE name = ?1", [name])
             .map_err(self.err("check that the data directory is writable"))?;
         Ok(())
     }
@@ -287,6 +331,19 @@ impl TrustStore {
             .map_err(self.err("check that the data directory is writable"))?;
         Ok(())
     }
+}
+
+/// Schema 1 → 2: keep every approval, starting with the current ones.
+fn migrate_to_2(db: &Connection) -> rusqlite::Result<()> {
+    db.execute_batch(&format!(
+        "BEGIN;
+         {APPROVALS}
+         INSERT INTO approvals (name, content_hash, capability_digest, requests, approved_by, approved_at)
+             SELECT name, approved_hash, approved_digest, approved_requests, approved_by, COALESCE(approved_at, updated_at)
+             FROM skills WHERE approved_hash IS NOT NULL AND approved_digest IS NOT NULL AND approved_by IS NOT NULL;
+         PRAGMA user_version = 2;
+         COMMIT;"
+    ))
 }
 
 fn now() -> i64 {

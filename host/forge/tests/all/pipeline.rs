@@ -82,16 +82,14 @@ async fn rust_skill_from_compile_error_to_rollback() {
     assert_eq!((failures[0].expected.clone(), failures[0].actual.clone()), (json!("Howdy, Ada!"), json!("Hi, Ada!")));
     assert_eq!(env.call("greeter", "greet", json!({"name": "Ada"})).await, json!("Howdy, Ada!"));
 
-    // 5. Rollback restores the previous version, in the trust state bound to its hash:
-    // the trust store keeps the latest approval, so the older version is reviewed again.
+    // 5. Rollback restores the previous version in the trust state bound to its hash: a
+    // human approved it before, so it is approved again without asking.
     let entry = env.registry.rollback("greeter").await.unwrap();
-    assert_eq!(entry.state, TrustState::NeedsReapproval);
-    env.approve("greeter").await;
+    assert_eq!(entry.state, TrustState::Approved, "the approval of that version");
     assert_eq!(env.call("greeter", "greet", json!({"name": "Ada"})).await, json!("Hello, Ada!"));
-    // And again: rolls forward, to a version whose approval no longer holds either.
+    // And again: rolls forward, to the version approved after the update.
     let entry = env.registry.rollback("greeter").await.unwrap();
-    assert_eq!(entry.state, TrustState::NeedsReapproval);
-    env.approve("greeter").await;
+    assert_eq!(entry.state, TrustState::Approved);
     assert_eq!(env.call("greeter", "greet", json!({"name": "Ada"})).await, json!("Howdy, Ada!"));
 }
 
@@ -145,8 +143,7 @@ async fn python_skill_create_update_rollback() {
     assert_eq!(env.call("shouter", "shout", json!({"text": "hi"})).await["text"], "HI!");
 
     let entry = env.registry.rollback("shouter").await.unwrap();
-    assert_eq!(entry.state, TrustState::NeedsReapproval, "the latest approval was for the update");
-    env.approve("shouter").await;
+    assert_eq!(entry.state, TrustState::Approved, "the approval of the version rolled back to");
     assert_eq!(env.call("shouter", "shout", json!({"text": "hi"})).await["text"], "HI");
 }
 

@@ -148,6 +148,61 @@ async fn approvals_persist_and_offline_edits_need_reapproval() {
     assert_eq!(state(&registry, "limits"), TrustState::Approved, "the approved content again");
 }
 
+/// Every approval is kept: going back to a version a human approved earlier (a rollback)
+/// is approved again without asking; a version never approved is not; a rejection drops
+/// the whole history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_earlier_approved_version_is_approved_again_until_rejected() {
+    let env = Env::new();
+    let dir = limits_folder(env.ws(), "0.1.0", "2s", WRITABLE);
+    let v1 = std::fs::read_to_string(dir.join("skill.toml")).unwrap();
+    let registry = env.open().await;
+    approve_as_seen(&registry, "limits").await;
+    drop(registry);
+
+    limits_folder(env.ws(), "0.2.0", "2s", WRITABLE);
+    let registry = env.open().await;
+    assert_eq!(state(&registry, "limits"), TrustState::NeedsReapproval);
+    approve_as_seen(&registry, "limits").await;
+    drop(registry);
+
+    std::fs::write(dir.join("skill.toml"), &v1).unwrap();
+    let registry = env.open().await;
+    assert_eq!(state(&registry, "limits"), TrustState::Approved, "v1 was approved by a human before");
+    assert_eq!(registry.approval_request("limits").unwrap().last_approved_by, Some(ApprovedBy::Human));
+    drop(registry);
+
+    limits_folder(env.ws(), "0.3.0", "2s", WRITABLE);
+    let registry = env.open().await;
+    assert_eq!(state(&registry, "limits"), TrustState::NeedsReapproval, "a version never approved still waits");
+    registry.reject("limits").await.unwrap();
+    drop(registry);
+
+    std::fs::write(dir.join("skill.toml"), &v1).unwrap();
+    let registry = env.open().await;
+    assert_eq!(state(&registry, "limits"), TrustState::PendingReview, "a rejection drops every earlier approval");
+}
+
+/// A schema-1 store (before approvals were kept per version) is migrated with its
+/// approvals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_1_store_keeps_its_approvals() {
+    let env = Env::new();
+    limits_folder(env.ws(), "0.1.0", "2s", WRITABLE);
+    let registry = env.open().await;
+    approve_as_seen(&registry, "limits").await;
+    drop(registry);
+    let db = rusqlite::Connection::open(env.data.path().join("trust.db")).unwrap();
+    db.execute_batch("DROP TABLE approvals; PRAGMA user_version = 1;").unwrap();
+    drop(db);
+    let registry = env.open().await;
+    assert_eq!(state(&registry, "limits"), TrustState::Approved);
+    drop(registry);
+    let db = rusqlite::Connection::open(env.data.path().join("trust.db")).unwrap();
+    let kept: i64 = db.query_row("SELECT count(*) FROM approvals WHERE name = 'limits'", [], |r| r.get(0)).unwrap();
+    assert_eq!(kept, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trust_store_is_versioned() {
     let env = Env::new();
@@ -155,7 +210,7 @@ async fn trust_store_is_versioned() {
     let db = rusqlite::Connection::open(env.data.path().join("trust.db")).unwrap();
     let version: i64 = db.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     let mode: String = db.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
-    assert_eq!((version, mode.as_str()), (1, "wal"));
+    assert_eq!((version, mode.as_str()), (2, "wal"));
     db.pragma_update(None, "user_version", 99).unwrap();
     drop(db);
     let err = match Registry::open(env.config(false), crate::runtime(), skillhost_core::Policy::new(env.data.path())).await {
