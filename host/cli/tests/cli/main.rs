@@ -2,9 +2,9 @@
 //! that tell tool errors from limits and host errors, `list`, `inspect`, and `new` +
 //! `build` producing a skill that runs.
 
-mod index;
-mod generic;
 mod forge;
+mod generic;
+mod index;
 mod languages;
 mod load;
 mod mcp;
