@@ -112,8 +112,12 @@ fn model() -> Option<Arc<dyn Embedder>> {
     }
 }
 
-/// Time every query once; print p50/p95/p99.
+/// Time every query once, after one untimed pass (tantivy may still be merging the
+/// segments of the build); print p50/p95/p99.
 fn latencies(label: &str, index: &SearchIndex, queries: &[String]) {
+    for q in queries {
+        std::hint::black_box(index.search(&Query::new(q, Target::Tools)).unwrap());
+    }
     let mut times: Vec<Duration> = queries
         .iter()
         .map(|q| {
