@@ -299,8 +299,8 @@ impl SearchIndex {
                 Ok(this)
             }
             Err(tantivy::TantivyError::LockFailure(..)) => {
-                tracing::info!(
-                    "the search index in {} is in use by another skillhost process: this one searches an in-memory copy (its changes are not saved)",
+                tracing::warn!(
+                    "the search index in {} is in use by another skillhost process: this one searches an in-memory copy of it (changes made here are not saved)",
                     dir.display()
                 );
                 let disk = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
