@@ -38,6 +38,7 @@ const PAIRS: &[Pair] = &[
     Pair { what: "Python MCP server spawn to first answer, sandboxed vs unsandboxed", measured: "sandbox_spawn/sandboxed", baseline: "sandbox_spawn/direct", goal: ratio("≤ 1.2×", 1.2) },
     Pair { what: "warm call to a Python MCP server, sandboxed vs unsandboxed", measured: "sandbox_call/sandboxed", baseline: "sandbox_call/direct", goal: Some(Goal { text: "≤ 1.2× and ≤ 2 ms", max_ratio: Some(1.2), max_ns: Some(2e6) }) },
     Pair { what: "trivial tool over stdio MCP (raw client) vs in process", measured: "mcp/stdio_round_trip_raw", baseline: "mcp/in_process", goal: Some(Goal { text: "≤ 300 µs", max_ratio: None, max_ns: Some(300e3) }) },
+    Pair { what: "tool search at 10,000 tools: hybrid (with the query embedding) vs BM25", measured: "hybrid tool search (with query embedding), 10k tools", baseline: "bm25 tool search, 10k tools", goal: Some(Goal { text: "hybrid ≤ 15 ms", max_ratio: None, max_ns: Some(15e6) }) },
     Pair { what: "trivial tool over stdio MCP (rmcp client) vs in process", measured: "mcp/stdio_round_trip_rmcp", baseline: "mcp/in_process", goal: Some(Goal { text: "≤ 300 µs", max_ratio: None, max_ns: Some(300e3) }) },
 ];
 
