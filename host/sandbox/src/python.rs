@@ -172,16 +172,34 @@ pub async fn setup(options: &SetupOptions, progress: impl Fn(SetupEvent)) -> Res
     let venv = Venv::open(&options.venv)?;
     let reqs = options.requirements();
     let total = reqs.len() as u64;
-    let names: Vec<String> = reqs.iter().map(|r| normalise(r)).collect();
-    let mut child = tokio::process::Command::new(venv.python())
-        .args(["-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off"])
-        .args(&reqs)
+    let args: Vec<std::ffi::OsString> = reqs.iter().map(Into::into).collect();
+    pip_install(&venv.python(), &args, &reqs, |done, line| progress(SetupEvent::Installing { done, total, line: line.to_owned() }))
+        .await
+        .map_err(|reason| fail("pip install", reason))?;
+    std::fs::write(options.venv.join(STAMP), options.stamp()).map_err(|e| fail("writing the stamp", e.to_string()))?;
+    progress(SetupEvent::Done);
+    Ok(venv)
+}
+
+/// Run `python -m pip install ARGS` with its output streamed: `progress(done, line)` for
+/// every line, `done` counting how many of `packages` pip has named so far (collected or
+/// already satisfied). On failure, the tail of pip's output.
+pub async fn pip_install(
+    python: &Path,
+    args: &[std::ffi::OsString],
+    packages: &[String],
+    progress: impl Fn(u64, &str),
+) -> Result<(), String> {
+    let names: Vec<String> = packages.iter().map(|r| normalise(r)).collect();
+    let mut child = tokio::process::Command::new(python)
+        .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| fail("running pip", e.to_string()))?;
+        .map_err(|e| format!("cannot run {} -m pip: {e}", python.display()))?;
     let stderr = child.stderr.take().expect("piped");
     let errors = tokio::spawn(async move {
         let mut text = String::new();
@@ -207,16 +225,11 @@ pub async fn setup(options: &SetupOptions, progress: impl Fn(SetupEvent)) -> Res
         {
             seen.insert(name);
         }
-        progress(SetupEvent::Installing { done: seen.len() as u64, total, line: line.trim().to_owned() });
+        progress(seen.len() as u64, line.trim());
     }
-    let status = child.wait().await.map_err(|e| fail("running pip", e.to_string()))?;
+    let status = child.wait().await.map_err(|e| format!("pip did not finish: {e}"))?;
     let errors = errors.await.unwrap_or_default();
-    if !status.success() {
-        return Err(fail("pip install", tail(&format!("{output}{errors}"))));
-    }
-    std::fs::write(options.venv.join(STAMP), options.stamp()).map_err(|e| fail("writing the stamp", e.to_string()))?;
-    progress(SetupEvent::Done);
-    Ok(venv)
+    if status.success() { Ok(()) } else { Err(tail(&format!("{output}{errors}"))) }
 }
 
 /// A package name as pip prints it, normalised (`Pillow>=10` → `pillow`).
