@@ -34,7 +34,7 @@ use skillhost_core::SkillName;
 
 use crate::config::{Layer, SizeLimits};
 use crate::error::RegistryError;
-use crate::skillmd::{self, Rule, RuleError};
+use crate::skillmd::{self, Rule, RuleError, slug};
 
 /// The file that makes a folder a skill pack.
 pub const PACK_MANIFEST: &str = "pack.toml";
@@ -87,18 +87,6 @@ fn stem(file: &str) -> Option<&str> {
     SUFFIXES.iter().find_map(|s| file.strip_suffix(s)).filter(|s| !s.is_empty() && !s.starts_with('.'))
 }
 
-/// `text` lowercased, each run of characters other than `a-z0-9` one hyphen, trimmed.
-fn slug(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars().flat_map(char::to_lowercase) {
-        if c.is_ascii_lowercase() || c.is_ascii_digit() {
-            out.push(c);
-        } else if !out.is_empty() && !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_end_matches('-').to_owned()
-}
 
 /// The skill name of file `file` in pack `pack`, when they make a valid one.
 pub(crate) fn member_name(pack: &str, file: &str) -> Option<SkillName> {

@@ -375,9 +375,9 @@ pub fn check_name(frontmatter: &Frontmatter, expected: &str, path: &Path) -> Res
     ))
 }
 
-/// `text` turned into a valid name, when it can be: lowercase, every run of other
-/// characters one hyphen, no hyphen at either end, at most 64 characters.
-pub(crate) fn suggest_name(text: &str) -> Option<String> {
+/// `text` lowercased, each run of characters other than `a-z0-9` one hyphen, with no
+/// hyphen at either end.
+pub(crate) fn slug(text: &str) -> String {
     let mut out = String::new();
     for c in text.chars().flat_map(char::to_lowercase) {
         if c.is_ascii_lowercase() || c.is_ascii_digit() {
@@ -386,7 +386,12 @@ pub(crate) fn suggest_name(text: &str) -> Option<String> {
             out.push('-');
         }
     }
-    let mut out = out.trim_end_matches('-').to_owned();
+    out.trim_end_matches('-').to_owned()
+}
+
+/// `text` turned into a valid name, when it can be: its [`slug`], at most 64 characters.
+pub(crate) fn suggest_name(text: &str) -> Option<String> {
+    let mut out = slug(text);
     if out.len() > MAX_NAME {
         out.truncate(MAX_NAME);
         out = out.trim_end_matches('-').to_owned();
