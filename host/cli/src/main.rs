@@ -292,7 +292,7 @@ Examples:
     Index(index::IndexCommand),
 
     /// Set up what skills need beyond the host (the managed Python for Python server
-    /// skills, the toolchains `build` uses for Python and JavaScript skills)
+    /// skills, the search model, the toolchains `build` uses for Python and JavaScript skills)
     #[command(subcommand)]
     Setup(SetupCommand),
 
