@@ -1,31 +1,17 @@
 //! Following a watching registry: a skill dropped into the skills folder becomes
 //! searchable once the registry reloads it; a removed one never comes back.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use skillhost_core::{Policy, SkillRuntime};
+use skillhost_core::Policy;
 use skillhost_index::{Query, SearchIndex, Target};
 use skillhost_registry::{Registry, RegistryConfig};
-use skillhost_wasm::{WasmConfig, WasmRuntime};
+
+use crate::{runtime, write_skill};
 
 /// A guard against a hung host: nothing here should take this long.
 const HANG_GUARD: Duration = Duration::from_secs(30);
-
-fn runtime() -> Arc<dyn SkillRuntime> {
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("index-compiled");
-    Arc::new(WasmRuntime::new(WasmConfig { cache_dir: Some(cache), ..WasmConfig::default() }).unwrap())
-}
-
-fn write_skill(dir: &Path, name: &str, description: &str, body: &str) {
-    let folder = dir.join(name);
-    std::fs::create_dir_all(&folder).unwrap();
-    let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}\n");
-    let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text).unwrap();
-    std::fs::rename(tmp, folder.join("SKILL.md")).unwrap();
-}
 
 async fn skills(index: &SearchIndex, text: &str) -> Vec<String> {
     index.search(&Query::new(text, Target::Skills)).unwrap().hits.into_iter().map(|h| h.skill).collect()

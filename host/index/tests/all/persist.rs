@@ -9,10 +9,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use skillhost_core::{Policy, SkillRuntime};
+use skillhost_core::Policy;
 use skillhost_index::{EmbedError, Embedder, Query, Ranker, SearchIndex, SideEffects, SkillDoc, Storage, Target, ToolDoc};
 use skillhost_registry::{Registry, RegistryConfig};
-use skillhost_wasm::{WasmConfig, WasmRuntime};
+
+use crate::{runtime, write_skill};
 
 /// Counts the texts it embeds (documents and queries).
 struct Counting {
@@ -63,17 +64,6 @@ fn model() -> Arc<dyn Embedder> {
             }
         })
         .clone()
-}
-
-fn runtime() -> Arc<dyn SkillRuntime> {
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("index-compiled");
-    Arc::new(WasmRuntime::new(WasmConfig { cache_dir: Some(cache), ..WasmConfig::default() }).unwrap())
-}
-
-fn write_skill(dir: &Path, name: &str, description: &str, body: &str) {
-    let folder = dir.join(name);
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(folder.join("SKILL.md"), format!("---\nname: {name}\ndescription: {description}\n---\n{body}\n")).unwrap();
 }
 
 /// A host start: the registry over `workspace` (no watching) and its data dir.
