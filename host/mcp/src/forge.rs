@@ -205,7 +205,6 @@ pub fn suggest(forge: &Forge, value: &mut Value) {
         return;
     }
     let Some(stats) = forge.registry().stats() else { return };
-    stats.flush();
     let missing = stats.missing().unwrap_or_default();
     if missing.is_empty() {
         return;

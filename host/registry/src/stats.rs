@@ -136,7 +136,14 @@ impl Stats {
         self.send(Row::Miss { query: query.to_owned() });
     }
 
-    /// Wait until everything recorded so far is written (for tests and the CLI).
+    /// A connection for reading, after everything recorded so far is written: a reader
+    /// never misses a call that finished before it asked (the writer thread batches).
+    fn read(&self) -> Result<Connection, RegistryError> {
+        self.flush();
+        connect(&self.path)
+    }
+
+    /// Wait until everything recorded so far is written.
     pub fn flush(&self) {
         let (done, written) = channel();
         self.send(Row::Flush(done));
@@ -145,7 +152,7 @@ impl Stats {
 
     /// Per tool: calls, failures, p50/p95 latency (over each tool's last 1000 calls).
     pub fn tools(&self) -> Result<Vec<ToolStats>, RegistryError> {
-        let db = connect(&self.path)?;
+        let db = self.read()?;
         let mut stmt = db
             .prepare("SELECT skill, tool, count(*), sum(1 - ok) FROM calls GROUP BY skill, tool ORDER BY skill, tool")
             .map_err(fail(&self.path))?;
@@ -168,7 +175,7 @@ impl Stats {
 
     /// Skills failing more than 30 % of their last 20 calls (with at least 5 calls).
     pub fn failing(&self) -> Result<Vec<Failing>, RegistryError> {
-        let db = connect(&self.path)?;
+        let db = self.read()?;
         let skills: Vec<String> = db
             .prepare("SELECT DISTINCT skill FROM calls ORDER BY skill")
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
@@ -189,7 +196,7 @@ impl Stats {
 
     /// Groups of at least 3 similar missed searches, largest first.
     pub fn missing(&self) -> Result<Vec<Missing>, RegistryError> {
-        let db = connect(&self.path)?;
+        let db = self.read()?;
         let queries: Vec<String> = db
             .prepare("SELECT query FROM misses WHERE query != '' ORDER BY rowid DESC LIMIT 500")
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
