@@ -18,6 +18,7 @@ const GUESTS: &[&str] = &[
     "tests/guests/net",
     "tests/guests/generic",
     "tests/guests/foreign-import",
+    "tests/guests/liar",
     "skills/text-tools",
     "skills/csv-summary",
     "skills/unit-convert",

@@ -137,6 +137,30 @@ async fn progress_reaches_the_caller() {
     assert_eq!((last.done, last.total), (5, Some(5)), "{seen:?}");
 }
 
+/// Attack: a guest reports progress in a tight loop to flood its caller (and, over MCP,
+/// the client) with notifications. Expected: the host passes on at most one report per
+/// `Progress::INTERVAL` plus the final one, in increasing order; the call succeeds.
+#[tokio::test]
+async fn a_progress_flood_reaches_the_caller_throttled() {
+    let t = test_host();
+    let skill = limits_skill(&t).await;
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = seen.clone();
+    let cx = CallContext { progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))), ..CallContext::default() };
+    let steps = 200_000u64;
+    let started = std::time::Instant::now();
+    assert_eq!(call_with(&skill, "progress", json!({"steps": steps}), cx).await.unwrap().value, json!(steps));
+    let elapsed = started.elapsed();
+    let seen = seen.lock().unwrap();
+    // One report per interval at most, plus the first and the final one.
+    let bound = (elapsed.as_millis() / Progress::INTERVAL.as_millis()) as usize + 2;
+    assert!(seen.len() <= bound, "{} reports in {elapsed:?} (at most {bound})", seen.len());
+    assert!(seen.windows(2).all(|w| w[0].done < w[1].done), "reports only move forward");
+    let last = seen.last().expect("the final report always goes");
+    assert_eq!((last.done, last.total), (steps, Some(steps)));
+    still_serving(&skill).await;
+}
+
 #[tokio::test]
 async fn no_state_survives_between_calls() {
     let t = test_host();

@@ -3,6 +3,7 @@
 
 mod bundled;
 mod cache;
+mod contract;
 mod escape;
 mod generic;
 mod limits;

@@ -320,3 +320,141 @@ async fn the_github_skill_binds_its_token_to_the_api_host_only() {
     let err = crate::call(&skill, "repo", json!({"owner": "rust-lang", "repo": "rust"})).await.unwrap_err();
     assert!(err.to_string().contains("skillhost secret set github"), "{err}");
 }
+
+/// A certificate authority of the test's own: a host built with [`TestCa::client_config`]
+/// trusts it and nothing else.
+struct TestCa {
+    key: rcgen::KeyPair,
+    params: rcgen::CertificateParams,
+    cert: rcgen::Certificate,
+}
+
+impl TestCa {
+    fn new() -> Self {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::DigitalSignature];
+        let cert = params.self_signed(&key).unwrap();
+        Self { key, params, cert }
+    }
+
+    /// A server certificate for `name`, issued by this CA.
+    fn issue(&self, name: &str) -> (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec![name.to_owned()]).unwrap();
+        let cert = params.signed_by(&key, &rcgen::Issuer::from_params(&self.params, &self.key)).unwrap();
+        (cert.der().clone(), rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()))
+    }
+
+    fn client_config(&self) -> Arc<rustls::ClientConfig> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(self.cert.der().clone()).unwrap();
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Arc::new(config)
+    }
+}
+
+/// An HTTPS server on 127.0.0.1 presenting one certificate; it records the SNI name and
+/// the request head of each request that got past the handshake, and answers `over tls`.
+struct TlsServer {
+    port: u16,
+    seen: Arc<Mutex<Vec<(Option<String>, String)>>>,
+}
+
+impl TlsServer {
+    async fn start(identity: (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>)) -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![identity.0], identity.1)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen: Arc<Mutex<Vec<(Option<String>, String)>>> = Arc::default();
+        let record = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, record) = (acceptor.clone(), record.clone());
+                tokio::spawn(async move {
+                    // A client that refuses the certificate ends here.
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    let sni = tls.get_ref().1.server_name().map(str::to_owned);
+                    let (mut head, mut buf) = (Vec::new(), [0u8; 1024]);
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    record.lock().unwrap().push((sni, String::from_utf8_lossy(&head).to_lowercase()));
+                    let reply = "HTTP/1.1 200 OK\r\ncontent-length: 8\r\nconnection: close\r\n\r\nover tls";
+                    let _ = tls.write_all(reply.as_bytes()).await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        Self { port, seen }
+    }
+
+    fn seen(&self) -> Vec<(Option<String>, String)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// `[network]` for `https://secure.test:PORT`, which the test resolver points at
+/// 127.0.0.1 (so it is listed under `private` too).
+fn secure_test(port: u16) -> String {
+    format!("[network]\nallow = [\"https://secure.test:{port}\"]\nprivate = [\"https://secure.test:{port}\"]\n")
+}
+
+/// HTTPS through the gate: the host resolves the name, connects to the checked address,
+/// sends SNI for the checked name and verifies the certificate against its roots; the
+/// `Host` header is the checked authority; the audit row has the address and status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_reaches_an_allowed_host_with_a_verified_certificate() {
+    let ca = TestCa::new();
+    let server = TlsServer::start(ca.issue("secure.test")).await;
+    let t = host_with(TestResolver::with(&[("secure.test", &["127.0.0.1"])]), |net| net.tls = ca.client_config());
+    let skill = net_skill(&t, &secure_test(server.port)).await;
+    let report = fetch(&skill, &format!("https://secure.test:{}/hello", server.port)).await;
+    assert_eq!((report["ok"].clone(), report["status"].clone(), report["body"].clone()), (json!(true), json!(200), json!("over tls")), "{report}");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0.as_deref(), Some("secure.test"), "SNI names the checked host");
+    assert!(seen[0].1.starts_with("get /hello http/1.1\r\n"), "{}", seen[0].1);
+    assert!(seen[0].1.contains(&format!("\r\nhost: secure.test:{}\r\n", server.port)), "{}", seen[0].1);
+    let rows = t.host.audit().query(&Default::default()).unwrap();
+    let row = rows.last().expect("an audit row");
+    assert_eq!((row.url.clone(), row.ip, row.outcome.clone()), (format!("https://secure.test:{}/hello", server.port), Some("127.0.0.1".parse().unwrap()), EgressOutcome::Status(200)));
+}
+
+/// Attack: an allowed name answered by a server whose certificate is for another name,
+/// or is issued by an authority the host does not trust (a man in the middle, a
+/// rebinding target). Expected: the handshake fails on the host's side, the server never
+/// receives a request, the guest gets an error (not a denial: the request was allowed),
+/// and the audit row says TLS failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_for_another_name_or_from_an_untrusted_issuer_is_refused() {
+    let ca = TestCa::new();
+    let stranger = TestCa::new();
+    for (what, identity) in [("a certificate for another name", ca.issue("other.test")), ("an untrusted issuer", stranger.issue("secure.test"))] {
+        let server = TlsServer::start(identity).await;
+        let t = host_with(TestResolver::with(&[("secure.test", &["127.0.0.1"])]), |net| net.tls = ca.client_config());
+        let skill = net_skill(&t, &secure_test(server.port)).await;
+        let report = fetch(&skill, &format!("https://secure.test:{}/secret", server.port)).await;
+        assert_eq!(report["ok"], false, "{what}: {report}");
+        assert_ne!(report["code"], "denied", "{what}: the request was allowed; TLS failed: {report}");
+        assert!(server.seen().is_empty(), "{what}: no request got past the handshake");
+        let rows = t.host.audit().query(&Default::default()).unwrap();
+        let outcome = rows.last().map(|r| r.outcome.to_string()).unwrap_or_default();
+        assert!(outcome.starts_with("failed: TLS with secure.test failed"), "{what}: {outcome}");
+    }
+}

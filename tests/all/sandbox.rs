@@ -234,6 +234,22 @@ async fn progress_and_output_cap() {
     assert!(!done.is_empty() && done.windows(2).all(|w| w[0] < w[1]) && done.iter().all(|&d| (1..=3).contains(&d)), "{seen:?}");
     assert!(seen.iter().all(|p| p.total == Some(3) && p.message.as_deref() == Some(&format!("step {}", p.done))), "{seen:?}");
 
+    // Attack: a server floods its caller with progress notifications. Expected: at most
+    // one report per interval passes, plus the final one, in order.
+    let flood = Arc::new(Mutex::new(Vec::new()));
+    let sink = flood.clone();
+    let cx = CallContext { progress: Some(Arc::new(move |p: Progress| sink.lock().unwrap().push(p))), ..CallContext::default() };
+    let started = std::time::Instant::now();
+    let out = call_with(&skill, "count", json!({"steps": 3000}), cx).await.unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(out.value["steps"], 3000);
+    let flood = flood.lock().unwrap().clone();
+    let bound = (elapsed.as_millis() / Progress::INTERVAL.as_millis()) as usize + 2;
+    assert!(flood.len() <= bound, "{} reports in {elapsed:?} (at most {bound})", flood.len());
+    assert!(flood.windows(2).all(|w| w[0].done < w[1].done), "{flood:?}");
+    // (rmcp may handle the final notification after the response, so it is not awaited.)
+    assert!(!flood.is_empty());
+
     let err = call(&skill, "big", json!({"size": 4000})).await.unwrap_err();
     assert!(matches!(err, CallError::OutputLimit { limit: 1024, .. }), "{err}");
 }

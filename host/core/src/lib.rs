@@ -28,4 +28,4 @@ pub use runtime::{
     SkillSource, ToolOutput,
 };
 pub use server::{EnvSecret, ServerConfig, StartMode};
-pub use tool::{Annotations, MAX_TOOLS, ToolSpec, ToolSpecError};
+pub use tool::{Annotations, MAX_TOOLS, OutputSchemas, ToolSpec, ToolSpecError};

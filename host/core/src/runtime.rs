@@ -171,6 +171,52 @@ pub struct Progress {
 /// Receives progress reports of a call.
 pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
+impl Progress {
+    /// Least time between two reports [`guard`](Self::guard) passes on; a final report
+    /// (`done ≥ total`) always goes.
+    pub const INTERVAL: Duration = Duration::from_millis(20);
+    /// Longest message passed on, in bytes; longer ones are cut at a character boundary.
+    pub const MAX_MESSAGE: usize = 1024;
+
+    /// Wrap a caller's `sink` so that no skill can flood it: a report that does not move
+    /// forward is dropped (MCP progress only ever increases, and a transport may deliver
+    /// notifications out of order), at most one report per [`INTERVAL`](Self::INTERVAL)
+    /// passes, except the final one, and messages are cut to
+    /// [`MAX_MESSAGE`](Self::MAX_MESSAGE) bytes. Every runtime wraps the sink of each
+    /// call with it, so a guest reporting a million steps costs its caller at most 50
+    /// notifications a second.
+    pub fn guard(sink: ProgressSink) -> ProgressSink {
+        struct Seen {
+            next: u64,
+            at: Option<std::time::Instant>,
+        }
+        let seen = std::sync::Mutex::new(Seen { next: 0, at: None });
+        Arc::new(move |mut progress: Progress| {
+            let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if progress.done < seen.next {
+                return;
+            }
+            let now = std::time::Instant::now();
+            let last = progress.total.is_some_and(|total| progress.done >= total);
+            if !last && seen.at.is_some_and(|at| now.duration_since(at) < Self::INTERVAL) {
+                return;
+            }
+            seen.next = progress.done.saturating_add(1);
+            seen.at = Some(now);
+            if let Some(message) = &mut progress.message
+                && message.len() > Self::MAX_MESSAGE
+            {
+                let mut cut = Self::MAX_MESSAGE;
+                while !message.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                message.truncate(cut);
+            }
+            sink(progress);
+        })
+    }
+}
+
 /// Everything a call carries besides its input.
 #[derive(Clone, Default)]
 pub struct CallContext {
@@ -352,14 +398,14 @@ pub enum CallError {
         /// The limit, in bytes.
         limit: u64,
     },
-    /// The output is not JSON.
-    #[error("skill `{skill}` tool `{tool}` returned invalid JSON: {message}; this is a bug in the skill")]
+    /// The output is not JSON, or not of the tool's declared output schema.
+    #[error("skill `{skill}` tool `{tool}` returned output that breaks its contract: {message}; this is a bug in the skill, report it to its author")]
     BadOutput {
         /// The skill.
         skill: SkillName,
         /// The tool.
         tool: String,
-        /// What the parser said.
+        /// What the parser or the schema check said.
         message: String,
     },
     /// The guest trapped (panicked, hit `unreachable`, ...).

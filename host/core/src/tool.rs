@@ -1,5 +1,9 @@
 //! [`ToolSpec`]: one tool of a skill as the host and agents see it, validated from
-//! whatever the runtime reported.
+//! whatever the runtime reported; [`OutputSchemas`]: the declared output schemas,
+//! compiled once per loaded skill, that every output is checked against before it
+//! leaves the runtime.
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -81,6 +85,52 @@ impl ToolSpec {
     }
 }
 
+/// The output schemas of a skill's tools, compiled once when the skill loads. A
+/// runtime checks every successful output against its tool's schema, so what reaches a
+/// caller (and MCP's `structuredContent`) is what the tool declared, whatever the skill
+/// is: a guest that returns `{"count": "many"}` for `{"count": integer}` gets an error
+/// naming the field, not a client that trusts a lie.
+#[derive(Default)]
+pub struct OutputSchemas {
+    by_tool: HashMap<String, jsonschema::Validator>,
+}
+
+impl OutputSchemas {
+    /// Compile the output schema of each tool that has one. A schema that is not a valid
+    /// JSON Schema (or refers to documents outside itself) is an error naming the tool.
+    pub fn new(tools: &[ToolSpec]) -> Result<Self, ToolSpecError> {
+        let mut by_tool = HashMap::new();
+        for tool in tools {
+            let Some(schema) = &tool.output_schema else { continue };
+            let validator = jsonschema::validator_for(schema).map_err(|e| ToolSpecError {
+                tool: tool.name.clone(),
+                reason: format!("output schema is not a usable JSON Schema: {e}"),
+            })?;
+            by_tool.insert(tool.name.clone(), validator);
+        }
+        Ok(OutputSchemas { by_tool })
+    }
+
+    /// Check `output` of `tool` against its declared schema: `Ok` when it has none or the
+    /// output fits; otherwise the first mismatch, with its place in the output (a JSON
+    /// pointer), and whether there are more.
+    pub fn check(&self, tool: &str, output: &Value) -> Result<(), String> {
+        let Some(validator) = self.by_tool.get(tool) else { return Ok(()) };
+        let mut errors = validator.iter_errors(output);
+        let Some(first) = errors.next() else { return Ok(()) };
+        let at = first.instance_path().to_string();
+        let at = if at.is_empty() { "the output".to_owned() } else { format!("output{at}") };
+        let more = if errors.next().is_some() { " (and further mismatches)" } else { "" };
+        Err(format!("{at} does not match the declared output schema: {first}{more}"))
+    }
+}
+
+impl std::fmt::Debug for OutputSchemas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.by_tool.keys()).finish()
+    }
+}
+
 fn validate_tool_name(name: &str) -> Result<(), &'static str> {
     let mut bytes = name.bytes();
     match bytes.next() {
@@ -112,5 +162,34 @@ mod tests {
             let err = ToolSpec::from_parts(name.into(), "d".into(), schema, None, Annotations::default(), &[]).unwrap_err();
             assert!(err.to_string().contains(expected), "{err}");
         }
+    }
+
+    fn with_output(name: &str, schema: Option<&str>) -> ToolSpec {
+        ToolSpec::from_parts(name.into(), "d".into(), "{}", schema, Annotations::default(), &[]).unwrap()
+    }
+
+    #[test]
+    fn outputs_are_checked_against_their_declared_schema() {
+        let count = r#"{"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}"#;
+        let schemas = OutputSchemas::new(&[with_output("count", Some(count)), with_output("free", None)]).unwrap();
+        assert_eq!(schemas.check("count", &serde_json::json!({"count": 3})), Ok(()));
+        let wrong = schemas.check("count", &serde_json::json!({"count": "many"})).unwrap_err();
+        assert!(wrong.starts_with("output/count does not match the declared output schema"), "{wrong}");
+        assert!(wrong.contains("\"many\" is not of type \"integer\""), "{wrong}");
+        let missing = schemas.check("count", &serde_json::json!({})).unwrap_err();
+        assert!(missing.starts_with("the output does not match") && missing.contains("count"), "{missing}");
+        // A tool without a schema, or an unknown one, has nothing to break.
+        assert_eq!(schemas.check("free", &serde_json::json!("anything")), Ok(()));
+        assert_eq!(schemas.check("unknown", &serde_json::json!(null)), Ok(()));
+    }
+
+    #[test]
+    fn unusable_output_schemas_are_refused_at_load() {
+        let err = OutputSchemas::new(&[with_output("bad", Some(r#"{"type": 12}"#))]).unwrap_err();
+        assert_eq!(err.tool, "bad");
+        assert!(err.reason.contains("output schema is not a usable JSON Schema"), "{err}");
+        // References outside the schema are not fetched.
+        let remote = OutputSchemas::new(&[with_output("remote", Some(r#"{"$ref": "https://example.com/s.json"}"#))]);
+        assert!(remote.is_err());
     }
 }

@@ -202,12 +202,15 @@ impl BwrapRuntime {
             })
         })?;
         let (tools, wrapped) = tool_specs(&name, raw)?;
+        let outputs = skillhost_core::OutputSchemas::new(&tools)
+            .map_err(|e| LoadError::Tools { skill: name.clone(), reason: e.to_string() })?;
         let keep = server.start == StartMode::Eager && grant.network.is_empty() && server.secrets.is_empty();
         let inner = Arc::new(skill::Inner {
             concurrency: tokio::sync::Semaphore::new(grant.limits.concurrency as usize),
             grant,
             tools,
             wrapped,
+            outputs,
             launch,
             state: Default::default(),
             generation: Default::default(),
@@ -466,7 +469,18 @@ fn tool_specs(skill: &SkillName, raw: Vec<serde_json::Value>) -> Result<(Vec<Too
         let description = tool["description"].as_str().or(tool["title"].as_str()).unwrap_or_default().to_owned();
         let input = tool.get("inputSchema").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
         let output = output.map(|s| {
-            let unwrapped = if s["x-fastmcp-wrap-result"] == true { s["properties"]["result"].clone() } else { s.clone() };
+            if s["x-fastmcp-wrap-result"] != true {
+                return s.to_string();
+            }
+            // The `result` property alone, with the definitions its `$ref`s point to.
+            let mut unwrapped = s["properties"]["result"].clone();
+            if let Some(inner) = unwrapped.as_object_mut() {
+                for key in ["$defs", "definitions"] {
+                    if let Some(defs) = s.get(key) {
+                        inner.entry(key).or_insert_with(|| defs.clone());
+                    }
+                }
+            }
             unwrapped.to_string()
         });
         tools.push(

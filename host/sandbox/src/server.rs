@@ -187,7 +187,7 @@ impl Server {
         *sent.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle.id.clone());
         let token = handle.progress_token.clone();
         if let Some(sink) = progress {
-            self.handler.progress.lock().unwrap_or_else(|e| e.into_inner()).insert(token.clone(), monotonic(sink));
+            self.handler.progress.lock().unwrap_or_else(|e| e.into_inner()).insert(token.clone(), Progress::guard(sink));
         }
         let result = handle.await_response().await;
         self.handler.progress.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
@@ -304,16 +304,3 @@ async fn drain_stderr(skill: SkillName, pipe: tokio::process::ChildStderr, state
 
 use tokio::io::AsyncReadExt as _;
 
-/// A sink that forwards only reports that move forward. rmcp may handle notifications
-/// concurrently, so they can arrive out of order; MCP progress only ever increases, so a
-/// report behind the last one forwarded is stale and dropped.
-fn monotonic(sink: ProgressSink) -> ProgressSink {
-    let next = Mutex::new(0u64);
-    Arc::new(move |progress: Progress| {
-        let mut next = next.lock().unwrap_or_else(|e| e.into_inner());
-        if progress.done >= *next {
-            *next = progress.done.saturating_add(1);
-            sink(progress);
-        }
-    })
-}

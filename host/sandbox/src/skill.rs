@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skillhost_core::{CallContext, CallError, Grant, Skill, SkillName, ToolOutput, ToolSpec};
+use skillhost_core::{CallContext, CallError, Grant, OutputSchemas, Skill, SkillName, ToolOutput, ToolSpec};
 use tokio::sync::Semaphore;
 
 use crate::server::{RequestError, Server};
@@ -26,6 +26,8 @@ pub(crate) struct Inner {
     pub(crate) tools: Vec<ToolSpec>,
     /// Tools whose structured output FastMCP wrapped as `{"result": …}`.
     pub(crate) wrapped: Vec<String>,
+    /// The tools' output schemas, compiled: every output is checked against them.
+    pub(crate) outputs: OutputSchemas,
     pub(crate) launch: Launch,
     pub(crate) state: tokio::sync::Mutex<State>,
     pub(crate) concurrency: Semaphore,
@@ -143,7 +145,8 @@ impl Inner {
         state.last_failure = None;
     }
 
-    /// Turn a `tools/call` result into the tool's output or error.
+    /// Turn a `tools/call` result into the tool's output or error; an output that breaks
+    /// the tool's declared output schema is an error, not an answer.
     fn output(&self, tool: &str, result: Value) -> Result<Value, CallError> {
         let skill = self.grant.skill.clone();
         let texts = || -> String {
@@ -157,20 +160,24 @@ impl Inner {
             let message = if message.is_empty() { "the tool reported an error".to_owned() } else { message };
             return Err(CallError::Failed { skill, tool: tool.to_owned(), message });
         }
-        if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
-            if self.wrapped.iter().any(|t| t == tool)
-                && let Some(inner) = structured.get("result")
-            {
-                return Ok(inner.clone());
+        let value = if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
+            match structured.get("result") {
+                Some(inner) if self.wrapped.iter().any(|t| t == tool) => inner.clone(),
+                _ => structured.clone(),
             }
-            return Ok(structured.clone());
-        }
-        let content = result["content"].as_array().cloned().unwrap_or_default();
-        if content.iter().all(|i| i["type"] == "text") {
-            let text = texts();
-            return Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)));
-        }
-        Ok(Value::Array(content))
+        } else {
+            let content = result["content"].as_array().cloned().unwrap_or_default();
+            if content.iter().all(|i| i["type"] == "text") {
+                let text = texts();
+                serde_json::from_str(&text).unwrap_or(Value::String(text))
+            } else {
+                Value::Array(content)
+            }
+        };
+        self.outputs
+            .check(tool, &value)
+            .map_err(|message| CallError::BadOutput { skill, tool: tool.to_owned(), message })?;
+        Ok(value)
     }
 }
 

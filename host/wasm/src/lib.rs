@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skillhost_core::{
-    Annotations, Grant, LoadError, MAX_TOOLS, Skill, SkillCode, SkillRuntime, SkillSource, ToolSpec,
+    Annotations, Grant, LoadError, MAX_TOOLS, OutputSchemas, Skill, SkillCode, SkillRuntime, SkillSource, ToolSpec,
 };
 use tokio::sync::Semaphore;
 use wasmtime::Engine;
@@ -205,6 +205,7 @@ impl WasmRuntime {
             concurrency: Semaphore::new(grant.limits.concurrency as usize),
             grant,
             tools: Vec::new(),
+            outputs: OutputSchemas::default(),
             code,
             runtime: self.inner.clone(),
             cache: outcome,
@@ -213,6 +214,8 @@ impl WasmRuntime {
             Code::Skill(_) => describe(&skill).await?,
             Code::Generic(_) => generic_tools,
         };
+        skill.outputs = OutputSchemas::new(&skill.tools)
+            .map_err(|e| LoadError::Tools { skill: skill.grant.skill.clone(), reason: e.to_string() })?;
         tracing::debug!(skill = %skill.grant.skill, tools = skill.tools.len(), cache = ?outcome, "loaded wasm skill");
         Ok(Arc::new(skill))
     }

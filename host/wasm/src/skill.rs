@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skillhost_core::{CallContext, CallError, Grant, ProgressSink, Skill, SkillName, ToolOutput, ToolSpec};
+use skillhost_core::{CallContext, CallError, Grant, ProgressSink, Skill, SkillName, OutputSchemas, ToolOutput, ToolSpec};
 use tokio::sync::Semaphore;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
@@ -22,6 +22,8 @@ pub struct WasmSkill {
     pub(crate) grant: Grant,
     pub(crate) net: SkillNet,
     pub(crate) tools: Vec<ToolSpec>,
+    /// The tools' output schemas, compiled: every output is checked against them.
+    pub(crate) outputs: OutputSchemas,
     pub(crate) code: Code,
     pub(crate) runtime: Arc<Inner>,
     pub(crate) concurrency: Semaphore,
@@ -169,10 +171,12 @@ impl Skill for WasmSkill {
                         limit: self.grant.limits.output,
                     });
                 }
-                let value = serde_json::from_str(&text).map_err(|e| {
-                    let (skill, tool, message) = fail(e.to_string());
+                let bad_output = |message: String| {
+                    let (skill, tool, message) = fail(message);
                     CallError::BadOutput { skill, tool, message }
-                })?;
+                };
+                let value = serde_json::from_str(&text).map_err(|e| bad_output(format!("the output is not JSON: {e}")))?;
+                self.outputs.check(tool, &value).map_err(bad_output)?;
                 Ok(ToolOutput { value, bytes: text.len(), elapsed: started.elapsed() })
             }
             Err(error) => {

@@ -7,7 +7,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
 use skillhost_core::{FileMode, Grant, Progress, ProgressSink};
 use wasmtime::component::{Linker, Resource, ResourceTable};
@@ -23,8 +22,6 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 use crate::bindings::host;
 use crate::http::{HttpGate, SkillNet};
 
-/// Minimum time between two forwarded progress reports (the last one always goes).
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(20);
 /// Lines of stderr kept for crash reports.
 const STDERR_TAIL: usize = 8;
 
@@ -36,8 +33,8 @@ pub(crate) struct CallState {
     pub(crate) gate: HttpGate,
     pub(crate) limiter: MemoryLimiter,
     log: Arc<CallLog>,
+    /// The caller's sink behind [`Progress::guard`].
     progress: Option<ProgressSink>,
-    last_progress: Option<Instant>,
 }
 
 impl CallState {
@@ -70,8 +67,7 @@ impl CallState {
             gate,
             limiter: MemoryLimiter::new(grant.limits.memory),
             log,
-            progress,
-            last_progress: None,
+            progress: progress.map(Progress::guard),
         })
     }
 }
@@ -112,15 +108,9 @@ impl host::Host for CallState {
     }
 
     fn progress(&mut self, done: u64, total: Option<u64>, message: Option<String>) {
-        let Some(sink) = &self.progress else { return };
-        let now = Instant::now();
-        let last = total.is_some_and(|t| done >= t);
-        if !last && self.last_progress.is_some_and(|at| now - at < PROGRESS_INTERVAL) {
-            return;
+        if let Some(sink) = &self.progress {
+            sink(Progress { done, total, message });
         }
-        self.last_progress = Some(now);
-        let message = message.map(|m| truncate(m, 1024));
-        sink(Progress { done, total, message });
     }
 }
 
