@@ -359,11 +359,14 @@ impl TestCa {
     }
 }
 
+/// What a TLS server saw of each request: the SNI name and the lowercased request head.
+type Seen = Arc<Mutex<Vec<(Option<String>, String)>>>;
+
 /// An HTTPS server on 127.0.0.1 presenting one certificate; it records the SNI name and
 /// the request head of each request that got past the handshake, and answers `over tls`.
 struct TlsServer {
     port: u16,
-    seen: Arc<Mutex<Vec<(Option<String>, String)>>>,
+    seen: Seen,
 }
 
 impl TlsServer {
@@ -378,7 +381,7 @@ impl TlsServer {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let seen: Arc<Mutex<Vec<(Option<String>, String)>>> = Arc::default();
+        let seen: Seen = Arc::default();
         let record = seen.clone();
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
