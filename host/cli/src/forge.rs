@@ -1,13 +1,16 @@
 //! `skillhost forge DIR` (build, test and install a skill from its sources through the
-//! forge, as `skill_create` does for agents), `skillhost forge --reset NAME` (a human
-//! allows a skill's attempts again) and `skillhost rollback NAME`.
+//! forge, as `skill_create` does for agents), `skillhost forge --generate TEXT --name
+//! NAME` (the model of `[forge.llm]` writes the sources, round after round, then a human
+//! approves), `skillhost forge --reset NAME` (a human allows a skill's attempts again)
+//! and `skillhost rollback NAME`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use skillhost::{Forge, ForgeConfig, ForgeError, Host, Language, Registry, Submission};
+use skillhost::forge::llm::{self, LlmConfig};
+use skillhost::{Forge, ForgeConfig, ForgeError, Forged, Host, Language, Registry, Submission};
 
 /// The checkout this binary was built from: its guest-sdk/, wit/ and Cargo.toml are what
 /// Rust skills build against, unless `SKILLHOST_SDK_WORKSPACE` names another.
@@ -17,10 +20,23 @@ const BUILT_CHECKOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 #[derive(clap::Args)]
 pub struct ForgeArgs {
     /// The skill's sources: skill.toml plus src/**.rs (Rust) or server.py (Python).
-    #[arg(required_unless_present = "reset")]
+    #[arg(required_unless_present_any = ["reset", "generate"])]
     dir: Option<PathBuf>,
 
-    /// The language [default: rust when DIR has Cargo.toml or src/, python when skill.toml has [server]].
+    /// Have the model of `[forge.llm]` (DATA_DIR/config.toml) write a skill doing TEXT;
+    /// needs --name.
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["dir", "reset"], requires = "name")]
+    generate: Option<String>,
+
+    /// The name of the skill --generate makes.
+    #[arg(long, value_name = "NAME", requires = "generate")]
+    name: Option<String>,
+
+    /// With --generate: approve the result without asking (the requests are still shown).
+    #[arg(long, requires = "generate")]
+    yes: bool,
+
+    /// The language [default: rust when DIR has Cargo.toml or src/, or with --generate; python when skill.toml has [server]].
     #[arg(long, value_enum)]
     lang: Option<Lang>,
 
@@ -60,7 +76,10 @@ pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
         eprintln!("`{name}` may be submitted again ({} attempts)", forge.config().max_attempts);
         return Ok(true);
     }
-    let dir = args.dir.expect("clap requires DIR without --reset");
+    if let Some(requirements) = &args.generate {
+        return generate(&forge, host, data_dir, requirements, &args).await;
+    }
+    let dir = args.dir.expect("clap requires DIR without --reset or --generate");
     let files = skillhost::forge::stage::read_dir(&dir, &forge.config().limits).map_err(|refused| {
         let lines: Vec<String> = refused.iter().map(|r| format!("  {r}")).collect();
         anyhow::anyhow!("{}: refused before any build:\n{}", dir.display(), lines.join("\n"))
@@ -86,18 +105,7 @@ pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&forged)?);
             } else {
-                let total = Duration::from_millis(forged.timings_ms.get("total").copied().unwrap_or(0));
-                eprintln!(
-                    "forged `{}` {} ({}, tools: {}) in {total:.1?}: {}",
-                    forged.skill,
-                    forged.version,
-                    forged.language.as_str(),
-                    forged.tools.join(", "),
-                    forged.state
-                );
-                for warning in &forged.warnings {
-                    eprintln!("warning: {}", warning.rendered.as_deref().unwrap_or(&warning.message).trim_end());
-                }
+                print_forged(&forged);
                 if forged.state != skillhost::TrustState::Approved {
                     eprintln!("review it with `skillhost show {0} --code` and approve it with `skillhost approve {0}`", forged.skill);
                 }
@@ -113,6 +121,115 @@ pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
             Ok(false)
         }
     }
+}
+
+fn print_forged(forged: &Forged) {
+    let total = Duration::from_millis(forged.timings_ms.get("total").copied().unwrap_or(0));
+    eprintln!(
+        "forged `{}` {} ({}, tools: {}) in {total:.1?}: {}",
+        forged.skill,
+        forged.version,
+        forged.language.as_str(),
+        forged.tools.join(", "),
+        forged.state
+    );
+    for warning in &forged.warnings {
+        eprintln!("warning: {}", warning.rendered.as_deref().unwrap_or(&warning.message).trim_end());
+    }
+}
+
+/// The host's config file: `DATA_DIR/config.toml`, or the file `SKILLHOST_CONFIG` names.
+/// Today it holds only `[forge.llm]`.
+#[derive(Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostConfig {
+    #[serde(default)]
+    forge: ForgeSection,
+}
+
+#[derive(Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForgeSection {
+    llm: Option<LlmConfig>,
+}
+
+fn host_config(data_dir: &Path) -> Result<(PathBuf, HostConfig)> {
+    let path = std::env::var_os("SKILLHOST_CONFIG").map(PathBuf::from).unwrap_or_else(|| data_dir.join("config.toml"));
+    let config = match std::fs::read_to_string(&path) {
+        Ok(text) => toml::from_str(&text).with_context(|| format!("{}: invalid host config", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => HostConfig::default(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    Ok((path, config))
+}
+
+/// `skillhost forge --generate TEXT --name NAME`: the model writes, the forge builds and
+/// tests, failures go back to the model, and a human approves what it made.
+async fn generate(forge: &Arc<Forge>, host: &Host, data_dir: &Path, requirements: &str, args: &ForgeArgs) -> Result<bool> {
+    use skillhost::SecretSource as _;
+    let (path, config) = host_config(data_dir)?;
+    let Some(llm) = config.forge.llm else {
+        bail!(
+            "--generate needs a model: add to {}\n  [forge.llm]\n  endpoint = \"https://api.openai.com/v1\"\n  model = \"gpt-4.1-mini\"\n  secret = \"openai\"   # then: skillhost secret set openai",
+            path.display()
+        );
+    };
+    let api_key = match &llm.secret {
+        Some(name) => Some(
+            host.secrets()
+                .secret(name)
+                .with_context(|| format!("`[forge.llm] secret = \"{name}\"` is not set; set it with `skillhost secret set {name}`"))?,
+        ),
+        None => None,
+    };
+    let name = args.name.clone().expect("clap requires --name with --generate");
+    let language = match args.lang {
+        Some(Lang::Python) => Language::Python,
+        Some(Lang::Rust) | None => Language::Rust,
+    };
+    let generator = llm::Generator::new(llm, api_key);
+    let request = llm::Request { name: name.clone(), language, requirements: requirements.to_owned() };
+    let bar = crate::progress_spinner("generate: starting");
+    let reporter = bar.clone();
+    let json = args.json;
+    let progress: Arc<dyn Fn(llm::Step) + Send + Sync> = Arc::new(move |step| match step {
+        llm::Step::Asking { round } => reporter.set_message(format!("round {round}: asking the model")),
+        llm::Step::Forging { round, stage } => reporter.set_message(format!("round {round}: {stage}")),
+        llm::Step::Rejected { round, reason } if !json => reporter.println(format!("round {round} failed: {reason}")),
+        llm::Step::Rejected { .. } => {}
+    });
+    let outcome = generator.generate(forge, &request, progress).await;
+    bar.finish_and_clear();
+    let generated = match outcome {
+        Ok(generated) => generated,
+        Err(error) => {
+            if json {
+                let failure = match &error {
+                    llm::GenerateError::Forge(forge) => forge.to_json(),
+                    other => serde_json::json!({ "error": other.to_string() }),
+                };
+                println!("{}", serde_json::to_string_pretty(&failure)?);
+            } else {
+                eprintln!("error: {error}");
+            }
+            return Ok(false);
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&generated)?);
+    } else {
+        print_forged(&generated.forged);
+        eprintln!("written by the model in {} round(s); its source: `skillhost show {name} --code`", generated.rounds);
+    }
+    if generated.forged.state != skillhost::TrustState::Approved {
+        use std::io::IsTerminal;
+        if args.yes || std::io::stdin().is_terminal() {
+            crate::approve(forge.registry(), &name, args.yes).await?;
+        } else {
+            eprintln!("`{name}` waits for a human: review it with `skillhost show {name} --code`, then `skillhost approve {name}`");
+        }
+    }
+    Ok(true)
 }
 
 fn print_failure(error: &ForgeError) {
@@ -141,7 +258,6 @@ pub async fn rollback(registry: &Registry, name: &str) -> Result<()> {
 /// `skillhost stats`.
 pub fn stats(registry: &Registry, json: bool) -> Result<()> {
     let Some(stats) = registry.stats() else { bail!("no usage statistics: the stats database could not be opened (see the log)") };
-    stats.flush();
     let (tools, failing, missing) = (stats.tools()?, stats.failing()?, stats.missing()?);
     if json {
         let value = serde_json::json!({ "tools": tools, "failing": failing, "missing": missing });

@@ -336,9 +336,21 @@ one succeeds; `--reset NAME` gives them back.
 A Rust skill depends on the SDK as `skillhost-sdk = { path = \"/sdk/guest-sdk\" }`
 (without a Cargo.toml the forge writes one).
 
+Without an agent, --generate has a model write the sources: the model of `[forge.llm]`
+in DATA_DIR/config.toml (any OpenAI-compatible endpoint; its key is a host secret) gets
+the requirements, its files go through the same pipeline, and every failure (compiler
+errors with file:line, failing tests) goes back to it, for up to 3 rounds. The result is
+installed for review like any forged skill; a human approves it (asked on a terminal,
+or `skillhost approve NAME` later).
+  [forge.llm]
+  endpoint = \"https://api.openai.com/v1\"
+  model = \"gpt-4.1-mini\"
+  secret = \"openai\"       # skillhost secret set openai
+
 Examples:
   skillhost forge ./greeter
   skillhost forge ./shouter --lang python --json
+  skillhost forge --generate \"convert roman numerals to numbers and back\" --name roman
   skillhost forge --reset greeter")]
     Forge(forge::ForgeArgs),
 

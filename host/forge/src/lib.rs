@@ -15,6 +15,8 @@
 //!   throwaway data dir; Python skills' pytest and handshake through
 //!   `skillhost-sandbox`'s `check`.
 //! - `attempts`: the per-name attempt count (default 3), reset by a success or a human.
+//! - [`llm`]: the optional generator for hosts used without an agent: a model behind an
+//!   OpenAI-compatible endpoint writes the source, and every failure goes back to it.
 //!
 //! **Trust.** The forge never approves anything: it installs through
 //! [`Registry::install`], so the registry's tiers decide (pending review, or approved
@@ -28,6 +30,7 @@
 mod attempts;
 mod check;
 mod error;
+pub mod llm;
 pub mod rust;
 pub mod stage;
 
