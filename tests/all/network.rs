@@ -156,6 +156,48 @@ async fn other_ports_hosts_and_forms_are_refused_before_connecting() {
     assert!(reasons.iter().any(|r| r.contains("userinfo")), "{reasons:#?}");
 }
 
+/// Attack: reach around a rule with the textual forms a name can take: an
+/// internationalised rule reached by its look-alike ASCII spelling, case, trailing dots,
+/// and IPv6 literals with a zone id (which names an interface, not a host).
+/// Expected: the forms of the very same host pass (case and a trailing dot do not change
+/// a DNS name; an IDN rule matches its punycode, which is what a guest sends); the
+/// look-alike and every zone id are refused.
+/// Checked: the canary listener received nothing, and the resolver only ever saw the
+/// normalised name.
+#[tokio::test]
+async fn idn_case_trailing_dots_and_zone_ids_against_the_live_gate() {
+    let server = TestServer::start();
+    let canary = TestServer::start();
+    let resolver = TestResolver::with(&[("xn--bcher-kva.test", &["127.0.0.1"]), ("bucher.test", &["127.0.0.1"])]);
+    let t = host_with(resolver.clone(), |_| {});
+    let (port, other) = (server.port(), canary.port());
+    let skill = net_skill(&t, &format!("[network]\nprivate = [\"http://bücher.test:{port}\"]\n")).await;
+
+    for url in [
+        format!("http://xn--bcher-kva.test:{port}/ok"),
+        format!("http://XN--BCHER-KVA.Test:{port}/ok"),
+        format!("http://xn--bcher-kva.test.:{port}/ok"),
+    ] {
+        assert_eq!(fetch(&skill, &url).await["status"], 200, "{url} is the allowed host");
+    }
+    assert_eq!(server.received().len(), 3);
+    assert!(server.received().iter().all(|r| r.header("host").is_some_and(|h| h.to_ascii_lowercase().starts_with("xn--bcher-kva.test"))));
+
+    let refused = [
+        format!("http://bucher.test:{port}/ok"),          // the ASCII look-alike of the IDN
+        format!("http://xn--bcher-kva.test..:{port}/ok"), // two trailing dots: not the same name
+        format!("http://[::1%25lo]:{other}/ok"),          // loopback with a zone id
+        format!("http://[fe80::1%25eth0]:{other}/ok"),    // link-local with a zone id
+    ];
+    for url in &refused {
+        let report = fetch(&skill, url).await;
+        assert_eq!(report["ok"], false, "{url} must not pass: {report}");
+    }
+    assert!(canary.received().is_empty(), "the canary received {:?}", canary.received());
+    assert_eq!(server.received().len(), 3, "no refused form reached the server");
+    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 3, "only the allowed name was ever resolved");
+}
+
 #[tokio::test]
 async fn wildcards_match_subdomains_only() {
     let server = TestServer::start();

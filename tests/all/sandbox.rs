@@ -338,6 +338,88 @@ async fn network_goes_through_the_egress_proxy_only() {
     assert!(matches!(refused.outcome, skillhost::EgressOutcome::Refused(_)), "{refused:?}");
 }
 
+/// Attack: a sandboxed server skips its HTTP library and speaks to the egress proxy
+/// directly: CONNECT to another port of an allowed host, CONNECT (a TLS tunnel) where
+/// only `http` is allowed, userinfo, an allowed URL carrying a `Host` header that names
+/// another server, a second request pipelined behind an allowed one, origin-form and
+/// garbage.
+/// Expected: 403 naming the rule for what is checked and not allowed, 400 for what is
+/// not a proxy request; the allowed request is sent with the checked `Host`.
+/// Checked: the canary listener received nothing; the allowed server saw exactly the
+/// two allowed requests, each with its own authority as `Host`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_requests_to_the_proxy_cannot_reach_around_the_allowlist() {
+    let server = TestServer::start();
+    let canary = TestServer::start();
+    let (port, other) = (server.port(), canary.port());
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+    let send = |request: String| {
+        let skill = skill.clone();
+        async move { probe(ok(&skill, "proxy_raw", json!({"request": request})).await).expect("the proxy answers").as_str().unwrap().to_owned() }
+    };
+    let close = "Connection: close\r\n\r\n";
+    let https_rule = format!("https://127.0.0.1:{port}");
+
+    for (request, status, says) in [
+        (format!("CONNECT 127.0.0.1:{other} HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\n{close}"), "403", "not in the skill's network allowlist"),
+        (format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{close}"), "403", https_rule.as_str()),
+        (format!("GET http://127.0.0.1:{other}/ok HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\n{close}"), "403", "to allow it"),
+        (format!("GET http://x@127.0.0.1:{port}/ok HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{close}"), "403", "userinfo"),
+        (format!("GET /ok HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\n{close}"), "400", "not a proxy request"),
+        ("\u{0}\u{1}NOT HTTP AT ALL\r\n\r\n".to_owned(), "400", ""),
+    ] {
+        let answer = send(request.clone()).await;
+        assert!(answer.starts_with(&format!("HTTP/1.1 {status}")), "{request:?} got {answer:?}");
+        assert!(answer.contains(says), "{request:?}: the answer should say {says:?}: {answer:?}");
+    }
+
+    // An allowed URL with a Host header naming the canary: sent, with the checked Host.
+    let answer = send(format!("GET http://127.0.0.1:{port}/ok HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\n{close}")).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    // A refused request pipelined behind an allowed one on the same connection.
+    let answer = send(format!(
+        "GET http://127.0.0.1:{port}/ok HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\nGET http://127.0.0.1:{other}/ok HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\n{close}"
+    ))
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    assert!(answer.contains("HTTP/1.1 403"), "the pipelined request is checked on its own: {answer:?}");
+
+    assert!(canary.received().is_empty(), "the canary received {:?}", canary.received());
+    let received = server.received();
+    assert_eq!(received.len(), 2, "{received:?}");
+    assert!(received.iter().all(|r| r.header("host") == Some(format!("127.0.0.1:{port}").as_str())), "{received:?}");
+    assert_eq!(ok(&skill, "echo", json!({"text": "alive"})).await["text"], "alive");
+}
+
+/// Attack: a stdio MCP server (hand-written, no SDK to keep it honest) declares
+/// `{"count": integer}` as its tool's output schema, then answers with the wrong type, a
+/// missing field, an array, or text that is not JSON.
+/// Expected: `BadOutput` naming the skill, the tool and the rule broken: the check is the
+/// one wasm outputs go through (`OutputSchemas`), applied before anything leaves the
+/// runtime.
+/// Checked: the honest answer and the server's camelCase tool still work afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_breaks_its_declared_output_schema_is_refused() {
+    let env = SandboxHost::new();
+    let skill = env.load("raw-server", "").await;
+    assert_eq!(ok(&skill, "count", json!({"mode": "honest"})).await, json!({"count": 3}));
+    for (mode, says) in [
+        ("wrong_type", "output/count does not match the declared output schema: \"many\" is not of type \"integer\""),
+        ("missing_field", "\"count\" is a required property"),
+        ("not_an_object", "the output does not match the declared output schema"),
+        ("text_not_json", "the output does not match the declared output schema"),
+    ] {
+        let err = call(&skill, "count", json!({"mode": mode})).await.unwrap_err();
+        assert!(matches!(err, CallError::BadOutput { .. }), "{mode}: {err:?}");
+        let err = err.to_string();
+        assert!(err.starts_with("skill `raw-server` tool `count` returned output that breaks its contract"), "{mode}: {err}");
+        assert!(err.contains(says), "{mode}: {err}");
+    }
+    assert_eq!(ok(&skill, "count", json!({"mode": "honest"})).await, json!({"count": 3}));
+    assert_eq!(ok(&skill, "addNumbers", json!({"a": 2, "b": 3})).await, json!(5));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn declared_secrets_arrive_as_environment_variables_only() {
     let env = SandboxHost::new();

@@ -29,7 +29,10 @@ pub struct Annotations {
 /// One tool a skill offers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ToolSpec {
-    /// Unique within the skill: `^[a-z][a-z0-9_-]*$`, at most 64 bytes.
+    /// Unique within the skill: `^[A-Za-z][A-Za-z0-9_-]*$`, at most 64 bytes, case
+    /// sensitive. Uppercase is allowed because third-party MCP servers use camelCase
+    /// names; dots and slashes are not, since clients such as the Anthropic API refuse
+    /// them in the `SKILL__TOOL` names the MCP front shows.
     pub name: String,
     /// What the tool does.
     pub description: String,
@@ -135,10 +138,10 @@ fn validate_tool_name(name: &str) -> Result<(), &'static str> {
     let mut bytes = name.bytes();
     match bytes.next() {
         None => Err("the name is empty"),
-        Some(b) if !b.is_ascii_lowercase() => Err("the name must start with a lowercase letter"),
+        Some(b) if !b.is_ascii_alphabetic() => Err("the name must start with a letter"),
         _ if name.len() > MAX_TOOL_NAME => Err("the name is longer than 64 bytes"),
-        _ if !bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-') => {
-            Err("the name may contain only a-z, 0-9, `_` and `-`")
+        _ if !bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') => {
+            Err("the name may contain only ASCII letters, digits, `_` and `-`")
         }
         _ => Ok(()),
     }
@@ -152,9 +155,12 @@ mod tests {
     fn validates_parts() {
         let ok = ToolSpec::from_parts("word_count".into(), "d".into(), "{}", None, Annotations::default(), &["{\"a\":1}".into()]);
         assert!(ok.is_ok());
+        assert!(ToolSpec::from_parts("getCurrentTime".into(), "d".into(), "{}", None, Annotations::default(), &[]).is_ok(), "camelCase, as third-party servers name tools");
         let table = [
-            ("Bad", "{}", "start with a lowercase letter"),
-            ("a b", "{}", "only a-z"),
+            ("1st", "{}", "start with a letter"),
+            ("_x", "{}", "start with a letter"),
+            ("a b", "{}", "only ASCII letters"),
+            ("a.b", "{}", "only ASCII letters"),
             ("ok", "not json", "input schema is not JSON"),
             ("ok", "3", "must be a JSON Schema object"),
         ];

@@ -76,6 +76,28 @@ def fetch(url: str) -> dict:
 
 
 @mcp.tool()
+def proxy_raw(request: str) -> dict:
+    """Send raw bytes (latin-1) to the egress proxy named in HTTP_PROXY; return all it answers."""
+    from urllib.parse import urlsplit
+
+    def run():
+        proxy = urlsplit(os.environ["HTTP_PROXY"])
+        answer = b""
+        with socket.create_connection((proxy.hostname, proxy.port), timeout=10) as s:
+            s.sendall(request.encode("latin-1"))
+            try:
+                while len(answer) < 65536:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    answer += chunk
+            except TimeoutError:
+                pass
+        return answer.decode("latin-1")
+    return attempt(run)
+
+
+@mcp.tool()
 def environment() -> dict:
     """The process's environment, ids and limits."""
     import resource
