@@ -6,8 +6,10 @@ mod cache;
 mod contract;
 mod escape;
 mod generic;
+mod hostile_files;
 mod limits;
 mod load_errors;
+mod mcp_front;
 mod network;
 mod sandbox;
 

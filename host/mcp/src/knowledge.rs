@@ -12,9 +12,10 @@
 //! text), so a budget of N tokens is N × 4 bytes of UTF-8.
 //!
 //! Resource reads never leave the skill's folder: the path must be relative, made of
-//! plain components, and no component on the way may be a symlink (checked with
-//! `symlink_metadata` on every prefix), so neither `..` nor a link planted inside the
-//! folder reaches another file.
+//! plain components, and no component on the way may be a symlink: each step is opened
+//! with `openat` and `O_NOFOLLOW` from the one before (`skillhost_registry::read_skill_file`),
+//! so neither `..` nor a link planted inside the folder, even one swapped in during the
+//! read, reaches another file.
 
 use std::path::{Component, Path};
 

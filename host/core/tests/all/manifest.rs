@@ -46,10 +46,10 @@ proptest! {
     #[test]
     fn parsing_arbitrary_toml_is_total(tail in "\\PC{0,200}") {
         let text = format!("{}{tail}", header("demo"));
-        if let Err(e) = parse(&text) {
-            if let Some((line, col)) = e.position {
-                prop_assert!(line >= 1 && col >= 1 && line <= text.lines().count().max(1) + 1, "{:?}", e.position);
-            }
+        if let Err(e) = parse(&text)
+            && let Some((line, col)) = e.position
+        {
+            prop_assert!(line >= 1 && col >= 1 && line <= text.lines().count().max(1) + 1, "{:?}", e.position);
         }
     }
 

@@ -77,12 +77,3 @@ async fn broken_rules_are_listed_and_the_rest_loads() {
     assert!(registry.entry("foo-bar").unwrap().loaded.is_some());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oversized_frontmatter_is_refused_before_parsing() {
-    let env = Env::new();
-    let padding = format!("# {}\n", "x".repeat(100)).repeat(700);
-    skill_md(env.ws(), "huge", &format!("name: huge\ndescription: d\n{padding}"));
-    let registry = env.open().await;
-    let entry = registry.entry("huge").unwrap();
-    assert_eq!(rule_of(entry.error.as_deref()), Some(Rule::FrontmatterSize), "{:?}", entry.error);
-}

@@ -1,10 +1,10 @@
-//! Install and remove in the user layer: what is refused (bad names, traversal,
-//! symlinks, oversize files), what is accepted and in which trust state, and removal
-//! that reveals a lower layer.
+//! Install and remove in the user layer: what is accepted and in which trust state, and
+//! removal that reveals a lower layer. (What an install refuses — traversal, symlinks,
+//! oversize files — is in the adversarial suite, `tests/all/hostile_files.rs`.)
 
-use fixtures::{LIMITS, TEXT_TOOLS};
+use fixtures::TEXT_TOOLS;
 use serde_json::json;
-use skillhost_registry::{Layer, RegistryError, TrustState};
+use skillhost_registry::{Layer, TrustState};
 
 use crate::{Env, WRITABLE, call, limits_folder, limits_packaged};
 
@@ -41,62 +41,6 @@ async fn installs_folders_and_wasm_files() {
         .filter(|e| e.file_name().to_string_lossy().starts_with(".skillhost-staging"))
         .collect();
     assert!(leftovers.is_empty(), "staging directories are cleaned up");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refuses_what_is_unsafe() {
-    let env = Env::new();
-    let source = tempfile::tempdir().unwrap();
-    let registry = env.open().await;
-    let refused = |result: Result<std::sync::Arc<skillhost_registry::Entry>, RegistryError>| match result {
-        Ok(entry) => panic!("installed `{}`", entry.name),
-        Err(e) => e.to_string(),
-    };
-
-    let traversal = LIMITS.folder(&source.path().join("a"));
-    std::fs::write(traversal.join("skill.toml"), LIMITS.manifest().replace("name = \"limits\"", "name = \"../x\"")).unwrap();
-    let err = refused(registry.install(&traversal).await);
-    assert!(err.contains("invalid skill name `../x`"), "{err}");
-
-    let instructions = source.path().join("b");
-    std::fs::create_dir(&instructions).unwrap();
-    std::fs::write(instructions.join("SKILL.md"), "---\nname: Bad_Name\ndescription: d\n---\n").unwrap();
-    let err = refused(registry.install(&instructions).await);
-    assert!(err.contains("b/SKILL.md: name \"Bad_Name\" breaks agent-skills rule name-charset"), "{err}");
-
-    let linked = TEXT_TOOLS.folder(&source.path().join("c"));
-    std::fs::create_dir(linked.join("references")).unwrap();
-    std::os::unix::fs::symlink("/etc/passwd", linked.join("references/passwd")).unwrap();
-    let err = refused(registry.install(&linked).await);
-    assert!(err.contains("references/passwd: symbolic links are not allowed"), "{err}");
-
-    let big = TEXT_TOOLS.folder(&source.path().join("d"));
-    std::fs::write(big.join("references.md"), vec![b'a'; (1 << 20) + 1]).unwrap();
-    let err = refused(registry.install(&big).await);
-    assert!(err.contains("references.md: this file is 1048577 bytes, more than the 1048576 allowed"), "{err}");
-
-    let many = TEXT_TOOLS.folder(&source.path().join("e"));
-    for i in 0..11 {
-        std::fs::write(many.join(format!("part-{i}.md")), vec![b'a'; 1 << 20]).unwrap();
-    }
-    let err = refused(registry.install(&many).await);
-    assert!(err.contains("the skill's text is"), "{err}");
-
-    let broken = source.path().join("broken.wasm");
-    std::fs::write(&broken, b"\0asm\x0d\0\x01\0").unwrap();
-    let err = refused(registry.install(&broken).await);
-    // An empty component has no manifest and exports nothing a generic skill could offer.
-    assert!(err.contains("not a skillhost skill: it exports neither"), "{err}");
-
-    let mut config = env.config(false);
-    config.limits.component = 1024;
-    drop(registry);
-    let small = env.open_with(config).await;
-    let err = refused(small.install(&LIMITS.folder(&source.path().join("f"))).await);
-    assert!(err.contains("the component is") && err.contains("more than the 1024 allowed"), "{err}");
-
-    assert!(std::fs::read_dir(env.user()).unwrap().next().is_none(), "nothing was installed");
-    assert!(small.catalog().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,6 @@
 //! components built from source by the `skillhost-tests` fixtures. Every wait is
 //! guarded by a timeout; no test asserts on timing.
 
-mod adversarial;
 mod agent_skills;
 mod discovery;
 mod install;

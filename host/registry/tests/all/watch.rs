@@ -1,8 +1,7 @@
-//! Hot reload: additions, edits and removals picked up by the watcher; a torn write
-//! never replaces a good version; a call in flight finishes on the version it started
-//! on while new calls get the new one.
+//! Hot reload: additions, edits and removals picked up by the watcher; a call in flight
+//! finishes on the version it started on while new calls get the new one. (A torn
+//! write is an attack: it is in the adversarial suite, `tests/all/hostile_files.rs`.)
 
-use std::io::Write;
 use std::time::Duration;
 
 use fixtures::{LIMITS, TEXT_TOOLS};
@@ -70,37 +69,6 @@ async fn removing_a_shadowing_skill_reveals_the_lower_one() {
     std::fs::remove_file(env.ws().join("limits.wasm")).unwrap();
     wait_for(&mut events, "updated", is("updated", "limits")).await;
     assert_eq!((registry.entry("limits").unwrap().layer, version(&registry, "limits").as_str()), (Layer::Bundled, "1.0.0-bundled"));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wasm_written_in_two_halves_never_replaces_the_good_version() {
-    let env = Env::new();
-    let path = env.ws().join("limits.wasm");
-    std::fs::write(&path, limits_packaged("1.0.0", "2s")).unwrap();
-    let registry = env.open_watching().await;
-    let mut events = registry.subscribe();
-    assert_eq!(version(&registry, "limits"), "1.0.0");
-
-    let next = limits_packaged("2.0.0", "2s");
-    let (first, second) = next.split_at(next.len() / 2);
-    let mut file = std::fs::File::create(&path).unwrap();
-    file.write_all(first).unwrap();
-    file.flush().unwrap();
-    // The half file is seen, fails to load, and the last good version keeps serving.
-    let failed = wait_for(&mut events, "load failed", is("load_failed", "limits")).await;
-    assert!(matches!(&failed, RegistryEvent::LoadFailed { error, .. } if error.contains("limits.wasm")), "{failed:?}");
-    let entry = registry.entry("limits").unwrap();
-    assert!(entry.error.is_some());
-    assert_eq!(version(&registry, "limits"), "1.0.0");
-    assert_eq!(call(&registry, "limits", "echo", json!({"value": "still here"})).await.unwrap().value, json!("still here"));
-
-    file.write_all(second).unwrap();
-    drop(file);
-    wait_for(&mut events, "updated", is("updated", "limits")).await;
-    let entry = registry.entry("limits").unwrap();
-    assert!(entry.error.is_none(), "{:?}", entry.error);
-    assert_eq!(version(&registry, "limits"), "2.0.0");
-    assert_eq!(call(&registry, "limits", "echo", json!({"value": 2})).await.unwrap().value, json!(2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

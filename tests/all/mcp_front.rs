@@ -1,0 +1,179 @@
+//! The MCP front in process, as an editor plugin embeds it (rmcp's client over an
+//! in-memory pipe): an agent reading a skill's files with `read_skill_resource` or
+//! `resources/read` cannot leave the skill's folder, whatever form the path takes, nor
+//! through symlinks swapped in while it reads. The same front over the real binary and
+//! the official Python SDK is tested in `host/cli/tests/cli/mcp.rs`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use fixtures::LIMITS;
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::ServiceExt;
+use serde_json::json;
+use skillhost::mcp::{McpConfig, SkillhostMcp};
+use skillhost::{Registry, RegistryConfig};
+
+use crate::{HANG_GUARD, test_host};
+
+const CANARY: &str = "SECRET-CANARY-51d0";
+
+/// An MCP client connected to the front of `registry` over an in-memory pipe.
+async fn front(registry: Arc<Registry>) -> RunningService<RoleClient, ()> {
+    let (client_side, host_side) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(skillhost::mcp::serve(SkillhostMcp::new(registry, McpConfig::default()), host_side));
+    tokio::time::timeout(HANG_GUARD, ().serve(client_side)).await.expect("handshake hung").expect("the front answers the handshake")
+}
+
+/// `read_skill_resource` of `path` in the `limits` skill: the text, or the error's text.
+async fn read(client: &RunningService<RoleClient, ()>, path: &str) -> Result<String, String> {
+    let args = json!({"skill": "limits", "path": path}).as_object().cloned().unwrap();
+    let call = client.call_tool(CallToolRequestParams::new("read_skill_resource").with_arguments(args));
+    let result = tokio::time::timeout(HANG_GUARD, call).await.expect("read_skill_resource hung").expect("a tool result, not a protocol error");
+    let text = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n");
+    if result.is_error == Some(true) {
+        Err(text)
+    } else {
+        Ok(result.structured_content.as_ref().and_then(|s| s["text"].as_str()).map(str::to_owned).unwrap_or(text))
+    }
+}
+
+/// The `limits` skill as a folder with a SKILL.md and a reference, in a registry that
+/// does not watch (so planted links are not reloaded away); a secret file and folder
+/// outside it.
+struct Planted {
+    t: fixtures::TestHost,
+    workspace: tempfile::TempDir,
+    secrets: tempfile::TempDir,
+}
+
+impl Planted {
+    fn new() -> Self {
+        let (t, workspace, secrets) = (test_host(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let dir = LIMITS.folder(workspace.path());
+        std::fs::write(dir.join("SKILL.md"), "---\nname: limits\ndescription: Echo values back.\n---\n# Limits\n").unwrap();
+        std::fs::create_dir(dir.join("references")).unwrap();
+        std::fs::write(dir.join("references/notes.md"), "harmless").unwrap();
+        std::fs::write(dir.join("notes.md"), "harmless").unwrap();
+        std::fs::write(secrets.path().join("id_rsa"), CANARY).unwrap();
+        std::fs::create_dir(secrets.path().join("ssh")).unwrap();
+        std::fs::write(secrets.path().join("ssh/notes.md"), CANARY).unwrap();
+        Self { t, workspace, secrets }
+    }
+
+    fn skill_dir(&self) -> std::path::PathBuf {
+        self.workspace.path().join("limits")
+    }
+
+    async fn registry(&self) -> Arc<Registry> {
+        let mut config = RegistryConfig::new(self.t.data.path());
+        config.workspace = Some(self.workspace.path().to_owned());
+        config.watch = false;
+        self.t.host.open_registry(config).await.expect("registry opens")
+    }
+}
+
+/// Attack: an agent asks for paths that leave the skill folder: `..`, absolute,
+/// `.`-prefixed, percent-encoded, backslashed, with a NUL byte, empty, through a
+/// directory link and a file link planted after the skill loaded, and the same through
+/// `skill://` resource URIs (including another skill's name).
+/// Expected: each is an error naming the skill and the path (a tool error for the tool,
+/// a protocol error for `resources/read`).
+/// Checked: no answer carries the secret; the skill's own files still read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_cannot_leave_the_skill_folder_whatever_the_path() {
+    let planted = Planted::new();
+    let registry = planted.registry().await;
+    let client = front(registry).await;
+    assert!(read(&client, "SKILL.md").await.expect("its own SKILL.md reads").starts_with("---"));
+    assert_eq!(read(&client, "references/notes.md").await.as_deref(), Ok("harmless"));
+
+    let dir = planted.skill_dir();
+    std::os::unix::fs::symlink(planted.secrets.path().join("ssh"), dir.join("link")).unwrap();
+    std::os::unix::fs::symlink(planted.secrets.path().join("id_rsa"), dir.join("secret-link")).unwrap();
+    let secret = planted.secrets.path().join("id_rsa").display().to_string();
+    let escapes = [
+        "../limits/skill.toml".to_owned(),
+        "references/../../limits/skill.toml".to_owned(),
+        secret.clone(),
+        format!("/proc/self/root{secret}"),
+        "./SKILL.md".to_owned(),
+        "%2e%2e/%2e%2e/etc/passwd".to_owned(),
+        "..\\..\\etc\\passwd".to_owned(),
+        "SKILL.md\0../../etc/passwd".to_owned(),
+        String::new(),
+        "link/notes.md".to_owned(),
+        "secret-link".to_owned(),
+        "references".to_owned(),
+    ];
+    for path in &escapes {
+        let answer = read(&client, path).await;
+        let error = answer.as_ref().expect_err(&format!("{path:?} was read: {answer:?}"));
+        assert!(error.contains("`limits`"), "{path:?}: the error names the skill: {error}");
+        assert!(!error.contains(CANARY), "{path:?}: {error}");
+    }
+
+    for uri in ["skill://limits/../limits/skill.toml", "skill://limits/link/notes.md", "skill://limits/secret-link", "skill://nope/SKILL.md", "skill://limits/%2e%2e/skill.toml"] {
+        let read = client.read_resource(ReadResourceRequestParams::new(uri));
+        match tokio::time::timeout(HANG_GUARD, read).await.expect("resources/read hung") {
+            Err(e) => assert!(!e.to_string().contains(CANARY), "{uri}: {e}"),
+            Ok(result) => panic!("{uri} was read: {:?}", result.contents.iter().map(|c| matches!(c, ResourceContents::TextResourceContents { .. })).collect::<Vec<_>>()),
+        }
+    }
+    assert_eq!(read(&client, "notes.md").await.as_deref(), Ok("harmless"), "the skill's files still read");
+}
+
+/// Attack: while an agent reads `notes.md` and `references/notes.md` in a loop, another
+/// thread keeps swapping the file for a symlink to a secret and the folder for a symlink
+/// to a secret folder (a check-then-open race against the reader).
+/// Expected: every read answers the harmless text or is refused as a symlink.
+/// Checked: over two seconds of reads racing the swaps, no answer holds the secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symlinks_swapped_in_during_reads_are_never_followed() {
+    let planted = Planted::new();
+    let registry = planted.registry().await;
+    let client = front(registry).await;
+    let dir = planted.skill_dir();
+    std::os::unix::fs::symlink(planted.secrets.path().join("id_rsa"), dir.join(".notes-link")).unwrap();
+    std::os::unix::fs::symlink(planted.secrets.path().join("ssh"), dir.join(".refs-link")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (dir, stop) = (dir.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let exchange = |a: &str, b: &str| {
+                rustix::fs::renameat_with(rustix::fs::CWD, dir.join(a), rustix::fs::CWD, dir.join(b), rustix::fs::RenameFlags::EXCHANGE).unwrap();
+            };
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                exchange("notes.md", ".notes-link");
+                exchange("references", ".refs-link");
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+
+    let (mut served, mut refused) = (0, 0);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(2) {
+        for path in ["notes.md", "references/notes.md"] {
+            match read(&client, path).await {
+                Ok(text) => {
+                    assert_eq!(text, "harmless", "{path} served something else");
+                    served += 1;
+                }
+                Err(error) => {
+                    assert!(!error.contains(CANARY), "{error}");
+                    assert!(error.contains("symlink") || error.contains("no such file"), "{path}: {error}");
+                    refused += 1;
+                }
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    eprintln!("{served} reads served, {refused} refused, {swaps} swap rounds");
+    assert!(served > 0 && refused > 0 && swaps > 0, "both outcomes were raced");
+}
