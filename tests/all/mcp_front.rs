@@ -177,3 +177,64 @@ async fn symlinks_swapped_in_during_reads_are_never_followed() {
     eprintln!("{served} reads served, {refused} refused, {swaps} swap rounds");
     assert!(served > 0 && refused > 0 && swaps > 0, "both outcomes were raced");
 }
+
+/// One raw HTTP/1.1 request to `addr`; the status line of the answer.
+async fn status_of(addr: std::net::SocketAddr, request: String) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer).await;
+        String::from_utf8_lossy(&answer).lines().next().unwrap_or_default().to_owned()
+    };
+    tokio::time::timeout(HANG_GUARD, exchange).await.expect("the HTTP front hung")
+}
+
+/// Attack: reach the MCP front over HTTP without its token (none, wrong, a prefix of the
+/// right one, the right one in the query string or under another scheme), from a web
+/// page (a foreign or `null` browser `Origin` POSTing to the loopback port), or by DNS
+/// rebinding (a foreign `Host`); and start it on a public address without a token.
+/// Expected: 401 for every token failure, 403 for a foreign Origin or Host, and a
+/// configuration error naming `--token-file` for the public address.
+/// Checked: the right token from a loopback Host answers the handshake (200).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_front_refuses_requests_without_its_token_or_from_other_origins() {
+    use skillhost::mcp::{HttpConfig, serve_http};
+    let planted = Planted::new();
+    let registry = planted.registry().await;
+    let public = HttpConfig { addr: "0.0.0.0:0".parse().unwrap(), ..HttpConfig::default() };
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let err = serve_http(SkillhostMcp::new(registry.clone(), McpConfig::default()), public, shutdown.clone(), None).await.unwrap_err();
+    assert!(err.to_string().contains("needs a bearer token: pass --token-file FILE"), "{err}");
+
+    let config = HttpConfig { addr: "127.0.0.1:0".parse().unwrap(), token: Some("sesame-7c1f".into()), ..HttpConfig::default() };
+    let (ready, bound) = tokio::sync::oneshot::channel();
+    let server = tokio::spawn(serve_http(SkillhostMcp::new(registry, McpConfig::default()), config, shutdown.clone(), Some(ready)));
+    let addr = tokio::time::timeout(HANG_GUARD, bound).await.expect("the front did not start").unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let request = |target: &str, headers: &str| {
+        format!(
+            "POST {target} HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let host = format!("Host: {addr}\r\n");
+    let right = format!("{host}Authorization: Bearer sesame-7c1f\r\n");
+    for (what, target, headers, expected) in [
+        ("no token", "/mcp", host.clone(), "401"),
+        ("a wrong token", "/mcp", format!("{host}Authorization: Bearer nope\r\n"), "401"),
+        ("a prefix of the token", "/mcp", format!("{host}Authorization: Bearer sesame\r\n"), "401"),
+        ("the token in the query", "/mcp?token=sesame-7c1f", host.clone(), "401"),
+        ("the token under Basic", "/mcp", format!("{host}Authorization: Basic sesame-7c1f\r\n"), "401"),
+        ("a foreign browser origin", "/mcp", format!("{right}Origin: https://evil.example\r\n"), "403"),
+        ("a null origin", "/mcp", format!("{right}Origin: null\r\n"), "403"),
+        ("a rebound Host", "/mcp", "Host: evil.example:80\r\nAuthorization: Bearer sesame-7c1f\r\n".to_owned(), "403"),
+        ("the right token", "/mcp", right.clone(), "200"),
+    ] {
+        let status = status_of(addr, request(target, &headers)).await;
+        assert!(status.contains(expected), "{what}: expected {expected}, got {status:?}");
+    }
+    shutdown.cancel();
+    tokio::time::timeout(HANG_GUARD, server).await.expect("the front did not stop").unwrap().unwrap();
+}
