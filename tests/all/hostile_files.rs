@@ -157,7 +157,8 @@ async fn symlinks_swapped_in_during_install_are_never_followed() {
 
 /// Attack: skill.toml files built to hurt the parser: far over the size cap, nested
 /// arrays and tables thousands deep (a stack overflow would take the host down), and
-/// invalid UTF-8; a SKILL.md whose frontmatter runs past its 64 KiB cap.
+/// invalid UTF-8; a SKILL.md whose frontmatter runs past its 64 KiB cap, and one whose
+/// YAML aliases expand to a billion strings.
 /// Expected: each is listed as broken with a message naming the file and the problem.
 /// Checked: a good skill in the same layer still loads and answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,6 +183,15 @@ async fn hostile_manifests_are_refused_and_the_rest_serves() {
     std::fs::create_dir(&instructions).unwrap();
     let padding = format!("# {}\n", "x".repeat(100)).repeat(700);
     std::fs::write(instructions.join("SKILL.md"), format!("---\nname: huge-md\ndescription: d\n{padding}---\n# Body\n")).unwrap();
+    // A billion laughs in 700 bytes: nine levels of nine aliases each.
+    let mut laughs = String::from("l0: &l0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    for level in 1..10 {
+        let prev = format!("*l{}", level - 1);
+        laughs.push_str(&format!("l{level}: &l{level} [{}]\n", vec![prev; 9].join(",")));
+    }
+    let bomb = layers.ws().join("alias-bomb");
+    std::fs::create_dir(&bomb).unwrap();
+    std::fs::write(bomb.join("SKILL.md"), format!("---\nname: alias-bomb\ndescription: d\nmetadata:\n{}---\n# Body\n", laughs.lines().map(|l| format!("  {l}\n")).collect::<String>())).unwrap();
 
     let registry = layers.open(false).await;
     let out = call(&registry, "limits", "echo", json!({"value": 7})).await.expect("the good skill serves");
@@ -192,8 +202,10 @@ async fn hostile_manifests_are_refused_and_the_rest_serves() {
         ("deep-tables", &["skill.toml"][..]),
         ("bad-utf8", &["UTF-8"][..]),
         ("huge-md", &["SKILL.md", "frontmatter-size"][..]),
+        ("alias-bomb", &["SKILL.md", "repetition limit"][..]),
     ] {
         let error = registry.entry(name).unwrap_or_else(|e| panic!("{name} is listed: {e}")).error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+        eprintln!("{name}: {error}");
         for word in words {
             assert!(error.contains(word), "{name}: the error should say {word:?}: {error:?}");
         }
