@@ -7,14 +7,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fixtures::{LIMITS, TEXT_TOOLS, TestHost};
 use serde_json::{Value, json};
 use skillhost::{Entry, Registry, RegistryConfig, RegistryError, RegistryEvent, ToolOutput, package};
 
-use crate::{HANG_GUARD, test_host};
+use crate::{HANG_GUARD, Swapper, test_host};
 
 const CANARY: &str = "SECRET-CANARY-7f3a";
 
@@ -120,22 +119,7 @@ async fn symlinks_swapped_in_during_install_are_never_followed() {
     // (renameat2 RENAME_EXCHANGE), so the folder always holds one or the other.
     std::os::unix::fs::symlink(secrets.path().join("id_rsa"), skill.join(".notes-link")).unwrap();
     std::os::unix::fs::symlink(secrets.path().join("ssh"), skill.join(".refs-link")).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let swapper = {
-        let (skill, stop) = (skill.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let exchange = |a: &str, b: &str| {
-                rustix::fs::renameat_with(rustix::fs::CWD, skill.join(a), rustix::fs::CWD, skill.join(b), rustix::fs::RenameFlags::EXCHANGE).unwrap();
-            };
-            let mut swaps = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                exchange("notes.md", ".notes-link");
-                exchange("references", ".refs-link");
-                swaps += 1;
-            }
-            swaps
-        })
-    };
+    let swapper = Swapper::start(&skill, &[("notes.md", ".notes-link"), ("references", ".refs-link")]);
 
     let registry = layers.open(false).await;
     let (mut installed, mut refused) = (0, 0);
@@ -148,8 +132,7 @@ async fn symlinks_swapped_in_during_install_are_never_followed() {
         }
         assert!(!contains_canary(&layers.user()), "an install copied the secret or a link into the user layer");
     }
-    stop.store(true, Ordering::Relaxed);
-    let swaps = swapper.join().unwrap();
+    let swaps = swapper.stop();
     eprintln!("{installed} installs, {refused} refused as symlinks, {swaps} swap rounds");
     assert!(installed > 0 && refused > 0 && swaps > 0, "both outcomes were raced");
     assert!(!contains_canary(&layers.user()));

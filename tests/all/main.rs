@@ -63,6 +63,47 @@ fn load_error(result: Result<LoadedSkill, HostError>) -> String {
     err
 }
 
+/// A thread that keeps exchanging pairs of names in `dir` until stopped, to race a
+/// reader's checks (TOCTOU): each exchange is one `renameat2(RENAME_EXCHANGE)`, so the
+/// folder always holds one side of a pair or the other (a file and a symlink to a
+/// secret, say), never neither.
+struct Swapper {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Swapper {
+    fn start(dir: &Path, pairs: &'static [(&'static str, &'static str)]) -> Self {
+        use std::sync::atomic::Ordering;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (dir, flag) = (dir.to_owned(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut rounds = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                for (a, b) in pairs {
+                    rustix::fs::renameat_with(rustix::fs::CWD, dir.join(a), rustix::fs::CWD, dir.join(b), rustix::fs::RenameFlags::EXCHANGE).unwrap();
+                }
+                rounds += 1;
+            }
+            rounds
+        });
+        Self { stop, thread: Some(thread) }
+    }
+
+    /// Stop swapping; the number of rounds made.
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().map(|t| t.join().expect("the swapper thread panicked")).unwrap_or_default()
+    }
+}
+
+/// A test that fails mid-race stops its swapper too.
+impl Drop for Swapper {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Keep `Arc` in scope for modules that share loaded skills across tasks.
 #[allow(dead_code)]
 type Shared<T> = Arc<T>;

@@ -5,7 +5,6 @@
 //! the official Python SDK is tested in `host/cli/tests/cli/mcp.rs`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fixtures::LIMITS;
@@ -16,7 +15,7 @@ use serde_json::json;
 use skillhost::mcp::{McpConfig, SkillhostMcp};
 use skillhost::{Registry, RegistryConfig};
 
-use crate::{HANG_GUARD, test_host};
+use crate::{HANG_GUARD, Swapper, test_host};
 
 const CANARY: &str = "SECRET-CANARY-51d0";
 
@@ -138,22 +137,7 @@ async fn symlinks_swapped_in_during_reads_are_never_followed() {
     let dir = planted.skill_dir();
     std::os::unix::fs::symlink(planted.secrets.path().join("id_rsa"), dir.join(".notes-link")).unwrap();
     std::os::unix::fs::symlink(planted.secrets.path().join("ssh"), dir.join(".refs-link")).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let swapper = {
-        let (dir, stop) = (dir.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let exchange = |a: &str, b: &str| {
-                rustix::fs::renameat_with(rustix::fs::CWD, dir.join(a), rustix::fs::CWD, dir.join(b), rustix::fs::RenameFlags::EXCHANGE).unwrap();
-            };
-            let mut swaps = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                exchange("notes.md", ".notes-link");
-                exchange("references", ".refs-link");
-                swaps += 1;
-            }
-            swaps
-        })
-    };
+    let swapper = Swapper::start(&dir, &[("notes.md", ".notes-link"), ("references", ".refs-link")]);
 
     let (mut served, mut refused) = (0, 0);
     let started = Instant::now();
@@ -172,8 +156,7 @@ async fn symlinks_swapped_in_during_reads_are_never_followed() {
             }
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    let swaps = swapper.join().unwrap();
+    let swaps = swapper.stop();
     eprintln!("{served} reads served, {refused} refused, {swaps} swap rounds");
     assert!(served > 0 && refused > 0 && swaps > 0, "both outcomes were raced");
 }
