@@ -185,7 +185,7 @@ async fn hostile_manifests_are_refused_and_the_rest_serves() {
         ("deep-tables", &["skill.toml"][..]),
         ("bad-utf8", &["UTF-8"][..]),
         ("huge-md", &["SKILL.md", "frontmatter-size"][..]),
-        ("alias-bomb", &["SKILL.md", "repetition limit"][..]),
+        ("alias-bomb", &["SKILL.md", "repetition limit", "instead of repeating YAML aliases"][..]),
     ] {
         let error = registry.entry(name).unwrap_or_else(|e| panic!("{name} is listed: {e}")).error.as_ref().map(|e| e.to_string()).unwrap_or_default();
         eprintln!("{name}: {error}");

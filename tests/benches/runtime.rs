@@ -9,9 +9,14 @@
 //!   host's gate (rule check, pinned connect, audit row) inside a tool call;
 //!   `egress/direct` is the same request made by the host itself with hyper, no skill and
 //!   no gate, to the same server. Both open a new connection per request, as the gate does.
+//!   `egress/gate` is the same request sent through the gate from the host
+//!   (`SkillEgress::send`: rules, pinned connect, caps, an audit row in SQLite), no wasm:
+//!   against `direct` it is the gate's own cost, against `gated` what the wasm call and
+//!   the `wasi:http` plumbing add.
 
 #![allow(missing_docs, reason = "criterion_group! generates an undocumented function")]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -78,6 +83,22 @@ fn egress(c: &mut Criterion) {
         b.iter(|| {
             let out = rt.block_on(loaded.skill.call("fetch", input.clone(), CallContext::default())).unwrap();
             assert_eq!(out.value["status"], 200);
+        })
+    });
+
+    let audit_dir = tempfile::tempdir().unwrap();
+    let net = skillhost::NetConfig { audit: skillhost::audit::AuditLog::open(audit_dir.path().join("audit.db")).unwrap(), ..skillhost::NetConfig::default() };
+    let section = skillhost_core::egress::NetworkSection { allow: vec![format!("http://127.0.0.1:{}", server.port())], ..Default::default() };
+    let policy = skillhost::EgressPolicy::from_section(&section).unwrap();
+    let gate = skillhost_egress::SkillEgress::new(skillhost_core::SkillName::new("net").unwrap(), Arc::new(policy), Arc::new(net));
+    group.bench_function("gate", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let request = hyper::Request::get(&url).body(http_body_util::Empty::<bytes::Bytes>::new()).unwrap();
+                let response = gate.send("fetch", request, &[]).await.unwrap();
+                let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+                assert_eq!(body.len(), 1024);
+            })
         })
     });
 

@@ -228,7 +228,12 @@ pub(crate) fn yaml_mapping(yaml: &str, path: &Path) -> Result<Mapping, RuleError
         ));
     }
     let value: Value = serde_norway::from_str(yaml).map_err(|e| {
-        RuleError::new(path, Rule::FrontmatterYaml, format!("the frontmatter ({e})"), "fix the YAML syntax (quote values that contain `: ` or start with a special character)")
+        let fix = if e.to_string().contains("repetition limit") {
+            "write the values out instead of repeating YAML aliases (`*name`): their expansion is capped"
+        } else {
+            "fix the YAML syntax (quote values that contain `: ` or start with a special character)"
+        };
+        RuleError::new(path, Rule::FrontmatterYaml, format!("the frontmatter ({e})"), fix)
     })?;
     match value {
         Value::Null => Ok(Mapping::new()),
