@@ -13,6 +13,10 @@ use fixtures::LIMITS;
 use serde_json::Value;
 
 const CALLS: usize = 1000;
+/// The host's peak resident memory under that load, with the embedding model loaded
+/// (~175 MiB of it before the first call). Measured: 299 MiB; 772 MiB when the model ran
+/// batches of 32, which this bound would have caught.
+const MAX_PEAK_KIB: u64 = 512 * 1024;
 
 struct LoadEnv {
     skills: tempfile::TempDir,
@@ -71,7 +75,7 @@ impl LoadEnv {
     }
 
     /// `skillhost serve --http 127.0.0.1:0`, and the URL it serves.
-    fn serve(&self) -> (Child, String) {
+    fn serve(&self) -> (Served, String) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
             .arg("--skills")
             .arg(self.skills.path())
@@ -94,7 +98,7 @@ impl LoadEnv {
         };
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        (child, url)
+        (Served(child), url)
     }
 
     fn driver(&self, url: &str, calls: usize, tag: &str, killed: bool) -> Command {
@@ -113,6 +117,28 @@ impl LoadEnv {
     fn ledger(&self) -> Vec<String> {
         let path = find(self.data.path(), "ledger").expect("probe-load wrote its ledger in its data dir");
         std::fs::read_to_string(path).unwrap().lines().map(str::to_owned).collect()
+    }
+}
+
+/// A `skillhost serve` child, killed when dropped, so a failed assertion does not leave
+/// it running (holding the test's output pipe open).
+struct Served(Child);
+
+impl Served {
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// SIGKILL, and reap.
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -191,7 +217,7 @@ fn a_thousand_concurrent_calls_survive_faults_reloads_and_a_killed_host() {
     let _ = fixtures::figures::record(env!("CARGO_TARGET_TMPDIR"), "load", &[
         fixtures::figures::Figure::new(format!("{CALLS} concurrent MCP calls over HTTP with faults: answered ok"), facts["counts"]["ok"].as_f64().unwrap_or(0.0), "calls"),
         fixtures::figures::Figure::new(format!("{CALLS} concurrent MCP calls over HTTP with faults: wall time (Python client)"), seconds, "s"),
-        fixtures::figures::Figure::new("host peak resident memory under that load", peak as f64 / 1024.0, "MiB").goal("bounded (test: < 1 GiB)"),
+        fixtures::figures::Figure::new("host peak resident memory under that load", peak as f64 / 1024.0, "MiB").goal(format!("bounded (test: < {} MiB)", MAX_PEAK_KIB / 1024)),
     ]);
     assert_eq!(facts["answered"], CALLS, "every call was answered: {facts}");
     assert_eq!(facts["counts"]["ok"], CALLS, "no call failed or crossed another's answer: {}", facts["problems"]);
@@ -200,7 +226,7 @@ fn a_thousand_concurrent_calls_survive_faults_reloads_and_a_killed_host() {
     let unique = assert_no_duplicates(&ledger);
     let appended: HashSet<&str> = facts["ok_appends"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert_eq!(unique, appended, "the sandboxed skill ran exactly the calls that were answered");
-    assert!(peak < 1024 * 1024, "the host stayed under 1 GiB resident under load: peak {peak} KiB");
+    assert!(peak < MAX_PEAK_KIB, "the host stayed under {} MiB resident under load: peak {peak} KiB", MAX_PEAK_KIB / 1024);
 
     // 2. Killed mid-load (SIGKILL: no shutdown code runs), then restarted.
     let mut driver = env.driver(&url, CALLS, "k", true).spawn().unwrap();
@@ -211,8 +237,7 @@ fn a_thousand_concurrent_calls_survive_faults_reloads_and_a_killed_host() {
     }
     // Some calls answered, most in flight.
     std::thread::sleep(Duration::from_millis(1500));
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.kill();
     let rest = std::thread::spawn(move || std::io::read_to_string(driver_err).unwrap_or_default());
     let mut out = driver.wait_with_output().unwrap();
     out.stderr = rest.join().unwrap().into_bytes();
@@ -233,7 +258,6 @@ fn a_thousand_concurrent_calls_survive_faults_reloads_and_a_killed_host() {
 
     let (mut server, url) = env.serve();
     let after = driver_facts(env.driver(&url, 100, "r", false).output().unwrap());
-    server.kill().unwrap();
-    let _ = server.wait();
+    server.kill();
     assert_eq!(after["counts"]["ok"], 100, "the restarted host serves again: {}", after["problems"]);
 }
