@@ -24,7 +24,9 @@ fi
 setup_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 setup_venv="$setup_root/target/python"
 setup_stamp="$setup_venv/.skillhost-requirements"
-if [ ! -s "$setup_stamp" ] || [ "$setup_root/host/sandbox/python-requirements.txt" -nt "$setup_stamp" ]; then
+# A venv copied or moved from another checkout names that path in its scripts: made again.
+if [ ! -s "$setup_stamp" ] || [ "$setup_root/host/sandbox/python-requirements.txt" -nt "$setup_stamp" ] \
+    || ! grep -qF "$setup_venv" "$setup_venv/bin/activate" 2>/dev/null; then
     echo "setup: preparing the Python venv for Python skills ($setup_venv)" >&2
     (cd "$setup_root" && cargo build -q -p skillhost-cli >&2 \
         && target/debug/skillhost setup python --venv target/python --with mcp-server-time >&2)

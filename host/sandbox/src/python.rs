@@ -60,6 +60,12 @@ impl Venv {
             .find(|(k, _)| k.trim() == "home")
             .map(|(_, v)| PathBuf::from(v.trim()))
             .ok_or_else(|| bad("pyvenv.cfg has no `home`".into()))?;
+        if let Some(made_at) = made_at(&dir).filter(|made| std::fs::canonicalize(made).ok().as_ref() != Some(&dir)) {
+            return Err(bad(format!(
+                "it was made at {} and copied or moved here, and its scripts still name that path; remove it and run `skillhost setup python` again",
+                made_at.display()
+            )));
+        }
         let python = dir.join("bin/python");
         let exe = std::fs::canonicalize(&python).map_err(|e| bad(format!("{}: {e}", python.display())))?;
         // `home` is the prefix's bin/; the interpreter must live under the same prefix.
@@ -77,6 +83,14 @@ impl Venv {
     pub fn python(&self) -> PathBuf {
         self.dir.join("bin/python")
     }
+}
+
+/// Where the venv at `dir` was made, as its `bin/activate` records it
+/// (`VIRTUAL_ENV=...`): the `#!` lines of its scripts name that path, so a venv copied or
+/// moved elsewhere cannot run them.
+fn made_at(dir: &Path) -> Option<PathBuf> {
+    let activate = std::fs::read_to_string(dir.join("bin/activate")).ok()?;
+    activate.lines().find_map(|l| l.trim().strip_prefix("VIRTUAL_ENV=")).map(|v| PathBuf::from(v.trim().trim_matches(['"', '\''])))
 }
 
 /// What [`setup`] is doing, for a progress bar.
@@ -157,6 +171,13 @@ pub async fn setup(options: &SetupOptions, progress: impl Fn(SetupEvent)) -> Res
         return Venv::open(&options.venv);
     }
     let fail = |step: &str, reason: String| PythonError::Setup { step: step.to_owned(), reason };
+    // A venv this setup made (it holds our stamp) that was since copied or moved is made
+    // again: its scripts name the old path. One made by hand is the user's to remove.
+    let stamped = options.venv.join(STAMP).is_file();
+    if stamped && made_at(&options.venv).is_some() && Venv::open(&options.venv).is_err() {
+        progress(SetupEvent::Creating);
+        std::fs::remove_dir_all(&options.venv).map_err(|e| fail("removing a venv moved from elsewhere", e.to_string()))?;
+    }
     if Venv::open(&options.venv).is_err() {
         progress(SetupEvent::Creating);
         let out = tokio::process::Command::new(&options.python)
@@ -250,6 +271,25 @@ fn tail(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_venv_copied_from_elsewhere_is_refused() {
+        let made = tempfile::tempdir().unwrap();
+        let dir = made.path().join("venv");
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::write(dir.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        std::os::unix::fs::symlink("/usr/bin/python3", dir.join("bin/python")).unwrap();
+        let activate = |at: &Path| std::fs::write(dir.join("bin/activate"), format!("# comment\nVIRTUAL_ENV=\"{}\"\nexport VIRTUAL_ENV\n", at.display())).unwrap();
+        activate(&dir);
+        assert_eq!(made_at(&dir), Some(dir.clone()));
+        if Path::new("/usr/bin/python3").exists() {
+            Venv::open(&dir).expect("a venv where it was made opens");
+        }
+        activate(Path::new("/work/elsewhere/venv"));
+        let err = Venv::open(&dir).unwrap_err().to_string();
+        assert!(err.contains("made at /work/elsewhere/venv and copied or moved here"), "{err}");
+        assert!(err.contains("skillhost setup python"), "{err}");
+    }
 
     #[test]
     fn stamp_follows_requirements() {
