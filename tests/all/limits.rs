@@ -2,14 +2,13 @@
 //! the memory cap, the output cap, the log cap; tool errors and crashes mapped to typed
 //! errors; and after each, the host still serves the next call.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fixtures::LIMITS;
 use serde_json::json;
 use skillhost::{CallContext, CallError, LoadedSkill, Progress};
 
-use crate::{call, call_with, ok, test_host};
+use crate::{call, call_with, ok, recording_progress, test_host};
 
 async fn limits_skill(t: &fixtures::TestHost) -> LoadedSkill {
     t.host.load_path(&LIMITS.folder(t.skills.path())).await.expect("limits guest loads")
@@ -128,9 +127,7 @@ async fn log_flood_is_capped_and_the_call_succeeds() {
 async fn progress_reaches_the_caller() {
     let t = test_host();
     let skill = limits_skill(&t).await;
-    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
-    let sink = seen.clone();
-    let cx = CallContext { progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))), ..CallContext::default() };
+    let (seen, cx) = recording_progress();
     call_with(&skill, "progress", json!({"steps": 5}), cx).await.unwrap();
     let seen = seen.lock().unwrap();
     let last = seen.last().expect("at least one progress report");
@@ -144,9 +141,7 @@ async fn progress_reaches_the_caller() {
 async fn a_progress_flood_reaches_the_caller_throttled() {
     let t = test_host();
     let skill = limits_skill(&t).await;
-    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
-    let sink = seen.clone();
-    let cx = CallContext { progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))), ..CallContext::default() };
+    let (seen, cx) = recording_progress();
     let steps = 200_000u64;
     let started = std::time::Instant::now();
     assert_eq!(call_with(&skill, "progress", json!({"steps": steps}), cx).await.unwrap().value, json!(steps));

@@ -45,6 +45,14 @@ async fn call_with(skill: &LoadedSkill, tool: &str, input: Value, cx: CallContex
         .unwrap_or_else(|_| panic!("{tool} did not return within {HANG_GUARD:?}: the host hung"))
 }
 
+/// A call context whose progress reports are kept, and the list they are kept in.
+fn recording_progress() -> (Arc<std::sync::Mutex<Vec<skillhost::Progress>>>, CallContext) {
+    let seen: Arc<std::sync::Mutex<Vec<skillhost::Progress>>> = Arc::default();
+    let sink = seen.clone();
+    let cx = CallContext { progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))), ..CallContext::default() };
+    (seen, cx)
+}
+
 /// Call and expect success; returns the output value.
 async fn ok(skill: &LoadedSkill, tool: &str, input: Value) -> Value {
     match call(skill, tool, input).await {

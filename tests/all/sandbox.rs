@@ -3,7 +3,6 @@
 //! as a skill. Every wait is bounded; nothing asserts on timing.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fixtures::{TestServer, python};
@@ -223,9 +222,7 @@ async fn a_hung_call_is_killed_at_its_deadline() {
 async fn progress_and_output_cap() {
     let env = SandboxHost::new();
     let skill = env.load("sandbox-probe", "[limits]\noutput = \"1KiB\"\n").await;
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = seen.clone();
-    let cx = CallContext { progress: Some(Arc::new(move |p: Progress| sink.lock().unwrap().push(p))), ..CallContext::default() };
+    let (seen, cx) = crate::recording_progress();
     let out = call_with(&skill, "count", json!({"steps": 3}), cx).await.unwrap();
     assert_eq!(out.value["steps"], 3);
     let seen = seen.lock().unwrap().clone();
@@ -236,9 +233,7 @@ async fn progress_and_output_cap() {
 
     // Attack: a server floods its caller with progress notifications. Expected: at most
     // one report per interval passes, plus the final one, in order.
-    let flood = Arc::new(Mutex::new(Vec::new()));
-    let sink = flood.clone();
-    let cx = CallContext { progress: Some(Arc::new(move |p: Progress| sink.lock().unwrap().push(p))), ..CallContext::default() };
+    let (flood, cx) = crate::recording_progress();
     let started = std::time::Instant::now();
     let out = call_with(&skill, "count", json!({"steps": 3000}), cx).await.unwrap();
     let elapsed = started.elapsed();
