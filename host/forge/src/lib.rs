@@ -328,7 +328,7 @@ impl Forge {
 
         progress("test: loading it and running its tests");
         let data = tempfile::tempdir().map_err(io("cannot create a throwaway data dir"))?;
-        let grant = Grant::new(&manifest, &Policy::new(data.path())).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
+        let grant = Grant::new(&manifest, &Policy::new(data.path()), &skillhost_core::DataKey::named(&manifest.name)).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
         // pytest (and its handshake) only when there are tests: the load below starts the
         // server and lists its tools anyway.
         if submission.language == Language::Python && submission.files.contains_key("test_server.py") {

@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use skillhost_core::{DirGrant, FileMode};
+use skillhost_core::FileMode;
 use skillhost_sandbox::ResourceLimits;
-use skillhost_sandbox::profile::Profile;
+use skillhost_sandbox::profile::{Bind, Profile};
 use skillhost_wasm::package;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
@@ -238,17 +238,17 @@ pub(crate) async fn build(
     let etc = build_dir.join("etc");
     skillhost_sandbox::profile::write_etc(&etc).map_err(io("cannot write the build sandbox's /etc"))?;
     std::fs::create_dir_all(build_dir.join("target")).map_err(io("cannot create the target dir"))?;
-    let ro = |host: &Path, guest: &str| DirGrant { host: host.to_owned(), guest: guest.into(), mode: FileMode::ReadOnly };
+    let bind = |host: &Path, guest: &str, mode| Bind::host_dir(host, guest, mode).map_err(io("cannot open a directory of the build sandbox"));
     let sysroot = toolchain.sysroot.display().to_string();
     let mut dirs = vec![
-        ro(&toolchain.sysroot, &sysroot),
-        ro(&toolchain.sdk, SDK_MOUNT),
-        ro(&toolchain.vendor, VENDOR_MOUNT),
-        DirGrant { host: build_dir.to_owned(), guest: BUILD_MOUNT.into(), mode: FileMode::ReadWrite },
+        bind(&toolchain.sysroot, &sysroot, FileMode::ReadOnly)?,
+        bind(&toolchain.sdk, SDK_MOUNT, FileMode::ReadOnly)?,
+        bind(&toolchain.vendor, VENDOR_MOUNT, FileMode::ReadOnly)?,
+        bind(build_dir, BUILD_MOUNT, FileMode::ReadWrite)?,
     ];
     // `cc` (the linker of build scripts and proc macros) is a Debian alternatives link.
     if Path::new("/etc/alternatives").is_dir() {
-        dirs.push(ro(Path::new("/etc/alternatives"), "/etc/alternatives"));
+        dirs.push(bind(Path::new("/etc/alternatives"), "/etc/alternatives", FileMode::ReadOnly)?);
     }
     let profile = Profile {
         prlimit: toolchain.prlimit.clone(),
@@ -293,13 +293,11 @@ pub(crate) async fn build(
     .collect();
     let cargo = toolchain.sysroot.join("bin/cargo");
     let argv = profile.argv(cargo.as_os_str(), &args);
-    let mut child = tokio::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .env_clear()
+    let mut child = profile
+        .command(&argv)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .map_err(io("cannot start the build sandbox"))?;
     let stdout = child.stdout.take().expect("piped");
