@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use skillhost_core::egress::NetworkSection;
 use skillhost_core::{EgressPolicy, SkillName};
-use skillhost_egress::{EgressProxy, NetConfig, ProxyConfig, SkillEgress};
+use skillhost_egress::{BodyBudget, EgressProxy, NetConfig, ProxyConfig, SkillEgress};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixStream};
 
@@ -356,6 +356,7 @@ async fn a_trickled_body_is_cut_with_408_naming_the_skill() {
     let sink = sink().await;
     let proxy = LocalProxy::start(&[sink.port], |_, config| {
         config.header_timeout = Duration::from_millis(500);
+        config.body_timeout = Duration::from_millis(500);
     });
     let stream = UnixStream::connect(proxy.path()).await.unwrap();
     let (mut read, mut write) = stream.into_split();
@@ -381,7 +382,9 @@ async fn a_trickled_body_is_cut_with_408_naming_the_skill() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_skills_request_slots_busy_a_body_is_not_read() {
     let (stall, sink) = (Stall::start().await, sink().await);
-    let proxy = LocalProxy::start(&[stall.port, sink.port], |_, _| {});
+    let budget = BodyBudget::default();
+    let held = budget.clone();
+    let proxy = LocalProxy::start(&[stall.port, sink.port], |net, _| net.request_body_budget = budget);
     let socket = proxy.path().to_owned();
 
     // Fill the skill's 8 request slots with requests the upstream never answers.
@@ -417,6 +420,7 @@ async fn with_the_skills_request_slots_busy_a_body_is_not_read() {
         "with the skill's {slots} request slots busy, the proxy took {} KiB of a waiting request's body",
         written >> 10
     );
+    assert_eq!(held.held(), 0, "a request waiting for its slot holds no room in the body budget");
 
     // Free the slots: the ninth request goes through whole.
     stall.release();
@@ -430,4 +434,54 @@ async fn with_the_skills_request_slots_busy_a_body_is_not_read() {
         let answer = tokio::time::timeout(GUARD, task).await.expect("a stalled request ends").unwrap();
         assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
     }
+    assert!(held.peak() <= body.len(), "one body at a time was held: {} bytes at most", held.peak());
+    assert_eq!(held.held(), 0, "the body's room is given back once sent");
+}
+
+#[tokio::test]
+async fn over_the_caps_requests_are_refused_naming_the_skill_and_the_limit() {
+    let sink = sink().await;
+    let budget = BodyBudget::new(MIB, Duration::from_millis(200));
+    let held = budget.clone();
+    let proxy = LocalProxy::start(&[sink.port], |net, config| {
+        net.request_body_budget = budget;
+        config.max_connections = 2;
+    });
+
+    // A body larger than the whole budget is refused from its head.
+    let answer = exchange(proxy.path(), post_head(sink.port, 2 * MIB).as_bytes(), GUARD, "a body over the budget").await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains(&format!("skill `{SKILL}`")) && answer.contains(&MIB.to_string()), "{answer}");
+
+    // A slow sender holds 768 KiB of the budget; a 512 KiB body finds no room.
+    let mut slow = UnixStream::connect(proxy.path()).await.unwrap();
+    slow.write_all(post_head(sink.port, 768 << 10).as_bytes()).await.unwrap();
+    slow.write_all(b"x").await.unwrap();
+    tokio::time::timeout(GUARD, async {
+        while held.held() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the slow request reserves its body");
+    assert_eq!(held.held(), 768 << 10, "a known length is reserved whole");
+    let answer = exchange(proxy.path(), post_head(sink.port, 512 << 10).as_bytes(), GUARD, "a body finding the budget full").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains(&format!("skill `{SKILL}`")) && answer.contains("NetConfig::request_body_budget"), "{answer}");
+
+    // Two connections open (the slow one and an idle one): a third is refused unread.
+    let _idle = UnixStream::connect(proxy.path()).await.unwrap();
+    let answer = exchange(proxy.path(), b"", GUARD, "a connection over the cap").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains(&format!("skill `{SKILL}`")) && answer.contains("ProxyConfig::max_connections"), "{answer}");
+
+    drop(slow);
+    tokio::time::timeout(GUARD, async {
+        while held.held() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("a closed connection gives its budget back");
+    assert_eq!(held.peak(), 768 << 10, "nothing else was ever reserved");
 }
