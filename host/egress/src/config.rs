@@ -1,11 +1,14 @@
 //! How the host reaches the network on skills' behalf: [`NetConfig`] (resolver, secrets,
-//! audit sink, timeouts, caps, TLS roots) and the [`SystemResolver`].
+//! audit sink, timeouts, caps, the request-body budget, TLS roots) and the
+//! [`SystemResolver`].
 
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use skillhost_core::{AuditSink, NoAudit, NoSecrets, Resolver, SecretSource};
+
+use crate::BodyBudget;
 
 /// How the host reaches the network on skills' behalf.
 #[derive(Clone)]
@@ -25,8 +28,13 @@ pub struct NetConfig {
     pub total_timeout: Duration,
     /// Largest response body a skill may read. Default: 16 MiB.
     pub max_response_bytes: u64,
-    /// Requests one skill may have open at once; more wait. Default: 8.
+    /// Requests one skill may have open at once; more wait, holding no body (a request's
+    /// body is read only once it has its slot). Default: 8.
     pub max_concurrent_per_skill: usize,
+    /// Request-body bytes the host holds in memory at once, all skills and runtimes
+    /// together (shared by clones of this config); a body that finds no room within the
+    /// budget's wait is refused. Default: 64 MiB, waiting at most 5 s.
+    pub request_body_budget: BodyBudget,
     /// Root certificates for HTTPS. Default: the Mozilla roots (webpki-roots).
     pub tls: Arc<rustls::ClientConfig>,
 }
@@ -48,6 +56,7 @@ impl Default for NetConfig {
             total_timeout: Duration::from_secs(30),
             max_response_bytes: 16 << 20,
             max_concurrent_per_skill: 8,
+            request_body_budget: BodyBudget::default(),
             tls: Arc::new(tls),
         }
     }
@@ -61,6 +70,7 @@ impl std::fmt::Debug for NetConfig {
             .field("total_timeout", &self.total_timeout)
             .field("max_response_bytes", &self.max_response_bytes)
             .field("max_concurrent_per_skill", &self.max_concurrent_per_skill)
+            .field("request_body_budget", &self.request_body_budget)
             .finish_non_exhaustive()
     }
 }

@@ -84,6 +84,21 @@ pub enum EgressError {
         /// The cap.
         limit: usize,
     },
+    /// The skill did not send its request body within the time it had (a slow sender is
+    /// cut off rather than held).
+    #[error("the request body did not arrive within {0:?}; send it at once, after the head")]
+    RequestBodyTimeout(Duration),
+    /// The host-wide budget of request-body bytes held in memory had no room for this body
+    /// within its wait.
+    #[error(
+        "the host's budget for request bodies held in memory ({capacity} bytes, all skills together) had no room for this body within {wait:?}; retry later, send smaller bodies, or raise `NetConfig::request_body_budget`"
+    )]
+    BodyBudget {
+        /// The budget in bytes.
+        capacity: usize,
+        /// How long the request waited for room.
+        wait: Duration,
+    },
     /// The request body could not be read from the skill.
     #[error("request body could not be read: {reason}")]
     RequestBody {

@@ -4,8 +4,9 @@
 //! - [`SkillEgress`] applies a skill's [`EgressPolicy`](skillhost_core::EgressPolicy) to
 //!   each request: rules checked before any DNS, the name resolved once by the host and the
 //!   address checked and pinned, TLS to the checked name, `Host` rewritten, timeouts, a
-//!   response cap ([`CappedBody`]), a per-skill concurrency limit and an audit row for every
-//!   request. The wasm runtime's `wasi:http` gate is a thin adapter over it.
+//!   response cap ([`CappedBody`]), a per-skill concurrency limit taken before a request
+//!   body is read, the host-wide [`BodyBudget`] for buffered request bodies and an audit
+//!   row for every request. The wasm runtime's `wasi:http` gate is a thin adapter over it.
 //! - [`proxy::EgressProxy`] serves a sandboxed skill the same egress as an HTTP proxy on a
 //!   Unix socket (plain requests and `CONNECT` tunnels, [`Tunnel`]).
 //! - [`shim`] runs inside the sandbox: it bridges `127.0.0.1:<port>` to that socket,
@@ -14,6 +15,7 @@
 //!   roots.
 
 mod audit;
+mod budget;
 mod config;
 mod error;
 pub mod proxy;
@@ -21,6 +23,7 @@ pub mod shim;
 mod skill;
 mod tunnel;
 
+pub use budget::BodyBudget;
 pub use config::{NetConfig, SystemResolver};
 pub use error::EgressError;
 pub use proxy::{EgressProxy, ProxyConfig, ProxyError};

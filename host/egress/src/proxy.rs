@@ -18,6 +18,29 @@
 //!   timeout); a request that is not a proxy request is 400. Every request and tunnel is
 //!   audited.
 //!
+//! **Bounds.** The skill on the other side of the socket is not trusted to be polite, so
+//! what the proxy holds for it is bounded ([`ProxyConfig`], [`NetConfig`](crate::NetConfig)):
+//!
+//! - connections: at most [`ProxyConfig::max_connections`] (64) open at once, requests,
+//!   idle keep-alive connections and `CONNECT` tunnels together; one more is answered
+//!   `503` naming the skill and the limit, and closed, without being read;
+//! - heads: at most [`ProxyConfig::max_head_bytes`] (64 KiB, `431` beyond), sent within
+//!   [`ProxyConfig::header_timeout`] (10 s, also the longest a keep-alive connection may
+//!   sit idle); a slow or silent head is answered `408` and closed;
+//! - bodies: a request takes one of the skill's request slots
+//!   ([`NetConfig::max_concurrent_per_skill`](crate::NetConfig::max_concurrent_per_skill),
+//!   8) and then room in the host-wide
+//!   [`BodyBudget`](crate::BodyBudget) (64 MiB for all skills together) *before* its body
+//!   is read, so a request waiting for either holds its socket and head, no body (the
+//!   client's writes block). A body is at most 16 MiB (`413`), must arrive within
+//!   [`ProxyConfig::body_timeout`] (10 s from its first read; `408` and closed beyond), and
+//!   a body that finds no room in the budget within its wait (5 s) is answered `503`;
+//! - tunnels: each counts as a connection and lives under [`TunnelLimits`] (idle, total
+//!   time, bytes); they relay through a fixed buffer and hold no request body.
+//!
+//! So one skill's proxy holds at most 64 connections with a head each, plus its share of
+//! the 64 MiB budget, whatever it sends.
+//!
 //! **Secrets differ from the wasm gate.** The gate adds a bound secret's header to
 //! requests for its hosts, so a wasm skill never holds the value. Through `CONNECT` the
 //! proxy only sees TLS bytes and cannot add a header, and injecting into plain-HTTP
@@ -26,19 +49,26 @@
 //! (an environment variable); its rules still decide where the skill can send it.
 
 use std::convert::Infallible;
+use std::io::Write;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
+use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use skillhost_core::EgressOutcome;
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::{EgressError, SkillEgress, TunnelLimits};
@@ -47,20 +77,42 @@ use crate::{EgressError, SkillEgress, TunnelLimits};
 /// proxy serves the skill's process, not one call.
 const TOOL: &str = "";
 
-/// How the proxy serves.
+/// How the proxy serves, and the bounds it holds a skill to (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProxyConfig {
     /// Limits of each `CONNECT` tunnel. Default: [`TunnelLimits::default`].
     pub tunnel: TunnelLimits,
-    /// Time a client has to send a request head. Default: 30 s.
+    /// Time a client has to send a request head, counted from when the proxy starts
+    /// waiting for it (so a keep-alive connection idle this long is closed too); then it is
+    /// answered `408` and closed. Default: 10 s.
     pub header_timeout: Duration,
+    /// Time a client has to send a request body, counted from when the proxy starts
+    /// reading it (once the request has the skill's slot and room in the host's body
+    /// budget); then it is answered `408` and closed. Default: 10 s.
+    pub body_timeout: Duration,
+    /// Largest request head (request line and headers) in bytes; a larger one is answered
+    /// `431` and closed. Default: 64 KiB (at least 8 KiB is used).
+    pub max_head_bytes: usize,
+    /// Connections one proxy (one skill) may have open at once: requests, idle keep-alive
+    /// connections and `CONNECT` tunnels together. One more is answered `503` and closed.
+    /// Default: 64.
+    pub max_connections: usize,
 }
 
 impl Default for ProxyConfig {
     fn default() -> Self {
-        Self { tunnel: TunnelLimits::default(), header_timeout: Duration::from_secs(30) }
+        Self {
+            tunnel: TunnelLimits::default(),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            max_head_bytes: 64 << 10,
+            max_connections: 64,
+        }
     }
 }
+
+/// The smallest read buffer hyper accepts, so the least head cap.
+const MIN_HEAD_BYTES: usize = 8192;
 
 /// The proxy could not start.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +137,10 @@ struct Shared {
     egress: SkillEgress,
     config: ProxyConfig,
     stop: CancellationToken,
+    /// One permit per open connection (a `CONNECT` tunnel keeps its connection's).
+    connections: Arc<Semaphore>,
+    /// Whether a refused connection was logged as a warning yet (later ones are debug).
+    warned_full: AtomicBool,
 }
 
 type ProxyBody = UnsyncBoxBody<Bytes, EgressError>;
@@ -101,7 +157,8 @@ impl EgressProxy {
         }
         let listener = UnixListener::bind(&path).map_err(fail)?;
         let stop = CancellationToken::new();
-        let shared = Arc::new(Shared { egress, config, stop: stop.clone() });
+        let connections = Arc::new(Semaphore::new(config.max_connections.clamp(1, Semaphore::MAX_PERMITS)));
+        let shared = Arc::new(Shared { egress, config, stop: stop.clone(), connections, warned_full: AtomicBool::new(false) });
         tracing::debug!(skill = %shared.egress.skill(), socket = %path.display(), "egress proxy listening");
         tokio::spawn(accept(listener, shared));
         Ok(Self { path, stop })
@@ -128,12 +185,16 @@ async fn accept(listener: UnixListener, shared: Arc<Shared>) {
         };
         match accepted {
             Ok((stream, _)) => {
+                let Ok(slot) = shared.connections.clone().try_acquire_owned() else {
+                    shared.refuse_connection(&stream);
+                    continue;
+                };
                 let shared = shared.clone();
                 tokio::spawn(async move {
                     let stop = shared.stop.clone();
                     tokio::select! {
                         () = stop.cancelled() => {}
-                        () = serve(stream, shared) => {}
+                        () = serve(stream, shared, Arc::new(slot)) => {}
                     }
                 });
             }
@@ -146,29 +207,113 @@ async fn accept(listener: UnixListener, shared: Arc<Shared>) {
     }
 }
 
-/// Serve one client connection (keep-alive: several requests, or one `CONNECT`).
-async fn serve(stream: UnixStream, shared: Arc<Shared>) {
-    let header_timeout = shared.config.header_timeout;
+/// Serve one client connection (keep-alive: several requests, or one `CONNECT`), holding
+/// its `slot` among the proxy's connections.
+async fn serve(stream: UnixStream, shared: Arc<Shared>, slot: Arc<OwnedSemaphorePermit>) {
+    let config = shared.config;
+    // A second handle on the socket, to answer 408 when hyper gives up waiting for a head
+    // (it closes the connection without a word).
+    let spare = stream.as_fd().try_clone_to_owned().ok().map(std::os::unix::net::UnixStream::from);
+    let skill = shared.egress.skill().clone();
     let service = hyper::service::service_fn(move |request| {
-        let shared = shared.clone();
-        async move { Ok::<_, Infallible>(shared.handle(request).await) }
+        let (shared, slot) = (shared.clone(), slot.clone());
+        async move { Ok::<_, Infallible>(shared.handle(request, slot).await) }
     });
+    let head_bytes = config.max_head_bytes.max(MIN_HEAD_BYTES);
     let result = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
+        .header_read_timeout(config.header_timeout)
+        .max_buf_size(head_bytes)
+        .max_header_size(head_bytes)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades()
         .await;
-    if let Err(e) = result {
-        tracing::debug!("egress proxy connection ended: {e}");
+    match result {
+        Err(e) if e.is_timeout() => {
+            tracing::debug!(%skill, "egress proxy connection sent no request head within {:?}; closed", config.header_timeout);
+            let line = format!(
+                "skillhost egress proxy: skill `{skill}` sent no complete request head within {:?}; the connection is closed (send the head at once, and open a connection only when there is a request to send)",
+                config.header_timeout
+            );
+            if let Some(spare) = &spare {
+                // Non-blocking, like the socket: a client not reading loses the answer, not the proxy a task.
+                let _ = (&*spare).write(&raw_answer("408 Request Timeout", &line));
+            }
+        }
+        Err(e) => tracing::debug!(%skill, "egress proxy connection ended: {e}"),
+        Ok(()) => {}
+    }
+}
+
+/// A whole HTTP/1.1 answer with a one-line text body, closing the connection.
+fn raw_answer(status: &str, line: &str) -> Vec<u8> {
+    let body = format!("{line}\n");
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The skill's request body with [`ProxyConfig::body_timeout`], counted from its first
+/// read (after the request has its slot and budget), so a slow sender is cut off.
+struct TimedBody {
+    body: Incoming,
+    timeout: Duration,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// A request body outlived [`ProxyConfig::body_timeout`].
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {0:?}")]
+pub(crate) struct BodyTimeout(pub(crate) Duration);
+
+impl Body for TimedBody {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        let timeout = this.timeout;
+        let deadline = this.deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(Box::new(BodyTimeout(timeout)))));
+        }
+        Pin::new(&mut this.body).poll_frame(cx).map_err(Into::into)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
 impl Shared {
-    async fn handle(self: Arc<Self>, mut request: Request<Incoming>) -> Response<ProxyBody> {
-        if request.method() == Method::CONNECT {
-            return self.connect(request).await;
+    /// Answer a connection over [`ProxyConfig::max_connections`] with 503 and close it,
+    /// without reading from it.
+    fn refuse_connection(&self, stream: &UnixStream) {
+        let (skill, max) = (self.egress.skill(), self.config.max_connections);
+        let line = format!(
+            "skillhost refused a connection of skill `{skill}` to its egress proxy: it already has {max} open (requests, idle keep-alive connections and CONNECT tunnels together), the most one skill may; reuse or close connections, or raise `ProxyConfig::max_connections`"
+        );
+        if self.warned_full.swap(true, Ordering::Relaxed) {
+            tracing::debug!(%skill, "{line}");
+        } else {
+            tracing::warn!(%skill, "{line} (further refusals are logged at debug level)");
         }
+        // Non-blocking: a fresh socket's buffer takes the answer, or the client loses it.
+        let _ = stream.try_write(&raw_answer("503 Service Unavailable", &line));
+    }
+
+    async fn handle(self: Arc<Self>, request: Request<Incoming>, slot: Arc<OwnedSemaphorePermit>) -> Response<ProxyBody> {
+        if request.method() == Method::CONNECT {
+            return self.connect(request, slot).await;
+        }
+        let timeout = self.config.body_timeout;
+        let mut request = request.map(|body| TimedBody { body, timeout, deadline: None });
         let uri = request.uri();
         if uri.scheme().is_none() || uri.authority().is_none() {
             let reason = format!(
@@ -192,7 +337,7 @@ impl Shared {
 
     /// `CONNECT host:port`: open the tunnel, answer 200, then relay once hyper hands over
     /// the connection.
-    async fn connect(self: Arc<Self>, request: Request<Incoming>) -> Response<ProxyBody> {
+    async fn connect(self: Arc<Self>, request: Request<Incoming>, slot: Arc<OwnedSemaphorePermit>) -> Response<ProxyBody> {
         let Some(authority) = request.uri().authority().map(|a| a.to_string()) else {
             let reason = format!("`CONNECT {}` names no `host:port`", request.uri());
             return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: {reason}"));
@@ -203,6 +348,8 @@ impl Shared {
         };
         let (shared, limits) = (self.clone(), self.config.tunnel);
         tokio::spawn(async move {
+            // The tunnel counts among the proxy's connections until it ends.
+            let _slot = slot;
             let client = match hyper::upgrade::on(request).await {
                 Ok(upgraded) => TokioIo::new(upgraded),
                 Err(e) => {
@@ -227,18 +374,30 @@ impl Shared {
             tracing::warn!(%skill, "outbound request refused: {reason}");
             return text(StatusCode::FORBIDDEN, format!("skillhost refused a request of skill `{skill}`: {reason}"));
         }
-        let status = match &error {
+        let (status, close) = match &error {
+            // The skill's body was not read whole: the connection cannot carry another request.
+            EgressError::RequestBodyTimeout(_) => (StatusCode::REQUEST_TIMEOUT, true),
+            EgressError::RequestBodyTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, true),
+            EgressError::BodyBudget { .. } => (StatusCode::SERVICE_UNAVAILABLE, true),
+            EgressError::RequestBody { .. } => (StatusCode::BAD_REQUEST, true),
             EgressError::ResolveTimeout { .. }
             | EgressError::ConnectTimeout { .. }
             | EgressError::FirstByteTimeout(_)
             | EgressError::TotalTimeout(_)
-            | EgressError::IdleTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            EgressError::RequestBodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            EgressError::RequestBody { .. } | EgressError::InvalidRequest { .. } => StatusCode::BAD_REQUEST,
-            _ => StatusCode::BAD_GATEWAY,
+            | EgressError::IdleTimeout(_) => (StatusCode::GATEWAY_TIMEOUT, false),
+            EgressError::InvalidRequest { .. } => (StatusCode::BAD_REQUEST, false),
+            _ => (StatusCode::BAD_GATEWAY, false),
         };
-        tracing::debug!(%skill, "outbound request failed: {error}");
-        text(status, format!("skillhost could not complete a request of skill `{skill}`: {error}"))
+        if close {
+            tracing::warn!(%skill, "outbound request refused: {error}");
+        } else {
+            tracing::debug!(%skill, "outbound request failed: {error}");
+        }
+        let mut response = text(status, format!("skillhost could not complete a request of skill `{skill}`: {error}"));
+        if close {
+            response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+        }
+        response
     }
 }
 

@@ -2,6 +2,7 @@
 //! [`SkillEgress::send`], the sandbox proxy `send` and [`SkillEgress::open_tunnel`]), and
 //! the [`CappedBody`] of its responses.
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::audit::{Audit, PendingRecord};
+use crate::budget::{Reservation, Shortfall};
 use crate::{EgressError, NetConfig};
 
 /// Largest request body the host sends for a skill.
@@ -170,7 +172,9 @@ impl SkillEgress {
     /// to its host, through every step listed on [`SkillEgress`]. The response body is a
     /// [`CappedBody`]; the audit row is written when it ends (or at once on a refusal or
     /// failure). The request body is read whole first (at most [`MAX_REQUEST_BYTES`]), so
-    /// the server gets a `Content-Length` and the audit log an exact size.
+    /// the server gets a `Content-Length` and the audit log an exact size; it is read only
+    /// once the request holds one of the skill's slots and room for it in the host's
+    /// [`BodyBudget`](crate::BodyBudget), so a request waiting for either holds no body.
     pub async fn send<B>(
         &self,
         tool: &str,
@@ -198,21 +202,18 @@ impl SkillEgress {
         }
         *request.uri_mut() = http::Uri::try_from(target.path_and_query.as_str()).map_err(|_| invalid("the path"))?;
 
-        let (parts, body) = request.into_parts();
-        let limited = http_body_util::Limited::new(body, MAX_REQUEST_BYTES);
-        let body = match tokio::time::timeout(self.net.total_timeout, limited.collect()).await {
-            Ok(Ok(collected)) => collected.to_bytes(),
-            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                return Err(Self::failed(&audit, url, None, 0, EgressError::RequestBodyTooLarge { limit: MAX_REQUEST_BYTES }));
-            }
-            Ok(Err(e)) => return Err(Self::failed(&audit, url, None, 0, EgressError::RequestBody { reason: e.to_string() })),
-            Err(_) => return Err(Self::failed(&audit, url, None, 0, EgressError::TotalTimeout(self.net.total_timeout))),
-        };
-        let bytes_out = body.len() as u64;
-        let request = http::Request::from_parts(parts, http_body_util::Full::new(body));
-
+        // The skill's request slot first, then room in the host's body budget, and only
+        // then is the body read: a request waiting for either holds nothing but its head.
         let permit = self.permit().await?;
         let deadline = tokio::time::Instant::from_std(audit.started + self.net.total_timeout);
+        let (parts, body) = request.into_parts();
+        let body = match self.buffer_body(body, deadline).await {
+            Ok(body) => body,
+            Err(e) => return Err(Self::failed(&audit, url, None, 0, e)),
+        };
+        let bytes_out = body.remaining;
+        let request = http::Request::from_parts(parts, body);
+
         let response = match tokio::time::timeout_at(deadline, self.exchange(&target, ip, request)).await {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => return Err(Self::failed(&audit, url, Some(ip), bytes_out, e)),
@@ -229,12 +230,70 @@ impl SkillEgress {
         }))
     }
 
+    /// Read `body` whole (at most [`MAX_REQUEST_BYTES`]) by `deadline`, each byte reserved
+    /// in the host's body budget before it is read: a known length whole before the first
+    /// byte, an unknown one as it arrives.
+    async fn buffer_body<B>(&self, body: B, deadline: tokio::time::Instant) -> Result<Buffered, EgressError>
+    where
+        B: Body<Data = Bytes> + Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let budget = &self.net.request_body_budget;
+        let too_large = || EgressError::RequestBodyTooLarge { limit: MAX_REQUEST_BYTES };
+        let reserve = async |bytes: usize| match budget.reserve(bytes).await {
+            Ok(reservation) => Ok(reservation),
+            Err(Shortfall::OverCapacity) => Err(EgressError::RequestBodyTooLarge { limit: budget.capacity() }),
+            Err(Shortfall::Timeout) => Err(EgressError::BodyBudget { capacity: budget.capacity(), wait: budget.wait() }),
+        };
+        let hint = body.size_hint();
+        if hint.lower() > MAX_REQUEST_BYTES as u64 {
+            return Err(too_large());
+        }
+        let mut reservation = match hint.exact() {
+            Some(exact) => reserve(exact as usize).await?,
+            None => Reservation::default(),
+        };
+        let mut body = std::pin::pin!(body);
+        let mut buffered = Buffered { chunks: VecDeque::new(), remaining: 0, reservation: Reservation::default() };
+        let mut len = 0usize;
+        loop {
+            let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+                Err(_) => return Err(EgressError::TotalTimeout(self.net.total_timeout)),
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    let e: Box<dyn std::error::Error + Send + Sync> = e.into();
+                    return Err(match e.downcast_ref::<crate::proxy::BodyTimeout>() {
+                        Some(timeout) => EgressError::RequestBodyTimeout(timeout.0),
+                        None => EgressError::RequestBody { reason: e.to_string() },
+                    });
+                }
+                Ok(Some(Ok(frame))) => frame,
+            };
+            // Trailers are not forwarded.
+            let Ok(data) = frame.into_data() else { continue };
+            if len + data.len() > MAX_REQUEST_BYTES {
+                return Err(too_large());
+            }
+            len += data.len();
+            if len > reservation.bytes() {
+                reservation.merge(reserve(len - reservation.bytes()).await?);
+            }
+            if !data.is_empty() {
+                buffered.chunks.push_back(data);
+            }
+        }
+        reservation.release(reservation.bytes() - len);
+        buffered.remaining = len as u64;
+        buffered.reservation = reservation;
+        Ok(buffered)
+    }
+
     /// Connect to the checked address, speak TLS when asked, send, and wait for the head.
     async fn exchange(
         &self,
         target: &Target,
         ip: IpAddr,
-        request: http::Request<http_body_util::Full<Bytes>>,
+        request: http::Request<Buffered>,
     ) -> Result<http::Response<hyper::body::Incoming>, EgressError> {
         let tcp = self.connect_tcp(target, ip).await?;
         let stream: Box<dyn Stream> = match target.scheme {
@@ -267,6 +326,37 @@ impl SkillEgress {
             Ok(Err(e)) => Err(EgressError::Http(e)),
             Err(_) => Err(EgressError::FirstByteTimeout(self.net.first_byte_timeout)),
         }
+    }
+}
+
+/// A request body read whole, sent chunk by chunk; its room in the host's body budget is
+/// given back as each chunk is handed to the connection.
+pub(crate) struct Buffered {
+    chunks: VecDeque<Bytes>,
+    remaining: u64,
+    reservation: Reservation,
+}
+
+impl Body for Buffered {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let Some(chunk) = self.chunks.pop_front() else {
+            self.reservation = Reservation::default();
+            return Poll::Ready(None);
+        };
+        self.remaining -= chunk.len() as u64;
+        self.reservation.release(chunk.len());
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
     }
 }
 
