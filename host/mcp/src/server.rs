@@ -511,8 +511,7 @@ impl ServerHandler for SkillhostMcp {
                 let resource = Resource::new(format!("skill://{}/{path}", entry.name), format!("{} {path}", entry.name))
                     .with_mime_type(knowledge::mime_type(&path));
                 resources.push(if path == "SKILL.md" {
-                    let description = entry.loaded.as_ref().map(|l| l.description.clone()).unwrap_or_default();
-                    resource.with_description(description)
+                    resource.with_description(knowledge::description(&entry))
                 } else {
                     resource
                 });

@@ -55,7 +55,9 @@ pub mod stats;
 mod trust;
 mod watch;
 
-pub use catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed};
+pub use catalog::{
+    ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, withheld_description, withheld_tool_description,
+};
 pub use config::{Layer, RegistryConfig, SizeLimits};
 pub use error::RegistryError;
 pub use pack::{PACK_MANIFEST, PackRef};
