@@ -13,7 +13,7 @@ use crate::config::Layer;
 use crate::error::RegistryError;
 use crate::pack::PackRef;
 use crate::skillmd::Frontmatter;
-use crate::trust::{ApprovedBy, TrustState};
+use crate::trust::{ApprovalChannel, ApprovedBy, TrustState};
 
 /// The `runtime` of an instruction-only skill.
 pub const INSTRUCTIONS_RUNTIME: &str = "instructions";
@@ -139,6 +139,9 @@ pub struct ApprovalRequest {
     pub content_changed: bool,
     /// Who gave the last approval, if any.
     pub last_approved_by: Option<ApprovedBy>,
+    /// Through which channel (`None` when never approved, or approved before channels
+    /// were recorded).
+    pub last_approved_via: Option<ApprovalChannel>,
 }
 
 /// What agents are told about skill `name` while it is in `state` (not approved), in

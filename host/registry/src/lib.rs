@@ -64,4 +64,4 @@ pub use pack::{PACK_MANIFEST, PackRef};
 pub use nofollow::read_skill_file;
 pub use registry::Registry;
 pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError};
-pub use trust::{ApprovedBy, TrustState};
+pub use trust::{ApprovalChannel, ApprovedBy, TrustState};
