@@ -412,15 +412,26 @@ fn migrate_to_2(db: &Connection) -> rusqlite::Result<()> {
 /// were always the host's (`auto`), a human's earlier ones keep no channel (it was not
 /// recorded: `skillhost show` says so).
 fn migrate_to_3(db: &Connection) -> rusqlite::Result<()> {
-    db.execute_batch(
+    // A column that is there already (a store rolled back by hand) is kept as it is.
+    let mut add = String::new();
+    for table in ["skills", "approvals"] {
+        let has: i64 = db.query_row(
+            "SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'approved_via'",
+            [table],
+            |row| row.get(0),
+        )?;
+        if has == 0 {
+            add.push_str(&format!("ALTER TABLE {table} ADD COLUMN approved_via TEXT;\n"));
+        }
+    }
+    db.execute_batch(&format!(
         "BEGIN;
-         ALTER TABLE skills ADD COLUMN approved_via TEXT;
-         ALTER TABLE approvals ADD COLUMN approved_via TEXT;
-         UPDATE skills SET approved_via = 'auto' WHERE approved_by = 'auto';
-         UPDATE approvals SET approved_via = 'auto' WHERE approved_by = 'auto';
+         {add}
+         UPDATE skills SET approved_via = 'auto' WHERE approved_by = 'auto' AND approved_via IS NULL;
+         UPDATE approvals SET approved_via = 'auto' WHERE approved_by = 'auto' AND approved_via IS NULL;
          PRAGMA user_version = 3;
-         COMMIT;",
-    )
+         COMMIT;"
+    ))
 }
 
 fn now() -> i64 {

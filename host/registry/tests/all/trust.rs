@@ -203,6 +203,8 @@ async fn a_schema_1_store_keeps_its_approvals() {
     let db = rusqlite::Connection::open(env.data.path().join("trust.db")).unwrap();
     let kept: i64 = db.query_row("SELECT count(*) FROM approvals WHERE name = 'limits'", [], |r| r.get(0)).unwrap();
     assert_eq!(kept, 1);
+    let version: i64 = db.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(version, 3, "migrated through 2 to 3");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,7 +214,7 @@ async fn trust_store_is_versioned() {
     let db = rusqlite::Connection::open(env.data.path().join("trust.db")).unwrap();
     let version: i64 = db.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     let mode: String = db.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
-    assert_eq!((version, mode.as_str()), (2, "wal"));
+    assert_eq!((version, mode.as_str()), (3, "wal"));
     db.pragma_update(None, "user_version", 99).unwrap();
     drop(db);
     let err = match Registry::open(env.config(false), crate::runtime(), skillhost_core::Policy::new(env.data.path())).await {
