@@ -274,7 +274,7 @@ async fn through_the_registry_its_manifest_and_the_approval_decide() {
     assert!(matches!(err, RegistryError::NotCallable { state: TrustState::PendingReview, .. }), "{err:?}");
     let request = registry.approval_request("calc-net").unwrap();
     assert!(request.requests.iter().any(|r| r.contains("127.0.0.1")), "{:?}", request.requests);
-    registry.approve("calc-net", &request.content_hash, &request.capability_digest).await.unwrap();
+    registry.approve("calc-net", &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
     let out = registry.call("calc-net", "add", json!({"a": 1, "b": 2}), Default::default()).await.unwrap();
     assert_eq!(out.value, json!(3));
 }

@@ -103,7 +103,7 @@ async fn call(registry: &Registry, skill: &str, tool: &str, input: Value) -> Res
 /// Approve `name` as a human would after reading its request.
 async fn approve(registry: &Registry, name: &str) {
     let request = registry.approval_request(name).unwrap();
-    registry.approve(name, &request.content_hash, &request.capability_digest).await.unwrap();
+    registry.approve(name, &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
 }
 
 /// Whether `dir` holds any link, or any file holding `text`, at any depth.

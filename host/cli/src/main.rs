@@ -279,7 +279,7 @@ Client configuration (stdio):
 
 Examples:
   skillhost serve                                  stdio, for a local agent
-  skillhost serve --http                           http://127.0.0.1:8787/mcp
+  skillhost serve --http                           http://127.0.0.1:8787/mcp, bearer token in DATA_DIR/http-token
   skillhost serve --http 0.0.0.0:8787 --token-file ~/.config/skillhost/token
   SKILLHOST_MCP_TOKEN=... skillhost serve --http")]
     Serve(serve::ServeArgs),
@@ -615,6 +615,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let mut forge_config = forge::config(&data_dir);
             forge_config.suggest_missing = args.suggest_missing;
             args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
+            args.data_dir = data_dir.clone();
             let index = host.search_index()?;
             serve::serve(registry, index, args).await?;
             Ok(ExitCode::SUCCESS)
@@ -792,7 +793,7 @@ async fn approve(registry: &Registry, name: &str, yes: bool) -> Result<()> {
     if !yes && !confirm(&format!("approve `{name}` with the requests above?"))? {
         bail!("`{name}` was not approved");
     }
-    registry.approve(name, &request.content_hash, &request.capability_digest).await?;
+    registry.approve(name, &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await?;
     eprintln!("approved `{name}` {}", request.version);
     Ok(())
 }

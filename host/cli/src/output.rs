@@ -122,6 +122,9 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
     }
     println!("{} ({} layer, {})", entry.name, entry.layer.as_str(), entry.origin.display());
     println!("state: {}", entry.state);
+    if let Some(line) = request.and_then(|r| approved_by(&entry.name, r)) {
+        println!("approved by: {line}");
+    }
     for shadowed in &entry.shadows {
         println!("shadows: {} ({} layer)", shadowed.origin.display(), shadowed.layer.as_str());
     }
@@ -172,6 +175,22 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
         request.diff.iter().for_each(|line| println!("  {line}"));
     }
     Ok(())
+}
+
+/// Who gave the last approval and through which channel, for `show`; `None` when the
+/// skill was never approved.
+fn approved_by(name: &skillhost::SkillName, request: &ApprovalRequest) -> Option<String> {
+    use skillhost::{ApprovalChannel, ApprovedBy};
+    let current = if request.state == skillhost::TrustState::Approved { "" } else { " (of an earlier version)" };
+    let line = match (request.last_approved_by?, request.last_approved_via) {
+        (_, Some(ApprovalChannel::Auto)) | (ApprovedBy::Auto, None) => "the host, automatically (auto: its tier needs no human)".to_owned(),
+        (_, Some(ApprovalChannel::Cli)) => "a human at a terminal (cli: `skillhost approve`)".to_owned(),
+        (_, Some(ApprovalChannel::McpElicitation)) => format!(
+            "a human's answer relayed by an MCP client (mcp-elicitation); if nobody should have approved it, revoke it with `skillhost reject {name}`"
+        ),
+        (ApprovedBy::Human, None) => "a human (channel not recorded: approved before skillhost recorded channels)".to_owned(),
+    };
+    Some(format!("{line}{current}"))
 }
 
 /// Largest file `show --code` prints.

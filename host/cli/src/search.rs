@@ -36,7 +36,8 @@ pub struct SearchArgs {
     /// Search tools or skills.
     #[arg(long = "in", value_enum, default_value = "tools", value_name = "WHAT")]
     what: What,
-    /// Also search skills that are not approved (shown with their state).
+    /// Also search skills that are not approved: by their names, shown with their state
+    /// and skillhost's text (nothing they wrote is indexed before approval).
     #[arg(long)]
     include_unapproved: bool,
     /// Print JSON for scripts.

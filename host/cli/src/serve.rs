@@ -26,11 +26,16 @@ pub struct ServeArgs {
     #[arg(skip)]
     pub forge: Option<Arc<skillhost::Forge>>,
 
+    /// The data directory, where the generated HTTP token is kept (set by main).
+    #[arg(skip)]
+    pub data_dir: PathBuf,
+
     /// Serve streamable HTTP at ADDR (path /mcp) instead of stdio [default ADDR: 127.0.0.1:8787].
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8787")]
     http: Option<SocketAddr>,
 
-    /// File holding the bearer token HTTP clients must send (required off loopback).
+    /// File holding the bearer token HTTP clients must send (required off loopback; on
+    /// loopback one is made in DATA_DIR/http-token). Must be readable by its owner only.
     #[arg(long, value_name = "FILE", conflicts_with = "token_env")]
     token_file: Option<PathBuf>,
 
@@ -68,6 +73,7 @@ pub async fn serve(registry: Arc<Registry>, index: Arc<SearchIndex>, args: Serve
         deferred_threshold: args.deferred_threshold,
         pinned: args.pinned,
         elicit_approvals: !args.no_elicitation,
+        ..McpConfig::default()
     };
     let _follow = index.follow(registry.clone());
     let server = SkillhostMcp::with_index(registry, config, index);
@@ -79,14 +85,20 @@ pub async fn serve(registry: Arc<Registry>, index: Arc<SearchIndex>, args: Serve
         tracing::info!("serving MCP on stdio");
         return Ok(skillhost::mcp::serve_stdio(server).await?);
     };
+    // Always a token, loopback included: any local process can reach 127.0.0.1.
     let token = match (&args.token_file, args.token_env) {
-        (Some(file), _) => Some(
-            std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read the token file {}", file.display()))?
-                .trim()
-                .to_owned(),
-        ),
-        (None, token) => token,
+        (Some(file), _) => Some(skillhost::mcp::read_token_file(file)?),
+        (None, Some(token)) => Some(token),
+        (None, None) if addr.ip().is_loopback() => {
+            std::fs::create_dir_all(&args.data_dir)
+                .with_context(|| format!("cannot create the data directory {}", args.data_dir.display()))?;
+            let file = args.data_dir.join("http-token");
+            let token = skillhost::mcp::load_or_create_token(&file)?;
+            eprintln!("skillhost: clients send `Authorization: Bearer TOKEN` with the token in {} (readable by you only)", file.display());
+            Some(token)
+        }
+        // Off loopback the token is the user's choice: serve_http says how to give one.
+        (None, None) => None,
     };
     let config = HttpConfig { addr, token, allowed_hosts: args.allowed_hosts, allowed_origins: args.allowed_origins };
     let shutdown = tokio_util::sync::CancellationToken::new();

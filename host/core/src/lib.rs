@@ -28,4 +28,7 @@ pub use runtime::{
     SkillSource, ToolOutput,
 };
 pub use server::{EnvSecret, ServerConfig, StartMode};
-pub use tool::{Annotations, MAX_TOOLS, OutputSchemas, ToolSpec, ToolSpecError};
+pub use tool::{
+    Annotations, MAX_SKILL_DESCRIPTIONS, MAX_SKILL_SCHEMAS, MAX_TOOL_DESCRIPTION, MAX_TOOL_EXAMPLES, MAX_TOOL_SCHEMA, MAX_TOOLS,
+    OutputSchemas, RESERVED_TOOL_NAMES, ToolSpec, ToolSpecError, check_skill_tools,
+};

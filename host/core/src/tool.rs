@@ -2,6 +2,13 @@
 //! whatever the runtime reported; [`OutputSchemas`]: the declared output schemas,
 //! compiled once per loaded skill, that every output is checked against before it
 //! leaves the runtime.
+//!
+//! What a skill writes about its tools ends up in an agent's context, so it is bounded
+//! where both runtimes build it: a description is at most [`MAX_TOOL_DESCRIPTION`]
+//! bytes, a schema [`MAX_TOOL_SCHEMA`], all of a skill's descriptions together
+//! [`MAX_SKILL_DESCRIPTIONS`] and its schemas [`MAX_SKILL_SCHEMAS`]; and no tool may be
+//! named like one of the host's own MCP tools ([`RESERVED_TOOL_NAMES`]). A skill past a
+//! cap does not load: the error names the skill, the tool, the size and the cap.
 
 use std::collections::HashMap;
 
@@ -12,6 +19,23 @@ use serde_json::Value;
 const MAX_TOOL_NAME: usize = 64;
 /// Most tools one skill may offer.
 pub const MAX_TOOLS: usize = 256;
+/// Longest tool description, in bytes: what a tool does, not its manual (that belongs
+/// in SKILL.md).
+pub const MAX_TOOL_DESCRIPTION: usize = 4 * 1024;
+/// Longest input or output schema of one tool, in bytes of JSON.
+pub const MAX_TOOL_SCHEMA: usize = 64 * 1024;
+/// Most bytes of tool descriptions one skill may have over all its tools.
+pub const MAX_SKILL_DESCRIPTIONS: usize = 64 * 1024;
+/// Most bytes of schemas (input and output) one skill may have over all its tools.
+pub const MAX_SKILL_SCHEMAS: usize = 1024 * 1024;
+/// Most examples one tool may give, and the longest one, in bytes of JSON.
+pub const MAX_TOOL_EXAMPLES: usize = 16;
+const MAX_TOOL_EXAMPLE: usize = 4 * 1024;
+/// The names of the host's own MCP tools. No skill may name a tool like one of them:
+/// MCP names skill tools `SKILL__TOOL`, but agents, clients that show bare tool names and
+/// `tool_search`'s `exact` mode (which matches bare names) would take it for the host's.
+pub const RESERVED_TOOL_NAMES: &[&str] =
+    &["tool_search", "skill_list", "skill_search", "skill_get", "read_skill_resource", "skill_create", "skill_update"];
 
 /// Behaviour hints, mirrored to MCP tool annotations. Hints only: the grant decides.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -70,6 +94,29 @@ impl ToolSpec {
     ) -> Result<Self, ToolSpecError> {
         let fail = |reason: String| ToolSpecError { tool: name.clone(), reason };
         validate_tool_name(&name).map_err(|r| fail(r.to_owned()))?;
+        if RESERVED_TOOL_NAMES.contains(&name.as_str()) {
+            return Err(fail(format!(
+                "the name is the host's: `{name}` is a built-in MCP tool of skillhost, and agents would take this one for it; rename the tool"
+            )));
+        }
+        // Sizes first, before any parsing: a 2 MB description is refused unread.
+        let too_big = |what: &str, size: usize, cap: usize, fix: &str| {
+            fail(format!("its {what} is {size} bytes, over the cap of {cap} bytes per tool; {fix}"))
+        };
+        if description.len() > MAX_TOOL_DESCRIPTION {
+            return Err(too_big("description", description.len(), MAX_TOOL_DESCRIPTION, "say what the tool does in a few lines and put the rest in SKILL.md"));
+        }
+        for (what, text) in [("input schema", Some(input_schema)), ("output schema", output_schema)] {
+            if let Some(text) = text.filter(|t| t.len() > MAX_TOOL_SCHEMA) {
+                return Err(too_big(what, text.len(), MAX_TOOL_SCHEMA, "simplify the schema"));
+            }
+        }
+        if examples.len() > MAX_TOOL_EXAMPLES {
+            return Err(fail(format!("it gives {} examples, more than {MAX_TOOL_EXAMPLES}", examples.len())));
+        }
+        if let Some(example) = examples.iter().find(|e| e.len() > MAX_TOOL_EXAMPLE) {
+            return Err(too_big("example", example.len(), MAX_TOOL_EXAMPLE, "give a smaller example"));
+        }
         let schema = |text: &str, what: &str| -> Result<Value, ToolSpecError> {
             let value: Value = serde_json::from_str(text)
                 .map_err(|e| fail(format!("{what} is not JSON: {e}")))?;
@@ -101,7 +148,10 @@ pub struct OutputSchemas {
 impl OutputSchemas {
     /// Compile the output schema of each tool that has one. A schema that is not a valid
     /// JSON Schema (or refers to documents outside itself) is an error naming the tool.
+    /// Every runtime builds these once per load, over all the skill's tools, so this is
+    /// also where the caps over a whole skill are applied ([`check_skill_tools`]).
     pub fn new(tools: &[ToolSpec]) -> Result<Self, ToolSpecError> {
+        check_skill_tools(tools)?;
         let mut by_tool = HashMap::new();
         for tool in tools {
             let Some(schema) = &tool.output_schema else { continue };
@@ -132,6 +182,30 @@ impl std::fmt::Debug for OutputSchemas {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_set().entries(self.by_tool.keys()).finish()
     }
+}
+
+/// The caps over all of one skill's tools: [`MAX_SKILL_DESCRIPTIONS`] bytes of
+/// descriptions and [`MAX_SKILL_SCHEMAS`] of schemas. The error names the tool that
+/// went past the cap.
+pub fn check_skill_tools(tools: &[ToolSpec]) -> Result<(), ToolSpecError> {
+    let (mut descriptions, mut schemas) = (0usize, 0usize);
+    for tool in tools {
+        descriptions += tool.description.len();
+        schemas += tool.input_schema.to_string().len() + tool.output_schema.as_ref().map_or(0, |s| s.to_string().len());
+        let over = |what: &str, total: usize, cap: usize, fix: &str| ToolSpecError {
+            tool: tool.name.clone(),
+            reason: format!(
+                "with it the skill's tool {what} come to {total} bytes, over the cap of {cap} bytes per skill; {fix}"
+            ),
+        };
+        if descriptions > MAX_SKILL_DESCRIPTIONS {
+            return Err(over("descriptions", descriptions, MAX_SKILL_DESCRIPTIONS, "shorten the descriptions or split the skill"));
+        }
+        if schemas > MAX_SKILL_SCHEMAS {
+            return Err(over("schemas", schemas, MAX_SKILL_SCHEMAS, "simplify the schemas or split the skill"));
+        }
+    }
+    Ok(())
 }
 
 fn validate_tool_name(name: &str) -> Result<(), &'static str> {
@@ -168,6 +242,38 @@ mod tests {
             let err = ToolSpec::from_parts(name.into(), "d".into(), schema, None, Annotations::default(), &[]).unwrap_err();
             assert!(err.to_string().contains(expected), "{err}");
         }
+    }
+
+    #[test]
+    fn tool_text_is_capped_per_tool_and_per_skill() {
+        let spec = |name: &str, description: String, schema: &str| {
+            ToolSpec::from_parts(name.into(), description, schema, None, Annotations::default(), &[])
+        };
+        assert!(spec("ok", "d".repeat(MAX_TOOL_DESCRIPTION), "{}").is_ok());
+        let err = spec("big", "d".repeat(2_000_000), "{}").unwrap_err();
+        assert_eq!(err.tool, "big");
+        assert!(err.reason.contains("description is 2000000 bytes, over the cap of 4096 bytes per tool"), "{err}");
+        let wide = format!("{{\"description\": \"{}\"}}", "s".repeat(MAX_TOOL_SCHEMA));
+        let err = spec("wide", "d".into(), &wide).unwrap_err();
+        assert!(err.reason.contains("input schema is") && err.reason.contains("65536 bytes per tool"), "{err}");
+        let examples: Vec<String> = vec!["1".into(); MAX_TOOL_EXAMPLES + 1];
+        assert!(ToolSpec::from_parts("ex".into(), "d".into(), "{}", None, Annotations::default(), &examples).is_err());
+
+        let tools: Vec<ToolSpec> = (0..20).map(|i| spec(&format!("t{i}"), "d".repeat(4000), "{}").unwrap()).collect();
+        let err = check_skill_tools(&tools).unwrap_err();
+        assert_eq!(err.tool, "t16", "the tool that went past the cap is named");
+        assert!(err.reason.contains("descriptions come to 68000 bytes, over the cap of 65536 bytes per skill"), "{err}");
+        assert!(OutputSchemas::new(&tools).is_err(), "both runtimes apply the per-skill caps through OutputSchemas");
+        assert!(check_skill_tools(&tools[..16]).is_ok());
+    }
+
+    #[test]
+    fn built_in_names_are_refused() {
+        for name in RESERVED_TOOL_NAMES {
+            let err = ToolSpec::from_parts((*name).into(), "d".into(), "{}", None, Annotations::default(), &[]).unwrap_err();
+            assert!(err.reason.contains("built-in MCP tool"), "{err}");
+        }
+        assert!(ToolSpec::from_parts("tool_searcher".into(), "d".into(), "{}", None, Annotations::default(), &[]).is_ok());
     }
 
     fn with_output(name: &str, schema: Option<&str>) -> ToolSpec {

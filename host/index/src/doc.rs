@@ -1,7 +1,13 @@
 //! What the index holds about a skill and its tools, independent of where it came from.
+//!
+//! A skill that is not approved is indexed by its name and its tools' names only, with
+//! host text for descriptions: nothing it wrote is indexed, embedded or returned in a
+//! hit (not even to a human's `skillhost search --include-unapproved`) before a human
+//! approved that version. Approving it changes its fingerprint, so it is indexed again
+//! in full.
 
 use skillhost_core::Annotations;
-use skillhost_registry::{Entry, TrustState};
+use skillhost_registry::{Entry, TrustState, withheld_description, withheld_tool_description};
 
 /// Longest SKILL.md body indexed: beyond it, instructions add noise, not recall.
 const MAX_BODY: usize = 8 * 1024;
@@ -94,11 +100,25 @@ impl SkillDoc {
     }
 
     /// What the index holds for a registry entry: `None` when it has not loaded or is
-    /// disabled (neither is searchable).
+    /// disabled (neither is searchable); names and host text only when it is not approved.
     pub fn from_entry(entry: &Entry) -> Option<Self> {
         let loaded = entry.loaded.as_ref()?;
         if entry.state == TrustState::Disabled {
             return None;
+        }
+        if entry.state != TrustState::Approved {
+            let mut doc = Self::new(entry.name.as_str(), withheld_description(entry.name.as_str(), entry.state));
+            doc.tools = loaded
+                .tools
+                .iter()
+                .map(|t| ToolDoc {
+                    name: t.name.clone(),
+                    description: withheld_tool_description(entry.name.as_str(), &t.name, entry.state),
+                    side_effects: SideEffects::of(&t.annotations),
+                })
+                .collect();
+            doc.approved = false;
+            return Some(doc);
         }
         let (keywords, example_queries) = loaded
             .manifest

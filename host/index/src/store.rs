@@ -20,7 +20,9 @@ use crate::text::ANALYZER;
 
 /// Bumped whenever what is stored changes meaning (fields, analyzer, embedding text):
 /// an index written under another version is rebuilt.
-pub(crate) const SCHEMA_VERSION: u32 = 1;
+/// 2: skills that are not approved are indexed by name with host text only (an index
+/// of version 1 may hold their own text).
+pub(crate) const SCHEMA_VERSION: u32 = 2;
 
 /// The commit payload of every commit: the schema version.
 pub(crate) fn payload() -> String {

@@ -250,7 +250,7 @@ pub fn tool_search(
         .map(|(tool, score)| {
             json!({
                 "name": tool.name,
-                "description": tool.spec.description,
+                "description": tool.description(),
                 "score": score,
                 "match_type": args.search_type,
                 "loading_mode": loading_mode,
@@ -272,7 +272,7 @@ pub fn skill_search(registry: &Registry, index: Option<&SearchIndex>, args: &Jso
     let args: SearchArgs = parse("skill_search", args)?;
     let limit = args.limit.clamp(1, MAX_LIMIT);
     let skills: Vec<_> = knowledge::skills(registry).into_iter().filter(|e| e.state == TrustState::Approved).collect();
-    let description = |e: &skillhost_registry::Entry| e.loaded.as_ref().map(|l| l.description.clone()).unwrap_or_default();
+    let description = knowledge::description;
     let (results, ranker, weak): (Vec<Value>, &str, Option<bool>) = match (args.search_type, synced(index, registry)) {
         (SearchType::Fts, Some(index)) => {
             let found = index
@@ -357,4 +357,19 @@ pub fn read_skill_resource(registry: &Registry, args: &JsonObject) -> Result<Val
     let args: ResourceArgs = parse("read_skill_resource", args)?;
     let text = knowledge::read_resource(registry, &args.skill, &args.path).map_err(|e| e.to_string())?;
     Ok(json!({ "skill": args.skill, "path": args.path, "text": text }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_host_tool_name_is_reserved_for_skills() {
+        // Skills cannot load a tool named like one of these (checked in skillhost-core).
+        let mut names: Vec<String> = all().iter().map(|b| b.name().to_owned()).collect();
+        names.extend(crate::forge::ForgeTool::all().into_iter().map(|t| t.name.to_string()));
+        for name in &names {
+            assert!(skillhost_core::RESERVED_TOOL_NAMES.contains(&name.as_str()), "`{name}` is not in RESERVED_TOOL_NAMES");
+        }
+    }
 }

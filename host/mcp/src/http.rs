@@ -1,13 +1,17 @@
 //! MCP over streamable HTTP: rmcp's `StreamableHttpService` behind hyper, with a bearer
 //! token in front.
 //!
+//! Every request must carry `Authorization: Bearer TOKEN` (compared in constant time) or
+//! gets 401, on loopback too: any local process (another user's, a browser extension's
+//! helper, a compromised tool) can reach 127.0.0.1, and the front offers `skill_create`
+//! and the approval questions. [`load_or_create_token`] keeps a generated token in a
+//! file only its owner can read (`skillhost serve --http` uses `DATA_DIR/http-token`).
 //! Defaults are for a local agent: listen on 127.0.0.1, accept only loopback `Host`
-//! headers and loopback browser `Origin`s (against DNS rebinding). Listening on any other
-//! address needs a token; with a token set, every request must carry
-//! `Authorization: Bearer TOKEN` (compared in constant time) or gets 401.
+//! headers and loopback browser `Origin`s (against DNS rebinding).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::Path;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
@@ -24,7 +28,8 @@ use crate::{McpError, SkillhostMcp};
 pub struct HttpConfig {
     /// Where to listen. Default: 127.0.0.1:8787.
     pub addr: SocketAddr,
-    /// The bearer token clients must send. Required unless `addr` is loopback.
+    /// The bearer token clients must send. Required: [`serve_http`] refuses to start
+    /// without one ([`load_or_create_token`] makes one).
     pub token: Option<String>,
     /// `Host` values accepted besides loopback names (for a public name or address).
     pub allowed_hosts: Vec<String>,
@@ -52,9 +57,10 @@ pub async fn serve_http(
     shutdown: CancellationToken,
     ready: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
 ) -> Result<(), McpError> {
-    if !config.addr.ip().is_loopback() && config.token.as_deref().is_none_or(str::is_empty) {
+    if config.token.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        let why = if config.addr.ip().is_loopback() { "(loopback included: any local process can connect)" } else { "(not loopback)" };
         return Err(McpError::Config(format!(
-            "listening on {} (not loopback) needs a bearer token: pass --token-file FILE or set SKILLHOST_MCP_TOKEN",
+            "listening on {} {why} needs a bearer token: pass --token-file FILE or set SKILLHOST_MCP_TOKEN (on loopback, `skillhost serve --http` makes one in DATA_DIR/http-token)",
             config.addr
         )));
     }
@@ -115,6 +121,12 @@ pub async fn serve_http(
 
 type Service = StreamableHttpService<SkillhostMcp, LocalSessionManager>;
 
+/// Who sent an HTTP request, for binding approval questions to the asker: its MCP
+/// session when it has one (`Mcp-Session-Id`), else the bearer token (a 2026-07-28
+/// client has no session; every holder of the token is then one asker).
+#[derive(Clone, Debug)]
+pub(crate) struct Principal(pub String);
+
 async fn handle(
     service: &Service,
     expected: Option<&str>,
@@ -134,7 +146,84 @@ async fn handle(
             return response;
         }
     }
+    let mut request = request;
+    let principal = match request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+        Some(session) => format!("http-session:{session}"),
+        None => "http-bearer".to_owned(),
+    };
+    request.extensions_mut().insert(Principal(principal));
     service.handle(request).await
+}
+
+/// The bearer token kept in `path`: read when the file exists, else made (32 random
+/// bytes from the OS, as 64 hex digits) and written with mode 0600, never replacing a
+/// file another process wrote first. A symlink, anything but a regular file, a file of
+/// another user, or one its group or others can read is refused with how to fix it: a
+/// token others can read lets them in.
+pub fn load_or_create_token(path: &Path) -> Result<String, McpError> {
+    token_file(path, true)
+}
+
+/// The bearer token in `path`, a file someone else made (`--token-file`): the same checks
+/// as [`load_or_create_token`], and a missing file is an error.
+pub fn read_token_file(path: &Path) -> Result<String, McpError> {
+    token_file(path, false)
+}
+
+fn token_file(path: &Path, create: bool) -> Result<String, McpError> {
+    use rustix::fs::{Mode, OFlags};
+    let fail = |what: String| McpError::Config(format!("token file {}: {what}", path.display()));
+    for _ in 0..3 {
+        match rustix::fs::open(path, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty()) {
+            Ok(fd) => {
+                let stat = rustix::fs::fstat(&fd).map_err(|e| fail(format!("cannot read it: {e}")))?;
+                let mode = stat.st_mode;
+                if rustix::fs::FileType::from_raw_mode(mode) != rustix::fs::FileType::RegularFile {
+                    return Err(fail("not a regular file; remove it and start again to make a new token".to_owned()));
+                }
+                if stat.st_uid != rustix::process::geteuid().as_raw() {
+                    return Err(fail(format!("owned by uid {}, not by this user; remove it and start again to make a new token", stat.st_uid)));
+                }
+                if mode & 0o077 != 0 {
+                    return Err(fail(format!(
+                        "readable by others (mode {:o}); run `chmod 600 {}`, and consider the token leaked: remove the file to make a new one",
+                        mode & 0o777,
+                        path.display()
+                    )));
+                }
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::fs::File::from(fd), &mut text).map_err(|e| fail(format!("cannot read it: {e}")))?;
+                let token = text.trim();
+                if token.is_empty() {
+                    return Err(fail("it is empty; remove it and start again to make a new token".to_owned()));
+                }
+                return Ok(token.to_owned());
+            }
+            Err(rustix::io::Errno::LOOP) => {
+                return Err(fail("it is a symlink, which is never followed; remove it and start again to make a new token".to_owned()));
+            }
+            Err(rustix::io::Errno::NOENT) if create => {}
+            Err(e) => return Err(fail(format!("cannot open it: {e}"))),
+        }
+        let mut bytes = [0u8; 32];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+            .map_err(|_| fail("the OS random source failed; pass --token-file FILE instead".to_owned()))?;
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rustix::fs::open(path, flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => {
+                let mut file = std::fs::File::from(fd);
+                std::io::Write::write_all(&mut file, format!("{token}\n").as_bytes())
+                    .and_then(|()| file.sync_all())
+                    .map_err(|e| fail(format!("cannot write it: {e}")))?;
+                return Ok(token);
+            }
+            // Another process made it first: read theirs.
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => return Err(fail(format!("cannot create it: {e}"))),
+        }
+    }
+    Err(fail("it keeps appearing and disappearing; check what else writes to it".to_owned()))
 }
 
 /// Equality whose time does not depend on where the inputs differ.
@@ -144,7 +233,30 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::constant_time_eq;
+    use super::{constant_time_eq, load_or_create_token};
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_token_file_is_made_private_and_refused_when_it_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("http-token");
+        let token = load_or_create_token(&path).unwrap();
+        assert_eq!(token.len(), 64, "32 bytes as hex");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(load_or_create_token(&path).unwrap(), token, "reused after");
+
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = load_or_create_token(&path).unwrap_err().to_string();
+        assert!(err.contains("readable by others") && err.contains("chmod 600"), "{err}");
+
+        let link = dir.path().join("linked-token");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let err = load_or_create_token(&link).unwrap_err().to_string();
+        assert!(err.contains("symlink"), "{err}");
+        std::fs::write(dir.path().join("empty"), "").unwrap();
+        std::fs::set_permissions(dir.path().join("empty"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(load_or_create_token(&dir.path().join("empty")).unwrap_err().to_string().contains("empty"));
+    }
 
     #[test]
     fn token_comparison() {

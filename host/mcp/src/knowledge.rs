@@ -8,6 +8,12 @@
 //! skill's SKILL.md and the files of its `references/`, `scripts/` and `assets/`
 //! folders ([`listed_resources`]); scripts are listed and readable, never run from here.
 //!
+//! A skill that is not approved is known by name, state and tools' names only: its
+//! description is host text saying how it gets approved, and its instructions, files and
+//! frontmatter are withheld (`read_skill_resource` and `resources/read` refuse, naming
+//! the command that approves it) until a human approved that version. A skill's own
+//! text is what a prompt injection would be written in.
+//!
 //! Token budgets are estimated at 4 bytes per token (a common approximation for English
 //! text), so a budget of N tokens is N × 4 bytes of UTF-8.
 //!
@@ -21,7 +27,7 @@ use std::path::{Component, Path};
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use skillhost_registry::{Entry, INSTRUCTIONS_RUNTIME, Registry, RegistryError, TrustState};
+use skillhost_registry::{Entry, INSTRUCTIONS_RUNTIME, Registry, RegistryError, TrustState, withheld_description};
 
 use crate::tools::public_name;
 
@@ -65,6 +71,14 @@ pub enum KnowledgeError {
         /// Why.
         reason: &'static str,
     },
+    /// The skill is not approved: its files are withheld.
+    #[error("{}", withheld_description(skill, *state))]
+    NotApproved {
+        /// The skill.
+        skill: String,
+        /// Its state.
+        state: TrustState,
+    },
     /// The file could not be read.
     #[error("skill `{skill}`: cannot read `{path}`: {reason}")]
     Read {
@@ -105,12 +119,20 @@ pub fn skills(registry: &Registry) -> Vec<std::sync::Arc<Entry>> {
     entries
 }
 
+/// The skill's description as agents see it: its own once approved, host text before.
+pub fn description(entry: &Entry) -> String {
+    match (&entry.loaded, entry.state) {
+        (Some(loaded), TrustState::Approved) => loaded.description.clone(),
+        (_, state) => withheld_description(entry.name.as_str(), state),
+    }
+}
+
 /// The `skill_list` line of `entry` (which must be loaded).
 pub fn summary(entry: &Entry) -> Option<SkillSummary> {
     let loaded = entry.loaded.as_ref()?;
     Some(SkillSummary {
         name: entry.name.to_string(),
-        description: loaded.description.clone(),
+        description: description(entry),
         state: entry.state,
         runtime: loaded.runtime,
         tools: loaded.tools.len(),
@@ -121,7 +143,9 @@ pub fn summary(entry: &Entry) -> Option<SkillSummary> {
 /// The text `skill_search` matches: description, keywords, example queries, and the
 /// start of SKILL.md.
 pub fn search_text(entry: &Entry) -> String {
-    let Some(loaded) = &entry.loaded else { return String::new() };
+    let Some(loaded) = entry.loaded.as_ref().filter(|_| entry.state == TrustState::Approved) else {
+        return description(entry);
+    };
     let mut text = loaded.description.clone();
     if let Some(manifest) = &loaded.manifest {
         for word in manifest.search.keywords.iter().chain(&manifest.search.example_queries) {
@@ -145,6 +169,27 @@ pub fn search_text(entry: &Entry) -> String {
 pub fn get(registry: &Registry, name: &str, budget_tokens: usize) -> Result<Value, KnowledgeError> {
     let entry = known(registry, name)?;
     let loaded = entry.loaded.as_ref().ok_or_else(|| KnowledgeError::UnknownSkill(name.to_owned()))?;
+    let tools: Vec<String> = loaded.tools.iter().filter_map(|t| public_name(&entry.name, &t.name)).collect();
+    if entry.state != TrustState::Approved {
+        // Names and host text only: what it wrote waits for a human's approval.
+        let tools = if loaded.runtime == INSTRUCTIONS_RUNTIME { Vec::new() } else { tools };
+        return Ok(json!({
+            "name": entry.name.as_str(),
+            "description": description(&entry),
+            "instructions": null,
+            "truncated": false,
+            "requires": {
+                "tools": tools,
+                "approval": format!(
+                    "{}: the first call asks the user to approve it (or the user runs `skillhost show {}` and `skillhost approve {}`)",
+                    entry.state.as_str(),
+                    entry.name,
+                    entry.name
+                ),
+            },
+            "resources": [],
+        }));
+    }
     let (instructions, truncated) = match &loaded.instructions {
         Some(md) => {
             let (text, cut) = truncate(body(md), budget_tokens * BYTES_PER_TOKEN);
@@ -152,15 +197,7 @@ pub fn get(registry: &Registry, name: &str, budget_tokens: usize) -> Result<Valu
         }
         None => (None, false),
     };
-    let tools: Vec<String> = loaded.tools.iter().filter_map(|t| public_name(&entry.name, &t.name)).collect();
-    let approval = match entry.state {
-        TrustState::Approved => "approved: its tools can be called".to_owned(),
-        state => format!(
-            "{}: the first call asks the user to approve it (or the user runs `skillhost approve {}`)",
-            state.as_str(),
-            entry.name
-        ),
-    };
+    let approval = "approved: its tools can be called";
     let mut result = json!({
         "name": entry.name.as_str(),
         "description": loaded.description,
@@ -209,6 +246,9 @@ pub fn read_resource(registry: &Registry, skill: &str, path: &str) -> Result<Str
 /// One file of a skill, as bytes: the same checks as [`read_resource`].
 pub fn read_resource_bytes(registry: &Registry, skill: &str, path: &str) -> Result<Vec<u8>, KnowledgeError> {
     let entry = known(registry, skill)?;
+    if entry.state != TrustState::Approved {
+        return Err(KnowledgeError::NotApproved { skill: skill.to_owned(), state: entry.state });
+    }
     let refuse = |reason| KnowledgeError::Refused { skill: skill.to_owned(), path: path.to_owned(), reason };
     let relative = Path::new(path);
     if path.is_empty() || !relative.components().all(|c| matches!(c, Component::Normal(_))) {
@@ -237,8 +277,12 @@ pub fn read_resource_bytes(registry: &Registry, skill: &str, path: &str) -> Resu
 }
 
 /// What `resources/list` shows of a skill: `SKILL.md`, then the files under
-/// `references/`, `scripts/` and `assets/` (sorted, at most 64).
+/// `references/`, `scripts/` and `assets/` (sorted, at most 64); nothing until it is
+/// approved.
 pub fn listed_resources(entry: &Entry) -> Vec<String> {
+    if entry.state != TrustState::Approved {
+        return Vec::new();
+    }
     let mut listed: Vec<String> = entry.has_instructions().then(|| "SKILL.md".to_owned()).into_iter().collect();
     listed.extend(resources(entry).into_iter().filter(|p| RESOURCE_FOLDERS.iter().any(|f| p.starts_with(f))));
     listed.truncate(MAX_LISTED_RESOURCES);

@@ -26,11 +26,16 @@
 //!   a token budget, and resource reads that never leave a skill's folder.
 //! - `forge`: `skill_create` and `skill_update` on `skillhost-forge`, offered when the
 //!   server has a forge ([`SkillhostMcp::with_forge`]).
-//! - `http`: streamable HTTP with a bearer token and Host/Origin checks.
+//! - `approval`: the signed, single-use, expiring `requestState` of an approval
+//!   question asked of a 2026-07-28 client, bound to the session and the version asked
+//!   about.
+//! - `http`: streamable HTTP with a bearer token (always, loopback included; see
+//!   [`load_or_create_token`]) and Host/Origin checks.
 //!
 //! Any rmcp transport works too: `SkillhostMcp::session()` gives a handler for one more
 //! connection, to be served with `rmcp::ServiceExt::serve`.
 
+mod approval;
 mod builtin;
 mod forge;
 mod http;
@@ -39,7 +44,7 @@ mod search;
 mod server;
 mod tools;
 
-pub use http::{HttpConfig, serve_http};
+pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};
 pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, directory as skills_directory};
 pub use search::SearchType;
 pub use server::{McpConfig, SkillhostMcp};

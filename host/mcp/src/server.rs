@@ -9,14 +9,18 @@
 //! approvals asked with an `elicitation/create` request. 2026-07-28 clients (opened with
 //! `server/discover`) get list changes on their `subscriptions/listen` stream and
 //! approvals as an `input_required` result whose answer comes back with the retried
-//! call; the `requestState` echoed back is only a handle to state kept here.
+//! call; the `requestState` echoed back is a signed, single-use, expiring token bound to
+//! the session, the skill and the exact version asked about (`approval.rs`), so no
+//! other session, and no guess, can answer a question.
 //!
 //! Approvals through elicitation trust the MCP client to put the question in front of
-//! the human (that is what elicitation is for). Where the client cannot be trusted with
-//! that, turn it off with [`McpConfig::elicit_approvals`]; a call then fails with the
+//! the human (that is what elicitation is for), and are recorded with their channel
+//! (`mcp-elicitation`), so a human can tell them apart later (`skillhost show`) and
+//! revoke them (`skillhost reject`). Where the client cannot be trusted with that, turn
+//! it off with [`McpConfig::elicit_approvals`]; a call then fails with the
 //! `skillhost approve` command to run. No tool of this server approves anything.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -33,9 +37,10 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use skillhost_core::{CallContext, CallError, Progress};
 use skillhost_index::SearchIndex;
-use skillhost_registry::{Registry, RegistryError, RegistryEvent, TrustState};
+use skillhost_registry::{ApprovalChannel, Registry, RegistryError, RegistryEvent, TrustState};
 use tokio::sync::broadcast;
 
+use crate::approval::{Approvals, Asked};
 use crate::builtin::{self, Builtin};
 use crate::forge::ForgeTool;
 use crate::knowledge;
@@ -53,11 +58,19 @@ pub struct McpConfig {
     /// Ask the human through MCP elicitation when a tool of an unapproved skill is
     /// called. Default: `true`.
     pub elicit_approvals: bool,
+    /// How long a 2026-07-28 client has to come back with the human's answer to an
+    /// approval question. Default: 10 minutes.
+    pub approval_timeout: std::time::Duration,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        Self { deferred_threshold: 40, pinned: Vec::new(), elicit_approvals: true }
+        Self {
+            deferred_threshold: 40,
+            pinned: Vec::new(),
+            elicit_approvals: true,
+            approval_timeout: std::time::Duration::from_secs(600),
+        }
     }
 }
 
@@ -74,22 +87,11 @@ struct Shared {
     /// Ranks `fts` searches; synced with the registry before each search. `None` when
     /// it could not be created (searches then use the term matcher of `search`).
     index: Option<Arc<SearchIndex>>,
-    /// Approvals asked of 2026-07-28 clients, by the handle sent as `requestState`.
-    pending: Mutex<HashMap<String, PendingApproval>>,
+    /// The `requestState` tokens of approvals asked of 2026-07-28 clients.
+    approvals: Approvals,
     sessions: AtomicU64,
-    /// Numbers the approval handles (an opaque key to server-side state, so it need
-    /// not be secret: whoever can send the answer could also answer the question).
-    handles: AtomicU64,
     /// Serves `skill_create` and `skill_update` when set.
     forge: Option<Arc<skillhost_forge::Forge>>,
-}
-
-/// What a human was asked to approve: bound to exactly this content and these requests.
-#[derive(Clone)]
-struct PendingApproval {
-    skill: String,
-    content_hash: String,
-    capability_digest: String,
 }
 
 struct Session {
@@ -137,7 +139,8 @@ impl SkillhostMcp {
     }
 
     fn build(registry: Arc<Registry>, config: McpConfig, index: Option<Arc<SearchIndex>>) -> Self {
-        let shared = Arc::new(Shared { registry, config, index, pending: Mutex::default(), sessions: AtomicU64::new(0), handles: AtomicU64::new(0), forge: None });
+        let approvals = Approvals::new(config.approval_timeout);
+        let shared = Arc::new(Shared { registry, config, index, approvals, sessions: AtomicU64::new(0), forge: None });
         Self { session: Session::new(&shared), shared }
     }
 
@@ -249,6 +252,17 @@ impl SkillhostMcp {
         }
     }
 
+    /// Who is asking, as far as approval questions go: the HTTP session or bearer token of
+    /// a request over HTTP (where a 2026-07-28 client may get a fresh handler per
+    /// request), else this connection's session.
+    fn session_key(&self, context: &RequestContext<RoleServer>) -> String {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::http::Principal>())
+            .map_or_else(|| format!("session:{}", self.session.id), |p| p.0.clone())
+    }
+
     /// Decide whether an unapproved skill may run now, asking the human if we can.
     async fn approval(
         &self,
@@ -268,27 +282,37 @@ impl SkillhostMcp {
             )));
         }
         let message = approval_message(&request);
-        let asked = PendingApproval {
+        let session = self.session_key(context);
+        let asked = Asked {
+            session: session.clone(),
             skill: name.to_owned(),
             content_hash: request.content_hash.clone(),
             capability_digest: request.capability_digest.clone(),
         };
         let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
-        let (answer, pending) = if modern {
+        let (answer, asked) = if modern {
             // 2026-07-28: the answer comes back with the retried call, along with the
-            // handle of what was asked.
-            let pending = params.request_state.as_deref().and_then(|h| lock(&self.shared.pending).remove(h));
+            // token of what was asked. A token that does not check out is refused
+            // before the answer is read, and records nothing.
+            let redeemed = match params.request_state.as_deref() {
+                Some(token) => Some(
+                    self.shared
+                        .approvals
+                        .redeem(token, &session, name)
+                        .map_err(|e| ErrorData::invalid_params(format!("skill `{name}`: {e}"), None))?,
+                ),
+                None => None,
+            };
             let response = params.input_responses.as_ref().and_then(|r| r.get(APPROVAL_KEY));
-            let (Some(pending), Some(response)) = (pending.filter(|p| p.skill == name), response) else {
-                let handle = format!("approval-{}-{}", self.session.id, self.shared.handles.fetch_add(1, Ordering::Relaxed));
-                lock(&self.shared.pending).insert(handle.clone(), asked);
+            let (Some(redeemed), Some(response)) = (redeemed, response) else {
+                let token = self.shared.approvals.issue(asked).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 let ask = InputRequest::Elicitation(ElicitRequest::new(elicit_params(message)));
                 let requests = [(APPROVAL_KEY.to_owned(), ask)].into_iter().collect();
-                return Ok(Approval::Ask(InputRequiredResult::new(Some(requests), Some(handle))));
+                return Ok(Approval::Ask(InputRequiredResult::new(Some(requests), Some(token))));
             };
             let answer: ElicitResult = serde_json::from_value(response.clone())
                 .map_err(|e| ErrorData::invalid_params(format!("bad elicitation response: {e}"), None))?;
-            (answer, pending)
+            (answer, redeemed)
         } else {
             let answer = context
                 .peer
@@ -303,11 +327,14 @@ impl SkillhostMcp {
             return Ok(Approval::Refused(format!("the user did not approve skill `{name}`; nothing ran. To approve it later, {command}")));
         }
         // Bound to what the human was shown: if the skill changed since, this fails.
-        registry
-            .approve(name, &pending.content_hash, &pending.capability_digest)
-            .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        tracing::info!(skill = name, session = self.session.id, "approved by the user through MCP elicitation");
+        match registry.approve(name, &asked.content_hash, &asked.capability_digest, ApprovalChannel::McpElicitation).await {
+            Ok(()) => {}
+            Err(error @ RegistryError::ChangedSinceReview { .. }) => {
+                return Ok(Approval::Refused(format!("{error}; nothing was approved or ran: call the tool again to be asked about this version")));
+            }
+            Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
+        }
+        tracing::info!(skill = name, session = %session, "approved by the user through MCP elicitation");
         Ok(Approval::Granted)
     }
 
@@ -511,8 +538,7 @@ impl ServerHandler for SkillhostMcp {
                 let resource = Resource::new(format!("skill://{}/{path}", entry.name), format!("{} {path}", entry.name))
                     .with_mime_type(knowledge::mime_type(&path));
                 resources.push(if path == "SKILL.md" {
-                    let description = entry.loaded.as_ref().map(|l| l.description.clone()).unwrap_or_default();
-                    resource.with_description(description)
+                    resource.with_description(knowledge::description(&entry))
                 } else {
                     resource
                 });

@@ -7,6 +7,11 @@
 //! `[A-Za-z0-9_.-]`; ours are at most 64 + 2 + 64, and the rare pair over 128 is left
 //! out with a warning rather than renamed behind the user's back.
 //!
+//! A tool of a skill that is not approved is listed with host text only: its public
+//! name, a description saying how the skill gets approved, and an empty object schema;
+//! nothing the skill wrote (description, title, annotations, schemas) reaches the agent
+//! before a human approved that version.
+//!
 //! MCP requires `structuredContent` to be a JSON object. A tool whose output schema is
 //! an object is passed through; any other output (a number, a string, an array) is
 //! wrapped as `{"result": ...}`, and its advertised output schema is wrapped the same
@@ -17,7 +22,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use skillhost_core::{Annotations, SkillName, ToolSpec};
-use skillhost_registry::{Registry, TrustState};
+use skillhost_registry::{Registry, TrustState, withheld_tool_description};
 
 /// Separates skill and tool in a public tool name.
 pub const SEPARATOR: &str = "__";
@@ -48,23 +53,23 @@ impl ToolEntry {
         SideEffects::of(&self.spec.annotations)
     }
 
-    /// The MCP description: the tool's, plus what calling it will do when the skill is
-    /// not approved yet.
+    /// The MCP description: the tool's once its skill is approved; before, host text
+    /// saying how it gets approved (nothing the skill wrote).
     pub fn description(&self) -> String {
         if self.approved() {
             self.spec.description.clone()
         } else {
-            format!(
-                "{} [skill `{}` is {}: calling asks the user to approve it]",
-                self.spec.description,
-                self.skill,
-                self.state.as_str()
-            )
+            withheld_tool_description(self.skill.as_str(), &self.spec.name, self.state)
         }
     }
 
-    /// The MCP tool definition.
+    /// The MCP tool definition: everything the skill declared once it is approved; before,
+    /// the name, host text and an empty object schema.
     pub fn to_mcp(&self) -> Tool {
+        if !self.approved() {
+            let input = JsonObject::from_iter([("type".to_owned(), json!("object"))]);
+            return Tool::new(self.name.clone(), self.description(), Arc::new(input));
+        }
         let input = match &self.spec.input_schema {
             Value::Object(map) => map.clone(),
             // `true` (anything) as an object schema with no constraints.
@@ -210,9 +215,16 @@ mod tests {
     }
 
     #[test]
-    fn unapproved_tools_say_what_calling_does() {
-        let mut tool = entry(None);
+    fn unapproved_tools_show_host_text_only() {
+        let mut tool = entry(Some(json!({"type": "object", "description": "SKILL TEXT"})));
+        tool.spec.description = "SKILL TEXT".into();
+        tool.spec.input_schema = json!({"type": "object", "properties": {"x": {"description": "SKILL TEXT"}}});
         tool.state = TrustState::PendingReview;
-        assert!(tool.description().contains("calling asks the user to approve it"), "{}", tool.description());
+        assert!(tool.description().contains("skillhost approve demo"), "{}", tool.description());
+        let shown = serde_json::to_string(&tool.to_mcp()).unwrap();
+        assert!(!shown.contains("SKILL TEXT"), "{shown}");
+        assert_eq!(tool.to_mcp().input_schema.as_ref(), &JsonObject::from_iter([("type".to_owned(), json!("object"))]));
+        tool.state = TrustState::Approved;
+        assert!(serde_json::to_string(&tool.to_mcp()).unwrap().contains("SKILL TEXT"), "approved tools are shown in full");
     }
 }

@@ -13,7 +13,7 @@ use crate::config::Layer;
 use crate::error::RegistryError;
 use crate::pack::PackRef;
 use crate::skillmd::Frontmatter;
-use crate::trust::{ApprovedBy, TrustState};
+use crate::trust::{ApprovalChannel, ApprovedBy, TrustState};
 
 /// The `runtime` of an instruction-only skill.
 pub const INSTRUCTIONS_RUNTIME: &str = "instructions";
@@ -146,6 +146,22 @@ pub struct ApprovalRequest {
     pub content_changed: bool,
     /// Who gave the last approval, if any.
     pub last_approved_by: Option<ApprovedBy>,
+    /// Through which channel (`None` when never approved, or approved before channels
+    /// were recorded).
+    pub last_approved_via: Option<ApprovalChannel>,
+}
+
+/// What agents are told about skill `name` while it is in `state` (not approved), in
+/// place of anything the skill wrote (its description, SKILL.md, files, tool
+/// descriptions and schemas): its state and the command that changes it. Text written
+/// by a skill reaches an agent only once a human approved that exact version.
+pub fn withheld_description(name: &str, state: TrustState) -> String {
+    format!("skill `{name}` {}: {}; until then skillhost shows nothing the skill wrote", state.describe(), state.fix(name))
+}
+
+/// [`withheld_description`] for tool `tool` of skill `name`.
+pub fn withheld_tool_description(name: &str, tool: &str, state: TrustState) -> String {
+    format!("Tool `{tool}` of {}. Calling it asks the user to approve the skill, where the client can ask.", withheld_description(name, state))
 }
 
 /// Lines in `new` not in `old` as `+ line`, then lines in `old` not in `new` as `- line`.

@@ -55,11 +55,13 @@ pub mod stats;
 mod trust;
 mod watch;
 
-pub use catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed};
+pub use catalog::{
+    ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, withheld_description, withheld_tool_description,
+};
 pub use config::{Layer, RegistryConfig, SizeLimits};
 pub use error::RegistryError;
 pub use pack::{PACK_MANIFEST, PackRef};
 pub use nofollow::read_skill_file;
 pub use registry::Registry;
 pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError};
-pub use trust::{ApprovedBy, TrustState};
+pub use trust::{ApprovalChannel, ApprovedBy, TrustState};

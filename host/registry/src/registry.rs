@@ -27,7 +27,7 @@ use sha2::Digest;
 use crate::error::RegistryError;
 use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
 use crate::{pack, skillmd};
-use crate::trust::{ApprovedBy, Observation, TrustState, TrustStore};
+use crate::trust::{ApprovalChannel, Observation, TrustState, TrustStore};
 
 /// The capability digest of an instruction-only skill, which asks for nothing.
 const NO_CAPABILITIES: &str = "none";
@@ -152,14 +152,23 @@ impl Registry {
                 .as_ref()
                 .and_then(|r| r.approved_hash.as_deref())
                 .is_some_and(|hash| hash != loaded.content_hash),
-            last_approved_by: record.and_then(|r| r.approved_by),
+            last_approved_by: record.as_ref().and_then(|r| r.approved_by),
+            last_approved_via: record.and_then(|r| r.approved_via),
         })
     }
 
     /// **Human only** (see the module docs). Approve `name` as reviewed: `content_hash`
     /// and `capability_digest` are those of the [`ApprovalRequest`] the human saw; if the
-    /// skill changed since, nothing is approved.
-    pub async fn approve(&self, name: &str, content_hash: &str, capability_digest: &str) -> Result<(), RegistryError> {
+    /// skill changed since, nothing is approved. `channel` is how the human's answer came
+    /// (a terminal, or an MCP client's elicitation), recorded with the approval so that it
+    /// can be told apart, and revoked, later.
+    pub async fn approve(
+        &self,
+        name: &str,
+        content_hash: &str,
+        capability_digest: &str,
+        channel: ApprovalChannel,
+    ) -> Result<(), RegistryError> {
         let _guard = self.reload.lock().await;
         let entry = self.entry(name)?;
         let loaded = loaded(&entry)?;
@@ -179,7 +188,7 @@ impl Registry {
                 });
             }
         }
-        self.trust.write_approval(&observation(&entry.identity, loaded), &loaded.requests, ApprovedBy::Human)?;
+        self.trust.write_approval(&observation(&entry.identity, loaded), &loaded.requests, channel)?;
         self.set_state(&entry, TrustState::Approved);
         Ok(())
     }

@@ -23,6 +23,13 @@
 //! **Every approval is kept** (table `approvals`, one row per name, hash and digest), so
 //! going back to a version a human approved (`skillhost rollback`) finds its approval
 //! again; a rejection drops all of a skill's approvals.
+//!
+//! **Every approval records its channel** ([`ApprovalChannel`], column `approved_via`,
+//! schema 3): `cli` (a human ran `skillhost approve`), `mcp-elicitation` (a human's answer
+//! to a question an MCP client showed: the host cannot see who answered, so a human can
+//! tell these apart later with `skillhost show` and revoke them with `skillhost reject`),
+//! or `auto` (the tier needs no human). Approvals given before schema 3 keep their rows
+//! with no channel recorded.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -34,7 +41,7 @@ use skillhost_core::RiskTier;
 use crate::error::RegistryError;
 
 /// The schema version this code writes (SQLite `user_version`).
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// Every approval ever given (schema 2), so an older approved version is approved again.
 const APPROVALS: &str = "CREATE TABLE approvals (
@@ -111,8 +118,52 @@ impl std::fmt::Display for TrustState {
 pub enum ApprovedBy {
     /// The host, because the skill's tier is auto.
     Auto,
-    /// A human, with `approve`.
+    /// A human, through one of the [`ApprovalChannel`]s a human uses.
     Human,
+}
+
+/// Through which channel an approval came: what a human reviewing approvals later needs
+/// to tell a terminal's `approve` from an answer relayed by an MCP client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalChannel {
+    /// A human at a terminal: `skillhost approve` (or an embedder's own prompt).
+    Cli,
+    /// A human's answer to an MCP elicitation: the MCP client showed the question and
+    /// relayed the answer, bound to the session that was asked and to exactly the content
+    /// and requests shown.
+    McpElicitation,
+    /// The host itself: the skill's tier needs no human.
+    Auto,
+}
+
+impl ApprovalChannel {
+    /// The name stored in the database and shown to users (`cli`, `mcp-elicitation`, `auto`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalChannel::Cli => "cli",
+            ApprovalChannel::McpElicitation => "mcp-elicitation",
+            ApprovalChannel::Auto => "auto",
+        }
+    }
+
+    /// Who approves through this channel.
+    pub fn approved_by(self) -> ApprovedBy {
+        match self {
+            ApprovalChannel::Auto => ApprovedBy::Auto,
+            ApprovalChannel::Cli | ApprovalChannel::McpElicitation => ApprovedBy::Human,
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        [ApprovalChannel::Cli, ApprovalChannel::McpElicitation, ApprovalChannel::Auto].into_iter().find(|c| c.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for ApprovalChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What one load of a skill looks like to the trust store.
@@ -133,6 +184,9 @@ pub(crate) struct Record {
     /// The request lines the approval was given for (JSON array), for the next diff.
     pub approved_requests: Option<String>,
     pub approved_by: Option<ApprovedBy>,
+    /// The channel of that approval; `None` for approvals given before channels were
+    /// recorded (schema 3).
+    pub approved_via: Option<ApprovalChannel>,
     pub rejected: bool,
 }
 
@@ -177,8 +231,13 @@ impl TrustStore {
                 )
                 .map_err(fail("check that the data directory is writable"))?;
                 migrate_to_2(&db).map_err(fail("check that the data directory is writable"))?;
+                migrate_to_3(&db).map_err(fail("check that the data directory is writable"))?;
             }
-            1 => migrate_to_2(&db).map_err(fail("check that the data directory is writable"))?,
+            1 => {
+                migrate_to_2(&db).map_err(fail("check that the data directory is writable"))?;
+                migrate_to_3(&db).map_err(fail("check that the data directory is writable"))?;
+            }
+            2 => migrate_to_3(&db).map_err(fail("check that the data directory is writable"))?,
             SCHEMA_VERSION => {}
             newer => {
                 return Err(RegistryError::Trust {
@@ -203,11 +262,12 @@ impl TrustStore {
     pub fn get(&self, name: &str) -> Result<Option<Record>, RegistryError> {
         self.db()
             .query_row(
-                "SELECT state, approved_hash, approved_digest, approved_requests, approved_by, rejected FROM skills WHERE name = ?1",
+                "SELECT state, approved_hash, approved_digest, approved_requests, approved_by, rejected, approved_via FROM skills WHERE name = ?1",
                 [name],
                 |row| {
                     let state: String = row.get(0)?;
                     let by: Option<String> = row.get(4)?;
+                    let via: Option<String> = row.get(6)?;
                     Ok(Record {
                         state: TrustState::parse(&state).unwrap_or(TrustState::PendingReview),
                         approved_hash: row.get(1)?,
@@ -215,6 +275,7 @@ impl TrustStore {
                         approved_requests: row.get(3)?,
                         approved_by: by.map(|b| if b == "auto" { ApprovedBy::Auto } else { ApprovedBy::Human }),
                         rejected: row.get(5)?,
+                        approved_via: via.as_deref().and_then(ApprovalChannel::parse),
                     })
                 },
             )
@@ -228,8 +289,8 @@ impl TrustStore {
             .db()
             .execute(
                 "UPDATE skills SET state = 'approved', seen_hash = ?2, seen_digest = ?3, approved_hash = ?2, approved_digest = ?3,
-                     approved_requests = a.requests, approved_by = a.approved_by, approved_at = a.approved_at, updated_at = ?4
-                 FROM (SELECT requests, approved_by, approved_at FROM approvals WHERE name = ?1 AND content_hash = ?2 AND capability_digest = ?3) AS a
+                     approved_requests = a.requests, approved_by = a.approved_by, approved_via = a.approved_via, approved_at = a.approved_at, updated_at = ?4
+                 FROM (SELECT requests, approved_by, approved_via, approved_at FROM approvals WHERE name = ?1 AND content_hash = ?2 AND capability_digest = ?3) AS a
                  WHERE skills.name = ?1 AND skills.rejected = 0",
                 params![seen.name, seen.content_hash, seen.capability_digest, now()],
             )
@@ -250,7 +311,7 @@ impl TrustStore {
             Some(_) if self.restore_approval(seen)? => return Ok(TrustState::Approved),
             Some(r) if r.rejected => TrustState::PendingReview,
             _ if seen.tier == RiskTier::Auto => {
-                self.write_approval(seen, requests, ApprovedBy::Auto)?;
+                self.write_approval(seen, requests, ApprovalChannel::Auto)?;
                 return Ok(TrustState::Approved);
             }
             Some(r) if r.approved_hash.is_some() => TrustState::NeedsReapproval,
@@ -266,27 +327,28 @@ impl TrustStore {
         Ok(state)
     }
 
-    /// Approve what was observed, by `by`.
-    pub fn write_approval(&self, seen: &Observation<'_>, requests: &[String], by: ApprovedBy) -> Result<(), RegistryError> {
+    /// Approve what was observed, through `channel`.
+    pub fn write_approval(&self, seen: &Observation<'_>, requests: &[String], channel: ApprovalChannel) -> Result<(), RegistryError> {
         let requests = serde_json::to_string(requests).expect("strings serialise");
-        let by = match by {
+        let by = match channel.approved_by() {
             ApprovedBy::Auto => "auto",
             ApprovedBy::Human => "human",
         };
+        let via = channel.as_str();
         self.db()
             .execute(
-                "INSERT INTO skills (name, state, seen_hash, seen_digest, approved_hash, approved_digest, approved_requests, approved_by, approved_at, rejected, updated_at)
-                 VALUES (?1, 'approved', ?2, ?3, ?2, ?3, ?4, ?5, ?6, 0, ?6)
+                "INSERT INTO skills (name, state, seen_hash, seen_digest, approved_hash, approved_digest, approved_requests, approved_by, approved_via, approved_at, rejected, updated_at)
+                 VALUES (?1, 'approved', ?2, ?3, ?2, ?3, ?4, ?5, ?7, ?6, 0, ?6)
                  ON CONFLICT(name) DO UPDATE SET state = 'approved', seen_hash = ?2, seen_digest = ?3, approved_hash = ?2,
-                     approved_digest = ?3, approved_requests = ?4, approved_by = ?5, approved_at = ?6, rejected = 0, updated_at = ?6",
-                params![seen.name, seen.content_hash, seen.capability_digest, requests, by, now()],
+                     approved_digest = ?3, approved_requests = ?4, approved_by = ?5, approved_via = ?7, approved_at = ?6, rejected = 0, updated_at = ?6",
+                params![seen.name, seen.content_hash, seen.capability_digest, requests, by, now(), via],
             )
             .map_err(self.err("check that the data directory is writable"))?;
         self.db()
             .execute(
-                "INSERT OR REPLACE INTO approvals (name, content_hash, capability_digest, requests, approved_by, approved_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![seen.name, seen.content_hash, seen.capability_digest, requests, by, now()],
+                "INSERT OR REPLACE INTO approvals (name, content_hash, capability_digest, requests, approved_by, approved_via, approved_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?7, ?6)",
+                params![seen.name, seen.content_hash, seen.capability_digest, requests, by, now(), via],
             )
             .map_err(self.err("check that the data directory is writable"))?;
         Ok(())
@@ -299,7 +361,7 @@ impl TrustStore {
             .execute(
                 "INSERT INTO skills (name, state, rejected, updated_at) VALUES (?1, 'pending_review', 1, ?2)
                  ON CONFLICT(name) DO UPDATE SET state = CASE state WHEN 'disabled' THEN 'disabled' ELSE 'pending_review' END, approved_hash = NULL, approved_digest = NULL,
-                     approved_requests = NULL, approved_by = NULL, approved_at = NULL, rejected = 1, updated_at = ?2",
+                     approved_requests = NULL, approved_by = NULL, approved_via = NULL, approved_at = NULL, rejected = 1, updated_at = ?2",
                 params![name, now()],
             )
             .map_err(self.err("check that the data directory is writable"))?;
@@ -346,6 +408,106 @@ fn migrate_to_2(db: &Connection) -> rusqlite::Result<()> {
     ))
 }
 
+/// Schema 2 → 3: the channel of each approval. Every row is kept; automatic approvals
+/// were always the host's (`auto`), a human's earlier ones keep no channel (it was not
+/// recorded: `skillhost show` says so).
+fn migrate_to_3(db: &Connection) -> rusqlite::Result<()> {
+    // A column that is there already (a store rolled back by hand) is kept as it is.
+    let mut add = String::new();
+    for table in ["skills", "approvals"] {
+        let has: i64 = db.query_row(
+            "SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'approved_via'",
+            [table],
+            |row| row.get(0),
+        )?;
+        if has == 0 {
+            add.push_str(&format!("ALTER TABLE {table} ADD COLUMN approved_via TEXT;\n"));
+        }
+    }
+    db.execute_batch(&format!(
+        "BEGIN;
+         {add}
+         UPDATE skills SET approved_via = 'auto' WHERE approved_by = 'auto' AND approved_via IS NULL;
+         UPDATE approvals SET approved_via = 'auto' WHERE approved_by = 'auto' AND approved_via IS NULL;
+         PRAGMA user_version = 3;
+         COMMIT;"
+    ))
+}
+
 fn now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh directory under the system temp dir, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Self {
+            let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+            let dir = std::env::temp_dir().join(format!("skillhost-trust-{tag}-{}-{nanos}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            Self(dir)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn schema_2_rows_are_kept_and_get_a_channel_where_it_is_known() {
+        let scratch = Scratch::new("migrate");
+        {
+            // A trust.db as schema 2 left it: one human and one automatic approval.
+            let db = Connection::open(scratch.0.join("trust.db")).unwrap();
+            db.execute_batch(
+                "CREATE TABLE skills (name TEXT PRIMARY KEY, state TEXT NOT NULL, seen_hash TEXT, seen_digest TEXT,
+                     approved_hash TEXT, approved_digest TEXT, approved_requests TEXT, approved_by TEXT, approved_at INTEGER,
+                     rejected INTEGER NOT NULL DEFAULT 0, updated_at INTEGER NOT NULL);",
+            )
+            .unwrap();
+            migrate_to_2(&db).unwrap();
+            for (name, by) in [("reviewed", "human"), ("pure", "auto")] {
+                db.execute(
+                    "INSERT INTO skills (name, state, seen_hash, seen_digest, approved_hash, approved_digest, approved_requests, approved_by, approved_at, updated_at)
+                     VALUES (?1, 'approved', 'h', 'd', 'h', 'd', '[]', ?2, 1, 1)",
+                    params![name, by],
+                )
+                .unwrap();
+                db.execute(
+                    "INSERT INTO approvals (name, content_hash, capability_digest, requests, approved_by, approved_at) VALUES (?1, 'h', 'd', '[]', ?2, 1)",
+                    params![name, by],
+                )
+                .unwrap();
+            }
+        }
+        let store = TrustStore::open(&scratch.0).unwrap();
+        let reviewed = store.get("reviewed").unwrap().unwrap();
+        assert_eq!((reviewed.state, reviewed.approved_by, reviewed.approved_via), (TrustState::Approved, Some(ApprovedBy::Human), None));
+        let pure = store.get("pure").unwrap().unwrap();
+        assert_eq!((pure.approved_by, pure.approved_via), (Some(ApprovedBy::Auto), Some(ApprovalChannel::Auto)));
+        let version: i64 = store.db().pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+
+        // A new approval records its channel, in the row and in the kept approvals.
+        let seen = Observation { name: "reviewed", content_hash: "h2", capability_digest: "d2", tier: RiskTier::Confirm };
+        store.write_approval(&seen, &[], ApprovalChannel::McpElicitation).unwrap();
+        let row = store.get("reviewed").unwrap().unwrap();
+        assert_eq!((row.approved_by, row.approved_via), (Some(ApprovedBy::Human), Some(ApprovalChannel::McpElicitation)));
+        let kept: Option<String> = store
+            .db()
+            .query_row("SELECT approved_via FROM approvals WHERE name = 'reviewed' AND content_hash = 'h2'", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(kept.as_deref(), Some("mcp-elicitation"));
+        // Reopening finds schema 3 and changes nothing.
+        drop(store);
+        let again = TrustStore::open(&scratch.0).unwrap();
+        assert_eq!(again.get("pure").unwrap().unwrap().approved_via, Some(ApprovalChannel::Auto));
+    }
 }

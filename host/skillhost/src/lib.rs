@@ -46,7 +46,7 @@ pub use skillhost_sandbox::check::{TestReport, TestRun};
 pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, Venv, python, read_source as read_server_source, shim};
 
 pub use skillhost_registry::{
-    ApprovalRequest, ApprovedBy, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError, RegistryEvent,
+    ApprovalChannel, ApprovalRequest, ApprovedBy, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError, RegistryEvent,
     TrustState,
 };
 

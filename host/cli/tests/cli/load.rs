@@ -82,6 +82,7 @@ impl LoadEnv {
             .arg("--data-dir")
             .arg(self.data.path())
             .args(["serve", "--http", "127.0.0.1:0"])
+            .env_remove("SKILLHOST_MCP_TOKEN")
             .env("SKILLHOST_VENV", fixtures::python::venv())
             .env("SKILLHOST_LOG", "warn")
             .stderr(Stdio::piped())
@@ -106,6 +107,9 @@ impl LoadEnv {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/load_client.py");
         let mut cmd = Command::new(python);
         cmd.arg(script).arg(url).arg(self.skills.path()).arg(calls.to_string()).arg(tag);
+        // The token `serve --http` made on loopback (the host refuses requests without it).
+        let token = std::fs::read_to_string(self.data.path().join("http-token")).expect("serve --http made its token file");
+        cmd.env("SKILLHOST_MCP_TOKEN", token.trim());
         if killed {
             cmd.arg("--killed");
         }

@@ -134,7 +134,8 @@ class contextlib_sessions:
     async def __aenter__(self):
         sessions = []
         for _ in range(SESSIONS):
-            http = httpx2.AsyncClient(timeout=120, limits=httpx2.Limits(max_connections=200, max_keepalive_connections=50))
+            http = httpx2.AsyncClient(timeout=120, limits=httpx2.Limits(max_connections=200, max_keepalive_connections=50),
+                                      headers={"Authorization": f"Bearer {os.environ['SKILLHOST_MCP_TOKEN']}"})
             client = Client(streamable_http_client(self.url, http_client=http), read_timeout_seconds=120)
             self.clients.append(client)
             sessions.append(await client.__aenter__())

@@ -141,6 +141,25 @@ fn an_unapproved_skill_runs_only_after_the_human_accepts() {
             .unwrap();
         let list: Value = serde_json::from_slice(&list.stdout).unwrap();
         assert_eq!(list[0]["state"], "approved", "the approval is recorded in the trust store: {list}");
+        // Recorded as an answer relayed by an MCP client, told apart from a terminal's.
+        let show = |json: bool| {
+            let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+                .arg("--skills")
+                .arg(env.skills.path())
+                .arg("--data-dir")
+                .arg(env.data.path())
+                .args(["show", "gated"])
+                .args(json.then_some("--json"))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let shown: Value = serde_json::from_str(&show(true)).unwrap();
+        assert_eq!(shown["approval"]["last_approved_by"], "human", "{shown}");
+        assert_eq!(shown["approval"]["last_approved_via"], "mcp-elicitation", "{shown}");
+        let text = show(false);
+        assert!(text.contains("approved by: a human's answer relayed by an MCP client (mcp-elicitation)") && text.contains("skillhost reject gated"), "{text}");
     }
     let env = McpEnv::new();
     env.limits("gated", gated);
@@ -233,6 +252,94 @@ fn http_status(addr: &str, request: &str) -> String {
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
     response.lines().next().unwrap_or_default().to_owned()
+}
+
+/// `skillhost serve --http ADDR` with `envs`; its child and the address from its start
+/// line, and the stderr lines before it.
+fn serve_http(env: &McpEnv, addr: &str, envs: &[(&str, &str)]) -> (std::process::Child, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--skills")
+        .arg(env.skills.path())
+        .arg("--data-dir")
+        .arg(env.data.path())
+        .args(["serve", "--http", addr])
+        .env_remove("SKILLHOST_MCP_TOKEN")
+        .envs(envs.iter().copied())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (mut line, mut before) = (String::new(), String::new());
+    let addr = loop {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0, "serve exited before listening: {before}");
+        if let Some(rest) = line.trim().strip_prefix("skillhost: serving MCP at http://") {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+        before.push_str(&line);
+    };
+    (child, addr, before)
+}
+
+/// A `serve --http` on loopback without a token option makes one in DATA_DIR/http-token
+/// (mode 0600), says where it is but not what it is, refuses requests without it, and
+/// reuses it; a token file that is a symlink or readable by others is refused.
+#[test]
+fn http_on_loopback_makes_and_needs_its_own_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = McpEnv::new();
+    env.limits("limits", "");
+    let (mut child, addr, said) = serve_http(&env, "127.0.0.1:0", &[]);
+    let file = env.data.path().join("http-token");
+    let token = std::fs::read_to_string(&file).unwrap().trim().to_owned();
+    assert_eq!(token.len(), 64, "{token:?}");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(said.contains(&file.display().to_string()) && !said.contains(&token), "the start line names the file, not the token: {said}");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let request = |auth: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let missing = http_status(&addr, &request(""));
+    let right = http_status(&addr, &request(&format!("Authorization: Bearer {token}\r\n")));
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(missing.contains("401"), "no token on loopback: {missing}");
+    assert!(right.contains("200"), "the generated token: {right}");
+
+    let (mut again, _, _) = serve_http(&env, "127.0.0.1:0", &[]);
+    again.kill().unwrap();
+    let _ = again.wait();
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), token, "reused, not replaced");
+
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--skills")
+            .arg(env.skills.path())
+            .arg("--data-dir")
+            .arg(env.data.path())
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .env_remove("SKILLHOST_MCP_TOKEN")
+            .output()
+            .unwrap()
+    };
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = run(&[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && stderr.contains("readable by others") && stderr.contains("chmod 600"), "{stderr}");
+    std::fs::remove_file(&file).unwrap();
+    let elsewhere = env.data.path().join("elsewhere");
+    std::fs::write(&elsewhere, "sesame\n").unwrap();
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+    let refused = run(&[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && stderr.contains("symlink"), "{stderr}");
+    let refused = run(&["--token-file", file.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("symlink"), "--token-file is checked the same way: {refused:?}");
 }
 
 #[test]

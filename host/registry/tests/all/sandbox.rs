@@ -71,7 +71,7 @@ async fn server_skills_have_the_same_tiers_and_approvals() {
     assert!(request.requests.iter().any(|r| r.contains("runs `python server.py` in a bubblewrap sandbox")), "{:?}", request.requests);
 
     // An approved skill whose declared secret is not set says how to set it.
-    registry.approve("keyed", &request.content_hash, &request.capability_digest).await.unwrap();
+    registry.approve("keyed", &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap();
     let err = call(&registry, "keyed", "echo", json!({"text": "x"})).await.unwrap_err();
     assert!(err.to_string().contains("skillhost secret set api"), "{err}");
 }
@@ -85,7 +85,7 @@ async fn edits_need_reapproval_and_hot_reload_replaces_the_process() {
     let registry = open(&env, true).await;
     let mut events = registry.subscribe();
     let request = registry.approval_request("probe").unwrap();
-    registry.approve("probe", &request.content_hash, &request.capability_digest).await.unwrap();
+    registry.approve("probe", &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap();
     assert_eq!(call(&registry, "probe", "echo", json!({"text": "v1"})).await.unwrap().value["text"], "v1");
     let skills_dir = env.data.path().join("sandbox/skills");
     let old: Vec<String> = std::fs::read_dir(&skills_dir).unwrap().map(|e| e.unwrap().path().display().to_string()).collect();
@@ -103,7 +103,7 @@ async fn edits_need_reapproval_and_hot_reload_replaces_the_process() {
     assert_eq!(wait_gone(&old[0]).await, 0, "the old server outlived its version");
     let request = registry.approval_request("probe").unwrap();
     assert!(request.content_changed);
-    registry.approve("probe", &request.content_hash, &request.capability_digest).await.unwrap();
+    registry.approve("probe", &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap();
     assert_eq!(call(&registry, "probe", "echo", json!({"text": "v"})).await.unwrap().value["text"], "v (v2)");
 }
 

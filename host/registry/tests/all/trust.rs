@@ -13,7 +13,7 @@ fn state(registry: &Registry, name: &str) -> TrustState {
 
 async fn approve_as_seen(registry: &Registry, name: &str) {
     let request = registry.approval_request(name).unwrap();
-    registry.approve(name, &request.content_hash, &request.capability_digest).await.unwrap();
+    registry.approve(name, &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -40,13 +40,13 @@ async fn approval_request_shows_requests_and_binds_to_what_was_seen() {
     assert_eq!(request.last_approved_by, None);
 
     // Reviewed one version, another is on disk by approval time: nothing is approved.
-    let err = registry.approve("limits", &"0".repeat(64), &request.capability_digest).await.unwrap_err();
+    let err = registry.approve("limits", &"0".repeat(64), &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap_err();
     assert!(err.to_string().contains("changed since it was reviewed"), "{err}");
-    let err = registry.approve("limits", &request.content_hash, "other").await.unwrap_err();
+    let err = registry.approve("limits", &request.content_hash, "other", skillhost_registry::ApprovalChannel::Cli).await.unwrap_err();
     assert!(matches!(err, RegistryError::ChangedSinceReview { what: "capability digest", .. }), "{err}");
     assert_eq!(state(&registry, "limits"), TrustState::PendingReview);
 
-    registry.approve("limits", &request.content_hash, &request.capability_digest).await.unwrap();
+    registry.approve("limits", &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap();
     assert_eq!(state(&registry, "limits"), TrustState::Approved);
     assert_eq!(call(&registry, "limits", "echo", json!({"value": 2})).await.unwrap().value, json!(2));
     assert_eq!(registry.approval_request("limits").unwrap().diff, Vec::<String>::new(), "nothing changed since approval");
@@ -85,7 +85,7 @@ async fn reject_disable_enable() {
     let err = call(&registry, "limits", "echo", json!({"value": 1})).await.unwrap_err();
     assert_eq!(err.to_string(), "skill `limits` is disabled; enable it with `skillhost enable limits`");
     let request = registry.approval_request("limits").unwrap();
-    let err = registry.approve("limits", &request.content_hash, &request.capability_digest).await.unwrap_err();
+    let err = registry.approve("limits", &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap_err();
     assert!(err.to_string().contains("enable it with"), "approve does not lift disabled: {err}");
     registry.reject("limits").await.unwrap();
     assert_eq!(state(&registry, "limits"), TrustState::Disabled, "reject does not lift disabled");
@@ -110,6 +110,7 @@ async fn auto_tier_is_approved_automatically_unless_rejected() {
     let registry = env.open().await;
     assert_eq!(state(&registry, "limits"), TrustState::Approved);
     assert_eq!(registry.approval_request("limits").unwrap().last_approved_by, Some(ApprovedBy::Auto));
+    assert_eq!(registry.approval_request("limits").unwrap().last_approved_via, Some(skillhost_registry::ApprovalChannel::Auto));
     registry.reject("limits").await.unwrap();
     drop(registry);
 
@@ -118,6 +119,7 @@ async fn auto_tier_is_approved_automatically_unless_rejected() {
     assert_eq!(state(&registry, "limits"), TrustState::PendingReview, "a rejected auto skill waits for a human");
     approve_as_seen(&registry, "limits").await;
     assert_eq!(registry.approval_request("limits").unwrap().last_approved_by, Some(ApprovedBy::Human));
+    assert_eq!(registry.approval_request("limits").unwrap().last_approved_via, Some(skillhost_registry::ApprovalChannel::Cli));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -201,6 +203,8 @@ async fn a_schema_1_store_keeps_its_approvals() {
     let db = rusqlite::Connection::open(env.data.path().join("trust.db")).unwrap();
     let kept: i64 = db.query_row("SELECT count(*) FROM approvals WHERE name = 'limits'", [], |r| r.get(0)).unwrap();
     assert_eq!(kept, 1);
+    let version: i64 = db.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(version, 3, "migrated through 2 to 3");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,7 +214,7 @@ async fn trust_store_is_versioned() {
     let db = rusqlite::Connection::open(env.data.path().join("trust.db")).unwrap();
     let version: i64 = db.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     let mode: String = db.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
-    assert_eq!((version, mode.as_str()), (2, "wal"));
+    assert_eq!((version, mode.as_str()), (3, "wal"));
     db.pragma_update(None, "user_version", 99).unwrap();
     drop(db);
     let err = match Registry::open(env.config(false), crate::runtime(), skillhost_core::Policy::new(env.data.path())).await {
