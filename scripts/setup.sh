@@ -24,12 +24,18 @@ fi
 setup_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 setup_venv="$setup_root/target/python"
 setup_stamp="$setup_venv/.skillhost-requirements"
+# A root host runs sandboxes as uid 65534, which must reach the venv's base Python: the
+# system's, not one under root's home (pyenv's /root/.pyenv is not searchable by others).
+setup_python=python3
+if [ "$(id -u)" = 0 ] && [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    setup_python=/usr/bin/python3
+fi
 # A venv copied or moved from another checkout names that path in its scripts: made again.
 if [ ! -s "$setup_stamp" ] || [ "$setup_root/host/sandbox/python-requirements.txt" -nt "$setup_stamp" ] \
     || ! grep -qF "$setup_venv" "$setup_venv/bin/activate" 2>/dev/null; then
     echo "setup: preparing the Python venv for Python skills ($setup_venv)" >&2
     (cd "$setup_root" && cargo build -q -p skillhost-cli >&2 \
-        && target/debug/skillhost setup python --venv target/python --with mcp-server-time >&2)
+        && target/debug/skillhost setup python --venv target/python --python "$setup_python" --with mcp-server-time >&2)
 fi
 
 # The guest toolchains `skillhost build` drives for Python and JavaScript skills

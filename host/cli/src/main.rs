@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, reason = "a command-line tool prints its results")]
 
 mod build;
+mod doctor;
 mod forge;
 mod index;
 mod model;
@@ -354,6 +355,22 @@ Examples:
   skillhost forge --reset greeter")]
     Forge(forge::ForgeArgs),
 
+    /// Check what this machine gives skills: sandbox isolation layers, Python, search model, toolchains
+    #[command(after_help = "Lists every isolation layer of the sandbox (bwrap and its version, user
+namespaces, the drop from root to an unprivileged uid, a cgroup per server with its
+controllers, the seccomp filter), the managed Python venv, the embedding model and the
+guest toolchains; for each one that is missing, what to do. A missing layer is not an
+error: the host warns once at start and runs with what it has.
+
+Examples:
+  skillhost doctor
+  skillhost doctor --json | jq '.[] | select(.available | not)'")]
+    Doctor {
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Show usage statistics: calls, failures and latency per tool, failing skills, missed searches
     #[command(after_help = "Every call through the registry (MCP, `skillhost call NAME`) is counted in
 DATA_DIR/stats.db. A skill is flagged when more than 30% of its last 20 calls failed
@@ -687,6 +704,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let registry = registry(&host).await?;
             let ok = forge::run(&host, registry, &data_dir, args).await?;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(exit::TOOL_ERROR) })
+        }
+        Command::Doctor { json } => {
+            let host = host()?;
+            doctor::run(&host, &data_dir, json)
         }
         Command::Stats { json } => {
             let host = host()?;

@@ -70,6 +70,16 @@ impl Toolchain {
         }
     }
 
+    /// The executable when it is installed (or named by the override variable).
+    pub fn installed(self, root: &Path) -> Option<PathBuf> {
+        if let Some(exe) = std::env::var_os(self.override_var()) {
+            return Some(PathBuf::from(exe)).filter(|p| p.is_file());
+        }
+        let dir = root.join(self.tool());
+        let exe = self.executable(&dir);
+        (exe.is_file() && std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == self.stamp())).then_some(exe)
+    }
+
     fn stamp(self) -> String {
         self.packages().join("\n")
     }

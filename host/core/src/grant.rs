@@ -284,8 +284,8 @@ pub enum DirError {
 
 impl DirGrant {
     /// Open this directory without following a link anywhere below [`root`](Self::root),
-    /// creating missing components (mode 0700, or 0755 with `shared`, for a sandbox whose
-    /// processes run as another user). The descriptor is what a runtime hands the sandbox.
+    /// creating missing components (mode 0700, or 0711 with `shared`: searchable, not
+    /// listable, for a sandbox whose processes run as another user). The descriptor is what a runtime hands the sandbox.
     pub fn open(&self, skill: &SkillName, shared: bool) -> Result<OwnedFd, DirError> {
         let below = self.host.strip_prefix(&self.root).map_err(|_| DirError::Io {
             skill: skill.clone(),
@@ -328,7 +328,7 @@ pub fn open_beneath(root: &Path, below: &Path, shared: bool) -> Result<OwnedFd, 
         let open = |dir: &OwnedFd| rustix::fs::openat(dir, name, flags | OFlags::NOFOLLOW, Mode::empty());
         let next = match open(&dir) {
             Err(Errno::NOENT) => {
-                let mode = if shared { 0o755 } else { 0o700 };
+                let mode = if shared { 0o711 } else { 0o700 };
                 match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode)) {
                     Ok(()) | Err(Errno::EXIST) => open(&dir),
                     Err(e) => Err(e),

@@ -71,9 +71,18 @@ impl BwrapRuntime {
                     Ok(p) => p,
                     Err(e) => return report(None, vec![], Some(e)),
                 };
-                let argv = profile.argv(venv.python().as_os_str(), &args.iter().map(Into::into).collect::<Vec<_>>());
+                let config = &self.inner.config;
+                let limits = crate::isolation::CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
+                let confinement = match self.inner.isolation.confine(grant.skill.as_str(), &limits) {
+                    Ok(c) => c,
+                    Err(e) => return report(None, vec![], Some(e)),
+                };
+                let argv = profile.argv_with(&confinement, venv.python().as_os_str(), &args.iter().map(Into::into).collect::<Vec<_>>());
                 let command = format!("python {}", args.join(" "));
-                let result = profile.command(&argv).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+                let mut sandbox = profile.command(&argv);
+                sandbox.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+                crate::isolation::attach(sandbox.as_std_mut(), &confinement);
+                let result = sandbox.spawn();
                 let mut child = match result {
                     Ok(child) => child,
                     Err(e) => return report(None, vec![], Some(format!("cannot start the sandbox: {e}"))),

@@ -12,6 +12,9 @@
 //! - `server`: the process and the rmcp client over its stdio; progress notifications go
 //!   to [`CallContext::progress`](skillhost_core::CallContext).
 //! - [`python`]: the managed venv and its setup; [`check`]: `skillhost test`.
+//! - [`isolation`]: the layers under bwrap (uid drop when the host is root, a cgroup per
+//!   server, a seccomp filter), detected once by [`BwrapRuntime::new`], which warns about
+//!   each one this machine lacks; [`BwrapRuntime::isolation`] lists them.
 //!
 //! **The run that lists tools at load holds a probe grant** ([`Grant::probe`]): an empty
 //! scratch dir instead of its data dirs, no network, no secrets; the skill may not be
@@ -19,6 +22,7 @@
 //! without following links and handed to bwrap as a descriptor.
 
 pub mod check;
+pub mod isolation;
 pub mod profile;
 pub mod python;
 mod server;
@@ -71,11 +75,19 @@ pub struct BwrapConfig {
     pub idle_timeout: Duration,
     /// Longest wait for a server's MCP handshake. Default: 30 s.
     pub start_timeout: Duration,
-    /// Address space of each process when the skill's `[limits] memory` is not set
-    /// (Python with its libraries needs more than a component's default). Default: 512 MiB.
+    /// Memory of a server when the skill's `[limits] memory` is not set (Python with its
+    /// libraries needs more than a component's default): resident memory of the whole
+    /// sandbox where a cgroup limits it, else address space of each process. Default:
+    /// 512 MiB.
     pub default_memory: u64,
-    /// `RLIMIT_NPROC` of the sandbox. Default: 256.
+    /// Processes and threads of one sandbox (its cgroup's `pids.max`), and `RLIMIT_NPROC`
+    /// of the sandbox's uid. Default: 256.
     pub max_processes: u64,
+    /// CPU bandwidth of one sandbox in cores (its cgroup's CPU quota). Default: 1.0.
+    pub cpus: f64,
+    /// The uid and gid sandboxes run as when the host is root (through `setpriv`):
+    /// every path a sandbox binds must be reachable by it. Default: 65534 (nobody).
+    pub sandbox_id: (u32, u32),
     /// `RLIMIT_CPU` of each process, seconds over its life. Default: 600.
     pub cpu_seconds: u64,
     /// `RLIMIT_FSIZE`. Default: 256 MiB.
@@ -98,6 +110,8 @@ impl BwrapConfig {
             start_timeout: Duration::from_secs(30),
             default_memory: 512 << 20,
             max_processes: 256,
+            cpus: 1.0,
+            sandbox_id: (isolation::DEFAULT_SANDBOX_ID, isolation::DEFAULT_SANDBOX_ID),
             cpu_seconds: 600,
             max_file_size: 256 << 20,
             secrets: Arc::new(NoSecrets),
@@ -144,6 +158,7 @@ pub(crate) struct Runtime {
     prlimit: PathBuf,
     venv: Option<Venv>,
     venv_error: Option<String>,
+    isolation: isolation::Isolation,
 }
 
 /// Runs `[server]` skills in bubblewrap.
@@ -170,8 +185,15 @@ impl BwrapRuntime {
             program: "prlimit",
             fix: "install util-linux",
         })?;
-        for dir in [config.work_dir.join("skills"), config.work_dir.join("run")] {
+        let root = rustix::process::geteuid().is_root();
+        for dir in [config.work_dir.clone(), config.work_dir.join("skills"), config.work_dir.join("run")] {
             std::fs::create_dir_all(&dir).map_err(|source| SandboxError::Io { path: dir.clone(), source })?;
+            if root {
+                // The sandbox's uid must pass through (not list) the host's work dir.
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711))
+                    .map_err(|source| SandboxError::Io { path: dir.clone(), source })?;
+            }
         }
         let (venv, venv_error) = match &config.venv {
             None => (None, Some("this host has no managed Python venv".to_owned())),
@@ -180,7 +202,27 @@ impl BwrapRuntime {
                 Err(e) => (None, Some(e.to_string())),
             },
         };
-        Ok(Self { inner: Arc::new(Runtime { config, bwrap, prlimit, venv, venv_error }) })
+        let isolation = isolation::Isolation::detect(&Self::probe(&config, &bwrap, venv.as_ref()));
+        isolation.warn_unavailable();
+        Ok(Self { inner: Arc::new(Runtime { config, bwrap, prlimit, venv, venv_error, isolation }) })
+    }
+
+    /// What [`isolation::Isolation::detect`] proves for `config`.
+    fn probe(config: &BwrapConfig, bwrap: &Path, venv: Option<&Venv>) -> isolation::Probe {
+        let mut reach = vec![config.work_dir.join("skills"), config.work_dir.join("run")];
+        if let Some(venv) = venv {
+            reach.extend([venv.dir.clone(), venv.prefix.clone()]);
+        }
+        if let Some(shim) = config.shim.as_ref().and_then(|s| s.first()) {
+            reach.push(PathBuf::from(shim));
+        }
+        isolation::Probe { bwrap: bwrap.to_owned(), sandbox_id: config.sandbox_id, reach }
+    }
+
+    /// The isolation layers this runtime's sandboxes get (and those it lacks, with what
+    /// to do).
+    pub fn isolation(&self) -> &[isolation::Layer] {
+        &self.inner.isolation.layers
     }
 
     /// The venv Python skills run with, if any.
@@ -245,7 +287,7 @@ impl BwrapRuntime {
         // A granted directory that is (or lies behind) a link is a load error; it is
         // opened again, the same way, at every start.
         for dir in &grant.dirs {
-            dir.open(&name, false).map_err(|e| fail(e.to_string()))?;
+            open_granted(&self.inner, dir, &name).map_err(&fail)?;
         }
         let launch = Launch {
             runtime: self.inner.clone(),
@@ -334,6 +376,12 @@ impl Launch {
             .prefix(&format!("{}-", grant.skill))
             .tempdir_in(config.work_dir.join("run"))
             .map_err(|e| format!("cannot create its runtime dir: {e}"))?;
+        let user = runtime.isolation.user.as_ref();
+        if user.is_some() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o711))
+                .map_err(|e| format!("cannot open its runtime dir to the sandbox's uid: {e}"))?;
+        }
         let etc_dir = run_dir.path().join("etc");
         profile::write_etc(&etc_dir).map_err(|e| format!("cannot write its /etc: {e}"))?;
         let mut env = Vec::new();
@@ -354,6 +402,17 @@ impl Launch {
             let socket = run_dir.path().join("egress.sock");
             let egress = SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), config.net.clone());
             let proxy = EgressProxy::bind(&socket, egress, ProxyConfig::default()).map_err(|e| format!("cannot start its egress proxy: {e}"))?;
+            if let Some(user) = user {
+                // Connecting needs write permission on the socket.
+                rustix::fs::chownat(
+                    rustix::fs::CWD,
+                    &socket,
+                    Some(rustix::fs::Uid::from_raw(user.uid)),
+                    Some(rustix::fs::Gid::from_raw(user.gid)),
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                )
+                .map_err(|e| format!("cannot give its egress socket to uid {}: {e}", user.uid))?;
+            }
             guards.push(Box::new(proxy));
             net = Some(NetSetup {
                 socket,
@@ -367,7 +426,7 @@ impl Launch {
             bwrap: runtime.bwrap.clone(),
             python: runtime.venv.as_ref().map(|v| (v.dir.clone(), v.prefix.clone())),
             skill_dir: self.skill_dir.clone(),
-            dirs: grant.dirs.iter().map(|d| profile::Bind::open(d, &grant.skill)).collect::<Result<_, _>>().map_err(|e| e.to_string())?,
+            dirs: grant.dirs.iter().map(|d| open_granted(runtime, d, &grant.skill)).collect::<Result<_, _>>()?,
             etc_dir,
             env,
             limits: ResourceLimits {
@@ -388,9 +447,12 @@ impl Launch {
     pub(crate) async fn start(&self, grant: &Grant, full: bool, generation: u64) -> Result<Arc<Server>, String> {
         let config = &self.runtime.config;
         let (profile, guards) = self.profile(grant, full)?;
-        let argv = profile.argv(&self.command, &self.args);
+        let limits = isolation::CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
+        let confinement = self.runtime.isolation.confine(grant.skill.as_str(), &limits)?;
+        let argv = profile.argv_with(&confinement, &self.command, &self.args);
         tracing::trace!(skill = %grant.skill, ?argv, "starting server");
-        let command = profile.command(&argv);
+        let mut command = profile.command(&argv);
+        isolation::attach(command.as_std_mut(), &confinement);
         Server::start(Spawn {
             skill: grant.skill.clone(),
             command,
@@ -398,11 +460,36 @@ impl Launch {
             log_cap: grant.limits.log.saturating_mul(16),
             start_timeout: config.start_timeout,
             generation,
+            confinement,
             // The proxy (removing its socket) goes before the directory.
             guards,
         })
         .await
     }
+}
+
+/// Open a granted directory for a sandbox (see [`DirGrant::open`]: no link followed, at
+/// load and at every start). When sandboxes run as an unprivileged uid, directories it
+/// creates are searchable by others (0711) and the granted directory itself is handed to
+/// that uid through its descriptor (never a path a skill could have replaced), so the
+/// sandbox can use it; a read-only grant stays read-only through its bind.
+fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &SkillName) -> Result<profile::Bind, String> {
+    let user = runtime.isolation.user.as_ref();
+    let fd = dir.open(skill, user.is_some()).map_err(|e| e.to_string())?;
+    if let Some(user) = user {
+        rustix::fs::fchown(&fd, Some(rustix::fs::Uid::from_raw(user.uid)), Some(rustix::fs::Gid::from_raw(user.gid)))
+            .map_err(|e| format!("cannot give its data directory {} to the sandbox's uid {}: {e}", dir.host.display(), user.uid))?;
+        if let Some(parent) = isolation::unreachable_parent(&dir.host, user.uid, user.gid) {
+            return Err(format!(
+                "its data directory {} is out of reach of the sandbox's uid {} ({} is not searchable): `chmod o+x {}` or move the data dir",
+                dir.host.display(),
+                user.uid,
+                parent.display(),
+                parent.display()
+            ));
+        }
+    }
+    Ok(profile::Bind { fd: Arc::new(fd), guest: dir.guest.clone(), mode: dir.mode })
 }
 
 /// Write a skill's files to `<root>/<name>-<hash>/` (once per content), read-only, the

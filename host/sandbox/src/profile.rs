@@ -15,18 +15,25 @@
 //!   writable as granted, and a minimal `/etc` (`passwd`, `group`, `hosts`,
 //!   `localtime`). No home, nothing else of the host; the root itself is read-only.
 //! - Data dirs are [`Bind`]s: directories the host opened without following a link
-//!   ([`DirGrant::open`]) and hands bwrap as inherited descriptors (`--bind-fd`,
-//!   `--ro-bind-fd`), so no path a skill could have planted a link in is resolved again.
+//!   ([`skillhost_core::DirGrant::open`]) and hands bwrap as inherited descriptors
+//!   (`--bind-fd`, `--ro-bind-fd`). bwrap mounts the descriptor's directory and refuses to
+//!   go on ("Race condition binding dirfd") unless the mount is that very inode, so a link
+//!   swapped in after the host opened it is never what the sandbox gets.
 //! - Limits: `prlimit` (util-linux) sets them on itself before it execs `bwrap`, so every
-//!   process of the sandbox inherits them with no window: address space, processes,
-//!   CPU seconds, file size, open files, no core dumps.
+//!   process of the sandbox inherits them with no window: processes, CPU seconds, file
+//!   size, open files, no core dumps, and address space only where no cgroup limits the
+//!   sandbox's memory. They are the second layer: the [`isolation`](crate::isolation)
+//!   layers (uid drop through `setpriv`, a cgroup, a seccomp filter) come through
+//!   [`Profile::argv_with`].
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use skillhost_core::{DirError, DirGrant, FileMode, SkillName};
+use skillhost_core::FileMode;
+
+use crate::isolation::Confinement;
 
 /// Where the skill's files are inside the sandbox (also the working directory).
 pub const SKILL_DIR: &str = "/skill";
@@ -40,11 +47,12 @@ pub const SANDBOX_ID: u32 = 65534;
 /// Resource limits set with `prlimit` on the sandbox's first process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResourceLimits {
-    /// Address space of each process, bytes (`RLIMIT_AS`).
+    /// Address space of each process, bytes (`RLIMIT_AS`), set only when no cgroup limits
+    /// the sandbox's resident memory.
     pub address_space: u64,
-    /// Processes of the sandbox's user (`RLIMIT_NPROC`). The kernel does not enforce it
-    /// for uid 0, so when the host runs as root it is the PID namespace and the deadline
-    /// kill that bound a fork bomb.
+    /// Processes of the sandbox's user (`RLIMIT_NPROC`, counted over every process of
+    /// that uid on the host). The kernel does not enforce it for uid 0; the uid drop and
+    /// the cgroup's `pids.max` are what bound a fork bomb of a root host.
     pub processes: u64,
     /// CPU seconds of each process over its life (`RLIMIT_CPU`).
     pub cpu_seconds: u64,
@@ -66,11 +74,6 @@ pub struct Bind {
 }
 
 impl Bind {
-    /// Open `dir` of `skill` without following links (see [`DirGrant::open`]).
-    pub fn open(dir: &DirGrant, skill: &SkillName) -> Result<Self, DirError> {
-        Ok(Self { fd: Arc::new(dir.open(skill, false)?), guest: dir.guest.clone(), mode: dir.mode })
-    }
-
     /// A directory of the host's own (a toolchain, a cache), opened by its path.
     pub fn host_dir(path: &Path, guest: &str, mode: FileMode) -> std::io::Result<Self> {
         let fd = std::fs::File::open(path)?;
@@ -118,24 +121,44 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// The argv that runs `command` (absolute inside the sandbox) with `args`.
+    /// The argv that runs `command` (absolute inside the sandbox) with `args`, with no
+    /// isolation layer beyond bwrap and the rlimits (see [`argv_with`](Self::argv_with)).
     pub fn argv(&self, command: &OsStr, args: &[OsString]) -> Vec<OsString> {
+        self.argv_with(&Confinement::default(), command, args)
+    }
+
+    /// The argv that runs `command` with `args` under `confinement`: `setpriv` to the
+    /// unprivileged uid between `prlimit` and `bwrap` when the host is root, bwrap's
+    /// `--add-seccomp-fd` for the filter, and no `RLIMIT_AS` when a cgroup limits the
+    /// sandbox's resident memory (runtimes that reserve address space, node or a JVM,
+    /// break under any address-space limit). The command must be spawned with
+    /// [`isolation::attach`](crate::isolation::attach) and `confinement` kept alive.
+    pub fn argv_with(&self, confinement: &Confinement, command: &OsStr, args: &[OsString]) -> Vec<OsString> {
         let mut a = Argv::default();
         let l = &self.limits;
         a.push(&self.prlimit);
-        for (flag, value) in [
-            ("--as", l.address_space),
+        let address_space = (!confinement.limits_memory()).then_some(("--as", l.address_space));
+        for (flag, value) in address_space.into_iter().chain([
             ("--nproc", l.processes),
             ("--cpu", l.cpu_seconds),
             ("--fsize", l.file_size),
             ("--nofile", l.open_files),
             ("--core", 0),
-        ] {
+        ]) {
             a.push(format!("{flag}={value}"));
         }
         a.push("--");
+        if let Some(user) = &confinement.user {
+            for arg in user.argv() {
+                a.push(arg);
+            }
+        }
         a.push(&self.bwrap);
         a.args(["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
+        for fd in confinement.seccomp_fds() {
+            a.push("--add-seccomp-fd");
+            a.push(fd.to_string());
+        }
         a.args(["--uid", &SANDBOX_ID.to_string(), "--gid", &SANDBOX_ID.to_string()]);
         a.args(["--hostname", "skill"]);
 
@@ -340,6 +363,25 @@ mod tests {
         assert!(pos("--clearenv") < pos("--setenv PATH /tmp/venv/bin:"));
         assert!(pos("--setenv API_KEY v") < pos("-- /tmp/venv/bin/python server.py"));
         assert!(!argv.contains("/root") && !argv.contains("HTTP_PROXY"), "{argv}");
+    }
+
+    #[test]
+    fn a_confined_profile_drops_to_the_sandbox_uid_before_bwrap() {
+        use crate::isolation::UserDrop;
+        let seccomp = tempfile::tempfile().unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&seccomp);
+        let confinement = Confinement {
+            user: Some(UserDrop { setpriv: "/usr/bin/setpriv".into(), uid: 65534, gid: 65534 }),
+            seccomp: vec![seccomp],
+            ..Default::default()
+        };
+        let argv = text(&profile().argv_with(&confinement, OsStr::new("/usr/bin/node"), &[]));
+        assert!(argv.starts_with("/usr/bin/prlimit --as=1073741824 --nproc=64"), "no cgroup: RLIMIT_AS stays: {argv}");
+        assert!(
+            argv.contains("--core=0 -- /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups -- /usr/bin/bwrap --unshare-all"),
+            "{argv}"
+        );
+        assert!(argv.contains(&format!("--cap-drop ALL --add-seccomp-fd {fd} ")), "{argv}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! One running server: the sandboxed process, the rmcp client over its stdio, its
 //! stderr (to the log, capped, with a tail kept for crash messages) and the routing of
-//! progress notifications to the calls that asked for them.
+//! progress notifications to the calls that asked for them. Its [`Confinement`] (the
+//! cgroup) lives as long as it: stopping or dropping the server kills the whole tree.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -16,6 +17,8 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use skillhost_core::{Progress, ProgressSink, SkillName};
+
+use crate::isolation::{self, Confinement};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Bytes of stderr kept for error messages.
@@ -97,6 +100,8 @@ pub(crate) struct Server {
     /// Milliseconds since `started` of the last call's end.
     last_used: AtomicU64,
     started: Instant,
+    /// Its cgroup and seccomp programs; dropping it kills every process of the sandbox.
+    confinement: Confinement,
     /// Held for the server's life: the private runtime dir, the egress proxy.
     _guards: Vec<Box<dyn std::any::Any + Send + Sync>>,
 }
@@ -110,13 +115,14 @@ pub(crate) struct Spawn {
     pub log_cap: u64,
     pub start_timeout: Duration,
     pub generation: u64,
+    pub confinement: Confinement,
     pub guards: Vec<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Server {
     /// Start the process and complete the MCP handshake.
     pub(crate) async fn start(spawn: Spawn) -> Result<Arc<Self>, String> {
-        let Spawn { skill, mut command, max_line, log_cap, start_timeout, generation, guards } = spawn;
+        let Spawn { skill, mut command, max_line, log_cap, start_timeout, generation, confinement, guards } = spawn;
         let program = command.as_std().get_program().to_string_lossy().into_owned();
         let mut child = command
             .stdin(Stdio::piped())
@@ -153,6 +159,7 @@ impl Server {
             in_flight: AtomicUsize::new(0),
             last_used: AtomicU64::new(0),
             started: Instant::now(),
+            confinement,
             _guards: guards,
         }))
     }
@@ -200,11 +207,20 @@ impl Server {
         let _ = self.client.peer().notify_cancelled(params).await;
     }
 
-    /// Kill the sandbox (the whole PID namespace dies with bwrap).
+    /// Kill the sandbox: bwrap (its PID namespace dies with it) and every process of its
+    /// cgroup, which outlives nothing.
     pub(crate) async fn kill(&self) {
         let mut child = self.child.lock().await;
         let _ = child.start_kill();
+        if let Some(cgroup) = &self.confinement.cgroup {
+            cgroup.kill();
+        }
         let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    }
+
+    /// Processes of the sandbox the kernel killed for its memory limit so far.
+    pub(crate) fn oom_kills(&self) -> u64 {
+        self.confinement.cgroup.as_ref().map_or(0, |c| c.oom_kills())
     }
 
     /// Whether the process has exited (or the client stopped).

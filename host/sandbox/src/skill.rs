@@ -248,6 +248,7 @@ impl Skill for BwrapSkill {
             () = cx.cancel.cancelled() => return Err(CallError::Cancelled { skill: skill.clone(), tool: err_tool }),
         };
         *progressed.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(server.clone());
+        let oom_before = server.oom_kills();
         server.begin();
         let _in_flight = InFlight(server.clone());
         let work = server.call(tool, arguments, cx.progress.clone(), &progressed.request);
@@ -261,6 +262,13 @@ impl Skill for BwrapSkill {
                 return Err(CallError::Cancelled { skill: skill.clone(), tool: err_tool });
             }
         };
+        if server.oom_kills() > oom_before {
+            // The kernel killed a process of the sandbox at its memory limit: whatever the
+            // server answered, its state is unknown. The next call starts afresh.
+            tracing::warn!(skill = %skill, tool, "the sandbox hit its memory limit; killing the server");
+            inner.discard(&server, true).await;
+            return Err(CallError::MemoryLimit { skill: skill.clone(), tool: err_tool, limit: inner.grant.limits.memory });
+        }
         let result = match outcome {
             Ok(result) => result,
             Err(_) => {

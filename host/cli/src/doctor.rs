@@ -1,0 +1,84 @@
+//! `skillhost doctor`: what this machine gives skills, and what to do about what it lacks.
+//! The sandbox's isolation layers come from the sandbox runtime's own detection (the same
+//! the host warns about at start); this module only adds the managed venv, the embedding
+//! model and the guest toolchains, and prints.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+use skillhost::Host;
+
+use crate::toolchain::{self, Toolchain};
+
+/// One line of the report.
+#[derive(Serialize)]
+struct Check {
+    name: String,
+    available: bool,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+/// Print the report; exit code 0 (a missing layer is reported, not an error).
+pub fn run(host: &Host, data_dir: &Path, json: bool) -> Result<ExitCode> {
+    let mut checks = Vec::new();
+    match host.sandbox() {
+        Ok(runtime) => {
+            for layer in runtime.isolation() {
+                checks.push(Check { name: layer.name.clone(), available: layer.available, detail: layer.detail.clone(), fix: layer.fix.clone() });
+            }
+            checks.push(match runtime.venv() {
+                Some(venv) => Check { name: "python venv".into(), available: true, detail: venv.dir.display().to_string(), fix: None },
+                None => Check {
+                    name: "python venv".into(),
+                    available: false,
+                    detail: format!("none at {}", crate::sandbox::venv_dir(data_dir).display()),
+                    fix: Some("run `skillhost setup python` (Python server skills need it)".into()),
+                },
+            });
+        }
+        Err(reason) => checks.push(Check {
+            name: "bwrap".into(),
+            available: false,
+            detail: reason.to_owned(),
+            fix: Some("install bubblewrap and util-linux; server skills cannot run without them".into()),
+        }),
+    }
+    let model = std::env::var_os("SKILLHOST_MODEL_DIR").map_or_else(|| host.model_dir(), Into::into);
+    let installed = model.join(".skillhost-model").is_file();
+    checks.push(Check {
+        name: "embedding model".into(),
+        available: installed,
+        detail: model.display().to_string(),
+        fix: (!installed).then(|| "run `skillhost setup model`; until then search ranks with BM25 alone".into()),
+    });
+    let root = toolchain::root(data_dir);
+    for chain in Toolchain::ALL {
+        let found = chain.installed(&root);
+        checks.push(Check {
+            name: format!("toolchain {}", chain.tool()),
+            available: found.is_some(),
+            detail: found.map_or_else(|| format!("not installed in {}", root.display()), |p| p.display().to_string()),
+            fix: found_fix(chain, &root),
+        });
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        for check in &checks {
+            let mark = if check.available { "ok  " } else { "MISSING" };
+            println!("{mark:8} {:18} {}", check.name, check.detail);
+            if let Some(fix) = check.fix.as_deref().filter(|_| !check.available) {
+                println!("{:27}-> {fix}", "");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn found_fix(chain: Toolchain, root: &Path) -> Option<String> {
+    chain.installed(root).is_none().then(|| format!("run `skillhost setup toolchains` (`skillhost build` of a {} skill needs it)", if chain == Toolchain::Python { "Python" } else { "JavaScript" }))
+}
