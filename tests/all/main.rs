@@ -7,6 +7,7 @@ mod contract;
 mod escape;
 mod generic;
 mod hostile_files;
+mod life_forge;
 mod limits;
 mod load_errors;
 mod mcp_front;
