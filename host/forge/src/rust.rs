@@ -537,6 +537,27 @@ mod tests {
     }
 
     #[test]
+    fn the_component_is_read_without_following_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let (target, outside) = (dir.path().join("target"), dir.path().join("outside"));
+        std::fs::create_dir_all(target.join("wasm32-wasip2/release")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.wasm"), "host file").unwrap();
+        std::fs::write(target.join("wasm32-wasip2/release/ok.wasm"), "component").unwrap();
+        assert_eq!(read_beneath(&target, Path::new("wasm32-wasip2/release/ok.wasm")).unwrap(), b"component");
+        std::os::unix::fs::symlink(outside.join("secret.wasm"), target.join("wasm32-wasip2/release/link.wasm")).unwrap();
+        std::os::unix::fs::symlink(&outside, target.join("wasm32-wasip2/linked")).unwrap();
+        assert!(read_beneath(&target, Path::new("wasm32-wasip2/release/link.wasm")).is_err(), "a link as the file");
+        assert!(read_beneath(&target, Path::new("wasm32-wasip2/linked/secret.wasm")).is_err(), "a link as a directory");
+        // `target` itself must be a real directory.
+        let linked_target = dir.path().join("linked-target");
+        std::os::unix::fs::symlink(&outside, &linked_target).unwrap();
+        assert!(make_target(&linked_target).is_err());
+        make_target(&dir.path().join("new/target")).unwrap();
+        assert!(dir.path().join("new/target").is_dir());
+    }
+
+    #[test]
     fn the_sdk_workspace_keeps_only_the_sdk() {
         let root = "[workspace]\nmembers = [\"host/core\", \"guest-sdk\"]\ndefault-members = [\"host/core\"]\nexclude = [\"x\"]\n[workspace.dependencies]\nserde = \"1\"\n";
         let text = sdk_workspace_manifest(root).unwrap();
