@@ -101,7 +101,7 @@ async fn a_fastmcp_server_is_a_skill() {
 async fn the_sandbox_holds_nothing_of_the_host() {
     let env = SandboxHost::new();
     let skill = env.load("sandbox-probe", "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n").await;
-    let data = env.host.policy().data_dir(&skill.manifest.name);
+    let data = env.host.policy().data_dir(&skillhost::Host::dev_data_key(&skill.manifest.name));
     std::fs::write(env.data.path().join("host-secret"), "s3cret").unwrap();
 
     let read = |path: String| {

@@ -60,7 +60,7 @@ fn sandbox(c: &mut Criterion) {
     let host = Host::builder().data_dir(data.path()).sandbox_config(python::sandbox_config(data.path())).build().unwrap();
     let dir = python::install("sandbox-probe", data.path(), "");
     let source = skillhost::read_server_source(&dir).unwrap();
-    let grant = skillhost::Grant::new(&source.manifest, host.policy()).unwrap();
+    let grant = skillhost::Grant::new(&source.manifest, host.policy(), &Host::dev_data_key(&source.manifest.name)).unwrap();
     let skill = rt.block_on(host.sandbox().unwrap().load_server(&source, grant)).unwrap();
     let skill = Arc::new(skill);
 

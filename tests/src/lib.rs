@@ -87,8 +87,10 @@ impl TestHost {
         Self { host, data, skills }
     }
 
-    /// The data dir of skill `name`, as the host grants it.
+    /// The data dir of skill `name` loaded directly (not through the registry), as the
+    /// host grants it.
     pub fn data_dir(&self, name: &str) -> PathBuf {
-        self.data.path().join("skills").join(name)
+        let name = skillhost::SkillName::new(name).unwrap();
+        self.host.policy().data_dir(&Host::dev_data_key(&name))
     }
 }

@@ -63,6 +63,8 @@ fn entry_json(entry: &Entry, full: bool) -> Value {
         "frontmatter": loaded.and_then(|l| l.frontmatter.as_ref()),
         "pack": loaded.and_then(|l| l.pack.as_ref()),
         "shadows": entry.shadows,
+        "identity": entry.identity.as_str(),
+        "data_dir": loaded.and_then(|l| l.data_dir.as_ref()),
         "error": entry.error.as_ref().map(|e| e.to_string()),
     })
 }
@@ -122,6 +124,10 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
     println!("state: {}", entry.state);
     for shadowed in &entry.shadows {
         println!("shadows: {} ({} layer)", shadowed.origin.display(), shadowed.layer.as_str());
+    }
+    if let Some(data_dir) = entry.loaded.as_ref().and_then(|l| l.data_dir.as_ref()) {
+        let apart = if entry.shadows.is_empty() { "" } else { "; separate from the skills it shadows, as is its approval" };
+        println!("data: {}{apart}", data_dir.display());
     }
     if let Some(error) = &entry.error {
         println!("error: {error}");

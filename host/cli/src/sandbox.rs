@@ -108,7 +108,8 @@ pub async fn test(host: &skillhost::Host, skill: &str, skills_dir: &Path, limit:
     let runtime = host.sandbox().map_err(|e| anyhow::anyhow!("no sandbox runtime: {e}"))?;
     let source = skillhost::read_server_source(&dir)
         .with_context(|| format!("{} is not a `[server]` skill folder; `skillhost test` runs Python and other server skills", dir.display()))?;
-    let grant = skillhost::Grant::new(&source.manifest, host.policy()).map_err(skillhost::LoadError::from)?;
+    let key = skillhost::Host::dev_data_key(&source.manifest.name);
+    let grant = skillhost::Grant::new(&source.manifest, host.policy(), &key).map_err(skillhost::LoadError::from)?;
     let report = runtime.test_skill(&source, grant, limit).await;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -2,8 +2,24 @@
 //! host's [`Policy`] allows. (Human approval, the third part of the intersection, is the
 //! registry's, which only ever narrows a grant.) Runtimes build their sandboxes from a
 //! `Grant` and nothing else.
+//!
+//! Two rules keep a grant from reaching more than it says:
+//!
+//! - **Data belongs to an identity, not a name.** A skill's data dir is
+//!   `<data_root>/<DataKey>`: the user layer's skill `notes` owns `<data_root>/notes`, a
+//!   skill of the same name in another layer (a cloned repository's workspace, the bundled
+//!   skills, a direct development load) owns a directory of its own, so shadowing a skill
+//!   never hands over its data.
+//! - **Code no human approved runs under a [probe grant](Grant::probe)**: one fresh scratch
+//!   dir, no network, no secrets, a short deadline.
+//!
+//! A [`DirGrant`] is never opened by its path: [`DirGrant::open`] walks down from the
+//! host's own root one component at a time without following a link (see [`open_beneath`]),
+//! and runtimes hand the sandbox the directory so opened.
 
-use std::path::PathBuf;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -50,17 +66,61 @@ impl Policy {
         }
     }
 
-    /// The data dir of `skill`.
-    pub fn data_dir(&self, skill: &SkillName) -> PathBuf {
-        self.data_root.join(skill.as_str())
+    /// The data dir of the skill identified by `key`.
+    pub fn data_dir(&self, key: &DataKey) -> PathBuf {
+        self.data_root.join(&key.0)
     }
 }
+
+/// Whose data a grant opens: the path of a skill's data dir below [`Policy::data_root`],
+/// and the key its approval is stored under. Two skills of the same name in different
+/// places have different keys, so neither sees the other's data or inherits its approval.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DataKey(String);
+
+impl DataKey {
+    /// The key of skill `name` installed by the user: `<data_root>/<name>`.
+    pub fn named(name: &SkillName) -> Self {
+        Self(name.as_str().to_owned())
+    }
+
+    /// The key of skill `name` in `space` (`bundled`, `dev`, `workspace-<hash>`...):
+    /// `<data_root>/.<space>/<name>`. The leading dot keeps every space apart from the user
+    /// layer's names, which never start with one. `space` must be a plain file name
+    /// (ASCII letters, digits, `-`).
+    pub fn scoped(space: &str, name: &SkillName) -> Self {
+        assert!(
+            !space.is_empty() && space.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'),
+            "a data key's space is a plain name: {space:?}"
+        );
+        Self(format!(".{space}/{name}"))
+    }
+
+    /// The key as stored by the trust store: `notes`, `.bundled/notes`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for DataKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How long code no human approved may run at a time under a [probe grant](Grant::probe).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A directory the skill may open, and where it sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DirGrant {
-    /// The directory on the host.
+    /// The directory on the host, as shown to people. Never opened by this path: see
+    /// [`DirGrant::open`].
     pub host: PathBuf,
+    /// The host's own directory `host` lies beneath ([`Policy::data_root`], or a probe's
+    /// scratch dir). Opened as a trusted path; everything below it is walked without
+    /// following links.
+    pub root: PathBuf,
     /// Where the guest sees it: `/data` or `/data/<path>`.
     pub guest: String,
     /// Read-only or read-write.
@@ -123,8 +183,9 @@ pub enum GrantError {
 }
 
 impl Grant {
-    /// The grant for `manifest` under `policy`: what it asks, within what the host allows.
-    pub fn new(manifest: &SkillManifest, policy: &Policy) -> Result<Self, GrantError> {
+    /// The grant for `manifest` under `policy`: what it asks, within what the host allows,
+    /// its data dirs those of the skill identified by `key`.
+    pub fn new(manifest: &SkillManifest, policy: &Policy, key: &DataKey) -> Result<Self, GrantError> {
         let skill = manifest.name.clone();
         let asked = &manifest.limits;
         let base = policy.default;
@@ -152,7 +213,7 @@ impl Grant {
         }
         limits.log = limits.log.min(max.log);
 
-        let data_dir = policy.data_dir(&skill);
+        let data_dir = policy.data_dir(key);
         let mut dirs = Vec::with_capacity(manifest.files.len());
         for file in &manifest.files {
             if file.mode == FileMode::ReadWrite && !policy.allow_writable_files {
@@ -163,7 +224,7 @@ impl Grant {
             } else {
                 (data_dir.join(&file.path), format!("/data/{}", file.path))
             };
-            dirs.push(DirGrant { host, guest, mode: file.mode });
+            dirs.push(DirGrant { host, root: policy.data_root.clone(), guest, mode: file.mode });
         }
         if !manifest.network.is_empty() && !policy.allow_network {
             return Err(GrantError::NetworkDenied { skill });
@@ -175,6 +236,112 @@ impl Grant {
     pub fn pure(skill: SkillName, limits: Limits) -> Self {
         Self { skill, dirs: Vec::new(), limits, network: EgressPolicy::default(), secrets: Vec::new() }
     }
+
+    /// The grant code no human approved runs with (listing its tools at load, `skillhost
+    /// test`, the forge's tests): instead of its data dirs one writable `scratch` dir at
+    /// `/data`, which the caller makes empty for this run and removes after it; no network;
+    /// no secrets; its own limits with the deadline cut to [`PROBE_TIMEOUT`]. Whatever the
+    /// code does, it leaves nothing behind and reaches nothing of the host's.
+    pub fn probe(&self, scratch: &Path) -> Grant {
+        let mut limits = self.limits;
+        limits.timeout = limits.timeout.min(PROBE_TIMEOUT);
+        let scratch = DirGrant { host: scratch.to_owned(), root: scratch.to_owned(), guest: "/data".into(), mode: FileMode::ReadWrite };
+        Grant { skill: self.skill.clone(), dirs: vec![scratch], limits, network: EgressPolicy::default(), secrets: Vec::new() }
+    }
+
+    /// Whether this grant holds nothing beyond computation and one directory: no network,
+    /// no secrets. True of every [probe grant](Self::probe).
+    pub fn is_offline(&self) -> bool {
+        self.network.is_empty() && self.secrets.is_empty()
+    }
+}
+
+/// Why a granted directory cannot be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DirError {
+    /// A component of the path is a symbolic link (or not a directory).
+    #[error("skill `{skill}`: its granted directory `{}` is reached through a link or a non-directory at `{}`; grants never follow links: remove it (`rm {}`) and let the host create the directory", host.display(), at.display(), at.display())]
+    Link {
+        /// The skill.
+        skill: SkillName,
+        /// The granted directory.
+        host: PathBuf,
+        /// The offending component.
+        at: PathBuf,
+    },
+    /// Any other failure.
+    #[error("skill `{skill}`: cannot open its granted directory `{}`: {source}", host.display())]
+    Io {
+        /// The skill.
+        skill: SkillName,
+        /// The granted directory.
+        host: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl DirGrant {
+    /// Open this directory without following a link anywhere below [`root`](Self::root),
+    /// creating missing components (mode 0700, or 0755 with `shared`, for a sandbox whose
+    /// processes run as another user). The descriptor is what a runtime hands the sandbox.
+    pub fn open(&self, skill: &SkillName, shared: bool) -> Result<OwnedFd, DirError> {
+        let below = self.host.strip_prefix(&self.root).map_err(|_| DirError::Io {
+            skill: skill.clone(),
+            host: self.host.clone(),
+            source: std::io::Error::other(format!("it is not below {}", self.root.display())),
+        })?;
+        open_beneath(&self.root, below, shared).map_err(|e| match e {
+            Beneath::Link(at) => DirError::Link { skill: skill.clone(), host: self.host.clone(), at: self.root.join(at) },
+            Beneath::Io(source) => DirError::Io { skill: skill.clone(), host: self.host.clone(), source },
+        })
+    }
+}
+
+/// Why [`open_beneath`] failed.
+#[derive(Debug)]
+pub enum Beneath {
+    /// This component (relative to the root) is a link or not a directory.
+    Link(PathBuf),
+    /// Any other error.
+    Io(std::io::Error),
+}
+
+/// Open the directory `root/below` as a descriptor: `root` by its path (it is the host's
+/// own), then each component of `below` relative to the descriptor of its parent with
+/// `O_NOFOLLOW | O_DIRECTORY`, creating a missing one. No component may be a link, `..`,
+/// or anything but a directory, so a link planted anywhere below `root` (even swapped in
+/// between two calls) is refused, never followed.
+pub fn open_beneath(root: &Path, below: &Path, shared: bool) -> Result<OwnedFd, Beneath> {
+    use rustix::fs::{CWD, Mode, OFlags};
+    use rustix::io::Errno;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    std::fs::create_dir_all(root).map_err(Beneath::Io)?;
+    let mut dir = rustix::fs::openat(CWD, root, flags, Mode::empty()).map_err(|e| Beneath::Io(e.into()))?;
+    let mut at = PathBuf::new();
+    for component in below.components() {
+        let std::path::Component::Normal(name) = component else {
+            return Err(Beneath::Link(at.join(component)));
+        };
+        at.push(name);
+        let open = |dir: &OwnedFd| rustix::fs::openat(dir, name, flags | OFlags::NOFOLLOW, Mode::empty());
+        let next = match open(&dir) {
+            Err(Errno::NOENT) => {
+                let mode = if shared { 0o755 } else { 0o700 };
+                match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode)) {
+                    Ok(()) | Err(Errno::EXIST) => open(&dir),
+                    Err(e) => Err(e),
+                }
+            }
+            other => other,
+        };
+        dir = next.map_err(|e| match e {
+            Errno::LOOP | Errno::NOTDIR => Beneath::Link(at.clone()),
+            e => Beneath::Io(e.into()),
+        })?;
+    }
+    Ok(dir)
 }
 
 #[cfg(test)]
@@ -185,9 +352,61 @@ mod tests {
 
     use crate::manifest::test_manifest as manifest;
 
+    fn key() -> DataKey {
+        DataKey::named(&SkillName::new("demo").unwrap())
+    }
+
+    #[test]
+    fn data_keys_keep_layers_apart() {
+        let name = SkillName::new("notes").unwrap();
+        let policy = Policy::new("/var/skills");
+        assert_eq!(policy.data_dir(&DataKey::named(&name)), Path::new("/var/skills/notes"));
+        assert_eq!(policy.data_dir(&DataKey::scoped("bundled", &name)), Path::new("/var/skills/.bundled/notes"));
+        assert_eq!(DataKey::scoped("workspace-0a1b", &name).as_str(), ".workspace-0a1b/notes");
+    }
+
+    #[test]
+    fn a_probe_holds_one_scratch_dir_and_nothing_else() {
+        let m = manifest("[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n[network]\nallow = [\"https://api.example.com\"]\n[limits]\ntimeout = \"60s\"\n");
+        let grant = Grant::new(&m, &Policy::new("/var/skills"), &key()).unwrap();
+        assert!(!grant.is_offline());
+        let probe = grant.probe(Path::new("/tmp/scratch"));
+        assert!(probe.is_offline());
+        assert_eq!(probe.dirs, vec![DirGrant { host: "/tmp/scratch".into(), root: "/tmp/scratch".into(), guest: "/data".into(), mode: FileMode::ReadWrite }]);
+        assert_eq!(probe.limits.timeout, PROBE_TIMEOUT);
+    }
+
+    #[test]
+    fn open_beneath_refuses_links_anywhere_below_the_root() {
+        let root = tempfile_dir();
+        let outside = tempfile_dir();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("a/link")).unwrap();
+        std::os::unix::fs::symlink("b", root.join("a/rel")).unwrap();
+        assert!(open_beneath(&root, Path::new("a/b/new"), false).is_ok());
+        assert!(root.join("a/b/new").is_dir(), "a missing component is created");
+        for below in ["a/link", "a/link/x", "a/rel", "a/../a/b"] {
+            match open_beneath(&root, Path::new(below), false) {
+                Err(Beneath::Link(_)) => {}
+                other => panic!("{below}: {other:?}"),
+            }
+        }
+        assert!(!outside.join("x").exists(), "nothing was created through the link");
+        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!("grant-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn nothing_asked_nothing_granted() {
-        let grant = Grant::new(&manifest(""), &Policy::new("/var/skills")).unwrap();
+        let grant = Grant::new(&manifest(""), &Policy::new("/var/skills"), &key()).unwrap();
         assert!(grant.dirs.is_empty());
         assert_eq!(grant.limits, Limits::DEFAULT);
     }
@@ -195,17 +414,18 @@ mod tests {
     #[test]
     fn dirs_map_into_the_data_dir() {
         let m = manifest("[[capabilities.files]]\npath = \".\"\nmode = \"ro\"\n[[capabilities.files]]\npath = \"out\"\nmode = \"rw\"\n");
-        let grant = Grant::new(&m, &Policy::new("/var/skills")).unwrap();
+        let grant = Grant::new(&m, &Policy::new("/var/skills"), &key()).unwrap();
+        let root = PathBuf::from("/var/skills");
         assert_eq!(
             grant.dirs,
             vec![
-                DirGrant { host: "/var/skills/demo".into(), guest: "/data".into(), mode: FileMode::ReadOnly },
-                DirGrant { host: "/var/skills/demo/out".into(), guest: "/data/out".into(), mode: FileMode::ReadWrite },
+                DirGrant { host: "/var/skills/demo".into(), root: root.clone(), guest: "/data".into(), mode: FileMode::ReadOnly },
+                DirGrant { host: "/var/skills/demo/out".into(), root, guest: "/data/out".into(), mode: FileMode::ReadWrite },
             ]
         );
         let mut strict = Policy::new("/var/skills");
         strict.allow_writable_files = false;
-        let err = Grant::new(&m, &strict).unwrap_err().to_string();
+        let err = Grant::new(&m, &strict, &key()).unwrap_err().to_string();
         assert!(err.contains("`demo` asks to write to `out`"), "{err}");
     }
 
@@ -219,7 +439,7 @@ mod tests {
             ("concurrency = 1000", Err("concurrency = 1000, above the host maximum of 64")),
         ];
         for (line, expected) in table {
-            let result = Grant::new(&manifest(&format!("[limits]\n{line}\n")), &Policy::new("/d"));
+            let result = Grant::new(&manifest(&format!("[limits]\n{line}\n")), &Policy::new("/d"), &key());
             match (result, expected) {
                 (Ok(grant), Ok(())) => assert_eq!(grant.limits.timeout, Duration::from_secs(5)),
                 (Err(err), Err(text)) => assert!(err.to_string().contains(text), "{err}"),

@@ -17,7 +17,7 @@ mod server;
 mod tool;
 
 pub use egress::{Denial, EgressPolicy, SecretBinding};
-pub use grant::{DirGrant, FileMode, Grant, GrantError, Policy};
+pub use grant::{Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, PROBE_TIMEOUT, Policy, open_beneath};
 pub use limits::{ByteSize, Limits, LimitsRequest, parse_duration, parse_size};
 pub use manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest, TestCase};
 pub use name::{NameError, SkillName};

@@ -6,7 +6,7 @@
 //! [server]
 //! command = "python"              # the host's managed Python (its venv); or a program
 //! args = ["server.py"]            # relative to the skill folder, which is the working dir
-//! start = "lazy"                  # "lazy" (default): on the first call; "eager": at load
+//! start = "lazy"                  # "lazy" (default): on the first call; "eager": the same today
 //! idle_timeout = "5m"             # stop the server after this long without calls
 //!
 //! [[server.secrets]]              # a secret the server receives as an environment variable
@@ -40,8 +40,9 @@ pub enum StartMode {
     /// On the first call (the process that listed the tools at load is stopped).
     #[default]
     Lazy,
-    /// At load: the process that listed the tools keeps running, when it already holds
-    /// the whole grant (no network, no secrets); otherwise as `Lazy`.
+    /// Accepted, and today the same as `Lazy`: the process that lists the tools at load
+    /// runs under a probe grant (the skill may not be approved), so it is never kept to
+    /// serve calls, and nothing starts with the real grant before a call checked approval.
     Eager,
 }
 

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use skillhost_core::egress::EgressPolicy;
-use skillhost_core::{DirGrant, FileMode, Grant, GrantError, Policy, SkillManifest};
+use skillhost_core::{DataKey, Grant, GrantError, Policy, SkillManifest};
 use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
 use skillhost_wasm::{WasmConfig, WasmRuntime};
 
@@ -26,12 +26,7 @@ use crate::error::{Failure, ForgeError};
 
 /// The grant `manifest`'s code runs with before approval, over the empty dir `scratch`.
 pub(crate) fn grant(manifest: &SkillManifest, scratch: &Path) -> Result<Grant, GrantError> {
-    let mut grant = Grant::new(manifest, &Policy::new(scratch))?;
-    grant.dirs = vec![DirGrant { host: scratch.to_owned(), guest: "/data".into(), mode: FileMode::ReadWrite }];
-    grant.network = EgressPolicy::default();
-    grant.secrets.clear();
-    grant.limits.timeout = grant.limits.timeout.min(std::time::Duration::from_secs(10));
-    Ok(grant)
+    Ok(Grant::new(manifest, &Policy::new(scratch), &DataKey::named(&manifest.name))?.probe(scratch))
 }
 
 /// The probe grant a WebAssembly component that imports `wasi:http` is loaded with, so that

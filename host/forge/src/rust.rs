@@ -32,13 +32,14 @@
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use skillhost_core::{DirGrant, FileMode};
+use skillhost_core::FileMode;
 use skillhost_sandbox::ResourceLimits;
-use skillhost_sandbox::profile::Profile;
+use skillhost_sandbox::profile::{Bind, Profile};
 use skillhost_wasm::package;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
@@ -256,19 +257,33 @@ pub(crate) async fn build(
     let io = |what: &'static str| move |e: std::io::Error| ForgeError::Io { what, source: e };
     let etc = build.private.join("etc");
     skillhost_sandbox::profile::write_etc(&etc).map_err(io("cannot write the build sandbox's /etc"))?;
-    make_target(&build.target).map_err(io("cannot create the target dir"))?;
-    let ro = |host: &Path, guest: &str| DirGrant { host: host.to_owned(), guest: guest.into(), mode: FileMode::ReadOnly };
+    let bind = |host: &Path, guest: &str, mode| Bind::host_dir(host, guest, mode).map_err(io("cannot open a directory of the build sandbox"));
+    // The two writable dirs are opened from their parents (the host's, never mounted)
+    // without following a link, `target` made if missing: what a build did below them
+    // before is never followed by the host.
+    let writable = |dir: &Path, guest: String| -> Result<Bind, ForgeError> {
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            return Err(io("cannot open a directory of the build sandbox")(std::io::Error::other(format!("{} has no parent", dir.display()))));
+        };
+        let fd = skillhost_core::open_beneath(parent, Path::new(name), false).map_err(|e| {
+            io("cannot open a writable directory of the build sandbox")(match e {
+                skillhost_core::Beneath::Link(at) => std::io::Error::other(format!("{} is a link or not a directory; remove it", parent.join(at).display())),
+                skillhost_core::Beneath::Io(e) => e,
+            })
+        })?;
+        Ok(Bind { fd: Arc::new(fd), guest, mode: FileMode::ReadWrite })
+    };
     let sysroot = toolchain.sysroot.display().to_string();
     let mut dirs = vec![
-        ro(&toolchain.sysroot, &sysroot),
-        ro(&toolchain.sdk, SDK_MOUNT),
-        ro(&toolchain.vendor, VENDOR_MOUNT),
-        DirGrant { host: build.src.clone(), guest: format!("{BUILD_MOUNT}/src"), mode: FileMode::ReadWrite },
-        DirGrant { host: build.target.clone(), guest: format!("{BUILD_MOUNT}/target"), mode: FileMode::ReadWrite },
+        bind(&toolchain.sysroot, &sysroot, FileMode::ReadOnly)?,
+        bind(&toolchain.sdk, SDK_MOUNT, FileMode::ReadOnly)?,
+        bind(&toolchain.vendor, VENDOR_MOUNT, FileMode::ReadOnly)?,
+        writable(&build.src, format!("{BUILD_MOUNT}/src"))?,
+        writable(&build.target, format!("{BUILD_MOUNT}/target"))?,
     ];
     // `cc` (the linker of build scripts and proc macros) is a Debian alternatives link.
     if Path::new("/etc/alternatives").is_dir() {
-        dirs.push(ro(Path::new("/etc/alternatives"), "/etc/alternatives"));
+        dirs.push(bind(Path::new("/etc/alternatives"), "/etc/alternatives", FileMode::ReadOnly)?);
     }
     let profile = Profile {
         prlimit: toolchain.prlimit.clone(),
@@ -313,13 +328,11 @@ pub(crate) async fn build(
     .collect();
     let cargo = toolchain.sysroot.join("bin/cargo");
     let argv = profile.argv(cargo.as_os_str(), &args);
-    let mut child = tokio::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .env_clear()
+    let mut child = profile
+        .command(&argv)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .map_err(io("cannot start the build sandbox"))?;
     let stdout = child.stdout.take().expect("piped");
@@ -399,20 +412,6 @@ pub(crate) async fn build(
     let mut warnings = warnings;
     warnings.truncate(MAX_DIAGNOSTICS);
     Ok(Ok(Built { component, warnings }))
-}
-
-/// Create `target` if missing; refuse anything there but a real directory (the host made
-/// it, in a parent no build can write: anything else means the cache is not ours).
-fn make_target(target: &Path) -> std::io::Result<()> {
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    match std::fs::symlink_metadata(target) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(std::io::Error::other(format!("{} is not a directory; remove it", target.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(target),
-        Err(e) => Err(e),
-    }
 }
 
 /// Read the file `root/relative`, opening each component relative to its parent without
@@ -549,12 +548,6 @@ mod tests {
         std::os::unix::fs::symlink(&outside, target.join("wasm32-wasip2/linked")).unwrap();
         assert!(read_beneath(&target, Path::new("wasm32-wasip2/release/link.wasm")).is_err(), "a link as the file");
         assert!(read_beneath(&target, Path::new("wasm32-wasip2/linked/secret.wasm")).is_err(), "a link as a directory");
-        // `target` itself must be a real directory.
-        let linked_target = dir.path().join("linked-target");
-        std::os::unix::fs::symlink(&outside, &linked_target).unwrap();
-        assert!(make_target(&linked_target).is_err());
-        make_target(&dir.path().join("new/target")).unwrap();
-        assert!(dir.path().join("new/target").is_dir());
     }
 
     #[test]

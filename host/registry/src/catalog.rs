@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use skillhost_core::{RiskTier, Skill, SkillManifest, SkillName, ToolSpec};
+use skillhost_core::{DataKey, RiskTier, Skill, SkillManifest, SkillName, ToolSpec};
 
 use crate::config::Layer;
 use crate::error::RegistryError;
@@ -23,6 +23,10 @@ pub const INSTRUCTIONS_RUNTIME: &str = "instructions";
 pub struct Entry {
     /// The skill's name.
     pub name: SkillName,
+    /// Whose data and approval it has: the user layer's skill owns its name's; a skill of
+    /// the same name in another layer or workspace has its own (see
+    /// the registry's identity rule).
+    pub identity: DataKey,
     /// The layer of the highest-precedence candidate on disk.
     pub layer: Layer,
     /// Its file or folder.
@@ -77,6 +81,9 @@ pub struct Loaded {
     pub pack: Option<PackRef>,
     /// Its manifest (none for instruction-only skills).
     pub manifest: Option<SkillManifest>,
+    /// Its data dir on the host, which its grant's directories lie in (none for
+    /// instruction-only skills).
+    pub data_dir: Option<PathBuf>,
     pub(crate) skill: Option<Arc<dyn Skill>>,
 }
 

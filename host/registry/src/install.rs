@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use skillhost_core::SkillName;
+use skillhost_core::{DataKey, SkillName};
 
 use crate::catalog::Entry;
 use crate::config::Layer;
@@ -43,7 +43,7 @@ impl Registry {
             Snapshot::Pack { ref path, .. } => return Err(crate::pack::not_installable(path)),
         };
         // Validate: the skill must load before anything is written.
-        self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }).await?;
+        self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
 
         let staging = staging_dir(&user)?;
         let staged = staging.path().join("new");
@@ -81,7 +81,7 @@ impl Registry {
         if parsed.name() != &name {
             return Err(RegistryError::NameMismatch { path: previous.clone(), expected: name.to_string(), declared: parsed.name().to_string() });
         }
-        self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }).await?;
+        self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
 
         let staging = staging_dir(&user)?;
         let _guard = self.reload.lock().await;

@@ -17,12 +17,13 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use skillhost_core::{
-    ByteSize, CallContext, FileMode, Grant, LoadError, Policy, RiskTier, SkillName, SkillRuntime, ToolOutput,
+    ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, SkillName, SkillRuntime, ToolOutput,
 };
 use tokio::sync::broadcast;
 
 use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, diff_lines};
 use crate::config::{Layer, RegistryConfig};
+use sha2::Digest;
 use crate::error::RegistryError;
 use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
 use crate::{pack, skillmd};
@@ -133,7 +134,7 @@ impl Registry {
     pub fn approval_request(&self, name: &str) -> Result<ApprovalRequest, RegistryError> {
         let entry = self.entry(name)?;
         let loaded = loaded(&entry)?;
-        let record = self.trust.get(name)?;
+        let record = self.trust.get(entry.identity.as_str())?;
         let approved: Option<Vec<String>> = record
             .as_ref()
             .and_then(|r| r.approved_requests.as_deref())
@@ -178,7 +179,7 @@ impl Registry {
                 });
             }
         }
-        self.trust.write_approval(&observation(&entry.name, loaded), &loaded.requests, ApprovedBy::Human)?;
+        self.trust.write_approval(&observation(&entry.identity, loaded), &loaded.requests, ApprovedBy::Human)?;
         self.set_state(&entry, TrustState::Approved);
         Ok(())
     }
@@ -189,7 +190,7 @@ impl Registry {
     pub async fn reject(&self, name: &str) -> Result<(), RegistryError> {
         let _guard = self.reload.lock().await;
         let entry = self.entry(name)?;
-        self.trust.reject(name)?;
+        self.trust.reject(entry.identity.as_str())?;
         if entry.state != TrustState::Disabled {
             self.set_state(&entry, TrustState::PendingReview);
         }
@@ -201,7 +202,7 @@ impl Registry {
     pub async fn disable(&self, name: &str) -> Result<(), RegistryError> {
         let _guard = self.reload.lock().await;
         let entry = self.entry(name)?;
-        self.trust.disable(name)?;
+        self.trust.disable(entry.identity.as_str())?;
         self.set_state(&entry, TrustState::Disabled);
         Ok(())
     }
@@ -212,10 +213,10 @@ impl Registry {
     pub async fn enable(&self, name: &str) -> Result<(), RegistryError> {
         let _guard = self.reload.lock().await;
         let entry = self.entry(name)?;
-        self.trust.enable(name)?;
+        self.trust.enable(entry.identity.as_str())?;
         let state = match &entry.loaded {
-            Some(loaded) => self.trust.observe(&observation(&entry.name, loaded), &loaded.requests)?,
-            None => self.stored_state(name)?,
+            Some(loaded) => self.trust.observe(&observation(&entry.identity, loaded), &loaded.requests)?,
+            None => self.stored_state(&entry.identity)?,
         };
         self.set_state(&entry, state);
         Ok(())
@@ -276,6 +277,7 @@ impl Registry {
             .iter()
             .map(|c| Shadowed { layer: c.layer, origin: c.path.clone() })
             .collect();
+        let identity = self.identity(winner, name);
 
         let result = match self.read_candidate(name, winner) {
             Ok((snapshot, parsed)) => {
@@ -293,17 +295,18 @@ impl Registry {
                     }
                     return Ok(());
                 }
-                self.load(parsed, hash, winner).await
+                self.load(parsed, hash, winner, &identity).await
             }
             Err(e) => Err(e),
         };
 
         let entry = match result {
             Ok(loaded) => {
-                let state = self.trust.observe(&observation(name, &loaded), &loaded.requests)?;
+                let state = self.trust.observe(&observation(&identity, &loaded), &loaded.requests)?;
                 tracing::info!(skill = %name, layer = %winner.layer, version = %loaded.version, %state, "loaded");
                 Entry {
                     name: name.clone(),
+                    identity: identity.clone(),
                     layer: winner.layer,
                     origin: winner.path.clone(),
                     state,
@@ -316,7 +319,7 @@ impl Registry {
                 tracing::warn!(skill = %name, %error, "load failed");
                 let error = Arc::new(error);
                 match &old {
-                    Some(old) if old.loaded.is_some() => Entry {
+                    Some(old) if old.loaded.is_some() && old.identity == identity => Entry {
                         layer: winner.layer,
                         origin: winner.path.clone(),
                         shadows,
@@ -325,9 +328,10 @@ impl Registry {
                     },
                     _ => Entry {
                         name: name.clone(),
+                        state: self.stored_state(&identity)?,
+                        identity: identity.clone(),
                         layer: winner.layer,
                         origin: winner.path.clone(),
-                        state: self.stored_state(name.as_str())?,
                         shadows,
                         error: Some(error),
                         loaded: None,
@@ -369,8 +373,24 @@ impl Registry {
         Ok((snapshot, parsed))
     }
 
+    /// Whose data and approval a candidate of `name` has: the user layer's skill owns the
+    /// name's own data dir and trust record; a skill of that name elsewhere (bundled, or a
+    /// workspace, told apart by the workspace's directory) has its own, so a skill never
+    /// inherits the data or the approval of one it shadows or that shadows it.
+    pub(crate) fn identity(&self, candidate: &Candidate, name: &SkillName) -> DataKey {
+        match candidate.layer {
+            Layer::User => DataKey::named(name),
+            Layer::Bundled => DataKey::scoped("bundled", name),
+            Layer::Workspace => {
+                let dir = self.layers.iter().find(|(l, _)| *l == Layer::Workspace).map(|(_, d)| d.as_os_str().as_encoded_bytes());
+                let digest = sha2::Sha256::digest(dir.unwrap_or_default());
+                DataKey::scoped(&format!("workspace-{}", &hex::encode(digest)[..12]), name)
+            }
+        }
+    }
+
     /// Load a parsed skill under the policy: the validation a new version must pass.
-    pub(crate) async fn load(&self, parsed: Parsed, content_hash: String, candidate: &Candidate) -> Result<Loaded, RegistryError> {
+    pub(crate) async fn load(&self, parsed: Parsed, content_hash: String, candidate: &Candidate, identity: &DataKey) -> Result<Loaded, RegistryError> {
         match parsed {
             Parsed::Instructions(Instructions { description, text, frontmatter, pack, .. }) => Ok(Loaded {
                 origin: candidate.path.clone(),
@@ -386,6 +406,7 @@ impl Registry {
                 frontmatter,
                 pack,
                 manifest: None,
+                data_dir: None,
                 skill: None,
             }),
             Parsed::Code(source) => {
@@ -403,11 +424,12 @@ impl Registry {
                     }
                     None => None,
                 };
-                let grant = Grant::new(&source.manifest, &self.policy).map_err(LoadError::from)?;
+                let grant = Grant::new(&source.manifest, &self.policy, identity).map_err(LoadError::from)?;
                 let skill = self.runtime.load(&source, grant).await?;
                 let tools = skill.tools().to_vec();
                 let tier = RiskTier::of(&source.manifest).with_tools(&tools);
-                let requests = requests(&source.manifest, skill.grant(), &tools);
+                let data_dir = self.policy.data_dir(identity);
+                let requests = requests(&source.manifest, skill.grant(), &tools, &data_dir);
                 Ok(Loaded {
                     origin: candidate.path.clone(),
                     runtime: self.runtime.kind_for(&source.code),
@@ -422,6 +444,7 @@ impl Registry {
                     frontmatter,
                     pack: None,
                     manifest: Some(source.manifest),
+                    data_dir: Some(data_dir),
                     skill: Some(skill),
                 })
             }
@@ -429,8 +452,8 @@ impl Registry {
     }
 
     /// The stored state of a skill that has not loaded.
-    fn stored_state(&self, name: &str) -> Result<TrustState, RegistryError> {
-        Ok(self.trust.get(name)?.map_or(TrustState::PendingReview, |r| r.state))
+    fn stored_state(&self, identity: &DataKey) -> Result<TrustState, RegistryError> {
+        Ok(self.trust.get(identity.as_str())?.map_or(TrustState::PendingReview, |r| r.state))
     }
 
     /// Replace `entry` with a copy in `state`, announcing the change.
@@ -464,9 +487,9 @@ fn loaded(entry: &Entry) -> Result<&Loaded, RegistryError> {
     })
 }
 
-fn observation<'a>(name: &'a SkillName, loaded: &'a Loaded) -> Observation<'a> {
+fn observation<'a>(identity: &'a DataKey, loaded: &'a Loaded) -> Observation<'a> {
     Observation {
-        name: name.as_str(),
+        name: identity.as_str(),
         content_hash: &loaded.content_hash,
         capability_digest: &loaded.capability_digest,
         tier: loaded.tier,
@@ -475,14 +498,14 @@ fn observation<'a>(name: &'a SkillName, loaded: &'a Loaded) -> Observation<'a> {
 
 /// What a skill asks for, one line per request, as a human reviews it: files with modes,
 /// network rules, secrets with where they go, effective limits, destructive tools.
-fn requests(manifest: &skillhost_core::SkillManifest, grant: &Grant, tools: &[skillhost_core::ToolSpec]) -> Vec<String> {
+fn requests(manifest: &skillhost_core::SkillManifest, grant: &Grant, tools: &[skillhost_core::ToolSpec], data_dir: &std::path::Path) -> Vec<String> {
     let mut lines = Vec::new();
     for file in &manifest.files {
         let mode = match file.mode {
             FileMode::ReadOnly => "read-only",
             FileMode::ReadWrite => "read-write",
         };
-        lines.push(format!("files `{}` in its data dir: {mode}", file.path));
+        lines.push(format!("files `{}` in its data dir ({}): {mode}", file.path, data_dir.display()));
     }
     let network = &manifest.network;
     for (kind, rules) in [("allow", &network.allow), ("deny", &network.deny), ("private address allowed", &network.private)] {

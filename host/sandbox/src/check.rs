@@ -1,7 +1,8 @@
 //! `skillhost test`: a skill's own tests (`pytest test_server.py`) in a throwaway
-//! sandbox with the same profile as production — no network and no secrets, since the
-//! skill may not be approved — under one hard timeout (30 s by default), then the MCP
-//! handshake and `tools/list` of its server.
+//! sandbox with the same profile as production under a probe grant ([`Grant::probe`]: an
+//! empty scratch dir at /data, no network, no secrets), since the skill may not be
+//! approved, under one hard timeout (30 s by default), then the MCP handshake and
+//! `tools/list` of its server.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -62,20 +63,17 @@ impl BwrapRuntime {
                     return report(None, vec![], Some(format!("its tests need the managed Python: {}", self.inner.venv_error.as_deref().unwrap_or("no venv"))));
                 };
                 let args = ["-m", "pytest", "test_server.py", "-v", "--tb=short", "-p", "no:cacheprovider"];
-                let (profile, _guards) = match launch.profile(&grant, false) {
+                let scratch = match tempfile::Builder::new().prefix("test-probe-").tempdir() {
+                    Ok(dir) => dir,
+                    Err(e) => return report(None, vec![], Some(format!("cannot create the probe scratch dir: {e}"))),
+                };
+                let (profile, _guards) = match launch.profile(&grant.probe(scratch.path()), false) {
                     Ok(p) => p,
                     Err(e) => return report(None, vec![], Some(e)),
                 };
                 let argv = profile.argv(venv.python().as_os_str(), &args.iter().map(Into::into).collect::<Vec<_>>());
                 let command = format!("python {}", args.join(" "));
-                let result = tokio::process::Command::new(&argv[0])
-                    .args(&argv[1..])
-                    .env_clear()
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .kill_on_drop(true)
-                    .spawn();
+                let result = profile.command(&argv).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
                 let mut child = match result {
                     Ok(child) => child,
                     Err(e) => return report(None, vec![], Some(format!("cannot start the sandbox: {e}"))),

@@ -7,14 +7,16 @@
 //!   tools (`tools/list`), and returns a [`BwrapSkill`].
 //! - `profile`: the bwrap argv, built from the grant only (see [`profile`] for every
 //!   flag), with `prlimit` setting the resource limits before `bwrap` starts.
-//! - `skill`: the lifecycle (lazy or eager start, idle stop, restart with backoff, kill at
+//! - `skill`: the lifecycle (start at the first call, idle stop, restart with backoff, kill at
 //!   the deadline and on drop) and the call path (deadline, cancellation, output cap).
 //! - `server`: the process and the rmcp client over its stdio; progress notifications go
 //!   to [`CallContext::progress`](skillhost_core::CallContext).
 //! - [`python`]: the managed venv and its setup; [`check`]: `skillhost test`.
 //!
-//! **The run that lists tools at load gets neither network nor secrets**: the skill may
-//! not be approved yet. Servers started for calls hold the whole grant.
+//! **The run that lists tools at load holds a probe grant** ([`Grant::probe`]): an empty
+//! scratch dir instead of its data dirs, no network, no secrets; the skill may not be
+//! approved yet. Servers started for calls hold the whole grant, with every data dir opened
+//! without following links and handed to bwrap as a descriptor.
 
 pub mod check;
 pub mod profile;
@@ -32,7 +34,7 @@ use sha2::{Digest, Sha256};
 use skillhost_egress::{EgressProxy, NetConfig, ProxyConfig, SkillEgress};
 use skillhost_core::{
     Annotations, EnvSecret, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillManifest,
-    SkillName, SkillRuntime, SkillSource, StartMode, ToolSpec,
+    SkillName, SkillRuntime, SkillSource, ToolSpec,
 };
 
 pub use profile::ResourceLimits;
@@ -192,11 +194,19 @@ impl BwrapRuntime {
         let (launch, grant) = self.prepare(source, grant)?;
         let name = grant.skill.clone();
         let fail = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
-        let server = source.manifest.server.as_ref().expect("checked by prepare");
-        // List the tools in a run that holds nothing beyond the files: no network, no
-        // secrets (the skill may not be approved yet).
-        let discovery = launch.start(&grant, false, 0).await.map_err(|e| fail(format!("its server did not start: {e}")))?;
-        let raw = discovery.list_tools().await.map_err(|e| {
+        // List the tools in a run under a probe grant (the skill may not be approved yet):
+        // an empty scratch dir at /data, removed after; no network, no secrets; the
+        // process is killed once it answered. Servers for calls start with the real grant.
+        let scratch = tempfile::Builder::new()
+            .prefix(&format!("{name}-probe-"))
+            .tempdir_in(self.inner.config.work_dir.join("run"))
+            .map_err(|e| fail(format!("cannot create its probe scratch dir: {e}")))?;
+        let probe = grant.probe(scratch.path());
+        let discovery = launch.start(&probe, false, 0).await.map_err(|e| fail(format!("its server did not start: {e}")))?;
+        let listed = discovery.list_tools().await;
+        discovery.kill().await;
+        drop(scratch);
+        let raw = listed.map_err(|e| {
             fail(match e {
                 server::RequestError::Closed(m) | server::RequestError::Protocol { message: m, .. } => format!("tools/list failed: {m}"),
             })
@@ -204,7 +214,6 @@ impl BwrapRuntime {
         let (tools, wrapped) = tool_specs(&name, raw)?;
         let outputs = skillhost_core::OutputSchemas::new(&tools)
             .map_err(|e| LoadError::Tools { skill: name.clone(), reason: e.to_string() })?;
-        let keep = server.start == StartMode::Eager && grant.network.is_empty() && server.secrets.is_empty();
         let inner = Arc::new(skill::Inner {
             concurrency: tokio::sync::Semaphore::new(grant.limits.concurrency as usize),
             grant,
@@ -215,12 +224,6 @@ impl BwrapRuntime {
             state: Default::default(),
             generation: Default::default(),
         });
-        if keep {
-            inner.state.lock().await.server = Some(discovery.clone());
-            inner.watch_idle(&discovery);
-        } else {
-            discovery.kill().await;
-        }
         tracing::debug!(skill = %inner.grant.skill, tools = inner.tools.len(), "loaded server skill");
         Ok(Arc::new(BwrapSkill { inner }))
     }
@@ -239,9 +242,10 @@ impl BwrapRuntime {
         }
         let (command, _needs_python) = self.resolve(&server.command, files).map_err(&fail)?;
         let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &command).map_err(|e| fail(format!("cannot write its files: {e}")))?;
+        // A granted directory that is (or lies behind) a link is a load error; it is
+        // opened again, the same way, at every start.
         for dir in &grant.dirs {
-            std::fs::create_dir_all(&dir.host)
-                .map_err(|e| fail(format!("cannot create its data directory {}: {e}", dir.host.display())))?;
+            dir.open(&name, false).map_err(|e| fail(e.to_string()))?;
         }
         let launch = Launch {
             runtime: self.inner.clone(),
@@ -363,7 +367,7 @@ impl Launch {
             bwrap: runtime.bwrap.clone(),
             python: runtime.venv.as_ref().map(|v| (v.dir.clone(), v.prefix.clone())),
             skill_dir: self.skill_dir.clone(),
-            dirs: grant.dirs.clone(),
+            dirs: grant.dirs.iter().map(|d| profile::Bind::open(d, &grant.skill)).collect::<Result<_, _>>().map_err(|e| e.to_string())?,
             etc_dir,
             env,
             limits: ResourceLimits {
@@ -386,9 +390,10 @@ impl Launch {
         let (profile, guards) = self.profile(grant, full)?;
         let argv = profile.argv(&self.command, &self.args);
         tracing::trace!(skill = %grant.skill, ?argv, "starting server");
+        let command = profile.command(&argv);
         Server::start(Spawn {
             skill: grant.skill.clone(),
-            argv,
+            command,
             max_line: (grant.limits.output as usize).saturating_mul(2).saturating_add(1 << 20),
             log_cap: grant.limits.log.saturating_mul(16),
             start_timeout: config.start_timeout,

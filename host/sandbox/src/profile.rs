@@ -14,14 +14,19 @@
 //!   read-only at `/skill` (the working directory), its data dirs at `/data…` read-only or
 //!   writable as granted, and a minimal `/etc` (`passwd`, `group`, `hosts`,
 //!   `localtime`). No home, nothing else of the host; the root itself is read-only.
+//! - Data dirs are [`Bind`]s: directories the host opened without following a link
+//!   ([`DirGrant::open`]) and hands bwrap as inherited descriptors (`--bind-fd`,
+//!   `--ro-bind-fd`), so no path a skill could have planted a link in is resolved again.
 //! - Limits: `prlimit` (util-linux) sets them on itself before it execs `bwrap`, so every
 //!   process of the sandbox inherits them with no window: address space, processes,
 //!   CPU seconds, file size, open files, no core dumps.
 
 use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use skillhost_core::{DirGrant, FileMode};
+use skillhost_core::{DirError, DirGrant, FileMode, SkillName};
 
 /// Where the skill's files are inside the sandbox (also the working directory).
 pub const SKILL_DIR: &str = "/skill";
@@ -49,6 +54,33 @@ pub struct ResourceLimits {
     pub open_files: u64,
 }
 
+/// A directory bound into the sandbox by its open descriptor.
+#[derive(Clone, Debug)]
+pub struct Bind {
+    /// The directory, opened by the host.
+    pub fd: Arc<OwnedFd>,
+    /// Where the sandbox sees it.
+    pub guest: String,
+    /// Read-only or read-write.
+    pub mode: FileMode,
+}
+
+impl Bind {
+    /// Open `dir` of `skill` without following links (see [`DirGrant::open`]).
+    pub fn open(dir: &DirGrant, skill: &SkillName) -> Result<Self, DirError> {
+        Ok(Self { fd: Arc::new(dir.open(skill, false)?), guest: dir.guest.clone(), mode: dir.mode })
+    }
+
+    /// A directory of the host's own (a toolchain, a cache), opened by its path.
+    pub fn host_dir(path: &Path, guest: &str, mode: FileMode) -> std::io::Result<Self> {
+        let fd = std::fs::File::open(path)?;
+        if !fd.metadata()?.is_dir() {
+            return Err(std::io::Error::other(format!("{} is not a directory", path.display())));
+        }
+        Ok(Self { fd: Arc::new(fd.into()), guest: guest.to_owned(), mode })
+    }
+}
+
 /// How a networked sandbox reaches the host's proxy.
 #[derive(Clone, Debug)]
 pub struct NetSetup {
@@ -73,8 +105,8 @@ pub struct Profile {
     pub python: Option<(PathBuf, PathBuf)>,
     /// The skill's files on the host, bound read-only at [`SKILL_DIR`].
     pub skill_dir: PathBuf,
-    /// Its data dirs, as granted.
-    pub dirs: Vec<DirGrant>,
+    /// Its data dirs, as granted, already open.
+    pub dirs: Vec<Bind>,
     /// A private directory holding the synthetic `/etc` files.
     pub etc_dir: PathBuf,
     /// Extra environment (secrets), after the sandbox's own.
@@ -153,10 +185,10 @@ impl Profile {
         dirs.sort_by_key(|d| d.guest.len());
         for dir in &dirs {
             a.push(match dir.mode {
-                FileMode::ReadOnly => "--ro-bind",
-                FileMode::ReadWrite => "--bind",
+                FileMode::ReadOnly => "--ro-bind-fd",
+                FileMode::ReadWrite => "--bind-fd",
             });
-            a.push(&dir.host);
+            a.push(dir.fd.as_raw_fd().to_string());
             a.push(&dir.guest);
         }
         if let Some(net) = &self.net {
@@ -188,6 +220,31 @@ impl Profile {
             a.push(arg);
         }
         a.0
+    }
+
+    /// The command that runs `argv` (from [`argv`](Self::argv)): no environment of the
+    /// host's, killed when dropped, and the descriptors of [`dirs`](Self::dirs) (and only
+    /// those) inherited by the sandbox. Keep the profile alive until it has spawned.
+    // `pre_exec` is the one way to clear close-on-exec on exactly these descriptors in the
+    // child only (clearing it in the host would leak them into every other child).
+    #[allow(unsafe_code)]
+    pub fn command(&self, argv: &[OsString]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(&argv[0]);
+        command.args(&argv[1..]).env_clear().kill_on_drop(true);
+        let fds: Vec<RawFd> = self.dirs.iter().map(|d| d.fd.as_raw_fd()).collect();
+        // SAFETY: between fork and exec only `fcntl` runs, which is async-signal-safe;
+        // the descriptors are owned by `self.dirs`, open for as long as the caller keeps
+        // the profile, which it does until `spawn` returns.
+        unsafe {
+            command.pre_exec(move || {
+                for fd in &fds {
+                    let fd = std::os::fd::BorrowedFd::borrow_raw(*fd);
+                    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+                }
+                Ok(())
+            });
+        }
+        command
     }
 
     /// The sandbox's environment.
@@ -252,15 +309,13 @@ mod tests {
     use super::*;
 
     fn profile() -> Profile {
+        let dir = |path: &str, guest: &str, mode| Bind::host_dir(Path::new(path), guest, mode).unwrap();
         Profile {
             prlimit: "/usr/bin/prlimit".into(),
             bwrap: "/usr/bin/bwrap".into(),
             python: Some(("/tmp/venv".into(), "/opt/py".into())),
             skill_dir: "/tmp/skills/x".into(),
-            dirs: vec![
-                DirGrant { host: "/d/x/out".into(), guest: "/data/out".into(), mode: FileMode::ReadWrite },
-                DirGrant { host: "/d/x".into(), guest: "/data".into(), mode: FileMode::ReadOnly },
-            ],
+            dirs: vec![dir("/usr/share", "/data/out", FileMode::ReadWrite), dir("/usr", "/data", FileMode::ReadOnly)],
             etc_dir: "/run/x/etc".into(),
             env: vec![("API_KEY".into(), "v".into())],
             limits: ResourceLimits { address_space: 1 << 30, processes: 64, cpu_seconds: 60, file_size: 1 << 20, open_files: 256 },
@@ -274,12 +329,14 @@ mod tests {
 
     #[test]
     fn the_profile() {
-        let argv = text(&profile().argv(OsStr::new("/tmp/venv/bin/python"), &["server.py".into()]));
+        let p = profile();
+        let (out, data) = (p.dirs[0].fd.as_raw_fd(), p.dirs[1].fd.as_raw_fd());
+        let argv = text(&p.argv(OsStr::new("/tmp/venv/bin/python"), &["server.py".into()]));
         assert!(argv.starts_with("/usr/bin/prlimit --as=1073741824 --nproc=64 --cpu=60 --fsize=1048576 --nofile=256 --core=0 -- /usr/bin/bwrap --unshare-all --die-with-parent --new-session --cap-drop ALL --uid 65534 --gid 65534"), "{argv}");
         let pos = |needle: &str| argv.find(needle).unwrap_or_else(|| panic!("{needle:?} missing from {argv}"));
         assert!(pos("--tmpfs /tmp") < pos("--ro-bind /tmp/venv /tmp/venv"), "tmpfs before binds under /tmp");
         assert!(pos("--ro-bind /tmp/skills/x /skill") > pos("--tmpfs /tmp"));
-        assert!(pos("--ro-bind /d/x /data") < pos("--bind /d/x/out /data/out"), "parents before children");
+        assert!(pos(&format!("--ro-bind-fd {data} /data ")) < pos(&format!("--bind-fd {out} /data/out")), "parents before children, by descriptor");
         assert!(pos("--clearenv") < pos("--setenv PATH /tmp/venv/bin:"));
         assert!(pos("--setenv API_KEY v") < pos("-- /tmp/venv/bin/python server.py"));
         assert!(!argv.contains("/root") && !argv.contains("HTTP_PROXY"), "{argv}");

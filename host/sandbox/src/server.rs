@@ -3,7 +3,6 @@
 //! progress notifications to the calls that asked for them.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -105,7 +104,8 @@ pub(crate) struct Server {
 /// What a spawn needs.
 pub(crate) struct Spawn {
     pub skill: SkillName,
-    pub argv: Vec<OsString>,
+    /// From [`Profile::command`](crate::profile::Profile::command); stdio is set here.
+    pub command: tokio::process::Command,
     pub max_line: usize,
     pub log_cap: u64,
     pub start_timeout: Duration,
@@ -116,17 +116,14 @@ pub(crate) struct Spawn {
 impl Server {
     /// Start the process and complete the MCP handshake.
     pub(crate) async fn start(spawn: Spawn) -> Result<Arc<Self>, String> {
-        let Spawn { skill, argv, max_line, log_cap, start_timeout, generation, guards } = spawn;
-        let (program, args) = argv.split_first().ok_or("empty command")?;
-        let mut child = tokio::process::Command::new(program)
-            .args(args)
-            .env_clear()
+        let Spawn { skill, mut command, max_line, log_cap, start_timeout, generation, guards } = spawn;
+        let program = command.as_std().get_program().to_string_lossy().into_owned();
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("cannot start `{}`: {e}", program.to_string_lossy()))?;
+            .map_err(|e| format!("cannot start `{program}`: {e}"))?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stderr = Arc::new(Stderr::default());

@@ -1,5 +1,5 @@
 //! [`BwrapSkill`]: a loaded server skill and its lifecycle. The process starts on the
-//! first call (or at load, when eager and nothing more is granted to calls), serves
+//! first call (the run that listed its tools at load held only a probe grant), serves
 //! calls concurrently up to the skill's concurrency limit, stops after the idle
 //! timeout, is restarted with backoff after a crash, is killed when a call overruns its
 //! deadline, and dies with the skill (unload, hot reload: the registry drops the old

@@ -37,7 +37,7 @@ use std::sync::{Arc, RwLock};
 
 pub use skillhost_core::{
     ByteSize, parse_duration, parse_size,
-    Annotations, CallContext, CallError, FileMode, Grant, Limits, LoadError, Policy, Progress,
+    Annotations, CallContext, CallError, DataKey, FileMode, Grant, Limits, LoadError, Policy, Progress,
     ProgressSink, RiskTier, Skill, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec,
 };
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
@@ -298,14 +298,16 @@ impl Host {
         self.load_source(source).await
     }
 
-    /// Load a skill from its source, under the host's policy.
+    /// Load a skill from its source, under the host's policy. A skill loaded directly (not
+    /// through the registry) has data of its own, `<data_root>/.dev/<name>`
+    /// ([`Host::dev_data_key`]), never that of an installed skill of the same name.
     pub async fn load_source(&self, source: SkillSource) -> Result<LoadedSkill, HostError> {
         let name = source.manifest.name.clone();
         if let Some(existing) = self.read().get(&name)
             && existing.origin != source.origin {
                 return Err(HostError::Duplicate { name, path: source.origin, existing: existing.origin.clone() });
             }
-        let grant = Grant::new(&source.manifest, &self.policy).map_err(LoadError::from)?;
+        let grant = Grant::new(&source.manifest, &self.policy, &Self::dev_data_key(&name)).map_err(LoadError::from)?;
         let (skill, cache): (Arc<dyn Skill>, _) = match &source.code {
             SkillCode::Wasm { .. } => {
                 let skill = self.runtime.load_wasm(&source, grant).await?;
@@ -324,6 +326,11 @@ impl Host {
         };
         self.write().insert(name, loaded.clone());
         Ok(loaded)
+    }
+
+    /// Whose data a directly loaded skill `name` has: its own, apart from every layer's.
+    pub fn dev_data_key(name: &SkillName) -> DataKey {
+        DataKey::scoped("dev", name)
     }
 
     /// The loaded skills, by name.

@@ -13,8 +13,8 @@
 use std::sync::{Arc, Mutex};
 
 use http_body_util::BodyExt;
-use skillhost_core::SecretBinding;
-use skillhost_egress::{EgressError, SkillEgress};
+use skillhost_core::{Grant, SecretBinding};
+use skillhost_egress::{EgressError, NetConfig, SkillEgress};
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::state::CallLog;
@@ -24,6 +24,23 @@ use crate::state::CallLog;
 pub(crate) struct SkillNet {
     pub(crate) egress: SkillEgress,
     pub(crate) secrets: Arc<[SecretBinding]>,
+}
+
+impl SkillNet {
+    /// The network of `grant`: its rules and the secrets bound to them.
+    pub(crate) fn new(grant: &Grant, net: Arc<NetConfig>) -> Self {
+        Self {
+            egress: SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), net),
+            secrets: grant.secrets.clone().into(),
+        }
+    }
+
+    /// A network that refuses every request and holds no secret, whatever the skill's own
+    /// grant says: for code that runs under a probe grant.
+    pub(crate) fn offline(grant: &Grant, net: Arc<NetConfig>) -> Self {
+        debug_assert!(grant.is_offline());
+        Self { egress: SkillEgress::new(grant.skill.clone(), Arc::new(Default::default()), net), secrets: Arc::new([]) }
+    }
 }
 
 /// One call's view of the gate: its skill's egress and the call's log. Cloned (cheaply)

@@ -189,17 +189,13 @@ impl WasmRuntime {
             ),
         };
 
+        // A granted directory that is (or lies behind) a link is a load error; it is
+        // opened again, the same way, at every call.
         for dir in &grant.dirs {
-            std::fs::create_dir_all(&dir.host).map_err(|e| LoadError::Runtime {
-                skill: grant.skill.clone(),
-                reason: format!("cannot create its data directory {}: {e}", dir.host.display()),
-            })?;
+            dir.open(&grant.skill, false).map_err(|e| LoadError::Runtime { skill: grant.skill.clone(), reason: e.to_string() })?;
         }
 
-        let net = http::SkillNet {
-            egress: skillhost_egress::SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), self.inner.net.clone()),
-            secrets: grant.secrets.clone().into(),
-        };
+        let net = http::SkillNet::new(&grant, self.inner.net.clone());
         let mut skill = WasmSkill {
             net,
             concurrency: Semaphore::new(grant.limits.concurrency as usize),
@@ -235,16 +231,25 @@ impl SkillRuntime for WasmRuntime {
 /// The export of our world, `skillhost:skill/guest` at the version this host runs.
 const OUR_WORLD_EXPORT: &str = "skillhost:skill/guest@0.1.0";
 
-/// Ask the skill for its tools, in a fresh instance, and check them.
+/// Ask the skill for its tools, in a fresh instance under a probe grant (the skill may not
+/// be approved: it gets an empty scratch dir, removed after, and neither network nor
+/// secrets), and check them.
 async fn describe(skill: &WasmSkill) -> Result<Vec<ToolSpec>, LoadError> {
     let name = skill.grant.skill.clone();
     let Code::Skill(pre) = &skill.code else { unreachable!("describe is only called for our own world") };
+    let runtime_error = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
+    let scratch = tempfile::Builder::new()
+        .prefix("skillhost-probe-")
+        .tempdir()
+        .map_err(|e| runtime_error(format!("cannot create its probe scratch dir: {e}")))?;
+    let probe = skill.grant.probe(scratch.path());
+    let offline = http::SkillNet::offline(&probe, skill.runtime.net.clone());
     let (raw, _) = skill
-        .with_store("tools", skill.grant.limits.timeout, None, async |store| {
+        .with_store((&probe, &offline), "tools", probe.limits.timeout, None, async |store| {
             pre.instantiate_async(&mut *store).await?.skillhost_skill_guest().call_tools(store).await
         })
         .await
-        .map_err(|e| LoadError::Runtime { skill: name.clone(), reason: format!("describing its tools failed: {e}") })?;
+        .map_err(|e| runtime_error(format!("describing its tools failed: {e}")))?;
     let bad = |reason: String| LoadError::Tools { skill: name.clone(), reason };
     if raw.len() > MAX_TOOLS {
         return Err(bad(format!("it offers {} tools, more than {MAX_TOOLS}", raw.len())));

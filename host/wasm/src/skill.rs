@@ -53,9 +53,11 @@ impl WasmSkill {
         }
     }
 
-    /// Run `f` in a fresh store under `limit`; `f` instantiates the component in it.
+    /// Run `f` in a fresh store holding `grant` (the skill's own, or a probe for code no
+    /// human approved) under `limit`; `f` instantiates the component in it.
     pub(crate) async fn with_store<R>(
         &self,
+        (grant, net): (&Grant, &SkillNet),
         tool: &str,
         limit: Duration,
         progress: Option<ProgressSink>,
@@ -64,7 +66,7 @@ impl WasmSkill {
         let skill = &self.grant.skill;
         let host = |message: String| CallError::Host { skill: skill.clone(), tool: tool.to_owned(), message };
         let _slot = self.runtime.pool.acquire().await.map_err(|e| host(e.to_string()))?;
-        let state = CallState::new(&self.grant, &self.net, tool, progress).map_err(|e| host(e.to_string()))?;
+        let state = CallState::new(grant, net, tool, progress).map_err(|e| host(e.to_string()))?;
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every epoch tick the guest yields to the executor (fairness under load); past the
@@ -145,7 +147,7 @@ impl Skill for WasmSkill {
                 tool: tool.to_owned(),
                 message: e.to_string(),
             })?;
-            self.with_store(tool, limit, cx.progress.clone(), async |store| match &self.code {
+            self.with_store((&self.grant, &self.net), tool, limit, cx.progress.clone(), async |store| match &self.code {
                 Code::Skill(pre) => pre.instantiate_async(&mut *store).await?.skillhost_skill_guest().call_call(store, tool, &input).await,
                 Code::Generic(generic) => generic.call(store, index, args).await,
             })

@@ -2,6 +2,7 @@
 //! grant, the memory limiter, the capped log and the progress sink, plus the host side of
 //! the `skillhost:skill/host` interface and the guard on `symlink-at`.
 
+use std::os::fd::AsRawFd;
 use std::path::{Component, Path};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -56,8 +57,12 @@ impl CallState {
                 FileMode::ReadOnly => FsPerms::ReadOnly,
                 FileMode::ReadWrite => FsPerms::ReadWrite,
             };
+            // Opened without following a link below the data root; wasmtime then opens the
+            // descriptor's own directory through `/proc/self/fd` (a link to the open file,
+            // not a path resolved again), and the descriptor is closed when this returns.
+            let fd = dir.open(&grant.skill, false).map_err(std::io::Error::other)?;
             builder
-                .preopened_dir(&dir.host, &dir.guest, perms)
+                .preopened_dir(format!("/proc/self/fd/{}", fd.as_raw_fd()), &dir.guest, perms)
                 .map_err(|e| std::io::Error::other(format!("cannot open granted directory {}: {e}", dir.host.display())))?;
         }
         Ok(Self {

@@ -138,7 +138,8 @@ fn python_skill_counts_words_and_reads_only_granted_files() {
     assert!(stderr.contains("skill `py-words` tool `word_count`: invalid input: `text` must be a string"), "{stderr}");
 
     // A note in its data dir (granted read-only, seen as /data) can be read...
-    let notes = data.path().join("skills/py-words");
+    // A skill called by its path is a development load, with data of its own.
+    let notes = data.path().join("skills/.dev/py-words");
     std::fs::create_dir_all(&notes).unwrap();
     let secret = "buy milk\nbuy eggs and milk\n";
     std::fs::write(notes.join("todo.txt"), secret).unwrap();
@@ -227,7 +228,9 @@ async fn python_and_js_skills_answer_through_mcp() {
     std::fs::copy(python, skills.path().join("py-words.wasm")).unwrap();
     std::fs::copy(js, skills.path().join("js-text.wasm")).unwrap();
     let data = data_dir();
-    let notes = data.path().join("skills/py-words");
+    let shown = skillhost(data.path(), &["--skills", skills.path().to_str().unwrap(), "show", "py-words", "--json"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap_or_else(|e| panic!("show --json: {e}: {}", stderr(&shown)));
+    let notes = std::path::PathBuf::from(shown["data_dir"].as_str().unwrap());
     std::fs::create_dir_all(&notes).unwrap();
     std::fs::write(notes.join("todo.txt"), "a b c").unwrap();
 
@@ -304,7 +307,7 @@ fn python_guest_on_older_wasi_cannot_plant_a_symlink_out() {
     assert!(imports("wasi:filesystem/types@0.2.0"), "the probe no longer imports WASI 0.2.0; the test would prove nothing");
 
     let data = data_dir();
-    let dir = data.path().join("skills/symlink-probe");
+    let dir = data.path().join("skills/.dev/symlink-probe");
     for target in ["../../../etc", "/etc", "a/../../b"] {
         let (code, _, stderr) = call(data.path(), &wasm, "link", json!({"target": target}));
         assert_eq!(code, 1, "{target}: {stderr}");

@@ -44,6 +44,14 @@ impl Env {
         child.wait_with_output().unwrap()
     }
 
+    /// The data dir of `skill`, as `show --json` reports it.
+    fn data_dir(&self, skill: &str) -> std::path::PathBuf {
+        let out = self.run(&["show", skill, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+        shown["data_dir"].as_str().unwrap_or_else(|| panic!("no data_dir in {shown}")).into()
+    }
+
     /// Run `call` and return (exit code, stdout JSON or Null, stderr).
     fn call(&self, skill: &str, tool: &str, input: Value) -> (i32, Value, String) {
         let out = self.run(&["call", skill, tool, "--input", &input.to_string()]);
@@ -72,7 +80,8 @@ fn bundled_skills_through_the_cli() {
     let km = out["value"].as_f64().unwrap();
     assert!((km - 1.609344).abs() < 1e-3, "{out}");
 
-    let data = env.data.path().join("skills/csv-summary");
+    let data = env.data_dir("csv-summary");
+    assert!(data.starts_with(env.data.path().join("skills/.workspace-")), "a workspace skill's data is its own: {}", data.display());
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("sales.csv"), "region,amount\nnorth,10\nsouth,30\nnorth,20\n").unwrap();
     let out = ok(&env, "csv-summary", "summarize", json!({"path": "sales.csv"}));
