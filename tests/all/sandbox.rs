@@ -268,7 +268,7 @@ async fn idle_servers_stop_and_start_again_on_the_next_call() {
     let dir = python::install("sandbox-probe", env.skills.path(), "");
     std::fs::write(dir.join("skill.toml"), std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("[server]\n", "[server]\nidle_timeout = \"300ms\"\n")).unwrap();
     let source = skillhost_sandbox::read_source(&dir).unwrap();
-    let grant = skillhost::Grant::new(&source.manifest, env.host.policy()).unwrap();
+    let grant = skillhost::Grant::new(&source.manifest, env.host.policy(), &skillhost::Host::dev_data_key(&source.manifest.name)).unwrap();
     let runtime = env.host.sandbox().unwrap();
     let skill = runtime.load_server(&source, grant).await.unwrap();
     assert!(!skill.running().await, "lazy: the load-time run is stopped");
@@ -457,7 +457,7 @@ async fn skill_tests_run_in_a_throwaway_sandbox() {
     let host = &env.host;
     let test = async |dir: std::path::PathBuf| {
         let source = skillhost::read_server_source(&dir).unwrap();
-        let grant = skillhost::Grant::new(&source.manifest, host.policy()).unwrap();
+        let grant = skillhost::Grant::new(&source.manifest, host.policy(), &skillhost::Host::dev_data_key(&source.manifest.name)).unwrap();
         host.sandbox().unwrap().test_skill(&source, grant, Duration::from_secs(30)).await
     };
     let dir = site_check(env.skills.path(), 9);
