@@ -325,12 +325,12 @@ impl Forge {
         }
         let tests = declared_tests(name, &entry.origin)?;
         let registry = &self.registry;
-        let mut failures = check::run_with(&tests, |tool, input| async move {
+        let failures = check::run_with(&tests, |tool, input| async move {
             let cx = CallContext { caller: "skillhost test".into(), ..CallContext::default() };
             registry.call(name, &tool, input, cx).await.map(|out| out.value).map_err(|e| e.to_string())
         })
         .await;
-        let mut failure = Failure::Tests { failures: std::mem::take(&mut failures) };
+        let mut failure = Failure::Tests { failures };
         Redactor::new(self.secrets.as_ref()).failure(&mut failure);
         let Failure::Tests { failures } = failure else { unreachable!("built above") };
         Ok(ApprovedTests { skill: name.to_owned(), passed: tests.len() - failures.len(), failures })
