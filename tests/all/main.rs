@@ -8,6 +8,7 @@ mod escape;
 mod generic;
 mod hostile_files;
 mod life_approval;
+mod life_forge;
 mod life_limits;
 mod life_mcp;
 mod life_proxy;

@@ -55,17 +55,61 @@ enum Lang {
     Python,
 }
 
-/// The forge's configuration for this host.
+/// The forge's configuration for this host: its caps from `[forge]` in the host config
+/// (`max_concurrent_builds`, `max_attempts_per_window`, `attempt_window = "1h"`), the
+/// defaults otherwise.
 pub fn config(data_dir: &Path) -> ForgeConfig {
     let mut config = ForgeConfig::new(data_dir.join("forge"));
     let checkout = std::env::var_os("SKILLHOST_SDK_WORKSPACE").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(BUILT_CHECKOUT));
     config.sdk_workspace = checkout.join("guest-sdk").is_dir().then_some(checkout);
+    match host_config(data_dir) {
+        Ok((_, host)) => {
+            let caps = host.forge;
+            if let Some(n) = caps.max_concurrent_builds {
+                config.max_concurrent_builds = n;
+            }
+            if let Some(n) = caps.max_attempts_per_window {
+                config.max_attempts_per_window = n;
+            }
+            if let Some(window) = caps.attempt_window {
+                config.attempt_window = window;
+            }
+        }
+        Err(e) => tracing::warn!("the forge runs with its default caps: {e:#}"),
+    }
     config
 }
 
 /// The forge over `registry` on `host`'s runtimes.
 pub fn forge(host: &Host, registry: Arc<Registry>, data_dir: &Path) -> Arc<Forge> {
     Arc::new(host.forge(registry, config(data_dir)))
+}
+
+/// Whether the installed skill `name` declares `[[tests]]` in its skill.toml.
+pub fn declares_tests(registry: &Registry, name: &str) -> bool {
+    let Ok(entry) = registry.entry(name) else { return false };
+    let file = entry.origin.join("skill.toml");
+    std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file())
+        && std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|text| skillhost::SkillManifest::test_cases(&text, &file).ok())
+            .is_some_and(|tests| !tests.is_empty())
+}
+
+/// `skillhost test NAME` for an installed skill: its declared `[[tests]]` through the
+/// registry with its real grant (refused until a human approved it). Returns whether all
+/// passed.
+pub async fn test_approved(forge: &Forge, name: &str, json: bool) -> Result<bool> {
+    let report = forge.test_approved(name).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for failure in &report.failures {
+            println!("FAIL {}({}): returned {}, expected {}", failure.tool, failure.input, failure.actual, failure.expected);
+        }
+        println!("{}: {} declared test(s) passed, {} failed (run with its real grant)", report.skill, report.passed, report.failures.len());
+    }
+    Ok(report.failures.is_empty())
 }
 
 /// Run `skillhost forge`. Returns whether it succeeded.
@@ -133,13 +177,16 @@ fn print_forged(forged: &Forged) {
         forged.tools.join(", "),
         forged.state
     );
+    if let Some(note) = &forged.after_approval {
+        eprintln!("{note}");
+    }
     for warning in &forged.warnings {
         eprintln!("warning: {}", warning.rendered.as_deref().unwrap_or(&warning.message).trim_end());
     }
 }
 
 /// The host's config file: `DATA_DIR/config.toml`, or the file `SKILLHOST_CONFIG` names.
-/// Today it holds only `[forge.llm]`.
+/// It holds `[forge]` (the forge's caps) and `[forge.llm]`.
 #[derive(Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostConfig {
@@ -151,6 +198,18 @@ struct HostConfig {
 #[serde(deny_unknown_fields)]
 struct ForgeSection {
     llm: Option<LlmConfig>,
+    /// Submissions built and tested at once (default 2).
+    max_concurrent_builds: Option<usize>,
+    /// Submissions taken per `attempt_window`, across all names (default 60).
+    max_attempts_per_window: Option<u32>,
+    /// The window, e.g. `"1h"`, `"30m"` (default one hour).
+    #[serde(default, deserialize_with = "duration")]
+    attempt_window: Option<Duration>,
+}
+
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text: Option<String> = serde::Deserialize::deserialize(d)?;
+    text.map(|t| crate::parse_duration(&t).map_err(serde::de::Error::custom)).transpose()
 }
 
 fn host_config(data_dir: &Path) -> Result<(PathBuf, HostConfig)> {

@@ -297,10 +297,16 @@ Examples:
     #[command(subcommand)]
     Setup(SetupCommand),
 
-    /// Run a Python/server skill's tests in a throwaway sandbox, then check its MCP handshake
-    #[command(after_help = "Runs `python -m pytest test_server.py` inside a sandbox with the skill's own
-profile (no network, no secrets), kills everything after the hard timeout, then starts
-the server, completes the MCP handshake and lists its tools. Exit code 0 when all passed.
+    /// Run a skill's tests: an approved skill's declared [[tests]] with its real grant; a server skill's pytest in a throwaway sandbox, then its MCP handshake
+    #[command(after_help = "For an installed skill whose skill.toml declares [[tests]], first runs each case
+through the registry with the skill's real grant (network, secrets, data dir): only once
+a human approved it. The forge reports such cases as `runs_after_approval` when the skill
+asks for network or secrets, which no unapproved code gets.
+
+For a server skill folder, runs `python -m pytest test_server.py` inside a sandbox with
+the skill's own profile (no network, no secrets), kills everything after the hard
+timeout, then starts the server, completes the MCP handshake and lists its tools. Exit
+code 0 when all passed.
 
 Examples:
   skillhost test site-check
@@ -695,7 +701,22 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Test { skill, timeout, json } => {
             let host = host()?;
-            let passed = sandbox::test(&host, &skill, &cli.skills, timeout, json).await?;
+            // An installed skill's declared [[tests]] run through the registry, with its
+            // real grant: only once a human approved it.
+            let mut declared = None;
+            if !is_path(&skill) && !Path::new(&skill).is_dir() {
+                let registry = registry(&host).await?;
+                if forge::declares_tests(&registry, &skill) {
+                    let forge = forge::forge(&host, registry, &data_dir);
+                    declared = Some(forge::test_approved(&forge, &skill, json).await?);
+                }
+            }
+            let server = Path::new(&skill).is_dir() || cli.skills.join(&skill).join("skill.toml").is_file();
+            let passed = match declared {
+                Some(passed) if !server => passed,
+                Some(passed) => sandbox::test(&host, &skill, &cli.skills, timeout, json).await? && passed,
+                None => sandbox::test(&host, &skill, &cli.skills, timeout, json).await?,
+            };
             Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(exit::TOOL_ERROR) })
         }
         Command::Shim { .. } => unreachable!("handled before the runtime starts"),

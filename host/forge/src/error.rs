@@ -35,6 +35,10 @@ pub enum ForgeError {
     /// has no stored source).
     #[error("{0}")]
     Conflict(String),
+    /// A cap of the forge refused the submission for now: builds at once, or submissions
+    /// across names in a time window. Not counted as an attempt.
+    #[error("{0}")]
+    Limited(String),
     /// The host cannot build: a tool or the toolchain cache is missing.
     #[error("the forge cannot run: {0}")]
     Setup(String),
@@ -171,6 +175,7 @@ impl ForgeError {
                 value["max_attempts"] = (*max).into();
             }
             ForgeError::Conflict(_) => value["kind"] = "conflict".into(),
+            ForgeError::Limited(_) => value["kind"] = "limit".into(),
             _ => value["kind"] = "host".into(),
         }
         value

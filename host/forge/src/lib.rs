@@ -11,14 +11,26 @@
 //!   and writing files without following links.
 //! - `rust`: the toolchain cache (SDK copy + vendored crates), the sandboxed offline
 //!   `cargo build`, structured diagnostics, packaging.
-//! - `check`: `[[tests]]` cases on the real runtime, with the declared grant, over a
-//!   throwaway data dir; Python skills' pytest and handshake through
-//!   `skillhost-sandbox`'s `check`.
-//! - `attempts`: the per-name attempt count (default 3), reset by a success or a human.
+//! - `probe`: what unapproved code runs with: the probe grant (an empty scratch dir at
+//!   `/data`, no network, no secrets, a short deadline), the forge's own runtimes holding
+//!   no secret source, which `[[tests]]` wait for approval, and scrubbing secret values
+//!   out of reports.
+//! - `check`: `[[tests]]` cases, before approval on the probe runtimes, after it through
+//!   the registry ([`Forge::test_approved`], `skillhost test NAME`); Python skills'
+//!   pytest and handshake through `skillhost-sandbox`'s `check`.
+//! - `attempts`: the per-name attempt count (default 3), reset by a success or a human,
+//!   and the cap on submissions across names in a time window (default 60 an hour).
+//!
+//! **Caps.** At most [`ForgeConfig::max_concurrent_builds`] submissions are built and
+//! tested at once (default 2) and [`ForgeConfig::max_attempts_per_window`] submissions are
+//! taken per [`ForgeConfig::attempt_window`] whatever their names (default 60 an hour);
+//! beyond either the submission is refused at once with an error naming the cap
+//! ([`ForgeError::Limited`], not counted as an attempt).
 //! - [`llm`]: the optional generator for hosts used without an agent: a model behind an
 //!   OpenAI-compatible endpoint writes the source, and every failure goes back to it.
 //!
-//! **Trust.** The forge never approves anything: it installs through
+//! **Trust.** Nothing a submission holds runs with the host's secrets, network or data
+//! before a human approved it (see `probe`). The forge never approves anything: it installs through
 //! [`Registry::install`], so the registry's tiers decide (pending review, or approved
 //! for pure computation). **Source.** A Rust skill is installed as a folder holding
 //! `skill.toml`, `SKILL.md`, `skill.wasm` and `source/` (every submitted file); a
@@ -31,6 +43,7 @@ mod attempts;
 mod check;
 mod error;
 pub mod llm;
+pub mod probe;
 pub mod rust;
 pub mod stage;
 
@@ -40,15 +53,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use skillhost_core::{Grant, Policy, RiskTier, SkillCode, SkillManifest, SkillName, SkillRuntime, SkillSource};
+use skillhost_core::{CallContext, RiskTier, SkillCode, SkillManifest, SkillName, SkillRuntime, SkillSource};
 use skillhost_registry::{Layer, Registry, TrustState};
 use skillhost_sandbox::BwrapRuntime;
 
 pub use error::{Failure, ForgeError, TestFailure};
+pub use probe::SecretValues;
 pub use rust::{BuildFailure, Diagnostic, package_skill};
 pub use stage::{Language, Refusal, StageLimits};
 
-use crate::attempts::Attempts;
+use crate::attempts::{Attempts, Window};
+use crate::probe::{ProbeRuntimes, Redactor};
 
 /// How the forge is set up.
 #[derive(Clone, Debug)]
@@ -70,6 +85,15 @@ pub struct ForgeConfig {
     /// Offer "consider creating a skill for …" in `tool_search` responses once at least
     /// 3 similar searches found nothing good (seed 003 C4a). Default: `false`.
     pub suggest_missing: bool,
+    /// Submissions built and tested at once; one more is refused until one finished.
+    /// Default: 2.
+    pub max_concurrent_builds: usize,
+    /// Submissions taken per [`attempt_window`](Self::attempt_window), across all skill
+    /// names (the per-name count alone lets an agent rotate names). Default: 60.
+    pub max_attempts_per_window: u32,
+    /// The window of [`max_attempts_per_window`](Self::max_attempts_per_window). Default:
+    /// one hour.
+    pub attempt_window: Duration,
 }
 
 impl ForgeConfig {
@@ -83,6 +107,9 @@ impl ForgeConfig {
             test_timeout: Duration::from_secs(30),
             limits: StageLimits::default(),
             suggest_missing: false,
+            max_concurrent_builds: 2,
+            max_attempts_per_window: 60,
+            attempt_window: Duration::from_secs(3600),
         }
     }
 }
@@ -119,6 +146,11 @@ pub struct Forged {
     pub tools: Vec<String>,
     /// Declared test cases that passed.
     pub tests_passed: usize,
+    /// Each declared test case and what became of it: `passed`, or `runs_after_approval`
+    /// when the skill asks for network or secrets, which no unapproved code gets.
+    pub tests: Vec<TestResult>,
+    /// When some tests wait for approval: why, and how they will run.
+    pub after_approval: Option<String>,
     /// Compiler warnings (Rust).
     pub warnings: Vec<Diagnostic>,
     /// Where it was installed.
@@ -129,13 +161,47 @@ pub struct Forged {
     pub timings_ms: BTreeMap<&'static str, u64>,
 }
 
+/// One declared test case in a forge report.
+#[derive(Clone, Debug, Serialize)]
+pub struct TestResult {
+    /// The tool it calls.
+    pub tool: String,
+    /// What became of it.
+    pub status: TestStatus,
+}
+
+/// What became of a declared test case in the forge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TestStatus {
+    /// It ran under the probe grant and passed.
+    Passed,
+    /// Not run: the skill asks for network or secrets, which only an approved skill
+    /// gets; `skillhost test NAME` runs it once a human approved the skill.
+    RunsAfterApproval,
+}
+
+/// The outcome of an approved skill's declared tests, run with its real grant.
+#[derive(Clone, Debug, Serialize)]
+pub struct ApprovedTests {
+    /// The skill.
+    pub skill: String,
+    /// Cases that passed.
+    pub passed: usize,
+    /// Cases that failed (secret values replaced).
+    pub failures: Vec<TestFailure>,
+}
+
 /// The forge over a registry.
 pub struct Forge {
     config: ForgeConfig,
     registry: Arc<Registry>,
-    runtime: Arc<dyn SkillRuntime>,
-    sandbox: Option<BwrapRuntime>,
+    probe: ProbeRuntimes,
+    secrets: Option<SecretValues>,
     attempts: Attempts,
+    window: Window,
+    builds: Arc<tokio::sync::Semaphore>,
     toolchain: tokio::sync::Mutex<Option<rust::Toolchain>>,
     busy: Mutex<BTreeSet<SkillName>>,
 }
@@ -150,12 +216,33 @@ enum Mode {
 }
 
 impl Forge {
-    /// A forge installing into `registry`, loading and testing with `runtime` (both
-    /// runtimes, e.g. `skillhost_core::Runtimes`) and running Python checks in
-    /// `sandbox`.
-    pub fn new(config: ForgeConfig, registry: Arc<Registry>, runtime: Arc<dyn SkillRuntime>, sandbox: Option<BwrapRuntime>) -> Self {
+    /// A forge installing into `registry`. Submissions run on the forge's own runtimes
+    /// (see [`probe`]), which hold no secret source and no network; `sandbox` is the host's
+    /// sandbox runtime, whose venv Python skills use (`None`: Python skills are refused).
+    pub fn new(config: ForgeConfig, registry: Arc<Registry>, sandbox: Option<BwrapRuntime>) -> Self {
         let attempts = Attempts::new(&config.dir);
-        Self { config, registry, runtime, sandbox, attempts, toolchain: tokio::sync::Mutex::new(None), busy: Mutex::default() }
+        let window = Window::new(&config.dir);
+        let probe = ProbeRuntimes::new(&config.dir.join("probe"), sandbox.as_ref());
+        let builds = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_builds));
+        Self {
+            config,
+            registry,
+            probe,
+            secrets: None,
+            attempts,
+            window,
+            builds,
+            toolchain: tokio::sync::Mutex::new(None),
+            busy: Mutex::default(),
+        }
+    }
+
+    /// Replace the values `secrets` returns (the host's secrets) wherever they appear in
+    /// what the forge reports: build output, test output, failures. Unapproved code gets
+    /// no secret; this keeps a value out of reports even if one got through.
+    pub fn redact_secrets(mut self, secrets: SecretValues) -> Self {
+        self.secrets = Some(secrets);
+        self
     }
 
     /// The configuration.
@@ -223,12 +310,46 @@ impl Forge {
         SkillName::new(name).map_or(0, |n| self.attempts.failed(&n))
     }
 
+    /// Run the `[[tests]]` of the installed skill `name` through the registry, with its
+    /// real grant: the cases the forge reported as `runs_after_approval`. Refused unless a
+    /// human approved the version installed (`skillhost test NAME`). Secret values are
+    /// replaced in the failures reported.
+    pub async fn test_approved(&self, name: &str) -> Result<ApprovedTests, ForgeError> {
+        let entry = self.registry.entry(name).map_err(|e| ForgeError::Conflict(e.to_string()))?;
+        if entry.state != TrustState::Approved {
+            return Err(ForgeError::Conflict(format!(
+                "skill `{name}` is {}: its declared tests run with its real grant only once a human approved it \
+                 (`skillhost approve {name}`, after reviewing it with `skillhost show {name} --code`)",
+                entry.state
+            )));
+        }
+        let tests = declared_tests(name, &entry.origin)?;
+        let registry = &self.registry;
+        let failures = check::run_with(&tests, |tool, input| async move {
+            let cx = CallContext { caller: "skillhost test".into(), ..CallContext::default() };
+            registry.call(name, &tool, input, cx).await.map(|out| out.value).map_err(|e| e.to_string())
+        })
+        .await;
+        let mut failure = Failure::Tests { failures };
+        Redactor::new(self.secrets.as_ref()).failure(&mut failure);
+        let Failure::Tests { failures } = failure else { unreachable!("built above") };
+        Ok(ApprovedTests { skill: name.to_owned(), passed: tests.len() - failures.len(), failures })
+    }
+
     async fn run(&self, submission: Submission, mode: Mode, progress: Progress) -> Result<Forged, ForgeError> {
         let name = SkillName::new(submission.name.clone()).map_err(|e| ForgeError::Conflict(e.to_string()))?;
         let max = self.config.max_attempts;
         if self.attempts.failed(&name) >= max {
             return Err(ForgeError::Exhausted { skill: name.to_string(), max });
         }
+        let cap = self.config.max_concurrent_builds;
+        let _build = self.builds.clone().try_acquire_owned().map_err(|_| {
+            ForgeError::Limited(format!(
+                "skill `{name}`: refused: the forge already builds and tests {cap} submissions at a time \
+                 (ForgeConfig::max_concurrent_builds, default 2); submit again when one has finished, \
+                 or a human raises the cap (`max_concurrent_builds` under `[forge]` in DATA_DIR/config.toml)"
+            ))
+        })?;
         let _busy = Busy::take(&self.busy, &name)?;
         if mode == Mode::Create && let Ok(entry) = self.registry.entry(name.as_str()) {
             return Err(ForgeError::Conflict(format!(
@@ -236,6 +357,7 @@ impl Forge {
                 entry.layer
             )));
         }
+        self.window.admit(&name, self.config.max_attempts_per_window, self.config.attempt_window)?;
         // A new skill starts from an empty target dir (a skill removed and created again
         // may be someone else's); retries of one creation and updates reuse it.
         let fresh = mode == Mode::Create && self.attempts.failed(&name) == 0;
@@ -244,7 +366,8 @@ impl Forge {
                 self.attempts.reset(&name)?;
                 Ok(forged)
             }
-            Err(Outcome::Failure(failure)) => {
+            Err(Outcome::Failure(mut failure)) => {
+                Redactor::new(self.secrets.as_ref()).failure(&mut failure);
                 let attempt = self.attempts.record_failure(&name)?;
                 tracing::info!(skill = %name, attempt, max, %failure, "forge attempt failed");
                 Err(ForgeError::Failed { skill: name.to_string(), attempt, max, failure })
@@ -326,27 +449,58 @@ impl Forge {
         };
         mark("build", &mut timings);
 
-        progress("test: loading it and running its tests");
-        let data = tempfile::tempdir().map_err(io("cannot create a throwaway data dir"))?;
-        let grant = Grant::new(&manifest, &Policy::new(data.path()), &skillhost_core::DataKey::named(&manifest.name)).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
+        progress("test: loading it and running its tests (probe grant: no network, no secrets)");
+        // Everything below runs the submission's code under the probe grant, over a fresh
+        // empty scratch dir removed afterwards, on the forge's own runtimes.
+        let scratch_root = self.config.dir.join("scratch");
+        std::fs::create_dir_all(&scratch_root).map_err(io("cannot create a scratch dir"))?;
+        let scratch = tempfile::tempdir_in(&scratch_root).map_err(io("cannot create a scratch dir"))?;
+        let grant = probe::grant(&manifest, scratch.path()).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
+        let after_approval = probe::needs_approval(&manifest);
         // pytest (and its handshake) only when there are tests: the load below starts the
         // server and lists its tools anyway.
         if submission.language == Language::Python && submission.files.contains_key("test_server.py") {
-            let sandbox = self.sandbox.as_ref().ok_or_else(|| {
-                Outcome::Error(ForgeError::Setup("this host has no sandbox runtime (bubblewrap) for Python skills".into()))
-            })?;
+            let sandbox = self.probe.sandbox().map_err(Outcome::Error)?;
             let report = sandbox.test_skill(&source, grant.clone(), self.config.test_timeout).await;
             if !report.passed {
                 let error = report.error.unwrap_or_else(|| "its tests failed".into());
                 return Err(Outcome::Failure(Failure::Python { tests: report.tests, error }));
             }
         }
-        let skill = self.runtime.load(&source, grant).await.map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
-        let failures = check::run_cases(skill.as_ref(), &tests).await;
-        drop(skill);
-        if !failures.is_empty() {
-            return Err(Outcome::Failure(Failure::Tests { failures }));
-        }
+        let skill = match &source.code {
+            SkillCode::Wasm { .. } => {
+                // A component importing wasi:http links only with a network grant: the
+                // gate is linked and refuses every request.
+                let grant = if manifest.network.is_empty() { grant } else { probe::refusing_network(grant, &manifest.network) };
+                self.probe.wasm().map_err(Outcome::Error)?.load(&source, grant).await
+            }
+            _ => self.probe.sandbox().map_err(Outcome::Error)?.load(&source, grant).await,
+        };
+        let skill = skill.map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
+        let (results, after_approval) = match after_approval {
+            Some(asks) => {
+                drop(skill);
+                let results: Vec<TestResult> =
+                    tests.iter().map(|t| TestResult { tool: t.tool.clone(), status: TestStatus::RunsAfterApproval }).collect();
+                let note = (!results.is_empty()).then(|| {
+                    format!(
+                        "{} declared test(s) run after approval: the skill asks for {asks}, which no code gets before a human \
+                         approved it; once approved, `skillhost test {name}` runs them with its real grant",
+                        results.len()
+                    )
+                });
+                (results, note)
+            }
+            None => {
+                let failures = check::run_cases(skill.as_ref(), &tests).await;
+                drop(skill);
+                if !failures.is_empty() {
+                    return Err(Outcome::Failure(Failure::Tests { failures }));
+                }
+                (tests.iter().map(|t| TestResult { tool: t.tool.clone(), status: TestStatus::Passed }).collect(), None)
+            }
+        };
+        drop(scratch);
         mark("test", &mut timings);
 
         progress("install: into the user layer");
@@ -355,6 +509,10 @@ impl Forge {
         mark("install", &mut timings);
         timings.insert("total", started.elapsed().as_millis() as u64);
         let loaded = entry.loaded.as_ref();
+        let redactor = Redactor::new(self.secrets.as_ref());
+        for warning in &mut warnings {
+            redactor.diagnostic(warning);
+        }
         Ok(Forged {
             skill: name.to_string(),
             language: submission.language,
@@ -362,7 +520,9 @@ impl Forge {
             state: entry.state,
             tier: loaded.map_or(RiskTier::Auto, |l| l.tier),
             tools: loaded.map(|l| l.tools.iter().map(|t| t.name.clone()).collect()).unwrap_or_default(),
-            tests_passed: tests.len(),
+            tests_passed: results.iter().filter(|t| t.status == TestStatus::Passed).count(),
+            tests: results,
+            after_approval,
             warnings,
             installed: entry.origin.clone(),
             replaced,
@@ -387,19 +547,41 @@ impl Forge {
             }
             cached.clone().expect("set above")
         };
-        let build_dir = self.config.dir.join("builds").join(name.as_str());
-        if fresh && build_dir.exists() {
-            std::fs::remove_dir_all(&build_dir).map_err(io("cannot clear the build dir"))?;
+        // The target dir is the name's own and kept across its attempts (its parent is the
+        // host's, never mounted, so a build can change what is inside `target/` but not
+        // what `target` is); a new skill of that name starts from none.
+        let cache = self.config.dir.join("targets").join(name.as_str());
+        if fresh && std::fs::symlink_metadata(&cache).is_ok() {
+            // Removes links as links: nothing they point to is touched.
+            std::fs::remove_dir_all(&cache).map_err(io("cannot clear the target dir"))?;
         }
-        let src = build_dir.join("src");
-        if src.exists() {
-            std::fs::remove_dir_all(&src).map_err(io("cannot clear the build dir"))?;
-        }
+        // Every attempt builds its source in a fresh directory, and the host's own files
+        // for it (/etc) go to a fresh private one no build can write.
+        let fresh_dir = |under: &str| -> Result<tempfile::TempDir, Outcome> {
+            let root = self.config.dir.join(under);
+            std::fs::create_dir_all(&root).map_err(io("cannot create the build dir"))?;
+            tempfile::Builder::new().prefix(&format!("{name}-")).tempdir_in(&root).map_err(io("cannot create the build dir"))
+        };
+        let attempt = fresh_dir("builds")?;
+        let private = fresh_dir("private")?;
         let mut files = files.clone();
         files.entry("Cargo.toml".into()).or_insert_with(|| rust::cargo_toml(name.as_str(), &rust::sdk_path()));
-        stage::write(&src, &files).map_err(io("cannot stage the crate"))?;
-        rust::build(&toolchain, &build_dir, rust::BuildLimits { wall: self.config.build_timeout }).await.map_err(Outcome::Error)
+        let dirs = rust::BuildDirs { src: attempt.path().join("src"), target: cache.join("target"), private: private.path().to_owned() };
+        stage::write(&dirs.src, &files).map_err(io("cannot stage the crate"))?;
+        rust::build(&toolchain, &dirs, rust::BuildLimits { wall: self.config.build_timeout }).await.map_err(Outcome::Error)
     }
+}
+
+/// The `[[tests]]` of the skill installed at `origin` (a folder holding `skill.toml`).
+fn declared_tests(name: &str, origin: &Path) -> Result<Vec<skillhost_core::TestCase>, ForgeError> {
+    let file = origin.join("skill.toml");
+    let none = || ForgeError::Conflict(format!("skill `{name}` has no skill.toml folder at {} to read its [[tests]] from", origin.display()));
+    // The registry wrote this folder; a link in its place is not followed.
+    if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+        return Err(none());
+    }
+    let text = std::fs::read_to_string(&file).map_err(|source| ForgeError::Io { what: "cannot read the skill's manifest", source })?;
+    SkillManifest::test_cases(&text, &file).map_err(|e| ForgeError::Conflict(format!("skill `{name}`: {e}")))
 }
 
 /// Why the pipeline stopped: the submission's fault (counted) or the host's.

@@ -10,19 +10,29 @@
 //! **The build** runs in bubblewrap through [`skillhost_sandbox::profile::Profile`], the
 //! same argv builder as sandboxed servers: all namespaces unshared (no network), no
 //! home, `/usr` and the Rust sysroot read-only, the SDK at `/sdk` and the vendored
-//! crates at `/vendor` read-only, and one writable directory, the skill's own
-//! `<forge>/builds/NAME/` at `/build` (source copy and target dir: never shared between
-//! skills, so a build script cannot poison another skill's artifacts; emptied when a new
-//! skill of that name is created, reused by its retries and updates), `CARGO_HOME` on
-//! the sandbox's tmpfs, `--offline` with crates-io replaced by `/vendor`, `prlimit`
-//! limits, a wall-clock limit (5 min by default) and output capped.
+//! crates at `/vendor` read-only, and two writable directories: the attempt's source
+//! copy at `/build/src` (a fresh `<forge>/builds/NAME-XXXX/src` per attempt, removed after
+//! it) and the skill's own target dir at `/build/target` (`<forge>/targets/NAME/target`:
+//! never shared between skills, so a build script cannot poison another skill's artifacts;
+//! removed when a new skill of that name is created, reused by its retries and updates),
+//! `CARGO_HOME` on the sandbox's tmpfs, `--offline` with crates-io replaced by `/vendor`,
+//! `prlimit` limits, a wall-clock limit (5 min by default) and output capped.
+//!
+//! **The host never writes where a build could write.** The sandbox's `/etc` files are
+//! written per attempt into a fresh host-private dir (`<forge>/private/NAME-XXXX/`) and
+//! bound read-only; the source is written into a fresh dir before the build runs; the
+//! target dir's parent is the host's and never mounted, so a build cannot replace `target`
+//! itself with a link, and the host reads only the built component out of it, walking down
+//! without following links. A link a build script plants anywhere it can write is never
+//! followed by the host.
 //!
 //! A skill's crate depends on the SDK by path: `skillhost-sdk = { path = "/sdk/guest-sdk" }`.
 //! Without a `Cargo.toml` the forge writes that one.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -227,24 +237,49 @@ pub(crate) struct BuildLimits {
     pub wall: Duration,
 }
 
-/// Build the crate in `build_dir/src` (already staged) in the sandbox; `target/` beside
-/// it is the skill's own. Returns the component or the failure.
+/// The directories of one build attempt.
+pub(crate) struct BuildDirs {
+    /// The crate, staged by the host into a fresh dir: `/build/src`.
+    pub src: PathBuf,
+    /// The skill's target dir, kept across attempts (its parent is the host's): `/build/target`.
+    pub target: PathBuf,
+    /// A fresh dir of the host's own for this attempt, never mounted writable.
+    pub private: PathBuf,
+}
+
+/// Build the crate staged in `dirs.src` in the sandbox. Returns the component or the
+/// failure.
 pub(crate) async fn build(
     toolchain: &Toolchain,
-    build_dir: &Path,
+    build: &BuildDirs,
     limits: BuildLimits,
 ) -> Result<Result<Built, BuildFailure>, ForgeError> {
     let io = |what: &'static str| move |e: std::io::Error| ForgeError::Io { what, source: e };
-    let etc = build_dir.join("etc");
+    let etc = build.private.join("etc");
     skillhost_sandbox::profile::write_etc(&etc).map_err(io("cannot write the build sandbox's /etc"))?;
-    std::fs::create_dir_all(build_dir.join("target")).map_err(io("cannot create the target dir"))?;
     let bind = |host: &Path, guest: &str, mode| Bind::host_dir(host, guest, mode).map_err(io("cannot open a directory of the build sandbox"));
+    // The two writable dirs are opened from their parents (the host's, never mounted)
+    // without following a link, `target` made if missing: what a build did below them
+    // before is never followed by the host.
+    let writable = |dir: &Path, guest: String| -> Result<Bind, ForgeError> {
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            return Err(io("cannot open a directory of the build sandbox")(std::io::Error::other(format!("{} has no parent", dir.display()))));
+        };
+        let fd = skillhost_core::open_beneath(parent, Path::new(name), false).map_err(|e| {
+            io("cannot open a writable directory of the build sandbox")(match e {
+                skillhost_core::Beneath::Link(at) => std::io::Error::other(format!("{} is a link or not a directory; remove it", parent.join(at).display())),
+                skillhost_core::Beneath::Io(e) => e,
+            })
+        })?;
+        Ok(Bind { fd: Arc::new(fd), guest, mode: FileMode::ReadWrite })
+    };
     let sysroot = toolchain.sysroot.display().to_string();
     let mut dirs = vec![
         bind(&toolchain.sysroot, &sysroot, FileMode::ReadOnly)?,
         bind(&toolchain.sdk, SDK_MOUNT, FileMode::ReadOnly)?,
         bind(&toolchain.vendor, VENDOR_MOUNT, FileMode::ReadOnly)?,
-        bind(build_dir, BUILD_MOUNT, FileMode::ReadWrite)?,
+        writable(&build.src, format!("{BUILD_MOUNT}/src"))?,
+        writable(&build.target, format!("{BUILD_MOUNT}/target"))?,
     ];
     // `cc` (the linker of build scripts and proc macros) is a Debian alternatives link.
     if Path::new("/etc/alternatives").is_dir() {
@@ -254,7 +289,7 @@ pub(crate) async fn build(
         prlimit: toolchain.prlimit.clone(),
         bwrap: toolchain.bwrap.clone(),
         python: None,
-        skill_dir: build_dir.join("src"),
+        skill_dir: build.src.clone(),
         dirs,
         etc_dir: etc,
         env: vec![
@@ -355,13 +390,53 @@ pub(crate) async fn build(
             reason: Some("the crate built no cdylib; its Cargo.toml needs `[lib] crate-type = [\"cdylib\"]`".into()),
         }));
     };
-    // The artifact's path is inside the sandbox: map /build back to the host.
-    let relative = artifact.strip_prefix(BUILD_MOUNT).unwrap_or(&artifact);
-    let host_path = build_dir.join(relative);
-    let component = std::fs::read(&host_path).map_err(io("cannot read the built component"))?;
+    // The artifact's path is inside the sandbox: it must lie in the target dir, and is
+    // read from there without following a link (the build wrote everything below it).
+    let Some(relative) = artifact.strip_prefix(format!("{BUILD_MOUNT}/target")).ok().filter(|r| r.components().all(|c| matches!(c, Component::Normal(_)))) else {
+        return Ok(Err(BuildFailure {
+            diagnostics: warnings,
+            output_tail,
+            reason: Some(format!("cargo named an artifact outside the target dir: {}", artifact.display())),
+        }));
+    };
+    let component = match read_beneath(&build.target, relative) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return Ok(Err(BuildFailure {
+                diagnostics: warnings,
+                output_tail,
+                reason: Some(format!("the built component {} cannot be read without following a link: {e}", artifact.display())),
+            }));
+        }
+    };
     let mut warnings = warnings;
     warnings.truncate(MAX_DIAGNOSTICS);
     Ok(Ok(Built { component, warnings }))
+}
+
+/// Read the file `root/relative`, opening each component relative to its parent without
+/// following a link: a link planted anywhere below `root` makes this fail.
+fn read_beneath(root: &Path, relative: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+
+    use rustix::fs::{CWD, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let mut dir = rustix::fs::openat(CWD, root, flags | OFlags::DIRECTORY, Mode::empty())?;
+    let parts: Vec<_> = relative.components().collect();
+    let Some((file, dirs)) = parts.split_last() else {
+        return Err(std::io::Error::other("no file named"));
+    };
+    for part in dirs {
+        dir = rustix::fs::openat(&dir, part.as_os_str(), flags | OFlags::DIRECTORY, Mode::empty())?;
+    }
+    let fd = rustix::fs::openat(&dir, file.as_os_str(), flags, Mode::empty())?;
+    let mut file = std::fs::File::from(fd);
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 fn tail_text(bytes: &[u8]) -> String {
@@ -458,6 +533,21 @@ mod tests {
         let artifact = r#"{"reason":"compiler-artifact","manifest_path":"/build/src/Cargo.toml","target":{"kind":["cdylib"]},"filenames":["/build/target/wasm32-wasip2/release/demo.wasm"]}"#;
         assert!(matches!(parse_message(artifact), Some(Message::Artifact(p)) if p == Path::new("/build/target/wasm32-wasip2/release/demo.wasm")));
         assert!(parse_message("not json").is_none());
+    }
+
+    #[test]
+    fn the_component_is_read_without_following_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let (target, outside) = (dir.path().join("target"), dir.path().join("outside"));
+        std::fs::create_dir_all(target.join("wasm32-wasip2/release")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.wasm"), "host file").unwrap();
+        std::fs::write(target.join("wasm32-wasip2/release/ok.wasm"), "component").unwrap();
+        assert_eq!(read_beneath(&target, Path::new("wasm32-wasip2/release/ok.wasm")).unwrap(), b"component");
+        std::os::unix::fs::symlink(outside.join("secret.wasm"), target.join("wasm32-wasip2/release/link.wasm")).unwrap();
+        std::os::unix::fs::symlink(&outside, target.join("wasm32-wasip2/linked")).unwrap();
+        assert!(read_beneath(&target, Path::new("wasm32-wasip2/release/link.wasm")).is_err(), "a link as the file");
+        assert!(read_beneath(&target, Path::new("wasm32-wasip2/linked/secret.wasm")).is_err(), "a link as a directory");
     }
 
     #[test]

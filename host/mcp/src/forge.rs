@@ -183,6 +183,8 @@ fn success(forged: &Forged) -> CallToolResult {
         "version": forged.version,
         "tools": tools,
         "tests_passed": forged.tests_passed,
+        "tests": forged.tests,
+        "after_approval": forged.after_approval,
         "warnings": forged.warnings,
         "replaced": forged.replaced,
         "timings_ms": forged.timings_ms,

@@ -277,10 +277,14 @@ impl Host {
         Ok(Registry::open(config, runtime, self.policy.clone()).await?)
     }
 
-    /// A forge that builds and tests skills on this host's runtimes and installs them into
-    /// `registry` (open it with [`Host::open_registry`]).
+    /// A forge that builds and tests skills and installs them into `registry` (open it
+    /// with [`Host::open_registry`]). Submissions run on the forge's own runtimes, without
+    /// this host's secrets or network (its sandbox lends only its venv); the values of the
+    /// host's secrets are scrubbed from the forge's reports.
     pub fn forge(&self, registry: Arc<Registry>, config: ForgeConfig) -> Forge {
-        Forge::new(config, registry, Arc::new(self.runtimes()), self.sandbox.as_ref().ok().cloned())
+        let store = self.secrets.clone();
+        let values = move || store.list().unwrap_or_default().iter().filter_map(|name| store.secret(name)).collect();
+        Forge::new(config, registry, self.sandbox.as_ref().ok().cloned()).redact_secrets(Arc::new(values))
     }
 
     /// Load the skill at `path` (a `.wasm` file or a skill folder, with a component or a

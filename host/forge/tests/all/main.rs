@@ -55,7 +55,7 @@ impl Env {
         let mut forge_config = ForgeConfig::new(data.path().join("forge"));
         forge_config.sdk_workspace = Some(checkout());
         forge_config.max_attempts = max_attempts;
-        let forge = Forge::new(forge_config, registry.clone(), runtime, Some(sandbox));
+        let forge = Forge::new(forge_config, registry.clone(), Some(sandbox));
         Self { data, registry, forge }
     }
 

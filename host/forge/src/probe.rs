@@ -1,0 +1,220 @@
+//! What a submission's code runs with before a human approved it: the probe grant, the
+//! runtimes that hold no secret and reach no network, which `[[tests]]` must wait for
+//! approval, and the scrubbing of secret values from everything reported back.
+//!
+//! Everything the forge runs (a Python skill's pytest and handshake, listing a skill's
+//! tools, its `[[tests]]` cases) runs under [`Grant::probe`]: one fresh, empty scratch dir
+//! at `/data` instead of its data dirs, no network, no secrets, a short deadline. The
+//! runtimes are the forge's own ([`ProbeRuntimes`]): a WebAssembly runtime whose network
+//! configuration has no secret source, and a sandbox runtime with no secret source and no
+//! egress shim, so not even a mistake in a grant could hand a submission the host's secrets.
+//!
+//! A skill that asks for network or secrets cannot be tested meaningfully without them:
+//! its `[[tests]]` are not run by the forge but reported as `runs_after_approval`; once a
+//! human approved the skill, `skillhost test NAME` ([`Forge::test_approved`](crate::Forge::test_approved))
+//! runs them through the registry, with its real grant.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use skillhost_core::egress::EgressPolicy;
+use skillhost_core::{DataKey, Grant, GrantError, Policy, SkillManifest};
+use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
+use skillhost_wasm::{WasmConfig, WasmRuntime};
+
+use crate::error::{Failure, ForgeError};
+
+/// The grant `manifest`'s code runs with before approval, over the empty dir `scratch`.
+pub(crate) fn grant(manifest: &SkillManifest, scratch: &Path) -> Result<Grant, GrantError> {
+    Ok(Grant::new(manifest, &Policy::new(scratch), &DataKey::named(&manifest.name))?.probe(scratch))
+}
+
+/// The probe grant a WebAssembly component that imports `wasi:http` is loaded with, so that
+/// its tools can be listed: `wasi:http` linked, every request refused (each allowed origin
+/// is also denied, and deny wins), no secrets.
+pub(crate) fn refusing_network(mut grant: Grant, asked: &EgressPolicy) -> Grant {
+    let rules: Vec<_> = asked.allow.iter().chain(&asked.private).cloned().collect();
+    grant.network = EgressPolicy { allow: rules.clone(), deny: rules, private: Vec::new() };
+    grant.secrets.clear();
+    grant
+}
+
+/// Why `manifest`'s `[[tests]]` run only after approval: what it asks for that no
+/// unapproved code gets. `None` when the forge can run them.
+pub(crate) fn needs_approval(manifest: &SkillManifest) -> Option<String> {
+    let mut asks = Vec::new();
+    let network = &manifest.network;
+    if !network.is_empty() {
+        let origins: Vec<&str> = network.allow.iter().chain(&network.private).map(|r| r.text.as_str()).collect();
+        asks.push(format!("network ({})", origins.join(", ")));
+    }
+    let mut secrets: Vec<&str> = manifest.secrets.iter().map(|s| s.name.as_str()).collect();
+    if let Some(server) = &manifest.server {
+        secrets.extend(server.secrets.iter().map(|s| s.name.as_str()));
+    }
+    if !secrets.is_empty() {
+        asks.push(format!("secrets ({})", secrets.join(", ")));
+    }
+    (!asks.is_empty()).then(|| asks.join(" and "))
+}
+
+/// The runtimes the forge runs unapproved code on, made on first use.
+pub(crate) struct ProbeRuntimes {
+    dir: std::path::PathBuf,
+    venv: Option<std::path::PathBuf>,
+    has_sandbox: bool,
+    wasm: OnceLock<Result<WasmRuntime, String>>,
+    sandbox: OnceLock<Result<BwrapRuntime, String>>,
+}
+
+impl ProbeRuntimes {
+    /// Runtimes working under `dir` (`<forge>/probe`); Python skills use `venv`.
+    pub fn new(dir: &Path, sandbox: Option<&BwrapRuntime>) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            venv: sandbox.and_then(BwrapRuntime::venv).map(|v| v.dir.clone()),
+            has_sandbox: sandbox.is_some(),
+            wasm: OnceLock::new(),
+            sandbox: OnceLock::new(),
+        }
+    }
+
+    /// The WebAssembly runtime: its own compiled cache, the default network configuration
+    /// (no secret source, no audit).
+    pub fn wasm(&self) -> Result<&WasmRuntime, ForgeError> {
+        self.wasm
+            .get_or_init(|| {
+                let config = WasmConfig { cache_dir: Some(self.dir.join("compiled")), max_instances: 8, ..WasmConfig::default() };
+                WasmRuntime::new(config).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| ForgeError::Setup(e.clone()))
+    }
+
+    /// The sandbox runtime: the host's venv, no secret source, no egress shim.
+    pub fn sandbox(&self) -> Result<&BwrapRuntime, ForgeError> {
+        if !self.has_sandbox {
+            return Err(ForgeError::Setup("this host has no sandbox runtime (bubblewrap) for Python skills".into()));
+        }
+        self.sandbox
+            .get_or_init(|| {
+                let mut config = BwrapConfig::new(self.dir.join("sandbox"));
+                config.venv = self.venv.clone();
+                BwrapRuntime::new(config).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| ForgeError::Setup(e.clone()))
+    }
+}
+
+/// The values of the host's secrets, read when a report is made.
+pub type SecretValues = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+
+/// Replaces secret values in text the forge reports.
+pub(crate) struct Redactor {
+    values: Vec<String>,
+}
+
+/// What a secret's value is replaced with.
+pub const REDACTED: &str = "[redacted secret]";
+
+/// Values shorter than this are not replaced (they would turn ordinary words into noise).
+const MIN_SECRET_LEN: usize = 4;
+
+impl Redactor {
+    pub fn new(source: Option<&SecretValues>) -> Self {
+        let mut values: Vec<String> = source.map(|s| s()).unwrap_or_default().into_iter().map(|v| v.trim().to_owned()).filter(|v| v.len() >= MIN_SECRET_LEN).collect();
+        // Longest first, so that a secret containing another is replaced whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.dedup();
+        Self { values }
+    }
+
+    pub fn text(&self, text: &mut String) {
+        for value in &self.values {
+            if text.contains(value.as_str()) {
+                *text = text.replace(value.as_str(), REDACTED);
+            }
+        }
+    }
+
+    pub fn json(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(s) => self.text(s),
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.json(v)),
+            serde_json::Value::Object(map) => {
+                let keys: Vec<String> = map.keys().cloned().collect();
+                for key in keys {
+                    let mut entry = map.remove(&key).unwrap_or_default();
+                    self.json(&mut entry);
+                    let mut key = key;
+                    self.text(&mut key);
+                    map.insert(key, entry);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn failure(&self, failure: &mut Failure) {
+        if self.values.is_empty() {
+            return;
+        }
+        match failure {
+            Failure::Stage { refused } => {
+                for r in refused {
+                    self.text(&mut r.file);
+                    self.text(&mut r.rule);
+                }
+            }
+            Failure::Manifest { error } | Failure::Load { error } => self.text(error),
+            Failure::Build(build) => {
+                for d in &mut build.diagnostics {
+                    self.diagnostic(d);
+                }
+                self.text(&mut build.output_tail);
+                if let Some(reason) = &mut build.reason {
+                    self.text(reason);
+                }
+            }
+            Failure::Tests { failures } => {
+                for f in failures {
+                    self.text(&mut f.tool);
+                    self.json(&mut f.input);
+                    self.json(&mut f.expected);
+                    self.json(&mut f.actual);
+                }
+            }
+            Failure::Python { tests, error } => {
+                self.text(error);
+                if let Some(run) = tests {
+                    self.text(&mut run.output);
+                }
+            }
+        }
+    }
+
+    pub fn diagnostic(&self, d: &mut crate::Diagnostic) {
+        self.text(&mut d.message);
+        if let Some(rendered) = &mut d.rendered {
+            self.text(rendered);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_values_are_replaced_everywhere() {
+        let source: SecretValues = Arc::new(|| vec!["s3cr3t-value".into(), "abc".into(), "s3cr3t".into()]);
+        let redactor = Redactor::new(Some(&source));
+        let mut text = "got s3cr3t-value and s3cr3t and abc".to_owned();
+        redactor.text(&mut text);
+        assert_eq!(text, format!("got {REDACTED} and {REDACTED} and abc"));
+        let mut value = serde_json::json!({"error": "key=s3cr3t-value", "list": ["s3cr3t"], "s3cr3t": 1});
+        redactor.json(&mut value);
+        assert!(!value.to_string().contains("s3cr3t"), "{value}");
+    }
+}
