@@ -176,7 +176,7 @@ async fn forge_tests_get_no_secret_and_no_network_before_approval() {
     // A human approves it: `skillhost test leaky` runs its case with the real grant (the
     // request goes out, as approved), and the failure it reports has the value scrubbed.
     let request = env.registry.approval_request("leaky").unwrap();
-    env.registry.approve("leaky", &request.content_hash, &request.capability_digest).await.unwrap();
+    env.registry.approve("leaky", &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
     let approved = tokio::time::timeout(FORGE_GUARD, env.forge.test_approved("leaky")).await.expect("the tests hung").unwrap();
     let received: Vec<String> = listener.received().iter().map(|r| r.target.clone()).collect();
     assert_eq!(received, [format!("/ok?key={SECRET}")], "the approved skill's test ran with its real grant");

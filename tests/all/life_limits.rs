@@ -136,7 +136,7 @@ async fn a_root_host_runs_the_sandbox_as_an_unprivileged_uid() {
     assert!(available, "no uid drop for a root host: {detail} ({fix:?})");
 
     // Root's files handed to it through a bind stay root's.
-    let data = env.host.policy().data_dir(&skill.manifest.name);
+    let data = env.host.policy().data_dir(&skillhost::Host::dev_data_key(&skill.manifest.name));
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(data.join("root-owned"), "root's").unwrap();
     std::fs::set_permissions(data.join("root-owned"), std::fs::Permissions::from_mode(0o644)).unwrap();

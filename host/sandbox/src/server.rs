@@ -18,7 +18,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use skillhost_core::{Progress, ProgressSink, SkillName};
 
-use crate::isolation::{self, Confinement};
+use crate::isolation::Confinement;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Bytes of stderr kept for error messages.
