@@ -556,11 +556,15 @@ impl Forge {
             std::fs::remove_dir_all(&cache).map_err(io("cannot clear the target dir"))?;
         }
         // Every attempt builds its source in a fresh directory, and the host's own files
-        // for it (/etc) go to a fresh private one no build can write.
+        // for it (/etc) go to a fresh private one no build can write. Both are searchable
+        // (0711), not listable, by others: a root host's build runs as an unprivileged uid.
         let fresh_dir = |under: &str| -> Result<tempfile::TempDir, Outcome> {
+            use std::os::unix::fs::PermissionsExt;
             let root = self.config.dir.join(under);
             std::fs::create_dir_all(&root).map_err(io("cannot create the build dir"))?;
-            tempfile::Builder::new().prefix(&format!("{name}-")).tempdir_in(&root).map_err(io("cannot create the build dir"))
+            let dir = tempfile::Builder::new().prefix(&format!("{name}-")).tempdir_in(&root).map_err(io("cannot create the build dir"))?;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).map_err(io("cannot create the build dir"))?;
+            Ok(dir)
         };
         let attempt = fresh_dir("builds")?;
         let private = fresh_dir("private")?;

@@ -39,6 +39,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use skillhost_core::FileMode;
 use skillhost_sandbox::ResourceLimits;
+use skillhost_sandbox::isolation::{CgroupLimits, Isolation, Probe};
 use skillhost_sandbox::profile::{Bind, Profile};
 use skillhost_wasm::package;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
@@ -99,6 +100,22 @@ pub(crate) struct Toolchain {
     pub vendor: PathBuf,
     pub bwrap: PathBuf,
     pub prlimit: PathBuf,
+    /// The layers under bwrap every build gets (a cgroup, the seccomp filter, and on a
+    /// root host the drop to an unprivileged uid when it can reach the toolchain), as
+    /// the sandbox runtime detects them.
+    pub isolation: Arc<Isolation>,
+}
+
+/// What one build sandbox may use at most (its cgroup): resident memory of every
+/// process of the build together, processes and threads, CPU cores.
+const BUILD_CGROUP: CgroupLimits = CgroupLimits { memory: 4 << 30, pids: 512, cpus: 2.0 };
+
+/// The isolation a build under `forge_dir` gets: the sandbox's uid must reach the
+/// toolchain, the SDK, the vendored crates and the build dirs, or the uid drop is off.
+fn isolation(forge_dir: &Path, bwrap: &Path, sysroot: &Path, cache: &Path) -> Arc<Isolation> {
+    let reach = vec![sysroot.to_owned(), cache.to_owned(), forge_dir.join("builds"), forge_dir.join("targets")];
+    let id = skillhost_sandbox::isolation::DEFAULT_SANDBOX_ID;
+    Arc::new(Isolation::detect(&Probe { bwrap: bwrap.to_owned(), sandbox_id: (id, id), reach }))
 }
 
 /// Find the Rust sysroot (with the wasm32-wasip2 standard library) and bwrap/prlimit.
@@ -137,7 +154,8 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
     let dir = forge_dir.join(format!("toolchain-{key}"));
     let (sdk, vendor) = (dir.join("sdk"), dir.join("vendor"));
     if dir.join("ready").is_file() {
-        return Ok(Toolchain { sysroot, sdk, vendor, bwrap, prlimit });
+        let isolation = isolation(forge_dir, &bwrap, &sysroot, &dir);
+        return Ok(Toolchain { sysroot, sdk, vendor, bwrap, prlimit, isolation });
     }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&sdk).map_err(setup("cannot create the toolchain cache"))?;
@@ -162,7 +180,8 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
         if out.status.success() {
             std::fs::write(dir.join("ready"), "").map_err(setup("cannot write the toolchain cache"))?;
             tracing::info!(dir = %dir.display(), "forge toolchain cache ready");
-            return Ok(Toolchain { sysroot, sdk, vendor, bwrap, prlimit });
+            let isolation = isolation(forge_dir, &bwrap, &sysroot, &dir);
+            return Ok(Toolchain { sysroot, sdk, vendor, bwrap, prlimit, isolation });
         }
         last = String::from_utf8_lossy(&out.stderr).into_owned();
     }
@@ -261,16 +280,27 @@ pub(crate) async fn build(
     // The two writable dirs are opened from their parents (the host's, never mounted)
     // without following a link, `target` made if missing: what a build did below them
     // before is never followed by the host.
+    let confinement = toolchain
+        .isolation
+        .confine("forge-build", &BUILD_CGROUP)
+        .map_err(|e| ForgeError::Setup(format!("cannot confine the build sandbox: {e}")))?;
+    let user = confinement.user.clone();
     let writable = |dir: &Path, guest: String| -> Result<Bind, ForgeError> {
         let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
             return Err(io("cannot open a directory of the build sandbox")(std::io::Error::other(format!("{} has no parent", dir.display()))));
         };
-        let fd = skillhost_core::open_beneath(parent, Path::new(name), false).map_err(|e| {
+        let fd = skillhost_core::open_beneath(parent, Path::new(name), user.is_some()).map_err(|e| {
             io("cannot open a writable directory of the build sandbox")(match e {
                 skillhost_core::Beneath::Link(at) => std::io::Error::other(format!("{} is a link or not a directory; remove it", parent.join(at).display())),
                 skillhost_core::Beneath::Io(e) => e,
             })
         })?;
+        // A root host builds as the sandbox's unprivileged uid: it owns the two writable
+        // dirs (given through the descriptor, never a path a build could have replaced).
+        if let Some(user) = &user {
+            rustix::fs::fchown(&fd, Some(rustix::fs::Uid::from_raw(user.uid)), Some(rustix::fs::Gid::from_raw(user.gid)))
+                .map_err(|e| io("cannot give a build dir to the sandbox's uid")(e.into()))?;
+        }
         Ok(Bind { fd: Arc::new(fd), guest, mode: FileMode::ReadWrite })
     };
     let sysroot = toolchain.sysroot.display().to_string();
@@ -327,14 +357,11 @@ pub(crate) async fn build(
     .map(Into::into)
     .collect();
     let cargo = toolchain.sysroot.join("bin/cargo");
-    let argv = profile.argv(cargo.as_os_str(), &args);
-    let mut child = profile
-        .command(&argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(io("cannot start the build sandbox"))?;
+    let argv = profile.argv_with(&confinement, cargo.as_os_str(), &args);
+    let mut command = profile.command(&argv);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    skillhost_sandbox::isolation::attach(command.as_std_mut(), &confinement);
+    let mut child = command.spawn().map_err(io("cannot start the build sandbox"))?;
     let stdout = child.stdout.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");
     let read_messages = async {
