@@ -17,11 +17,14 @@ cargo test "$@"
 # that need cgroups (root or a delegated tree) say SKIPPED and assert instead that the
 # runtime reports the layer unavailable with what to do.
 if [ "$#" = 0 ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
-    tests_bin="$(cargo test -q -p skillhost-tests --test all --no-run --message-format=json 2>/dev/null \
-        | python3 -c 'import json,sys
+    # The workspace's feature set, as above (a `-p` build would compile every dependency
+    # again with other features); the binary is the one built from tests/all/main.rs.
+    tests_bin="$(cargo test -q --workspace --test all --no-run --message-format=json 2>/dev/null \
+        | python3 -c 'import json,sys,os
+root = os.getcwd()
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("executable") and m.get("target", {}).get("name") == "all": print(m["executable"])' | tail -n 1)"
+    if m.get("executable") and m.get("target", {}).get("src_path") == os.path.join(root, "tests/all/main.rs"): print(m["executable"])' | tail -n 1)"
     scratch="$(mktemp -d)"
     chown 65534:65534 "$scratch"
     echo "test: life_limits again as uid 65534 (an unprivileged host)" >&2

@@ -34,7 +34,8 @@ async fn approval_request_shows_requests_and_binds_to_what_was_seen() {
     let registry = env.open().await;
     let request = registry.approval_request("limits").unwrap();
     assert_eq!((request.tier, request.state, request.version.as_str()), (RiskTier::Explicit, TrustState::PendingReview, "0.1.0"));
-    assert!(request.requests.contains(&"files `.` in its data dir: read-write".to_owned()), "{:?}", request.requests);
+    let data_dir = env.data.path().join("skill-data").join(registry.entry("limits").unwrap().identity.as_str());
+    assert!(request.requests.contains(&format!("files `.` in its data dir ({}): read-write", data_dir.display())), "{:?}", request.requests);
     assert!(request.requests.contains(&"limit timeout: 2s".to_owned()), "{:?}", request.requests);
     assert!(request.diff.iter().all(|l| l.starts_with("+ ")) && request.diff.len() == request.requests.len(), "{:?}", request.diff);
     assert_eq!(request.last_approved_by, None);
@@ -199,9 +200,12 @@ async fn a_schema_1_store_keeps_its_approvals() {
     drop(db);
     let registry = env.open().await;
     assert_eq!(state(&registry, "limits"), TrustState::Approved);
+    // A workspace skill's record is under its identity, not its bare name.
+    let identity = registry.entry("limits").unwrap().identity.as_str().to_owned();
+    assert!(identity.starts_with(".workspace-") && identity.ends_with("/limits"), "{identity}");
     drop(registry);
     let db = rusqlite::Connection::open(env.data.path().join("trust.db")).unwrap();
-    let kept: i64 = db.query_row("SELECT count(*) FROM approvals WHERE name = 'limits'", [], |r| r.get(0)).unwrap();
+    let kept: i64 = db.query_row("SELECT count(*) FROM approvals WHERE name = ?1", [&identity], |r| r.get(0)).unwrap();
     assert_eq!(kept, 1);
     let version: i64 = db.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, 3, "migrated through 2 to 3");
