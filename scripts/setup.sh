@@ -31,11 +31,13 @@ if [ "$(id -u)" = 0 ] && [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import 
     setup_python=/usr/bin/python3
 fi
 # A venv copied or moved from another checkout names that path in its scripts: made again.
+# So is one that lacks a third-party server the tests run (mcp-server-time, mcp-server-fetch).
 if [ ! -s "$setup_stamp" ] || [ "$setup_root/host/sandbox/python-requirements.txt" -nt "$setup_stamp" ] \
-    || ! grep -qF "$setup_venv" "$setup_venv/bin/activate" 2>/dev/null; then
+    || ! grep -qF "$setup_venv" "$setup_venv/bin/activate" 2>/dev/null \
+    || [ ! -x "$setup_venv/bin/mcp-server-time" ] || [ ! -x "$setup_venv/bin/mcp-server-fetch" ]; then
     echo "setup: preparing the Python venv for Python skills ($setup_venv)" >&2
     (cd "$setup_root" && cargo build -q -p skillhost-cli >&2 \
-        && target/debug/skillhost setup python --venv target/python --python "$setup_python" --with mcp-server-time >&2)
+        && target/debug/skillhost setup python --venv target/python --python "$setup_python" --with mcp-server-time --with mcp-server-fetch >&2)
 fi
 
 # The guest toolchains `skillhost build` drives for Python and JavaScript skills
@@ -47,6 +49,21 @@ if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get 
     echo "setup: installing Node.js and npm (for componentize-js)" >&2
     apt-get install -y nodejs npm >&2 || { apt-get update >&2 && apt-get install -y nodejs npm >&2; } || true
 fi
+# mcp-server-fetch simplifies pages with readabilipy, which runs Mozilla's Readability.js
+# under node when its npm packages sit in its javascript/ folder (and otherwise falls back
+# to a pure-Python extractor that keeps navigation and footers). The sandbox has no network
+# and a read-only venv, so they are installed here, once.
+for setup_readability in "$setup_venv"/lib/python3*/site-packages/readabilipy/javascript; do
+    [ -f "$setup_readability/package.json" ] || continue
+    [ -d "$setup_readability/node_modules" ] && continue
+    if command -v npm >/dev/null 2>&1; then
+        echo "setup: installing Readability.js for mcp-server-fetch (npm install in $setup_readability)" >&2
+        (cd "$setup_readability" && npm install --omit=dev --no-audit --no-fund >&2) \
+            || echo "setup: WARNING: npm install failed in $setup_readability: mcp-server-fetch falls back to pure Python and its test fails" >&2
+    else
+        echo "setup: WARNING: no npm: Readability.js for mcp-server-fetch is not installed; its test fails until npm is installed and setup runs again" >&2
+    fi
+done
 if ! (cd "$setup_root" && cargo build -q -p skillhost-cli >&2 && target/debug/skillhost setup toolchains >&2); then
     echo "setup: WARNING: could not install the Python/JavaScript guest toolchains (see above)" >&2
 fi

@@ -5,6 +5,7 @@ mod bundled;
 mod cache;
 mod contract;
 mod escape;
+mod fetch_server;
 mod generic;
 mod hostile_files;
 mod life_approval;
