@@ -30,6 +30,13 @@ setup_python=python3
 if [ "$(id -u)" = 0 ] && [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
     setup_python=/usr/bin/python3
 fi
+# A venv made from another base Python than that one (before root hosts dropped the
+# sandbox's uid) is made again from it.
+if [ "$setup_python" = /usr/bin/python3 ] && [ -f "$setup_venv/pyvenv.cfg" ] \
+    && ! grep -qx 'home = /usr/bin' "$setup_venv/pyvenv.cfg"; then
+    echo "setup: the test venv's base Python is out of the sandbox uid's reach; making it again from /usr/bin/python3" >&2
+    rm -rf "$setup_venv"
+fi
 # A venv copied or moved from another checkout names that path in its scripts: made again.
 # So is one that lacks a third-party server the tests run (mcp-server-time, mcp-server-fetch).
 if [ ! -s "$setup_stamp" ] || [ "$setup_root/host/sandbox/python-requirements.txt" -nt "$setup_stamp" ] \
