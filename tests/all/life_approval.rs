@@ -30,13 +30,7 @@ struct Env {
 impl Env {
     fn new() -> Self {
         let data = tempfile::tempdir().unwrap();
-        let host = Host::builder()
-            .data_dir(data.path())
-            .cache_dir(crate::shared_cache().join("compiled"))
-            .sandbox_config(python::sandbox_config(data.path()))
-            .build()
-            .unwrap();
-        assert!(host.sandbox().is_ok(), "no sandbox runtime: {:?}; run scripts/setup.sh", host.sandbox().err());
+        let host = crate::sandbox_host(data.path());
         let outside = tempfile::tempdir().unwrap();
         let secret = outside.path().join("secret.txt");
         std::fs::write(&secret, SECRET).unwrap();

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fixtures::{TestServer, python};
+use fixtures::TestServer;
 use skillhost::forge::{Progress, TestStatus};
 use skillhost::{Forge, ForgeConfig, ForgeError, Forged, Host, Language, Registry, RegistryConfig, Submission};
 use tempfile::TempDir;
@@ -46,17 +46,7 @@ impl ForgeHost {
 
     async fn with(configure: impl FnOnce(&mut ForgeConfig)) -> Self {
         let data = tempfile::tempdir().unwrap();
-        let host = Host::builder()
-            .data_dir(data.path())
-            .cache_dir(crate::shared_cache().join("compiled"))
-            .sandbox_config({
-                let mut config = python::sandbox_config(data.path());
-                config.shim = Some(vec![env!("CARGO_BIN_EXE_skillhost-shim").into()]);
-                config
-            })
-            .build()
-            .unwrap();
-        assert!(host.sandbox().is_ok(), "no sandbox runtime: {:?}; run scripts/setup.sh", host.sandbox().err());
+        let host = crate::sandbox_host(data.path());
         let mut config = RegistryConfig::new(data.path());
         config.watch = false;
         let registry = host.open_registry(config).await.unwrap();

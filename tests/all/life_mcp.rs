@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use fixtures::{LIMITS, python};
+use fixtures::LIMITS;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, GetPromptRequestParams, Implementation, ProtocolVersion, ReadResourceRequestParams,
@@ -86,17 +86,7 @@ impl Life {
     fn new() -> Self {
         let data = tempfile::tempdir().unwrap();
         let skills = tempfile::tempdir().unwrap();
-        let host = Host::builder()
-            .data_dir(data.path())
-            .cache_dir(crate::shared_cache().join("compiled"))
-            .sandbox_config({
-                let mut config = python::sandbox_config(data.path());
-                config.shim = Some(vec![env!("CARGO_BIN_EXE_skillhost-shim").into()]);
-                config
-            })
-            .build()
-            .unwrap();
-        assert!(host.sandbox().is_ok(), "no sandbox runtime: {:?}; run scripts/setup.sh", host.sandbox().err());
+        let host = crate::sandbox_host(data.path());
         Self { host, data, skills }
     }
 

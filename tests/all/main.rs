@@ -37,6 +37,23 @@ fn test_host() -> TestHost {
     TestHost::new(&shared_cache().join("compiled"))
 }
 
+/// A host over `data` with the sandbox runtime (the test venv, the egress shim) and the
+/// shared compiled cache; fails the test if bubblewrap or the venv is missing.
+fn sandbox_host(data: &Path) -> skillhost::Host {
+    let host = skillhost::Host::builder()
+        .data_dir(data)
+        .cache_dir(shared_cache().join("compiled"))
+        .sandbox_config({
+            let mut config = fixtures::python::sandbox_config(data);
+            config.shim = Some(vec![env!("CARGO_BIN_EXE_skillhost-shim").into()]);
+            config
+        })
+        .build()
+        .unwrap();
+    assert!(host.sandbox().is_ok(), "no sandbox runtime: {:?}; run scripts/setup.sh", host.sandbox().err());
+    host
+}
+
 /// A guard against a hung host: a call that has not returned after this is a failure.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 

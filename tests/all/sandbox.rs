@@ -23,17 +23,7 @@ impl SandboxHost {
     fn new() -> Self {
         let data = tempfile::tempdir().unwrap();
         let skills = tempfile::tempdir().unwrap();
-        let host = Host::builder()
-            .data_dir(data.path())
-            .cache_dir(crate::shared_cache().join("compiled"))
-            .sandbox_config({
-                let mut config = python::sandbox_config(data.path());
-                config.shim = Some(vec![env!("CARGO_BIN_EXE_skillhost-shim").into()]);
-                config
-            })
-            .build()
-            .unwrap();
-        assert!(host.sandbox().is_ok(), "no sandbox runtime: {:?}; run scripts/setup.sh", host.sandbox().err());
+        let host = crate::sandbox_host(data.path());
         Self { host, data, skills }
     }
 
