@@ -100,7 +100,7 @@ async fn approve(registry: &Registry, name: &str) {
     registry.approve(name, &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
 }
 
-/// Whether `dir` holds any link, or any file holding `text`, at any depth.
+/// The links, and the files holding `text`, anywhere under `dir`.
 fn holds(dir: &Path, text: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
