@@ -81,10 +81,12 @@ fn memory_cgroup(name: &str) -> Option<PathBuf> {
                 if path.join("memory.max_usage_in_bytes").is_file() || path.join("memory.peak").is_file() {
                     return Some(path);
                 }
-            } else if depth > 0 {
-                if let Some(found) = walk(&path, prefix, depth - 1) {
-                    return Some(found);
-                }
+                continue;
+            }
+            if depth > 0
+                && let Some(found) = walk(&path, prefix, depth - 1)
+            {
+                return Some(found);
             }
         }
         None

@@ -57,7 +57,9 @@ fn proxy_process() {
     let _entered = runtime.enter();
     let egress = SkillEgress::new(SkillName::new(SKILL).unwrap(), policy(&[port]), Arc::new(NetConfig::default()));
     let _proxy = EgressProxy::bind(&socket, egress, ProxyConfig::default()).expect("proxy binds");
-    println!("life-proxy ready");
+    // The parent waits for this line on the child's stdout.
+    std::io::Write::write_all(&mut std::io::stdout(), b"life-proxy ready\n").unwrap();
+    std::io::Write::flush(&mut std::io::stdout()).unwrap();
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
     std::process::exit(0);
 }

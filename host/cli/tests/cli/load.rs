@@ -152,10 +152,11 @@ fn find(dir: &Path, name: &str) -> Option<PathBuf> {
         if path.file_name().is_some_and(|n| n == name) && path.is_file() {
             return Some(path);
         }
-        if path.is_dir() && !path.is_symlink() {
-            if let Some(found) = find(&path, name) {
-                return Some(found);
-            }
+        if path.is_dir()
+            && !path.is_symlink()
+            && let Some(found) = find(&path, name)
+        {
+            return Some(found);
         }
     }
     None
