@@ -56,6 +56,15 @@ fn call(c: &mut Criterion) {
         b.iter(|| rt.block_on(loaded.skill.call("echo", input.clone(), CallContext::default())).unwrap())
     });
 
+    // The same call with a granted data dir: every call opens it again, component by
+    // component without following links, and preopens the open directory.
+    let granted = TestHost::with_config(WasmConfig::default());
+    let with_dir = LIMITS.folder_with(granted.skills.path(), "[[capabilities.files]]\npath = \"cache\"\nmode = \"ro\"\n");
+    let with_dir = rt.block_on(granted.host.load_path(&with_dir)).unwrap();
+    group.bench_function("warm_with_granted_dir", |b| {
+        b.iter(|| rt.block_on(with_dir.skill.call("echo", input.clone(), CallContext::default())).unwrap())
+    });
+
     group.sample_size(20).measurement_time(Duration::from_secs(10));
     let dir = LIMITS.folder(t.skills.path());
     group.bench_function("compile_per_call", |b| {

@@ -115,7 +115,12 @@ const BUILD_CGROUP: CgroupLimits = CgroupLimits { memory: 4 << 30, pids: 512, cp
 fn isolation(forge_dir: &Path, bwrap: &Path, sysroot: &Path, cache: &Path) -> Arc<Isolation> {
     let reach = vec![sysroot.to_owned(), cache.to_owned(), forge_dir.join("builds"), forge_dir.join("targets")];
     let id = skillhost_sandbox::isolation::DEFAULT_SANDBOX_ID;
-    Arc::new(Isolation::detect(&Probe { bwrap: bwrap.to_owned(), sandbox_id: (id, id), reach }))
+    let isolation = Isolation::detect(&Probe { bwrap: bwrap.to_owned(), sandbox_id: (id, id), reach });
+    // Said once per process, like the sandbox runtime's own warnings at start (a root
+    // host whose Rust toolchain lives under /root builds without the uid drop).
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| isolation.warn_unavailable());
+    Arc::new(isolation)
 }
 
 /// Find the Rust sysroot (with the wasm32-wasip2 standard library) and bwrap/prlimit.
