@@ -317,8 +317,15 @@ pub fn open_beneath(root: &Path, below: &Path, shared: bool) -> Result<OwnedFd, 
     use rustix::fs::{CWD, Mode, OFlags};
     use rustix::io::Errno;
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    std::fs::create_dir_all(root).map_err(Beneath::Io)?;
-    let mut dir = rustix::fs::openat(CWD, root, flags, Mode::empty()).map_err(|e| Beneath::Io(e.into()))?;
+    let open_root = || rustix::fs::openat(CWD, root, flags, Mode::empty());
+    let mut dir = match open_root() {
+        Err(Errno::NOENT) => {
+            std::fs::create_dir_all(root).map_err(Beneath::Io)?;
+            open_root()
+        }
+        opened => opened,
+    }
+    .map_err(|e| Beneath::Io(e.into()))?;
     let mut at = PathBuf::new();
     for component in below.components() {
         let std::path::Component::Normal(name) = component else {
