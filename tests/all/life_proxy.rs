@@ -334,10 +334,18 @@ async fn a_trickled_head_is_cut_with_408() {
     let proxy = LocalProxy::start(&[sink.port], |_, config| {
         config.header_timeout = Duration::from_millis(500);
     });
-    let stream = UnixStream::connect(proxy.path()).await.unwrap();
-    let (mut read, mut write) = stream.into_split();
     let start = format!("GET http://127.0.0.1:{}/ HTTP/1.1\r\nX-Slow: ", sink.port);
-    let trickle = tokio::spawn(async move {
+    let (closed, answer) = trickle(proxy.path(), start).await;
+    assert!(closed, "a head trickled a byte per 50 ms was still being read after 5 s: {answer:?}");
+    assert!(answer.starts_with("HTTP/1.1 408"), "the slow sender is told why: {answer:?}");
+}
+
+/// Send `start`, then one byte every 50 ms (up to 20 s), to the proxy at `socket`; return
+/// whether the proxy closed the connection within 5 s, and what it answered.
+async fn trickle(socket: &Path, start: String) -> (bool, String) {
+    let stream = UnixStream::connect(socket).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let sender = tokio::spawn(async move {
         write.write_all(start.as_bytes()).await?;
         for _ in 0..400 {
             write.write_all(b"a").await?;
@@ -347,10 +355,8 @@ async fn a_trickled_head_is_cut_with_408() {
     });
     let mut answer = Vec::new();
     let closed = tokio::time::timeout(Duration::from_secs(5), read.read_to_end(&mut answer)).await;
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    assert!(closed.is_ok(), "a head trickled a byte per 50 ms was still being read after 5 s: {answer:?}");
-    assert!(answer.starts_with("HTTP/1.1 408"), "the slow sender is told why: {answer:?}");
-    trickle.abort();
+    sender.abort();
+    (closed.is_ok(), String::from_utf8_lossy(&answer).into_owned())
 }
 
 #[tokio::test]
@@ -360,25 +366,11 @@ async fn a_trickled_body_is_cut_with_408_naming_the_skill() {
         config.header_timeout = Duration::from_millis(500);
         config.body_timeout = Duration::from_millis(500);
     });
-    let stream = UnixStream::connect(proxy.path()).await.unwrap();
-    let (mut read, mut write) = stream.into_split();
-    let head = post_head(sink.port, MIB);
-    let trickle = tokio::spawn(async move {
-        write.write_all(head.as_bytes()).await?;
-        for _ in 0..400 {
-            write.write_all(b"a").await?;
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Ok::<_, std::io::Error>(())
-    });
-    let mut answer = Vec::new();
-    let closed = tokio::time::timeout(Duration::from_secs(5), read.read_to_end(&mut answer)).await;
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    assert!(closed.is_ok(), "a body trickled a byte per 50 ms was still being read after 5 s: {answer:?}");
+    let (closed, answer) = trickle(proxy.path(), post_head(sink.port, MIB)).await;
+    assert!(closed, "a body trickled a byte per 50 ms was still being read after 5 s: {answer:?}");
     assert!(answer.starts_with("HTTP/1.1 408"), "the slow sender is told why: {answer:?}");
     assert!(answer.contains(&format!("skill `{SKILL}`")), "{answer}");
     assert_eq!(sink.received.load(Ordering::SeqCst), 0, "nothing of the cut body went upstream");
-    trickle.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
