@@ -475,19 +475,6 @@ async fn approvals_through_elicitation_are_recorded_as_such() {
     assert_eq!(request.last_approved_via, Some(skillhost::ApprovalChannel::McpElicitation));
 }
 
-/// One raw HTTP/1.1 request to `addr`; the status line of the answer.
-async fn status_of(addr: std::net::SocketAddr, request: String) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut answer = Vec::new();
-        let _ = stream.read_to_end(&mut answer).await;
-        String::from_utf8_lossy(&answer).lines().next().unwrap_or_default().to_owned()
-    };
-    tokio::time::timeout(HANG_GUARD, exchange).await.expect("the HTTP front hung")
-}
-
 /// Attack: a local process (any user's, any program's) POSTs to the MCP front on
 /// 127.0.0.1 without a token, to reach `skill_create` and the approval questions.
 /// Expected: the front does not serve loopback without a token: started without one it
@@ -513,7 +500,7 @@ async fn the_http_front_needs_its_token_on_loopback_too() {
         let server = tokio::spawn(serve_http(SkillhostMcp::new(registry.clone(), McpConfig::default()), config, shutdown.child_token(), Some(ready)));
         match tokio::time::timeout(HANG_GUARD, bound).await.expect("the front neither started nor failed") {
             Ok(addr) => {
-                let status = status_of(addr, request(addr, "")).await;
+                let status = crate::status_of(addr, request(addr, "")).await;
                 panic!("the front served 127.0.0.1 with token {token:?}; a request without a token got {status:?}");
             }
             Err(_) => {
@@ -526,8 +513,8 @@ async fn the_http_front_needs_its_token_on_loopback_too() {
     let (ready, bound) = tokio::sync::oneshot::channel();
     let server = tokio::spawn(serve_http(SkillhostMcp::new(registry, McpConfig::default()), config, shutdown.clone(), Some(ready)));
     let addr = tokio::time::timeout(HANG_GUARD, bound).await.unwrap().unwrap();
-    assert!(status_of(addr, request(addr, "")).await.contains("401"), "no token on loopback");
-    assert!(status_of(addr, request(addr, "Authorization: Bearer sesame-51f2\r\n")).await.contains("200"), "the token");
+    assert!(crate::status_of(addr, request(addr, "")).await.contains("401"), "no token on loopback");
+    assert!(crate::status_of(addr, request(addr, "Authorization: Bearer sesame-51f2\r\n")).await.contains("200"), "the token");
     shutdown.cancel();
     tokio::time::timeout(HANG_GUARD, server).await.unwrap().unwrap().unwrap();
 }

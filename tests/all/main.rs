@@ -54,6 +54,19 @@ fn sandbox_host(data: &Path) -> skillhost::Host {
     host
 }
 
+/// One raw HTTP/1.1 request to `addr`; the status line of the answer.
+async fn status_of(addr: std::net::SocketAddr, request: String) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer).await;
+        String::from_utf8_lossy(&answer).lines().next().unwrap_or_default().to_owned()
+    };
+    tokio::time::timeout(HANG_GUARD, exchange).await.expect("the HTTP front hung")
+}
+
 /// A guard against a hung host: a call that has not returned after this is a failure.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 

@@ -161,19 +161,6 @@ async fn symlinks_swapped_in_during_reads_are_never_followed() {
     assert!(served > 0 && refused > 0 && swaps > 0, "both outcomes were raced");
 }
 
-/// One raw HTTP/1.1 request to `addr`; the status line of the answer.
-async fn status_of(addr: std::net::SocketAddr, request: String) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut answer = Vec::new();
-        let _ = stream.read_to_end(&mut answer).await;
-        String::from_utf8_lossy(&answer).lines().next().unwrap_or_default().to_owned()
-    };
-    tokio::time::timeout(HANG_GUARD, exchange).await.expect("the HTTP front hung")
-}
-
 /// Attack: reach the MCP front over HTTP without its token (none, wrong, a prefix of the
 /// right one, the right one in the query string or under another scheme), from a web
 /// page (a foreign or `null` browser `Origin` POSTing to the loopback port), or by DNS
@@ -215,7 +202,7 @@ async fn the_http_front_refuses_requests_without_its_token_or_from_other_origins
         ("a rebound Host", "/mcp", "Host: evil.example:80\r\nAuthorization: Bearer sesame-7c1f\r\n".to_owned(), "403"),
         ("the right token", "/mcp", right.clone(), "200"),
     ] {
-        let status = status_of(addr, request(target, &headers)).await;
+        let status = crate::status_of(addr, request(target, &headers)).await;
         assert!(status.contains(expected), "{what}: expected {expected}, got {status:?}");
     }
     shutdown.cancel();
