@@ -85,6 +85,18 @@ fn processes_with(needle: &str) -> Vec<u32> {
         .collect()
 }
 
+/// Wait (up to 5 s) until `count` processes' command lines contain `needle` (a forked child
+/// shows its marker only once it has exec'd); those found.
+async fn wait_running(needle: &str, count: usize) -> Vec<u32> {
+    for _ in 0..50 {
+        if processes_with(needle).len() >= count {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    processes_with(needle)
+}
+
 /// Wait (up to 5 s) until no process's command line contains `needle`; those left.
 async fn wait_gone(needle: &str) -> Vec<u32> {
     for _ in 0..50 {
@@ -178,7 +190,7 @@ async fn a_server_tree_shares_one_memory_limit_and_dies_with_the_call() {
     let marker = format!("tree-stopped-{}", std::process::id());
     let out = ok(&skill, "fork_hold", json!({"children": 2, "mib": 8, "seconds": 600, "marker": marker, "wait": false})).await;
     assert_eq!(out["pids"].as_array().map(Vec::len), Some(2), "{out}");
-    assert_eq!(processes_with(&marker).len(), 2, "the children run");
+    assert_eq!(wait_running(&marker, 2).await.len(), 2, "the children run");
     // The host keeps its own copy of loaded skills: dropping both stops the server.
     drop(skill);
     drop(env);
