@@ -87,6 +87,22 @@ pub trait SkillRuntime: Send + Sync {
 
     /// Load `source` so that it holds exactly `grant`.
     async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError>;
+
+    /// What, besides a skill's own bytes and the host's version, decides the tools this
+    /// runtime lists for `source` (for a server skill, the venv it runs with). `None`:
+    /// listings of this code are not kept, and every load runs it to list its tools.
+    /// Default: `None`.
+    fn listing_stamp(&self, _source: &SkillSource) -> Option<String> {
+        None
+    }
+
+    /// Load `source` from the [`Skill::listing`] an earlier load of the same bytes (and
+    /// the same [`listing_stamp`](Self::listing_stamp)) recorded: none of its code runs and
+    /// nothing is compiled until a call needs it. The listing is checked as a fresh one
+    /// would be. Default: [`load`](Self::load), which ignores it.
+    async fn load_listed(&self, source: &SkillSource, grant: Grant, _listing: &Value) -> Result<Arc<dyn Skill>, LoadError> {
+        self.load(source, grant).await
+    }
 }
 
 /// A [`SkillRuntime`] that routes each skill to the runtime for its [`SkillCode`]: the
@@ -124,19 +140,37 @@ impl SkillRuntime for Runtimes {
     }
 
     async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError> {
-        let (runtime, missing) = match &source.code {
-            SkillCode::Wasm { .. } => (&self.wasm, "this host has no WebAssembly runtime".to_owned()),
-            SkillCode::Server { .. } => (
-                &self.server,
-                format!(
-                    "it is a stdio MCP server skill (`[server]` in skill.toml) and this host has no sandbox runtime ({}); install bubblewrap and run `skillhost setup python`",
-                    self.server_unavailable.as_deref().unwrap_or("none configured")
-                ),
+        if let Some(runtime) = self.route(&source.code) {
+            return runtime.load(source, grant).await;
+        }
+        let reason = match &source.code {
+            SkillCode::Wasm { .. } => "this host has no WebAssembly runtime".to_owned(),
+            SkillCode::Server { .. } => format!(
+                "it is a stdio MCP server skill (`[server]` in skill.toml) and this host has no sandbox runtime ({}); install bubblewrap and run `skillhost setup python`",
+                self.server_unavailable.as_deref().unwrap_or("none configured")
             ),
         };
-        match runtime {
-            Some(runtime) => runtime.load(source, grant).await,
-            None => Err(LoadError::Runtime { skill: source.manifest.name.clone(), reason: missing }),
+        Err(LoadError::Runtime { skill: source.manifest.name.clone(), reason })
+    }
+
+    fn listing_stamp(&self, source: &SkillSource) -> Option<String> {
+        self.route(&source.code)?.listing_stamp(source)
+    }
+
+    async fn load_listed(&self, source: &SkillSource, grant: Grant, listing: &Value) -> Result<Arc<dyn Skill>, LoadError> {
+        match self.route(&source.code) {
+            Some(runtime) => runtime.load_listed(source, grant, listing).await,
+            None => self.load(source, grant).await,
+        }
+    }
+}
+
+impl Runtimes {
+    /// The runtime for `code`, when this host has one.
+    fn route(&self, code: &SkillCode) -> Option<&Arc<dyn SkillRuntime>> {
+        match code {
+            SkillCode::Wasm { .. } => self.wasm.as_ref(),
+            SkillCode::Server { .. } => self.server.as_ref(),
         }
     }
 }
@@ -155,6 +189,13 @@ pub trait Skill: Send + Sync {
 
     /// Call `tool` with `input`, under the grant's limits and `cx`.
     async fn call(&self, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError>;
+
+    /// What its runtime needs to load the same code again without running it
+    /// ([`SkillRuntime::load_listed`]): the tools as the code listed them. `None` when its
+    /// tools cost nothing to read again. Default: `None`.
+    fn listing(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// One progress report from a running call.

@@ -38,7 +38,7 @@ pub const RESERVED_TOOL_NAMES: &[&str] =
     &["tool_search", "skill_list", "skill_search", "skill_get", "read_skill_resource", "skill_create", "skill_update"];
 
 /// Behaviour hints, mirrored to MCP tool annotations. Hints only: the grant decides.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Annotations {
     /// Changes nothing outside its own call.
     pub read_only: bool,

@@ -80,6 +80,10 @@ pub struct RegistryConfig {
     pub debounce: Duration,
     /// Size caps. Default: [`SizeLimits::default`].
     pub limits: SizeLimits,
+    /// Let [`Registry::open`](crate::Registry::open) return before the skills load, and
+    /// load them in the background (a server answering its first request at once).
+    /// Default: `false` (open returns with every skill loaded).
+    pub load_in_background: bool,
 }
 
 impl RegistryConfig {
@@ -94,6 +98,7 @@ impl RegistryConfig {
             watch: true,
             debounce: Duration::from_millis(150),
             limits: SizeLimits::default(),
+            load_in_background: false,
         }
     }
 

@@ -34,6 +34,8 @@
 //! - `registry`, `catalog`: [`Registry`] (catalog, calls, approvals), [`Entry`],
 //!   [`RegistryEvent`].
 //! - `install`: [`Registry::install`] and [`Registry::remove`] in the user layer.
+//! - `listing`: tool listings kept from earlier loads, so that loading the same code
+//!   again runs none of it before its first call.
 //! - `watch`: notify watcher, 150 ms debounce, one reload task.
 //! - [`stats`]: usage statistics of calls (`<data_dir>/stats.db`): per-tool latency and
 //!   failures, failing skills, searches that found nothing.
@@ -46,6 +48,7 @@ mod catalog;
 mod config;
 mod error;
 mod install;
+mod listing;
 mod nofollow;
 mod pack;
 mod registry;

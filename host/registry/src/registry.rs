@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use skillhost_core::{
-    ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, SkillName, SkillRuntime, ToolOutput,
+    ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, Skill, SkillName, SkillRuntime, SkillSource,
+    ToolOutput,
 };
 use tokio::sync::broadcast;
 
@@ -25,6 +26,7 @@ use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, Regis
 use crate::config::{Layer, RegistryConfig};
 use sha2::Digest;
 use crate::error::RegistryError;
+use crate::listing::Listings;
 use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
 use crate::{pack, skillmd};
 use crate::trust::{ApprovalChannel, Observation, TrustState, TrustStore};
@@ -47,6 +49,10 @@ pub struct Registry {
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// Usage statistics (`<data_dir>/stats.db`); `None` when it cannot be opened.
     stats: Option<crate::stats::Stats>,
+    /// Tool listings kept from earlier loads (`<data_dir>/listings`).
+    listings: Listings,
+    /// The names found at open whose first load has not finished yet.
+    loading: tokio::sync::watch::Sender<BTreeSet<SkillName>>,
 }
 
 /// Skills loaded at once by a full rescan.
@@ -54,7 +60,10 @@ const RESCAN_CONCURRENCY: usize = 8;
 
 impl Registry {
     /// Open the trust store, scan and load every layer, and (if `config.watch`) start
-    /// watching them. Skills that fail to load are listed with their error.
+    /// watching them. Skills that fail to load are listed with their error. With
+    /// `config.load_in_background`, return once the layers are scanned for names: skills
+    /// load in the background, each announced ([`RegistryEvent::Added`]) as it is ready;
+    /// [`loading`](Self::loading) tells which are still to come.
     pub async fn open(config: RegistryConfig, runtime: Arc<dyn SkillRuntime>, policy: Policy) -> Result<Arc<Self>, RegistryError> {
         std::fs::create_dir_all(&config.user).map_err(RegistryError::io(&config.user, "cannot create the user skills directory"))?;
         let trust = TrustStore::open(&config.data_dir)?;
@@ -68,7 +77,6 @@ impl Registry {
             .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
             .ok();
         let registry = Arc::new(Self {
-            config,
             layers,
             runtime,
             policy,
@@ -78,13 +86,52 @@ impl Registry {
             events: broadcast::channel(1024).0,
             watcher: Mutex::new(None),
             stats,
+            listings: Listings::new(&config.data_dir),
+            loading: tokio::sync::watch::Sender::new(BTreeSet::new()),
+            config,
         });
-        registry.rescan_all().await?;
+        // Watch first: a change made while the layers load is applied after.
         if registry.config.watch {
             let watcher = crate::watch::start(&registry)?;
             *registry.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
         }
+        if !registry.config.load_in_background {
+            registry.rescan_all().await?;
+            return Ok(registry);
+        }
+        registry.loading.send_replace(registry.names_on_disk());
+        let loader = registry.clone();
+        tokio::spawn(async move {
+            if let Err(error) = loader.rescan_all().await {
+                tracing::error!(%error, "loading the skills failed");
+            }
+            loader.loading.send_replace(BTreeSet::new());
+        });
         Ok(registry)
+    }
+
+    /// The names found at open whose first load has not finished (empty unless the
+    /// registry was opened with `load_in_background`).
+    pub fn loading(&self) -> BTreeSet<SkillName> {
+        self.loading.borrow().clone()
+    }
+
+    /// Wait until `name` is no longer loading (at once if it is not): then its entry, if
+    /// it has one, is what the first load made of it.
+    pub async fn wait_loaded(&self, name: &str) {
+        let mut loading = self.loading.subscribe();
+        let _ = loading.wait_for(|names| !names.iter().any(|n| n.as_str() == name)).await;
+    }
+
+    /// Wait until every skill found at open has loaded (or failed to).
+    pub async fn ready(&self) {
+        let mut loading = self.loading.subscribe();
+        let _ = loading.wait_for(BTreeSet::is_empty).await;
+    }
+
+    /// Every name in a layer, on disk now.
+    fn names_on_disk(&self) -> BTreeSet<SkillName> {
+        self.layers.iter().flat_map(|(_, dir)| snapshot::names_in(dir)).collect()
     }
 
     /// The layers, in precedence order, as the registry resolved them.
@@ -111,9 +158,11 @@ impl Registry {
     }
 
     /// Call `tool` of `skill`. Fails without running anything unless the skill is
-    /// loaded and approved; the error names the command that fixes it. The version
-    /// serving at the start of the call finishes it, whatever reloads meanwhile.
+    /// loaded and approved; the error names the command that fixes it. A skill still
+    /// loading is waited for. The version serving at the start of the call finishes it,
+    /// whatever reloads meanwhile.
     pub async fn call(&self, skill: &str, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, RegistryError> {
+        self.wait_loaded(skill).await;
         let runnable = self.entry(skill)?.callable()?;
         let started = std::time::Instant::now();
         let result = runnable.call(tool, input, cx).await;
@@ -233,22 +282,27 @@ impl Registry {
 
     /// Rescan every name in every layer (and every name in the catalog, for removals).
     pub(crate) async fn rescan_all(&self) -> Result<(), RegistryError> {
+        use futures::StreamExt as _;
         let _guard = self.reload.lock().await;
         let mut names: BTreeSet<SkillName> = self.read().keys().cloned().collect();
-        for (_, dir) in &self.layers {
-            names.extend(snapshot::names_in(dir));
-        }
+        names.extend(self.names_on_disk());
         // Names are independent: load several at once (reading, hashing and instantiating
-        // overlap across cores), then report the first failure of the trust store.
-        let mut names = names.into_iter();
-        loop {
-            let batch: Vec<SkillName> = names.by_ref().take(RESCAN_CONCURRENCY).collect();
-            if batch.is_empty() {
-                return Ok(());
+        // overlap across cores), each announced as soon as it is done, then report the
+        // first failure of the trust store.
+        let mut done = futures::stream::iter(names)
+            .map(|name| async move {
+                let result = self.rescan_locked(&name).await;
+                (name, result)
+            })
+            .buffer_unordered(RESCAN_CONCURRENCY);
+        let mut first_error = None;
+        while let Some((name, result)) = done.next().await {
+            self.loading.send_if_modified(|loading| loading.remove(&name));
+            if let Err(error) = result {
+                first_error.get_or_insert(error);
             }
-            let results = futures::future::join_all(batch.iter().map(|name| self.rescan_locked(name))).await;
-            results.into_iter().collect::<Result<(), _>>()?;
         }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Rescan the given names. A name that is a skill pack's (its folder changed) stands
@@ -434,7 +488,7 @@ impl Registry {
                     None => None,
                 };
                 let grant = Grant::new(&source.manifest, &self.policy, identity).map_err(LoadError::from)?;
-                let skill = self.runtime.load(&source, grant).await?;
+                let skill = self.load_code(&source, grant, &content_hash).await?;
                 let tools = skill.tools().to_vec();
                 let tier = RiskTier::of(&source.manifest).with_tools(&tools);
                 let data_dir = self.policy.data_dir(identity);
@@ -458,6 +512,27 @@ impl Registry {
                 })
             }
         }
+    }
+
+    /// Load a skill's code: from the listing an earlier load of the same bytes kept when
+    /// there is one (none of its code runs), else by running it to list its tools, and
+    /// keep that listing for the next load.
+    async fn load_code(&self, source: &SkillSource, grant: Grant, content_hash: &str) -> Result<Arc<dyn Skill>, LoadError> {
+        let kind = self.runtime.kind_for(&source.code);
+        let key = self.runtime.listing_stamp(source).map(|stamp| Listings::key(kind, content_hash, &stamp));
+        if let Some(listing) = key.as_deref().and_then(|key| self.listings.get(key)) {
+            match self.runtime.load_listed(source, grant.clone(), &listing).await {
+                Ok(skill) => return Ok(skill),
+                // A listing this host version cannot use: list again, and keep that.
+                Err(LoadError::Tools { reason, .. }) => tracing::debug!(skill = %source.manifest.name, %reason, "listing again"),
+                Err(error) => return Err(error),
+            }
+        }
+        let skill = self.runtime.load(source, grant).await?;
+        if let (Some(key), Some(listing)) = (key, skill.listing()) {
+            self.listings.put(&key, &listing);
+        }
+        Ok(skill)
     }
 
     /// The stored state of a skill that has not loaded.

@@ -233,7 +233,39 @@ impl BwrapRuntime {
     /// Load `source` holding exactly `grant`; unlike [`SkillRuntime::load`] this returns
     /// the concrete type.
     pub async fn load_server(&self, source: &SkillSource, grant: Grant) -> Result<Arc<BwrapSkill>, LoadError> {
+        self.load_inner(source, grant, None).await
+    }
+
+    /// Load `source` with the tools a `listing` (an earlier load's [`Skill::listing`])
+    /// names or, without one, by asking its server in a probe run.
+    async fn load_inner(&self, source: &SkillSource, grant: Grant, listing: Option<&serde_json::Value>) -> Result<Arc<BwrapSkill>, LoadError> {
         let (launch, grant) = self.prepare(source, grant)?;
+        let name = grant.skill.clone();
+        let raw = match listing {
+            Some(serde_json::Value::Array(raw)) => raw.clone(),
+            Some(_) => return Err(LoadError::Tools { skill: name, reason: "its kept listing is not a list of tools".into() }),
+            None => self.list_tools(&launch, &grant).await?,
+        };
+        let (tools, wrapped) = tool_specs(&name, raw.clone())?;
+        let outputs = skillhost_core::OutputSchemas::new(&tools)
+            .map_err(|e| LoadError::Tools { skill: name.clone(), reason: e.to_string() })?;
+        let inner = Arc::new(skill::Inner {
+            concurrency: tokio::sync::Semaphore::new(grant.limits.concurrency as usize),
+            grant,
+            tools,
+            listed: raw,
+            wrapped,
+            outputs,
+            launch,
+            state: Default::default(),
+            generation: Default::default(),
+        });
+        tracing::debug!(skill = %inner.grant.skill, tools = inner.tools.len(), kept = listing.is_some(), "loaded server skill");
+        Ok(Arc::new(BwrapSkill { inner }))
+    }
+
+    /// The tools a server lists, as it sent them.
+    async fn list_tools(&self, launch: &Launch, grant: &Grant) -> Result<Vec<serde_json::Value>, LoadError> {
         let name = grant.skill.clone();
         let fail = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
         // List the tools in a run under a probe grant (the skill may not be approved yet):
@@ -248,26 +280,11 @@ impl BwrapRuntime {
         let listed = discovery.list_tools().await;
         discovery.kill().await;
         drop(scratch);
-        let raw = listed.map_err(|e| {
+        listed.map_err(|e| {
             fail(match e {
                 server::RequestError::Closed(m) | server::RequestError::Protocol { message: m, .. } => format!("tools/list failed: {m}"),
             })
-        })?;
-        let (tools, wrapped) = tool_specs(&name, raw)?;
-        let outputs = skillhost_core::OutputSchemas::new(&tools)
-            .map_err(|e| LoadError::Tools { skill: name.clone(), reason: e.to_string() })?;
-        let inner = Arc::new(skill::Inner {
-            concurrency: tokio::sync::Semaphore::new(grant.limits.concurrency as usize),
-            grant,
-            tools,
-            wrapped,
-            outputs,
-            launch,
-            state: Default::default(),
-            generation: Default::default(),
-        });
-        tracing::debug!(skill = %inner.grant.skill, tools = inner.tools.len(), "loaded server skill");
-        Ok(Arc::new(BwrapSkill { inner }))
+        })
     }
 
     /// Check a `[server]` skill, write its files and say how to start it; the grant with
@@ -352,6 +369,26 @@ impl SkillRuntime for BwrapRuntime {
 
     async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError> {
         Ok(self.load_server(source, grant).await?)
+    }
+
+    /// A server's tools depend on what its command runs: the program (and, for Python,
+    /// the venv's packages) besides its own files.
+    fn listing_stamp(&self, source: &SkillSource) -> Option<String> {
+        let (SkillCode::Server { files, .. }, Some(server)) = (&source.code, &source.manifest.server) else { return None };
+        let (command, needs_python) = self.resolve(&server.command, files).ok()?;
+        let mut stamp = command.to_string_lossy().into_owned();
+        if let Ok(meta) = std::fs::metadata(&command) {
+            stamp.push_str(&format!(" {}@{:?}", meta.len(), meta.modified().ok()));
+        }
+        if let (true, Some(venv)) = (needs_python || server.command.contains('/'), &self.inner.venv) {
+            stamp.push(' ');
+            stamp.push_str(&venv.contents_stamp());
+        }
+        Some(stamp)
+    }
+
+    async fn load_listed(&self, source: &SkillSource, grant: Grant, listing: &serde_json::Value) -> Result<Arc<dyn Skill>, LoadError> {
+        Ok(self.load_inner(source, grant, Some(listing)).await?)
     }
 }
 

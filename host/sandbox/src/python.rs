@@ -83,6 +83,23 @@ impl Venv {
     pub fn python(&self) -> PathBuf {
         self.dir.join("bin/python")
     }
+
+    /// What the venv holds, as a line that changes when its packages do: its setup stamp
+    /// and the modification time of each `lib/*/site-packages` (installing, upgrading or
+    /// removing a package adds or removes an entry there).
+    pub fn contents_stamp(&self) -> String {
+        let mut stamp = std::fs::read_to_string(self.dir.join(STAMP)).unwrap_or_default().trim().to_owned();
+        let mut libs: Vec<PathBuf> = std::fs::read_dir(self.dir.join("lib"))
+            .map(|entries| entries.filter_map(Result::ok).map(|e| e.path().join("site-packages")).collect())
+            .unwrap_or_default();
+        libs.sort();
+        for lib in libs {
+            if let Ok(modified) = std::fs::metadata(&lib).and_then(|m| m.modified()) {
+                stamp.push_str(&format!(" {}@{:?}", lib.display(), modified));
+            }
+        }
+        stamp
+    }
 }
 
 /// Where the venv at `dir` was made, as its `bin/activate` records it

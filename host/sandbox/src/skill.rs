@@ -24,6 +24,8 @@ pub struct BwrapSkill {
 pub(crate) struct Inner {
     pub(crate) grant: Grant,
     pub(crate) tools: Vec<ToolSpec>,
+    /// The tools as the server listed them (its [`Skill::listing`]).
+    pub(crate) listed: Vec<Value>,
     /// Tools whose structured output FastMCP wrapped as `{"result": …}`.
     pub(crate) wrapped: Vec<String>,
     /// The tools' output schemas, compiled: every output is checked against them.
@@ -209,6 +211,10 @@ impl Skill for BwrapSkill {
 
     fn grant(&self) -> &Grant {
         &self.inner.grant
+    }
+
+    fn listing(&self) -> Option<Value> {
+        Some(Value::Array(self.inner.listed.clone()))
     }
 
     async fn call(&self, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError> {

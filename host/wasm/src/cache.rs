@@ -20,6 +20,10 @@ pub enum CacheOutcome {
     Hit,
     /// Compiled now (and stored when a cache directory is configured).
     Compiled,
+    /// Not compiled yet: nothing needed the code so far (its tools were read from its WIT
+    /// or from the listing an earlier load kept). The first call compiles it, or takes it
+    /// from the compiled cache.
+    Deferred,
 }
 
 /// Counters of the cache, for tests, `--verbose` output and benchmarks.

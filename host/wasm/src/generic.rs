@@ -385,17 +385,16 @@ pub(crate) struct GenericPre {
     pub(crate) pre: InstancePre<CallState>,
     /// One per tool, in the order of the skill's tools.
     pub(crate) calls: Vec<(ExportedFunction, ComponentExportIndex)>,
-    /// Exported functions that are not tools.
-    pub(crate) refused: Vec<RefusedFunction>,
 }
 
 impl GenericPre {
     /// Find each tool's function in `component`.
-    pub(crate) fn new(pre: InstancePre<CallState>, reflection: Reflection) -> Result<Self, String> {
+    pub(crate) fn new(pre: InstancePre<CallState>, reflection: &Reflection) -> Result<Self, String> {
         let component = pre.component();
         let calls = reflection
             .calls
-            .into_iter()
+            .iter()
+            .cloned()
             .map(|call| {
                 let instance = match &call.instance {
                     Some(name) => Some(component.get_export_index(None, name).ok_or_else(|| format!("export `{name}` not found"))?),
@@ -407,7 +406,7 @@ impl GenericPre {
                 Ok((call, index))
             })
             .collect::<Result<_, String>>()?;
-        Ok(Self { pre, calls, refused: reflection.refused })
+        Ok(Self { pre, calls })
     }
 
     /// The component values of `input` for tool number `tool`.

@@ -132,8 +132,16 @@ impl WasmRuntime {
     }
 
     /// Load `source` holding exactly `grant`; unlike [`SkillRuntime::load`] this returns
-    /// the concrete type.
+    /// the concrete type. Only a component of our own world whose tools are not known
+    /// yet is compiled (to ask it for them, under a probe grant); any other is compiled
+    /// by its first call.
     pub async fn load_wasm(&self, source: &SkillSource, grant: Grant) -> Result<Arc<WasmSkill>, LoadError> {
+        self.load_inner(source, grant, None).await
+    }
+
+    /// Load `source` with `listing` (what [`Skill::listing`] of an earlier load of the
+    /// same bytes returned) or, without one, by asking the component.
+    async fn load_inner(&self, source: &SkillSource, grant: Grant, listing: Option<&serde_json::Value>) -> Result<Arc<WasmSkill>, LoadError> {
         let SkillCode::Wasm { path, bytes } = &source.code else {
             return Err(LoadError::Runtime {
                 skill: grant.skill.clone(),
@@ -141,18 +149,13 @@ impl WasmRuntime {
             });
         };
         let not_component = |reason: String| LoadError::NotAComponent { path: path.clone(), reason };
-        package::check_component(bytes).map_err(|e| not_component(e.to_string()))?;
-
-        let inner = self.inner.clone();
-        let code = bytes.clone();
-        let (component, outcome) = tokio::task::spawn_blocking(move || inner.cache.load(&inner.engine, &code))
-            .await
-            .map_err(|e| not_component(e.to_string()))?
-            .map_err(|e| not_component(one_line(&e)))?;
-
-        let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld { path: path.clone(), reason: one_line(&e) };
-        // Our own world, or a generic component whose exported functions are the tools.
-        let (reflection, generic_tools) = if component.get_export_index(None, OUR_WORLD_EXPORT).is_some() {
+        // What it imports and exports decides how it links and where its tools come
+        // from, read from its import and export sections alone: nothing compiles here.
+        let interface = package::Interface::read(bytes).map_err(|e| not_component(e.to_string()))?;
+        if interface.imports_http() && grant.network.is_empty() {
+            return Err(LoadError::NeedsNetwork { path: path.clone() });
+        }
+        let (reflection, generic_tools) = if interface.exports(OUR_WORLD_EXPORT) {
             (None, Vec::new())
         } else {
             let code = bytes.clone();
@@ -169,25 +172,6 @@ impl WasmRuntime {
             let tools = reflection.tools.clone();
             (Some(reflection), tools)
         };
-        let has_network = !grant.network.is_empty();
-        let linker = if has_network { &self.inner.linker_http } else { &self.inner.linker };
-        let pre = linker.instantiate_pre(&component).map_err(|e| {
-            let reason = one_line(&e);
-            if !has_network && reason.contains("wasi:http/") {
-                LoadError::NeedsNetwork { path: path.clone() }
-            } else if reflection.is_some() {
-                // A generic component is not expected to be ours: say what did not link.
-                LoadError::Runtime { skill: grant.skill.clone(), reason: format!("cannot link its imports: {reason}") }
-            } else {
-                wrong_world(e)
-            }
-        })?;
-        let code = match reflection {
-            None => Code::Skill(SkillPre::new(pre).map_err(wrong_world)?),
-            Some(reflection) => Code::Generic(
-                GenericPre::new(pre, reflection).map_err(|reason| LoadError::Runtime { skill: grant.skill.clone(), reason })?,
-            ),
-        };
 
         // A granted directory that is (or lies behind) a link is a load error; it is
         // opened again, the same way, at every call.
@@ -202,18 +186,62 @@ impl WasmRuntime {
             grant,
             tools: Vec::new(),
             outputs: OutputSchemas::default(),
-            code,
+            path: path.clone(),
+            bytes: bytes.clone(),
+            reflection,
+            code: tokio::sync::OnceCell::new(),
             runtime: self.inner.clone(),
-            cache: outcome,
         };
-        skill.tools = match &skill.code {
-            Code::Skill(_) => describe(&skill).await?,
-            Code::Generic(_) => generic_tools,
+        skill.tools = match (&skill.reflection, listing) {
+            (Some(_), _) => generic_tools,
+            (None, Some(listing)) => {
+                let listed: Vec<ListedTool> = serde_json::from_value(listing.clone())
+                    .map_err(|e| LoadError::Tools { skill: skill.grant.skill.clone(), reason: format!("its kept listing is unreadable: {e}") })?;
+                check_tools(&skill.grant.skill, listed)?
+            }
+            (None, None) => {
+                skill.code().await?;
+                check_tools(&skill.grant.skill, describe(&skill).await?)?
+            }
         };
         skill.outputs = OutputSchemas::new(&skill.tools)
             .map_err(|e| LoadError::Tools { skill: skill.grant.skill.clone(), reason: e.to_string() })?;
-        tracing::debug!(skill = %skill.grant.skill, tools = skill.tools.len(), cache = ?outcome, "loaded wasm skill");
+        tracing::debug!(skill = %skill.grant.skill, tools = skill.tools.len(), cache = ?skill.cache_outcome(), "loaded wasm skill");
         Ok(Arc::new(skill))
+    }
+
+    /// Compile (or take from the compiled cache) and link a skill's component.
+    pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill) -> Result<(Code, CacheOutcome), LoadError> {
+        let path = &skill.path;
+        let not_component = |reason: String| LoadError::NotAComponent { path: path.clone(), reason };
+        let runtime = inner.clone();
+        let code = skill.bytes.clone();
+        let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.engine, &code))
+            .await
+            .map_err(|e| not_component(e.to_string()))?
+            .map_err(|e| not_component(one_line(&e)))?;
+        let name = &skill.grant.skill;
+        let has_network = !skill.grant.network.is_empty();
+        let linker = if has_network { &inner.linker_http } else { &inner.linker };
+        let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld { path: path.clone(), reason: one_line(&e) };
+        let pre = linker.instantiate_pre(&component).map_err(|e| {
+            let reason = one_line(&e);
+            if !has_network && reason.contains("wasi:http/") {
+                LoadError::NeedsNetwork { path: path.clone() }
+            } else if skill.reflection.is_some() {
+                // A generic component is not expected to be ours: say what did not link.
+                LoadError::Runtime { skill: name.clone(), reason: format!("cannot link its imports: {reason}") }
+            } else {
+                wrong_world(e)
+            }
+        })?;
+        let code = match &skill.reflection {
+            None => Code::Skill(SkillPre::new(pre).map_err(wrong_world)?),
+            Some(reflection) => Code::Generic(
+                GenericPre::new(pre, reflection).map_err(|reason| LoadError::Runtime { skill: name.clone(), reason })?,
+            ),
+        };
+        Ok((code, outcome))
     }
 }
 
@@ -226,6 +254,59 @@ impl SkillRuntime for WasmRuntime {
     async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError> {
         Ok(self.load_wasm(source, grant).await?)
     }
+
+    /// The tools of a component are decided by its bytes alone (and the host's version).
+    fn listing_stamp(&self, _source: &SkillSource) -> Option<String> {
+        Some(String::new())
+    }
+
+    async fn load_listed(&self, source: &SkillSource, grant: Grant, listing: &serde_json::Value) -> Result<Arc<dyn Skill>, LoadError> {
+        Ok(self.load_inner(source, grant, Some(listing)).await?)
+    }
+}
+
+/// One tool as a component of our world describes it, kept as its listing.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct ListedTool {
+    name: String,
+    description: String,
+    input_schema: String,
+    output_schema: Option<String>,
+    annotations: Annotations,
+    examples: Vec<String>,
+}
+
+impl From<&ToolSpec> for ListedTool {
+    fn from(tool: &ToolSpec) -> Self {
+        Self {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            input_schema: tool.input_schema.to_string(),
+            output_schema: tool.output_schema.as_ref().map(ToString::to_string),
+            annotations: tool.annotations,
+            examples: tool.examples.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
+/// Check the tools a component listed: how many, no name twice, each one valid.
+fn check_tools(name: &skillhost_core::SkillName, listed: Vec<ListedTool>) -> Result<Vec<ToolSpec>, LoadError> {
+    let bad = |reason: String| LoadError::Tools { skill: name.clone(), reason };
+    if listed.len() > MAX_TOOLS {
+        return Err(bad(format!("it offers {} tools, more than {MAX_TOOLS}", listed.len())));
+    }
+    let mut seen = HashSet::new();
+    let mut tools = Vec::with_capacity(listed.len());
+    for tool in listed {
+        if !seen.insert(tool.name.clone()) {
+            return Err(bad(format!("tool `{}` is defined twice", tool.name)));
+        }
+        tools.push(
+            ToolSpec::from_parts(tool.name, tool.description, &tool.input_schema, tool.output_schema.as_deref(), tool.annotations, &tool.examples)
+                .map_err(|e| bad(e.to_string()))?,
+        );
+    }
+    Ok(tools)
 }
 
 /// The export of our world, `skillhost:skill/guest` at the version this host runs.
@@ -233,11 +314,13 @@ const OUR_WORLD_EXPORT: &str = "skillhost:skill/guest@0.1.0";
 
 /// Ask the skill for its tools, in a fresh instance under a probe grant (the skill may not
 /// be approved: it gets an empty scratch dir, removed after, and neither network nor
-/// secrets), and check them.
-async fn describe(skill: &WasmSkill) -> Result<Vec<ToolSpec>, LoadError> {
+/// secrets). The caller checks them.
+async fn describe(skill: &WasmSkill) -> Result<Vec<ListedTool>, LoadError> {
     let name = skill.grant.skill.clone();
-    let Code::Skill(pre) = &skill.code else { unreachable!("describe is only called for our own world") };
     let runtime_error = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
+    let Some(Code::Skill(pre)) = skill.code.get().map(|(code, _)| code) else {
+        return Err(runtime_error("its component is not of our world, or not compiled".into()));
+    };
     let scratch = tempfile::Builder::new()
         .prefix("skillhost-probe-")
         .tempdir()
@@ -250,29 +333,22 @@ async fn describe(skill: &WasmSkill) -> Result<Vec<ToolSpec>, LoadError> {
         })
         .await
         .map_err(|e| runtime_error(format!("describing its tools failed: {e}")))?;
-    let bad = |reason: String| LoadError::Tools { skill: name.clone(), reason };
-    if raw.len() > MAX_TOOLS {
-        return Err(bad(format!("it offers {} tools, more than {MAX_TOOLS}", raw.len())));
-    }
-    let mut seen = HashSet::new();
-    let mut tools = Vec::with_capacity(raw.len());
-    for tool in raw {
-        if !seen.insert(tool.name.clone()) {
-            return Err(bad(format!("tool `{}` is defined twice", tool.name)));
-        }
-        let a = tool.annotations;
-        let annotations = Annotations {
-            read_only: a.read_only,
-            destructive: a.destructive,
-            idempotent: a.idempotent,
-            open_world: a.open_world,
-        };
-        tools.push(
-            ToolSpec::from_parts(tool.name, tool.description, &tool.input_schema, tool.output_schema.as_deref(), annotations, &tool.examples)
-                .map_err(|e| bad(e.to_string()))?,
-        );
-    }
-    Ok(tools)
+    Ok(raw
+        .into_iter()
+        .map(|tool| ListedTool {
+            name: tool.name,
+            description: tool.description,
+            input_schema: tool.input_schema,
+            output_schema: tool.output_schema,
+            annotations: Annotations {
+                read_only: tool.annotations.read_only,
+                destructive: tool.annotations.destructive,
+                idempotent: tool.annotations.idempotent,
+                open_world: tool.annotations.open_world,
+            },
+            examples: tool.examples,
+        })
+        .collect())
 }
 
 /// An error and its causes on one line.

@@ -2,17 +2,18 @@
 //! [`Store`] and instance (nothing survives between calls), built from the skill's
 //! grant, and runs under its deadline, memory cap, output cap and concurrency cap.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skillhost_core::{CallContext, CallError, Grant, ProgressSink, Skill, SkillName, OutputSchemas, ToolOutput, ToolSpec};
+use skillhost_core::{CallContext, CallError, Grant, LoadError, OutputSchemas, ProgressSink, Skill, SkillName, ToolOutput, ToolSpec};
 use tokio::sync::Semaphore;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::bindings::{SkillPre, types};
 use crate::cache::CacheOutcome;
-use crate::generic::{GenericPre, RefusedFunction};
+use crate::generic::{GenericPre, Reflection, RefusedFunction};
 use crate::http::SkillNet;
 use crate::state::CallState;
 use crate::Inner;
@@ -24,10 +25,18 @@ pub struct WasmSkill {
     pub(crate) tools: Vec<ToolSpec>,
     /// The tools' output schemas, compiled: every output is checked against them.
     pub(crate) outputs: OutputSchemas,
-    pub(crate) code: Code,
+    /// Where the component was read from, for messages.
+    pub(crate) path: PathBuf,
+    /// The component's bytes, compiled when first needed ([`code`](Self::code)).
+    pub(crate) bytes: Arc<[u8]>,
+    /// For a component not of our world, what its WIT says: its tools and how to call
+    /// them. `None` for our own skills.
+    pub(crate) reflection: Option<Reflection>,
+    /// The compiled and linked component, and whether it came from the cache; set by the
+    /// first call (or by the load, when it had to ask the component for its tools).
+    pub(crate) code: tokio::sync::OnceCell<(Code, CacheOutcome)>,
     pub(crate) runtime: Arc<Inner>,
     pub(crate) concurrency: Semaphore,
-    pub(crate) cache: CacheOutcome,
 }
 
 /// What a skill's component is.
@@ -39,18 +48,23 @@ pub(crate) enum Code {
 }
 
 impl WasmSkill {
-    /// Whether this load compiled the component or took it from the compiled cache.
+    /// Whether its component was compiled, taken from the compiled cache, or is not
+    /// compiled yet ([`CacheOutcome::Deferred`]).
     pub fn cache_outcome(&self) -> CacheOutcome {
-        self.cache
+        self.code.get().map_or(CacheOutcome::Deferred, |(_, outcome)| *outcome)
     }
 
     /// For a generic component (one that does not export our world), the exported
     /// functions that are not tools and why; empty for our own skills.
     pub fn refused_functions(&self) -> &[RefusedFunction] {
-        match &self.code {
-            Code::Skill(_) => &[],
-            Code::Generic(generic) => &generic.refused,
-        }
+        self.reflection.as_ref().map_or(&[], |r| &r.refused)
+    }
+
+    /// The compiled and linked component: compiled (or taken from the compiled cache)
+    /// by the first caller, shared by every later one.
+    pub(crate) async fn code(&self) -> Result<&Code, LoadError> {
+        let (code, _) = self.code.get_or_try_init(|| crate::WasmRuntime::prepare(&self.runtime, self)).await?;
+        Ok(code)
     }
 
     /// Run `f` in a fresh store holding `grant` (the skill's own, or a probe for code no
@@ -119,6 +133,16 @@ impl Skill for WasmSkill {
         &self.grant
     }
 
+    /// Our own skills' tools, as they listed them; a generic component's come from its
+    /// WIT, read again at every load.
+    fn listing(&self) -> Option<Value> {
+        if self.reflection.is_some() {
+            return None;
+        }
+        let listed: Vec<crate::ListedTool> = self.tools.iter().map(crate::ListedTool::from).collect();
+        serde_json::to_value(listed).ok()
+    }
+
     async fn call(&self, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError> {
         let started = Instant::now();
         let skill = &self.grant.skill;
@@ -130,9 +154,14 @@ impl Skill for WasmSkill {
             });
         }
         let limit = cx.timeout.map_or(self.grant.limits.timeout, |t| t.min(self.grant.limits.timeout));
+        let code = self.code().await.map_err(|e| CallError::Host {
+            skill: skill.clone(),
+            tool: tool.to_owned(),
+            message: format!("its component could not be prepared: {e}"),
+        })?;
         // A generic component's input is checked against its WIT before anything runs.
         let index = self.tools.iter().position(|t| t.name == tool).expect("checked above");
-        let args = match &self.code {
+        let args = match code {
             Code::Skill(_) => Vec::new(),
             Code::Generic(generic) => generic.args(index, &input).map_err(|e| CallError::InvalidInput {
                 skill: skill.clone(),
@@ -147,7 +176,7 @@ impl Skill for WasmSkill {
                 tool: tool.to_owned(),
                 message: e.to_string(),
             })?;
-            self.with_store((&self.grant, &self.net), tool, limit, cx.progress.clone(), async |store| match &self.code {
+            self.with_store((&self.grant, &self.net), tool, limit, cx.progress.clone(), async |store| match code {
                 Code::Skill(pre) => pre.instantiate_async(&mut *store).await?.skillhost_skill_guest().call_call(store, tool, &input).await,
                 Code::Generic(generic) => generic.call(store, index, args).await,
             })
