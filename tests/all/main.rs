@@ -14,6 +14,7 @@ mod life_limits;
 mod life_mcp;
 mod life_proxy;
 mod limits;
+mod listing;
 mod load_errors;
 mod mcp_front;
 mod network;

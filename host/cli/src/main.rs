@@ -633,14 +633,15 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(mut args) => {
-            let host = host()?;
-            let registry = host.open_registry(registry_config(true)).await?;
+            let host = Arc::new(host()?);
+            let mut config = registry_config(true);
+            config.load_in_background = true;
+            let registry = host.open_registry(config).await?;
             let mut forge_config = forge::config(&data_dir);
             forge_config.suggest_missing = args.suggest_missing;
             args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
             args.data_dir = data_dir.clone();
-            let index = host.search_index()?;
-            serve::serve(registry, index, args).await?;
+            serve::serve(registry, move || host.search_index(), args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Search(args) => {

@@ -310,7 +310,16 @@ pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
     let grant = loaded.skill.grant();
     println!("{} {} ({})", m.name, m.version, loaded.origin.display());
     println!("  {}", m.description);
-    println!("runtime: {} (compiled: {:?})", loaded.runtime, loaded.cache);
+    let compiled = match loaded.cache {
+        skillhost::CacheOutcome::Hit => "taken from the compiled cache",
+        skillhost::CacheOutcome::Compiled => "compiled now",
+        _ => "not compiled: its tools are read from its WIT, its first call compiles it",
+    };
+    if loaded.runtime == "wasm" {
+        println!("runtime: wasm ({compiled})");
+    } else {
+        println!("runtime: {}", loaded.runtime);
+    }
     println!("limits: timeout {}ms, memory {}, output {}, {} concurrent calls",
         grant.limits.timeout.as_millis(), ByteSize(grant.limits.memory), ByteSize(grant.limits.output), grant.limits.concurrency);
     if grant.dirs.is_empty() {

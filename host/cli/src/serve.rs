@@ -66,21 +66,44 @@ pub struct ServeArgs {
     no_elicitation: bool,
 }
 
-/// Serve `registry` until the client leaves (stdio) or the process is interrupted (HTTP);
-/// `tool_search` and `skill_search` rank with `index`, which follows the registry.
-pub async fn serve(registry: Arc<Registry>, index: Arc<SearchIndex>, args: ServeArgs) -> Result<()> {
+/// Serve `registry` until the client leaves (stdio) or the process is interrupted (HTTP).
+/// Nothing slow comes before the first answer: the registry loads its skills in the
+/// background, and `tool_search` and `skill_search` rank with BM25 in memory until
+/// `index` (the host's search index, with the embedding model when it is installed) has
+/// opened, off the request path; both follow the registry.
+pub async fn serve(
+    registry: Arc<Registry>,
+    index: impl FnOnce() -> Result<Arc<SearchIndex>, skillhost::HostError> + Send + 'static,
+    args: ServeArgs,
+) -> Result<()> {
     let config = McpConfig {
         deferred_threshold: args.deferred_threshold,
         pinned: args.pinned,
         elicit_approvals: !args.no_elicitation,
         ..McpConfig::default()
     };
-    let _follow = index.follow(registry.clone());
-    let server = SkillhostMcp::with_index(registry, config, index);
+    let quick = Arc::new(SearchIndex::new().context("cannot create the in-memory search index")?);
+    let mut following = quick.follow(registry.clone());
+    let server = SkillhostMcp::with_index(registry.clone(), config, quick);
     let server = match args.forge.filter(|_| !args.no_forge) {
         Some(forge) => server.with_forge(forge),
         None => server,
     };
+    let swap = server.clone();
+    let _follow = tokio::spawn(async move {
+        match tokio::task::spawn_blocking(index).await {
+            Ok(Ok(index)) => {
+                let follow = index.follow(registry);
+                swap.set_index(index);
+                following.abort();
+                following = follow;
+                tracing::debug!("search index ready");
+            }
+            Ok(Err(error)) => tracing::warn!(%error, "the search index did not open; searches rank with BM25 in memory"),
+            Err(error) => tracing::warn!(%error, "opening the search index failed"),
+        }
+        let _ = following.await;
+    });
     let Some(addr) = args.http else {
         tracing::info!("serving MCP on stdio");
         return Ok(skillhost::mcp::serve_stdio(server).await?);

@@ -86,7 +86,7 @@ struct Shared {
     config: McpConfig,
     /// Ranks `fts` searches; synced with the registry before each search. `None` when
     /// it could not be created (searches then use the term matcher of `search`).
-    index: Option<Arc<SearchIndex>>,
+    index: std::sync::RwLock<Option<Arc<SearchIndex>>>,
     /// The `requestState` tokens of approvals asked of 2026-07-28 clients.
     approvals: Approvals,
     sessions: AtomicU64,
@@ -140,8 +140,20 @@ impl SkillhostMcp {
 
     fn build(registry: Arc<Registry>, config: McpConfig, index: Option<Arc<SearchIndex>>) -> Self {
         let approvals = Approvals::new(config.approval_timeout);
+        let index = std::sync::RwLock::new(index);
         let shared = Arc::new(Shared { registry, config, index, approvals, sessions: AtomicU64::new(0), forge: None });
         Self { session: Session::new(&shared), shared }
+    }
+
+    /// Rank searches with `index` from now on, in every session: a server can answer with
+    /// a quick index (BM25 in memory) while a better one (hybrid, on disk, with the
+    /// embedding model) loads, then swap it in.
+    pub fn set_index(&self, index: Arc<SearchIndex>) {
+        *self.shared.index.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(index);
+    }
+
+    fn index(&self) -> Option<Arc<SearchIndex>> {
+        self.shared.index.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Offer `skill_create` and `skill_update`, run by `forge` (over the same registry).
@@ -209,6 +221,38 @@ impl SkillhostMcp {
             return None;
         }
         Some(ToolEntry { name: public_name(&entry.name, tool)?, skill: entry.name.clone(), spec: spec.clone(), state: entry.state })
+    }
+
+    /// A call to a tool of a skill that is still loading waits for it (with a progress
+    /// notification every second, when the client asked for progress), then resolves the
+    /// name again; `None` when the skill is not loading, or loaded without that tool.
+    async fn wait_for_skill(&self, name: &str, context: &RequestContext<RoleServer>) -> Result<Option<ToolEntry>, ErrorData> {
+        let Some((skill, _)) = name.split_once(SEPARATOR) else { return Ok(None) };
+        let registry = &self.shared.registry;
+        if !registry.loading().iter().any(|n| n.as_str() == skill) {
+            return Ok(None);
+        }
+        let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
+        let loaded = registry.wait_loaded(skill);
+        tokio::pin!(loaded);
+        let mut waited = 0;
+        loop {
+            tokio::select! {
+                () = &mut loaded => break,
+                () = context.ct.cancelled() => return Err(ErrorData::internal_error(format!("cancelled while skill `{skill}` was loading"), None)),
+                () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
+                    waited += 1;
+                    if let Some(forwarder) = &forwarder {
+                        let message = format!("skill `{skill}` is still loading ({waited} s)");
+                        (forwarder.sink())(Progress { done: waited, total: None, message: Some(message) });
+                    }
+                }
+            }
+        }
+        if let Some(forwarder) = forwarder {
+            forwarder.flush().await;
+        }
+        Ok(self.resolve(name))
     }
 
     async fn call_skill_tool(
@@ -340,10 +384,11 @@ impl SkillhostMcp {
 
     fn call_builtin(&self, builtin: Builtin, args: &JsonObject) -> CallToolResult {
         let registry = &self.shared.registry;
+        let index = self.index();
         let result = match builtin {
             Builtin::ToolSearch => {
                 let deferred = self.deferred(&table(registry));
-                builtin::tool_search(registry, self.shared.index.as_deref(), args, deferred).map(|(value, found)| {
+                builtin::tool_search(registry, index.as_deref(), args, deferred).map(|(value, found)| {
                     if deferred {
                         self.activate(found);
                     }
@@ -351,7 +396,7 @@ impl SkillhostMcp {
                 })
             }
             Builtin::SkillList => Ok(builtin::skill_list(registry)),
-            Builtin::SkillSearch => builtin::skill_search(registry, self.shared.index.as_deref(), args),
+            Builtin::SkillSearch => builtin::skill_search(registry, index.as_deref(), args),
             Builtin::SkillGet => builtin::skill_get(registry, args),
             Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
         };
@@ -388,6 +433,8 @@ impl SkillhostMcp {
                 },
                 change = changed.recv() => if let Err(broadcast::error::RecvError::Closed) = change { return },
             }
+            // One notification for a burst (skills loading one after another at start).
+            while matches!(events.try_recv(), Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_))) {}
             if !send().await {
                 return;
             }
@@ -517,7 +564,11 @@ impl ServerHandler for SkillhostMcp {
             }
             return Ok(result.into());
         }
-        match self.resolve(&params.name) {
+        let resolved = match self.resolve(&params.name) {
+            None => self.wait_for_skill(&params.name, &context).await?,
+            found => found,
+        };
+        match resolved {
             Some(tool) => self.call_skill_tool(tool, params, context).await,
             None => Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`; tools are named SKILL__TOOL: call tool_search to find one", params.name),

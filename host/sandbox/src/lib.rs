@@ -159,6 +159,8 @@ pub(crate) struct Runtime {
     venv: Option<Venv>,
     venv_error: Option<String>,
     isolation: isolation::Isolation,
+    /// Server processes started so far (tool listings and calls).
+    started: std::sync::atomic::AtomicU64,
 }
 
 /// Runs `[server]` skills in bubblewrap.
@@ -204,7 +206,7 @@ impl BwrapRuntime {
         };
         let isolation = isolation::Isolation::detect(&Self::probe(&config, &bwrap, venv.as_ref()));
         isolation.warn_unavailable();
-        Ok(Self { inner: Arc::new(Runtime { config, bwrap, prlimit, venv, venv_error, isolation }) })
+        Ok(Self { inner: Arc::new(Runtime { config, bwrap, prlimit, venv, venv_error, isolation, started: Default::default() }) })
     }
 
     /// What [`isolation::Isolation::detect`] proves for `config`.
@@ -223,6 +225,12 @@ impl BwrapRuntime {
     /// to do).
     pub fn isolation(&self) -> &[isolation::Layer] {
         &self.inner.isolation.layers
+    }
+
+    /// How many server processes this runtime started so far, to list tools or to serve
+    /// calls (a load from a kept listing starts none).
+    pub fn servers_started(&self) -> u64 {
+        self.inner.started.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The venv Python skills run with, if any.
@@ -483,6 +491,7 @@ impl Launch {
     /// otherwise with neither (the load-time run that lists tools).
     pub(crate) async fn start(&self, grant: &Grant, full: bool, generation: u64) -> Result<Arc<Server>, String> {
         let config = &self.runtime.config;
+        self.runtime.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (profile, guards) = self.profile(grant, full)?;
         let limits = isolation::CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
         let confinement = self.runtime.isolation.confine(grant.skill.as_str(), &limits)?;

@@ -309,6 +309,19 @@ mod tests {
     }
 
     #[test]
+    fn the_contents_stamp_changes_when_a_package_is_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path().join("lib/python3.11/site-packages");
+        std::fs::create_dir_all(&site).unwrap();
+        let venv = Venv { dir: dir.path().to_owned(), prefix: "/usr".into() };
+        let before = venv.contents_stamp();
+        assert_eq!(before, venv.contents_stamp(), "the same venv, the same stamp");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::create_dir(site.join("newpkg-1.0.dist-info")).unwrap();
+        assert_ne!(before, venv.contents_stamp(), "installing a package left the stamp alone");
+    }
+
+    #[test]
     fn stamp_follows_requirements() {
         let a = SetupOptions::new("/v");
         let mut b = SetupOptions::new("/v");

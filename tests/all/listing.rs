@@ -1,0 +1,150 @@
+//! Nothing runs or compiles before it must: a restart loads skills from the tool
+//! listings kept at their last load (no server starts, no component compiles), a change
+//! to a skill's bytes lists it again, components whose tools are read from their WIT or
+//! that cannot link are never compiled at load, and a registry loading in the background
+//! answers at once and makes a call to a skill still loading wait for it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use fixtures::{GENERIC, LIMITS, NET, python};
+use serde_json::json;
+use skillhost::{CacheOutcome, Host, Registry, RegistryConfig, TrustState};
+
+use crate::{HANG_GUARD, load_error, ok, sandbox_host, test_host};
+
+fn config(data: &Path, workspace: &Path) -> RegistryConfig {
+    let mut config = RegistryConfig::new(data);
+    config.workspace = Some(workspace.to_owned());
+    config.watch = false;
+    config
+}
+
+async fn open(host: &Host, config: RegistryConfig) -> Arc<Registry> {
+    tokio::time::timeout(HANG_GUARD, host.open_registry(config)).await.expect("open hung").expect("registry opens")
+}
+
+fn tool_names(registry: &Registry, skill: &str) -> Vec<String> {
+    let entry = registry.entry(skill).unwrap();
+    let loaded = entry.loaded.as_ref().unwrap_or_else(|| panic!("`{skill}` did not load: {:?}", entry.error));
+    loaded.tools.iter().map(|t| t.name.clone()).collect()
+}
+
+/// A server skill's tools are listed once: a restarted host loads it from the kept listing
+/// without starting its server, the first call starts one, and new bytes are listed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_starts_no_server_before_the_first_call() {
+    let data = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let dir = python::install("sandbox-probe", workspace.path(), "");
+
+    let host = sandbox_host(data.path());
+    let registry = open(&host, config(data.path(), workspace.path())).await;
+    let tools = tool_names(&registry, "sandbox-probe");
+    assert!(tools.contains(&"echo".to_owned()), "{tools:?}");
+    assert_eq!(host.sandbox().unwrap().servers_started(), 1, "the first load lists its tools in a probe run");
+    drop(registry);
+    drop(host);
+
+    let host = sandbox_host(data.path());
+    let registry = open(&host, config(data.path(), workspace.path())).await;
+    assert_eq!(tool_names(&registry, "sandbox-probe"), tools, "the kept listing names the same tools");
+    assert_eq!(host.sandbox().unwrap().servers_started(), 0, "a restart started a server before any call");
+    let request = registry.approval_request("sandbox-probe").unwrap();
+    registry.approve("sandbox-probe", &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
+    let out = tokio::time::timeout(HANG_GUARD, registry.call("sandbox-probe", "echo", json!({"text": "hi"}), Default::default()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.value["text"], "hi", "{}", out.value);
+    assert_eq!(host.sandbox().unwrap().servers_started(), 1, "the first call starts the one server");
+    drop(registry);
+
+    // New bytes: another listing, with the new tool, from a probe run.
+    let server = std::fs::read_to_string(dir.join("server.py")).unwrap();
+    let added = "@mcp.tool()\ndef added() -> dict:\n    \"\"\"A tool added since.\"\"\"\n    return {}\n\n\n";
+    std::fs::write(dir.join("server.py"), server.replacen("@mcp.tool()", &format!("{added}@mcp.tool()"), 1)).unwrap();
+    let registry = open(&host, config(data.path(), workspace.path())).await;
+    assert!(tool_names(&registry, "sandbox-probe").contains(&"added".to_owned()), "the changed server was not listed again");
+    assert_eq!(host.sandbox().unwrap().servers_started(), 2);
+}
+
+/// A component of our world is compiled once, to ask it for its tools; a restarted host
+/// neither compiles it nor reads the compiled cache until its first call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_compiles_no_component_before_the_first_call() {
+    let data = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    LIMITS.folder(workspace.path());
+    let host = || Host::builder().data_dir(data.path()).build().unwrap();
+
+    let first = host();
+    let registry = open(&first, config(data.path(), workspace.path())).await;
+    let tools = tool_names(&registry, "limits");
+    assert_eq!((first.cache_stats().compiled, first.cache_stats().hits), (1, 0), "the first load compiles it to list its tools");
+    drop(registry);
+
+    let second = host();
+    let registry = open(&second, config(data.path(), workspace.path())).await;
+    assert_eq!(tool_names(&registry, "limits"), tools);
+    assert_eq!((second.cache_stats().compiled, second.cache_stats().hits), (0, 0), "a restart touched the compiled code before any call");
+    assert_eq!(registry.entry("limits").unwrap().state, TrustState::Approved, "pure computation is approved automatically");
+    let out = tokio::time::timeout(HANG_GUARD, registry.call("limits", "echo", json!({"value": 3}), Default::default())).await.unwrap().unwrap();
+    assert_eq!(out.value, json!(3));
+    assert_eq!((second.cache_stats().compiled, second.cache_stats().hits), (0, 1), "the first call takes it from the compiled cache");
+}
+
+/// A generic component's tools come from its WIT: loading it (as `inspect` does) compiles
+/// nothing; its first call does.
+#[tokio::test]
+async fn a_component_whose_tools_are_in_its_wit_compiles_at_its_first_call() {
+    let env = fixtures::TestHost::with_config(skillhost::WasmConfig::default());
+    let file = env.skills.path().join("calc.wasm");
+    std::fs::copy(GENERIC.wasm, &file).unwrap();
+    let loaded = env.host.load_path(&file).await.unwrap();
+    assert_eq!(loaded.cache, CacheOutcome::Deferred);
+    assert!(loaded.manifest.name.as_str() == "calc" && !loaded.skill.tools().is_empty());
+    assert_eq!(env.host.cache_stats().compiled, 0, "loading a component whose tools are in its WIT compiled it");
+    assert_eq!(ok(&loaded, "add", json!({"a": 1, "b": 2})).await, json!(3));
+    assert_eq!(env.host.cache_stats().compiled, 1);
+}
+
+/// A component importing `wasi:http` without `[network]` is refused from its import
+/// section, before any compile.
+#[tokio::test]
+async fn a_component_that_cannot_link_is_refused_without_compiling() {
+    let env = test_host();
+    let dir = env.skills.path().join("net");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(NET.wasm, dir.join("skill.wasm")).unwrap();
+    std::fs::write(dir.join("skill.toml"), "name = \"net\"\nversion = \"0.1.0\"\ndescription = \"fetches (test fixture)\"\n").unwrap();
+    let before = env.host.cache_stats();
+    let message = load_error(env.host.load_path(&dir).await);
+    assert!(message.contains("[network]"), "{message}");
+    let after = env.host.cache_stats();
+    assert_eq!((after.compiled, after.hits), (before.compiled, before.hits), "refusing it compiled or read it");
+}
+
+/// A registry loading in the background returns before its skills load; a call to one
+/// still loading waits for it and succeeds, and `ready` sees every skill loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_skill_still_loading_waits_for_it() {
+    let data = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    LIMITS.folder(workspace.path());
+    python::install("sandbox-probe", workspace.path(), "");
+    let host = sandbox_host(data.path());
+    let mut background = config(data.path(), workspace.path());
+    background.load_in_background = true;
+    let registry = open(&host, background).await;
+    let out = tokio::time::timeout(HANG_GUARD, registry.call("limits", "echo", json!({"value": "early"}), Default::default()))
+        .await
+        .expect("a call to a loading skill hung")
+        .expect("a call to a loading skill waits for it");
+    assert_eq!(out.value, json!("early"));
+    tokio::time::timeout(HANG_GUARD, registry.ready()).await.expect("loading never finished");
+    assert!(registry.loading().is_empty());
+    assert!(tool_names(&registry, "sandbox-probe").contains(&"echo".to_owned()));
+    let unknown = registry.call("no-such-skill", "x", json!({}), Default::default()).await.unwrap_err();
+    assert!(unknown.to_string().contains("no-such-skill"), "{unknown}");
+}
