@@ -328,6 +328,12 @@ pub fn skill_list(registry: &Registry) -> Value {
             item["failing"] = json!(format!("failed {} of its last {} calls; fix it with skill_update if it is yours", f.failures, f.calls));
         }
     }
+    // Skills found at start that have not loaded yet: they join tools/list (announced
+    // with list_changed) when ready, and a call to one of their tools waits for it.
+    let loading: Vec<String> = registry.loading().iter().map(ToString::to_string).collect();
+    if !loading.is_empty() {
+        value["loading"] = json!(loading);
+    }
     value
 }
 

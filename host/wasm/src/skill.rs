@@ -154,6 +154,12 @@ impl Skill for WasmSkill {
             });
         }
         let limit = cx.timeout.map_or(self.grant.limits.timeout, |t| t.min(self.grant.limits.timeout));
+        if self.code.get().is_none()
+            && let Some(progress) = &cx.progress
+        {
+            let message = format!("preparing skill `{skill}` for its first call (compiling its component, or reading it from the compiled cache)");
+            progress(skillhost_core::Progress { done: 0, total: None, message: Some(message) });
+        }
         let code = self.code().await.map_err(|e| CallError::Host {
             skill: skill.clone(),
             tool: tool.to_owned(),
