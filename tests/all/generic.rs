@@ -200,11 +200,30 @@ fn functions_using_resources_are_refused_and_reported() {
             ("shapes.[method]counter.next", "belongs to resource `counter`; resources have no JSON form"),
             ("shapes.total", "parameter `c` uses resource `counter`, which has no JSON form"),
             ("math-add.pairs", "its tool name `math-add-pairs` is already taken by `math.add-pairs`; rename one of them in the WIT"),
+            ("exports.init", TOOLCHAIN_HOOK),
         ]
     );
     assert!(reflection.wit.contains("world root {"), "{}", reflection.wit);
     assert!(reflection.wit.contains("package test:generic@0.1.0"), "the exported package is printed: {}", reflection.wit);
     assert!(reflection.wit.contains("total: func(c: borrow<counter>) -> u32;"), "{}", reflection.wit);
+}
+
+/// Why componentize-py's `exports.init` is not a tool.
+const TOOLCHAIN_HOOK: &str = "is componentize-py's own initialisation hook, which it calls while building the component; it is not a tool";
+
+/// componentize-py adds an `exports` interface of its own (an `init` hook it calls while
+/// building) to every component it builds; the fixture carries that WIT verbatim. It is
+/// neither listed nor callable nor named in the generated description.
+#[tokio::test]
+async fn a_toolchains_own_exports_are_not_tools() {
+    let t = test_host();
+    let loaded = t.host.load_path(&bare(t.skills.path(), "calc")).await.unwrap();
+    let names: Vec<&str> = loaded.skill.tools().iter().map(|t| t.name.as_str()).collect();
+    assert!(!names.iter().any(|n| n.contains("init")), "{names:?}");
+    assert!(!loaded.manifest.description.contains("exports,") && !loaded.manifest.description.ends_with("exports"), "{}", loaded.manifest.description);
+    let symbols = json!({"exports": [], "resources": [], "records": [], "flags": [], "tuples": [], "variants": [], "enums": [], "options": [], "results": []});
+    let err = call(&loaded, "exports-init", json!({"app-name": "app", "symbols": symbols, "stub-wasi": false})).await.unwrap_err();
+    assert!(matches!(err, CallError::UnknownTool { .. }), "{err}");
 }
 
 #[tokio::test]

@@ -102,3 +102,48 @@ async fn limits_above_the_host_maximum() {
     let err = load_error(t.host.load_path(&dir).await);
     assert_eq!(err, "skill `limits` asks for memory = 8 GiB, above the host maximum of 1 GiB; lower `[limits] memory` in its skill.toml or raise the host maximum");
 }
+
+/// Log lines written while it is the current subscriber (this thread only).
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A broken skill fails again at every rescan and each time a registry opens: the host
+/// log warns about it once per process, and again only when its error changes.
+#[tokio::test]
+async fn a_broken_skill_is_warned_about_once_per_process() {
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).with_max_level(tracing::Level::WARN).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let t = test_host();
+    let dir = LIMITS.folder(t.skills.path());
+    let manifest = std::fs::read_to_string(dir.join("skill.toml")).unwrap();
+    std::fs::write(dir.join("skill.toml"), format!("{manifest}\ncolour = \"blue\"\n")).unwrap();
+    let open = || {
+        let mut config = skillhost::RegistryConfig::new(t.data.path());
+        config.workspace = Some(t.skills.path().to_owned());
+        config.watch = false;
+        t.host.open_registry(config)
+    };
+    let warnings = || String::from_utf8_lossy(&log.0.lock().unwrap()).lines().filter(|l| l.contains("load failed") && l.contains("limits")).count();
+    for _ in 0..3 {
+        let registry = open().await.expect("the registry opens beside a broken skill");
+        assert!(registry.entry("limits").unwrap().error.is_some());
+    }
+    assert_eq!(warnings(), 1, "{}", String::from_utf8_lossy(&log.0.lock().unwrap()));
+    std::fs::write(dir.join("skill.toml"), format!("{manifest}\nshade = \"blue\"\n")).unwrap();
+    open().await.unwrap();
+    assert_eq!(warnings(), 2, "a new error is a new warning");
+}

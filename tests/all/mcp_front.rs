@@ -208,3 +208,43 @@ async fn the_http_front_refuses_requests_without_its_token_or_from_other_origins
     shutdown.cancel();
     tokio::time::timeout(HANG_GUARD, server).await.expect("the front did not stop").unwrap().unwrap();
 }
+
+/// The whole answer to a call of `tool` with `args`, as JSON.
+async fn answer(client: &RunningService<RoleClient, ()>, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    let call = client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap()));
+    let result = tokio::time::timeout(HANG_GUARD, call).await.expect("the call hung").expect("a tool result, not a protocol error");
+    serde_json::to_value(result).unwrap()
+}
+
+/// Fidelity: what a skill answers reaches the agent as it answered it. A server's text
+/// that is not JSON (mcp-server-fetch's answers) arrives as that text, not JSON-quoted;
+/// its image block as the image; its structured content as structured content beside
+/// its own text. A wasm skill's string output arrives as its text, any other value as
+/// its JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_reach_the_agent_as_the_skill_answered_them() {
+    let (data, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let host = crate::sandbox_host(data.path());
+    fixtures::python::install("raw-server", workspace.path(), "");
+    LIMITS.folder(workspace.path());
+    let mut config = RegistryConfig::new(data.path());
+    config.workspace = Some(workspace.path().to_owned());
+    config.watch = false;
+    let registry = tokio::time::timeout(HANG_GUARD, host.open_registry(config)).await.expect("open hung").expect("registry opens");
+    let client = front(registry).await;
+
+    let page = answer(&client, "raw-server__page", json!({})).await;
+    assert_eq!(page["isError"], false, "{page}");
+    let text = "Content type text/html cannot be simplified to markdown:\n<p class=\"x\">\"hi\"</p>";
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+    assert_eq!(page["content"], json!([{"type": "text", "text": text}, {"type": "image", "mimeType": "image/png", "data": png}]), "{page}");
+
+    let count = answer(&client, "raw-server__count", json!({"mode": "honest"})).await;
+    assert_eq!(count["structuredContent"], json!({"count": 3}), "{count}");
+    assert_eq!(count["content"], json!([{"type": "text", "text": "{\"count\": 3}"}]), "the server's own text, spacing and all: {count}");
+
+    let words = answer(&client, "limits__echo", json!({"value": "plain \"words\""})).await;
+    assert_eq!(words["content"], json!([{"type": "text", "text": "plain \"words\""}]), "{words}");
+    let object = answer(&client, "limits__echo", json!({"value": {"a": [1, "two"]}})).await;
+    assert_eq!(object["content"], json!([{"type": "text", "text": "{\"a\":[1,\"two\"]}"}]), "{object}");
+}

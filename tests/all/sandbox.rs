@@ -329,6 +329,46 @@ async fn network_goes_through_the_egress_proxy_only() {
     assert!(matches!(refused.outcome, skillhost::EgressOutcome::Refused(_)), "{refused:?}");
 }
 
+/// A server whose request the egress proxy refused tells the agent only what its own
+/// code makes of the `403` ("status code 403"). The host's note saying which rule to add
+/// reaches the call's error, worded as for a wasm skill (`host refused: …`), and a
+/// successful answer gets it as one more text block; the audit rows name the tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_is_explained_to_the_agent_and_audited_with_its_tool() {
+    let server = TestServer::start();
+    let port = server.port();
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+    let rule = format!("to allow it, add \"http://127.0.0.2:{port}\" to `[network] allow`");
+
+    let err = call(&skill, "fetch_text", json!({"url": format!("http://127.0.0.2:{port}/secret")})).await.unwrap_err();
+    assert!(matches!(err, CallError::Failed { .. }), "{err:?}");
+    let err = err.to_string();
+    assert!(err.contains("status code 403") && err.contains("(host refused: ") && err.contains(&rule), "{err}");
+
+    let out = call(&skill, "fetch_status", json!({"url": format!("http://127.0.0.2:{port}/other")})).await.expect("the tool answers");
+    assert_eq!(out.value, json!(403));
+    let blocks = out.content.expect("a server skill's own content blocks");
+    let note = blocks.last().and_then(|b| b["text"].as_str()).unwrap_or_default();
+    assert!(note.starts_with("(host refused: ") && note.contains(&rule), "{blocks:?}");
+    let out = call(&skill, "fetch_status", json!({"url": format!("http://127.0.0.1:{port}/ok")})).await.expect("the tool answers");
+    assert_eq!(out.content.as_deref(), Some(&[json!({"type": "text", "text": "200"})][..]), "an earlier call's refusal is not this one's");
+
+    let mut rows = Vec::new();
+    for _ in 0..100 {
+        rows = env.host.audit().query(&Default::default()).unwrap();
+        if rows.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut tools: Vec<(String, String)> = rows.iter().map(|r| (r.url.clone(), r.tool.clone())).collect();
+    tools.sort();
+    let row = |path: &str, tool: &str| (format!("http://{path}"), tool.to_owned());
+    let expected = [row(&format!("127.0.0.1:{port}/ok"), "fetch_status"), row(&format!("127.0.0.2:{port}/other"), "fetch_status"), row(&format!("127.0.0.2:{port}/secret"), "fetch_text")];
+    assert_eq!(tools, expected);
+}
+
 /// Attack: a sandboxed server skips its HTTP library and speaks to the egress proxy
 /// directly: CONNECT to another port of an allowed host, CONNECT (a TLS tunnel) where
 /// only `http` is allowed, userinfo, an allowed URL carrying a `Host` header that names

@@ -41,9 +41,10 @@ use skillhost::{CallContext, Host, HostError, Registry, RegistryConfig, Registry
   skillhost list                      list the skills in ./skills and their tools
   skillhost call text-tools word_count --input '{\"text\": \"hello world\"}'")]
 struct Cli {
-    /// Directory of installed skills.
-    #[arg(long, global = true, env = "SKILLHOST_SKILLS", default_value = "skills", value_name = "DIR")]
-    skills: PathBuf,
+    /// Directory of installed skills; one given here or in SKILLHOST_SKILLS must exist
+    /// [default: ./skills, when it exists].
+    #[arg(long, global = true, env = "SKILLHOST_SKILLS", value_name = "DIR")]
+    skills: Option<PathBuf>,
 
     /// Where skills' data dirs and the compiled cache live
     /// [default: the platform data dir, e.g. ~/.local/share/skillhost].
@@ -523,7 +524,29 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("SKILLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colour only for a person at a terminal: an MCP client or a log file gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
+}
+
+/// The skills directory: `--skills` or `SKILLHOST_SKILLS`, which must be a directory (an
+/// MCP client that drops the environment would otherwise serve whatever `./skills` its
+/// working directory holds, or nothing, without a word), or else `./skills` when it
+/// exists. `None`: no workspace layer.
+fn skills_dir(given: Option<&Path>) -> Result<Option<PathBuf>> {
+    let Some(dir) = given else {
+        return Ok(Some(PathBuf::from("skills")).filter(|dir| dir.is_dir()));
+    };
+    if dir.is_dir() {
+        return Ok(Some(dir.to_owned()));
+    }
+    let what = if dir.exists() { "is not a directory" } else { "does not exist" };
+    let cwd = std::env::current_dir().map(|d| format!(" (relative to {})", d.display())).unwrap_or_default();
+    bail!(
+        "the skills directory `{}`{} {what}; create it, or pass `--skills` (or set SKILLHOST_SKILLS to) the directory your skills are in, as an absolute path when an MCP client starts skillhost",
+        dir.display(),
+        if dir.is_relative() { cwd } else { String::new() }
+    )
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
@@ -535,14 +558,16 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             .to_owned(),
     };
     let host = || Host::builder().data_dir(&data_dir).sandbox_config(sandbox::config(&data_dir)).build();
-    let registry_config = |watch: bool| {
+    let workspace = skills_dir(cli.skills.as_deref());
+    let skills = cli.skills.clone().unwrap_or_else(|| PathBuf::from("skills"));
+    let registry_config = |watch: bool| -> Result<RegistryConfig> {
         let mut config = RegistryConfig::new(&data_dir);
-        config.workspace = Some(cli.skills.clone()).filter(|dir| dir.is_dir());
+        config.workspace = workspace.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?.clone();
         config.watch = watch;
-        config
+        Ok(config)
     };
     let registry = async |host: &Host| -> Result<Arc<Registry>> {
-        let config = registry_config(false);
+        let config = registry_config(false)?;
         let bar = progress_spinner("loading skills (a first load compiles them)");
         let registry = host.open_registry(config).await;
         bar.finish_and_clear();
@@ -634,7 +659,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Serve(mut args) => {
             let host = Arc::new(host()?);
-            let mut config = registry_config(true);
+            let mut config = registry_config(true)?;
             config.load_in_background = true;
             let registry = host.open_registry(config).await?;
             let mut forge_config = forge::config(&data_dir);
@@ -712,11 +737,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     declared = Some(forge::test_approved(&forge, &skill, json).await?);
                 }
             }
-            let server = Path::new(&skill).is_dir() || cli.skills.join(&skill).join("skill.toml").is_file();
+            let server = Path::new(&skill).is_dir() || skills.join(&skill).join("skill.toml").is_file();
             let passed = match declared {
                 Some(passed) if !server => passed,
-                Some(passed) => sandbox::test(&host, &skill, &cli.skills, timeout, json).await? && passed,
-                None => sandbox::test(&host, &skill, &cli.skills, timeout, json).await?,
+                Some(passed) => sandbox::test(&host, &skill, &skills, timeout, json).await? && passed,
+                None => sandbox::test(&host, &skill, &skills, timeout, json).await?,
             };
             Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(exit::TOOL_ERROR) })
         }

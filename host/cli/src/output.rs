@@ -80,12 +80,14 @@ pub fn catalog(entries: &[Arc<Entry>], json: bool) -> Result<()> {
         println!("no skills found; build one with `skillhost new NAME && skillhost build NAME`, then `skillhost install NAME`");
         return Ok(());
     }
-    println!("{:<20} {:<9} {:<7} {:<9} {:<17} TOOLS", "NAME", "LAYER", "RUNTIME", "VERSION", "STATE");
+    // As wide as the longest name (up to 64 bytes), so every row's columns line up.
+    let width = entries.iter().map(|e| e.name.as_str().len()).max().unwrap_or(0).max(20);
+    println!("{:<width$} {:<9} {:<7} {:<9} {:<17} TOOLS", "NAME", "LAYER", "RUNTIME", "VERSION", "STATE");
     for entry in entries {
         let loaded = entry.loaded.as_ref();
         let tools = loaded.map(|l| l.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
         println!(
-            "{:<20} {:<9} {:<7} {:<9} {:<17} {tools}",
+            "{:<width$} {:<9} {:<7} {:<9} {:<17} {tools}",
             entry.name.as_str(),
             entry.layer.as_str(),
             loaded.map_or("-", |l| l.runtime),
@@ -93,7 +95,7 @@ pub fn catalog(entries: &[Arc<Entry>], json: bool) -> Result<()> {
             entry.state.as_str(),
         );
         if let Some(error) = &entry.error {
-            println!("{:<20} error: {error}", "");
+            println!("{:<width$} error: {error}", "");
         }
     }
     Ok(())
@@ -380,7 +382,7 @@ pub fn audit(records: &[skillhost::EgressRecord], json: bool) -> Result<()> {
         println!("no outbound requests recorded");
     }
     for r in records {
-        let secs = r.time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let secs = skillhost::audit::rfc3339(r.time);
         let ip = r.ip.map(|ip| ip.to_string()).unwrap_or_else(|| "-".into());
         println!(
             "{secs} {:<16} {:<12} {:<6} {} [{ip}] {} out={} in={} {:.1}ms",

@@ -20,7 +20,13 @@ impl fmt::Display for ByteSize {
         }
         for (unit, size) in UNITS {
             if self.0 >= size {
-                return write!(f, "{:.1} {unit}", self.0 as f64 / size as f64);
+                // One decimal, unless that would read as a whole number this size is not
+                // ("1.0 MiB" for 1 MiB and a byte, beside a limit of "1 MiB"): then bytes.
+                let shown = format!("{:.1}", self.0 as f64 / size as f64);
+                if shown.ends_with(".0") {
+                    break;
+                }
+                return write!(f, "{shown} {unit}");
             }
         }
         write!(f, "{} bytes", self.0)
@@ -186,6 +192,23 @@ fn ser_size<S: serde::Serializer>(n: &Option<u64>, s: S) -> Result<S::Ok, S::Err
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_size_that_is_not_whole_never_reads_as_a_whole_number() {
+        assert_eq!(ByteSize(1 << 20).to_string(), "1 MiB");
+        assert_eq!(ByteSize((1 << 20) + 1).to_string(), "1048577 bytes");
+        assert_eq!(ByteSize((2 << 20) - 1).to_string(), "2097151 bytes", "not \"2.0 MiB\"");
+        assert_eq!(ByteSize((3 << 19) + 1).to_string(), "1.5 MiB");
+        assert_eq!(ByteSize(1536).to_string(), "1.5 KiB");
+        assert_eq!(ByteSize(1025).to_string(), "1025 bytes");
+        let error = crate::CallError::OutputLimit {
+            skill: crate::SkillName::new("sk").unwrap(),
+            tool: "t".into(),
+            size: (1 << 20) + 1,
+            limit: 1 << 20,
+        };
+        assert!(error.to_string().contains("output of 1048577 bytes exceeds the output limit of 1 MiB;"), "{error}");
+    }
 
     #[test]
     fn sizes() {

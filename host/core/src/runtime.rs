@@ -285,8 +285,16 @@ impl fmt::Debug for CallContext {
 /// What a successful call returned.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolOutput {
-    /// The output, parsed.
+    /// The output, parsed: what the output schema is checked against and what a caller
+    /// that wants JSON reads.
     pub value: Value,
+    /// The MCP content blocks a server skill's server answered with, exactly as it sent
+    /// them (text, images, audio, resources), so that an MCP front passes them on
+    /// verbatim, followed by one text block of the host's when its egress proxy refused
+    /// a request during the call (`(host refused: …)`, naming the rule to add); `None`
+    /// for a wasm skill, whose output is `value` alone. Within the output cap, like
+    /// `value`.
+    pub content: Option<Vec<Value>>,
     /// Size of the output text, in bytes.
     pub bytes: usize,
     /// Wall-clock time of the call.

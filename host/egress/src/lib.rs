@@ -26,7 +26,7 @@ mod tunnel;
 pub use budget::BodyBudget;
 pub use config::{NetConfig, SystemResolver};
 pub use error::EgressError;
-pub use proxy::{EgressProxy, ProxyConfig, ProxyError};
+pub use proxy::{EgressProxy, ProxyCall, ProxyCalls, ProxyConfig, ProxyError};
 pub use shim::ShimArgs;
 pub use skill::{CappedBody, MAX_REQUEST_BYTES, SkillEgress};
 pub use tunnel::{Tunnel, TunnelLimits};

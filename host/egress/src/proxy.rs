@@ -16,7 +16,8 @@
 //! - A refusal is `403 Forbidden` with a one-line body naming the skill, what was refused
 //!   and how to allow it, plus a warning in the host log; a failure is 502 (504 for a
 //!   timeout); a request that is not a proxy request is 400. Every request and tunnel is
-//!   audited.
+//!   audited, naming the tools of the calls running at the time ([`ProxyCalls`]); each of
+//!   those calls is told of a refusal, so that its result can say which rule to add.
 //!
 //! **Bounds.** The skill on the other side of the socket is not trusted to be polite, so
 //! what the proxy holds for it is bounded ([`ProxyConfig`], [`NetConfig`](crate::NetConfig)):
@@ -73,9 +74,78 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{EgressError, SkillEgress, TunnelLimits};
 
-/// The tool named in the audit rows of a sandboxed skill's requests: empty, because the
-/// proxy serves the skill's process, not one call.
-const TOOL: &str = "";
+/// The calls a sandboxed server is serving, shared by its proxy and the runtime that
+/// sends them: the proxy names their tools in its audit rows (several, comma-separated,
+/// when calls of different tools overlap; empty when the server sends a request between
+/// calls) and hands each call the refusals made while it ran, for its result.
+#[derive(Clone, Debug, Default)]
+pub struct ProxyCalls {
+    inner: Arc<std::sync::Mutex<CallsInner>>,
+}
+
+#[derive(Debug, Default)]
+struct CallsInner {
+    next: u64,
+    running: std::collections::BTreeMap<u64, RunningCall>,
+}
+
+#[derive(Debug)]
+struct RunningCall {
+    tool: String,
+    refusals: Vec<String>,
+}
+
+/// One call in [`ProxyCalls`], from [`ProxyCalls::begin`] until dropped.
+#[derive(Debug)]
+pub struct ProxyCall {
+    calls: ProxyCalls,
+    id: u64,
+}
+
+impl ProxyCalls {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CallsInner> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A call of `tool` starts.
+    pub fn begin(&self, tool: &str) -> ProxyCall {
+        let mut inner = self.lock();
+        inner.next += 1;
+        let id = inner.next;
+        inner.running.insert(id, RunningCall { tool: tool.to_owned(), refusals: Vec::new() });
+        ProxyCall { calls: self.clone(), id }
+    }
+
+    /// The tools of the calls running now, for an audit row.
+    fn tools(&self) -> String {
+        let inner = self.lock();
+        let mut tools: Vec<&str> = inner.running.values().map(|c| c.tool.as_str()).collect();
+        tools.sort_unstable();
+        tools.dedup();
+        tools.join(",")
+    }
+
+    /// The egress refused a request while the calls running now ran.
+    fn refused(&self, reason: &str) {
+        for call in self.lock().running.values_mut() {
+            call.refusals.push(reason.to_owned());
+        }
+    }
+}
+
+impl ProxyCall {
+    /// Why the proxy refused requests while this call ran (each reason names the rule that
+    /// would allow it), oldest first.
+    pub fn refusals(&self) -> Vec<String> {
+        self.calls.lock().running.get(&self.id).map(|c| c.refusals.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for ProxyCall {
+    fn drop(&mut self) {
+        self.calls.lock().running.remove(&self.id);
+    }
+}
 
 /// How the proxy serves, and the bounds it holds a skill to (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +200,7 @@ pub struct ProxyError {
 pub struct EgressProxy {
     path: PathBuf,
     stop: CancellationToken,
+    calls: ProxyCalls,
 }
 
 /// What every connection's handler shares.
@@ -141,6 +212,7 @@ struct Shared {
     connections: Arc<Semaphore>,
     /// Whether a refused connection was logged as a warning yet (later ones are debug).
     warned_full: AtomicBool,
+    calls: ProxyCalls,
 }
 
 type ProxyBody = UnsyncBoxBody<Bytes, EgressError>;
@@ -158,10 +230,17 @@ impl EgressProxy {
         let listener = UnixListener::bind(&path).map_err(fail)?;
         let stop = CancellationToken::new();
         let connections = Arc::new(Semaphore::new(config.max_connections.clamp(1, Semaphore::MAX_PERMITS)));
-        let shared = Arc::new(Shared { egress, config, stop: stop.clone(), connections, warned_full: AtomicBool::new(false) });
+        let calls = ProxyCalls::default();
+        let shared = Arc::new(Shared { egress, config, stop: stop.clone(), connections, warned_full: AtomicBool::new(false), calls: calls.clone() });
         tracing::debug!(skill = %shared.egress.skill(), socket = %path.display(), "egress proxy listening");
         tokio::spawn(accept(listener, shared));
-        Ok(Self { path, stop })
+        Ok(Self { path, stop, calls })
+    }
+
+    /// The calls its server is serving: register each with [`ProxyCalls::begin`] so that
+    /// audit rows name its tool and it learns what was refused while it ran.
+    pub fn calls(&self) -> ProxyCalls {
+        self.calls.clone()
     }
 
     /// The socket path.
@@ -320,12 +399,12 @@ impl Shared {
                 "`{} {uri}` is not a proxy request; send the absolute URL (`GET http://host/path`) or `CONNECT host:port`",
                 request.method()
             );
-            let audit = self.egress.audit(TOOL, request.method().as_str());
+            let audit = self.egress.audit(&self.calls.tools(), request.method().as_str());
             audit.record(crate::skill::redact(&uri.to_string()), None, EgressOutcome::Refused(reason.clone()), 0);
             return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: {reason}"));
         }
         strip_hop_by_hop(request.headers_mut());
-        match self.egress.send(TOOL, request, &[]).await {
+        match self.egress.send(&self.calls.tools(), request, &[]).await {
             Ok(response) => {
                 let mut response = response.map(|body| body.boxed_unsync());
                 strip_hop_by_hop(response.headers_mut());
@@ -342,7 +421,7 @@ impl Shared {
             let reason = format!("`CONNECT {}` names no `host:port`", request.uri());
             return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: {reason}"));
         };
-        let tunnel = match self.egress.open_tunnel(TOOL, &authority).await {
+        let tunnel = match self.egress.open_tunnel(&self.calls.tools(), &authority).await {
             Ok(tunnel) => tunnel,
             Err(e) => return self.error(e),
         };
@@ -372,6 +451,7 @@ impl Shared {
         let skill = self.egress.skill();
         if let EgressError::Denied { reason } = &error {
             tracing::warn!(%skill, "outbound request refused: {reason}");
+            self.calls.refused(reason);
             return text(StatusCode::FORBIDDEN, format!("skillhost refused a request of skill `{skill}`: {reason}"));
         }
         let (status, close) = match &error {

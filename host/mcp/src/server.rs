@@ -286,8 +286,7 @@ impl SkillhostMcp {
         }
         match outcome {
             Ok(out) => {
-                let text = out.value.to_string();
-                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                let mut result = CallToolResult::success(content_blocks(out.content, &out.value));
                 result.structured_content = tool.structured(out.value);
                 Ok(result.into())
             }
@@ -727,6 +726,21 @@ fn call_error(error: CallError) -> Result<CallToolResponse, ErrorData> {
             result.meta = None;
             Ok(result.into())
         }
+    }
+}
+
+/// The content of a successful call as the agent gets it: a server skill's own blocks
+/// as its server sent them; for a wasm skill, a string output as its text and any other
+/// value as its JSON.
+fn content_blocks(content: Option<Vec<Value>>, value: &Value) -> Vec<ContentBlock> {
+    match content {
+        Some(blocks) => blocks
+            .into_iter()
+            // The sandbox's client parsed these as MCP content already; one that does not
+            // read back passes as its JSON text rather than being dropped.
+            .map(|block| serde_json::from_value(block.clone()).unwrap_or_else(|_| ContentBlock::text(block.to_string())))
+            .collect(),
+        None => vec![ContentBlock::text(value.as_str().map_or_else(|| value.to_string(), str::to_owned))],
     }
 }
 

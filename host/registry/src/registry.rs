@@ -55,6 +55,15 @@ pub struct Registry {
     loading: tokio::sync::watch::Sender<BTreeSet<SkillName>>,
 }
 
+/// Whether this is the first time this process sees `skill` fail to load with `error`:
+/// an unchanged broken skill fails again at every rescan and reload, and every registry
+/// the process opens loads it again, but one warning says all there is to say. A
+/// different error (the skill was edited) is reported again.
+fn first_report(skill: &SkillName, error: &str) -> bool {
+    static REPORTED: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
+    REPORTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert((skill.as_str().to_owned(), error.to_owned()))
+}
+
 /// Skills loaded at once by a full rescan.
 const RESCAN_CONCURRENCY: usize = 8;
 
@@ -379,7 +388,11 @@ impl Registry {
                 }
             }
             Err(error) => {
-                tracing::warn!(skill = %name, %error, "load failed");
+                if first_report(name, &error.to_string()) {
+                    tracing::warn!(skill = %name, %error, "load failed");
+                } else {
+                    tracing::debug!(skill = %name, %error, "load failed again, as before");
+                }
                 let error = Arc::new(error);
                 match &old {
                     Some(old) if old.loaded.is_some() && old.identity == identity => Entry {

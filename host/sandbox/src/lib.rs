@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use skillhost_egress::{EgressProxy, NetConfig, ProxyConfig, SkillEgress};
+use skillhost_egress::{EgressProxy, NetConfig, ProxyCalls, ProxyConfig, SkillEgress};
 use skillhost_core::{
     Annotations, EnvSecret, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillManifest,
     SkillName, SkillRuntime, SkillSource, ToolSpec,
@@ -414,7 +414,12 @@ pub(crate) struct Launch {
 impl Launch {
     /// The profile of a sandbox for `grant` (see [`start`](Self::start) for `full`), its
     /// private runtime dir and what must live as long as the sandbox.
-    pub(crate) fn profile(&self, grant: &Grant, full: bool) -> Result<(Profile, Vec<Box<dyn std::any::Any + Send + Sync>>), String> {
+    pub(crate) fn profile(&self, grant: &Grant, full: bool) -> Result<(Profile, Guards), String> {
+        self.profile_with_calls(grant, full).map(|(profile, guards, _)| (profile, guards))
+    }
+
+    /// [`profile`](Self::profile), and the calls register of its egress proxy when it has one.
+    fn profile_with_calls(&self, grant: &Grant, full: bool) -> Result<(Profile, Guards, Option<ProxyCalls>), String> {
         let runtime = &self.runtime;
         let config = &runtime.config;
         let run_dir = tempfile::Builder::new()
@@ -440,6 +445,7 @@ impl Launch {
         }
         let mut guards: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
         let mut net = None;
+        let mut calls = None;
         if full && !grant.network.is_empty() {
             let shim = config.shim.as_ref().and_then(|s| s.split_first()).ok_or_else(|| {
                 "it asks for network but this host has no egress shim configured (BwrapConfig::shim; the skillhost binary provides `__shim`)".to_owned()
@@ -458,6 +464,7 @@ impl Launch {
                 )
                 .map_err(|e| format!("cannot give its egress socket to uid {}: {e}", user.uid))?;
             }
+            calls = Some(proxy.calls());
             guards.push(Box::new(proxy));
             net = Some(NetSetup {
                 socket,
@@ -484,7 +491,7 @@ impl Launch {
             net,
         };
         guards.push(Box::new(run_dir));
-        Ok((profile, guards))
+        Ok((profile, guards, calls))
     }
 
     /// Start a server. `full`: with the skill's secrets and network (a call's server);
@@ -492,7 +499,7 @@ impl Launch {
     pub(crate) async fn start(&self, grant: &Grant, full: bool, generation: u64) -> Result<Arc<Server>, String> {
         let config = &self.runtime.config;
         self.runtime.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (profile, guards) = self.profile(grant, full)?;
+        let (profile, guards, calls) = self.profile_with_calls(grant, full)?;
         let limits = isolation::CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
         let confinement = self.runtime.isolation.confine(grant.skill.as_str(), &limits)?;
         let argv = profile.argv_with(&confinement, &self.command, &self.args);
@@ -507,12 +514,16 @@ impl Launch {
             start_timeout: config.start_timeout,
             generation,
             confinement,
+            calls,
             // The proxy (removing its socket) goes before the directory.
             guards,
         })
         .await
     }
 }
+
+/// What must live as long as a sandbox (its runtime dir, its egress proxy).
+type Guards = Vec<Box<dyn std::any::Any + Send + Sync>>;
 
 /// Open a granted directory for a sandbox (see [`DirGrant::open`]: no link followed, at
 /// load and at every start). When sandboxes run as an unprivileged uid, directories it

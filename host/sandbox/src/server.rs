@@ -17,6 +17,7 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use skillhost_core::{Progress, ProgressSink, SkillName};
+use skillhost_egress::ProxyCalls;
 
 use crate::isolation::Confinement;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -102,6 +103,8 @@ pub(crate) struct Server {
     started: Instant,
     /// Its cgroup and seccomp programs; dropping it kills every process of the sandbox.
     confinement: Confinement,
+    /// The calls register of its egress proxy, when it is networked.
+    pub(crate) calls: Option<ProxyCalls>,
     /// Held for the server's life: the private runtime dir, the egress proxy.
     _guards: Vec<Box<dyn std::any::Any + Send + Sync>>,
 }
@@ -116,13 +119,14 @@ pub(crate) struct Spawn {
     pub start_timeout: Duration,
     pub generation: u64,
     pub confinement: Confinement,
+    pub calls: Option<ProxyCalls>,
     pub guards: Vec<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Server {
     /// Start the process and complete the MCP handshake.
     pub(crate) async fn start(spawn: Spawn) -> Result<Arc<Self>, String> {
-        let Spawn { skill, mut command, max_line, log_cap, start_timeout, generation, confinement, guards } = spawn;
+        let Spawn { skill, mut command, max_line, log_cap, start_timeout, generation, confinement, calls, guards } = spawn;
         let program = command.as_std().get_program().to_string_lossy().into_owned();
         let mut child = command
             .stdin(Stdio::piped())
@@ -160,6 +164,7 @@ impl Server {
             last_used: AtomicU64::new(0),
             started: Instant::now(),
             confinement,
+            calls,
             _guards: guards,
         }))
     }

@@ -147,9 +147,10 @@ impl Inner {
         state.last_failure = None;
     }
 
-    /// Turn a `tools/call` result into the tool's output or error; an output that breaks
-    /// the tool's declared output schema is an error, not an answer.
-    fn output(&self, tool: &str, result: Value) -> Result<Value, CallError> {
+    /// Turn a `tools/call` result into the tool's output value and the server's own
+    /// content blocks, or its error; an output that breaks the tool's declared output
+    /// schema is an error, not an answer.
+    fn output(&self, tool: &str, mut result: Value) -> Result<(Value, Vec<Value>), CallError> {
         let skill = self.grant.skill.clone();
         let texts = || -> String {
             result["content"]
@@ -179,8 +180,17 @@ impl Inner {
         self.outputs
             .check(tool, &value)
             .map_err(|message| CallError::BadOutput { skill, tool: tool.to_owned(), message })?;
-        Ok(value)
+        let content = match result["content"].take() {
+            Value::Array(content) => content,
+            _ => Vec::new(),
+        };
+        Ok((value, content))
     }
+}
+
+/// Size of `value` as JSON text, in bytes.
+fn json_len<T: serde::Serialize>(value: &T) -> usize {
+    serde_json::to_string(value).map_or(0, |t| t.len())
 }
 
 /// Marks a call in flight on a server for the idle timer, until dropped.
@@ -257,6 +267,9 @@ impl Skill for BwrapSkill {
         let oom_before = server.oom_kills();
         server.begin();
         let _in_flight = InFlight(server.clone());
+        // Its egress proxy names this call's tool in the audit rows and keeps what it
+        // refused while the call ran.
+        let proxy_call = server.calls.as_ref().map(|calls| calls.begin(tool));
         let work = server.call(tool, arguments, cx.progress.clone(), &progressed.request);
         let outcome = tokio::select! {
             result = tokio::time::timeout(limit, work) => result,
@@ -289,6 +302,14 @@ impl Skill for BwrapSkill {
                 return Err(CallError::Timeout { skill: skill.clone(), tool: err_tool, limit });
             }
         };
+        // What the proxy refused explains the tool's answer best; the server's own text
+        // rarely says which rule to add. Worded as for a wasm skill.
+        let refusals = proxy_call.map(|call| call.refusals()).unwrap_or_default();
+        let note = (!refusals.is_empty()).then(|| format!("(host refused: {})", refusals.join("; ")));
+        let explain = |error: CallError| match (error, &note) {
+            (CallError::Failed { skill, tool, message }, Some(note)) => CallError::Failed { skill, tool, message: format!("{message} {note}") },
+            (error, _) => error,
+        };
         let value = match result {
             Ok(value) => value,
             Err(RequestError::Closed(reason)) => {
@@ -300,17 +321,22 @@ impl Skill for BwrapSkill {
                 return Err(if code == -32602 {
                     CallError::InvalidInput { skill: skill.clone(), tool: err_tool, message }
                 } else {
-                    CallError::Failed { skill: skill.clone(), tool: err_tool, message }
+                    explain(CallError::Failed { skill: skill.clone(), tool: err_tool, message })
                 });
             }
         };
         inner.succeeded().await;
-        let value = inner.output(tool, value)?;
-        let bytes = serde_json::to_string(&value).map(|t| t.len()).unwrap_or(0);
+        let (value, mut content) = inner.output(tool, value).map_err(explain)?;
+        // Both forms leave the host (the value as structured content, the blocks as they
+        // came), so the cap holds for each.
+        let bytes = json_len(&value).max(json_len(&content));
         if bytes as u64 > inner.grant.limits.output {
             return Err(CallError::OutputLimit { skill: skill.clone(), tool: err_tool, size: bytes as u64, limit: inner.grant.limits.output });
         }
-        Ok(ToolOutput { value, bytes, elapsed: started.elapsed() })
+        if let Some(note) = note {
+            content.push(serde_json::json!({"type": "text", "text": note}));
+        }
+        Ok(ToolOutput { value, content: Some(content), bytes, elapsed: started.elapsed() })
     }
 }
 

@@ -11,6 +11,30 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, params};
 use skillhost_core::{AuditSink, EgressOutcome, EgressRecord};
 
+/// `time` as RFC 3339 in UTC, to the millisecond (`2026-11-24T10:11:55.440Z`), as the
+/// audit log is shown to people; a time before 1970 shows as the epoch.
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let (days, secs) = ((since.as_secs() / 86_400) as i64, since.as_secs() % 86_400);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        since.subsec_millis()
+    )
+}
+
 /// Why the audit log could not be opened or read.
 #[derive(Debug, thiserror::Error)]
 #[error("audit log {}: {source}; check that the data directory is writable", path.display())]
@@ -216,6 +240,16 @@ mod tests {
             bytes_in: 2,
             duration: Duration::from_millis(3),
         }
+    }
+
+    #[test]
+    fn times_read_as_rfc_3339() {
+        let at = |ms: u64| rfc3339(UNIX_EPOCH + Duration::from_millis(ms));
+        assert_eq!(at(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400_000), "2000-02-29T00:00:00.000Z", "a leap day");
+        assert_eq!(at(1_795_518_715_440), "2026-11-24T11:11:55.440Z");
+        assert_eq!(at(4_107_542_399_999), "2100-02-28T23:59:59.999Z", "2100 is no leap year");
+        assert_eq!(rfc3339(UNIX_EPOCH - Duration::from_secs(1)), "1970-01-01T00:00:00.000Z");
     }
 
     #[test]

@@ -159,6 +159,10 @@ pub fn reflect(bytes: &[u8]) -> Result<Reflection, FormatError> {
         match item {
             WorldItem::Interface { id, .. } => {
                 let export = resolve.name_world_key(key);
+                if let Some(hook) = toolchain_hook(&resolve, key, *id) {
+                    reflection.refused.push(hook);
+                    continue;
+                }
                 reflection.exports.push(export.clone());
                 if export.starts_with(&format!("{SKILL_EXPORT}@")) || export == SKILL_EXPORT {
                     reflection.is_skill = true;
@@ -190,6 +194,23 @@ pub fn reflect(bytes: &[u8]) -> Result<Reflection, FormatError> {
         }
     }
     Ok(reflection)
+}
+
+/// A guest toolchain's own export, which is not the author's and not a tool: the
+/// `exports` interface componentize-py adds to every component it builds, whose one
+/// function, `init(app-name, symbols, stub-wasi)`, it calls while building (called
+/// later, it traps). componentize-js adds no export of its own; a WASI entry point either
+/// toolchain exports (`wasi:cli/run`, `wasi:http/incoming-handler`) is refused as WASI.
+fn toolchain_hook(resolve: &Resolve, key: &WorldKey, id: wit_parser::InterfaceId) -> Option<RefusedFunction> {
+    let WorldKey::Name(name) = key else { return None };
+    let interface = &resolve.interfaces[id];
+    let mut functions = interface.functions.values();
+    let (Some(init), None) = (functions.next(), functions.next()) else { return None };
+    let params: Vec<&str> = init.params.iter().map(|p| p.name.as_str()).collect();
+    (name == "exports" && init.name == "init" && params == ["app-name", "symbols", "stub-wasi"]).then(|| RefusedFunction {
+        function: format!("{name}.{}", init.name),
+        reason: "is componentize-py's own initialisation hook, which it calls while building the component; it is not a tool".into(),
+    })
 }
 
 impl Reflection {

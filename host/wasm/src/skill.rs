@@ -214,7 +214,7 @@ impl Skill for WasmSkill {
                 };
                 let value = serde_json::from_str(&text).map_err(|e| bad_output(format!("the output is not JSON: {e}")))?;
                 self.outputs.check(tool, &value).map_err(bad_output)?;
-                Ok(ToolOutput { value, bytes: text.len(), elapsed: started.elapsed() })
+                Ok(ToolOutput { value, content: None, bytes: text.len(), elapsed: started.elapsed() })
             }
             Err(error) => {
                 let (skill, tool, _) = fail(String::new());

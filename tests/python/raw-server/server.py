@@ -1,7 +1,8 @@
 """A stdio MCP server written against the protocol alone (standard library only), for
 skillhost's adversarial tests: unlike an SDK, it sends whatever it is told to, so it can
 break the output schema it declares. It also names a tool in camelCase, as many
-third-party servers do.
+third-party servers do, and answers `page` as mcp-server-fetch does (plain text that is
+not JSON) with an image beside it.
 """
 import json
 import sys
@@ -24,6 +25,11 @@ TOOLS = [
         "outputSchema": COUNT_SCHEMA,
     },
     {
+        "name": "page",
+        "description": "A page's text, not JSON, and a picture of it.",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
         "name": "addNumbers",
         "description": "Add two numbers.",
         "inputSchema": {
@@ -31,6 +37,17 @@ TOOLS = [
             "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
             "required": ["a", "b"],
         },
+    },
+]
+
+# What `page` answers: text that is not JSON (quotes and a newline included) and a
+# 1x1 PNG.
+PAGE = [
+    {"type": "text", "text": 'Content type text/html cannot be simplified to markdown:\n<p class="x">"hi"</p>'},
+    {
+        "type": "image",
+        "mimeType": "image/png",
+        "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==",
     },
 ]
 
@@ -51,6 +68,8 @@ def call(name, arguments):
         if structured is not None:
             result["structuredContent"] = structured
         return result
+    if name == "page":
+        return {"content": PAGE, "isError": False}
     if name == "addNumbers":
         total = arguments["a"] + arguments["b"]
         return {"content": [{"type": "text", "text": json.dumps(total)}], "isError": False}

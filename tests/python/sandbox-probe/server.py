@@ -76,6 +76,26 @@ def fetch(url: str) -> dict:
 
 
 @mcp.tool()
+def fetch_text(url: str) -> str:
+    """GET a URL and return its text, failing on an error status without its body, as
+    mcp-server-fetch does."""
+    import httpx
+
+    r = httpx.get(url, timeout=10)
+    if r.status_code >= 400:
+        raise RuntimeError(f"Failed to fetch {url} - status code {r.status_code}")
+    return r.text
+
+
+@mcp.tool()
+def fetch_status(url: str) -> int:
+    """GET a URL; only its status."""
+    import httpx
+
+    return httpx.get(url, timeout=10).status_code
+
+
+@mcp.tool()
 def proxy_raw(request: str) -> dict:
     """Send raw bytes (latin-1) to the egress proxy named in HTTP_PROXY; return all it answers."""
     from urllib.parse import urlsplit

@@ -158,6 +158,65 @@ fn list_and_inspect() {
     assert_eq!(read_file["input_schema"]["properties"]["path"]["type"], "string", "{read_file}");
 }
 
+/// A skill name of 64 bytes, the most a name may have, keeps `list`'s columns in line;
+/// the warning about a broken skill reaches a stderr that is not a terminal without
+/// colour codes.
+#[test]
+fn list_columns_fit_the_longest_names_and_the_log_has_no_colour() {
+    let env = Env::new();
+    let long = "a".repeat(60) + "-bcd";
+    let dir = LIMITS.folder(env.skills.path());
+    let manifest = std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("name = \"limits\"", &format!("name = \"{long}\""));
+    std::fs::write(dir.join("skill.toml"), manifest).unwrap();
+    std::fs::rename(&dir, env.skills.path().join(&long)).unwrap();
+    ESCAPE.folder(env.skills.path());
+    std::fs::write(env.skills.path().join("broken.wasm"), b"\0asm\x0d\0\x01\0\x99").unwrap();
+
+    let out = env.run(&["list"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("error:")).collect();
+    let state = lines[0].find("STATE").unwrap();
+    assert_eq!(lines.len(), 4, "{text}");
+    for line in &lines[1..] {
+        let at = line.get(state..).unwrap_or_default();
+        assert!(["approved ", "pending_review "].iter().any(|s| at.starts_with(s)), "the STATE column is out of line: {text}");
+    }
+    assert!(lines.iter().any(|l| l.starts_with(&format!("{long} "))), "{text}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("load failed"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "colour codes in a log that is not a terminal: {stderr:?}");
+}
+
+/// `--skills` or SKILLHOST_SKILLS naming a directory that does not exist is an error
+/// naming it (an MCP client that drops the environment would otherwise serve whatever
+/// `./skills` it started in); the default `./skills` may be absent.
+#[test]
+fn a_skills_directory_that_does_not_exist_is_an_error() {
+    let data = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let missing = cwd.path().join("no-such-skills");
+    let run = |args: &[&str], env: Option<&Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillhost"));
+        cmd.current_dir(cwd.path()).arg("--data-dir").arg(data.path()).args(args).env_remove("SKILLHOST_LOG").env_remove("SKILLHOST_SKILLS");
+        if let Some(dir) = env {
+            cmd.env("SKILLHOST_SKILLS", dir);
+        }
+        cmd.output().unwrap()
+    };
+    for out in [run(&["--skills", missing.to_str().unwrap(), "list"], None), run(&["list"], Some(&missing))] {
+        assert_eq!(out.status.code(), Some(4), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&format!("the skills directory `{}` does not exist", missing.display())), "{stderr}");
+        assert!(stderr.contains("SKILLHOST_SKILLS") && stderr.contains("absolute path"), "{stderr}");
+    }
+    let out = run(&["--skills", "no-such-skills", "list"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("relative to {}", std::fs::canonicalize(cwd.path()).unwrap().display())), "{stderr}");
+    let out = run(&["list"], None);
+    assert!(out.status.success(), "no ./skills is fine by default: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn new_then_build_makes_a_working_skill() {
     let env = Env::new();
