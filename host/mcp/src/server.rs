@@ -477,6 +477,15 @@ impl ServerHandler for SkillhostMcp {
             instructions.push_str("\n\n");
             instructions.push_str(&directory.text);
         }
+        // Skills found at start whose first listing is still running (nothing waits for
+        // them): say so, since the instructions are read once.
+        let loading: Vec<String> = self.shared.registry.loading().iter().map(ToString::to_string).collect();
+        if !loading.is_empty() {
+            instructions.push_str(&format!(
+                "\n\nStill loading: {} (each joins tools/list when ready; skill_list shows them).",
+                loading.join(", ")
+            ));
+        }
         info.instructions = Some(instructions);
         info
     }

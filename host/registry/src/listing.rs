@@ -41,6 +41,11 @@ impl Listings {
         hex::encode(hash.finalize())
     }
 
+    /// Whether a listing is kept under `key`.
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.dir.join(format!("{key}.json")).is_file()
+    }
+
     /// The listing kept under `key`, if one is and it reads.
     pub(crate) fn get(&self, key: &str) -> Option<Value> {
         let path = self.dir.join(format!("{key}.json"));

@@ -64,6 +64,15 @@ fn first_report(skill: &SkillName, error: &str) -> bool {
     REPORTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert((skill.as_str().to_owned(), error.to_owned()))
 }
 
+/// Which skills a rescan loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pass {
+    /// Only those whose load runs none of their code (the rest are left for later).
+    RunsNothing,
+    /// Every one.
+    All,
+}
+
 /// Skills loaded at once by a full rescan.
 const RESCAN_CONCURRENCY: usize = 8;
 
@@ -108,10 +117,18 @@ impl Registry {
             registry.rescan_all().await?;
             return Ok(registry);
         }
-        registry.loading.send_replace(registry.names_on_disk());
+        // What loads without running anything (instructions, code with a kept listing)
+        // loads now, in milliseconds: a restart answers with its whole catalog. The rest
+        // (a first listing, which compiles a component or starts a server) loads after.
+        let later = {
+            let _guard = registry.reload.lock().await;
+            registry.rescan_names(registry.names_on_disk(), Pass::RunsNothing).await?
+        };
+        registry.loading.send_replace(later.clone());
         let loader = registry.clone();
         tokio::spawn(async move {
-            if let Err(error) = loader.rescan_all().await {
+            let _guard = loader.reload.lock().await;
+            if let Err(error) = loader.rescan_names(later, Pass::All).await {
                 tracing::error!(%error, "loading the skills failed");
             }
             loader.loading.send_replace(BTreeSet::new());
@@ -291,27 +308,41 @@ impl Registry {
 
     /// Rescan every name in every layer (and every name in the catalog, for removals).
     pub(crate) async fn rescan_all(&self) -> Result<(), RegistryError> {
-        use futures::StreamExt as _;
         let _guard = self.reload.lock().await;
         let mut names: BTreeSet<SkillName> = self.read().keys().cloned().collect();
         names.extend(self.names_on_disk());
-        // Names are independent: load several at once (reading, hashing and instantiating
-        // overlap across cores), each announced as soon as it is done, then report the
-        // first failure of the trust store.
+        self.rescan_names(names, Pass::All).await.map(drop)
+    }
+
+    /// Rescan `names` in `pass`; the names it left for a later pass. The caller holds
+    /// `reload`. Names are independent: several load at once (reading, hashing and
+    /// instantiating overlap across cores), each announced as soon as it is done; the
+    /// first failure of the trust store is reported after all ran.
+    async fn rescan_names(&self, names: BTreeSet<SkillName>, pass: Pass) -> Result<BTreeSet<SkillName>, RegistryError> {
+        use futures::StreamExt as _;
         let mut done = futures::stream::iter(names)
             .map(|name| async move {
-                let result = self.rescan_locked(&name).await;
+                let result = self.rescan_pass(&name, pass).await;
                 (name, result)
             })
             .buffer_unordered(RESCAN_CONCURRENCY);
+        let mut later = BTreeSet::new();
         let mut first_error = None;
         while let Some((name, result)) = done.next().await {
-            self.loading.send_if_modified(|loading| loading.remove(&name));
-            if let Err(error) = result {
-                first_error.get_or_insert(error);
+            match result {
+                Ok(true) => {
+                    self.loading.send_if_modified(|loading| loading.remove(&name));
+                }
+                Ok(false) => {
+                    later.insert(name);
+                }
+                Err(error) => {
+                    self.loading.send_if_modified(|loading| loading.remove(&name));
+                    first_error.get_or_insert(error);
+                }
             }
         }
-        first_error.map_or(Ok(()), Err)
+        first_error.map_or(Ok(later), Err)
     }
 
     /// Rescan the given names. A name that is a skill pack's (its folder changed) stands
@@ -336,6 +367,12 @@ impl Registry {
     /// the old only if that succeeded; a failure is recorded on the entry and the last
     /// good version keeps serving.
     pub(crate) async fn rescan_locked(&self, name: &SkillName) -> Result<(), RegistryError> {
+        self.rescan_pass(name, Pass::All).await.map(drop)
+    }
+
+    /// [`rescan_locked`](Self::rescan_locked) in `pass`: whether `name` was brought in
+    /// line (`false`: it would run code to load, left for a later pass untouched).
+    async fn rescan_pass(&self, name: &SkillName, pass: Pass) -> Result<bool, RegistryError> {
         let found = snapshot::candidates(&self.layers, name);
         let old = self.read().get(name).cloned();
         let Some(winner) = found.first() else {
@@ -343,7 +380,7 @@ impl Registry {
                 tracing::info!(skill = %name, "removed");
                 self.emit(RegistryEvent::Removed(name.clone()));
             }
-            return Ok(());
+            return Ok(true);
         };
         let shadows: Vec<Shadowed> = found[1..]
             .iter()
@@ -365,7 +402,10 @@ impl Registry {
                     if changed {
                         self.emit(RegistryEvent::Updated(name.clone()));
                     }
-                    return Ok(());
+                    return Ok(true);
+                }
+                if pass == Pass::RunsNothing && !self.loads_without_running(&parsed, &hash) {
+                    return Ok(false);
                 }
                 self.load(parsed, hash, winner, &identity).await
             }
@@ -429,7 +469,7 @@ impl Registry {
         if old.is_some_and(|old| old.state != state) {
             self.emit(RegistryEvent::StateChanged { name: name.clone(), state });
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Read and parse a candidate, checking that it declares the name it was found by.
@@ -527,12 +567,26 @@ impl Registry {
         }
     }
 
+    /// Whether loading `parsed` runs none of its code: instructions, or code whose
+    /// listing an earlier load kept.
+    fn loads_without_running(&self, parsed: &Parsed, content_hash: &str) -> bool {
+        match parsed {
+            Parsed::Instructions(_) => true,
+            Parsed::Code(source) => self.listing_key(source, content_hash).is_some_and(|key| self.listings.has(&key)),
+        }
+    }
+
+    /// The key of `source`'s kept listing, when its runtime keeps listings of it.
+    fn listing_key(&self, source: &SkillSource, content_hash: &str) -> Option<String> {
+        let stamp = self.runtime.listing_stamp(source)?;
+        Some(Listings::key(self.runtime.kind_for(&source.code), content_hash, &stamp))
+    }
+
     /// Load a skill's code: from the listing an earlier load of the same bytes kept when
     /// there is one (none of its code runs), else by running it to list its tools, and
     /// keep that listing for the next load.
     async fn load_code(&self, source: &SkillSource, grant: Grant, content_hash: &str) -> Result<Arc<dyn Skill>, LoadError> {
-        let kind = self.runtime.kind_for(&source.code);
-        let key = self.runtime.listing_stamp(source).map(|stamp| Listings::key(kind, content_hash, &stamp));
+        let key = self.listing_key(source, content_hash);
         if let Some(listing) = key.as_deref().and_then(|key| self.listings.get(key)) {
             match self.runtime.load_listed(source, grant.clone(), &listing).await {
                 Ok(skill) => return Ok(skill),

@@ -89,7 +89,7 @@ async fn its_tools_are_served_over_mcp() {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillhost"));
     cmd.arg("--skills").arg(env.skills.path()).arg("--data-dir").arg(env.data.path()).arg("serve");
     let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
-    let tools = client.list_all_tools().await.unwrap();
+    let tools = crate::ready_tools(&client).await;
     let midpoint = tools.iter().find(|t| t.name == "calc__shapes-midpoint").unwrap_or_else(|| panic!("{tools:?}"));
     assert_eq!(midpoint.input_schema["required"], json!(["a", "b"]));
 

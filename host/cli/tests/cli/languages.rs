@@ -237,7 +237,7 @@ async fn python_and_js_skills_answer_through_mcp() {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillhost"));
     cmd.arg("--skills").arg(skills.path()).arg("--data-dir").arg(data.path()).arg("serve");
     let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
-    let tools = client.list_all_tools().await.unwrap();
+    let tools = crate::ready_tools(&client).await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     for name in ["py-words__word_count", "py-words__read_note", "js-text__reverse", "js-text__stats"] {
         assert!(names.contains(&name), "{name} missing from {names:?}");

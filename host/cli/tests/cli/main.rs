@@ -15,6 +15,24 @@ use std::process::{Command, Output};
 use fixtures::{CSV_SUMMARY, ESCAPE, LIMITS, TEXT_TOOLS, UNIT_CONVERT};
 use serde_json::{Value, json};
 
+/// The tools a `serve` client sees once every skill found at start has loaded. `serve`
+/// answers before its skills load; `skill_list` names those still loading, as a client
+/// that cannot follow `tools/list_changed` would check.
+async fn ready_tools(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Vec<rmcp::model::Tool> {
+    let loading = async {
+        loop {
+            let list = client.call_tool(rmcp::model::CallToolRequestParams::new("skill_list")).await.unwrap();
+            let value = list.structured_content.unwrap_or_default();
+            if value.get("loading").is_none() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(180), loading).await.expect("skills were still loading after 180 s");
+    client.list_all_tools().await.unwrap()
+}
+
 /// A skills dir and a data dir for one test, sharing the compiled cache across tests.
 struct Env {
     skills: tempfile::TempDir,

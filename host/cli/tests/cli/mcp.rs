@@ -419,7 +419,7 @@ mod rmcp_client {
         let env = McpEnv::new();
         env.limits("limits", "");
         let client = ().serve(TokioChildProcess::new(command(&env)).unwrap()).await.unwrap();
-        let tools = client.list_all_tools().await.unwrap();
+        let tools = crate::ready_tools(&client).await;
         assert!(tools.iter().any(|t| t.name == "limits__echo"), "{tools:?}");
         let args = json!({"value": [1, 2]}).as_object().unwrap().clone();
         let result = client.call_tool(CallToolRequestParams::new("limits__echo").with_arguments(args)).await.unwrap();
