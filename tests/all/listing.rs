@@ -148,3 +148,66 @@ async fn a_call_to_a_skill_still_loading_waits_for_it() {
     let unknown = registry.call("no-such-skill", "x", json!({}), Default::default()).await.unwrap_err();
     assert!(unknown.to_string().contains("no-such-skill"), "{unknown}");
 }
+
+/// An MCP client that approves what it is asked about and keeps the progress messages it
+/// receives.
+#[derive(Clone, Default)]
+struct Watcher {
+    progress: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Watcher {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = rmcp::model::ClientCapabilities::builder().enable_elicitation().build();
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("listing-test", "1.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept).with_content(json!({"approve": true})))
+    }
+
+    async fn on_progress(&self, params: rmcp::model::ProgressNotificationParam, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+        self.progress.lock().unwrap().extend(params.message);
+    }
+}
+
+/// Over MCP, the handshake and `tools/list` answer while a server skill's first listing
+/// runs (its import takes 3 s); a call to one of its tools waits for it, reporting
+/// progress, and then runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_mcp_a_call_to_a_loading_skill_waits_with_progress() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
+
+    let data = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let dir = python::install("sandbox-probe", workspace.path(), "");
+    let server = std::fs::read_to_string(dir.join("server.py")).unwrap();
+    std::fs::write(dir.join("server.py"), server.replacen("mcp = FastMCP(", "import time\ntime.sleep(3)\nmcp = FastMCP(", 1)).unwrap();
+    let host = sandbox_host(data.path());
+    let mut background = config(data.path(), workspace.path());
+    background.load_in_background = true;
+    let registry = open(&host, background).await;
+    assert!(registry.loading().iter().any(|n| n.as_str() == "sandbox-probe"), "its first listing takes 3 s: it is loading");
+
+    let front = skillhost::mcp::SkillhostMcp::new(registry.clone(), skillhost::mcp::McpConfig::default());
+    let (client_side, host_side) = tokio::io::duplex(1 << 20);
+    tokio::spawn(skillhost::mcp::serve(front, host_side));
+    let watcher = Watcher::default();
+    let client = tokio::time::timeout(HANG_GUARD, watcher.clone().serve(client_side)).await.expect("handshake hung").unwrap();
+    let listed = client.list_all_tools().await.unwrap();
+    assert!(!listed.iter().any(|t| t.name == "sandbox-probe__echo"), "tools/list waited for the listing");
+    assert!(registry.loading().iter().any(|n| n.as_str() == "sandbox-probe"), "the handshake and tools/list waited for it");
+
+    let mut params = CallToolRequestParams::new("sandbox-probe__echo").with_arguments(json!({"text": "waited"}).as_object().cloned().unwrap());
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(NumberOrString::Number(1))));
+    let result = tokio::time::timeout(HANG_GUARD, client.call_tool(params)).await.expect("the call hung").unwrap();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert!(format!("{result:?}").contains("waited"), "{result:?}");
+    let progress = watcher.progress.lock().unwrap().clone();
+    assert!(progress.iter().any(|m| m.contains("sandbox-probe") && m.contains("still loading")), "no progress while it loaded: {progress:?}");
+}
