@@ -100,13 +100,13 @@ fn example(name: &str) -> PathBuf {
 }
 
 /// The Python example, built once per run.
-fn python_skill() -> Option<&'static Path> {
+pub(crate) fn python_skill() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT.get_or_init(|| build(&example("python-skill"), "python-skill", "python")).as_deref()
 }
 
 /// The JavaScript example, built once per run.
-fn js_skill() -> Option<&'static Path> {
+pub(crate) fn js_skill() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT.get_or_init(|| build(&example("js-skill"), "js-skill", "js")).as_deref()
 }

@@ -8,6 +8,7 @@ mod index;
 mod languages;
 mod load;
 mod mcp;
+mod startup;
 
 use std::path::Path;
 use std::process::{Command, Output};
