@@ -30,10 +30,10 @@ for line in sys.stdin:
     if m.get("executable") and m.get("target", {}).get("src_path") == os.path.join(root, "tests/all/main.rs"): print(m["executable"])' | tail -n 1)"
     scratch="$(mktemp -d)"
     chown 65534:65534 "$scratch"
-    echo "test: the lifecycle, sandbox, escape and network suites again as uid 65534 (an unprivileged host)" >&2
+    echo "test: the lifecycle, listing, sandbox, escape and network suites again as uid 65534 (an unprivileged host)" >&2
     started=$SECONDS
     setpriv --reuid=65534 --regid=65534 --clear-groups -- env HOME="$scratch" TMPDIR="$scratch" \
-        "$tests_bin" life_approval:: life_limits:: life_mcp:: life_proxy:: sandbox:: escape:: network:: --test-threads=2 --nocapture
+        "$tests_bin" life_approval:: life_limits:: life_mcp:: life_proxy:: listing:: sandbox:: escape:: network:: --test-threads=2 --nocapture
     echo "test: unprivileged run took $((SECONDS - started)) s" >&2
     rm -rf "$scratch"
 fi
