@@ -568,7 +568,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     };
     let registry = async |host: &Host| -> Result<Arc<Registry>> {
         let config = registry_config(false)?;
-        let bar = progress_spinner("loading skills (a first load compiles them)");
+        let bar = progress_spinner("loading skills (a skill seen for the first time runs once to list its tools)");
         let registry = host.open_registry(config).await;
         bar.finish_and_clear();
         Ok(registry?)
