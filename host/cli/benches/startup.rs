@@ -1,26 +1,36 @@
 //! Whole-process start-up of `skillhost serve`, measured the way an agent's MCP client
 //! sees it: from spawning the process to (a) `initialize` answered, (b) the first
-//! `tools/call` of a wasm tool answered, and (c) the first call of a Python component
-//! answered. The skill set is 20 wasm skills (the limits fixture, each with a custom
+//! `tools/call` of a wasm tool answered (successfully), and (c) the first call of a
+//! Python component answered. The skill set is 20 wasm skills (the limits fixture, each with a custom
 //! section of its own so that each is a distinct component to compile), 2 FastMCP server
 //! skills, one Python component (componentize-py) and one JavaScript component
 //! (componentize-js), served from a compiled cache and tool-listing cache that are cold
 //! (a fresh data dir per spawn) or warm (a data dir a previous spawn used). The baseline,
-//! measured in the same run, is `serve` over an empty skills dir: its `initialize` and
-//! its first call (of the built-in `skill_list`).
+//! measured in the same run, is `serve` over an empty skills dir: its `initialize`, its
+//! first call (of the built-in `skill_list`) and its complete `tools/list`.
+//!
+//! It also measures (d) spawn → a `tools/list` that holds every skill: `serve` answers
+//! `initialize` at once and loads skills in the background, so a client that does not
+//! follow `notifications/tools/list_changed` has the whole catalogue only once nothing
+//! is loading. The client asks `skill_list` right after `notifications/initialized`,
+//! again at each `list_changed` and 100 ms after each answer that still has a `loading`
+//! array, and, at the first answer without one, `tools/list`: the figure is that
+//! answer (late by up to the 100 ms between two `skill_list`s).
 //!
 //! The client is a raw JSON-RPC line client on blocking pipes (no SDK overhead). The
-//! first call goes out right after `notifications/initialized`; a server that answers
-//! it with an error (the tool not known yet) is asked again at each
-//! `notifications/tools/list_changed` (and every 500 ms without one) until the call
-//! succeeds, and the time of the success is the figure.
+//! first call goes out right after `notifications/initialized`, alongside the first
+//! `skill_list`; the Python call goes out once the first call succeeded. A call to a
+//! skill still loading waits for it in the server, so each call should succeed at the
+//! first try; one answered with an error is printed, counted and asked again (at the
+//! next `list_changed`, or after 500 ms without one) until it succeeds, and the time
+//! of the success is the figure.
 //!
-//! One spawn yields all three figures of its case, so the `first_call` and
-//! `python_call` benchmarks replay, in order, the figures taken from the spawns their
-//! case's `initialize` benchmark made, one spawn per sample (criterion's one warm-up
-//! call and ten samples line up with the `initialize` benchmark's eleven spawns): a
-//! cold spawn costs tens of seconds today, and three spawns per sample would triple
-//! that. The medians printed at the end are computed from the spawns directly.
+//! One spawn yields all four figures of its case, so the `first_call`, `python_call`
+//! and `tools_listed` benchmarks replay, in order, the figures taken from the spawns
+//! their case's `initialize` benchmark made, one spawn per sample (criterion's one
+//! warm-up call and ten samples line up with the `initialize` benchmark's eleven
+//! spawns): a cold spawn costs seconds, and one spawn per figure would multiply that.
+//! The medians and ranges printed at the end are computed from the spawns directly.
 //!
 //! The Python and JavaScript components are `target/languages/{python-skill,js-skill}`
 //! (left there by the CLI's language tests) or, when absent, built once with
@@ -129,13 +139,16 @@ fn skill_set(skills: &Path) {
 }
 
 /// What one spawn measured, from the spawn.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Spawn {
     initialize: Duration,
     first_call: Duration,
     python_call: Option<Duration>,
-    /// Calls answered with an error before the one that succeeded.
-    retries: u32,
+    /// `tools/list` answered once `skill_list` no longer names a skill loading.
+    tools_listed: Duration,
+    /// The calls answered with an error before the one that succeeded (none expected:
+    /// a call to a skill still loading waits for it).
+    errors: Vec<String>,
 }
 
 /// A `skillhost serve` child and a thread reading its stdout lines, each stamped with
@@ -217,47 +230,6 @@ impl Server {
         }
     }
 
-    /// Call `tool` until a call succeeds; the time of that answer and the number of
-    /// calls answered with an error before it.
-    fn call_until_ok(&mut self, start: Instant, (tool, arguments): (&str, &str)) -> (Instant, u32) {
-        let params = format!(r#"{{"name":"{tool}","arguments":{arguments}}}"#);
-        let mut id = self.request("tools/call", &params);
-        let mut retries = 0;
-        let mut last_error = Value::Null;
-        // Asked again at the next list change, or after a pause without one.
-        let mut waiting_since: Option<Instant> = None;
-        let mut changed = false;
-        loop {
-            if let Some(since) = waiting_since
-                && (changed || since.elapsed() >= Duration::from_millis(500))
-            {
-                id = self.request("tools/call", &params);
-                waiting_since = None;
-                changed = false;
-            }
-            assert!(
-                start.elapsed() < GIVE_UP,
-                "{tool} did not succeed within {GIVE_UP:?}; last error: {last_error}; log:\n{}",
-                self.log_tail()
-            );
-            let Some((at, message)) = self.next(Duration::from_millis(100)) else { continue };
-            if message["method"] == "notifications/tools/list_changed" {
-                changed = true;
-                continue;
-            }
-            if message["id"] != id || message.get("method").is_some() {
-                continue;
-            }
-            let failed = message.get("error").is_some() || message["result"]["isError"] == true;
-            if !failed {
-                return (at, retries);
-            }
-            retries += 1;
-            last_error = message;
-            waiting_since = Some(Instant::now());
-        }
-    }
-
     /// Close stdin (the server's cue to stop) and wait for it; kill it if it lingers.
     fn stop(mut self) {
         drop(self.stdin.take());
@@ -273,35 +245,162 @@ impl Server {
     }
 }
 
-/// One spawn over `skills` and `data`: initialize, then `first`, then `python` if given.
+/// A `tools/call` the client is making: asked again after an error (at the next
+/// `notifications/tools/list_changed`, or after 500 ms without one) until it succeeds.
+struct Call<'a> {
+    tool: &'a str,
+    params: String,
+    /// The id of the request in flight, if one is.
+    id: Option<u64>,
+    /// When the last error came back (the call is asked again from then).
+    failed_at: Option<Instant>,
+    errors: Vec<String>,
+}
+
+impl<'a> Call<'a> {
+    fn new((tool, arguments): (&'a str, &str)) -> Self {
+        Self { tool, params: format!(r#"{{"name":"{tool}","arguments":{arguments}}}"#), id: None, failed_at: None, errors: Vec::new() }
+    }
+}
+
+/// Whether every skill found at start has loaded, asked with `skill_list` (its
+/// `loading` array is gone), then `tools/list` asked once more: the list a client that
+/// does not follow `list_changed` would have to wait for.
+#[derive(Default)]
+struct Listed {
+    /// The `skill_list` or `tools/list` request in flight.
+    id: Option<u64>,
+    /// When `skill_list` is to be asked again.
+    next_poll: Option<Instant>,
+    /// `skill_list` said nothing is loading; the `tools/list` in flight is the last.
+    loaded: bool,
+    at: Option<Instant>,
+    /// `skill_list` answers that still named a skill loading.
+    polls: u32,
+}
+
+/// `skill_list` is asked again this long after an answer that still named a skill
+/// loading (or at once on `list_changed`): the figure is late by up to this much.
+const POLL: Duration = Duration::from_millis(100);
+
+/// One spawn over `skills` and `data`: initialize, then, at once, `first` (then
+/// `python`, if given, once `first` succeeded) and the wait for a complete listing.
 fn measure(skills: &Path, data: &Path, log: &Path, first: (&str, &str), python: Option<(&str, &str)>) -> Spawn {
     let (start, mut server) = Server::spawn(skills, data, log);
     let initialize = server.initialize(start) - start;
     server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    let (at, mut retries) = server.call_until_ok(start, first);
-    let first_call = at - start;
-    let python_call = python.map(|tool| {
-        let (at, more) = server.call_until_ok(start, tool);
-        retries += more;
-        at - start
-    });
+    let mut calls: Vec<Call<'_>> = std::iter::once(first).chain(python).map(Call::new).collect();
+    let mut answered: Vec<Instant> = Vec::new();
+    let mut listed = Listed::default();
+    let skill_list = format!(r#"{{"name":"{}","arguments":{}}}"#, BUILTIN_TOOL.0, BUILTIN_TOOL.1);
+    listed.id = Some(server.request("tools/call", &skill_list));
+    loop {
+        let now = Instant::now();
+        if let Some(call) = calls.get_mut(answered.len()) {
+            let again = call.failed_at.is_none_or(|at| now - at >= Duration::from_millis(500));
+            if call.id.is_none() && (call.errors.is_empty() || again) {
+                call.id = Some(server.request("tools/call", &call.params));
+            }
+        }
+        if listed.id.is_none() && listed.at.is_none() && listed.next_poll.is_some_and(|at| now >= at) {
+            listed.id = Some(server.request("tools/call", &skill_list));
+            listed.next_poll = None;
+        }
+        if answered.len() == calls.len() && listed.at.is_some() {
+            break;
+        }
+        let pending = calls.get(answered.len()).map_or("(none)", |c| c.tool);
+        assert!(
+            start.elapsed() < GIVE_UP,
+            "not done within {GIVE_UP:?} (call pending: {pending}, listing complete: {}); errors: {:?}; log:\n{}",
+            listed.at.is_some(),
+            calls.iter().map(|c| &c.errors).collect::<Vec<_>>(),
+            server.log_tail()
+        );
+        let Some((at, message)) = server.next(Duration::from_millis(20)) else { continue };
+        if message["method"] == "notifications/tools/list_changed" {
+            if let Some(call) = calls.get_mut(answered.len())
+                && call.id.is_none()
+            {
+                // Asked again at once.
+                call.failed_at = at.checked_sub(Duration::from_secs(1));
+            }
+            if listed.next_poll.is_some() {
+                listed.next_poll = Some(at);
+            }
+            continue;
+        }
+        if message.get("method").is_some() || message.get("id").is_none() {
+            continue;
+        }
+        let id = message["id"].as_u64();
+        if let Some(call) = calls.get_mut(answered.len())
+            && call.id.is_some()
+            && call.id == id
+        {
+            call.id = None;
+            let failed = message.get("error").is_some() || message["result"]["isError"] == true;
+            if failed {
+                call.failed_at = Some(at);
+                call.errors.push(message.to_string());
+            } else {
+                answered.push(at);
+            }
+        } else if listed.id.is_some() && listed.id == id {
+            listed.id = None;
+            if listed.loaded {
+                assert!(message.get("result").is_some(), "tools/list failed: {message}");
+                listed.at = Some(at);
+            } else {
+                let value = match &message["result"]["structuredContent"] {
+                    Value::Null => {
+                        let text = message["result"]["content"][0]["text"].as_str().unwrap_or_default();
+                        serde_json::from_str(text).unwrap_or_else(|e| panic!("skill_list is not JSON: {message}: {e}"))
+                    }
+                    value => value.clone(),
+                };
+                assert!(value.get("skills").is_some(), "skill_list failed: {message}");
+                if value.get("loading").is_some() {
+                    listed.polls += 1;
+                    listed.next_poll = Some(at + POLL);
+                } else {
+                    listed.loaded = true;
+                    listed.id = Some(server.request("tools/list", "{}"));
+                }
+            }
+        }
+    }
     server.stop();
-    Spawn { initialize, first_call, python_call, retries }
+    let errors: Vec<String> = calls.iter().flat_map(|c| c.errors.iter().map(move |e| format!("{}: {e}", c.tool))).collect();
+    Spawn {
+        initialize,
+        first_call: answered[0] - start,
+        python_call: answered.get(1).map(|&at| at - start),
+        tools_listed: listed.at.expect("the loop ends with the listing complete") - start,
+        errors,
+    }
 }
 
 /// Where a case's spawns keep their figures for the replaying benchmarks.
 #[derive(Default)]
 struct Recorded {
     spawns: Mutex<Vec<Spawn>>,
-    cursor: Mutex<[usize; 2]>,
+    cursor: Mutex<[usize; 3]>,
 }
 
 impl Recorded {
     fn push(&self, spawn: Spawn) {
         eprintln!(
-            "  spawn: initialize {:?}, first call {:?}, python call {:?}, {} calls answered with an error first",
-            spawn.initialize, spawn.first_call, spawn.python_call, spawn.retries
+            "  spawn: initialize {:?}, first call {:?}, python call {:?}, tools/list complete {:?}, {} calls answered with an error",
+            spawn.initialize,
+            spawn.first_call,
+            spawn.python_call,
+            spawn.tools_listed,
+            spawn.errors.len()
         );
+        for error in &spawn.errors {
+            eprintln!("    answered with an error: {error}");
+        }
         self.spawns.lock().unwrap().push(spawn);
     }
 
@@ -311,15 +410,22 @@ impl Recorded {
     fn replay(&self, which: usize, pick: fn(&Spawn) -> Option<Duration>, iters: u64) -> Duration {
         let spawns = self.spawns.lock().unwrap();
         let mut cursor = self.cursor.lock().unwrap();
-        let spawn = spawns[cursor[which] % spawns.len()];
+        let spawn = &spawns[cursor[which] % spawns.len()];
         cursor[which] += 1;
-        pick(&spawn).expect("this case measured that figure").saturating_mul(u32::try_from(iters).unwrap_or(u32::MAX))
+        pick(spawn).expect("this case measured that figure").saturating_mul(u32::try_from(iters).unwrap_or(u32::MAX))
     }
 
-    fn median(&self, pick: fn(&Spawn) -> Option<Duration>) -> Option<Duration> {
+    /// The median, the least and the greatest of figure `pick` over every spawn.
+    fn spread(&self, pick: fn(&Spawn) -> Option<Duration>) -> Option<[Duration; 3]> {
         let mut values: Vec<Duration> = self.spawns.lock().unwrap().iter().filter_map(pick).collect();
         values.sort();
-        (!values.is_empty()).then(|| values[values.len() / 2])
+        Some([*values.get(values.len() / 2)?, *values.first()?, *values.last()?])
+    }
+
+    /// How many spawns had a call answered with an error, of how many.
+    fn failing(&self) -> (usize, usize) {
+        let spawns = self.spawns.lock().unwrap();
+        (spawns.iter().filter(|s| !s.errors.is_empty()).count(), spawns.len())
     }
 }
 
@@ -371,39 +477,54 @@ fn bench(c: &mut Criterion) {
                 b.iter_custom(|iters| record.replay(1, |s| s.python_call, iters))
             });
         }
+        group.bench_function(format!("{case}/tools_listed"), |b| {
+            b.iter_custom(|iters| record.replay(2, |s| Some(s.tools_listed), iters))
+        });
         recorded.push((case, record));
     }
     group.finish();
     report(&recorded);
 }
 
-/// Medians of every spawn made, against the baseline's, printed and recorded for
-/// `bench-report`.
+/// Medians (and ranges) of every spawn made, against the baseline's, printed and
+/// recorded for `bench-report`.
 fn report(recorded: &[(&str, Recorded)]) {
-    let median = |case: &str, pick: fn(&Spawn) -> Option<Duration>| {
-        recorded.iter().find(|(c, _)| *c == case).and_then(|(_, r)| r.median(pick)).map(|d| d.as_secs_f64() * 1e3)
-    };
-    let (Some(base_init), Some(base_call)) = (median("baseline", |s| Some(s.initialize)), median("baseline", |s| Some(s.first_call))) else {
+    let record = |case: &str| recorded.iter().find(|(c, _)| *c == case).map(|(_, r)| r);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let spread = |case: &str, pick: fn(&Spawn) -> Option<Duration>| record(case).and_then(|r| r.spread(pick)).map(|s| s.map(ms));
+    let (Some([base_init, ..]), Some([base_call, ..]), Some([base_listed, ..])) = (
+        spread("baseline", |s| Some(s.initialize)),
+        spread("baseline", |s| Some(s.first_call)),
+        spread("baseline", |s| Some(s.tools_listed)),
+    ) else {
         return;
     };
     let mut figures = Vec::new();
-    eprintln!("\nstartup, medians of every spawn (warm-up included), against `serve` with no skills in the same run:");
-    eprintln!("  baseline: initialize {base_init:.1} ms, first call (skill_list) {base_call:.1} ms");
+    eprintln!("\nstartup, medians [least – greatest] of every spawn (warm-up included), against `serve` with no skills in the same run:");
+    eprintln!("  baseline: initialize {base_init:.1} ms, first call (skill_list) {base_call:.1} ms, tools/list complete {base_listed:.1} ms");
     for case in ["cold", "warm"] {
         let rows = [
-            ("initialize answered", median(case, |s| Some(s.initialize)), base_init, "baseline initialize", "≤ 200 ms"),
-            ("first wasm tools/call answered", median(case, |s| Some(s.first_call)), base_call, "baseline first call (skill_list)", if case == "warm" { "≤ 250 ms" } else { "" }),
-            ("first Python component call answered", median(case, |s| s.python_call), base_call, "baseline first call (skill_list)", ""),
+            ("initialize answered", spread(case, |s| Some(s.initialize)), base_init, "baseline initialize", "≤ 200 ms"),
+            ("first wasm tools/call answered", spread(case, |s| Some(s.first_call)), base_call, "baseline first call (skill_list)", if case == "warm" { "≤ 250 ms" } else { "" }),
+            ("first Python component call answered", spread(case, |s| s.python_call), base_call, "baseline first call (skill_list)", ""),
+            ("tools/list complete (no skill loading)", spread(case, |s| Some(s.tools_listed)), base_listed, "baseline tools/list complete", ""),
         ];
         for (what, value, base, base_what, goal) in rows {
-            let Some(value) = value else { continue };
-            eprintln!("  {case}: spawn → {what}: {value:.1} ms ({:.1}× the {base_what}){}", value / base, if goal.is_empty() { String::new() } else { format!("; goal {goal}") });
+            let Some([value, least, greatest]) = value else { continue };
+            eprintln!(
+                "  {case}: spawn → {what}: {value:.1} ms [{least:.1} – {greatest:.1}] ({:.1}× the {base_what}){}",
+                value / base,
+                if goal.is_empty() { String::new() } else { format!("; goal {goal}") }
+            );
             let mut figure = Figure::new(format!("serve, 20 wasm + 2 server + Python + JS skills, caches {case}: spawn → {what}"), value, "ms")
                 .against(format!("serve, no skills: spawn → {base_what}"), base);
             if !goal.is_empty() {
                 figure = figure.goal(goal);
             }
             figures.push(figure);
+        }
+        if let Some((failing, spawns)) = record(case).map(Recorded::failing) {
+            eprintln!("  {case}: {failing} of {spawns} spawns had a call answered with an error before it succeeded");
         }
     }
     if let Err(e) = fixtures::figures::record(env!("CARGO_TARGET_TMPDIR"), "startup", &figures) {
