@@ -128,6 +128,10 @@ impl Registry {
         let loader = registry.clone();
         tokio::spawn(async move {
             let _guard = loader.reload.lock().await;
+            // Smallest code first: compiles share the cores, and a large component
+            // started first would hold up every small one behind it.
+            let mut later: Vec<SkillName> = later.into_iter().collect();
+            later.sort_by_cached_key(|name| snapshot::code_size(&loader.layers, name));
             if let Err(error) = loader.rescan_names(later, Pass::All).await {
                 tracing::error!(%error, "loading the skills failed");
             }
@@ -318,7 +322,7 @@ impl Registry {
     /// `reload`. Names are independent: several load at once (reading, hashing and
     /// instantiating overlap across cores), each announced as soon as it is done; the
     /// first failure of the trust store is reported after all ran.
-    async fn rescan_names(&self, names: BTreeSet<SkillName>, pass: Pass) -> Result<BTreeSet<SkillName>, RegistryError> {
+    async fn rescan_names(&self, names: impl IntoIterator<Item = SkillName>, pass: Pass) -> Result<BTreeSet<SkillName>, RegistryError> {
         use futures::StreamExt as _;
         let mut done = futures::stream::iter(names)
             .map(|name| async move {

@@ -108,6 +108,15 @@ pub(crate) fn candidates(layers: &[(Layer, PathBuf)], name: &SkillName) -> Vec<C
     found
 }
 
+/// How many bytes of code the skill `name` would load from its highest-precedence
+/// candidate (a `.wasm` file, a folder's `skill.wasm`; 0 for anything else), from file
+/// sizes alone: the cost to order loads by.
+pub(crate) fn code_size(layers: &[(Layer, PathBuf)], name: &SkillName) -> u64 {
+    let Some(winner) = candidates(layers, name).into_iter().next() else { return 0 };
+    let file = if winner.path.is_dir() { winner.path.join("skill.wasm") } else { winner.path };
+    std::fs::symlink_metadata(file).map_or(0, |m| if m.is_file() { m.len() } else { 0 })
+}
+
 /// All the bytes of one skill, read once.
 #[derive(Clone, Debug)]
 pub(crate) enum Snapshot {
