@@ -79,9 +79,11 @@ const RESCAN_CONCURRENCY: usize = 8;
 impl Registry {
     /// Open the trust store, scan and load every layer, and (if `config.watch`) start
     /// watching them. Skills that fail to load are listed with their error. With
-    /// `config.load_in_background`, return once the layers are scanned for names: skills
-    /// load in the background, each announced ([`RegistryEvent::Added`]) as it is ready;
-    /// [`loading`](Self::loading) tells which are still to come.
+    /// `config.load_in_background`, return once what loads without running any of its
+    /// code has loaded (instructions, and code whose tool listing an earlier load kept);
+    /// the rest loads in the background, smallest code first, each skill announced
+    /// ([`RegistryEvent::Added`]) as it is ready; [`loading`](Self::loading) tells which
+    /// are still to come.
     pub async fn open(config: RegistryConfig, runtime: Arc<dyn SkillRuntime>, policy: Policy) -> Result<Arc<Self>, RegistryError> {
         std::fs::create_dir_all(&config.user).map_err(RegistryError::io(&config.user, "cannot create the user skills directory"))?;
         let trust = TrustStore::open(&config.data_dir)?;
