@@ -76,7 +76,9 @@ async fn a_restart_compiles_no_component_before_the_first_call() {
     let data = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     LIMITS.folder(workspace.path());
-    let host = || Host::builder().data_dir(data.path()).build().unwrap();
+    // Cranelift alone: what is counted here is the compiled cache's own work.
+    let wasm = skillhost::WasmConfig { cache_dir: Some(data.path().join("cache")), ..skillhost::WasmConfig::default() };
+    let host = || Host::builder().data_dir(data.path()).wasm_config(wasm.clone()).build().unwrap();
 
     let first = host();
     let registry = open(&first, config(data.path(), workspace.path())).await;
@@ -92,6 +94,52 @@ async fn a_restart_compiles_no_component_before_the_first_call() {
     let out = tokio::time::timeout(HANG_GUARD, registry.call("limits", "echo", json!({"value": 3}), Default::default())).await.unwrap().unwrap();
     assert_eq!(out.value, json!(3));
     assert_eq!((second.cache_stats().compiled, second.cache_stats().hits), (0, 1), "the first call takes it from the compiled cache");
+}
+
+/// A component no cache holds runs its first calls on Winch's code (compiled in a
+/// fraction of Cranelift's time), under the same limits; Cranelift's code takes over once
+/// compiled, and is what a restarted host loads from the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_done() {
+    let data = tempfile::tempdir().unwrap();
+    let skills = tempfile::tempdir().unwrap();
+    let dir = LIMITS.folder(skills.path());
+    let runtime = || {
+        let config = skillhost::WasmConfig { cache_dir: Some(data.path().join("cache")), baseline_compile: true, ..Default::default() };
+        skillhost_wasm::WasmRuntime::new(config).unwrap()
+    };
+    let source = skillhost::package::read_source(&dir).unwrap();
+    let policy = skillhost::Policy::new(data.path().join("skills"));
+    let grant = || skillhost::Grant::new(&source.manifest, &policy, &skillhost::DataKey::named(&source.manifest.name)).unwrap();
+
+    let first = runtime();
+    let skill = first.load_wasm(&source, grant()).await.unwrap();
+    assert_eq!(skill.cache_outcome(), CacheOutcome::Baseline, "listing its tools ran Winch's code");
+    let call = async |tool: &str, input: serde_json::Value, timeout: Option<std::time::Duration>| {
+        let cx = skillhost::CallContext { timeout, ..Default::default() };
+        tokio::time::timeout(HANG_GUARD, skillhost::Skill::call(&*skill, tool, input, cx)).await.expect("the call hung")
+    };
+    assert_eq!(call("echo", json!({"value": 1}), None).await.unwrap().value, json!(1));
+    // Its deadline and its memory limit bind on Winch's code too.
+    let spun = call("spin", json!({}), Some(std::time::Duration::from_millis(300))).await.unwrap_err();
+    assert!(matches!(spun, skillhost::CallError::Timeout { .. }), "{spun}");
+    let memory = call("alloc", json!({"mib": 600}), None).await.unwrap_err();
+    assert!(matches!(memory, skillhost::CallError::MemoryLimit { .. }), "{memory}");
+    let optimised = async {
+        while skill.cache_outcome() == CacheOutcome::Baseline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(HANG_GUARD, optimised).await.expect("Cranelift's code never took over");
+    assert_eq!(skill.cache_outcome(), CacheOutcome::Compiled);
+    assert_eq!(first.cache_stats().compiled, 1, "Cranelift compiled it in the background");
+    assert_eq!(call("echo", json!({"value": 2}), None).await.unwrap().value, json!(2));
+    let spun = call("spin", json!({}), Some(std::time::Duration::from_millis(300))).await.unwrap_err();
+    assert!(matches!(spun, skillhost::CallError::Timeout { .. }), "{spun}");
+
+    let restarted = runtime();
+    let again = restarted.load_wasm(&source, grant()).await.unwrap();
+    assert_eq!(again.cache_outcome(), CacheOutcome::Hit, "a restart loads Cranelift's code from the cache");
 }
 
 /// A generic component's tools come from its WIT: loading it (as `inspect` does) compiles

@@ -1,7 +1,7 @@
 //! How long wasmtime takes to compile a large component (the ~18 MB componentize-py
 //! build of `examples/python-skill`) with each compiler setting a host could choose:
 //! Cranelift at opt-level `speed` (what the host uses), Cranelift at `none`, and Winch,
-//! wasmtime's baseline compiler (only with `--features skillhost-tests/winch`), each with
+//! wasmtime's baseline compiler (the host's first tier for uncached components), each with
 //! wasmtime's parallel compilation on (the default) and off; and how long loading the
 //! compiled artifact back takes (`Component::deserialize_file`, the host's cache hit).
 //!
@@ -17,7 +17,7 @@
 //! or by the startup bench's own `skillhost build`).
 //!
 //! ```sh
-//! cargo bench --workspace --bench compile --features skillhost-tests/winch
+//! cargo bench --workspace --bench compile
 //! ```
 
 #![allow(missing_docs, reason = "a bench binary")]
@@ -89,11 +89,7 @@ fn main() {
     for parallel in [true, false] {
         settings.push(Setting { name: "cranelift speed", strategy: Strategy::Cranelift, opt: OptLevel::Speed, parallel });
         settings.push(Setting { name: "cranelift none", strategy: Strategy::Cranelift, opt: OptLevel::None, parallel });
-        if cfg!(feature = "winch") {
-            settings.push(Setting { name: "winch", strategy: Strategy::Winch, opt: OptLevel::None, parallel });
-        } else if parallel {
-            eprintln!("compile: winch skipped (build with --features skillhost-tests/winch)");
-        }
+        settings.push(Setting { name: "winch", strategy: Strategy::Winch, opt: OptLevel::None, parallel });
     }
 
     let scratch = tempfile::tempdir().unwrap();

@@ -135,7 +135,8 @@ impl HostBuilder {
 
     /// WebAssembly runtime settings, used as given: a `cache_dir` of `None` turns the
     /// compiled cache off. Default: [`WasmConfig::default`] with the cache in
-    /// `<data_dir>/cache`. Whatever `net` says, the host's secret store
+    /// `<data_dir>/cache` and `baseline_compile` on (an uncached component's first calls
+    /// run on Winch's code while Cranelift compiles it). Whatever `net` says, the host's secret store
     /// (`<data_dir>/secrets`) and audit log (`<data_dir>/audit.db`) are plugged in.
     pub fn wasm_config(mut self, config: WasmConfig) -> Self {
         self.wasm = Some(config);
@@ -164,9 +165,11 @@ impl HostBuilder {
         let data_dir = self
             .data_dir
             .ok_or_else(|| HostError::Setup("no data directory given; call HostBuilder::data_dir".into()))?;
-        let mut wasm = self
-            .wasm
-            .unwrap_or_else(|| WasmConfig { cache_dir: Some(data_dir.join("cache")), ..WasmConfig::default() });
+        let mut wasm = self.wasm.unwrap_or_else(|| WasmConfig {
+            cache_dir: Some(data_dir.join("cache")),
+            baseline_compile: true,
+            ..WasmConfig::default()
+        });
         if let Some(dir) = self.cache_dir {
             wasm.cache_dir = Some(dir);
         }

@@ -20,6 +20,10 @@ pub enum CacheOutcome {
     Hit,
     /// Compiled now (and stored when a cache directory is configured).
     Compiled,
+    /// Compiled now with the baseline compiler (Winch: quick to compile, slower code),
+    /// because no cache held it; the optimised code replaces it once compiled (and is
+    /// cached for later loads).
+    Baseline,
     /// Not compiled yet: nothing needed the code so far (its tools were read from its WIT
     /// or from the listing an earlier load kept). The first call compiles it, or takes it
     /// from the compiled cache.
@@ -48,6 +52,11 @@ impl ComponentCache {
             hits: AtomicU64::new(0),
             compiled: AtomicU64::new(0),
         }
+    }
+
+    /// Whether the cache holds `bytes` compiled (then a load is a cheap read).
+    pub(crate) fn contains(&self, bytes: &[u8]) -> bool {
+        self.dir.as_ref().is_some_and(|dir| dir.join(format!("{}.cwasm", hex::encode(Sha256::digest(bytes)))).is_file())
     }
 
     pub(crate) fn stats(&self) -> CacheStats {

@@ -1,5 +1,7 @@
-//! The wasmtime engine skillhost runs every component on: pooling allocator, epoch
+//! The wasmtime engines skillhost runs components on: pooling allocator, epoch
 //! interruption driven by a ticker thread, and the fingerprint that keys compiled code.
+//! Cranelift's engine runs what is cached or compiled for good; Winch's (the baseline
+//! compiler) runs a component's first calls while Cranelift compiles it.
 
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
@@ -9,8 +11,9 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, Po
 
 use crate::WasmConfig;
 
-/// Build the engine for `config`.
-pub(crate) fn build(config: &WasmConfig) -> wasmtime::Result<Engine> {
+/// Build the engine for `config`: Cranelift's, or with `baseline` Winch's (the same
+/// settings otherwise).
+pub(crate) fn build(config: &WasmConfig, baseline: bool) -> wasmtime::Result<Engine> {
     let n = config.max_instances.max(1);
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(n)
@@ -31,6 +34,9 @@ pub(crate) fn build(config: &WasmConfig) -> wasmtime::Result<Engine> {
     wasm.epoch_interruption(true)
         .cranelift_opt_level(if config.optimize { OptLevel::Speed } else { OptLevel::None })
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    if baseline {
+        wasm.strategy(wasmtime::Strategy::Winch);
+    }
     Engine::new(&wasm)
 }
 

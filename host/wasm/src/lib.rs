@@ -43,7 +43,7 @@ pub use skill::WasmSkill;
 use crate::bindings::SkillPre;
 use crate::cache::ComponentCache;
 use crate::generic::GenericPre;
-use crate::skill::Code;
+use crate::skill::{Code, Prepared};
 use crate::state::CallState;
 
 /// How the WebAssembly runtime is set up.
@@ -63,6 +63,13 @@ pub struct WasmConfig {
     pub epoch_tick: Duration,
     /// How skills granted network access reach it.
     pub net: NetConfig,
+    /// Run a component that no cache holds compiled on Winch, wasmtime's baseline
+    /// compiler, for its first calls (it compiles about 6× faster than Cranelift, to code
+    /// that runs slower), while Cranelift compiles it in the background; later calls and
+    /// later loads run Cranelift's code. A component Winch cannot compile (it lacks tail
+    /// calls, exceptions and GC) waits for Cranelift. Default: `false` (the host's
+    /// default, `HostBuilder`, turns it on).
+    pub baseline_compile: bool,
 }
 
 impl Default for WasmConfig {
@@ -74,6 +81,7 @@ impl Default for WasmConfig {
             optimize: true,
             epoch_tick: Duration::from_millis(10),
             net: NetConfig::default(),
+            baseline_compile: false,
         }
     }
 }
@@ -83,13 +91,38 @@ impl Default for WasmConfig {
 #[error("cannot start the WebAssembly runtime: {0}")]
 pub struct RuntimeError(String);
 
-/// Shared by the runtime and every skill it loaded.
-pub(crate) struct Inner {
+/// One compiler's engine and its linkers.
+pub(crate) struct Tier {
     pub(crate) engine: Engine,
     /// For skills without network: no `wasi:http`.
     linker: Linker<CallState>,
     /// For skills granted network: `wasi:http` behind the gate.
     linker_http: Linker<CallState>,
+}
+
+impl Tier {
+    fn new(config: &WasmConfig, baseline: bool) -> Result<Self, RuntimeError> {
+        let engine = engine::build(config, baseline).map_err(|e| RuntimeError(format!("{e:#}")))?;
+        engine::start_ticker(&engine, config.epoch_tick);
+        let linker = |http| {
+            let mut linker = Linker::new(&engine);
+            state::add_to_linker(&mut linker, http).map(|()| linker).map_err(|e| RuntimeError(format!("{e:#}")))
+        };
+        let (linker, linker_http) = (linker(false)?, linker(true)?);
+        Ok(Self { engine, linker, linker_http })
+    }
+
+    fn linker(&self, network: bool) -> &Linker<CallState> {
+        if network { &self.linker_http } else { &self.linker }
+    }
+}
+
+/// Shared by the runtime and every skill it loaded.
+pub(crate) struct Inner {
+    /// Cranelift: what is cached and what runs for good.
+    optimized: Tier,
+    /// Winch, for first calls of uncached components ([`WasmConfig::baseline_compile`]).
+    baseline: Option<Tier>,
     net: Arc<NetConfig>,
     cache: ComponentCache,
     /// One permit per pooling-allocator slot, so calls wait instead of failing.
@@ -106,20 +139,14 @@ impl WasmRuntime {
     /// Start a runtime: build the engine, start its epoch ticker, link WASI and the host
     /// interface.
     pub fn new(config: WasmConfig) -> Result<Self, RuntimeError> {
-        let engine = engine::build(&config).map_err(|e| RuntimeError(format!("{e:#}")))?;
-        engine::start_ticker(&engine, config.epoch_tick);
-        let linker = |http| {
-            let mut linker = Linker::new(&engine);
-            state::add_to_linker(&mut linker, http).map(|()| linker).map_err(|e| RuntimeError(format!("{e:#}")))
-        };
-        let (linker, linker_http) = (linker(false)?, linker(true)?);
-        let cache = ComponentCache::new(config.cache_dir.as_deref(), &engine::fingerprint(&engine));
+        let optimized = Tier::new(&config, false)?;
+        let baseline = if config.baseline_compile { Some(Tier::new(&config, true)?) } else { None };
+        let cache = ComponentCache::new(config.cache_dir.as_deref(), &engine::fingerprint(&optimized.engine));
         Ok(Self {
             inner: Arc::new(Inner {
-                linker,
-                linker_http,
+                optimized,
+                baseline,
                 net: Arc::new(config.net.clone()),
-                engine,
                 cache,
                 pool: Semaphore::new(config.max_instances.max(1) as usize),
             }),
@@ -190,6 +217,7 @@ impl WasmRuntime {
             bytes: bytes.clone(),
             reflection,
             code: tokio::sync::OnceCell::new(),
+            optimized: Arc::default(),
             runtime: self.inner.clone(),
         };
         skill.tools = match (&skill.reflection, listing) {
@@ -210,38 +238,88 @@ impl WasmRuntime {
         Ok(Arc::new(skill))
     }
 
-    /// Compile (or take from the compiled cache) and link a skill's component.
-    pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill) -> Result<(Code, CacheOutcome), LoadError> {
-        let path = &skill.path;
-        let not_component = |reason: String| LoadError::NotAComponent { path: path.clone(), reason };
+    /// Compile (or take from the compiled cache) and link a skill's component. With a
+    /// baseline tier and nothing cached, Winch compiles it now and Cranelift in the
+    /// background; its code replaces Winch's in `skill.optimized` when ready.
+    pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill) -> Result<Prepared, LoadError> {
+        let link = Linking {
+            path: skill.path.clone(),
+            skill: skill.grant.skill.clone(),
+            reflection: skill.reflection.clone(),
+            network: !skill.grant.network.is_empty(),
+        };
+        let not_component = |reason: String| LoadError::NotAComponent { path: skill.path.clone(), reason };
+        if let Some(baseline) = inner.baseline.as_ref().filter(|_| !inner.cache.contains(&skill.bytes)) {
+            let (engine, code) = (baseline.engine.clone(), skill.bytes.clone());
+            match tokio::task::spawn_blocking(move || wasmtime::component::Component::new(&engine, &code)).await {
+                Ok(Ok(component)) => {
+                    let prepared = link.link(baseline, &component, CacheOutcome::Baseline)?;
+                    let (runtime, code, slot) = (inner.clone(), skill.bytes.clone(), skill.optimized.clone());
+                    tokio::spawn(async move {
+                        let compiled = tokio::task::spawn_blocking({
+                            let runtime = runtime.clone();
+                            move || runtime.cache.load(&runtime.optimized.engine, &code)
+                        });
+                        match compiled.await {
+                            Ok(Ok((component, outcome))) => match link.link(&runtime.optimized, &component, outcome) {
+                                Ok(prepared) => {
+                                    let _ = slot.set(prepared);
+                                    tracing::debug!(skill = %link.skill, "optimised code ready");
+                                }
+                                Err(error) => tracing::warn!(skill = %link.skill, %error, "the optimised code did not link; it keeps the baseline code"),
+                            },
+                            Ok(Err(error)) => tracing::warn!(skill = %link.skill, error = %one_line(&error), "Cranelift could not compile it; it keeps the baseline code"),
+                            Err(error) => tracing::warn!(skill = %link.skill, %error, "compiling the optimised code failed"),
+                        }
+                    });
+                    return Ok(prepared);
+                }
+                Ok(Err(error)) => tracing::debug!(skill = %skill.grant.skill, error = %one_line(&error), "Winch cannot compile it; compiling with Cranelift"),
+                Err(error) => tracing::debug!(skill = %skill.grant.skill, %error, "Winch compile failed; compiling with Cranelift"),
+            }
+        }
         let runtime = inner.clone();
         let code = skill.bytes.clone();
-        let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.engine, &code))
+        let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &code))
             .await
             .map_err(|e| not_component(e.to_string()))?
             .map_err(|e| not_component(one_line(&e)))?;
-        let name = &skill.grant.skill;
-        let has_network = !skill.grant.network.is_empty();
-        let linker = if has_network { &inner.linker_http } else { &inner.linker };
+        link.link(&inner.optimized, &component, outcome)
+    }
+}
+
+/// What linking a skill's component needs to know, apart from the skill (so that the
+/// background compile can link too).
+struct Linking {
+    path: PathBuf,
+    skill: skillhost_core::SkillName,
+    reflection: Option<generic::Reflection>,
+    network: bool,
+}
+
+impl Linking {
+    /// Link `component`, compiled for `tier`'s engine, ready to instantiate.
+    fn link(&self, tier: &Tier, component: &wasmtime::component::Component, outcome: CacheOutcome) -> Result<Prepared, LoadError> {
+        let path = &self.path;
         let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld { path: path.clone(), reason: one_line(&e) };
-        let pre = linker.instantiate_pre(&component).map_err(|e| {
+        let pre = tier.linker(self.network).instantiate_pre(component).map_err(|e| {
             let reason = one_line(&e);
-            if !has_network && reason.contains("wasi:http/") {
+            if !self.network && reason.contains("wasi:http/") {
                 LoadError::NeedsNetwork { path: path.clone() }
-            } else if skill.reflection.is_some() {
+            } else if self.reflection.is_some() {
                 // A generic component is not expected to be ours: say what did not link.
-                LoadError::Runtime { skill: name.clone(), reason: format!("cannot link its imports: {reason}") }
+                LoadError::Runtime { skill: self.skill.clone(), reason: format!("cannot link its imports: {reason}") }
             } else {
                 wrong_world(e)
             }
         })?;
-        let code = match &skill.reflection {
+        let code = match &self.reflection {
             None => Code::Skill(SkillPre::new(pre).map_err(wrong_world)?),
             Some(reflection) => Code::Generic(
-                GenericPre::new(pre, reflection).map_err(|reason| LoadError::Runtime { skill: name.clone(), reason })?,
+                GenericPre::new(pre, reflection).map_err(|reason| LoadError::Runtime { skill: self.skill.clone(), reason })?,
             ),
         };
-        Ok((code, outcome))
+        Ok(Prepared { code, engine: tier.engine.clone(), outcome })
     }
 }
 
@@ -318,7 +396,7 @@ const OUR_WORLD_EXPORT: &str = "skillhost:skill/guest@0.1.0";
 async fn describe(skill: &WasmSkill) -> Result<Vec<ListedTool>, LoadError> {
     let name = skill.grant.skill.clone();
     let runtime_error = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
-    let Some(Code::Skill(pre)) = skill.code.get().map(|(code, _)| code) else {
+    let Some(Prepared { code: Code::Skill(pre), engine, .. }) = skill.code.get() else {
         return Err(runtime_error("its component is not of our world, or not compiled".into()));
     };
     let scratch = tempfile::Builder::new()
@@ -328,7 +406,7 @@ async fn describe(skill: &WasmSkill) -> Result<Vec<ListedTool>, LoadError> {
     let probe = skill.grant.probe(scratch.path());
     let offline = http::SkillNet::offline(&probe, skill.runtime.net.clone());
     let (raw, _) = skill
-        .with_store((&probe, &offline), "tools", probe.limits.timeout, None, async |store| {
+        .with_store(engine, (&probe, &offline), "tools", probe.limits.timeout, None, async |store| {
             pre.instantiate_async(&mut *store).await?.skillhost_skill_guest().call_tools(store).await
         })
         .await

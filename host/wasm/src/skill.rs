@@ -32,11 +32,22 @@ pub struct WasmSkill {
     /// For a component not of our world, what its WIT says: its tools and how to call
     /// them. `None` for our own skills.
     pub(crate) reflection: Option<Reflection>,
-    /// The compiled and linked component, and whether it came from the cache; set by the
-    /// first call (or by the load, when it had to ask the component for its tools).
-    pub(crate) code: tokio::sync::OnceCell<(Code, CacheOutcome)>,
+    /// The compiled and linked component; set by the first call (or by the load, when it
+    /// had to ask the component for its tools).
+    pub(crate) code: tokio::sync::OnceCell<Prepared>,
+    /// Cranelift's code, when `code` is the baseline compiler's: set by the background
+    /// compile, and used from then on.
+    pub(crate) optimized: Arc<std::sync::OnceLock<Prepared>>,
     pub(crate) runtime: Arc<Inner>,
     pub(crate) concurrency: Semaphore,
+}
+
+/// A skill's component compiled for one engine, linked and ready to instantiate.
+pub(crate) struct Prepared {
+    pub(crate) code: Code,
+    /// The engine it was compiled for: its stores are made from it.
+    pub(crate) engine: wasmtime::Engine,
+    pub(crate) outcome: CacheOutcome,
 }
 
 /// What a skill's component is.
@@ -51,7 +62,7 @@ impl WasmSkill {
     /// Whether its component was compiled, taken from the compiled cache, or is not
     /// compiled yet ([`CacheOutcome::Deferred`]).
     pub fn cache_outcome(&self) -> CacheOutcome {
-        self.code.get().map_or(CacheOutcome::Deferred, |(_, outcome)| *outcome)
+        self.optimized.get().or(self.code.get()).map_or(CacheOutcome::Deferred, |prepared| prepared.outcome)
     }
 
     /// For a generic component (one that does not export our world), the exported
@@ -62,15 +73,19 @@ impl WasmSkill {
 
     /// The compiled and linked component: compiled (or taken from the compiled cache)
     /// by the first caller, shared by every later one.
-    pub(crate) async fn code(&self) -> Result<&Code, LoadError> {
-        let (code, _) = self.code.get_or_try_init(|| crate::WasmRuntime::prepare(&self.runtime, self)).await?;
-        Ok(code)
+    pub(crate) async fn code(&self) -> Result<&Prepared, LoadError> {
+        if let Some(optimized) = self.optimized.get() {
+            return Ok(optimized);
+        }
+        self.code.get_or_try_init(|| crate::WasmRuntime::prepare(&self.runtime, self)).await
     }
 
-    /// Run `f` in a fresh store holding `grant` (the skill's own, or a probe for code no
-    /// human approved) under `limit`; `f` instantiates the component in it.
+    /// Run `f` in a fresh store of `engine` (the one its code was compiled for) holding
+    /// `grant` (the skill's own, or a probe for code no human approved) under `limit`; `f`
+    /// instantiates the component in it.
     pub(crate) async fn with_store<R>(
         &self,
+        engine: &wasmtime::Engine,
         (grant, net): (&Grant, &SkillNet),
         tool: &str,
         limit: Duration,
@@ -81,7 +96,7 @@ impl WasmSkill {
         let host = |message: String| CallError::Host { skill: skill.clone(), tool: tool.to_owned(), message };
         let _slot = self.runtime.pool.acquire().await.map_err(|e| host(e.to_string()))?;
         let state = CallState::new(grant, net, tool, progress).map_err(|e| host(e.to_string()))?;
-        let mut store = Store::new(&self.runtime.engine, state);
+        let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every epoch tick the guest yields to the executor (fairness under load); past the
         // deadline it traps. A guest blocked in a host call is stopped by the caller's timer.
@@ -167,7 +182,7 @@ impl Skill for WasmSkill {
         })?;
         // A generic component's input is checked against its WIT before anything runs.
         let index = self.tools.iter().position(|t| t.name == tool).expect("checked above");
-        let args = match code {
+        let args = match &code.code {
             Code::Skill(_) => Vec::new(),
             Code::Generic(generic) => generic.args(index, &input).map_err(|e| CallError::InvalidInput {
                 skill: skill.clone(),
@@ -182,7 +197,7 @@ impl Skill for WasmSkill {
                 tool: tool.to_owned(),
                 message: e.to_string(),
             })?;
-            self.with_store((&self.grant, &self.net), tool, limit, cx.progress.clone(), async |store| match code {
+            self.with_store(&code.engine, (&self.grant, &self.net), tool, limit, cx.progress.clone(), async |store| match &code.code {
                 Code::Skill(pre) => pre.instantiate_async(&mut *store).await?.skillhost_skill_guest().call_call(store, tool, &input).await,
                 Code::Generic(generic) => generic.call(store, index, args).await,
             })
