@@ -19,7 +19,8 @@ pub enum What {
 
 /// `skillhost search` arguments.
 #[derive(clap::Args)]
-#[command(after_help = "Scores are in [0, 1] and comparable only within one answer. Only approved
+#[command(after_help = "Scores are in [0, 1] and depend only on the query and the tool (or skill),
+not on --limit or the other results; under 0.45 is not a good match. Only approved
 skills are searched unless --include-unapproved is given (agents never see those).
 When nothing matches well the answer says so: creating a skill is then an option.
 

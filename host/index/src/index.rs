@@ -1,7 +1,7 @@
 //! [`SearchIndex`]: one tantivy document per tool and one per skill, in memory or in a
 //! directory on disk (see `store`), plus what ranking needs beside tantivy's postings
-//! (descriptions, side effects, each document's terms for the match-quality check, and
-//! its unit vector when an embedder is set).
+//! (descriptions, side effects, each document's words and the fields they occur in for
+//! the lexical part of the score, and its unit vector when an embedder is set).
 //!
 //! Updates are per skill: delete every document of the skill, add the new ones, commit,
 //! reload the reader. A skill's metadata is dropped before its deletion is committed, so
@@ -26,12 +26,12 @@ use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::dense::{Dense, normalise};
+use crate::dense::{Dense, dot, normalise};
 use crate::doc::{SideEffects, SkillDoc};
 use crate::embed::Embedder;
-use crate::rank::{Candidate, Hit, Ranker, SearchResults, finish, fuse};
+use crate::rank::{Candidate, Hit, Ranker, SearchResults, TYPO_MIN_CHARS, blend, finish, fuse, lexical, semantic};
 use crate::store::{self, Fields, Storage};
-use crate::text::{ANALYZER, analyzer, terms, within_one_edit};
+use crate::text::{ANALYZER, analyzer, terms};
 
 /// The writer's memory budget: tantivy's per-thread minimum is 15 MB.
 const WRITER_BUDGET: usize = 32 << 20;
@@ -39,8 +39,6 @@ const WRITER_BUDGET: usize = 32 << 20;
 pub const MAX_LIMIT: usize = 100;
 /// How deep each ranking goes before fusion and tie-breaks.
 const DEPTH: usize = 50;
-/// Query terms at least this long also match one-edit typos of indexed words.
-const FUZZY_MIN_CHARS: usize = 5;
 /// The embedder identity of an index without one.
 const NO_MODEL: &str = "bm25";
 
@@ -158,7 +156,9 @@ const BOOSTS: [(f32, f32); 6] = [(3.0, 3.0), (2.0, 2.0), (1.5, 1.5), (1.5, 1.5),
 struct Meta {
     hit: Hit,
     approved: bool,
-    terms: HashSet<String>,
+    /// Each word of the document -> the fields it occurs in (bit `i` for field `i` of
+    /// `Fields::text`).
+    terms: HashMap<String, u8>,
     /// Unit length.
     vector: Option<Vec<f32>>,
 }
@@ -380,14 +380,7 @@ impl SearchIndex {
             Some(bytes) => Some(store::vector_from(bytes).ok_or_else(|| missing("valid vector"))?),
             None => None,
         };
-        let mut words = HashSet::new();
-        for field in f.text() {
-            for value in doc.get_all(field) {
-                if let Some(text) = value.as_str() {
-                    words.extend(terms(analyzer, text));
-                }
-            }
-        }
+        let words = field_terms(doc, f, analyzer);
         let hit = Hit { skill: skill.clone(), tool, description: text(f.description).unwrap_or_default(), score: 0.0, side_effects: effects };
         let approved = text(f.approved).as_deref() == Some("yes");
         Ok((key, skill, print, Meta { hit, approved, terms: words, vector }))
@@ -666,14 +659,7 @@ impl SearchIndex {
         let embedded = vectors.as_ref().map_or(0, Vec::len);
         let mut state = self.write();
         for (i, (k, mut doc, hit, _)) in entries.into_iter().enumerate() {
-            let mut words = HashSet::new();
-            for field in f.text() {
-                for value in doc.get_all(field) {
-                    if let Some(text) = value.as_str() {
-                        words.extend(terms(&mut writer.analyzer, text));
-                    }
-                }
-            }
+            let words = field_terms(&doc, f, &mut writer.analyzer);
             let vector = vectors.as_ref().and_then(|v| v.get(i).cloned()).map(|mut v| {
                 normalise(&mut v);
                 v
@@ -762,36 +748,36 @@ impl SearchIndex {
             .filter_map(|(id, score)| state.ids.get(&id).map(|k| (k, score)))
             .filter(|(k, _)| meta.get(*k).is_some_and(|m| wanted(m.hit.tool.is_some(), m.approved)))
             .collect();
-        let candidate = |k: &str, raw: f64| Some(Candidate { key: k.to_owned(), raw, hit: meta.get(k)?.hit.clone() });
-        let (candidates, best_cosine, ranker) = match (&query_vector, &dense) {
+        // Every candidate's score from the query and its own document alone: its words
+        // and (hybrid) the exact cosine of its vector, never how it placed in a ranking.
+        let score = |m: &Meta| {
+            let lexical = lexical(&words, &m.terms);
+            match (&query_vector, &dense) {
+                (Some(qv), Some(_)) => blend(lexical, m.vector.as_deref().map(|v| semantic(f64::from(dot(qv, v))))),
+                _ => lexical,
+            }
+        };
+        let candidate = |k: &str, raw: f64| {
+            let m = meta.get(k)?;
+            Some(Candidate { raw, hit: Hit { score: score(m), ..m.hit.clone() } })
+        };
+        let (candidates, ranker) = match (&query_vector, &dense) {
             (Some(qv), Some(dense)) => {
                 let nearest = dense.top(qv, depth, wanted);
-                let cosines: HashMap<&str, f32> = nearest.iter().copied().collect();
                 let fused = fuse(&[
                     bm25.iter().map(|(k, _)| (*k).clone()).collect(),
                     nearest.iter().map(|(k, _)| (*k).to_owned()).collect(),
                 ]);
-                let candidates: Vec<Candidate> = fused.into_iter().filter_map(|(k, raw)| candidate(&k, raw)).collect();
-                let best_cosine = candidates
-                    .iter()
-                    .max_by(|a, b| a.raw.total_cmp(&b.raw).then(b.key.cmp(&a.key)))
-                    .and_then(|c| cosines.get(c.key.as_str()).copied());
-                (candidates, best_cosine, Ranker::Hybrid)
+                (fused.into_iter().filter_map(|(k, raw)| candidate(&k, raw)).collect::<Vec<_>>(), Ranker::Hybrid)
             }
-            _ => (bm25.into_iter().filter_map(|(k, raw)| candidate(k, raw)).collect::<Vec<_>>(), None, Ranker::Bm25),
+            _ => (bm25.into_iter().filter_map(|(k, raw)| candidate(k, raw)).collect(), Ranker::Bm25),
         };
         if candidates.is_empty() {
             return Ok(empty);
         }
-        let top_key = candidates
-            .iter()
-            .max_by(|a, b| a.raw.total_cmp(&b.raw).then(b.key.cmp(&a.key)))
-            .map(|c| c.key.clone())
-            .unwrap_or_default();
-        let coverage = meta.get(&top_key).map_or(0.0, |m| coverage(&words, &m.terms));
-        let dense_quality = best_cosine.map_or(0.0, |c| f64::from((c - 0.15) / 0.35).clamp(0.0, 1.0));
         let hits = finish(candidates, limit);
-        Ok(SearchResults { hits, ranker, match_quality: coverage.max(dense_quality) })
+        let match_quality = hits.first().map_or(0.0, |h| h.score);
+        Ok(SearchResults { hits, ranker, match_quality })
     }
 
     /// BM25 candidates as (document id, raw score), best first.
@@ -805,7 +791,7 @@ impl SearchIndex {
                 let term = Term::from_field_text(field, word);
                 let q = TermQuery::new(term.clone(), IndexRecordOption::WithFreqs);
                 should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
-                if word.chars().count() >= FUZZY_MIN_CHARS && boost >= 1.5 {
+                if word.chars().count() >= TYPO_MIN_CHARS && boost >= 1.5 {
                     let fuzzy = FuzzyTermQuery::new(term, 1, true);
                     should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(fuzzy), boost * 0.4))));
                 }
@@ -840,18 +826,18 @@ impl SearchIndex {
     }
 }
 
-/// The share of the query's words found in a document's words (a one-edit typo of a
-/// word of five or more characters counts).
-fn coverage(words: &[String], doc: &HashSet<String>) -> f64 {
-    if words.is_empty() {
-        return 0.0;
+/// Each analysed word of `doc`'s text fields -> the fields it occurs in (bit `i` for
+/// field `i` of [`Fields::text`]).
+fn field_terms(doc: &TantivyDocument, fields: Fields, analyzer: &mut TextAnalyzer) -> HashMap<String, u8> {
+    let mut words: HashMap<String, u8> = HashMap::new();
+    for (i, field) in fields.text().into_iter().enumerate() {
+        for value in doc.get_all(field) {
+            if let Some(text) = value.as_str() {
+                for word in terms(analyzer, text) {
+                    *words.entry(word).or_default() |= 1 << i;
+                }
+            }
+        }
     }
-    let found = words
-        .iter()
-        .filter(|w| {
-            doc.contains(*w)
-                || (w.chars().count() >= FUZZY_MIN_CHARS && doc.iter().any(|d| within_one_edit(w, d)))
-        })
-        .count();
-    found as f64 / words.len() as f64
+    words
 }

@@ -27,12 +27,14 @@
 //!   directory as an index, checked; a damaged or outdated one is rebuilt.
 //! - `dense`: cosine similarity as dot products over one contiguous matrix of unit
 //!   vectors.
-//! - `embed`: the [`Embedder`] trait; with one, ranking is hybrid (reciprocal rank
-//!   fusion of BM25 and cosine similarity), without one BM25 alone.
+//! - `embed`: the [`Embedder`] trait; with one, ranking is hybrid (a fixed blend of the
+//!   words matched and the cosine similarity, ties broken by reciprocal rank fusion of
+//!   BM25 and cosine rankings), without one the words matched (ties by BM25).
 //! - `minilm` (feature `embed`, on by default): [`MiniLm`], all-MiniLM-L6-v2 through
 //!   fastembed with ONNX Runtime loaded from a file at run time; never downloads.
-//! - `rank`: the score contract: scores in `[0, 1]` by min-max over the returned hits,
-//!   deterministic order, and the "no tool matched well" signal.
+//! - `rank`: the score contract: absolute scores in `[0, 1]` (the same query and
+//!   document score the same whatever the limit and the rest of the catalogue),
+//!   deterministic order, and the "no tool matched well" signal ([`WEAK_MATCH`]).
 //!
 //! **Invariant:** the index sees the registry only through its catalog and events, and a
 //! skill's documents are removed before any change to it is committed, so a removed or

@@ -41,11 +41,19 @@ pub(crate) fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
 /// Whether `a` and `b` are at most one edit apart (insert, delete, substitute, or swap
 /// of neighbours): the typo tolerance of the match-quality check.
 pub(crate) fn within_one_edit(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        // Bytes are characters here: no allocation (this runs for every candidate).
+        return one_edit(a.as_bytes(), b.as_bytes());
+    }
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    one_edit(&a, &b)
+}
+
+fn one_edit<T: PartialEq>(a: &[T], b: &[T]) -> bool {
     if a == b {
         return true;
     }
-    let (short, long) = if a.len() <= b.len() { (&a, &b) } else { (&b, &a) };
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     if long.len() - short.len() > 1 {
         return false;
     }
@@ -85,5 +93,7 @@ mod tests {
         assert!(!within_one_edit("weather", "whether_"));
         assert!(!within_one_edit("abc", "cba"));
         assert!(!within_one_edit("uptime", "downtime"));
+        assert!(within_one_edit("café", "cafe"));
+        assert!(!within_one_edit("café", "cfe"));
     }
 }

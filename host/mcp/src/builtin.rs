@@ -62,12 +62,13 @@ impl Builtin {
     fn description(self) -> &'static str {
         match self {
             Builtin::ToolSearch => {
-                "Find skill tools by what they do. Returns tool names, descriptions and scores in [0, 1] (comparable within \
-                 one response), best first, and makes the tools found callable in this session. search_type: fts (words, \
-                 default), regex (case-insensitive), exact (a tool name)."
+                "Find skill tools by what they do. Returns tool names, descriptions and scores in [0, 1], best first, and \
+                 makes the tools found callable in this session. A score depends only on the query and the tool (not on \
+                 limit or the other results); under 0.45 the tool is not a good match, and no_good_match says none was. \
+                 search_type: fts (words, default), regex (case-insensitive), exact (a tool name)."
             }
             Builtin::SkillList => "List every skill: name, description, trust state, runtime, number of tools, whether it has instructions.",
-            Builtin::SkillSearch => "Find skills by what they are for (description, keywords, instructions). Returns names, descriptions and scores in [0, 1].",
+            Builtin::SkillSearch => "Find skills by what they are for (description, keywords, instructions). Returns names, descriptions and scores in [0, 1] that depend only on the query and the skill; under 0.45 is not a good match.",
             Builtin::SkillGet => {
                 "Read skills' SKILL.md instructions, cut to max_tokens in all, with what each requires: its tools, its \
                  approval state, the capabilities it holds, and the files read_skill_resource can open; plus its \
@@ -376,6 +377,16 @@ mod tests {
         names.extend(crate::forge::ForgeTool::all().into_iter().map(|t| t.name.to_string()));
         for name in &names {
             assert!(skillhost_core::RESERVED_TOOL_NAMES.contains(&name.as_str()), "`{name}` is not in RESERVED_TOOL_NAMES");
+        }
+    }
+
+    #[test]
+    fn search_descriptions_quote_the_weak_match_threshold() {
+        let threshold = format!("under {}", skillhost_index::WEAK_MATCH);
+        for builtin in [Builtin::ToolSearch, Builtin::SkillSearch] {
+            let text = builtin.description();
+            assert!(text.contains(&threshold), "{} must say `{threshold}`: {text}", builtin.name());
+            assert!(!text.contains("comparable within"), "{text}");
         }
     }
 }

@@ -1,11 +1,13 @@
 //! Scoring for `tool_search` and `skill_search` with the score contract of seed 002
-//! §1.5: scores in `[0, 1]`, comparable within one response, and a deterministic order
+//! §1.5: scores in `[0, 1]`, absolute (a function of the query and the document alone,
+//! so the same whatever the limit or the other results), and a deterministic order
 //! (score, then side effects, then shorter name, then name).
 //!
 //! Three modes: `exact` (the name, score 1), `regex` (case-insensitive; 0.95 whole
 //! name, 0.90 prefix, 0.85 inside the name, 0.75 only in the description), and `fts`
-//! (BM25 over name and description terms, min-max normalised across the hits; a single
-//! hit or equal scores get 0.5). `fts` is normally answered by the search index
+//! (the share of the query's terms the document has, a term in the name worth 1 and one
+//! only in the description [`TEXT_TERM`]; equal scores are ordered by BM25 before the
+//! contract's tie-breaks). `fts` is normally answered by the search index
 //! (`skillhost-index`: tantivy BM25, hybrid with an embedder); this term matcher is its
 //! fallback when the index cannot be used, reported as the `term-match` ranker.
 
@@ -14,6 +16,9 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::tools::SideEffects;
+
+/// What an `fts` query term found only in a document's text (not its name) is worth.
+pub const TEXT_TERM: f64 = 0.7;
 
 /// Longest regex accepted, compiled size included: search must stay cheap.
 const REGEX_SIZE_LIMIT: usize = 1 << 16;
@@ -68,26 +73,28 @@ pub enum SearchError {
 
 /// Rank `docs` for `query`; at most `limit` hits, best first, in the contract's order.
 pub fn search(docs: &[Document<'_>], query: &str, mode: SearchType, limit: usize) -> Result<Vec<Hit>, SearchError> {
-    let mut hits = match mode {
+    // Each hit with a tie-break for equal scores (BM25 for `fts`).
+    let mut hits: Vec<(Hit, f64)> = match mode {
         SearchType::Exact => docs
             .iter()
             .enumerate()
             .filter(|(_, d)| d.name == query || d.aliases.contains(&query))
-            .map(|(index, _)| Hit { index, score: 1.0 })
+            .map(|(index, _)| (Hit { index, score: 1.0 }, 0.0))
             .collect(),
-        SearchType::Regex => regex_hits(docs, query)?,
+        SearchType::Regex => regex_hits(docs, query)?.into_iter().map(|h| (h, 0.0)).collect(),
         SearchType::Fts => fts_hits(docs, query),
     };
-    hits.sort_by(|a, b| {
+    hits.sort_by(|(a, ra), (b, rb)| {
         let (da, db) = (&docs[a.index], &docs[b.index]);
         b.score
             .total_cmp(&a.score)
+            .then(rb.total_cmp(ra))
             .then(da.side_effects.cmp(&db.side_effects))
             .then(da.name.len().cmp(&db.name.len()))
             .then(da.name.cmp(db.name))
     });
     hits.truncate(limit);
-    Ok(hits)
+    Ok(hits.into_iter().map(|(hit, _)| hit).collect())
 }
 
 fn regex_hits(docs: &[Document<'_>], pattern: &str) -> Result<Vec<Hit>, SearchError> {
@@ -132,7 +139,8 @@ fn terms(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_lowercase).collect()
 }
 
-fn fts_hits(docs: &[Document<'_>], query: &str) -> Vec<Hit> {
+/// Hits with their absolute score and their BM25 score (the tie-break).
+fn fts_hits(docs: &[Document<'_>], query: &str) -> Vec<(Hit, f64)> {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
     let query: BTreeSet<String> = terms(query).into_iter().collect();
@@ -156,31 +164,27 @@ fn fts_hits(docs: &[Document<'_>], query: &str) -> Vec<Hit> {
             *df.entry(term).or_default() += 1.0;
         }
     }
-    let mut raw = Vec::new();
+    let mut hits = Vec::new();
     for (index, terms) in doc_terms.iter().enumerate() {
         let len = terms.len() as f64;
-        let mut score = 0.0;
+        let name = self::terms(docs[index].name);
+        let (mut bm25, mut found) = (0.0, 0.0);
         for q in &query {
             let tf = terms.iter().filter(|t| *t == q).count() as f64;
             if tf == 0.0 {
                 continue;
             }
+            found += if name.contains(q) { 1.0 } else { TEXT_TERM };
             let df = df.get(q.as_str()).copied().unwrap_or(0.0);
             let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-            score += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len.max(1.0)));
+            bm25 += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len.max(1.0)));
         }
-        if score > 0.0 {
-            raw.push((index, score));
+        if found > 0.0 {
+            let score = (found / query.len() as f64).clamp(0.0, 1.0);
+            hits.push((Hit { index, score }, bm25));
         }
     }
-    let max = raw.iter().map(|r| r.1).fold(f64::MIN, f64::max);
-    let min = raw.iter().map(|r| r.1).fold(f64::MAX, f64::min);
-    raw.into_iter()
-        .map(|(index, s)| {
-            let score = if max > min { (s - min) / (max - min) } else { 0.5 };
-            Hit { index, score: score.clamp(0.0, 1.0) }
-        })
-        .collect()
+    hits
 }
 
 #[cfg(test)]
@@ -196,7 +200,7 @@ mod tests {
     }
 
     #[test]
-    fn fts_ranks_name_matches_first_and_normalises_scores() {
+    fn fts_ranks_name_matches_first_and_scores_are_absolute() {
         let docs = [
             doc("text__word_count", "Count the words in a text.", SideEffects::Pure),
             doc("csv__summarize", "Summarize a CSV file: count rows and columns.", SideEffects::Pure),
@@ -205,10 +209,13 @@ mod tests {
         let hits = search(&docs, "word count", SearchType::Fts, 8).unwrap();
         assert_eq!(names(&docs, &hits), ["text__word_count", "csv__summarize"]);
         assert_eq!(hits[0].score, 1.0);
-        assert_eq!(hits[1].score, 0.0);
+        assert_eq!(hits[1].score, TEXT_TERM / 2.0);
+        // A shorter limit, or fewer documents, changes no score (min-max gave a lone hit 0.5).
+        assert_eq!(search(&docs, "word count", SearchType::Fts, 1).unwrap(), hits[..1]);
+        assert_eq!(search(&docs[1..], "word count", SearchType::Fts, 8).unwrap(), [Hit { index: 0, score: TEXT_TERM / 2.0 }]);
         assert!(search(&docs, "weather", SearchType::Fts, 8).unwrap().is_empty());
         let single = search(&docs, "convert", SearchType::Fts, 8).unwrap();
-        assert_eq!(single, [Hit { index: 2, score: 0.5 }]);
+        assert_eq!(single, [Hit { index: 2, score: 1.0 }]);
     }
 
     #[test]

@@ -139,6 +139,7 @@ fn evaluate(index: &SearchIndex, label: &str) -> BTreeMap<String, Figures> {
     }
     let negatives: Vec<_> = queries.unmatched.iter().map(|q| index.search(&Query::new(q, Target::Tools).limit(10)).unwrap()).collect();
     let weak_negatives = negatives.iter().filter(|found| found.weak()).count();
+    let negatives_top: Vec<f64> = negatives.iter().map(|found| found.hits.first().map_or(0.0, |h| h.score)).collect();
     let negatives: Vec<f64> = negatives.iter().map(|found| if found.hits.is_empty() { 0.0 } else { found.match_quality }).collect();
     println!("search eval ({label}, ranker {}):", index.ranker());
     for (kind, f) in &figures {
@@ -148,6 +149,15 @@ fn evaluate(index: &SearchIndex, label: &str) -> BTreeMap<String, Figures> {
         "  weak-match signal: {weak_negatives}/{} unmatched requests flagged, {weak_positives}/{} labelled queries flagged",
         queries.unmatched.len(),
         queries.query.len()
+    );
+    // What an agent reading the scores sees: the best hit of an off-topic request
+    // scoring at or over the threshold looks like a good match.
+    let good_looking = negatives_top.iter().filter(|&&s| s >= skillhost_index::WEAK_MATCH).count();
+    println!(
+        "  false good match: {} of {} off-topic requests flagged as matched (no_good_match false), {good_looking} with a best hit scoring >= {}",
+        queries.unmatched.len() - weak_negatives,
+        queries.unmatched.len(),
+        skillhost_index::WEAK_MATCH
     );
     println!("  weak-match threshold sweep (share flagged: labelled queries / unmatched requests):");
     for step in 6..=15 {
@@ -176,6 +186,24 @@ fn the_evaluation_set_is_big_enough_and_every_label_exists() {
     }
 }
 
+/// Over every query of the set, a shorter limit cuts the list and changes no score.
+#[test]
+fn eval_scores_do_not_depend_on_the_limit() {
+    let index = SearchIndex::new().unwrap();
+    index.upsert(catalogue()).unwrap();
+    let queries = queries();
+    let texts = queries.query.iter().map(|q| q.q.as_str()).chain(queries.unmatched.iter().map(String::as_str));
+    for text in texts {
+        let ten = index.search(&Query::new(text, Target::Tools).limit(10)).unwrap();
+        for limit in [1, 3] {
+            let few = index.search(&Query::new(text, Target::Tools).limit(limit)).unwrap();
+            let n = few.hits.len();
+            assert_eq!(few.hits.as_slice(), &ten.hits[..n], "`{text}` with limit {limit}");
+            assert_eq!(few.weak(), ten.weak(), "`{text}` with limit {limit}");
+        }
+    }
+}
+
 #[test]
 fn bm25_recall_on_the_evaluation_set() {
     let index = SearchIndex::new().unwrap();
@@ -184,9 +212,9 @@ fn bm25_recall_on_the_evaluation_set() {
     let all = &figures["all"];
     // A floor under the measured figure, so a ranking regression fails here.
     assert!(all.recall5() >= 0.80, "{}", all.line("all"));
-    // Floors under the measured 33 % / 90 % (see `WEAK_MATCH`).
+    // Floors under the measured 31.7 % / 95 % (see `WEAK_MATCH`).
     let (labelled, unmatched) = weak_shares(&index);
-    assert!(labelled <= 0.40 && unmatched >= 0.85, "weak-match: {labelled:.2} of labelled, {unmatched:.2} of unmatched");
+    assert!(labelled <= 0.35 && unmatched >= 0.90, "weak-match: {labelled:.2} of labelled, {unmatched:.2} of unmatched");
 }
 
 /// The installed model: `$SKILLHOST_MODEL_DIR`, else the repository's `target/model`
@@ -233,7 +261,7 @@ fn hybrid_recall_on_the_evaluation_set() {
     let mrr = |f: &BTreeMap<String, Figures>, kind: &str| f[kind].rr / f[kind].n as f64;
     assert!(mrr(&hybrid, "colloquial") > mrr(&bm25, "colloquial"), "hybrid must beat BM25 on colloquial queries");
     assert!(hybrid["all"].recall5() >= 0.85, "{}", hybrid["all"].line("all"));
-    // Floors under the measured 12.7 % / 95 % (see `WEAK_MATCH`).
+    // Floors under the measured 13.2 % / 100 % (see `WEAK_MATCH`).
     let (labelled, unmatched) = weak_shares(&index);
-    assert!(labelled <= 0.20 && unmatched >= 0.90, "weak-match: {labelled:.2} of labelled, {unmatched:.2} of unmatched");
+    assert!(labelled <= 0.16 && unmatched >= 0.95, "weak-match: {labelled:.2} of labelled, {unmatched:.2} of unmatched");
 }
