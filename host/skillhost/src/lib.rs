@@ -114,6 +114,7 @@ pub struct LoadedSkill {
 pub struct HostBuilder {
     data_dir: Option<PathBuf>,
     cache_dir: Option<PathBuf>,
+    baseline_compile: Option<bool>,
     wasm: Option<WasmConfig>,
     sandbox: Option<BwrapConfig>,
     policy: Option<Policy>,
@@ -130,6 +131,16 @@ impl HostBuilder {
     /// [`wasm_config`](Self::wasm_config) says otherwise; this setting wins over both.
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether an uncached component's first calls run on Winch's code while Cranelift
+    /// compiles it in the background ([`WasmConfig::baseline_compile`]); this setting wins
+    /// over [`wasm_config`](Self::wasm_config)'s. Default: on. A process that exits after
+    /// one call (a command line) wants it off: it would wait at exit for the background
+    /// compile, or lose it, and the compiled cache keeps only Cranelift's code.
+    pub fn baseline_compile(mut self, on: bool) -> Self {
+        self.baseline_compile = Some(on);
         self
     }
 
@@ -172,6 +183,9 @@ impl HostBuilder {
         });
         if let Some(dir) = self.cache_dir {
             wasm.cache_dir = Some(dir);
+        }
+        if let Some(on) = self.baseline_compile {
+            wasm.baseline_compile = on;
         }
         let secrets = SecretStore::new(data_dir.join("secrets"));
         let audit = AuditLog::open(data_dir.join("audit.db")).map_err(|e| HostError::Setup(e.to_string()))?;

@@ -12,7 +12,10 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, Po
 use crate::WasmConfig;
 
 /// Build the engine for `config`: Cranelift's, or with `baseline` Winch's (the same
-/// settings otherwise).
+/// settings otherwise). With [`WasmConfig::baseline_compile`], Cranelift compiles in the
+/// background while Winch's code serves: on one thread, so that it never takes the
+/// cores (wasmtime's parallel compilation shares one thread pool between engines) from
+/// the Winch compiles and the calls that someone is waiting for.
 pub(crate) fn build(config: &WasmConfig, baseline: bool) -> wasmtime::Result<Engine> {
     let n = config.max_instances.max(1);
     let mut pool = PoolingAllocationConfig::new();
@@ -36,6 +39,8 @@ pub(crate) fn build(config: &WasmConfig, baseline: bool) -> wasmtime::Result<Eng
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     if baseline {
         wasm.strategy(wasmtime::Strategy::Winch);
+    } else if config.baseline_compile {
+        wasm.parallel_compilation(false);
     }
     Engine::new(&wasm)
 }

@@ -125,6 +125,9 @@ pub(crate) struct Inner {
     baseline: Option<Tier>,
     net: Arc<NetConfig>,
     cache: ComponentCache,
+    /// One permit: background compiles run one at a time, each on one thread (see
+    /// [`engine::build`]), so at most one core works on code nobody is waiting for.
+    optimizing: Semaphore,
     /// One permit per pooling-allocator slot, so calls wait instead of failing.
     pub(crate) pool: Semaphore,
 }
@@ -148,6 +151,7 @@ impl WasmRuntime {
                 baseline,
                 net: Arc::new(config.net.clone()),
                 cache,
+                optimizing: Semaphore::new(1),
                 pool: Semaphore::new(config.max_instances.max(1) as usize),
             }),
         })
@@ -256,6 +260,7 @@ impl WasmRuntime {
                     let prepared = link.link(baseline, &component, CacheOutcome::Baseline)?;
                     let (runtime, code, slot) = (inner.clone(), skill.bytes.clone(), skill.optimized.clone());
                     tokio::spawn(async move {
+                        let Ok(_turn) = runtime.optimizing.acquire().await else { return };
                         let compiled = tokio::task::spawn_blocking({
                             let runtime = runtime.clone();
                             move || runtime.cache.load(&runtime.optimized.engine, &code)
