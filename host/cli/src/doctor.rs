@@ -47,7 +47,7 @@ pub fn run(host: &Host, data_dir: &Path, json: bool) -> Result<ExitCode> {
             fix: Some("install bubblewrap and util-linux; server skills cannot run without them".into()),
         }),
     }
-    let model = std::env::var_os("SKILLHOST_MODEL_DIR").map_or_else(|| host.model_dir(), Into::into);
+    let model = crate::model::model_dir(data_dir);
     let installed = model.join(".skillhost-model").is_file();
     checks.push(Check {
         name: "embedding model".into(),

@@ -12,10 +12,6 @@ use anyhow::{Context, Result, bail};
 use skillhost::forge::llm::{self, LlmConfig};
 use skillhost::{Forge, ForgeConfig, ForgeError, Forged, Host, Language, Registry, Submission};
 
-/// The checkout this binary was built from: its guest-sdk/, wit/ and Cargo.toml are what
-/// Rust skills build against, unless `SKILLHOST_SDK_WORKSPACE` names another.
-const BUILT_CHECKOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-
 /// The options of `forge`.
 #[derive(clap::Args)]
 pub struct ForgeArgs {
@@ -57,11 +53,14 @@ enum Lang {
 
 /// The forge's configuration for this host: its caps from `[forge]` in the host config
 /// (`max_concurrent_builds`, `max_attempts_per_window`, `attempt_window = "1h"`), the
-/// defaults otherwise.
-pub fn config(data_dir: &Path) -> ForgeConfig {
+/// defaults otherwise. Rust skills build against the SDK embedded in this binary
+/// (written out under `data_dir`), or the checkout `SKILLHOST_SDK_WORKSPACE` names.
+pub fn config(data_dir: &Path) -> Result<ForgeConfig> {
     let mut config = ForgeConfig::new(data_dir.join("forge"));
-    let checkout = std::env::var_os("SKILLHOST_SDK_WORKSPACE").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(BUILT_CHECKOUT));
-    config.sdk_workspace = checkout.join("guest-sdk").is_dir().then_some(checkout);
+    config.sdk_workspace = Some(match std::env::var_os("SKILLHOST_SDK_WORKSPACE") {
+        Some(checkout) => PathBuf::from(checkout),
+        None => crate::sdk::workspace(data_dir)?,
+    });
     match host_config(data_dir) {
         Ok((_, host)) => {
             let caps = host.forge;
@@ -77,12 +76,12 @@ pub fn config(data_dir: &Path) -> ForgeConfig {
         }
         Err(e) => tracing::warn!("the forge runs with its default caps: {e:#}"),
     }
-    config
+    Ok(config)
 }
 
 /// The forge over `registry` on `host`'s runtimes.
-pub fn forge(host: &Host, registry: Arc<Registry>, data_dir: &Path) -> Arc<Forge> {
-    Arc::new(host.forge(registry, config(data_dir)))
+pub fn forge(host: &Host, registry: Arc<Registry>, data_dir: &Path) -> Result<Arc<Forge>> {
+    Ok(Arc::new(host.forge(registry, config(data_dir)?)))
 }
 
 /// Whether the installed skill `name` declares `[[tests]]` in its skill.toml.
@@ -114,7 +113,7 @@ pub async fn test_approved(forge: &Forge, name: &str, json: bool) -> Result<bool
 
 /// Run `skillhost forge`. Returns whether it succeeded.
 pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: ForgeArgs) -> Result<bool> {
-    let forge = forge(host, registry, data_dir);
+    let forge = forge(host, registry, data_dir)?;
     if let Some(name) = args.reset {
         forge.reset(&name)?;
         eprintln!("`{name}` may be submitted again ({} attempts)", forge.config().max_attempts);

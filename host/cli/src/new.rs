@@ -9,9 +9,6 @@ use skillhost::SkillName;
 
 use crate::build::Lang;
 
-/// The SDK this binary was built beside, when its sources are still there.
-const BUILT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../guest-sdk");
-
 /// Files every new skill gets, whatever its language.
 const COMMON: [(&str, &str); 2] = [
     ("skill.toml", include_str!("../templates/common/skill.toml")),
@@ -28,7 +25,9 @@ const JS: [(&str, &str); 3] = [
     (".gitignore", include_str!("../templates/js/gitignore")),
 ];
 
-pub fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<()> {
+/// Write skill `name` in `lang` into `dir` (default `./NAME`); a Rust skill depends on the
+/// SDK at `sdk`, or else on the one embedded in this binary, written out under `data_dir`.
+pub fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>, data_dir: &Path) -> Result<()> {
     let name = SkillName::new(name)?;
     let dir = dir.unwrap_or_else(|| PathBuf::from(name.as_str()));
     if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
@@ -36,7 +35,7 @@ pub fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>
     }
     let mut files: Vec<(&str, String)> = COMMON.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str()))).collect();
     match lang {
-        Lang::Rust => files.extend(rust_files(&name, &dir, sdk)?),
+        Lang::Rust => files.extend(rust_files(&name, &dir, sdk, data_dir)?),
         Lang::Python => files.extend(PYTHON.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str())))),
         Lang::Js => files.extend(JS.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str())))),
     }
@@ -56,12 +55,11 @@ pub fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>
     Ok(())
 }
 
-/// A crate on the skillhost-sdk at `sdk` (or the one this binary was built beside).
-fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>) -> Result<Vec<(&'static str, String)>> {
+/// A crate on the skillhost-sdk at `sdk` (or the one embedded in this binary).
+fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>, data_dir: &Path) -> Result<Vec<(&'static str, String)>> {
     let sdk = match sdk {
         Some(sdk) => sdk,
-        None if Path::new(BUILT_SDK).join("Cargo.toml").is_file() => PathBuf::from(BUILT_SDK),
-        None => bail!("cannot find the skillhost-sdk sources; pass --sdk PATH (or set SKILLHOST_SDK) to a checkout's guest-sdk directory"),
+        None => crate::sdk::workspace(data_dir)?.join("guest-sdk"),
     };
     let sdk = std::fs::canonicalize(&sdk).with_context(|| format!("--sdk {}: no such directory", sdk.display()))?;
     if !sdk.join("Cargo.toml").is_file() {

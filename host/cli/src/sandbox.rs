@@ -28,32 +28,33 @@ Examples:
 }
 
 /// `skillhost setup python` options.
-#[derive(Args)]
+#[derive(Args, Default)]
 pub struct PythonArgs {
-    /// The venv's directory [default: DATA_DIR/python].
+    /// The venv's directory [default: SKILLHOST_VENV, else DATA_DIR/python].
     #[arg(long, value_name = "DIR")]
     venv: Option<PathBuf>,
     /// Another package to install (repeatable), e.g. a third-party MCP server.
     #[arg(long = "with", value_name = "PACKAGE")]
     with: Vec<String>,
-    /// The Python that creates the venv.
-    #[arg(long, default_value = "python3", value_name = "PYTHON")]
-    python: PathBuf,
+    /// The Python that creates the venv [default: python3; for a root host
+    /// /usr/bin/python3, which the sandbox's unprivileged uid can reach, when it has venv].
+    #[arg(long, value_name = "PYTHON")]
+    python: Option<PathBuf>,
     /// Reinstall even when the venv is up to date.
     #[arg(long)]
     force: bool,
 }
 
-/// The venv the host runs Python skills with.
+/// The venv the host runs Python skills with: `SKILLHOST_VENV`, else `DATA_DIR/python`.
 pub fn venv_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("python")
+    std::env::var_os("SKILLHOST_VENV").map_or_else(|| data_dir.join("python"), PathBuf::from)
 }
 
 /// The sandbox configuration of every command: work dir and venv in the data dir, this
 /// binary as the egress shim.
 pub fn config(data_dir: &Path) -> BwrapConfig {
     let mut config = BwrapConfig::new(data_dir.join("sandbox"));
-    config.venv = Some(std::env::var_os("SKILLHOST_VENV").map_or_else(|| venv_dir(data_dir), PathBuf::from));
+    config.venv = Some(venv_dir(data_dir));
     if let Ok(exe) = std::env::current_exe() {
         config.shim = Some(vec![exe.into_os_string(), shim::SUBCOMMAND.into()]);
     }
@@ -65,7 +66,7 @@ pub async fn setup(command: SetupCommand, data_dir: &Path) -> Result<()> {
     let SetupCommand::Python(args) = command;
     let mut options = SetupOptions::new(args.venv.unwrap_or_else(|| venv_dir(data_dir)));
     options.extra = args.with;
-    options.python = args.python;
+    options.python = args.python.unwrap_or_else(default_python);
     options.force = args.force;
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -89,6 +90,24 @@ pub async fn setup(command: SetupCommand, data_dir: &Path) -> Result<()> {
     bar.finish_and_clear();
     eprintln!("python venv ready: {} (Python from {})", venv.dir.display(), venv.prefix.display());
     Ok(())
+}
+
+/// The Python a venv is made from by default. A root host runs sandboxes as an
+/// unprivileged uid, which must reach the venv's base Python: the system's, not one under
+/// root's home (pyenv's `/root/.pyenv` is not searchable by others).
+fn default_python() -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let system = Path::new("/usr/bin/python3");
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let usable = || {
+        std::process::Command::new(system)
+            .args(["-c", "import ensurepip, venv"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if root && usable() { system.to_owned() } else { PathBuf::from("python3") }
 }
 
 /// `skillhost __shim ARGS`: run the egress shim as this process's only work.

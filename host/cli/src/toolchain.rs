@@ -240,7 +240,7 @@ pub fn wit_dir(root: &Path) -> Result<PathBuf> {
 }
 
 /// `skillhost setup toolchains` options.
-#[derive(Args)]
+#[derive(Args, Default)]
 pub struct SetupArgs {
     /// Which toolchains [default: all].
     #[arg(value_enum)]

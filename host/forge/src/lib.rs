@@ -59,7 +59,7 @@ use skillhost_sandbox::BwrapRuntime;
 
 pub use error::{Failure, ForgeError, TestFailure};
 pub use probe::SecretValues;
-pub use rust::{BuildFailure, Diagnostic, package_skill};
+pub use rust::{BuildFailure, Diagnostic, package_skill, sdk_workspace_manifest};
 pub use stage::{Language, Refusal, StageLimits};
 
 use crate::attempts::{Attempts, Window};
@@ -569,7 +569,8 @@ impl Forge {
         let attempt = fresh_dir("builds")?;
         let private = fresh_dir("private")?;
         let mut files = files.clone();
-        files.entry("Cargo.toml".into()).or_insert_with(|| rust::cargo_toml(name.as_str(), &rust::sdk_path()));
+        let manifest = files.entry("Cargo.toml".into()).or_insert_with(|| rust::cargo_toml(name.as_str(), &rust::sdk_path()));
+        *manifest = rust::with_sandbox_sdk(manifest);
         let dirs = rust::BuildDirs { src: attempt.path().join("src"), target: cache.join("target"), private: private.path().to_owned() };
         stage::write(&dirs.src, &files).map_err(io("cannot stage the crate"))?;
         rust::build(&toolchain, &dirs, rust::BuildLimits { wall: self.config.build_timeout }).await.map_err(Outcome::Error)

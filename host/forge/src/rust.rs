@@ -193,8 +193,9 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
     Err(ForgeError::Setup(format!("cannot vendor the SDK's dependencies (needs crates.io once): {}", last.trim())))
 }
 
-/// The SDK workspace's root manifest: the checkout's, with only the SDK's crates.
-fn sdk_workspace_manifest(root: &str) -> Result<String, ForgeError> {
+/// The SDK workspace's root manifest: the checkout's (`root`), with only the SDK's
+/// crates as members. Applied to its own output it changes nothing.
+pub fn sdk_workspace_manifest(root: &str) -> Result<String, ForgeError> {
     let mut table: toml::Table = root.parse().map_err(|e| ForgeError::Setup(format!("the SDK workspace's Cargo.toml does not parse: {e}")))?;
     let workspace = table
         .get_mut("workspace")
@@ -212,6 +213,19 @@ pub(crate) fn cargo_toml(name: &str, sdk: &str) -> String {
         "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
          [dependencies]\nskillhost-sdk = {{ path = \"{sdk}\" }}\n\n[workspace]\n\n[profile.release]\nopt-level = \"s\"\nstrip = true\n"
     )
+}
+
+/// A submitted Cargo.toml with its `skillhost-sdk` dependency pointed at the SDK inside
+/// the sandbox: whatever it named (a checkout's path, as `skillhost new` writes, or the
+/// workspace's) does not exist there. A manifest that does not parse, or does not
+/// depend on the SDK, is left as it is for cargo to report.
+pub(crate) fn with_sandbox_sdk(manifest: &str) -> String {
+    let Ok(mut table) = manifest.parse::<toml::Table>() else { return manifest.to_owned() };
+    let Some(sdk) = table.get_mut("dependencies").and_then(toml::Value::as_table_mut).and_then(|d| d.get_mut("skillhost-sdk")) else {
+        return manifest.to_owned();
+    };
+    *sdk = toml::Value::Table(toml::Table::from_iter([("path".to_owned(), toml::Value::from(sdk_path()))]));
+    table.to_string()
 }
 
 /// The SDK path a skill's Cargo.toml names inside the sandbox.
@@ -550,6 +564,20 @@ pub fn package_skill(component: &[u8], manifest: &[u8], instructions: Option<&[u
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_submitted_manifest_builds_against_the_sandboxed_sdk() {
+        let written_by_new = "[package]\nname = \"greet\"\nversion = \"0.1.0\"\n\n[dependencies]\nskillhost-sdk = { path = \"/home/ada/.local/share/skillhost/sdk/0.1.0-ab/guest-sdk\" }\nserde = \"1\"\n";
+        let fixed: toml::Table = with_sandbox_sdk(written_by_new).parse().unwrap();
+        assert_eq!(fixed["dependencies"]["skillhost-sdk"]["path"].as_str(), Some("/sdk/guest-sdk"));
+        assert_eq!(fixed["dependencies"]["serde"].as_str(), Some("1"), "other dependencies stay");
+        let inherited = "[package]\nname = \"greet\"\n\n[dependencies]\nskillhost-sdk.workspace = true\n";
+        let fixed: toml::Table = with_sandbox_sdk(inherited).parse().unwrap();
+        assert_eq!(fixed["dependencies"]["skillhost-sdk"].as_table().unwrap(), &toml::Table::from_iter([("path".to_owned(), toml::Value::from("/sdk/guest-sdk"))]));
+        for left_alone in ["not toml [", "[package]\nname = \"x\"\n"] {
+            assert_eq!(with_sandbox_sdk(left_alone), left_alone);
+        }
+    }
+
     use super::*;
 
     #[test]
