@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Runs the skillhost host with the bundled skills: installs what is missing, builds the
-# host and every skill in skills/ (only what changed), then runs `skillhost ARGS`
-# (default: `list`). Example: ./scripts/run.sh call text-tools text_stats --input '{"text": "hi there"}'
+# Runs the skillhost host with the bundled skills: installs the system packages it needs
+# (system.sh), builds the host, runs `skillhost setup` (the venv for Python skills, the
+# search model and the guest toolchains, into DATA_DIR, where `serve` and every command
+# look; quick once done), builds every skill in skills/ (only what changed), then runs
+# `skillhost ARGS` (default: `list`).
+# Example: ./scripts/run.sh call text-tools text_stats --input '{"text": "hi there"}'
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+source scripts/system.sh
 
 cargo build --quiet -p skillhost-cli
-# Python skills run with the venv setup.sh prepared, unless one is named.
-export SKILLHOST_VENV="${SKILLHOST_VENV:-$PWD/target/python}"
 bin=target/debug/skillhost
+"$bin" setup
 for dir in skills/*/; do
     dir=${dir%/}
     [ -f "$dir/Cargo.toml" ] || continue

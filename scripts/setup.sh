@@ -1,23 +1,11 @@
 #!/usr/bin/env bash
-# Installs what skillhost needs beyond the Rust toolchain, idempotently. Sourced by
-# run.sh and test.sh; safe to run again and again.
+# Installs what the tests need, idempotently: the system packages (system.sh), then a
+# venv, the guest toolchains and the search model under target/, which the tests use
+# through SKILLHOST_TEST_VENV, SKILLHOST_TOOLCHAINS and SKILLHOST_MODEL_DIR. Sourced by
+# test.sh; safe to run again and again.
 set -euo pipefail
 
-have_target() { rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; }
-if ! have_target; then
-    echo "setup: adding the wasm32-wasip2 Rust target" >&2
-    rustup target add wasm32-wasip2 >&2
-fi
-
-# The sandbox runtime (Python/FastMCP skills) needs bubblewrap.
-if ! command -v bwrap >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "setup: installing bubblewrap" >&2
-        apt-get install -y bubblewrap >&2 || { apt-get update >&2 && apt-get install -y bubblewrap >&2; }
-    else
-        echo "setup: bubblewrap (bwrap) is missing; install it to run Python skills and their tests" >&2
-    fi
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/system.sh"
 
 # The venv the tests run Python skills with, made by the host's own setup code
 # (`skillhost setup python`); quick when the stamp in the venv matches the requirements.
@@ -52,10 +40,6 @@ fi
 # binary), shared by the tests through SKILLHOST_TOOLCHAINS; a no-op when their stamps
 # match. Without them the language tests say SKIPPED.
 export SKILLHOST_TOOLCHAINS="${SKILLHOST_TOOLCHAINS:-$setup_root/target/toolchains}"
-if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing Node.js and npm (for componentize-js)" >&2
-    apt-get install -y nodejs npm >&2 || { apt-get update >&2 && apt-get install -y nodejs npm >&2; } || true
-fi
 # mcp-server-fetch simplifies pages with readabilipy, which runs Mozilla's Readability.js
 # under node when its npm packages sit in its javascript/ folder (and otherwise falls back
 # to a pure-Python extractor that keeps navigation and footers). The sandbox has no network

@@ -2,9 +2,11 @@
 //! that tell tool errors from limits and host errors, `list`, `inspect`, and `new` +
 //! `build` producing a skill that runs.
 
+mod examples;
 mod forge;
 mod generic;
 mod index;
+mod install;
 mod languages;
 mod load;
 mod mcp;

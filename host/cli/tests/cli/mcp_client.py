@@ -540,6 +540,19 @@ async def forge_suggest(server, _arg):
 SCENARIOS.update({f.__name__: f for f in [forge_suggest]})
 
 
+async def call_one(server, request):
+    """Call one tool, `{"tool": NAME, "arguments": {...}}`, once the skills have loaded;
+    print what it returned."""
+    request = json.loads(request)
+    async with server.client() as client:
+        result = await client.call_tool(request["tool"], request["arguments"])
+        check(not result.is_error, f"{request['tool']} failed: {text_of(result)}")
+        print(json.dumps({"value": value_of(result)}))
+
+
+SCENARIOS.update({f.__name__: f for f in [call_one]})
+
+
 def main():
     scenario, mode, exe, skills, data = sys.argv[1:6]
     arg = sys.argv[6] if len(sys.argv) > 6 else None

@@ -1,0 +1,118 @@
+//! The binary installed outside its checkout works from any directory: in an empty
+//! directory, with a HOME of its own (so the default data dir) and nothing of the
+//! checkout in its environment, `new`, `forge`, `build`, `call` and `serve` (one tool
+//! call over MCP, by the official Python SDK) all work. The SDK and WIT that `new` and
+//! the forge need come from the binary itself.
+//!
+//! "Installed" is what `cargo install` does after it builds: the binary copied into
+//! `ROOT/bin`. (Running `cargo install` here would build the whole host again for its
+//! own feature set.)
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// An install root, a HOME and an empty working directory.
+struct Installed {
+    bin: PathBuf,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+    _root: tempfile::TempDir,
+}
+
+impl Installed {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let bin = root.path().join("bin/skillhost");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_skillhost"), &bin).unwrap();
+        Self { bin, home: tempfile::tempdir().unwrap(), work: tempfile::tempdir().unwrap(), _root: root }
+    }
+
+    /// The default data dir under this HOME (the XDG one).
+    fn data_dir(&self) -> PathBuf {
+        self.home.path().join(".local/share/skillhost")
+    }
+
+    /// Run the installed binary in the working directory with a bare environment: PATH
+    /// (cargo and bwrap), this HOME, the real cargo and rustup homes (the toolchain and
+    /// the crates.io cache, not the checkout).
+    fn run(&self, args: &[&str]) -> Output {
+        let real_home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+        let cargo_home = std::env::var_os("CARGO_HOME").map_or_else(|| real_home.join(".cargo"), PathBuf::from);
+        let rustup_home = std::env::var_os("RUSTUP_HOME").map_or_else(|| real_home.join(".rustup"), PathBuf::from);
+        let mut command = Command::new(&self.bin);
+        command
+            .args(args)
+            .current_dir(self.work.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("CARGO_HOME", cargo_home)
+            .env("RUSTUP_HOME", rustup_home);
+        if let Some(toolchain) = std::env::var_os("RUSTUP_TOOLCHAIN") {
+            command.env("RUSTUP_TOOLCHAIN", toolchain);
+        }
+        command.output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert!(out.status.success(), "skillhost {}: {}\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+        out
+    }
+}
+
+#[test]
+fn an_installed_binary_works_from_an_empty_directory_with_nothing_of_the_checkout() {
+    let installed = Installed::new();
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+
+    // `new` writes a crate on the SDK embedded in the binary, written out to the data dir.
+    installed.ok(&["new", "greeter"]);
+    let manifest = std::fs::read_to_string(installed.work.path().join("greeter/Cargo.toml")).unwrap();
+    let manifest: toml::Table = manifest.parse().unwrap();
+    let sdk = PathBuf::from(manifest["dependencies"]["skillhost-sdk"]["path"].as_str().unwrap());
+    assert!(sdk.starts_with(installed.data_dir().join("sdk")), "the SDK is the binary's own: {}", sdk.display());
+    assert!(!sdk.starts_with(&checkout), "{}", sdk.display());
+    assert!(sdk.join("src/lib.rs").is_file() && sdk.join("../wit/skill.wit").is_file());
+
+    // The forge builds it in its sandbox against the same SDK and installs it, pending.
+    let forged = installed.ok(&["forge", "greeter", "--json"]);
+    let forged: Value = serde_json::from_slice(&forged.stdout).unwrap();
+    assert_eq!(forged["skill"], "greeter", "{forged}");
+    assert_eq!(forged["tools"], serde_json::json!(["hello"]), "{forged}");
+    let toolchains: Vec<_> = std::fs::read_dir(installed.data_dir().join("forge")).unwrap().filter_map(Result::ok).map(|e| e.file_name()).collect();
+    assert!(toolchains.iter().any(|n| n.to_string_lossy().starts_with("toolchain-")), "{toolchains:?}");
+
+    // `build` and a direct `call` of the folder, for development.
+    let built = installed.ok(&["build", "greeter"]);
+    assert!(String::from_utf8_lossy(&built.stderr).contains("tools: hello"), "{}", String::from_utf8_lossy(&built.stderr));
+    let called = installed.ok(&["call", "./greeter", "hello", "--input", r#"{"name": "Ada"}"#]);
+    let called: Value = serde_json::from_slice(&called.stdout).unwrap();
+    assert_eq!(called["greeting"], "Hello, Ada!");
+
+    // A human approves the forged skill; an agent calls it over MCP.
+    installed.ok(&["approve", "greeter", "--yes"]);
+    let skills = installed.work.path().join("skills");
+    std::fs::create_dir(&skills).unwrap();
+    let python = fixtures::python::venv().join("bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_client.py");
+    let request = serde_json::json!({"tool": "greeter__hello", "arguments": {"name": "Grace"}}).to_string();
+    let out = Command::new(&python)
+        .arg(&script)
+        .args(["call_one", "auto"])
+        .arg(&installed.bin)
+        .arg(&skills)
+        .arg(installed.data_dir())
+        .arg(&request)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}; run scripts/setup.sh", python.display()));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the MCP call failed:\n{stderr}\n{stdout}");
+    let facts: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(facts["value"]["greeting"], "Hello, Grace!", "{facts}");
+}
