@@ -281,7 +281,7 @@ Client configuration (stdio):
 
 Examples:
   skillhost serve                                  stdio, for a local agent
-  skillhost serve --http                           http://127.0.0.1:8787/mcp, bearer token in DATA_DIR/http-token
+  skillhost serve --http                           on 127.0.0.1:8787, token in DATA_DIR/http-token
   skillhost serve --http 0.0.0.0:8787 --token-file ~/.config/skillhost/token
   SKILLHOST_MCP_TOKEN=... skillhost serve --http")]
     Serve(serve::ServeArgs),

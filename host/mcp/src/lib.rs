@@ -85,7 +85,16 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     use rmcp::ServiceExt;
-    let running = server.serve(transport).await.map_err(|e| McpError::Session(e.to_string()))?;
+    let running = match server.serve(transport).await {
+        Ok(running) => running,
+        // The client went away before its handshake (`serve` run by hand with stdin at its
+        // end, a client that gave up): no session started, and none failed.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            tracing::info!("the client closed the connection before initializing; nothing to serve");
+            return Ok(());
+        }
+        Err(e) => return Err(McpError::Session(e.to_string())),
+    };
     running.waiting().await.map_err(|e| McpError::Session(e.to_string()))?;
     Ok(())
 }

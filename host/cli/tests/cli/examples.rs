@@ -119,6 +119,10 @@ fn run_all(world: &World, examples: &[(String, String)]) -> Vec<String> {
 #[test]
 fn every_help_example_runs() {
     let world = World::new();
+    // What the examples take for granted: csv-summary's data dir holds sales.csv, as the
+    // README tour puts it there.
+    let data = "data=$(skillhost show csv-summary --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"data_dir\"])')";
+    world.run(&format!("{data}\nmkdir -p \"$data\" && cp examples/sales.csv \"$data/\"")).expect("sales.csv in csv-summary's data dir");
     let mut examples = Vec::new();
     collect_help_examples(&[], &mut examples);
     assert!(examples.len() > 40, "the help pages have examples: {examples:?}");
@@ -188,7 +192,10 @@ fn collect_help_examples(path: &[String], into: &mut Vec<(String, String)>) {
     }
     let commands = help.split("Commands:\n").nth(1).map(|rest| rest.split("\n\n").next().unwrap_or("")).unwrap_or("");
     for line in commands.lines() {
-        let Some(name) = line.split_whitespace().next() else { continue };
+        // `  name  description`; a wrapped description is indented further.
+        let Some(name) = line.strip_prefix("  ").filter(|l| !l.starts_with(' ')).and_then(|l| l.split_whitespace().next()) else {
+            continue;
+        };
         if name == "help" || name.starts_with("__") {
             continue;
         }
