@@ -127,10 +127,37 @@ pub fn io_error(relative: &str, access: Access, error: io::Error) -> ToolError {
              a [[capabilities.files]] grant covering it{mode} in skill.toml"
         ))
     } else if error.kind() == io::ErrorKind::NotFound {
-        ToolError::failed(format!("`{shown}` does not exist in the data directory"))
+        // The sandbox reports a path no granted directory covers as missing too: tell
+        // the two apart by whether the nearest existing directory above it is visible.
+        match path(relative) {
+            Ok(full) if !granted(&full) => {
+                let dir = Path::new(shown).parent().map(|p| p.to_string_lossy().into_owned()).filter(|p| !p.is_empty());
+                let dir = dir.as_deref().unwrap_or(".");
+                let mode = match access {
+                    Access::Read => "ro",
+                    Access::Write => "rw",
+                };
+                ToolError::denied(format!(
+                    "`{shown}` is outside the skill's granted files: no [[capabilities.files]] grant covers \
+                     {}; add one to skill.toml ([[capabilities.files]] path = \"{dir}\" mode = \"{mode}\"), \
+                     rebuild the skill and approve it again",
+                    full.display()
+                ))
+            }
+            _ => ToolError::failed(format!("`{shown}` does not exist in the data directory")),
+        }
     } else {
         ToolError::failed(format!("`{shown}`: {error}"))
     }
+}
+
+/// Whether `full` (a path under the data directory) is inside a directory the skill was
+/// granted: one of its ancestors up to the data directory is visible. The sandbox
+/// shows only granted directories, so with no grant covering it not even the data
+/// directory exists.
+fn granted(full: &Path) -> bool {
+    let root = data_dir();
+    full.ancestors().skip(1).take_while(|dir| dir.starts_with(&root)).any(Path::is_dir)
 }
 
 /// Reads a UTF-8 text file.
@@ -216,11 +243,35 @@ mod tests {
         assert!(
             matches!(&denied, ToolError::Denied(m) if m.contains("x.csv") && m.contains("[[capabilities.files]]") && m.contains("rw"))
         );
-        let missing = io_error(
-            "x.csv",
-            Access::Read,
-            io::Error::from(io::ErrorKind::NotFound),
-        );
+        // In a data directory the skill was granted (one that exists).
+        let missing = with_data_dir(std::env::temp_dir(), || {
+            io_error(
+                "x.csv",
+                Access::Read,
+                io::Error::from(io::ErrorKind::NotFound),
+            )
+        });
         assert!(matches!(&missing, ToolError::Failed(m) if m.contains("x.csv")));
+    }
+
+    #[test]
+    fn a_missing_grant_is_told_from_a_missing_file() {
+        let dir = std::env::temp_dir().join(format!("skillhost-sdk-files-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("granted")).unwrap();
+        let not_found = || io::Error::from(io::ErrorKind::NotFound);
+        with_data_dir(dir.join("granted"), || {
+            let missing = io_error("sub/x.csv", Access::Read, not_found());
+            assert!(matches!(&missing, ToolError::Failed(m) if m.contains("does not exist")), "{missing}");
+        });
+        // As the sandbox shows it with no grant: not even the data directory exists.
+        with_data_dir(dir.join("not-granted"), || {
+            let denied = io_error("notes/note.txt", Access::Read, not_found());
+            let ToolError::Denied(message) = &denied else { panic!("{denied}") };
+            assert!(message.contains("`notes/note.txt` is outside the skill's granted files"), "{message}");
+            assert!(message.contains("path = \"notes\" mode = \"ro\"") && message.contains("approve it again"), "{message}");
+            let denied = io_error("out.txt", Access::Write, not_found());
+            assert!(denied.message().contains("path = \".\" mode = \"rw\""), "{denied}");
+        });
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -133,3 +133,30 @@ async fn sockets_and_name_lookup_are_refused() {
     let report = ok(&skill, "resolve", json!({"host": "localhost"})).await;
     refused(&report, "resolving a name");
 }
+
+/// A file that exists but that no `[[capabilities.files]]` grant covers is reported as
+/// a missing grant, with the entry to add and the re-approval; a file missing from a
+/// granted directory is still reported as missing.
+#[tokio::test]
+async fn a_file_without_a_grant_names_the_missing_grant_not_a_missing_file() {
+    let t = test_host();
+    let dir = ESCAPE.folder(t.skills.path());
+    let manifest = ESCAPE.manifest();
+    let without_files = &manifest[..manifest.find("[[capabilities.files]]").expect("the fixture asks for files")];
+    std::fs::write(dir.join("skill.toml"), without_files).unwrap();
+    let skill = t.host.load_path(&dir).await.expect("escape loads without files");
+    let data = t.data_dir("escape");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("note.txt"), "here all along").unwrap();
+    let err = crate::call(&skill, "read_data", json!({"path": "note.txt"})).await.unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, skillhost::CallError::Denied { .. }), "{err:?}");
+    assert!(!message.contains("does not exist"), "the file exists; the grant is missing: {message}");
+    assert!(message.contains("`note.txt` is outside the skill's granted files"), "{message}");
+    assert!(message.contains("[[capabilities.files]] path = \".\" mode = \"ro\"") && message.contains("approve"), "{message}");
+
+    let (t, skill) = setup().await;
+    std::fs::create_dir_all(t.data_dir("escape")).unwrap();
+    let err = crate::call(&skill, "read_data", json!({"path": "absent.txt"})).await.unwrap_err();
+    assert!(matches!(&err, skillhost::CallError::Failed { message, .. } if message.contains("`absent.txt` does not exist")), "{err:?}");
+}

@@ -53,6 +53,13 @@ fn read_file(input: PathInput) -> Result<Report, ToolError> {
     Report::from(std::fs::read_to_string(&input.path))
 }
 
+/// Read a file through the SDK's `files::read_to_string` (a path relative to the data
+/// directory); its errors are the SDK's.
+#[tool(read_only, example = r#"{"path": "hello.txt"}"#)]
+fn read_data(input: PathInput) -> Result<String, ToolError> {
+    skillhost_sdk::files::read_to_string(&input.path)
+}
+
 /// A path and what to write there.
 #[derive(Deserialize, JsonSchema)]
 struct WriteInput {
@@ -200,5 +207,5 @@ fn resolve(input: ResolveInput) -> Result<Report, ToolError> {
 }
 
 skillhost_sdk::skill!(
-    read_file, write_file, symlink, list_dir, env, connect, resolve
+    read_file, read_data, write_file, symlink, list_dir, env, connect, resolve
 );
