@@ -67,7 +67,8 @@
 //! in its module: call the function `base64_codec` and set
 //! `name = "base64"` rather than naming it after the `base64` crate.
 //!
-//! [`skill!`] lists the tools once per skill. Input that does not fit the
+//! [`skill!`] lists the tools once per skill; a `#[tool]` it leaves out is a
+//! compile error ("this `#[tool]` is not listed in `skill!(...)`"). Input that does not fit the
 //! input type is rejected as [`ToolError::InvalidInput`] with the field's path
 //! before the function runs.
 //!
@@ -131,11 +132,14 @@ pub mod prelude {
 ///
 /// Each argument is a function marked [`#[tool]`](tool) (a path such as
 /// `tools::word_count` works too). The macro implements the skill's WIT
-/// exports; two tools with the same name fail to compile.
+/// exports; two tools with the same name fail to compile, and so does a
+/// `#[tool]` function it does not list.
 #[macro_export]
 macro_rules! skill {
     ($($($tool:ident)::+),+ $(,)?) => {
         const _: () = $crate::__private::assert_unique_names(&[$($($tool)::+::NAME),+]);
+
+        $(impl $crate::__private::Listed for $($tool)::+::Tool {})+
 
         #[doc(hidden)]
         struct __SkillhostSkill;
@@ -164,6 +168,11 @@ macro_rules! skill {
 #[cfg(test)]
 mod tests {
     use crate::prelude::*;
+
+    // What `skill!` would implement: these tools are tested one by one, without a skill.
+    impl crate::__private::Listed for word_count::Tool {}
+    impl crate::__private::Listed for now::Tool {}
+    impl crate::__private::Listed for refuse::Tool {}
 
     #[derive(Deserialize, JsonSchema)]
     struct CountInput {

@@ -113,6 +113,19 @@ impl From<ToolSpec> for WitTool {
 /// A tool's entry point in `skill!`'s dispatch table.
 pub type CallFn = fn(&str) -> Result<String, CallError>;
 
+/// Implemented by `skill!` for the marker of every tool it lists. `#[tool]`
+/// requires it of its own marker, so a tool left out of `skill!` is a compile
+/// error at the function rather than a tool that silently never exists.
+#[diagnostic::on_unimplemented(
+    message = "this `#[tool]` is not listed in `skill!(...)`, so the skill would not have it",
+    label = "not listed in the crate's `skillhost_sdk::skill!(...)`",
+    note = "add the function to `skillhost_sdk::skill!(...)` (one call per skill, listing every tool), or remove `#[tool]`"
+)]
+pub trait Listed {}
+
+/// Compiles only for the marker of a tool that `skill!` lists.
+pub const fn assert_listed<T: Listed>() {}
+
 /// Compile-time check (via a fn pointer) that `I` can be a tool's input.
 pub fn assert_input<I: DeserializeOwned + JsonSchema>() {}
 

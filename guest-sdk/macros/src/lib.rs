@@ -6,7 +6,9 @@
 //!
 //! `#[tool]` keeps the function as written and emits a hidden sibling module
 //! of the same name (functions and modules live in different namespaces)
-//! holding `NAME`, `spec()` and `call(input)`, which `skill!` lists.
+//! holding `Tool`, `NAME`, `spec()` and `call(input)`, which `skill!` lists.
+//! `skill!` implements `Listed` for each listed `Tool`, and `#[tool]` requires
+//! it: a tool missing from `skill!` is a compile error at its function.
 //!
 //! The prelude's `Deserialize`, `Serialize` and `JsonSchema` derives (see
 //! [`shadow`](crate::shadow)) run serde's and schemars' derives through the
@@ -252,6 +254,12 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<TokenStream2> {
         quote_spanned! {sig_span=> ::skillhost_sdk::__private::output_schema_without_input(super::#ident) }
     };
 
+    // `skill!` implements `Listed` for the marker of each tool it lists: a tool left
+    // out fails to compile here, at the function's name.
+    let listed_check = quote_spanned! {ident.span()=>
+        const _: () = ::skillhost_sdk::__private::assert_listed::<#ident::Tool>();
+    };
+
     Ok(quote! {
         #function
 
@@ -260,8 +268,13 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<TokenStream2> {
             #output_check
         };
 
+        #listed_check
+
         #[doc(hidden)]
         #vis mod #ident {
+            /// Marks the tool; `skill!` implements `Listed` for it.
+            pub struct Tool;
+
             /// The tool's name.
             pub const NAME: &str = #name;
 

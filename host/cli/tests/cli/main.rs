@@ -267,6 +267,32 @@ fn new_then_build_makes_a_working_skill() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid skill name `Bad_Name`"));
 }
 
+/// A `#[tool]` function left out of `skill!(...)` does not silently vanish from the
+/// skill: the build fails at the function, saying to list it.
+#[test]
+fn a_tool_left_out_of_skill_fails_to_build() {
+    let env = Env::new();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("forgetful");
+    let out = env.run(&["new", "forgetful", "--dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lib = dir.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib).unwrap();
+    let forgotten = "/// Say goodbye.\n#[tool(read_only)]\nfn goodbye() -> Result<String, ToolError> {\n    Ok(\"bye\".into())\n}\n\n";
+    let source = source.replacen("skillhost_sdk::skill!(hello);", &format!("{forgotten}skillhost_sdk::skill!(hello);"), 1);
+    assert!(source.contains("fn goodbye"), "the template changed: {source}");
+    std::fs::write(&lib, source).unwrap();
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/guests-new");
+    let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .args(["--data-dir", env.data.path().to_str().unwrap(), "build", dir.to_str().unwrap()])
+        .env("CARGO_TARGET_DIR", target)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a skill missing a tool built: {stderr}");
+    assert!(stderr.contains("this `#[tool]` is not listed in `skill!(...)`") && stderr.contains("goodbye"), "{stderr}");
+}
+
 #[test]
 fn approval_flow_and_install() {
     let env = Env::new();
