@@ -342,7 +342,7 @@ pub enum LoadError {
         path: PathBuf,
     },
     /// A `.wasm` file without an embedded manifest.
-    #[error("{}: no embedded skill.toml; build it with `skillhost build`, or put it in a folder as skill.wasm beside a skill.toml", path.display())]
+    #[error("{}: no embedded skill.toml; build it with `skillhost build` (which embeds one), or put a skill.toml beside it in its folder (`NAME/skill.wasm` and `NAME/skill.toml`)", path.display())]
     NoManifest {
         /// The file.
         path: PathBuf,

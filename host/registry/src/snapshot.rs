@@ -6,6 +6,8 @@
 //!
 //! A folder whose skill.toml has a `[server]` section is a stdio MCP server skill: no
 //! skill.wasm, and its code is the folder's files exactly as hashed.
+//! A folder with a skill.wasm and no skill.toml is read as a bare `NAME.wasm` is (its
+//! embedded manifest, or a generic component named after the folder).
 //!
 //! **Content hash.** For a `NAME.wasm`, SHA-256 of its bytes. For a folder, SHA-256 over
 //! its files sorted by relative path (`/`-separated), each as `path NUL length(u64 LE)
@@ -79,8 +81,9 @@ pub(crate) fn names_in(dir: &Path) -> BTreeSet<SkillName> {
     names
 }
 
-/// Whether `path` is a skill form: a `.wasm` file, or a folder with skill.toml or
-/// SKILL.md. A symlink in either place counts (and fails to read, with its error).
+/// Whether `path` is a skill form: a `.wasm` file, or a folder with skill.toml,
+/// skill.wasm or SKILL.md. A symlink in either place counts (and fails to read, with its
+/// error).
 fn is_candidate(path: &Path) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
     let wasm = path.extension().is_some_and(|e| e == "wasm");
@@ -88,7 +91,7 @@ fn is_candidate(path: &Path) -> bool {
         return true;
     }
     if meta.is_dir() {
-        return !wasm && (path.join("skill.toml").exists() || path.join("SKILL.md").exists());
+        return !wasm && ["skill.toml", "skill.wasm", "SKILL.md"].iter().any(|file| path.join(file).exists());
     }
     meta.is_file() && wasm
 }
@@ -190,6 +193,11 @@ impl Snapshot {
                     .map(|md| utf8(md, &path.join("SKILL.md")))
                     .transpose()?;
                 let Some(toml) = files.get("skill.toml") else {
+                    if let Some(bytes) = files.get("skill.wasm") {
+                        // No skill.toml: the component is read as a bare `NAME.wasm` is,
+                        // named after the folder.
+                        return Ok(Parsed::Code(package::folder_component(path, bytes, instructions)?));
+                    }
                     let md_path = path.join("SKILL.md");
                     let text = instructions.ok_or_else(|| RegistryError::NotASkill { path: path.clone() })?;
                     let frontmatter = skillmd::parse(&text, &md_path)?;

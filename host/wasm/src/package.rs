@@ -218,17 +218,25 @@ pub fn read_source(path: &Path) -> Result<SkillSource, LoadError> {
     let meta = std::fs::metadata(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
     if meta.is_dir() {
         let manifest_path = path.join("skill.toml");
-        let manifest = SkillManifest::from_file(&manifest_path)?;
         let wasm_path = path.join("skill.wasm");
+        let md_path = path.join("SKILL.md");
+        let sidecar = || -> Result<Option<String>, LoadError> {
+            if !md_path.exists() {
+                return Ok(None);
+            }
+            Ok(Some(read_instructions(&read(&md_path)?, &md_path)?))
+        };
+        if !manifest_path.exists() && wasm_path.exists() {
+            return folder_component(path, &read(&wasm_path)?, sidecar()?);
+        }
+        let manifest = SkillManifest::from_file(&manifest_path)?;
         if !wasm_path.exists() {
             return Err(LoadError::NotBuilt { dir: path.to_owned() });
         }
         let bytes = read(&wasm_path)?;
-        let md_path = path.join("SKILL.md");
-        let instructions = if md_path.exists() {
-            Some(read_instructions(&read(&md_path)?, &md_path)?)
-        } else {
-            embedded_instructions(&bytes, &wasm_path)?
+        let instructions = match sidecar()? {
+            Some(text) => Some(text),
+            None => embedded_instructions(&bytes, &wasm_path)?,
         };
         Ok(SkillSource {
             manifest,
@@ -255,6 +263,28 @@ pub fn read_source(path: &Path) -> Result<SkillSource, LoadError> {
             instructions,
         })
     }
+}
+
+/// A folder holding a skill.wasm and no skill.toml, read as a bare `NAME.wasm` is: the
+/// manifest `skillhost build` embedded, or for a generic component one that asks for
+/// nothing, named after the folder. A component of the skill world without an embedded
+/// manifest is refused with [`LoadError::NoManifest`], which names the skill.toml to add.
+/// `instructions` is the folder's SKILL.md, if it has one; else the embedded one is used.
+pub fn folder_component(dir: &Path, bytes: &[u8], instructions: Option<String>) -> Result<SkillSource, LoadError> {
+    let wasm_path = dir.join("skill.wasm");
+    let not_component = |e: FormatError| LoadError::NotAComponent { path: wasm_path.clone(), reason: e.0 };
+    check_component(bytes).map_err(not_component)?;
+    let embedded = read_section(bytes, MANIFEST_SECTION).map_err(not_component)?.is_some();
+    let mut manifest = component_manifest(bytes, &wasm_path)?;
+    if !embedded && let Some(name) = dir.file_name().and_then(|n| n.to_str()).and_then(|n| skillhost_core::SkillName::new(n).ok()) {
+        manifest.name = name;
+    }
+    let instructions = match instructions {
+        Some(text) => Some(text),
+        None => embedded_instructions(bytes, &wasm_path)?,
+    };
+    let code = SkillCode::Wasm { path: wasm_path, bytes: Arc::from(bytes) };
+    Ok(SkillSource { manifest, origin: dir.to_owned(), code, instructions })
 }
 
 /// The manifest of a `.wasm` file: the embedded `skill.toml`, or for a generic component

@@ -50,6 +50,28 @@ async fn every_form_is_listed() {
     assert!(err.contains("no skill.wasm; build it with `skillhost build"), "{err}");
 }
 
+/// A folder holding only a skill.wasm is read as a bare `NAME.wasm` is: with the
+/// manifest `skillhost build` embedded it loads; a component of the skill world without
+/// one is listed with an error naming the file and the fix, never silently ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_with_only_skill_wasm_is_a_skill() {
+    let env = Env::new();
+    let built = env.ws().join("limits");
+    std::fs::create_dir(&built).unwrap();
+    std::fs::write(built.join("skill.wasm"), crate::limits_packaged("0.1.0", "2s")).unwrap();
+    let bare = env.ws().join("bare");
+    std::fs::create_dir(&bare).unwrap();
+    std::fs::copy(LIMITS.wasm, bare.join("skill.wasm")).unwrap();
+
+    let registry = env.open().await;
+    let limits = registry.entry("limits").expect("a folder with the built skill.wasm is a skill");
+    assert!(limits.loaded.as_ref().is_some_and(|l| l.tools.iter().any(|t| t.name == "echo")), "{:?}", limits.error);
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 3})).await.unwrap().value, json!(3));
+    let bare = registry.entry("bare").expect("a folder with skill.wasm is listed");
+    let error = bare.error.as_deref().expect("listed with its error").to_string();
+    assert!(error.contains("bare/skill.wasm") && error.contains("no embedded skill.toml") && error.contains("skill.toml"), "{error}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn higher_layers_shadow_and_removal_reveals() {
     let env = Env::new();
