@@ -415,8 +415,9 @@ pub enum CallError {
         /// The tools it has.
         available: Vec<String>,
     },
-    /// The call ran out of time.
-    #[error("skill `{skill}` tool `{tool}`: timeout after {}; raise `[limits] timeout` in its skill.toml if the tool needs longer", fmt_duration(*limit))]
+    /// The call ran out of time: the skill's `[limits] timeout`, or a shorter deadline
+    /// its caller set ([`CallContext::timeout`]).
+    #[error("skill `{skill}` tool `{tool}`: timeout after {}; {}", fmt_duration(*limit), timeout_fix(*skill_limit))]
     Timeout {
         /// The skill.
         skill: SkillName,
@@ -424,6 +425,9 @@ pub enum CallError {
         tool: String,
         /// The limit that was hit.
         limit: Duration,
+        /// `Some(the skill's own limit)` when the deadline that ran out was the caller's,
+        /// shorter than the skill's; `None` when it was the skill's own.
+        skill_limit: Option<Duration>,
     },
     /// The call tried to use more memory than allowed.
     #[error("skill `{skill}` tool `{tool}`: memory limit {} exceeded; raise `[limits] memory` in its skill.toml if the tool needs more", ByteSize(*limit))]
@@ -487,7 +491,26 @@ pub enum CallError {
     },
 }
 
+/// How to give a timed-out call more time: a longer deadline from its caller, up to the
+/// skill's own limit, or a higher `[limits] timeout` in the skill.toml.
+fn timeout_fix(skill_limit: Option<Duration>) -> String {
+    match skill_limit {
+        Some(own) => format!(
+            "the deadline its caller set ran out, not the skill's own limit of {own}; a longer \
+             deadline (up to {own}) gives the tool more time",
+            own = fmt_duration(own)
+        ),
+        None => "raise `[limits] timeout` in its skill.toml if the tool needs longer".to_owned(),
+    }
+}
+
 impl CallError {
+    /// The call ran out of `limit`, the deadline it ran under, for a skill whose own
+    /// `[limits] timeout` is `own`: the caller's deadline when it is the shorter.
+    pub fn timeout(skill: SkillName, tool: impl Into<String>, limit: Duration, own: Duration) -> Self {
+        CallError::Timeout { skill, tool: tool.into(), limit, skill_limit: (limit < own).then_some(own) }
+    }
+
     /// Whether the tool itself reported the failure (as opposed to a limit or the host).
     pub fn is_tool_error(&self) -> bool {
         matches!(

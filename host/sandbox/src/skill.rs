@@ -259,7 +259,9 @@ impl Skill for BwrapSkill {
         let (_permit, server) = tokio::select! {
             result = tokio::time::timeout(start_bound, ready) => match result {
                 Ok(ready) => ready?,
-                Err(_) => return Err(CallError::Timeout { skill: skill.clone(), tool: err_tool, limit: start_bound }),
+                // The server did not start in time: its own slowness, whatever the
+                // caller's deadline.
+                Err(_) => return Err(CallError::Timeout { skill: skill.clone(), tool: err_tool, limit: start_bound, skill_limit: None }),
             },
             () = cx.cancel.cancelled() => return Err(CallError::Cancelled { skill: skill.clone(), tool: err_tool }),
         };
@@ -299,7 +301,7 @@ impl Skill for BwrapSkill {
                 }
                 tracing::warn!(skill = %skill, tool, "call overran its deadline of {limit:?}; killing the server");
                 inner.discard(&server, false).await;
-                return Err(CallError::Timeout { skill: skill.clone(), tool: err_tool, limit });
+                return Err(CallError::timeout(skill.clone(), err_tool, limit, inner.grant.limits.timeout));
             }
         };
         // What the proxy refused explains the tool's answer best; the server's own text

@@ -121,7 +121,7 @@ impl WasmSkill {
             return CallError::MemoryLimit { skill, tool, limit: self.grant.limits.memory };
         }
         if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-            return CallError::Timeout { skill, tool, limit };
+            return CallError::timeout(skill, tool, limit, self.grant.limits.timeout);
         }
         let mut message = match error.downcast_ref::<Trap>() {
             Some(trap) => trap.to_string(),
@@ -206,7 +206,7 @@ impl Skill for WasmSkill {
         let (result, denials) = tokio::select! {
             result = tokio::time::timeout(limit, work) => match result {
                 Ok(result) => result?,
-                Err(_) => return Err(CallError::Timeout { skill: skill.clone(), tool: tool.to_owned(), limit }),
+                Err(_) => return Err(CallError::timeout(skill.clone(), tool, limit, self.grant.limits.timeout)),
             },
             () = cx.cancel.cancelled() => {
                 return Err(CallError::Cancelled { skill: skill.clone(), tool: tool.to_owned() });
