@@ -199,7 +199,7 @@ impl Registry {
         let started = std::time::Instant::now();
         let result = runnable.call(tool, input, cx).await;
         if let Some(stats) = &self.stats {
-            stats.record_call(skill, tool, result.is_ok(), started.elapsed());
+            stats.record_call(skill, tool, crate::stats::Outcome::of(&result), started.elapsed());
         }
         Ok(result?)
     }

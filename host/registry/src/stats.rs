@@ -1,13 +1,17 @@
 //! Usage statistics (`<data_dir>/stats.db`, SQLite in WAL mode): one row per tool call
-//! made through [`Registry::call`](crate::Registry::call) (skill, tool, success, latency),
-//! and the `tool_search` queries nothing matched well. Rows are written by a writer
+//! made through [`Registry::call`](crate::Registry::call) (skill, tool, [`Outcome`],
+//! latency), and the `tool_search` queries nothing matched well. Rows are written by a writer
 //! thread, so recording never blocks a call; a failure to record is logged, never
 //! returned.
 //!
 //! What it answers:
-//! - per tool: calls, failures, p50 and p95 latency ([`Stats::tools`]);
+//! - per tool: calls, the skill's own failures, the caller's errors, p50 and p95
+//!   latency ([`Stats::tools`]);
 //! - which skills fail: more than 30 % of their last 20 calls, once they have at least
-//!   5 (seed 000 §10c; fewer calls say too little) ([`Stats::failing`]);
+//!   5 (seed 000 §10c; fewer calls say too little) ([`Stats::failing`]). Only the skill's
+//!   own failures count, and calls the caller got wrong (invalid input, an unknown tool,
+//!   a request the policy refused, a cancellation) are left out of those 20: a skill is
+//!   never flagged for an agent's mistakes;
 //! - what agents looked for and did not find: groups of at least 3 similar missed
 //!   queries (same words, ignoring case, order and stop words, Jaccard ≥ 0.5)
 //!   ([`Stats::missing`]), to offer "consider creating a skill for …" when the host opts
@@ -21,6 +25,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
 
+use skillhost_core::{CallError, ToolOutput};
+
 use crate::error::RegistryError;
 
 /// Calls looked at to decide whether a skill is failing.
@@ -32,6 +38,47 @@ pub const MIN_CALLS: usize = 5;
 /// Similar misses needed before suggesting a skill.
 pub const MISSES_TO_SUGGEST: usize = 3;
 
+/// How a recorded call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It returned an output.
+    Ok,
+    /// The caller got it wrong: invalid input, an unknown tool, a request the skill's
+    /// policy refused, a deadline the caller set shorter than the skill's own, a
+    /// cancellation. Not held against the skill.
+    CallerError,
+    /// The skill failed: it reported a failure, crashed, hit one of its own limits or
+    /// broke its output contract, or the host could not run it.
+    Failed,
+}
+
+impl Outcome {
+    /// The outcome of a call's result.
+    pub fn of(result: &Result<ToolOutput, CallError>) -> Self {
+        match result {
+            Ok(_) => Self::Ok,
+            Err(
+                CallError::InvalidInput { .. }
+                | CallError::UnknownTool { .. }
+                | CallError::Denied { .. }
+                | CallError::Cancelled { .. },
+            ) => Self::CallerError,
+            Err(CallError::Timeout { skill_limit: Some(_), .. }) => Self::CallerError,
+            Err(_) => Self::Failed,
+        }
+    }
+
+    /// The `outcome` column: 0 ok, 1 the skill failed, 2 the caller's error. (The
+    /// `ok` column, 1 for ok, is kept for databases written before it.)
+    fn code(self) -> i64 {
+        match self {
+            Self::Ok => 0,
+            Self::Failed => 1,
+            Self::CallerError => 2,
+        }
+    }
+}
+
 /// Calls, failures and latency of one tool.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ToolStats {
@@ -41,8 +88,10 @@ pub struct ToolStats {
     pub tool: String,
     /// Calls recorded.
     pub calls: u64,
-    /// Of which failed.
+    /// Of which the skill failed.
     pub failures: u64,
+    /// Of which the caller got wrong (invalid input, unknown tool, refused, cancelled).
+    pub caller_errors: u64,
     /// Median latency, milliseconds.
     pub p50_ms: f64,
     /// 95th percentile latency, milliseconds.
@@ -54,9 +103,9 @@ pub struct ToolStats {
 pub struct Failing {
     /// The skill.
     pub skill: String,
-    /// Failures among its last calls.
+    /// Failures of its own among its last calls.
     pub failures: usize,
-    /// Its last calls (at most [`WINDOW`]).
+    /// Its last calls that the caller got right (at most [`WINDOW`]).
     pub calls: usize,
 }
 
@@ -70,7 +119,7 @@ pub struct Missing {
 }
 
 enum Row {
-    Call { skill: String, tool: String, ok: bool, ms: f64 },
+    Call { skill: String, tool: String, outcome: Outcome, ms: f64 },
     Miss { query: String },
     /// Everything before this is written: answer on the channel.
     Flush(Sender<()>),
@@ -94,6 +143,24 @@ impl Stats {
              CREATE TABLE IF NOT EXISTS misses (query TEXT NOT NULL, at INTEGER NOT NULL);",
         )
         .map_err(fail(&path))?;
+        // Databases written before caller errors were told apart: their rows keep what
+        // `ok` said (a failure stays one).
+        let has_outcome = |db: &Connection| {
+            db.prepare("SELECT 1 FROM pragma_table_info('calls') WHERE name = 'outcome'").and_then(|mut s| s.exists([]))
+        };
+        if !has_outcome(&db).map_err(fail(&path))? {
+            let added = db.execute_batch(
+                "BEGIN IMMEDIATE; ALTER TABLE calls ADD COLUMN outcome INTEGER NOT NULL DEFAULT 1; \
+                 UPDATE calls SET outcome = 1 - ok; COMMIT;",
+            );
+            // Another process may have added it first.
+            if let Err(error) = added {
+                let _ = db.execute_batch("ROLLBACK;");
+                if !has_outcome(&db).map_err(fail(&path))? {
+                    return Err(fail(&path)(error));
+                }
+            }
+        }
         let (tx, rx) = channel::<Row>();
         let thread_path = path.clone();
         let thread = std::thread::Builder::new()
@@ -101,9 +168,9 @@ impl Stats {
             .spawn(move || {
                 for row in rx {
                     let result = match row {
-                        Row::Call { skill, tool, ok, ms } => db.execute(
-                            "INSERT INTO calls (skill, tool, ok, ms, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                            params![skill, tool, ok, ms, now()],
+                        Row::Call { skill, tool, outcome, ms } => db.execute(
+                            "INSERT INTO calls (skill, tool, ok, outcome, ms, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                            params![skill, tool, outcome == Outcome::Ok, outcome.code(), ms, now()],
                         ),
                         Row::Miss { query } => db.execute("INSERT INTO misses (query, at) VALUES (?1, ?2)", params![query, now()]),
                         Row::Flush(done) => {
@@ -127,8 +194,8 @@ impl Stats {
     }
 
     /// Record one call.
-    pub fn record_call(&self, skill: &str, tool: &str, ok: bool, elapsed: Duration) {
-        self.send(Row::Call { skill: skill.to_owned(), tool: tool.to_owned(), ok, ms: elapsed.as_secs_f64() * 1000.0 });
+    pub fn record_call(&self, skill: &str, tool: &str, outcome: Outcome, elapsed: Duration) {
+        self.send(Row::Call { skill: skill.to_owned(), tool: tool.to_owned(), outcome, ms: elapsed.as_secs_f64() * 1000.0 });
     }
 
     /// Record a search that matched nothing well.
@@ -150,30 +217,35 @@ impl Stats {
         let _ = written.recv();
     }
 
-    /// Per tool: calls, failures, p50/p95 latency (over each tool's last 1000 calls).
+    /// Per tool: calls, the skill's failures, the caller's errors, p50/p95 latency (over
+    /// each tool's last 1000 calls).
     pub fn tools(&self) -> Result<Vec<ToolStats>, RegistryError> {
         let db = self.read()?;
         let mut stmt = db
-            .prepare("SELECT skill, tool, count(*), sum(1 - ok) FROM calls GROUP BY skill, tool ORDER BY skill, tool")
+            .prepare(
+                "SELECT skill, tool, count(*), sum(outcome = 1), sum(outcome = 2) FROM calls \
+                 GROUP BY skill, tool ORDER BY skill, tool",
+            )
             .map_err(fail(&self.path))?;
-        let rows: Vec<(String, String, i64, i64)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        let rows: Vec<(String, String, i64, i64, i64)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
             .map_err(fail(&self.path))?
             .collect::<Result<_, _>>()
             .map_err(fail(&self.path))?;
         let mut out = Vec::with_capacity(rows.len());
-        for (skill, tool, calls, failures) in rows {
+        for (skill, tool, calls, failures, caller_errors) in rows {
             let mut latencies: Vec<f64> = db
                 .prepare("SELECT ms FROM calls WHERE skill = ?1 AND tool = ?2 ORDER BY rowid DESC LIMIT 1000")
                 .and_then(|mut s| s.query_map(params![skill, tool], |r| r.get(0))?.collect())
                 .map_err(fail(&self.path))?;
             latencies.sort_by(f64::total_cmp);
-            out.push(ToolStats { p50_ms: percentile(&latencies, 0.5), p95_ms: percentile(&latencies, 0.95), skill, tool, calls: calls as u64, failures: failures as u64 });
+            out.push(ToolStats { p50_ms: percentile(&latencies, 0.5), p95_ms: percentile(&latencies, 0.95), skill, tool, calls: calls as u64, failures: failures as u64, caller_errors: caller_errors as u64 });
         }
         Ok(out)
     }
 
-    /// Skills failing more than 30 % of their last 20 calls (with at least 5 calls).
+    /// Skills failing more than 30 % of their last 20 calls (with at least 5 calls),
+    /// counting only the skill's own failures and leaving out the caller's errors.
     pub fn failing(&self) -> Result<Vec<Failing>, RegistryError> {
         let db = self.read()?;
         let skills: Vec<String> = db
@@ -183,7 +255,7 @@ impl Stats {
         let mut out = Vec::new();
         for skill in skills {
             let oks: Vec<bool> = db
-                .prepare("SELECT ok FROM calls WHERE skill = ?1 ORDER BY rowid DESC LIMIT ?2")
+                .prepare("SELECT outcome = 0 FROM calls WHERE skill = ?1 AND outcome != 2 ORDER BY rowid DESC LIMIT ?2")
                 .and_then(|mut s| s.query_map(params![skill, WINDOW as i64], |r| r.get(0))?.collect())
                 .map_err(fail(&self.path))?;
             let failures = oks.iter().filter(|ok| !**ok).count();
@@ -283,22 +355,61 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stats = Stats::open(dir.path()).unwrap();
         for i in 0..10 {
-            stats.record_call("flaky", "get", i % 2 == 0, Duration::from_millis(10 * (i + 1)));
-            stats.record_call("solid", "get", i != 0, Duration::from_millis(5));
+            let flaky = if i % 2 == 0 { Outcome::Ok } else { Outcome::Failed };
+            stats.record_call("flaky", "get", flaky, Duration::from_millis(10 * (i + 1)));
+            let solid = if i != 0 { Outcome::Ok } else { Outcome::Failed };
+            stats.record_call("solid", "get", solid, Duration::from_millis(5));
         }
-        stats.record_call("new", "get", false, Duration::from_millis(1));
+        stats.record_call("new", "get", Outcome::Failed, Duration::from_millis(1));
         for query in ["convert currency to euros", "Currency convert euros", "convert the currency rates to euros", "weather in Paris"] {
             stats.record_miss(query);
         }
         stats.flush();
         let tools = stats.tools().unwrap();
         let flaky = tools.iter().find(|t| t.skill == "flaky").unwrap();
-        assert_eq!((flaky.calls, flaky.failures), (10, 5));
+        assert_eq!((flaky.calls, flaky.failures, flaky.caller_errors), (10, 5, 0));
         assert_eq!((flaky.p50_ms, flaky.p95_ms), (60.0, 100.0));
         let failing = stats.failing().unwrap();
         assert_eq!(failing, vec![Failing { skill: "flaky".into(), failures: 5, calls: 10 }], "1 in 10 is fine; 1 call is too few");
         let missing = stats.missing().unwrap();
         assert_eq!(missing.len(), 1, "{missing:?}");
         assert_eq!(missing[0].count, 3);
+    }
+
+    #[test]
+    fn caller_errors_are_counted_apart_and_never_flag_a_skill() {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = Stats::open(dir.path()).unwrap();
+        for _ in 0..10 {
+            stats.record_call("picky", "get", Outcome::CallerError, Duration::from_millis(1));
+        }
+        for _ in 0..5 {
+            stats.record_call("picky", "get", Outcome::Ok, Duration::from_millis(1));
+        }
+        let tools = stats.tools().unwrap();
+        assert_eq!((tools[0].calls, tools[0].failures, tools[0].caller_errors), (15, 0, 10));
+        assert_eq!(stats.failing().unwrap(), vec![], "bad inputs are the caller's, not the skill's");
+        // Caller errors between the skill's own failures neither hide nor dilute them.
+        for i in 0..10 {
+            let outcome = if i % 2 == 0 { Outcome::Failed } else { Outcome::CallerError };
+            stats.record_call("picky", "get", outcome, Duration::from_millis(1));
+        }
+        assert_eq!(stats.failing().unwrap(), vec![Failing { skill: "picky".into(), failures: 5, calls: 10 }]);
+    }
+
+    #[test]
+    fn a_database_from_before_outcomes_keeps_its_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = connect(&dir.path().join("stats.db")).unwrap();
+        db.execute_batch(
+            "CREATE TABLE calls (skill TEXT NOT NULL, tool TEXT NOT NULL, ok INTEGER NOT NULL, ms REAL NOT NULL, at INTEGER NOT NULL);
+             INSERT INTO calls VALUES ('old', 'get', 0, 1.0, 0), ('old', 'get', 1, 1.0, 0);",
+        )
+        .unwrap();
+        drop(db);
+        let stats = Stats::open(dir.path()).unwrap();
+        stats.record_call("old", "get", Outcome::CallerError, Duration::from_millis(1));
+        let tools = stats.tools().unwrap();
+        assert_eq!((tools[0].calls, tools[0].failures, tools[0].caller_errors), (3, 1, 1));
     }
 }

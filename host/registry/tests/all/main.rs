@@ -7,6 +7,7 @@ mod discovery;
 mod install;
 mod packs;
 mod sandbox;
+mod stats;
 mod trust;
 mod watch;
 
