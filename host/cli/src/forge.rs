@@ -325,13 +325,14 @@ pub fn stats(registry: &Registry, json: bool) -> Result<()> {
     if tools.is_empty() {
         println!("no calls recorded yet");
     } else {
-        println!("{:<36} {:>7} {:>8} {:>9} {:>9}", "TOOL", "CALLS", "FAILED", "P50 ms", "P95 ms");
+        println!("{:<36} {:>7} {:>8} {:>11} {:>9} {:>9}", "TOOL", "CALLS", "FAILED", "CALLER ERR", "P50 ms", "P95 ms");
         for t in &tools {
-            println!("{:<36} {:>7} {:>8} {:>9.1} {:>9.1}", format!("{}__{}", t.skill, t.tool), t.calls, t.failures, t.p50_ms, t.p95_ms);
+            let name = format!("{}__{}", t.skill, t.tool);
+            println!("{name:<36} {:>7} {:>8} {:>11} {:>9.1} {:>9.1}", t.calls, t.failures, t.caller_errors, t.p50_ms, t.p95_ms);
         }
     }
     for f in &failing {
-        println!("failing: `{}` failed {} of its last {} calls", f.skill, f.failures, f.calls);
+        println!("failing: `{}` failed {} of its last {} calls (not counting the callers' errors)", f.skill, f.failures, f.calls);
     }
     for m in &missing {
         println!("missing: {} searches like \"{}\" found no good tool", m.count, m.query);

@@ -1,10 +1,16 @@
 //! The `skillhost` command: create, build, inspect, list and call skills.
 //!
 //! Exit codes: 0 success; 1 the tool reported an error (invalid input, failure, denial,
-//! unknown tool); 2 bad command line; 3 a hard limit stopped the call (time, memory,
-//! output); 4 the skill could not be loaded or the host failed.
+//! unknown tool), or `test`/`forge` found failures; 2 bad command line or input (a usage
+//! error: what clap refuses, `--input` that is not JSON, a bad name or folder for `new`);
+//! 3 a hard limit stopped the call (time, memory, output); 4 the skill could not be
+//! loaded or the host failed.
+//!
+//! With `--json`, a failing command prints its error to stderr as one JSON object
+//! (`{"error": {"message", "kind", "code", "exit_code"}}`); stdout holds only results.
 
 #![allow(clippy::print_stdout, reason = "a command-line tool prints its results")]
+
 
 mod build;
 mod doctor;
@@ -26,7 +32,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use skillhost::{CallContext, Host, HostError, Registry, RegistryConfig, RegistryError};
+use skillhost::{CallContext, CallError, Host, HostError, Registry, RegistryConfig, RegistryError};
 
 /// Run agent skills as sandboxed WebAssembly components.
 ///
@@ -40,7 +46,12 @@ use skillhost::{CallContext, Host, HostError, Registry, RegistryConfig, Registry
   skillhost new word-tools            create a skill crate that builds out of the box
   skillhost build word-tools          compile it into word-tools/skill.wasm
   skillhost list                      list the skills in ./skills and their tools
-  skillhost call text-tools text_stats --input '{\"text\": \"hello world\"}'")]
+  skillhost call text-tools text_stats --input '{\"text\": \"hello world\"}'
+
+Exit codes: 0 ok; 1 a tool reported an error (or `test`/`forge` found failures); 2 bad
+command line or input (`--input` that is not JSON, a bad name for `new`); 3 a limit
+stopped a call (time, memory, output); 4 a skill did not load or the host failed.
+With --json, a failing command prints its error as one JSON object on stderr.")]
 struct Cli {
     /// Directory of installed skills; one given here or in SKILLHOST_SKILLS must exist
     /// [default: ./skills, when it exists].
@@ -166,7 +177,7 @@ Examples:
     /// Call one tool of a skill; its JSON output goes to stdout
     #[command(after_help = "SKILL is the name of an approved skill (see `skillhost list`), or a path to a .wasm
 file or skill folder, loaded directly for development without the trust store.
-Exit codes: 0 ok, 1 tool error, 3 limit hit, 4 not callable, load or host error.
+Exit codes: 0 ok, 1 tool error, 2 usage (a bad --input), 3 limit hit, 4 not callable, load or host error.
 
 Examples:
   skillhost call text-tools text_stats --input '{\"text\": \"one two three\"}'
@@ -392,7 +403,10 @@ Examples:
 
     /// Show usage statistics: calls, failures and latency per tool, failing skills, missed searches
     #[command(after_help = "Every call through the registry (MCP, `skillhost call NAME`) is counted in
-DATA_DIR/stats.db. A skill is flagged when more than 30% of its last 20 calls failed
+DATA_DIR/stats.db. FAILED counts the skill's own failures (its errors, crashes, its
+limits); CALLER ERR the calls the caller got wrong (invalid input, unknown tool, a
+request its policy refused, a shorter --timeout, a cancellation). A skill is flagged
+when its own failures are more than 30% of its last 20 calls that the caller got right
 (with at least 5 calls); agents see the flag in skill_list. Searches that matched no
 tool well are listed when 3 or more similar ones missed.
 
@@ -493,12 +507,90 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 /// Exit codes, as documented on the crate.
 mod exit {
     pub const TOOL_ERROR: u8 = 1;
+    pub const USAGE: u8 = 2;
     pub const LIMIT: u8 = 3;
     pub const HOST: u8 = 4;
 }
 
+/// A mistake in the command line or its input (`--input` that is not JSON, an invalid
+/// name for `new`): exit code 2, like the errors clap reports.
+#[derive(Debug)]
+pub(crate) struct Usage(pub(crate) String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A usage error (exit code 2) with `message`.
+pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
+    Usage(message.into()).into()
+}
+
+/// A call stopped by the `--timeout` given on the command line, shorter than the skill's
+/// own limit: said in the command line's terms (exit code 3, like any timeout).
+#[derive(Debug)]
+struct CommandLineTimeout(CallError);
+
+impl std::fmt::Display for CommandLineTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let CallError::Timeout { skill, tool, limit, skill_limit: Some(own) } = &self.0 else { return self.0.fmt(f) };
+        let (limit, own) = (skillhost::fmt_duration(*limit), skillhost::fmt_duration(*own));
+        write!(
+            f,
+            "skill `{skill}` tool `{tool}`: timeout after {limit}, the `--timeout {limit}` given on the command line \
+             (the skill's own limit is {own}); pass a longer `--timeout`, up to {own}, if the tool needs longer"
+        )
+    }
+}
+
+impl std::error::Error for CommandLineTimeout {}
+
+/// The call error behind a failed command, if a call failed.
+fn call_error(error: &anyhow::Error) -> Option<&CallError> {
+    if let Some(CommandLineTimeout(call)) = error.downcast_ref() {
+        return Some(call);
+    }
+    match error.downcast_ref::<HostError>() {
+        Some(HostError::Call(call) | HostError::Registry(RegistryError::Call(call))) => Some(call),
+        _ => None,
+    }
+}
+
+/// Whether the command line asks for JSON: `--json` before any `--`. Read from the raw
+/// arguments so that a command line clap refuses gets its error as JSON too.
+fn wants_json() -> bool {
+    std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json")
+}
+
+/// Print a failed command's error: `error: ...` on stderr, or with `--json` one JSON
+/// object on stderr. `kind` is `usage`, `tool`, `limit` or `host`; `code` the call
+/// error's code (`timeout`, `invalid_input`, ...) when there is one.
+fn report(message: &str, kind: &str, code: Option<&str>, exit_code: u8, json: bool) {
+    if json {
+        let error = serde_json::json!({ "error": { "message": message, "kind": kind, "code": code, "exit_code": exit_code } });
+        eprintln!("{error}");
+    } else {
+        eprintln!("error: {message}");
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let json = wants_json();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if json && error.use_stderr() => {
+            let message = error.render().to_string();
+            let message = message.trim().trim_start_matches("error: ");
+            report(message, "usage", None, exit::USAGE, true);
+            return ExitCode::from(exit::USAGE);
+        }
+        // Help and version on stdout (exit 0), usage errors on stderr (exit 2).
+        Err(error) => error.exit(),
+    };
     if let Command::Shim { args } = cli.command {
         return sandbox::run_shim(args);
     }
@@ -506,23 +598,21 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            report(&format!("cannot start the async runtime: {e}"), "host", None, exit::HOST, json);
             return ExitCode::from(exit::HOST);
         }
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            let call = match e.downcast_ref::<HostError>() {
-                Some(HostError::Call(call) | HostError::Registry(RegistryError::Call(call))) => Some(call),
-                _ => None,
+            let call = call_error(&e);
+            let (kind, code) = match call {
+                _ if e.downcast_ref::<Usage>().is_some() => ("usage", exit::USAGE),
+                Some(call) if call.is_tool_error() => ("tool", exit::TOOL_ERROR),
+                Some(call) if call.is_limit() => ("limit", exit::LIMIT),
+                _ => ("host", exit::HOST),
             };
-            let code = match call {
-                Some(call) if call.is_tool_error() => exit::TOOL_ERROR,
-                Some(call) if call.is_limit() => exit::LIMIT,
-                _ => exit::HOST,
-            };
+            report(&format!("{e:#}"), kind, call.map(|c| c.code()), code, json);
             ExitCode::from(code)
         }
     }
@@ -667,11 +757,18 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let cx = CallContext { timeout, caller: "cli".into(), ..CallContext::default() };
             let out = if is_path(&skill) {
                 let loaded = host.load_path(Path::new(&skill)).await?;
-                host.call(loaded.manifest.name.as_str(), &tool, input, cx).await?
+                host.call(loaded.manifest.name.as_str(), &tool, input, cx).await
             } else {
                 let registry = registry(&host).await?;
-                registry.call(&skill, &tool, input, cx).await.map_err(HostError::from)?
+                registry.call(&skill, &tool, input, cx).await.map_err(HostError::from)
             };
+            let out = out.map_err(|e| match e {
+                HostError::Call(call @ CallError::Timeout { skill_limit: Some(_), .. })
+                | HostError::Registry(RegistryError::Call(call @ CallError::Timeout { skill_limit: Some(_), .. })) => {
+                    anyhow::Error::new(CommandLineTimeout(call))
+                }
+                other => other.into(),
+            })?;
             println!("{}", serde_json::to_string_pretty(&out.value)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -845,8 +942,11 @@ fn read_input(input: &str) -> Result<serde_json::Value> {
     } else {
         input.to_owned()
     };
-    serde_json::from_str(&text).with_context(|| {
-        format!("--input is not valid JSON; pass an object such as '{{\"text\": \"hi\"}}' (got {:?})", truncate(&text, 80))
+    serde_json::from_str(&text).map_err(|e| {
+        usage(format!(
+            "--input is not valid JSON ({e}); pass an object such as '{{\"text\": \"hi\"}}' (got {:?})",
+            truncate(&text, 80)
+        ))
     })
 }
 

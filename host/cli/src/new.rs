@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use skillhost::SkillName;
 
 use crate::build::Lang;
@@ -27,11 +27,15 @@ const JS: [(&str, &str); 3] = [
 
 /// Write skill `name` in `lang` into `dir` (default `./NAME`); a Rust skill depends on the
 /// SDK at `sdk`, or else on the one embedded in this binary, written out under `data_dir`.
+/// A bad name, a folder in the way or a wrong --sdk is a usage error (exit 2).
 pub fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>, data_dir: &Path) -> Result<()> {
-    let name = SkillName::new(name)?;
+    let name = SkillName::new(name).map_err(|e| crate::usage(e.to_string()))?;
     let dir = dir.unwrap_or_else(|| PathBuf::from(name.as_str()));
+    if dir.exists() && !dir.is_dir() {
+        return Err(crate::usage(format!("{} already exists and is not a folder; choose another name or --dir", dir.display())));
+    }
     if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
-        bail!("{} already exists and is not empty; choose another name or --dir", dir.display());
+        return Err(crate::usage(format!("{} already exists and is not empty; choose another name or --dir", dir.display())));
     }
     let mut files: Vec<(&str, String)> = COMMON.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str()))).collect();
     match lang {
@@ -61,9 +65,9 @@ fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>, data_dir: &Pat
         Some(sdk) => sdk,
         None => crate::sdk::workspace(data_dir)?.join("guest-sdk"),
     };
-    let sdk = std::fs::canonicalize(&sdk).with_context(|| format!("--sdk {}: no such directory", sdk.display()))?;
+    let sdk = std::fs::canonicalize(&sdk).map_err(|_| crate::usage(format!("--sdk {}: no such directory", sdk.display())))?;
     if !sdk.join("Cargo.toml").is_file() {
-        bail!("{}: not the skillhost-sdk crate (no Cargo.toml)", sdk.display());
+        return Err(crate::usage(format!("{}: not the skillhost-sdk crate (no Cargo.toml)", sdk.display())));
     }
     // Inside another workspace the crate must not declare its own (cargo refuses two
     // roots); on its own it must, or a parent workspace would claim it.

@@ -81,7 +81,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Formats a duration the way limits are written: `2s`, `1500ms`.
-pub(crate) fn fmt_duration(d: Duration) -> String {
+pub fn fmt_duration(d: Duration) -> String {
     if d.subsec_millis() == 0 && d.as_secs() > 0 {
         format!("{}s", d.as_secs())
     } else {

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 pub use skillhost_core::{
-    ByteSize, parse_duration, parse_size,
+    ByteSize, fmt_duration, parse_duration, parse_size,
     Annotations, CallContext, CallError, DataKey, FileMode, Grant, Limits, LoadError, Policy, Progress,
     ProgressSink, RiskTier, Skill, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec,
 };

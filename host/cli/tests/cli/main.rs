@@ -139,7 +139,7 @@ fn exit_codes_tell_tool_errors_from_limits_and_host_errors() {
     assert!(stderr.contains("no skill named `nope`; run `skillhost list`"), "{stderr}");
 
     let out = env.run(&["call", "limits", "echo", "--input", "{not json"]);
-    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(out.status.code(), Some(2), "bad input is a usage error");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--input is not valid JSON"));
 
     let out = env.run(&["call"]);
@@ -261,10 +261,94 @@ fn new_then_build_makes_a_working_skill() {
     let wasm = dir.join("skill.wasm");
     let out = ok(&env, wasm.to_str().unwrap(), "hello", json!({"name": "Ada"}));
     assert_eq!(out["greeting"], "Hello, Ada!");
+}
 
+/// Mistakes in the command line or its input exit 2, as documented, not 4 ("the host
+/// failed"): `--input` that is not JSON, and `new` with a bad name or a folder in the way.
+#[test]
+fn input_and_new_mistakes_are_usage_errors() {
+    let env = Env::new();
+    LIMITS.packaged(env.skills.path());
+    for input in ["{not json", "", "[1, 2"] {
+        let out = env.run(&["call", "limits", "echo", "--input", input]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--input {input:?}: {stderr}");
+        assert!(stderr.contains("--input is not valid JSON"), "{stderr}");
+    }
     let out = env.run(&["new", "Bad_Name"]);
-    assert_eq!(out.status.code(), Some(4));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid skill name `Bad_Name`"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("invalid skill name `Bad_Name`"), "{stderr}");
+    let taken = tempfile::tempdir().unwrap();
+    std::fs::write(taken.path().join("keep.txt"), "mine").unwrap();
+    let out = env.run(&["new", "greeter", "--dir", taken.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("already exists and is not empty"), "{stderr}");
+}
+
+/// A `--timeout` given on the command line that runs out says it was the caller's, and
+/// that a longer one helps up to the skill's own limit; not to edit the skill.toml.
+#[test]
+fn a_timeout_from_the_command_line_names_the_command_line() {
+    let env = Env::new();
+    LIMITS.packaged(env.skills.path());
+    let out = env.run(&["call", "limits", "spin", "--timeout", "300ms"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("timeout after 300ms, the `--timeout 300ms` given on the command line"), "{stderr}");
+    assert!(stderr.contains("pass a longer `--timeout`"), "{stderr}");
+    assert!(stderr.contains("up to 2s"), "names the skill's own limit: {stderr}");
+    assert!(!stderr.contains("[limits] timeout"), "the skill.toml is not what stopped it: {stderr}");
+}
+
+/// Calls a caller got wrong are counted apart in `skillhost stats` and flag nothing in
+/// `skillhost list`; the skill's own failures do.
+#[test]
+fn stats_hold_callers_mistakes_apart_from_the_skills_failures() {
+    let env = Env::new();
+    LIMITS.packaged(env.skills.path());
+    for _ in 0..6 {
+        let out = env.run(&["call", "limits", "echo", "--input", r#"{"wrong": 1}"#]);
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = env.run(&["stats", "--json"]);
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["failing"], json!([]), "{stats}");
+    let echo = &stats["tools"][0];
+    assert_eq!((&echo["calls"], &echo["failures"], &echo["caller_errors"]), (&json!(6), &json!(0), &json!(6)), "{stats}");
+    let out = env.run(&["list"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("failed"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    for _ in 0..5 {
+        let out = env.run(&["call", "limits", "fail", "--input", r#"{"kind": "failed"}"#]);
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = env.run(&["list"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("warning: skill `limits` failed 5 of its last 5 calls"), "{stderr}");
+}
+
+/// With `--json`, a failing command's error is one JSON object on stderr (stdout holds
+/// only results), for errors of the host and of the command line alike.
+#[test]
+fn json_errors_are_json_on_stderr() {
+    let env = Env::new();
+    LIMITS.packaged(env.skills.path());
+    for (args, exit, kind, needle) in [
+        (&["show", "nope", "--json"][..], 4, "host", "nope"),
+        (&["list", "--json", "--no-such-flag"][..], 2, "usage", "--no-such-flag"),
+        (&["call", "limits", "spin", "--timeout", "200ms", "--json"][..], 2, "usage", "--json"),
+    ] {
+        let out = env.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(exit), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: an error is not a result: {}", String::from_utf8_lossy(&out.stdout));
+        let error: Value = serde_json::from_str(stderr.trim()).unwrap_or_else(|e| panic!("{args:?}: stderr is not one JSON object ({e}): {stderr}"));
+        assert_eq!(error["error"]["exit_code"], exit, "{error}");
+        assert_eq!(error["error"]["kind"], kind, "{error}");
+        assert!(error["error"]["message"].as_str().unwrap().contains(needle), "{error}");
+    }
 }
 
 /// A `#[tool]` function left out of `skill!(...)` does not silently vanish from the
