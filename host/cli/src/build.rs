@@ -71,7 +71,7 @@ pub fn ensure_target() -> Result<()> {
     if !out.status.success() {
         bail!("`rustup target add {TARGET}` failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
-    eprintln!("added the {TARGET} target");
+    errln!("added the {TARGET} target");
     Ok(())
 }
 
@@ -117,7 +117,7 @@ pub async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path
     let loaded = host.load_path(&out).await;
     bar.finish_and_clear();
     let loaded = loaded.with_context(|| format!("built {}, but it does not load", out.display()))?;
-    eprintln!(
+    errln!(
         "built {} ({}, skill `{}` {}, tools: {})",
         out.display(),
         ByteSize(packaged.len() as u64),
@@ -206,7 +206,7 @@ fn cargo_build(cargo_toml: &Path) -> Result<PathBuf> {
     bar.finish_and_clear();
     let diagnostics = stderr_thread.join().unwrap_or_default();
     if !status.success() {
-        eprint!("{diagnostics}");
+        err!("{diagnostics}");
         bail!("cargo build failed for {}; fix the errors above and run `skillhost build` again", cargo_toml.display());
     }
     artifact.with_context(|| {

@@ -66,13 +66,13 @@ pub fn run(host: &Host, data_dir: &Path, json: bool) -> Result<ExitCode> {
         });
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&checks)?);
+        outln!("{}", serde_json::to_string_pretty(&checks)?);
     } else {
         for check in &checks {
             let mark = if check.available { "ok  " } else { "MISSING" };
-            println!("{mark:8} {:18} {}", check.name, check.detail);
+            outln!("{mark:8} {:18} {}", check.name, check.detail);
             if let Some(fix) = check.fix.as_deref().filter(|_| !check.available) {
-                println!("{:27}-> {fix}", "");
+                outln!("{:27}-> {fix}", "");
             }
         }
     }

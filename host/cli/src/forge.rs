@@ -101,12 +101,12 @@ pub fn declares_tests(registry: &Registry, name: &str) -> bool {
 pub async fn test_approved(forge: &Forge, name: &str, json: bool) -> Result<bool> {
     let report = forge.test_approved(name).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for failure in &report.failures {
-            println!("FAIL {}({}): returned {}, expected {}", failure.tool, failure.input, failure.actual, failure.expected);
+            outln!("FAIL {}({}): returned {}, expected {}", failure.tool, failure.input, failure.actual, failure.expected);
         }
-        println!("{}: {} declared test(s) passed, {} failed (run with its real grant)", report.skill, report.passed, report.failures.len());
+        outln!("{}: {} declared test(s) passed, {} failed (run with its real grant)", report.skill, report.passed, report.failures.len());
     }
     Ok(report.failures.is_empty())
 }
@@ -116,7 +116,7 @@ pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
     let forge = forge(host, registry, data_dir)?;
     if let Some(name) = args.reset {
         forge.reset(&name)?;
-        eprintln!("`{name}` may be submitted again ({} attempts)", forge.config().max_attempts);
+        errln!("`{name}` may be submitted again ({} attempts)", forge.config().max_attempts);
         return Ok(true);
     }
     if let Some(requirements) = &args.generate {
@@ -146,18 +146,18 @@ pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
     match outcome {
         Ok(forged) => {
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&forged)?);
+                outln!("{}", serde_json::to_string_pretty(&forged)?);
             } else {
                 print_forged(&forged);
                 if forged.state != skillhost::TrustState::Approved {
-                    eprintln!("review it with `skillhost show {0} --code` and approve it with `skillhost approve {0}`", forged.skill);
+                    errln!("review it with `skillhost show {0} --code` and approve it with `skillhost approve {0}`", forged.skill);
                 }
             }
             Ok(true)
         }
         Err(error) => {
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&error.to_json())?);
+                outln!("{}", serde_json::to_string_pretty(&error.to_json())?);
             } else {
                 print_failure(&error);
             }
@@ -168,7 +168,7 @@ pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
 
 fn print_forged(forged: &Forged) {
     let total = Duration::from_millis(forged.timings_ms.get("total").copied().unwrap_or(0));
-    eprintln!(
+    errln!(
         "forged `{}` {} ({}, tools: {}) in {total:.1?}: {}",
         forged.skill,
         forged.version,
@@ -177,10 +177,10 @@ fn print_forged(forged: &Forged) {
         forged.state
     );
     if let Some(note) = &forged.after_approval {
-        eprintln!("{note}");
+        errln!("{note}");
     }
     for warning in &forged.warnings {
-        eprintln!("warning: {}", warning.rendered.as_deref().unwrap_or(&warning.message).trim_end());
+        errln!("warning: {}", warning.rendered.as_deref().unwrap_or(&warning.message).trim_end());
     }
 }
 
@@ -266,25 +266,25 @@ async fn generate(forge: &Arc<Forge>, host: &Host, data_dir: &Path, requirements
                     llm::GenerateError::Forge(forge) => forge.to_json(),
                     other => serde_json::json!({ "error": other.to_string() }),
                 };
-                println!("{}", serde_json::to_string_pretty(&failure)?);
+                outln!("{}", serde_json::to_string_pretty(&failure)?);
             } else {
-                eprintln!("error: {error}");
+                errln!("error: {error}");
             }
             return Ok(false);
         }
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&generated)?);
+        outln!("{}", serde_json::to_string_pretty(&generated)?);
     } else {
         print_forged(&generated.forged);
-        eprintln!("written by the model in {} round(s); its source: `skillhost show {name} --code`", generated.rounds);
+        errln!("written by the model in {} round(s); its source: `skillhost show {name} --code`", generated.rounds);
     }
     if generated.forged.state != skillhost::TrustState::Approved {
         use std::io::IsTerminal;
         if args.yes || std::io::stdin().is_terminal() {
             crate::approve(forge.registry(), &name, args.yes).await?;
         } else {
-            eprintln!("`{name}` waits for a human: review it with `skillhost show {name} --code`, then `skillhost approve {name}`");
+            errln!("`{name}` waits for a human: review it with `skillhost show {name} --code`, then `skillhost approve {name}`");
         }
     }
     Ok(true)
@@ -293,22 +293,22 @@ async fn generate(forge: &Arc<Forge>, host: &Host, data_dir: &Path, requirements
 fn print_failure(error: &ForgeError) {
     if let Some(skillhost::forge::Failure::Build(build)) = error.failure() {
         for d in &build.diagnostics {
-            eprintln!("{}", d.rendered.as_deref().unwrap_or(&d.message).trim_end());
+            errln!("{}", d.rendered.as_deref().unwrap_or(&d.message).trim_end());
         }
         if build.diagnostics.is_empty() && !build.output_tail.is_empty() {
-            eprintln!("{}", build.output_tail.trim_end());
+            errln!("{}", build.output_tail.trim_end());
         }
     }
-    eprintln!("error: {error}");
+    errln!("error: {error}");
 }
 
 /// `skillhost rollback NAME`.
 pub async fn rollback(registry: &Registry, name: &str) -> Result<()> {
     let entry = registry.rollback(name).await?;
     let version = entry.loaded.as_ref().map(|l| l.version.clone()).unwrap_or_default();
-    eprintln!("rolled `{name}` back to {version} ({}); `skillhost rollback {name}` again rolls forward", entry.state);
+    errln!("rolled `{name}` back to {version} ({}); `skillhost rollback {name}` again rolls forward", entry.state);
     if entry.state != skillhost::TrustState::Approved {
-        eprintln!("approve it with `skillhost approve {name}`");
+        errln!("approve it with `skillhost approve {name}`");
     }
     Ok(())
 }
@@ -319,23 +319,23 @@ pub fn stats(registry: &Registry, json: bool) -> Result<()> {
     let (tools, failing, missing) = (stats.tools()?, stats.failing()?, stats.missing()?);
     if json {
         let value = serde_json::json!({ "tools": tools, "failing": failing, "missing": missing });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
     if tools.is_empty() {
-        println!("no calls recorded yet");
+        outln!("no calls recorded yet");
     } else {
-        println!("{:<36} {:>7} {:>8} {:>11} {:>9} {:>9}", "TOOL", "CALLS", "FAILED", "CALLER ERR", "P50 ms", "P95 ms");
+        outln!("{:<36} {:>7} {:>8} {:>11} {:>9} {:>9}", "TOOL", "CALLS", "FAILED", "CALLER ERR", "P50 ms", "P95 ms");
         for t in &tools {
             let name = format!("{}__{}", t.skill, t.tool);
-            println!("{name:<36} {:>7} {:>8} {:>11} {:>9.1} {:>9.1}", t.calls, t.failures, t.caller_errors, t.p50_ms, t.p95_ms);
+            outln!("{name:<36} {:>7} {:>8} {:>11} {:>9.1} {:>9.1}", t.calls, t.failures, t.caller_errors, t.p50_ms, t.p95_ms);
         }
     }
     for f in &failing {
-        println!("failing: `{}` failed {} of its last {} calls (not counting the callers' errors)", f.skill, f.failures, f.calls);
+        outln!("failing: `{}` failed {} of its last {} calls (not counting the callers' errors)", f.skill, f.failures, f.calls);
     }
     for m in &missing {
-        println!("missing: {} searches like \"{}\" found no good tool", m.count, m.query);
+        outln!("missing: {} searches like \"{}\" found no good tool", m.count, m.query);
     }
     Ok(())
 }
@@ -344,6 +344,6 @@ pub fn stats(registry: &Registry, json: bool) -> Result<()> {
 pub fn warn_failing(registry: &Registry) {
     let Some(stats) = registry.stats() else { return };
     for f in stats.failing().unwrap_or_default() {
-        eprintln!("warning: skill `{}` failed {} of its last {} calls; see `skillhost stats`", f.skill, f.failures, f.calls);
+        errln!("warning: skill `{}` failed {} of its last {} calls; see `skillhost stats`", f.skill, f.failures, f.calls);
     }
 }

@@ -100,9 +100,9 @@ fn report_rebuild(index: &SearchIndex, stats: SyncStats, took: std::time::Durati
             "ranker": status.ranker,
             "seconds": took.as_secs_f64(),
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        println!(
+        outln!(
             "rebuilt the search index: {} skills, {} documents, {} embedded, ranker {} ({:.1?})",
             stats.indexed, status.documents, stats.embedded, status.ranker, took
         );
@@ -125,18 +125,18 @@ fn report_status(index: &SearchIndex, json: bool) -> Result<()> {
             "disk_bytes": status.disk_bytes,
             "vector_bytes": status.vector_bytes,
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
-    println!("documents: {} ({} skills, {} embedded)", status.documents, status.skills, status.embedded);
-    println!("ranker:    {}", status.ranker);
-    println!("model:     {}", status.model.as_deref().unwrap_or("none (`skillhost setup model` installs it)"));
+    outln!("documents: {} ({} skills, {} embedded)", status.documents, status.skills, status.embedded);
+    outln!("ranker:    {}", status.ranker);
+    outln!("model:     {}", status.model.as_deref().unwrap_or("none (`skillhost setup model` installs it)"));
     let storage = match status.storage.kind() {
         "disk" => format!("{} ({})", dir.unwrap_or_default(), size(status.disk_bytes.unwrap_or(0))),
         "copy" => format!("in-memory copy of {} (another skillhost process writes it)", dir.unwrap_or_default()),
         _ => "in memory (the index directory was unusable; see the warning above)".to_owned(),
     };
-    println!("storage:   {storage}");
+    outln!("storage:   {storage}");
     Ok(())
 }
 

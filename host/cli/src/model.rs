@@ -48,7 +48,7 @@ pub async fn setup(args: ModelArgs, data_dir: &Path) -> Result<()> {
     let current = std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == REQUIREMENTS);
     let present = [&files.onnx, &files.runtime, &files.tokenizer_dir.join("tokenizer.json")].iter().all(|f| f.is_file());
     if current && present && !args.force {
-        eprintln!("embedding model up to date: {}", dir.display());
+        errln!("embedding model up to date: {}", dir.display());
         return Ok(());
     }
     let python = args.python.unwrap_or_else(|| {
@@ -76,9 +76,9 @@ pub async fn setup(args: ModelArgs, data_dir: &Path) -> Result<()> {
         std::fs::rename(&dir, &old).with_context(|| format!("cannot replace {}", dir.display()))?;
     }
     std::fs::rename(&target, &dir).with_context(|| format!("cannot move the model into {}", dir.display()))?;
-    eprintln!("embedding model ready: {} ({}); search is hybrid from the next start", dir.display(), model.identity());
+    errln!("embedding model ready: {} ({}); search is hybrid from the next start", dir.display(), model.identity());
     if std::env::var_os(skillhost::index::MODEL_DIR_ENV).is_some_and(|env| Path::new(&env) != dir) {
-        eprintln!("note: {} is set and overrides this folder", skillhost::index::MODEL_DIR_ENV);
+        errln!("note: {} is set and overrides this folder", skillhost::index::MODEL_DIR_ENV);
     }
     Ok(())
 }

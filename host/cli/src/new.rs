@@ -50,7 +50,7 @@ pub fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>
         }
         std::fs::write(&path, content).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    eprintln!(
+    errln!(
         "created skill `{name}` in {}\nnext: skillhost build {} && skillhost call {}/skill.wasm hello --input '{{\"name\": \"Ada\"}}'",
         dir.display(),
         dir.display(),

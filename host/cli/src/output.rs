@@ -73,20 +73,20 @@ fn entry_json(entry: &Entry, full: bool) -> Value {
 pub fn catalog(entries: &[Arc<Entry>], json: bool) -> Result<()> {
     if json {
         let items: Vec<Value> = entries.iter().map(|e| entry_json(e, false)).collect();
-        println!("{}", serde_json::to_string_pretty(&items)?);
+        outln!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(());
     }
     if entries.is_empty() {
-        println!("no skills found; build one with `skillhost new NAME && skillhost build NAME`, then `skillhost install NAME`");
+        outln!("no skills found; build one with `skillhost new NAME && skillhost build NAME`, then `skillhost install NAME`");
         return Ok(());
     }
     // As wide as the longest name (up to 64 bytes), so every row's columns line up.
     let width = entries.iter().map(|e| e.name.as_str().len()).max().unwrap_or(0).max(20);
-    println!("{:<width$} {:<9} {:<7} {:<9} {:<17} TOOLS", "NAME", "LAYER", "RUNTIME", "VERSION", "STATE");
+    outln!("{:<width$} {:<9} {:<7} {:<9} {:<17} TOOLS", "NAME", "LAYER", "RUNTIME", "VERSION", "STATE");
     for entry in entries {
         let loaded = entry.loaded.as_ref();
         let tools = loaded.map(|l| l.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
-        println!(
+        outln!(
             "{:<width$} {:<9} {:<7} {:<9} {:<17} {tools}",
             entry.name.as_str(),
             entry.layer.as_str(),
@@ -95,7 +95,7 @@ pub fn catalog(entries: &[Arc<Entry>], json: bool) -> Result<()> {
             entry.state.as_str(),
         );
         if let Some(error) = &entry.error {
-            println!("{:<width$} error: {error}", "");
+            outln!("{:<width$} error: {error}", "");
         }
     }
     Ok(())
@@ -105,11 +105,11 @@ pub fn catalog(entries: &[Arc<Entry>], json: bool) -> Result<()> {
 pub fn directory(directory: &skillhost::mcp::Directory, budget: usize, json: bool) -> Result<()> {
     if json {
         let value = json!({ "budget": budget, "listed": directory.listed, "total": directory.total, "text": directory.text });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
     } else if directory.text.is_empty() {
-        eprintln!("no approved skills; see them all with `skillhost list`");
+        errln!("no approved skills; see them all with `skillhost list`");
     } else {
-        print!("{}", directory.text);
+        out!("{}", directory.text);
     }
     Ok(())
 }
@@ -119,62 +119,62 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
     if json {
         let mut value = entry_json(entry, true);
         value["approval"] = serde_json::to_value(request)?;
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
-    println!("{} ({} layer, {})", entry.name, entry.layer.as_str(), entry.origin.display());
-    println!("state: {}", entry.state);
+    outln!("{} ({} layer, {})", entry.name, entry.layer.as_str(), entry.origin.display());
+    outln!("state: {}", entry.state);
     if let Some(line) = request.and_then(|r| approved_by(&entry.name, r)) {
-        println!("approved by: {line}");
+        outln!("approved by: {line}");
     }
     for shadowed in &entry.shadows {
-        println!("shadows: {} ({} layer)", shadowed.origin.display(), shadowed.layer.as_str());
+        outln!("shadows: {} ({} layer)", shadowed.origin.display(), shadowed.layer.as_str());
     }
     if let Some(data_dir) = entry.loaded.as_ref().and_then(|l| l.data_dir.as_ref()) {
         let apart = if entry.shadows.is_empty() { "" } else { "; separate from the skills it shadows, as is its approval" };
-        println!("data: {}{apart}", data_dir.display());
+        outln!("data: {}{apart}", data_dir.display());
     }
     if let Some(error) = &entry.error {
-        println!("error: {error}");
+        outln!("error: {error}");
     }
     if let Some(loaded) = &entry.loaded {
-        println!("{} {}: {}", loaded.runtime, loaded.version, loaded.description);
-        println!("tier: {:?}", loaded.tier);
-        println!("content hash: {}", loaded.content_hash);
+        outln!("{} {}: {}", loaded.runtime, loaded.version, loaded.description);
+        outln!("tier: {:?}", loaded.tier);
+        outln!("content hash: {}", loaded.content_hash);
         for line in &loaded.requests {
-            println!("asks: {line}");
+            outln!("asks: {line}");
         }
         for tool in &loaded.tools {
-            println!("tool {}: {}", tool.name, tool.description.lines().next().unwrap_or(""));
+            outln!("tool {}: {}", tool.name, tool.description.lines().next().unwrap_or(""));
         }
         if loaded.instructions.is_some() {
-            println!("instructions: SKILL.md");
+            outln!("instructions: SKILL.md");
         }
         if let Some(fm) = &loaded.frontmatter {
             let optional = [("license", fm.license.clone()), ("compatibility", fm.compatibility.clone())];
             for (key, value) in optional.into_iter().filter_map(|(k, v)| Some((k, v?))) {
-                println!("{key}: {value}");
+                outln!("{key}: {value}");
             }
             for (key, value) in &fm.metadata {
-                println!("metadata {key}: {value}");
+                outln!("metadata {key}: {value}");
             }
             if !fm.allowed_tools.is_empty() {
-                println!("allowed-tools (as SKILL.md says; skillhost grants nothing for it): {}", fm.allowed_tools.join(" "));
+                outln!("allowed-tools (as SKILL.md says; skillhost grants nothing for it): {}", fm.allowed_tools.join(" "));
             }
             if !fm.unknown_keys.is_empty() {
-                println!("ignored frontmatter keys (not in the Agent Skills specification): {}", fm.unknown_keys.join(", "));
+                outln!("ignored frontmatter keys (not in the Agent Skills specification): {}", fm.unknown_keys.join(", "));
             }
         }
         if let Some(pack) = &loaded.pack {
-            println!("pack: {} {} ({}, seed 002 name {})", pack.name, pack.version, pack.file, pack.seed_name);
+            outln!("pack: {} {} ({}, seed 002 name {})", pack.name, pack.version, pack.file, pack.seed_name);
             for (key, value) in &pack.extra {
-                println!("pack field {key}: {value}");
+                outln!("pack field {key}: {value}");
             }
         }
     }
     if let Some(request) = request.filter(|r| !r.diff.is_empty()) {
-        println!("since the last approval:");
-        request.diff.iter().for_each(|line| println!("  {line}"));
+        outln!("since the last approval:");
+        request.diff.iter().for_each(|line| outln!("  {line}"));
     }
     Ok(())
 }
@@ -205,10 +205,10 @@ pub fn code(origin: &std::path::Path) -> Result<()> {
         let bytes = std::fs::read(origin)?;
         for (name, section) in [("skill.toml", skillhost::package::MANIFEST_SECTION), ("SKILL.md", skillhost::package::INSTRUCTIONS_SECTION)] {
             if let Some(text) = skillhost::package::read_section(&bytes, section)? {
-                println!("\n==> {}#{name} <==\n{}", origin.display(), String::from_utf8_lossy(text));
+                outln!("\n==> {}#{name} <==\n{}", origin.display(), String::from_utf8_lossy(text));
             }
         }
-        println!("\n==> {} <== WebAssembly component, {}", origin.display(), ByteSize(bytes.len() as u64));
+        outln!("\n==> {} <== WebAssembly component, {}", origin.display(), ByteSize(bytes.len() as u64));
         return Ok(());
     }
     let mut files = Vec::new();
@@ -228,8 +228,8 @@ pub fn code(origin: &std::path::Path) -> Result<()> {
         let len = std::fs::metadata(&path)?.len();
         let text = if len <= MAX_SHOWN_FILE { std::fs::read(&path).ok().and_then(|b| String::from_utf8(b).ok()) } else { None };
         match text {
-            Some(text) => println!("\n==> {} <==\n{text}", path.display()),
-            None => println!("\n==> {} <== binary or large, {}", path.display(), ByteSize(len)),
+            Some(text) => outln!("\n==> {} <==\n{text}", path.display()),
+            None => outln!("\n==> {} <== binary or large, {}", path.display(), ByteSize(len)),
         }
     }
     Ok(())
@@ -237,19 +237,19 @@ pub fn code(origin: &std::path::Path) -> Result<()> {
 
 /// Print what a human approves.
 pub fn approval_request(request: &ApprovalRequest) {
-    eprintln!("skill `{}` {} (tier {:?}, now {})", request.name, request.version, request.tier, request.state);
+    errln!("skill `{}` {} (tier {:?}, now {})", request.name, request.version, request.tier, request.state);
     if request.requests.is_empty() {
-        eprintln!("  asks for nothing beyond computation");
+        errln!("  asks for nothing beyond computation");
     }
     for line in &request.requests {
-        eprintln!("  asks: {line}");
+        errln!("  asks: {line}");
     }
     if request.content_changed {
-        eprintln!("  its files changed since the last approval");
+        errln!("  its files changed since the last approval");
     }
     if !request.diff.is_empty() {
-        eprintln!("  against the last approval:");
-        request.diff.iter().for_each(|line| eprintln!("    {line}"));
+        errln!("  against the last approval:");
+        request.diff.iter().for_each(|line| errln!("    {line}"));
     }
 }
 
@@ -278,17 +278,17 @@ pub fn inspect_unloadable(path: &std::path::Path, error: &str, json: bool) -> Re
             "tools": r.tools,
             "component": {"world": if r.is_skill { "skillhost:skill" } else { "generic" }, "wit": r.wit, "refused": r.refused},
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
-    println!("{} (cannot be loaded; see the error below)", path.display());
+    outln!("{} (cannot be loaded; see the error below)", path.display());
     for tool in &r.tools {
-        println!("would-be tool {}: {}", tool.name, tool.description);
+        outln!("would-be tool {}: {}", tool.name, tool.description);
     }
     for refused in &r.refused {
-        println!("not a tool: {} {}", refused.function, refused.reason);
+        outln!("not a tool: {} {}", refused.function, refused.reason);
     }
-    println!("\nWIT:\n{}", r.wit.trim_end());
+    outln!("\nWIT:\n{}", r.wit.trim_end());
     Ok(())
 }
 
@@ -305,60 +305,60 @@ pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
                 "refused": r.refused,
             });
         }
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
     let m = &loaded.manifest;
     let grant = loaded.skill.grant();
-    println!("{} {} ({})", m.name, m.version, loaded.origin.display());
-    println!("  {}", m.description);
+    outln!("{} {} ({})", m.name, m.version, loaded.origin.display());
+    outln!("  {}", m.description);
     let compiled = match loaded.cache {
         skillhost::CacheOutcome::Hit => "taken from the compiled cache",
         skillhost::CacheOutcome::Compiled => "compiled now",
         _ => "not compiled: its tools are read from its WIT, its first call compiles it",
     };
     if loaded.runtime == "wasm" {
-        println!("runtime: wasm ({compiled})");
+        outln!("runtime: wasm ({compiled})");
     } else {
-        println!("runtime: {}", loaded.runtime);
+        outln!("runtime: {}", loaded.runtime);
     }
-    println!("limits: timeout {}ms, memory {}, output {}, {} concurrent calls",
+    outln!("limits: timeout {}ms, memory {}, output {}, {} concurrent calls",
         grant.limits.timeout.as_millis(), ByteSize(grant.limits.memory), ByteSize(grant.limits.output), grant.limits.concurrency);
     if grant.dirs.is_empty() {
-        println!("files: none");
+        outln!("files: none");
     }
     for dir in &grant.dirs {
         let mode = if dir.mode == FileMode::ReadWrite { "read-write" } else { "read-only" };
-        println!("files: {} -> {} ({mode})", dir.host.display(), dir.guest);
+        outln!("files: {} -> {} ({mode})", dir.host.display(), dir.guest);
     }
     if !m.search.keywords.is_empty() {
-        println!("keywords: {}", m.search.keywords.join(", "));
+        outln!("keywords: {}", m.search.keywords.join(", "));
     }
-    println!("instructions: {}", if loaded.instructions.is_some() { "SKILL.md" } else { "none" });
+    outln!("instructions: {}", if loaded.instructions.is_some() { "SKILL.md" } else { "none" });
     for tool in loaded.skill.tools() {
         let a = tool.annotations;
         let hints: Vec<&str> = [(a.read_only, "read-only"), (a.destructive, "destructive"), (a.idempotent, "idempotent"), (a.open_world, "open-world")]
             .into_iter()
             .filter_map(|(on, name)| on.then_some(name))
             .collect();
-        println!("\ntool {}{}", tool.name, if hints.is_empty() { String::new() } else { format!(" [{}]", hints.join(", ")) });
-        println!("  {}", tool.description.replace('\n', "\n  "));
-        println!("  input schema: {}", serde_json::to_string_pretty(&tool.input_schema)?.replace('\n', "\n  "));
+        outln!("\ntool {}{}", tool.name, if hints.is_empty() { String::new() } else { format!(" [{}]", hints.join(", ")) });
+        outln!("  {}", tool.description.replace('\n', "\n  "));
+        outln!("  input schema: {}", serde_json::to_string_pretty(&tool.input_schema)?.replace('\n', "\n  "));
         if let Some(schema) = &tool.output_schema {
-            println!("  output schema: {}", serde_json::to_string_pretty(schema)?.replace('\n', "\n  "));
+            outln!("  output schema: {}", serde_json::to_string_pretty(schema)?.replace('\n', "\n  "));
         }
         for example in &tool.examples {
-            println!("  example: {example}");
+            outln!("  example: {example}");
         }
     }
     if let Some(r) = &reflection {
         if !r.is_skill {
-            println!("\ngeneric component: its exported functions are its tools (`INTERFACE-FUNCTION`)");
+            outln!("\ngeneric component: its exported functions are its tools (`INTERFACE-FUNCTION`)");
         }
         for refused in &r.refused {
-            println!("not a tool: {} {}", refused.function, refused.reason);
+            outln!("not a tool: {} {}", refused.function, refused.reason);
         }
-        println!("\nWIT:\n{}", r.wit.trim_end());
+        outln!("\nWIT:\n{}", r.wit.trim_end());
     }
     Ok(())
 }
@@ -375,16 +375,16 @@ pub fn audit(records: &[skillhost::EgressRecord], json: bool) -> Result<()> {
                 row
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
     if records.is_empty() {
-        println!("no outbound requests recorded");
+        outln!("no outbound requests recorded");
     }
     for r in records {
         let secs = skillhost::audit::rfc3339(r.time);
         let ip = r.ip.map(|ip| ip.to_string()).unwrap_or_else(|| "-".into());
-        println!(
+        outln!(
             "{secs} {:<16} {:<12} {:<6} {} [{ip}] {} out={} in={} {:.1}ms",
             r.skill, r.tool, r.method, r.url, r.outcome, r.bytes_out, r.bytes_in, r.duration.as_secs_f64() * 1000.0
         );

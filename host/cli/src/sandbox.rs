@@ -88,7 +88,7 @@ pub async fn setup(command: SetupCommand, data_dir: &Path) -> Result<()> {
     .await
     .context("setting up the managed Python")?;
     bar.finish_and_clear();
-    eprintln!("python venv ready: {} (Python from {})", venv.dir.display(), venv.prefix.display());
+    errln!("python venv ready: {} (Python from {})", venv.dir.display(), venv.prefix.display());
     Ok(())
 }
 
@@ -115,7 +115,7 @@ pub fn run_shim(args: Vec<OsString>) -> ExitCode {
     match shim::ShimArgs::parse_from(args) {
         Ok(args) => shim::run(args),
         Err(e) => {
-            eprintln!("skillhost-shim: {e}");
+            errln!("skillhost-shim: {e}");
             ExitCode::from(shim::EXIT_SHIM_FAILED)
         }
     }
@@ -131,20 +131,20 @@ pub async fn test(host: &skillhost::Host, skill: &str, skills_dir: &Path, limit:
     let grant = skillhost::Grant::new(&source.manifest, host.policy(), &key).map_err(skillhost::LoadError::from)?;
     let report = runtime.test_skill(&source, grant, limit).await;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         if let Some(run) = &report.tests {
-            println!("$ {}", run.command);
-            println!("{}", run.output.trim_end());
+            outln!("$ {}", run.command);
+            outln!("{}", run.output.trim_end());
         } else {
-            println!("no test_server.py: only the handshake is checked");
+            outln!("no test_server.py: only the handshake is checked");
         }
         if !report.tools.is_empty() {
-            println!("tools: {}", report.tools.join(", "));
+            outln!("tools: {}", report.tools.join(", "));
         }
         match &report.error {
-            None => println!("PASS {}", report.skill),
-            Some(error) => println!("FAIL {}: {error}", report.skill),
+            None => outln!("PASS {}", report.skill),
+            Some(error) => outln!("FAIL {}: {error}", report.skill),
         }
     }
     Ok(report.passed)

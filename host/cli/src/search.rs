@@ -81,18 +81,18 @@ pub fn run(host: &Host, registry: &Registry, args: SearchArgs) -> Result<ExitCod
             "no_good_match": found.weak(),
             "results": results,
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("ranker: {}", found.ranker);
+    outln!("ranker: {}", found.ranker);
     let width = found.hits.iter().map(|h| h.public_name().len()).max().unwrap_or(0);
     for hit in &found.hits {
         let state = state(&hit.skill);
         let note = if state == "approved" { String::new() } else { format!(" [{state}]") };
-        println!("{:.2}  {:<width$}  {}{note}", hit.score, hit.public_name(), hit.description);
+        outln!("{:.2}  {:<width$}  {}{note}", hit.score, hit.public_name(), hit.description);
     }
     if found.weak() {
-        println!("no skill matched this well: `skillhost new NAME` creates one");
+        outln!("no skill matched this well: `skillhost new NAME` creates one");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -117,7 +117,7 @@ pub async fn serve(
                 .with_context(|| format!("cannot create the data directory {}", args.data_dir.display()))?;
             let file = args.data_dir.join("http-token");
             let token = skillhost::mcp::load_or_create_token(&file)?;
-            eprintln!("skillhost: clients send `Authorization: Bearer TOKEN` with the token in {} (readable by you only)", file.display());
+            errln!("skillhost: clients send `Authorization: Bearer TOKEN` with the token in {} (readable by you only)", file.display());
             Some(token)
         }
         // Off loopback the token is the user's choice: serve_http says how to give one.
@@ -133,7 +133,7 @@ pub async fn serve(
     let (ready, bound) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         if let Ok(addr) = bound.await {
-            eprintln!("skillhost: serving MCP at http://{addr}/mcp (Ctrl-C stops)");
+            errln!("skillhost: serving MCP at http://{addr}/mcp (Ctrl-C stops)");
         }
     });
     skillhost::mcp::serve_http(server, config, shutdown, Some(ready)).await?;

@@ -133,7 +133,7 @@ pub fn ensure(toolchain: Toolchain, root: &Path, force: bool) -> Result<PathBuf>
         bail!("installed {} into {}, but {} is missing; run `skillhost setup toolchains --force`", toolchain.packages().join(" "), dir.display(), exe.display());
     }
     std::fs::write(dir.join(STAMP), toolchain.stamp()).with_context(|| format!("cannot write the stamp in {}", dir.display()))?;
-    eprintln!("installed {} into {}", toolchain.packages().join(" "), dir.display());
+    errln!("installed {} into {}", toolchain.packages().join(" "), dir.display());
     Ok(exe)
 }
 
@@ -258,7 +258,7 @@ pub fn setup(args: SetupArgs, data_dir: &Path) -> Result<()> {
     which.dedup();
     for toolchain in which {
         let exe = ensure(toolchain, &root, args.force)?;
-        eprintln!("{} ready: {}", toolchain.tool(), exe.display());
+        errln!("{} ready: {}", toolchain.tool(), exe.display());
     }
     Ok(())
 }

@@ -351,6 +351,35 @@ fn json_errors_are_json_on_stderr() {
     }
 }
 
+/// Output into a pipe whose reader went away (`skillhost inspect … | head -1`) stops
+/// quietly: no panic (exit 101), the command's own exit code.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let env = Env::new();
+    let wasm = LIMITS.packaged(env.skills.path());
+    let inspect = ["inspect", wasm.to_str().unwrap()];
+    let inspect_json = ["inspect", wasm.to_str().unwrap(), "--json"];
+    for args in [&inspect[..], &inspect_json[..], &["list"][..], &["--help"][..], &["stats"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--skills")
+            .arg(env.skills.path())
+            .arg("--data-dir")
+            .arg(env.data.path())
+            .args(args)
+            .env_remove("SKILLHOST_LOG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the only reader before anything is written.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
+
 /// A `#[tool]` function left out of `skill!(...)` does not silently vanish from the
 /// skill: the build fails at the function, saying to list it.
 #[test]

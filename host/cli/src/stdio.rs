@@ -1,0 +1,47 @@
+//! Every line the CLI prints goes through here, so that a closed pipe never panics
+//! (`skillhost inspect x.wasm | head -1`): once stdout is closed the rest of the
+//! output is dropped quietly and the command finishes as it would have (its calls
+//! recorded, its files written); a closed stderr is ignored. `outln!`/`out!` and
+//! `errln!`/`err!` (defined in `main.rs`) replace `println!`/`print!` and
+//! `eprintln!`/`eprint!`, which panic when the write fails.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once a write to stdout failed: nothing more is written.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// A write error other than a closed pipe (a full disk behind `> file`): reported at exit.
+static STDOUT_ERROR: Mutex<Option<String>> = Mutex::new(None);
+
+/// Write to stdout, unless an earlier write found it closed.
+pub fn out(args: fmt::Arguments<'_>) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = io::stdout().lock();
+    if let Err(error) = stdout.write_fmt(args) {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        if error.kind() != io::ErrorKind::BrokenPipe {
+            *STDOUT_ERROR.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+        }
+    }
+}
+
+/// Write to stderr; a closed stderr is ignored.
+pub fn err(args: fmt::Arguments<'_>) {
+    let _ = io::stderr().lock().write_fmt(args);
+}
+
+/// Flush stdout at the end of a command; `Some(why)` when the output could not be
+/// written for another reason than a reader that went away.
+pub fn finish() -> Option<String> {
+    if !STDOUT_CLOSED.load(Ordering::Relaxed)
+        && let Err(error) = io::stdout().lock().flush()
+        && error.kind() != io::ErrorKind::BrokenPipe
+    {
+        return Some(error.to_string());
+    }
+    STDOUT_ERROR.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
