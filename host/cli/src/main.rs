@@ -16,6 +16,7 @@ mod output;
 mod sandbox;
 mod search;
 mod serve;
+mod skills_from;
 mod toolchain;
 
 use std::io::Read;
@@ -51,6 +52,12 @@ struct Cli {
     #[arg(long, global = true, env = "SKILLHOST_DATA_DIR", value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
+    /// Also serve another agent's Agent Skills folders, read-only: `claude` adds
+    /// ~/.claude/skills and ./.claude/skills (their SKILL.md as instructions; nothing in
+    /// them runs or is written). Also `skills_from = ["claude"]` in DATA_DIR/config.toml.
+    #[arg(long, global = true, value_enum, value_name = "AGENT", env = "SKILLHOST_SKILLS_FROM", value_delimiter = ',')]
+    skills_from: Vec<skills_from::Agent>,
+
     /// Log more (-v: debug, -vv: trace). Skill log lines are shown at info and above.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -63,8 +70,9 @@ struct Cli {
 enum Command {
     /// List every skill with its layer, runtime, version, trust state and tools
     #[command(after_help = "Skills come from layers, highest precedence first: the workspace (--skills,
-default ./skills) and the user layer (DATA_DIR/user-skills, where `install` puts
-skills). A skill that is not approved is listed but cannot be called.
+default ./skills), the user layer (DATA_DIR/user-skills, where `install` puts skills)
+and, with --skills-from, other agents' skill folders (the external layer: instructions
+only, read-only). A skill that is not approved is listed but cannot be called.
 
 With --directory, print instead what an agent is given up front (the MCP `instructions`
 and the `skills_directory` prompt): one `name: description` line per approved skill, in
@@ -563,6 +571,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let registry_config = |watch: bool| -> Result<RegistryConfig> {
         let mut config = RegistryConfig::new(&data_dir);
         config.workspace = workspace.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?.clone();
+        config.external = skills_from::folders(&cli.skills_from, &data_dir, config.workspace.as_deref())?;
         config.watch = watch;
         Ok(config)
     };

@@ -8,6 +8,7 @@ mod index;
 mod languages;
 mod load;
 mod mcp;
+mod skills_from;
 mod startup;
 
 use std::path::Path;
