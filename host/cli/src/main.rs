@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, reason = "a command-line tool prints its results")]
 
 mod build;
+mod clients;
 mod doctor;
 mod forge;
 mod index;
@@ -283,9 +284,8 @@ tool_search. A call to a skill awaiting approval asks the user through the clien
 (MCP elicitation) when the client supports it. Skills dropped into the skills
 directory appear at once (notifications/tools/list_changed).
 
-Client configuration (stdio):
-  Claude Code   claude mcp add skillhost -- skillhost --skills ~/skills serve
-  Cursor, VS Code, Zed: command \"skillhost\", args [\"--skills\", \"/home/me/skills\", \"serve\"]
+Client configuration (stdio), with absolute paths: `skillhost mcp-config CLIENT` prints the
+entry for claude, cursor, vscode or zed (and `claude mcp add ...`); --write merges it in.
 
 Examples:
   skillhost serve                                  stdio, for a local agent
@@ -293,6 +293,11 @@ Examples:
   skillhost serve --http 0.0.0.0:8787 --token-file ~/.config/skillhost/token
   SKILLHOST_MCP_TOKEN=... skillhost serve --http")]
     Serve(serve::ServeArgs),
+
+    /// Print (or --write) the MCP config entry that starts `skillhost serve` for Claude Code,
+    /// Cursor, VS Code or Zed
+    #[command(after_help = clients::HELP)]
+    McpConfig(clients::McpConfigArgs),
 
     /// Find tools (or skills) by what they do, as an agent's tool_search does
     Search(search::SearchArgs),
@@ -676,6 +681,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
             args.data_dir = data_dir.clone();
             serve::serve(registry, move || host.search_index(), args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::McpConfig(args) => {
+            let skills = workspace.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?.as_deref();
+            clients::run(&args, &clients::Server::new(skills, &data_dir, &cli.skills_from)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Search(args) => {

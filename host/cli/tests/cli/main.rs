@@ -2,6 +2,7 @@
 //! that tell tool errors from limits and host errors, `list`, `inspect`, and `new` +
 //! `build` producing a skill that runs.
 
+mod clients;
 mod forge;
 mod generic;
 mod index;
