@@ -185,12 +185,24 @@ fn print_forged(forged: &Forged) {
 }
 
 /// The host's config file: `DATA_DIR/config.toml`, or the file `SKILLHOST_CONFIG` names.
-/// It holds `[forge]` (the forge's caps) and `[forge.llm]`.
+/// It holds `skills_from` (other agents' skill folders to serve read-only, as
+/// `--skills-from`), `[forge]` (the forge's caps) and `[forge.llm]`.
 #[derive(Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostConfig {
     #[serde(default)]
+    skills_from: Vec<crate::skills_from::Agent>,
+    #[serde(default)]
     forge: ForgeSection,
+}
+
+/// `skills_from` of the host config; none, with a warning, when it cannot be read (as
+/// the forge's caps fall back to their defaults).
+pub fn skills_from(data_dir: &Path) -> Vec<crate::skills_from::Agent> {
+    host_config(data_dir)
+        .map(|(_, config)| config.skills_from)
+        .inspect_err(|e| tracing::warn!("no skills_from folders from the host config: {e:#}"))
+        .unwrap_or_default()
 }
 
 #[derive(Default, serde::Deserialize)]

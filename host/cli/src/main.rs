@@ -35,6 +35,7 @@ macro_rules! err {
 }
 
 mod build;
+mod clients;
 mod doctor;
 mod forge;
 mod index;
@@ -45,6 +46,7 @@ mod sandbox;
 mod sdk;
 mod search;
 mod serve;
+mod skills_from;
 mod stdio;
 mod toolchain;
 
@@ -86,6 +88,12 @@ struct Cli {
     #[arg(long, global = true, env = "SKILLHOST_DATA_DIR", value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
+    /// Also serve another agent's Agent Skills folders, read-only: `claude` adds
+    /// ~/.claude/skills and ./.claude/skills (their SKILL.md as instructions; nothing in
+    /// them runs or is written). Also `skills_from = ["claude"]` in DATA_DIR/config.toml.
+    #[arg(long, global = true, value_enum, value_name = "AGENT", env = "SKILLHOST_SKILLS_FROM", value_delimiter = ',')]
+    skills_from: Vec<skills_from::Agent>,
+
     /// Log more (-v: debug, -vv: trace). Skill log lines are shown at info and above.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -98,8 +106,9 @@ struct Cli {
 enum Command {
     /// List every skill with its layer, runtime, version, trust state and tools
     #[command(after_help = "Skills come from layers, highest precedence first: the workspace (--skills,
-default ./skills) and the user layer (DATA_DIR/user-skills, where `install` puts
-skills). A skill that is not approved is listed but cannot be called.
+default ./skills), the user layer (DATA_DIR/user-skills, where `install` puts skills)
+and, with --skills-from, other agents' skill folders (the external layer: instructions
+only, read-only). A skill that is not approved is listed but cannot be called.
 
 With --directory, print instead what an agent is given up front (the MCP `instructions`
 and the `skills_directory` prompt): one `name: description` line per approved skill, in
@@ -309,9 +318,8 @@ tool_search. A call to a skill awaiting approval asks the user through the clien
 (MCP elicitation) when the client supports it. Skills dropped into the skills
 directory appear at once (notifications/tools/list_changed).
 
-Client configuration (stdio):
-  Claude Code   claude mcp add skillhost -- skillhost --skills ~/skills serve
-  Cursor, VS Code, Zed: command \"skillhost\", args [\"--skills\", \"/home/me/skills\", \"serve\"]
+Client configuration (stdio), with absolute paths: `skillhost mcp-config CLIENT` prints the
+entry for claude, cursor, vscode or zed (and `claude mcp add ...`); --write merges it in.
 
 Examples:
   skillhost serve                                  stdio, for a local agent
@@ -319,6 +327,11 @@ Examples:
   skillhost serve --http 0.0.0.0:8787 --token-file ~/.config/skillhost/token
   SKILLHOST_MCP_TOKEN=... skillhost serve --http")]
     Serve(serve::ServeArgs),
+
+    /// Print (or --write) the MCP config entry that starts `skillhost serve` for Claude Code,
+    /// Cursor, VS Code or Zed
+    #[command(after_help = clients::HELP)]
+    McpConfig(clients::McpConfigArgs),
 
     /// Find tools (or skills) by what they do, as an agent's tool_search does
     Search(search::SearchArgs),
@@ -702,6 +715,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let registry_config = |watch: bool| -> Result<RegistryConfig> {
         let mut config = RegistryConfig::new(&data_dir);
         config.workspace = workspace.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?.clone();
+        config.external = skills_from::folders(&cli.skills_from, &data_dir, config.workspace.as_deref())?;
         config.watch = watch;
         Ok(config)
     };
@@ -813,6 +827,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
             args.data_dir = data_dir.clone();
             serve::serve(registry, move || host.search_index(), args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::McpConfig(args) => {
+            let skills = workspace.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?.as_deref();
+            clients::run(&args, &clients::Server::new(skills, &data_dir, &cli.skills_from)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Search(args) => {

@@ -123,6 +123,9 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
         return Ok(());
     }
     outln!("{} ({} layer, {})", entry.name, entry.layer.as_str(), entry.origin.display());
+    if entry.layer == skillhost::Layer::External {
+        outln!("read-only: another agent's skill folder (--skills-from); its SKILL.md is served as instructions, nothing in it runs, skillhost writes nothing there");
+    }
     outln!("state: {}", entry.state);
     if let Some(line) = request.and_then(|r| approved_by(&entry.name, r)) {
         outln!("approved by: {line}");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// A skill directory's place in the precedence order. Ordered: `Workspace < User <
-/// Bundled`, so the smallest layer holding a name wins.
+/// Bundled < External`, so the smallest layer holding a name wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
@@ -15,15 +15,20 @@ pub enum Layer {
     User,
     /// Skills shipped with the host.
     Bundled,
+    /// Another agent's Agent Skills folder (such as `~/.claude/skills`), served
+    /// read-only: each folder's SKILL.md as an instruction-only skill, nothing in it run,
+    /// nothing written to it. Shadowed by every other layer.
+    External,
 }
 
 impl Layer {
-    /// `workspace`, `user` or `bundled`.
+    /// `workspace`, `user`, `bundled` or `external`.
     pub fn as_str(self) -> &'static str {
         match self {
             Layer::Workspace => "workspace",
             Layer::User => "user",
             Layer::Bundled => "bundled",
+            Layer::External => "external",
         }
     }
 }
@@ -72,6 +77,12 @@ pub struct RegistryConfig {
     pub user: PathBuf,
     /// The bundled layer. Default: `None`.
     pub bundled: Option<PathBuf>,
+    /// Agent Skills folders of other agents (such as `~/.claude/skills`), each an
+    /// [`External`](Layer::External) layer after every other layer, in this order:
+    /// read-only, only folders with a SKILL.md, loaded as instruction-only skills whatever
+    /// else they hold (a skill.toml, a component, scripts: readable as resources, never
+    /// run). Default: empty.
+    pub external: Vec<PathBuf>,
     /// Watch the layers and reload changed skills. Default: `true`. A layer directory
     /// that does not exist at start is not watched.
     pub watch: bool,
@@ -95,6 +106,7 @@ impl RegistryConfig {
             data_dir,
             workspace: None,
             bundled: None,
+            external: Vec::new(),
             watch: true,
             debounce: Duration::from_millis(150),
             limits: SizeLimits::default(),
@@ -104,7 +116,7 @@ impl RegistryConfig {
 
     /// The configured layers, in precedence order.
     pub fn layers(&self) -> Vec<(Layer, PathBuf)> {
-        let mut layers = Vec::with_capacity(3);
+        let mut layers = Vec::with_capacity(3 + self.external.len());
         if let Some(dir) = &self.workspace {
             layers.push((Layer::Workspace, dir.clone()));
         }
@@ -112,6 +124,7 @@ impl RegistryConfig {
         if let Some(dir) = &self.bundled {
             layers.push((Layer::Bundled, dir.clone()));
         }
+        layers.extend(self.external.iter().map(|dir| (Layer::External, dir.clone())));
         layers
     }
 }

@@ -146,10 +146,11 @@ pub(crate) fn candidates(layer: &Path, name: &SkillName) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Every skill of pack `pack` on disk in any layer.
+/// Every skill of pack `pack` on disk in any layer (an external layer holds no packs).
 pub(crate) fn members(layers: &[(Layer, PathBuf)], pack: &str) -> BTreeSet<SkillName> {
     layers
         .iter()
+        .filter(|(layer, _)| *layer != Layer::External)
         .map(|(_, dir)| dir.join(pack))
         .filter(|dir| is_pack(dir))
         .flat_map(|dir| names_in(&dir))

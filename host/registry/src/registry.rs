@@ -163,7 +163,7 @@ impl Registry {
 
     /// Every name in a layer, on disk now.
     fn names_on_disk(&self) -> BTreeSet<SkillName> {
-        self.layers.iter().flat_map(|(_, dir)| snapshot::names_in(dir)).collect()
+        self.layers.iter().flat_map(|(layer, dir)| snapshot::names_in(*layer, dir)).collect()
     }
 
     /// The layers, in precedence order, as the registry resolved them.
@@ -481,7 +481,11 @@ impl Registry {
     /// Read and parse a candidate, checking that it declares the name it was found by.
     fn read_candidate(&self, name: &SkillName, candidate: &Candidate) -> Result<(Snapshot, Parsed), RegistryError> {
         let snapshot = Snapshot::read(&candidate.path, &self.config.limits)?;
-        let parsed = snapshot.parse()?;
+        // An external layer is read, never run: its skills are instructions only.
+        let parsed = match candidate.layer {
+            Layer::External => snapshot.parse_instructions()?,
+            _ => snapshot.parse()?,
+        };
         if let Parsed::Instructions(Instructions { frontmatter: Some(frontmatter), .. }) = &parsed {
             skillmd::check_name(frontmatter, name.as_str(), &candidate.path.join("SKILL.md"))?;
         }
@@ -496,18 +500,23 @@ impl Registry {
     }
 
     /// Whose data and approval a candidate of `name` has: the user layer's skill owns the
-    /// name's own data dir and trust record; a skill of that name elsewhere (bundled, or a
-    /// workspace, told apart by the workspace's directory) has its own, so a skill never
-    /// inherits the data or the approval of one it shadows or that shadows it.
+    /// name's own data dir and trust record; a skill of that name elsewhere (bundled, a
+    /// workspace or an external folder, each told apart by its directory) has its own, so
+    /// a skill never inherits the data or the approval of one it shadows or that shadows
+    /// it.
     pub(crate) fn identity(&self, candidate: &Candidate, name: &SkillName) -> DataKey {
+        let scoped = |space: &str, dir: &[u8]| {
+            let digest = sha2::Sha256::digest(dir);
+            DataKey::scoped(&format!("{space}-{}", &hex::encode(digest)[..12]), name)
+        };
         match candidate.layer {
             Layer::User => DataKey::named(name),
             Layer::Bundled => DataKey::scoped("bundled", name),
             Layer::Workspace => {
                 let dir = self.layers.iter().find(|(l, _)| *l == Layer::Workspace).map(|(_, d)| d.as_os_str().as_encoded_bytes());
-                let digest = sha2::Sha256::digest(dir.unwrap_or_default());
-                DataKey::scoped(&format!("workspace-{}", &hex::encode(digest)[..12]), name)
+                scoped("workspace", dir.unwrap_or_default())
             }
+            Layer::External => scoped("external", candidate.path.parent().unwrap_or(&candidate.path).as_os_str().as_encoded_bytes()),
         }
     }
 

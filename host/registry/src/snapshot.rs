@@ -54,9 +54,10 @@ pub(crate) fn entry_name(path: &Path) -> Option<SkillName> {
     SkillName::new(file.strip_suffix(".wasm").unwrap_or(file)).ok()
 }
 
-/// Every skill name present in `dir` (sorted). Entries that are not skills, are hidden
-/// or have an invalid name are skipped (the latter with a warning).
-pub(crate) fn names_in(dir: &Path) -> BTreeSet<SkillName> {
+/// Every skill name present in `dir`, a directory of `layer` (sorted). Entries that are
+/// not skills, are hidden or have an invalid name are skipped (the latter with a
+/// warning).
+pub(crate) fn names_in(layer: Layer, dir: &Path) -> BTreeSet<SkillName> {
     let Ok(entries) = std::fs::read_dir(dir) else { return BTreeSet::new() };
     let mut names = BTreeSet::new();
     for entry in entries.filter_map(Result::ok) {
@@ -65,8 +66,8 @@ pub(crate) fn names_in(dir: &Path) -> BTreeSet<SkillName> {
         if excluded(file) {
             continue;
         }
-        if !is_candidate(&path) {
-            if pack::is_pack(&path) {
+        if !is_candidate(layer, &path) {
+            if layer != Layer::External && pack::is_pack(&path) {
                 names.extend(pack::names_in(&path));
             }
             continue;
@@ -81,14 +82,18 @@ pub(crate) fn names_in(dir: &Path) -> BTreeSet<SkillName> {
     names
 }
 
-/// Whether `path` is a skill form: a `.wasm` file, or a folder with skill.toml,
-/// skill.wasm or SKILL.md. A symlink in either place counts (and fails to read, with its
+/// Whether `path` is a skill form in `layer`: a `.wasm` file, or a folder with
+/// skill.toml, skill.wasm or SKILL.md; in an external layer (an Agent Skills folder) only
+/// a folder with SKILL.md. A symlink in either place counts (and fails to read, with its
 /// error).
-fn is_candidate(path: &Path) -> bool {
+fn is_candidate(layer: Layer, path: &Path) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
     let wasm = path.extension().is_some_and(|e| e == "wasm");
     if meta.is_symlink() {
-        return true;
+        return layer != Layer::External || !wasm;
+    }
+    if layer == Layer::External {
+        return meta.is_dir() && !wasm && path.join("SKILL.md").exists();
     }
     if meta.is_dir() {
         return !wasm && ["skill.toml", "skill.wasm", "SKILL.md"].iter().any(|file| path.join(file).exists());
@@ -97,16 +102,19 @@ fn is_candidate(path: &Path) -> bool {
 }
 
 /// Where `name` is found, in precedence order. Within one layer a folder comes before
-/// a `.wasm` of the same name (which it shadows), and both before skill-pack files.
+/// a `.wasm` of the same name (which it shadows), and both before skill-pack files. An
+/// external layer holds only folders.
 pub(crate) fn candidates(layers: &[(Layer, PathBuf)], name: &SkillName) -> Vec<Candidate> {
     let mut found = Vec::new();
     for (layer, dir) in layers {
         for path in [dir.join(name.as_str()), dir.join(format!("{name}.wasm"))] {
-            if is_candidate(&path) {
+            if is_candidate(*layer, &path) {
                 found.push(Candidate { layer: *layer, path });
             }
         }
-        found.extend(pack::candidates(dir, name).into_iter().map(|path| Candidate { layer: *layer, path }));
+        if *layer != Layer::External {
+            found.extend(pack::candidates(dir, name).into_iter().map(|path| Candidate { layer: *layer, path }));
+        }
     }
     found
 }
@@ -198,17 +206,7 @@ impl Snapshot {
                         // named after the folder.
                         return Ok(Parsed::Code(package::folder_component(path, bytes, instructions)?));
                     }
-                    let md_path = path.join("SKILL.md");
-                    let text = instructions.ok_or_else(|| RegistryError::NotASkill { path: path.clone() })?;
-                    let frontmatter = skillmd::parse(&text, &md_path)?;
-                    let name = skillmd::check_name_rules(&frontmatter.name, &md_path)?;
-                    return Ok(Parsed::Instructions(Instructions {
-                        name,
-                        description: frontmatter.description.clone(),
-                        text,
-                        frontmatter: Some(frontmatter),
-                        pack: None,
-                    }));
+                    return instructions_only(path, instructions);
                 };
                 let manifest = SkillManifest::parse_bytes(toml, &path.join("skill.toml")).map_err(LoadError::from)?;
                 if manifest.server.is_some() {
@@ -247,6 +245,20 @@ impl Snapshot {
         }
     }
 
+    /// Build the instruction-only skill these bytes describe, whatever else they hold:
+    /// how a skill of an external layer (an Agent Skills folder) is read. Only a folder's
+    /// SKILL.md counts; its other files (a skill.toml, a component, scripts) are
+    /// resources, never code.
+    pub fn parse_instructions(&self) -> Result<Parsed, RegistryError> {
+        match self {
+            Snapshot::Folder { path, files } => {
+                let text = files.get("SKILL.md").map(|md| utf8(md, &path.join("SKILL.md"))).transpose()?;
+                instructions_only(path, text)
+            }
+            Snapshot::Wasm { path, .. } | Snapshot::Pack { path, .. } => Err(RegistryError::NotASkill { path: path.clone() }),
+        }
+    }
+
     /// Write the snapshot to `target` (a `.wasm` path or a folder that does not exist).
     pub fn write_to(&self, target: &Path) -> Result<(), RegistryError> {
         match self {
@@ -265,6 +277,21 @@ impl Snapshot {
             Snapshot::Pack { path, .. } => Err(pack::not_installable(path)),
         }
     }
+}
+
+/// The instruction-only skill of the folder at `path` whose SKILL.md is `text`.
+fn instructions_only(path: &Path, text: Option<String>) -> Result<Parsed, RegistryError> {
+    let md_path = path.join("SKILL.md");
+    let text = text.ok_or_else(|| RegistryError::NotASkill { path: path.to_owned() })?;
+    let frontmatter = skillmd::parse(&text, &md_path)?;
+    let name = skillmd::check_name_rules(&frontmatter.name, &md_path)?;
+    Ok(Parsed::Instructions(Instructions {
+        name,
+        description: frontmatter.description.clone(),
+        text,
+        frontmatter: Some(frontmatter),
+        pack: None,
+    }))
 }
 
 /// One file of a folder hash: `path NUL length(u64 LE) contents`.

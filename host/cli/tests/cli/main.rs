@@ -2,6 +2,7 @@
 //! that tell tool errors from limits and host errors, `list`, `inspect`, and `new` +
 //! `build` producing a skill that runs.
 
+mod clients;
 mod examples;
 mod forge;
 mod generic;
@@ -10,6 +11,7 @@ mod install;
 mod languages;
 mod load;
 mod mcp;
+mod skills_from;
 mod startup;
 
 use std::path::Path;
