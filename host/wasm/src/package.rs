@@ -249,10 +249,9 @@ pub fn read_source(path: &Path) -> Result<SkillSource, LoadError> {
         // A folder's `skill.wasm` named directly, without a manifest of its own: the
         // folder's skill.toml is its manifest, as when the folder is named.
         let embedded = read_section(&bytes, MANIFEST_SECTION).map_err(|e| LoadError::NotAComponent { path: path.to_owned(), reason: e.0 })?;
-        if embedded.is_none() && path.file_name() == Some(std::ffi::OsStr::new("skill.wasm")) {
-            if let Some(folder) = path.parent().filter(|dir| dir.join("skill.toml").is_file()) {
-                return read_source(folder);
-            }
+        let folder = path.parent().filter(|dir| dir.join("skill.toml").is_file());
+        if let Some(folder) = folder.filter(|_| embedded.is_none() && path.file_name() == Some(std::ffi::OsStr::new("skill.wasm"))) {
+            return read_source(folder);
         }
         let manifest = component_manifest(&bytes, path)?;
         let instructions = embedded_instructions(&bytes, path)?;

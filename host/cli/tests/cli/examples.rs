@@ -30,7 +30,7 @@ struct World {
 impl World {
     fn new() -> Self {
         let world = Self { root: tempfile::tempdir().unwrap() };
-        for dir in ["work/skills", "home", "bin", "data"] {
+        for dir in ["work/skills", "home/skills", "bin", "data"] {
             std::fs::create_dir_all(world.root.path().join(dir)).unwrap();
         }
         std::fs::copy(env!("CARGO_BIN_EXE_skillhost"), world.root.path().join("bin/skillhost")).unwrap();
