@@ -12,7 +12,8 @@
 
 #![allow(clippy::print_stdout, reason = "an example prints what it does")]
 
-use std::path::PathBuf;
+use std::future::Future;
+use std::path::{Path, PathBuf};
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -32,13 +33,14 @@ fn palette(registry: &Registry) -> Vec<String> {
     lines
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let skills: PathBuf = std::env::args().nth(1).unwrap_or_else(|| "skills".into()).into();
-    let data = std::env::temp_dir().join("skillhost-editor-example");
-    let host = Host::builder().data_dir(&data).build()?;
-    let mut config = RegistryConfig::new(&data);
-    config.workspace = Some(skills);
+/// The plugin: opens the registry over `skills` (data under `data`), prints the palette
+/// and follows the registry's events, gives the agent panel an MCP connection over an
+/// in-memory pipe and has it call `text-tools__text_stats` once; then runs until `stop`.
+/// Returns what that call answered, or `None` when `skills` has no text-tools.
+pub async fn run(skills: PathBuf, data: &Path, stop: impl Future<Output = ()>) -> Result<Option<String>, Box<dyn std::error::Error>> {
+    let host = Host::builder().data_dir(data).build()?;
+    let mut config = RegistryConfig::new(data);
+    config.workspace = Some(skills.clone());
     let registry = host.open_registry(config).await?;
     println!("palette: {:#?}", palette(&registry));
 
@@ -61,13 +63,35 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let panel = ().serve(panel_side).await?;
     let tools = panel.list_all_tools().await?;
     println!("the agent panel sees {} tools over MCP", tools.len());
-    if tools.iter().any(|t| t.name == "text-tools__word_count") {
+    let answer = if tools.iter().any(|t| t.name == DEMO_TOOL) {
         let args = json!({"text": "one two three"}).as_object().cloned().unwrap_or_default();
-        let result = panel.call_tool(CallToolRequestParams::new("text-tools__word_count").with_arguments(args)).await?;
-        println!("text-tools__word_count -> {:?}", result.content);
-    }
+        let result = panel.call_tool(CallToolRequestParams::new(DEMO_TOOL).with_arguments(args)).await?;
+        let text: String = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+        if result.is_error == Some(true) {
+            return Err(format!("{DEMO_TOOL} failed: {text}").into());
+        }
+        println!("{DEMO_TOOL} -> {text}");
+        Some(text)
+    } else {
+        println!("no {DEMO_TOOL} in {}: `./scripts/run.sh list` builds the bundled skills", skills.display());
+        None
+    };
 
-    tokio::signal::ctrl_c().await?;
+    stop.await;
     panel.cancel().await?;
+    Ok(answer)
+}
+
+/// The tool the agent panel calls once.
+const DEMO_TOOL: &str = "text-tools__text_stats";
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let skills: PathBuf = std::env::args().nth(1).unwrap_or_else(|| "skills".into()).into();
+    let data = std::env::temp_dir().join("skillhost-editor-example");
+    run(skills, &data, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
     Ok(())
 }

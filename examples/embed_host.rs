@@ -8,23 +8,21 @@
 
 #![allow(clippy::print_stdout, reason = "an example prints what it does")]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 use skillhost::{CallContext, Host};
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let skill_path: PathBuf = std::env::args().nth(1).unwrap_or_else(|| "skills/text-tools".into()).into();
-
+/// Load the skill at `skill_path` on a host whose data lives under `data`, list its tools
+/// and call the first one with its first example. Returns the call's output.
+pub async fn run(skill_path: &Path, data: &Path) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
     // A host keeps each skill's data under its data dir and caches compiled components
     // there, so the next start does not compile again.
-    let data = std::env::temp_dir().join("skillhost-embed-example");
-    let host = Host::builder().data_dir(&data).build()?;
+    let host = Host::builder().data_dir(data).build()?;
 
-    let loaded = host.load_path(&skill_path).await?;
+    let loaded = host.load_path(skill_path).await?;
     println!("loaded `{}` {} ({:?})", loaded.manifest.name, loaded.manifest.version, loaded.cache);
     for tool in loaded.skill.tools() {
         println!("  {:<16} {}", tool.name, tool.description.lines().next().unwrap_or(""));
@@ -40,9 +38,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let first = &loaded.skill.tools()[0];
     let input = first.examples.first().cloned().unwrap_or_else(|| json!({}));
-    match host.call(loaded.manifest.name.as_str(), &first.name, input.clone(), cx).await {
-        Ok(out) => println!("{}({input}) -> {} in {:?}", first.name, out.value, out.elapsed),
-        Err(e) => println!("{}({input}) failed: {e}", first.name),
-    }
+    let out = host.call(loaded.manifest.name.as_str(), &first.name, input.clone(), cx).await?;
+    println!("{}({input}) -> {} in {:?}", first.name, out.value, out.elapsed);
+    Ok(out.value)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let skill_path: PathBuf = std::env::args().nth(1).unwrap_or_else(|| "skills/text-tools".into()).into();
+    run(&skill_path, &std::env::temp_dir().join("skillhost-embed-example")).await?;
     Ok(())
 }
