@@ -48,9 +48,7 @@ fn main() {
 
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root)
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
-        .arg(&target_dir);
+    cmd.current_dir(&root).args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"]).arg(&target_dir);
     for (name, _, _) in &packages {
         cmd.args(["-p", name]);
     }
@@ -63,9 +61,7 @@ fn main() {
     }
     let status = cmd.status().expect("running cargo to build the guest components");
     if !status.success() {
-        panic!(
-            "building the guest components failed (see above); the wasm32-wasip2 target is needed: `rustup target add wasm32-wasip2`"
-        );
+        panic!("building the guest components failed (see above); the wasm32-wasip2 target is needed: `rustup target add wasm32-wasip2`");
     }
 
     let out_dir = target_dir.join("wasm32-wasip2").join("release");
@@ -96,10 +92,12 @@ fn package_name(cargo_toml: &Path) -> String {
         let line = line.trim();
         if line.starts_with('[') {
             in_package = line == "[package]";
-        } else if in_package && line.starts_with("name")
-            && let Some(value) = line.split('=').nth(1) {
-                return value.trim().trim_matches('"').to_owned();
-            }
+        } else if in_package
+            && line.starts_with("name")
+            && let Some(value) = line.split('=').nth(1)
+        {
+            return value.trim().trim_matches('"').to_owned();
+        }
     }
     panic!("{}: no [package] name", cargo_toml.display());
 }

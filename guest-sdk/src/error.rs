@@ -67,10 +67,8 @@ impl std::error::Error for ToolError {}
 /// inside one can still be refused (`..`, symlinks out, writing a read-only
 /// grant).
 pub(crate) fn is_refusal(error: &io::Error) -> bool {
-    matches!(
-        error.kind(),
-        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
-    ) || error.to_string().contains("pre-opened file descriptor")
+    matches!(error.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem)
+        || error.to_string().contains("pre-opened file descriptor")
 }
 
 impl From<io::Error> for ToolError {
@@ -78,11 +76,7 @@ impl From<io::Error> for ToolError {
     /// granted directory) becomes [`ToolError::Denied`], anything else
     /// [`ToolError::Failed`].
     fn from(error: io::Error) -> Self {
-        if is_refusal(&error) {
-            Self::Denied(error.to_string())
-        } else {
-            Self::Failed(error.to_string())
-        }
+        if is_refusal(&error) { Self::Denied(error.to_string()) } else { Self::Failed(error.to_string()) }
     }
 }
 

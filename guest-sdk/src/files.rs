@@ -182,8 +182,7 @@ pub fn write(relative: &str, contents: impl AsRef<[u8]>) -> Result<(), ToolError
 
 /// Lists the names in a directory, sorted; directories end with `/`.
 pub fn list(relative_dir: &str) -> Result<Vec<String>, ToolError> {
-    let entries = std::fs::read_dir(path(relative_dir)?)
-        .map_err(|e| io_error(relative_dir, Access::Read, e))?;
+    let entries = std::fs::read_dir(path(relative_dir)?).map_err(|e| io_error(relative_dir, Access::Read, e))?;
     let mut names = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| io_error(relative_dir, Access::Read, e))?;
@@ -203,9 +202,7 @@ mod tests {
 
     #[test]
     fn with_data_dir_overrides_and_restores() {
-        with_data_dir("/tmp/x", || {
-            assert_eq!(path("a").unwrap(), PathBuf::from("/tmp/x/a"))
-        });
+        with_data_dir("/tmp/x", || assert_eq!(path("a").unwrap(), PathBuf::from("/tmp/x/a")));
         assert_eq!(path("a").unwrap(), PathBuf::from("/data/a"));
     }
 
@@ -219,14 +216,7 @@ mod tests {
 
     #[test]
     fn escapes_are_denied_and_named() {
-        for bad in [
-            "..",
-            "../etc/passwd",
-            "a/../../b",
-            "a/..",
-            "/etc/passwd",
-            "/data/x",
-        ] {
+        for bad in ["..", "../etc/passwd", "a/../../b", "a/..", "/etc/passwd", "/data/x"] {
             let error = path(bad).unwrap_err();
             assert!(matches!(error, ToolError::Denied(_)), "{bad}: {error}");
             assert!(error.message().contains(bad), "{bad}: {error}");
@@ -235,22 +225,10 @@ mod tests {
 
     #[test]
     fn io_errors_name_the_path_and_the_grant() {
-        let denied = io_error(
-            "x.csv",
-            Access::Write,
-            io::Error::from(io::ErrorKind::PermissionDenied),
-        );
-        assert!(
-            matches!(&denied, ToolError::Denied(m) if m.contains("x.csv") && m.contains("[[capabilities.files]]") && m.contains("rw"))
-        );
+        let denied = io_error("x.csv", Access::Write, io::Error::from(io::ErrorKind::PermissionDenied));
+        assert!(matches!(&denied, ToolError::Denied(m) if m.contains("x.csv") && m.contains("[[capabilities.files]]") && m.contains("rw")));
         // In a data directory the skill was granted (one that exists).
-        let missing = with_data_dir(std::env::temp_dir(), || {
-            io_error(
-                "x.csv",
-                Access::Read,
-                io::Error::from(io::ErrorKind::NotFound),
-            )
-        });
+        let missing = with_data_dir(std::env::temp_dir(), || io_error("x.csv", Access::Read, io::Error::from(io::ErrorKind::NotFound)));
         assert!(matches!(&missing, ToolError::Failed(m) if m.contains("x.csv")));
     }
 

@@ -205,15 +205,7 @@ pub struct Request {
 impl Request {
     /// A request with any method to `url` (`http://` or `https://`).
     pub fn new(method: impl Into<Method>, url: impl Into<String>) -> Self {
-        Self {
-            method: method.into(),
-            url: url.into(),
-            headers: Vec::new(),
-            body: Vec::new(),
-            timeout: None,
-            max_body: None,
-            error: None,
-        }
+        Self { method: method.into(), url: url.into(), headers: Vec::new(), body: Vec::new(), timeout: None, max_body: None, error: None }
     }
 
     /// A `GET` request.
@@ -268,15 +260,12 @@ impl Request {
         match serde_json::to_vec(value) {
             Ok(body) => self.body = body,
             Err(error) => {
-                self.error = Some(HttpError::Invalid(format!(
-                    "the JSON body of {} {} could not be serialised: {error}",
-                    self.method, self.url
-                )));
+                self.error =
+                    Some(HttpError::Invalid(format!("the JSON body of {} {} could not be serialised: {error}", self.method, self.url)));
             }
         }
         if self.header_value("content-type").is_none() {
-            self.headers
-                .push(("Content-Type".into(), "application/json".into()));
+            self.headers.push(("Content-Type".into(), "application/json".into()));
         }
         self
     }
@@ -349,12 +338,7 @@ pub struct Response {
 impl Response {
     /// A response with `status`, no headers and no body (for tests).
     pub fn new(status: u16) -> Self {
-        Self {
-            url: String::new(),
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
+        Self { url: String::new(), status, headers: Vec::new(), body: Vec::new() }
     }
 
     /// Adds a header (for tests).
@@ -377,15 +361,8 @@ impl Response {
     /// The body parsed as JSON into `T`. An empty body parses as `null`
     /// (so `()` and `Option<T>` accept a `204 No Content`).
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, HttpError> {
-        let body: &[u8] = if self.body.iter().all(u8::is_ascii_whitespace) {
-            b"null"
-        } else {
-            &self.body
-        };
-        serde_json::from_slice(body).map_err(|error| HttpError::Decode {
-            url: self.url.clone(),
-            message: error.to_string(),
-        })
+        let body: &[u8] = if self.body.iter().all(u8::is_ascii_whitespace) { b"null" } else { &self.body };
+        serde_json::from_slice(body).map_err(|error| HttpError::Decode { url: self.url.clone(), message: error.to_string() })
     }
 
     /// The first value of header `name` (case-insensitive).
@@ -420,11 +397,7 @@ impl Response {
             body.truncate(end);
             body.push('…');
         }
-        Err(HttpError::Status {
-            url: self.url,
-            status: self.status,
-            body,
-        })
+        Err(HttpError::Status { url: self.url, status: self.status, body })
     }
 }
 
@@ -432,10 +405,7 @@ impl Response {
 const STATUS_BODY_CAP: usize = 300;
 
 fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+    headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
 /// Why a request did not produce a [`Response`].
@@ -559,10 +529,7 @@ impl fmt::Display for HttpError {
                 Ok(())
             }
             Self::Decode { url, message } => {
-                write!(
-                    f,
-                    "the response from {url} is not the expected JSON: {message}"
-                )
+                write!(f, "the response from {url} is not the expected JSON: {message}")
             }
         }
     }
@@ -617,10 +584,7 @@ impl Target {
     /// `scheme://host[:port]`, lowercase and without user info: what a
     /// `[network] allow` entry names.
     pub(crate) fn origin(&self) -> String {
-        let host = self
-            .authority
-            .rsplit_once('@')
-            .map_or(self.authority.as_str(), |(_, host)| host);
+        let host = self.authority.rsplit_once('@').map_or(self.authority.as_str(), |(_, host)| host);
         let scheme = if self.https { "https" } else { "http" };
         format!("{scheme}://{}", host.to_ascii_lowercase())
     }
@@ -630,13 +594,9 @@ impl Target {
 pub(crate) fn parse_url(url: &str) -> Result<Target, HttpError> {
     let invalid = |why: &str| HttpError::Invalid(format!("invalid URL `{url}`: {why}"));
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(invalid(
-            "it contains whitespace or control characters (percent-encode them)",
-        ));
+        return Err(invalid("it contains whitespace or control characters (percent-encode them)"));
     }
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| invalid("expected an absolute URL such as https://example.com/path"))?;
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| invalid("expected an absolute URL such as https://example.com/path"))?;
     let https = match scheme.to_ascii_lowercase().as_str() {
         "https" => true,
         "http" => false,
@@ -648,16 +608,8 @@ pub(crate) fn parse_url(url: &str) -> Result<Target, HttpError> {
     if authority.is_empty() || authority.ends_with('@') {
         return Err(invalid("it has no host"));
     }
-    let path_with_query = if path.starts_with('/') {
-        path.to_owned()
-    } else {
-        format!("/{path}")
-    };
-    Ok(Target {
-        https,
-        authority: authority.to_owned(),
-        path_with_query,
-    })
+    let path_with_query = if path.starts_with('/') { path.to_owned() } else { format!("/{path}") };
+    Ok(Target { https, authority: authority.to_owned(), path_with_query })
 }
 
 /// Sends `request` and reads the whole response.
@@ -683,11 +635,7 @@ pub fn request(request: Request) -> Result<Response, HttpError> {
         if let Some(limit) = max_body
             && response.body.len() as u64 > limit
         {
-            return Err(HttpError::TooLarge {
-                url,
-                status: Some(response.status),
-                limit: Some(limit),
-            });
+            return Err(HttpError::TooLarge { url, status: Some(response.status), limit: Some(limit) });
         }
         Ok(response)
     }
@@ -706,26 +654,14 @@ pub fn post(url: &str, body: impl Into<Vec<u8>>) -> Result<Response, HttpError> 
 /// `GET url` with `Accept: application/json`, parsing a 2xx body as `T`;
 /// a status of 400 or more is [`HttpError::Status`].
 pub fn get_json<T: DeserializeOwned>(url: &str) -> Result<T, HttpError> {
-    Request::get(url)
-        .header("Accept", "application/json")
-        .send()?
-        .error_for_status()?
-        .json()
+    Request::get(url).header("Accept", "application/json").send()?.error_for_status()?.json()
 }
 
 /// `POST url` with `body` as JSON, parsing the answer as `R` (use
 /// `serde_json::Value` for any JSON, `()` for an empty body); a status of
 /// 400 or more is [`HttpError::Status`].
-pub fn post_json<T: Serialize + ?Sized, R: DeserializeOwned>(
-    url: &str,
-    body: &T,
-) -> Result<R, HttpError> {
-    Request::post(url)
-        .header("Accept", "application/json")
-        .json(body)
-        .send()?
-        .error_for_status()?
-        .json()
+pub fn post_json<T: Serialize + ?Sized, R: DeserializeOwned>(url: &str, body: &T) -> Result<R, HttpError> {
+    Request::post(url).header("Accept", "application/json").json(body).send()?.error_for_status()?.json()
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -756,10 +692,7 @@ mod mock {
     /// );
     /// assert_eq!(status, Ok(200));
     /// ```
-    pub fn with_handler<R>(
-        handler: impl FnMut(&Request) -> Result<Response, HttpError> + 'static,
-        f: impl FnOnce() -> R,
-    ) -> R {
+    pub fn with_handler<R>(handler: impl FnMut(&Request) -> Result<Response, HttpError> + 'static, f: impl FnOnce() -> R) -> R {
         struct Restore(Option<Handler>);
         impl Drop for Restore {
             fn drop(&mut self) {
@@ -838,37 +771,19 @@ mod tests {
     fn denied_names_the_origin_and_the_allow_entry() {
         let error = HttpError::denied(&Method::Get, "https://Evil.example:8443/x?y");
         let message = error.to_string();
-        assert!(
-            message.contains("`https://evil.example:8443` is not allowed"),
-            "{message}"
-        );
+        assert!(message.contains("`https://evil.example:8443` is not allowed"), "{message}");
         assert!(message.contains("[network] allow"), "{message}");
-        assert!(
-            message.contains("allow = [\"https://evil.example:8443\"]"),
-            "{message}"
-        );
+        assert!(message.contains("allow = [\"https://evil.example:8443\"]"), "{message}");
         assert!(matches!(ToolError::from(error), ToolError::Denied(m) if m == message));
         let userinfo = HttpError::denied(&Method::Get, "http://allowed@evil.test/").to_string();
-        assert!(
-            userinfo.contains("user info") && !userinfo.contains("allow = ["),
-            "{userinfo}"
-        );
+        assert!(userinfo.contains("user info") && !userinfo.contains("allow = ["), "{userinfo}");
     }
 
     #[test]
     fn errors_map_to_tool_errors() {
-        let timeout = HttpError::Timeout {
-            url: "https://x.test/".into(),
-        };
-        assert_eq!(
-            ToolError::from(timeout),
-            ToolError::failed("the request to https://x.test/ timed out")
-        );
-        let large = HttpError::TooLarge {
-            url: "https://x.test/".into(),
-            status: Some(200),
-            limit: None,
-        };
+        let timeout = HttpError::Timeout { url: "https://x.test/".into() };
+        assert_eq!(ToolError::from(timeout), ToolError::failed("the request to https://x.test/ timed out"));
+        let large = HttpError::TooLarge { url: "https://x.test/".into(), status: Some(200), limit: None };
         assert_eq!(large.code(), "too_large");
         assert!(matches!(ToolError::from(large), ToolError::Failed(m) if m.contains("too large")));
         assert!(matches!(
@@ -887,9 +802,7 @@ mod tests {
 
     #[test]
     fn responses_read_headers_text_and_json() {
-        let response = Response::new(200)
-            .with_header("content-type", "application/json")
-            .with_body(r#"{"a": 1}"#);
+        let response = Response::new(200).with_header("content-type", "application/json").with_body(r#"{"a": 1}"#);
         assert_eq!(response.header("Content-Type"), Some("application/json"));
         assert_eq!(response.header("x-missing"), None);
         assert_eq!(response.text(), r#"{"a": 1}"#);
@@ -898,17 +811,11 @@ mod tests {
         assert!(response.is_success() && !response.is_redirect());
 
         let bad = Response::new(200).with_body("<html>");
-        assert_eq!(
-            bad.json::<serde_json::Value>().unwrap_err().code(),
-            "decode"
-        );
+        assert_eq!(bad.json::<serde_json::Value>().unwrap_err().code(), "decode");
         let empty = Response::new(204);
         assert_eq!(empty.json::<()>(), Ok(()));
         assert_eq!(empty.json::<Option<u32>>(), Ok(None));
-        assert_eq!(
-            Response::new(200).with_body(vec![0xff, b'a']).text(),
-            "\u{fffd}a"
-        );
+        assert_eq!(Response::new(200).with_body(vec![0xff, b'a']).text(), "\u{fffd}a");
     }
 
     #[test]
@@ -917,10 +824,7 @@ mod tests {
         let mut response = Response::new(404).with_body(r#"{"message": "Not Found"}"#);
         response.url = "https://api.github.com/repos/a/b".into();
         let error = response.error_for_status().unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            r#"https://api.github.com/repos/a/b answered 404 Not Found: {"message": "Not Found"}"#
-        );
+        assert_eq!(error.to_string(), r#"https://api.github.com/repos/a/b answered 404 Not Found: {"message": "Not Found"}"#);
         let long = Response::new(500).with_body("é".repeat(400));
         let HttpError::Status { body, .. } = long.error_for_status().unwrap_err() else {
             panic!("expected a status error");
@@ -930,29 +834,15 @@ mod tests {
 
     #[test]
     fn requests_build_headers_and_json_bodies() {
-        let request = Request::post("https://x.test/")
-            .header("Authorization", "Bearer t")
-            .json(&serde_json::json!({"a": 1}));
-        assert_eq!(
-            request.header_value("content-type"),
-            Some("application/json")
-        );
+        let request = Request::post("https://x.test/").header("Authorization", "Bearer t").json(&serde_json::json!({"a": 1}));
+        assert_eq!(request.header_value("content-type"), Some("application/json"));
         assert_eq!(request.body_bytes(), br#"{"a":1}"#);
-        let custom = Request::post("https://x.test/")
-            .header("Content-Type", "application/vnd.api+json")
-            .json(&1);
-        assert_eq!(
-            custom.headers().len(),
-            1,
-            "an explicit content type is kept"
-        );
+        let custom = Request::post("https://x.test/").header("Content-Type", "application/vnd.api+json").json(&1);
+        assert_eq!(custom.headers().len(), 1, "an explicit content type is kept");
 
         let mut map = std::collections::HashMap::new();
         map.insert(vec![1u8], 1);
-        let error = Request::post("https://x.test/")
-            .json(&map)
-            .send()
-            .unwrap_err();
+        let error = Request::post("https://x.test/").json(&map).send().unwrap_err();
         assert_eq!(error.code(), "invalid");
     }
 
@@ -969,17 +859,10 @@ mod tests {
         let log = seen.clone();
         with_handler(
             move |request| {
-                log.borrow_mut().push(format!(
-                    "{} {} {:?}",
-                    request.method(),
-                    request.url(),
-                    request.header_value("accept")
-                ));
+                log.borrow_mut().push(format!("{} {} {:?}", request.method(), request.url(), request.header_value("accept")));
                 match request.url() {
                     "https://x.test/ok" => Ok(Response::new(200).with_body(r#"{"n": 2}"#)),
-                    "https://x.test/echo" => {
-                        Ok(Response::new(201).with_body(request.body_bytes().to_vec()))
-                    }
+                    "https://x.test/echo" => Ok(Response::new(201).with_body(request.body_bytes().to_vec())),
                     "https://x.test/big" => Ok(Response::new(200).with_body(vec![b'x'; 10])),
                     _ => Ok(Response::new(404)),
                 }
@@ -987,33 +870,15 @@ mod tests {
             || {
                 let value: serde_json::Value = get_json("https://x.test/ok").unwrap();
                 assert_eq!(value["n"], 2);
-                let echoed: serde_json::Value =
-                    post_json("https://x.test/echo", &serde_json::json!({"k": "v"})).unwrap();
+                let echoed: serde_json::Value = post_json("https://x.test/echo", &serde_json::json!({"k": "v"})).unwrap();
                 assert_eq!(echoed["k"], "v");
                 let missing = get_json::<serde_json::Value>("https://x.test/nope").unwrap_err();
                 assert!(matches!(missing, HttpError::Status { status: 404, .. }));
                 let response = get("https://x.test/nope").unwrap();
-                assert_eq!(
-                    (response.status, response.url.as_str()),
-                    (404, "https://x.test/nope")
-                );
-                let big = Request::get("https://x.test/big")
-                    .max_body(4)
-                    .send()
-                    .unwrap_err();
-                assert!(matches!(
-                    big,
-                    HttpError::TooLarge {
-                        status: Some(200),
-                        limit: Some(4),
-                        ..
-                    }
-                ));
-                assert_eq!(
-                    get("ftp://x.test/").unwrap_err().code(),
-                    "invalid",
-                    "checked before the handler"
-                );
+                assert_eq!((response.status, response.url.as_str()), (404, "https://x.test/nope"));
+                let big = Request::get("https://x.test/big").max_body(4).send().unwrap_err();
+                assert!(matches!(big, HttpError::TooLarge { status: Some(200), limit: Some(4), .. }));
+                assert_eq!(get("ftp://x.test/").unwrap_err().code(), "invalid", "checked before the handler");
             },
         );
         assert_eq!(
@@ -1026,10 +891,6 @@ mod tests {
                 "GET https://x.test/big None",
             ]
         );
-        assert_eq!(
-            get("https://x.test/ok").unwrap_err().code(),
-            "connection",
-            "restored"
-        );
+        assert_eq!(get("https://x.test/ok").unwrap_err().code(), "connection", "restored");
     }
 }

@@ -190,10 +190,7 @@ mod tests {
     /// Count the words in a text.
     #[tool(read_only, idempotent, example = r#"{"text": "hello world"}"#)]
     fn word_count(input: CountInput) -> Result<CountOutput, ToolError> {
-        Ok(CountOutput {
-            words: input.text.split_whitespace().count(),
-            note: None,
-        })
+        Ok(CountOutput { words: input.text.split_whitespace().count(), note: None })
     }
 
     /// The time, always noon.
@@ -219,96 +216,54 @@ mod tests {
 
         let input: serde_json::Value = serde_json::from_str(&spec.input_schema).unwrap();
         assert_eq!(input["type"], "object");
-        assert_eq!(
-            input["title"], "CountInput",
-            "the schema keeps the type's name"
-        );
-        assert_eq!(
-            input["properties"]["text"]["description"],
-            "The text to count words in."
-        );
+        assert_eq!(input["title"], "CountInput", "the schema keeps the type's name");
+        assert_eq!(input["properties"]["text"]["description"], "The text to count words in.");
         assert_eq!(input["required"], serde_json::json!(["text"]));
-        let output: serde_json::Value =
-            serde_json::from_str(spec.output_schema.as_deref().unwrap()).unwrap();
+        let output: serde_json::Value = serde_json::from_str(spec.output_schema.as_deref().unwrap()).unwrap();
         assert_eq!(output["properties"]["words"]["type"], "integer");
-        assert_eq!(
-            output["required"],
-            serde_json::json!(["words"]),
-            "skipped when empty: optional"
-        );
+        assert_eq!(output["required"], serde_json::json!(["words"]), "skipped when empty: optional");
     }
 
     #[test]
     fn tools_without_input_accept_any_object() {
         let spec = now::spec();
         assert_eq!(spec.name, "now-ish");
-        assert!(
-            spec.output_schema.is_none(),
-            "a string output has no object schema"
-        );
+        assert!(spec.output_schema.is_none(), "a string output has no object schema");
         assert_eq!(now::call("{}").unwrap(), r#""12:00""#);
         assert_eq!(now::call("").unwrap(), r#""12:00""#);
-        assert!(matches!(
-            now::call("[1]"),
-            Err(crate::__private::CallError::InvalidInput(_))
-        ));
+        assert!(matches!(now::call("[1]"), Err(crate::__private::CallError::InvalidInput(_))));
     }
 
     #[test]
     fn calls_parse_input_and_map_errors() {
         use crate::__private::CallError;
-        assert_eq!(
-            word_count::call(r#"{"text": "a b c"}"#).unwrap(),
-            r#"{"words":3}"#
-        );
+        assert_eq!(word_count::call(r#"{"text": "a b c"}"#).unwrap(), r#"{"words":3}"#);
         let Err(CallError::InvalidInput(message)) = word_count::call(r#"{"text": 3}"#) else {
             panic!("expected invalid input");
         };
         assert!(message.starts_with("text: invalid type"), "{message}");
-        assert!(
-            matches!(word_count::call("{}"), Err(CallError::InvalidInput(m)) if m.contains("text"))
-        );
-        assert!(matches!(
-            word_count::call("{} x"),
-            Err(CallError::InvalidInput(_))
-        ));
-        assert_eq!(
-            refuse::call(r#"{"text": ""}"#),
-            Err(CallError::Denied("no".into()))
-        );
+        assert!(matches!(word_count::call("{}"), Err(CallError::InvalidInput(m)) if m.contains("text")));
+        assert!(matches!(word_count::call("{} x"), Err(CallError::InvalidInput(_))));
+        assert_eq!(refuse::call(r#"{"text": ""}"#), Err(CallError::Denied("no".into())));
     }
 
     #[test]
     fn dispatch_lists_the_tools_of_an_unknown_name() {
         use crate::__private::{CallFn, WitCallError, dispatch};
-        let table = [
-            (word_count::NAME, word_count::call as CallFn),
-            (now::NAME, now::call as CallFn),
-        ];
+        let table = [(word_count::NAME, word_count::call as CallFn), (now::NAME, now::call as CallFn)];
         assert!(dispatch("now-ish", "{}", &table).is_ok());
         let Err(WitCallError::UnknownTool(message)) = dispatch("nope", "{}", &table) else {
             panic!("expected unknown tool");
         };
-        assert!(
-            message.contains("nope") && message.contains("word_count, now-ish"),
-            "{message}"
-        );
+        assert!(message.contains("nope") && message.contains("word_count, now-ish"), "{message}");
     }
 
     #[test]
     fn io_errors_map_to_denied_or_failed() {
         use std::io::{Error, ErrorKind};
-        assert!(matches!(
-            ToolError::from(Error::from(ErrorKind::PermissionDenied)),
-            ToolError::Denied(_)
-        ));
-        assert!(matches!(
-            ToolError::from(Error::from(ErrorKind::NotFound)),
-            ToolError::Failed(_)
-        ));
-        let outside = Error::other(
-            "failed to find a pre-opened file descriptor through which \"/etc\" could be opened",
-        );
+        assert!(matches!(ToolError::from(Error::from(ErrorKind::PermissionDenied)), ToolError::Denied(_)));
+        assert!(matches!(ToolError::from(Error::from(ErrorKind::NotFound)), ToolError::Failed(_)));
+        let outside = Error::other("failed to find a pre-opened file descriptor through which \"/etc\" could be opened");
         assert!(matches!(ToolError::from(outside), ToolError::Denied(_)));
         assert_eq!(ToolError::failed("x").to_string(), "failed: x");
     }

@@ -134,16 +134,12 @@ pub fn assert_output<O: Serialize + JsonSchema>() {}
 
 /// The schema of a type as deserialised (what a caller may send).
 fn schema_text<T: JsonSchema>() -> String {
-    let generator = SchemaSettings::draft2020_12()
-        .for_deserialize()
-        .into_generator();
+    let generator = SchemaSettings::draft2020_12().for_deserialize().into_generator();
     generator.into_root_schema_for::<T>().as_value().to_string()
 }
 
 /// The input schema of a one-argument tool.
-pub fn input_schema<I: DeserializeOwned + JsonSchema, O>(
-    _: fn(I) -> Result<O, ToolError>,
-) -> String {
+pub fn input_schema<I: DeserializeOwned + JsonSchema, O>(_: fn(I) -> Result<O, ToolError>) -> String {
     schema_text::<I>()
 }
 
@@ -159,42 +155,30 @@ pub fn no_input_schema() -> String {
 /// The output schema as serialised (fields skipped when empty are not
 /// required), when the output is a JSON object.
 fn object_schema<O: JsonSchema>() -> Option<String> {
-    let generator = SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator();
+    let generator = SchemaSettings::draft2020_12().for_serialize().into_generator();
     let schema = generator.into_root_schema_for::<O>();
     let is_object = schema.get("type").and_then(|t| t.as_str()) == Some("object");
     is_object.then(|| schema.as_value().to_string())
 }
 
 /// The output schema of a one-argument tool.
-pub fn output_schema<I, O: Serialize + JsonSchema>(
-    _: fn(I) -> Result<O, ToolError>,
-) -> Option<String> {
+pub fn output_schema<I, O: Serialize + JsonSchema>(_: fn(I) -> Result<O, ToolError>) -> Option<String> {
     object_schema::<O>()
 }
 
 /// The output schema of a tool without input.
-pub fn output_schema_without_input<O: Serialize + JsonSchema>(
-    _: fn() -> Result<O, ToolError>,
-) -> Option<String> {
+pub fn output_schema_without_input<O: Serialize + JsonSchema>(_: fn() -> Result<O, ToolError>) -> Option<String> {
     object_schema::<O>()
 }
 
 /// Parses `input`, runs `tool`, serialises its output.
-pub fn call<I: DeserializeOwned, O: Serialize>(
-    tool: fn(I) -> Result<O, ToolError>,
-    input: &str,
-) -> Result<String, CallError> {
+pub fn call<I: DeserializeOwned, O: Serialize>(tool: fn(I) -> Result<O, ToolError>, input: &str) -> Result<String, CallError> {
     let input = parse_input(input)?;
     finish(tool(input))
 }
 
 /// Checks `input` is an object (or empty), runs `tool`, serialises its output.
-pub fn call_without_input<O: Serialize>(
-    tool: fn() -> Result<O, ToolError>,
-    input: &str,
-) -> Result<String, CallError> {
+pub fn call_without_input<O: Serialize>(tool: fn() -> Result<O, ToolError>, input: &str) -> Result<String, CallError> {
     if !input.trim().is_empty() {
         match serde_json::from_str::<serde_json::Value>(input) {
             Ok(serde_json::Value::Object(_) | serde_json::Value::Null) => {}
@@ -211,22 +195,15 @@ pub fn parse_input<I: DeserializeOwned>(input: &str) -> Result<I, CallError> {
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let error = error.into_inner();
-        CallError::InvalidInput(if path == "." {
-            error.to_string()
-        } else {
-            format!("{path}: {error}")
-        })
+        CallError::InvalidInput(if path == "." { error.to_string() } else { format!("{path}: {error}") })
     })?;
-    deserializer
-        .end()
-        .map_err(|error| CallError::InvalidInput(error.to_string()))?;
+    deserializer.end().map_err(|error| CallError::InvalidInput(error.to_string()))?;
     Ok(value)
 }
 
 fn finish<O: Serialize>(result: Result<O, ToolError>) -> Result<String, CallError> {
     let output = result?;
-    serde_json::to_string(&output)
-        .map_err(|e| CallError::Failed(format!("the tool's output could not be serialised: {e}")))
+    serde_json::to_string(&output).map_err(|e| CallError::Failed(format!("the tool's output could not be serialised: {e}")))
 }
 
 /// The WIT `tools` export.
@@ -240,10 +217,7 @@ pub fn dispatch(tool: &str, input: &str, table: &[(&str, CallFn)]) -> Result<Str
         Some((_, call)) => call(input).map_err(Into::into),
         None => {
             let names: Vec<&str> = table.iter().map(|(name, _)| *name).collect();
-            Err(WitCallError::UnknownTool(format!(
-                "no tool `{tool}` in this skill; its tools are: {}",
-                names.join(", ")
-            )))
+            Err(WitCallError::UnknownTool(format!("no tool `{tool}` in this skill; its tools are: {}", names.join(", "))))
         }
     }
 }

@@ -21,7 +21,10 @@ fn csv_data(t: &fixtures::TestHost) {
 
 async fn load(t: &fixtures::TestHost, guest: Guest) -> LoadedSkill {
     let skill = t.host.load_path(&guest.folder(t.skills.path())).await.expect("bundled skill loads");
-    assert!(skill.instructions.as_deref().is_some_and(|md| md.starts_with("---\nname: ")) || guest.dir.contains("minimal"), "bundled skills carry SKILL.md");
+    assert!(
+        skill.instructions.as_deref().is_some_and(|md| md.starts_with("---\nname: ")) || guest.dir.contains("minimal"),
+        "bundled skills carry SKILL.md"
+    );
     skill
 }
 
@@ -74,7 +77,8 @@ async fn unit_convert_answers() {
     assert!((out["value"].as_f64().unwrap() - 1073.741824).abs() < 1e-3, "{out}");
     let err = call(&skill, "convert", json!({"value": 1, "from": "kilometre", "to": "parsec-ish"})).await.unwrap_err();
     assert_eq!(err.code(), "invalid_input", "{err}");
-    let out = ok(&skill, "convert_time", json!({"datetime": "2024-07-01T09:00", "from_tz": "America/New_York", "to_tz": "Europe/Berlin"})).await;
+    let out =
+        ok(&skill, "convert_time", json!({"datetime": "2024-07-01T09:00", "from_tz": "America/New_York", "to_tz": "Europe/Berlin"})).await;
     assert!(out.to_string().contains("2024-07-01T15:00"), "09:00 EDT is 15:00 CEST: {out}");
 }
 

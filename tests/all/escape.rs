@@ -44,7 +44,15 @@ async fn files_outside_the_grant_are_refused() {
     let outside = t.data.path().join("outside.txt");
     std::fs::write(&outside, "SECRET-OUTSIDE").unwrap();
     let host_path = outside.display().to_string();
-    for path in ["/etc/passwd", "/data/../etc/passwd", "/data/../../outside.txt", "../outside.txt", "/data/ro/../../outside.txt", host_path.as_str(), "/proc/self/environ"] {
+    for path in [
+        "/etc/passwd",
+        "/data/../etc/passwd",
+        "/data/../../outside.txt",
+        "../outside.txt",
+        "/data/ro/../../outside.txt",
+        host_path.as_str(),
+        "/proc/self/environ",
+    ] {
         let report = ok(&skill, "read_file", json!({ "path": path })).await;
         refused(&report, &format!("reading {path}"));
         assert!(!report.to_string().contains("SECRET-OUTSIDE"));

@@ -57,7 +57,10 @@ fn serve_page() -> (u16, Arc<AtomicUsize>) {
                 line.clear();
             }
             count.fetch_add(1, Ordering::SeqCst);
-            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", PAGE.len());
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                PAGE.len()
+            );
             let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(PAGE.as_bytes()));
         }
     });
@@ -103,7 +106,11 @@ async fn mcp_server_fetch_runs_readability_under_node_in_512_mib() {
         .and_then(|mut d| d.next())
         .and_then(Result::ok)
         .map(|py| py.path().join("site-packages/readabilipy/javascript"));
-    assert!(venv.join("bin/mcp-server-fetch").is_file(), "mcp-server-fetch is not in the test venv {}; run scripts/setup.sh", venv.display());
+    assert!(
+        venv.join("bin/mcp-server-fetch").is_file(),
+        "mcp-server-fetch is not in the test venv {}; run scripts/setup.sh",
+        venv.display()
+    );
     assert!(
         jsdir.as_ref().is_some_and(|d| d.join("node_modules/@mozilla/readability").is_dir()),
         "readabilipy's Readability.js packages are not installed in {jsdir:?} (scripts/setup.sh runs `npm install` there; it needs npm)"
@@ -134,9 +141,7 @@ async fn mcp_server_fetch_runs_readability_under_node_in_512_mib() {
         )
         .unwrap();
         let host = &host;
-        async move {
-            tokio::time::timeout(HANG_GUARD, host.load_path(&dir)).await.expect("load hung").unwrap_or_else(|e| panic!("{name}: {e}"))
-        }
+        async move { tokio::time::timeout(HANG_GUARD, host.load_path(&dir)).await.expect("load hung").unwrap_or_else(|e| panic!("{name}: {e}")) }
     };
     let skill = load("fetch-server", "command = \"mcp-server-fetch\"\nargs = [\"--ignore-robots-txt\", \"--allow-private-ips\"]").await;
     assert_eq!(skill.runtime, "bwrap");
@@ -146,7 +151,12 @@ async fn mcp_server_fetch_runs_readability_under_node_in_512_mib() {
     let started = Instant::now();
     let simplified = text(&ok(&skill, "fetch", json!({"url": url})).await);
     let took = started.elapsed();
-    for paragraph in ["Skerryvore lighthouse stands on a reef", "completed in 1844 by Alan Stevenson", "recorded the weather in a log", "the last keepers left the rock"] {
+    for paragraph in [
+        "Skerryvore lighthouse stands on a reef",
+        "completed in 1844 by Alan Stevenson",
+        "recorded the weather in a log",
+        "the last keepers left the rock",
+    ] {
         assert!(simplified.contains(paragraph), "the article's paragraph {paragraph:?} is missing:\n{simplified}");
     }
     // Readability's work: the sidebar and footer are gone (readabilipy's fallback keeps both).
@@ -170,7 +180,12 @@ async fn mcp_server_fetch_runs_readability_under_node_in_512_mib() {
     };
     let cgroup = memory_cgroup("fetch-server");
     if let Some(cg) = &cgroup {
-        assert_eq!(read(cg, "memory.max", "memory.limit_in_bytes"), Some(512 << 20), "the server's cgroup {} is not limited to 512 MiB", cg.display());
+        assert_eq!(
+            read(cg, "memory.max", "memory.limit_in_bytes"),
+            Some(512 << 20),
+            "the server's cgroup {} is not limited to 512 MiB",
+            cg.display()
+        );
     }
     let peak = cgroup.and_then(|cg| read(&cg, "memory.peak", "memory.max_usage_in_bytes"));
 

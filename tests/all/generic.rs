@@ -71,7 +71,19 @@ async fn a_bare_component_is_a_skill_named_after_its_file() {
     let names: Vec<&str> = loaded.skill.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["add", "greet", "shapes-area", "shapes-echo", "shapes-midpoint", "shapes-divide", "shapes-check", "shapes-connect", "math-add-pairs", "stress-spin", "stress-allocate"]
+        [
+            "add",
+            "greet",
+            "shapes-area",
+            "shapes-echo",
+            "shapes-midpoint",
+            "shapes-divide",
+            "shapes-check",
+            "shapes-connect",
+            "math-add-pairs",
+            "stress-spin",
+            "stress-allocate"
+        ]
     );
     let add = &loaded.skill.tools()[0];
     assert_eq!(add.description, "`add: func(a: u32, b: u32) -> u64`, exported by the component");
@@ -131,7 +143,10 @@ async fn every_type_round_trips() {
 
     // The guest computes with what it got.
     assert_eq!(ok(&loaded, "shapes-area", json!({"shape": {"rectangle": [2.0, 3.25]}})).await, json!(6.5));
-    assert_eq!(ok(&loaded, "shapes-area", json!({"shape": {"polygon": [{"x": 0, "y": 0}, {"x": 4, "y": 0}, {"x": 0, "y": 3}]}})).await, json!(6.0));
+    assert_eq!(
+        ok(&loaded, "shapes-area", json!({"shape": {"polygon": [{"x": 0, "y": 0}, {"x": 4, "y": 0}, {"x": 0, "y": 3}]}})).await,
+        json!(6.0)
+    );
     assert_eq!(ok(&loaded, "shapes-area", json!({"shape": {"empty": null}})).await, json!(0.0));
     assert_eq!(ok(&loaded, "shapes-midpoint", json!({"a": {"x": 0, "y": 0}, "b": {"x": 4, "y": -6}})).await, json!({"x": 2, "y": -3}));
     assert_eq!(ok(&loaded, "shapes-divide", json!({"a": 1, "b": 4})).await, json!(0.25), "an ok result answers with its value");
@@ -157,7 +172,10 @@ async fn a_wrong_input_names_the_field_and_the_expected_type() {
     );
     let mut d = drawing();
     d["unit"] = json!("yard");
-    assert_eq!(invalid("shapes-echo", json!({"drawing": d})).await, "input.drawing.unit: expected enum (one of \"metre\", \"foot\"), got a string \"yard\"");
+    assert_eq!(
+        invalid("shapes-echo", json!({"drawing": d})).await,
+        "input.drawing.unit: expected enum (one of \"metre\", \"foot\"), got a string \"yard\""
+    );
     assert_eq!(
         invalid("shapes-area", json!({"shape": {"square": 1}})).await,
         "input.shape: expected variant (an object with one key, one of `circle`, `rectangle`, `polygon`, `empty`), got an object {\"square\":1}"
@@ -220,7 +238,11 @@ async fn a_toolchains_own_exports_are_not_tools() {
     let loaded = t.host.load_path(&bare(t.skills.path(), "calc")).await.unwrap();
     let names: Vec<&str> = loaded.skill.tools().iter().map(|t| t.name.as_str()).collect();
     assert!(!names.iter().any(|n| n.contains("init")), "{names:?}");
-    assert!(!loaded.manifest.description.contains("exports,") && !loaded.manifest.description.ends_with("exports"), "{}", loaded.manifest.description);
+    assert!(
+        !loaded.manifest.description.contains("exports,") && !loaded.manifest.description.ends_with("exports"),
+        "{}",
+        loaded.manifest.description
+    );
     let symbols = json!({"exports": [], "resources": [], "records": [], "flags": [], "tuples": [], "variants": [], "enums": [], "options": [], "results": []});
     let err = call(&loaded, "exports-init", json!({"app-name": "app", "symbols": symbols, "stub-wasi": false})).await.unwrap_err();
     assert!(matches!(err, CallError::UnknownTool { .. }), "{err}");

@@ -71,7 +71,11 @@ fn version(registry: &Registry, name: &str) -> String {
 }
 
 /// Wait for the first event about `name` that `pred` accepts; fails after [`HANG_GUARD`].
-async fn wait_for(events: &mut tokio::sync::broadcast::Receiver<RegistryEvent>, name: &str, pred: impl Fn(&RegistryEvent) -> bool) -> RegistryEvent {
+async fn wait_for(
+    events: &mut tokio::sync::broadcast::Receiver<RegistryEvent>,
+    name: &str,
+    pred: impl Fn(&RegistryEvent) -> bool,
+) -> RegistryEvent {
     let wait = async {
         loop {
             match events.recv().await {
@@ -92,7 +96,11 @@ fn contains_canary(dir: &Path) -> bool {
         if path.is_symlink() {
             return true; // a link in the user layer is a failure in itself
         }
-        if path.is_dir() { contains_canary(&path) } else { std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(CANARY)) }
+        if path.is_dir() {
+            contains_canary(&path)
+        } else {
+            std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(CANARY))
+        }
     })
 }
 
@@ -174,7 +182,14 @@ async fn hostile_manifests_are_refused_and_the_rest_serves() {
     }
     let bomb = layers.ws().join("alias-bomb");
     std::fs::create_dir(&bomb).unwrap();
-    std::fs::write(bomb.join("SKILL.md"), format!("---\nname: alias-bomb\ndescription: d\nmetadata:\n{}---\n# Body\n", laughs.lines().map(|l| format!("  {l}\n")).collect::<String>())).unwrap();
+    std::fs::write(
+        bomb.join("SKILL.md"),
+        format!(
+            "---\nname: alias-bomb\ndescription: d\nmetadata:\n{}---\n# Body\n",
+            laughs.lines().map(|l| format!("  {l}\n")).collect::<String>()
+        ),
+    )
+    .unwrap();
 
     let registry = layers.open(false).await;
     let out = call(&registry, "limits", "echo", json!({"value": 7})).await.expect("the good skill serves");
@@ -187,7 +202,13 @@ async fn hostile_manifests_are_refused_and_the_rest_serves() {
         ("huge-md", &["SKILL.md", "frontmatter-size"][..]),
         ("alias-bomb", &["SKILL.md", "repetition limit", "instead of repeating YAML aliases"][..]),
     ] {
-        let error = registry.entry(name).unwrap_or_else(|e| panic!("{name} is listed: {e}")).error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+        let error = registry
+            .entry(name)
+            .unwrap_or_else(|e| panic!("{name} is listed: {e}"))
+            .error
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         eprintln!("{name}: {error}");
         for word in words {
             assert!(error.contains(word), "{name}: the error should say {word:?}: {error:?}");

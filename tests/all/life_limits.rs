@@ -63,7 +63,10 @@ impl LimitsHost {
     fn cgroups_or_skip(&self, test: &str) -> bool {
         let (available, detail, fix) = self.layer("cgroup");
         if !available {
-            assert!(fix.as_deref().is_some_and(|f| f.contains("Delegate=yes")), "an unavailable cgroup layer says what to do: {detail} / {fix:?}");
+            assert!(
+                fix.as_deref().is_some_and(|f| f.contains("Delegate=yes")),
+                "an unavailable cgroup layer says what to do: {detail} / {fix:?}"
+            );
             eprintln!("SKIPPED {test}: cgroups unavailable to this user ({detail}); asserted the runtime reports it");
         }
         available
@@ -182,7 +185,9 @@ async fn a_server_tree_shares_one_memory_limit_and_dies_with_the_call() {
 
     // Children that outlive the server's own session are killed at the deadline too.
     let marker = format!("tree-sleeper-{}", std::process::id());
-    let result = call_with(&skill, "fork_hold", json!({"children": 3, "mib": 8, "seconds": 600, "marker": marker}), timeout(Duration::from_secs(3))).await;
+    let result =
+        call_with(&skill, "fork_hold", json!({"children": 3, "mib": 8, "seconds": 600, "marker": marker}), timeout(Duration::from_secs(3)))
+            .await;
     assert!(matches!(result, Err(CallError::Timeout { .. })), "{result:?}");
     assert_eq!(wait_gone(&marker).await, Vec::<u32>::new(), "children of the server outlived the deadline");
 

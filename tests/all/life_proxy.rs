@@ -240,7 +240,9 @@ async fn exchange(socket: &Path, bytes: &[u8], guard: Duration, what: &str) -> S
 
 /// The head of a `POST` through the proxy to `port` with a `length`-byte body.
 fn post_head(port: u16, length: usize) -> String {
-    format!("POST http://127.0.0.1:{port}/upload HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n")
+    format!(
+        "POST http://127.0.0.1:{port}/upload HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
+    )
 }
 
 /// The status line of an answer.

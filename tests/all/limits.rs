@@ -33,7 +33,10 @@ async fn spin_loop_stops_at_the_deadline() {
     );
     // The manifest's own limit (2s) applies without a caller deadline, and is named.
     let err = call(&skill, "spin", json!({})).await.unwrap_err();
-    assert_eq!(err.to_string(), "skill `limits` tool `spin`: timeout after 2s; raise `[limits] timeout` in its skill.toml if the tool needs longer");
+    assert_eq!(
+        err.to_string(),
+        "skill `limits` tool `spin`: timeout after 2s; raise `[limits] timeout` in its skill.toml if the tool needs longer"
+    );
     still_serving(&skill).await;
 }
 
@@ -54,7 +57,10 @@ async fn memory_bomb_hits_the_cap() {
     let skill = limits_skill(&t).await;
     let err = call(&skill, "alloc", json!({"mib": 1024})).await.unwrap_err();
     assert!(matches!(err, CallError::MemoryLimit { limit, .. } if limit == 512 << 20), "{err:?}");
-    assert_eq!(err.to_string(), "skill `limits` tool `alloc`: memory limit 512 MiB exceeded; raise `[limits] memory` in its skill.toml if the tool needs more");
+    assert_eq!(
+        err.to_string(),
+        "skill `limits` tool `alloc`: memory limit 512 MiB exceeded; raise `[limits] memory` in its skill.toml if the tool needs more"
+    );
     assert_eq!(ok(&skill, "alloc", json!({"mib": 16})).await, json!(16), "within the cap works");
     still_serving(&skill).await;
 }
@@ -81,10 +87,7 @@ async fn every_skill_still_serves_after_limits() {
     let limits = limits_skill(&t).await;
     let escape = t.host.load_path(&fixtures::ESCAPE.folder(t.skills.path())).await.unwrap();
     let cx = CallContext { timeout: Some(Duration::from_millis(200)), ..CallContext::default() };
-    let (a, b) = tokio::join!(
-        call_with(&limits, "spin", json!({}), cx.clone()),
-        call(&limits, "alloc", json!({"mib": 1024})),
-    );
+    let (a, b) = tokio::join!(call_with(&limits, "spin", json!({}), cx.clone()), call(&limits, "alloc", json!({"mib": 1024})),);
     assert!(a.is_err() && b.is_err());
     let report = ok(&escape, "list_dir", json!({"path": "/data"})).await;
     assert_eq!(report["ok"], true);

@@ -91,7 +91,8 @@ async fn a_restart_compiles_no_component_before_the_first_call() {
     assert_eq!(tool_names(&registry, "limits"), tools);
     assert_eq!((second.cache_stats().compiled, second.cache_stats().hits), (0, 0), "a restart touched the compiled code before any call");
     assert_eq!(registry.entry("limits").unwrap().state, TrustState::Approved, "pure computation is approved automatically");
-    let out = tokio::time::timeout(HANG_GUARD, registry.call("limits", "echo", json!({"value": 3}), Default::default())).await.unwrap().unwrap();
+    let out =
+        tokio::time::timeout(HANG_GUARD, registry.call("limits", "echo", json!({"value": 3}), Default::default())).await.unwrap().unwrap();
     assert_eq!(out.value, json!(3));
     assert_eq!((second.cache_stats().compiled, second.cache_stats().hits), (0, 1), "the first call takes it from the compiled cache");
 }
@@ -218,7 +219,11 @@ impl rmcp::ClientHandler for Watcher {
         Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept).with_content(json!({"approve": true})))
     }
 
-    async fn on_progress(&self, params: rmcp::model::ProgressNotificationParam, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
         self.progress.lock().unwrap().extend(params.message);
     }
 }
@@ -251,11 +256,15 @@ async fn over_mcp_a_call_to_a_loading_skill_waits_with_progress() {
     assert!(!listed.iter().any(|t| t.name == "sandbox-probe__echo"), "tools/list waited for the listing");
     assert!(registry.loading().iter().any(|n| n.as_str() == "sandbox-probe"), "the handshake and tools/list waited for it");
 
-    let mut params = CallToolRequestParams::new("sandbox-probe__echo").with_arguments(json!({"text": "waited"}).as_object().cloned().unwrap());
+    let mut params =
+        CallToolRequestParams::new("sandbox-probe__echo").with_arguments(json!({"text": "waited"}).as_object().cloned().unwrap());
     params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(NumberOrString::Number(1))));
     let result = tokio::time::timeout(HANG_GUARD, client.call_tool(params)).await.expect("the call hung").unwrap();
     assert_eq!(result.is_error, Some(false), "{result:?}");
     assert!(format!("{result:?}").contains("waited"), "{result:?}");
     let progress = watcher.progress.lock().unwrap().clone();
-    assert!(progress.iter().any(|m| m.contains("sandbox-probe") && m.contains("still loading")), "no progress while it loaded: {progress:?}");
+    assert!(
+        progress.iter().any(|m| m.contains("sandbox-probe") && m.contains("still loading")),
+        "no progress while it loaded: {progress:?}"
+    );
 }

@@ -100,7 +100,10 @@ async fn limits_above_the_host_maximum() {
     let text = std::fs::read_to_string(&manifest).unwrap().replace("memory = \"512MiB\"", "memory = \"8GiB\"");
     std::fs::write(&manifest, text).unwrap();
     let err = load_error(t.host.load_path(&dir).await);
-    assert_eq!(err, "skill `limits` asks for memory = 8 GiB, above the host maximum of 1 GiB; lower `[limits] memory` in its skill.toml or raise the host maximum");
+    assert_eq!(
+        err,
+        "skill `limits` asks for memory = 8 GiB, above the host maximum of 1 GiB; lower `[limits] memory` in its skill.toml or raise the host maximum"
+    );
 }
 
 /// Log lines written while it is the current subscriber (this thread only).
@@ -124,7 +127,8 @@ impl std::io::Write for Captured {
 async fn a_broken_skill_is_warned_about_once_per_process() {
     let log = Captured::default();
     let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).with_max_level(tracing::Level::WARN).finish();
+    let subscriber =
+        tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).with_max_level(tracing::Level::WARN).finish();
     let _guard = tracing::subscriber::set_default(subscriber);
 
     let t = test_host();
@@ -137,7 +141,8 @@ async fn a_broken_skill_is_warned_about_once_per_process() {
         config.watch = false;
         t.host.open_registry(config)
     };
-    let warnings = || String::from_utf8_lossy(&log.0.lock().unwrap()).lines().filter(|l| l.contains("load failed") && l.contains("limits")).count();
+    let warnings =
+        || String::from_utf8_lossy(&log.0.lock().unwrap()).lines().filter(|l| l.contains("load failed") && l.contains("limits")).count();
     for _ in 0..3 {
         let registry = open().await.expect("the registry opens beside a broken skill");
         assert!(registry.entry("limits").unwrap().error.is_some());

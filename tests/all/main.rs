@@ -126,7 +126,14 @@ impl Swapper {
             let mut rounds = 0u64;
             while !flag.load(Ordering::Relaxed) {
                 for (a, b) in pairs {
-                    rustix::fs::renameat_with(rustix::fs::CWD, dir.join(a), rustix::fs::CWD, dir.join(b), rustix::fs::RenameFlags::EXCHANGE).unwrap();
+                    rustix::fs::renameat_with(
+                        rustix::fs::CWD,
+                        dir.join(a),
+                        rustix::fs::CWD,
+                        dir.join(b),
+                        rustix::fs::RenameFlags::EXCHANGE,
+                    )
+                    .unwrap();
                 }
                 rounds += 1;
             }

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fixtures::LIMITS;
+use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::ServiceExt;
 use serde_json::json;
 use skillhost::mcp::{McpConfig, SkillhostMcp};
 use skillhost::{Registry, RegistryConfig};
@@ -30,7 +30,8 @@ async fn front(registry: Arc<Registry>) -> RunningService<RoleClient, ()> {
 async fn read(client: &RunningService<RoleClient, ()>, path: &str) -> Result<String, String> {
     let args = json!({"skill": "limits", "path": path}).as_object().cloned().unwrap();
     let call = client.call_tool(CallToolRequestParams::new("read_skill_resource").with_arguments(args));
-    let result = tokio::time::timeout(HANG_GUARD, call).await.expect("read_skill_resource hung").expect("a tool result, not a protocol error");
+    let result =
+        tokio::time::timeout(HANG_GUARD, call).await.expect("read_skill_resource hung").expect("a tool result, not a protocol error");
     let text = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n");
     if result.is_error == Some(true) {
         Err(text)
@@ -114,11 +115,20 @@ async fn reads_cannot_leave_the_skill_folder_whatever_the_path() {
         assert!(!error.contains(CANARY), "{path:?}: {error}");
     }
 
-    for uri in ["skill://limits/../limits/skill.toml", "skill://limits/link/notes.md", "skill://limits/secret-link", "skill://nope/SKILL.md", "skill://limits/%2e%2e/skill.toml"] {
+    for uri in [
+        "skill://limits/../limits/skill.toml",
+        "skill://limits/link/notes.md",
+        "skill://limits/secret-link",
+        "skill://nope/SKILL.md",
+        "skill://limits/%2e%2e/skill.toml",
+    ] {
         let read = client.read_resource(ReadResourceRequestParams::new(uri));
         match tokio::time::timeout(HANG_GUARD, read).await.expect("resources/read hung") {
             Err(e) => assert!(!e.to_string().contains(CANARY), "{uri}: {e}"),
-            Ok(result) => panic!("{uri} was read: {:?}", result.contents.iter().map(|c| matches!(c, ResourceContents::TextResourceContents { .. })).collect::<Vec<_>>()),
+            Ok(result) => panic!(
+                "{uri} was read: {:?}",
+                result.contents.iter().map(|c| matches!(c, ResourceContents::TextResourceContents { .. })).collect::<Vec<_>>()
+            ),
         }
     }
     assert_eq!(read(&client, "notes.md").await.as_deref(), Ok("harmless"), "the skill's files still read");

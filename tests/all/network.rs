@@ -8,9 +8,9 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use fixtures::{NET, TestHost, TestServer};
@@ -131,16 +131,16 @@ async fn other_ports_hosts_and_forms_are_refused_before_connecting() {
     assert_eq!(report["status"], 200, "the named host works: {report}");
 
     let attempts = [
-        format!("http://svc.test:{other}/ok"),            // same host, another port
-        format!("https://svc.test:{port}/ok"),            // another scheme
-        format!("http://127.0.0.1:{other}/ok"),           // the canary by IP
-        format!("http://2130706433:{other}/ok"),          // decimal IPv4
-        format!("http://0x7f.0.0.1:{other}/ok"),          // hex
-        format!("http://0177.0.0.1:{other}/ok"),          // octal
-        format!("http://[::ffff:127.0.0.1]:{other}/ok"),  // IPv4-mapped IPv6
-        format!("http://svc.test@127.0.0.1:{other}/ok"),  // userinfo pointing elsewhere
-        format!("http://xn--vc-doc.test:{port}/ok"),      // Cyrillic ѕ (ѕvc.test), as a guest must send it
-        format!("http://svc.test.evil:{port}/ok"),        // suffix trick
+        format!("http://svc.test:{other}/ok"),           // same host, another port
+        format!("https://svc.test:{port}/ok"),           // another scheme
+        format!("http://127.0.0.1:{other}/ok"),          // the canary by IP
+        format!("http://2130706433:{other}/ok"),         // decimal IPv4
+        format!("http://0x7f.0.0.1:{other}/ok"),         // hex
+        format!("http://0177.0.0.1:{other}/ok"),         // octal
+        format!("http://[::ffff:127.0.0.1]:{other}/ok"), // IPv4-mapped IPv6
+        format!("http://svc.test@127.0.0.1:{other}/ok"), // userinfo pointing elsewhere
+        format!("http://xn--vc-doc.test:{port}/ok"),     // Cyrillic ѕ (ѕvc.test), as a guest must send it
+        format!("http://svc.test.evil:{port}/ok"),       // suffix trick
     ];
     for url in &attempts {
         assert_denied(&fetch(&skill, url).await, url);
@@ -309,7 +309,8 @@ async fn a_bound_secret_reaches_only_its_host_and_never_the_guest() {
          [[secrets]]\nname = \"api-token\"\nheader = \"Authorization\"\nformat = \"Bearer {{}}\"\nhosts = [\"http://127.0.0.1:{port}\"]\n"
     );
     let skill = net_skill(&t, &network).await;
-    let to_bound = ok(&skill, "fetch", json!({"url": format!("http://127.0.0.1:{port}/ok"), "headers": [["Authorization", "guest-made"]]})).await;
+    let to_bound =
+        ok(&skill, "fetch", json!({"url": format!("http://127.0.0.1:{port}/ok"), "headers": [["Authorization", "guest-made"]]})).await;
     let to_other = fetch(&skill, &format!("http://127.0.0.1:{other_port}/ok")).await;
     assert_eq!(bound.received()[0].header("authorization"), Some("Bearer s3cr3t-value"), "the host's value wins");
     assert_eq!(other.received()[0].header("authorization"), None, "never sent to another host");
@@ -347,7 +348,10 @@ async fn the_uptime_skill_checks_an_allowed_site_and_is_refused_elsewhere() {
     assert_eq!((out["up"].clone(), out["status"].clone(), out["body_bytes"].clone()), (json!(true), json!(200), json!(1024)), "{out}");
     let err = crate::call(&skill, "check", json!({"url": "https://example.com/"})).await.unwrap_err();
     assert_eq!(err.code(), "denied", "{err}");
-    assert!(err.to_string().contains("https://example.com:443 is not in the skill's network allowlist"), "the host's reason is on the error: {err}");
+    assert!(
+        err.to_string().contains("https://example.com:443 is not in the skill's network allowlist"),
+        "the host's reason is on the error: {err}"
+    );
 }
 
 #[tokio::test]
@@ -470,7 +474,11 @@ async fn https_reaches_an_allowed_host_with_a_verified_certificate() {
     let t = host_with(TestResolver::with(&[("secure.test", &["127.0.0.1"])]), |net| net.tls = ca.client_config());
     let skill = net_skill(&t, &secure_test(server.port)).await;
     let report = fetch(&skill, &format!("https://secure.test:{}/hello", server.port)).await;
-    assert_eq!((report["ok"].clone(), report["status"].clone(), report["body"].clone()), (json!(true), json!(200), json!("over tls")), "{report}");
+    assert_eq!(
+        (report["ok"].clone(), report["status"].clone(), report["body"].clone()),
+        (json!(true), json!(200), json!("over tls")),
+        "{report}"
+    );
     let seen = server.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].0.as_deref(), Some("secure.test"), "SNI names the checked host");
@@ -478,7 +486,10 @@ async fn https_reaches_an_allowed_host_with_a_verified_certificate() {
     assert!(seen[0].1.contains(&format!("\r\nhost: secure.test:{}\r\n", server.port)), "{}", seen[0].1);
     let rows = t.host.audit().query(&Default::default()).unwrap();
     let row = rows.last().expect("an audit row");
-    assert_eq!((row.url.clone(), row.ip, row.outcome.clone()), (format!("https://secure.test:{}/hello", server.port), Some("127.0.0.1".parse().unwrap()), EgressOutcome::Status(200)));
+    assert_eq!(
+        (row.url.clone(), row.ip, row.outcome.clone()),
+        (format!("https://secure.test:{}/hello", server.port), Some("127.0.0.1".parse().unwrap()), EgressOutcome::Status(200))
+    );
 }
 
 /// Attack: an allowed name answered by a server whose certificate is for another name,
@@ -490,7 +501,9 @@ async fn https_reaches_an_allowed_host_with_a_verified_certificate() {
 async fn a_certificate_for_another_name_or_from_an_untrusted_issuer_is_refused() {
     let ca = TestCa::new();
     let stranger = TestCa::new();
-    for (what, identity) in [("a certificate for another name", ca.issue("other.test")), ("an untrusted issuer", stranger.issue("secure.test"))] {
+    for (what, identity) in
+        [("a certificate for another name", ca.issue("other.test")), ("an untrusted issuer", stranger.issue("secure.test"))]
+    {
         let server = TlsServer::start(identity).await;
         let t = host_with(TestResolver::with(&[("secure.test", &["127.0.0.1"])]), |net| net.tls = ca.client_config());
         let skill = net_skill(&t, &secure_test(server.port)).await;

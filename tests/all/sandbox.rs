@@ -101,7 +101,10 @@ async fn the_sandbox_holds_nothing_of_the_host() {
     let host_data = env.data.path().display().to_string();
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().display().to_string();
     let sources = [format!("{workspace}/Cargo.toml"), format!("{workspace}/host"), format!("{workspace}/.git")];
-    for path in ["/root/.ssh", "/root/.bashrc", "/root/.cargo", "/etc/shadow", "/home", "/proc/1/root/etc/shadow"].into_iter().chain(sources.iter().map(String::as_str)) {
+    for path in ["/root/.ssh", "/root/.bashrc", "/root/.cargo", "/etc/shadow", "/home", "/proc/1/root/etc/shadow"]
+        .into_iter()
+        .chain(sources.iter().map(String::as_str))
+    {
         let result = read(path.to_owned()).await;
         assert!(result.is_err(), "{path} was readable: {result:?}");
     }
@@ -115,7 +118,12 @@ async fn the_sandbox_holds_nothing_of_the_host() {
             if let Ok(listing) = read(parent.display().to_string()).await {
                 for name in listing.as_array().unwrap() {
                     let shown = parent.join(name.as_str().unwrap());
-                    assert!(venv.prefix.starts_with(&shown) || venv.dir.starts_with(&shown), "{} shows {}", parent.display(), shown.display());
+                    assert!(
+                        venv.prefix.starts_with(&shown) || venv.dir.starts_with(&shown),
+                        "{} shows {}",
+                        parent.display(),
+                        shown.display()
+                    );
                 }
             }
         }
@@ -138,7 +146,18 @@ async fn the_sandbox_holds_nothing_of_the_host() {
     assert_eq!((env_out["uid"].as_u64(), env_out["gid"].as_u64()), (Some(65534), Some(65534)));
     assert_eq!(env_out["cwd"], "/skill");
     let vars: Vec<&str> = env_out["env"].as_object().unwrap().keys().map(String::as_str).collect();
-    let allowed = ["PATH", "HOME", "TMPDIR", "LANG", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "SKILLHOST_DATA", "VIRTUAL_ENV", "LC_CTYPE", "PWD"];
+    let allowed = [
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "LANG",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUNBUFFERED",
+        "SKILLHOST_DATA",
+        "VIRTUAL_ENV",
+        "LC_CTYPE",
+        "PWD",
+    ];
     for var in &vars {
         assert!(allowed.contains(var), "unexpected variable {var} in {vars:?}");
     }
@@ -262,7 +281,11 @@ async fn dropping_the_skill_kills_its_server() {
 async fn idle_servers_stop_and_start_again_on_the_next_call() {
     let env = SandboxHost::new();
     let dir = python::install("sandbox-probe", env.skills.path(), "");
-    std::fs::write(dir.join("skill.toml"), std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("[server]\n", "[server]\nidle_timeout = \"300ms\"\n")).unwrap();
+    std::fs::write(
+        dir.join("skill.toml"),
+        std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("[server]\n", "[server]\nidle_timeout = \"300ms\"\n"),
+    )
+    .unwrap();
     let source = skillhost_sandbox::read_source(&dir).unwrap();
     let grant = skillhost::Grant::new(&source.manifest, env.host.policy(), &skillhost::Host::dev_data_key(&source.manifest.name)).unwrap();
     let runtime = env.host.sandbox().unwrap();
@@ -289,7 +312,8 @@ async fn mcp_server_time_from_pypi_is_a_skill() {
     let skill = env.load("time-server", "").await;
     let names: Vec<&str> = skill.skill.tools().iter().map(|t| t.name.as_str()).collect();
     assert!(names.contains(&"get_current_time") && names.contains(&"convert_time"), "{names:?}");
-    let out = ok(&skill, "convert_time", json!({"source_timezone": "America/New_York", "time": "09:00", "target_timezone": "Asia/Tokyo"})).await;
+    let out =
+        ok(&skill, "convert_time", json!({"source_timezone": "America/New_York", "time": "09:00", "target_timezone": "Asia/Tokyo"})).await;
     assert_eq!(out["target"]["timezone"], "Asia/Tokyo", "{out}");
     let target = out["target"]["datetime"].as_str().unwrap();
     assert!(target.ends_with("+09:00") && (target.contains("T22:00:00") || target.contains("T23:00:00")), "{out}");
@@ -302,7 +326,8 @@ async fn network_goes_through_the_egress_proxy_only() {
     let env = SandboxHost::new();
     let skill = env.load("sandbox-probe", &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
 
-    let allowed = probe(ok(&skill, "fetch", json!({"url": format!("http://127.0.0.1:{port}/ok?token=abc")})).await).expect("an allowed request works");
+    let allowed = probe(ok(&skill, "fetch", json!({"url": format!("http://127.0.0.1:{port}/ok?token=abc")})).await)
+        .expect("an allowed request works");
     assert_eq!(allowed["status"], 200, "{allowed}");
     assert_eq!(server.received().len(), 1);
 
@@ -365,7 +390,11 @@ async fn a_refused_request_is_explained_to_the_agent_and_audited_with_its_tool()
     let mut tools: Vec<(String, String)> = rows.iter().map(|r| (r.url.clone(), r.tool.clone())).collect();
     tools.sort();
     let row = |path: &str, tool: &str| (format!("http://{path}"), tool.to_owned());
-    let expected = [row(&format!("127.0.0.1:{port}/ok"), "fetch_status"), row(&format!("127.0.0.2:{port}/other"), "fetch_status"), row(&format!("127.0.0.2:{port}/secret"), "fetch_text")];
+    let expected = [
+        row(&format!("127.0.0.1:{port}/ok"), "fetch_status"),
+        row(&format!("127.0.0.2:{port}/other"), "fetch_status"),
+        row(&format!("127.0.0.2:{port}/secret"), "fetch_text"),
+    ];
     assert_eq!(tools, expected);
 }
 
@@ -393,7 +422,11 @@ async fn raw_requests_to_the_proxy_cannot_reach_around_the_allowlist() {
     let https_rule = format!("https://127.0.0.1:{port}");
 
     for (request, status, says) in [
-        (format!("CONNECT 127.0.0.1:{other} HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\n{close}"), "403", "not in the skill's network allowlist"),
+        (
+            format!("CONNECT 127.0.0.1:{other} HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\n{close}"),
+            "403",
+            "not in the skill's network allowlist",
+        ),
         (format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{close}"), "403", https_rule.as_str()),
         (format!("GET http://127.0.0.1:{other}/ok HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\n{close}"), "403", "to allow it"),
         (format!("GET http://x@127.0.0.1:{port}/ok HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{close}"), "403", "userinfo"),

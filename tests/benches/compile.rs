@@ -52,10 +52,8 @@ fn engine(setting: Setting) -> wasmtime::Result<Engine> {
 }
 
 fn component_path() -> PathBuf {
-    std::env::var_os("SKILLHOST_COMPILE_COMPONENT").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/languages/python-skill/skill.wasm"),
-        PathBuf::from,
-    )
+    std::env::var_os("SKILLHOST_COMPILE_COMPONENT")
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/languages/python-skill/skill.wasm"), PathBuf::from)
 }
 
 fn median(times: &[Duration]) -> Duration {
@@ -150,7 +148,11 @@ fn main() {
             }
             let load = median(&loads);
             eprintln!("compile: {}: artifact {:.1} MB, deserialize_file median {:.2} ms of 10", setting.name, size as f64 / 1e6, ms(load));
-            figures.push(Figure::new(format!("load the compiled Python component back (deserialize_file): {}", setting.name), ms(load), "ms"));
+            figures.push(Figure::new(
+                format!("load the compiled Python component back (deserialize_file): {}", setting.name),
+                ms(load),
+                "ms",
+            ));
             figures.push(Figure::new(format!("compiled Python component size: {}", setting.name), size as f64 / 1e6, "MB"));
         }
     }

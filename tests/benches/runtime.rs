@@ -52,9 +52,7 @@ fn call(c: &mut Criterion) {
     let t = TestHost::with_config(WasmConfig::default());
     let loaded = rt.block_on(t.host.load_path(&LIMITS.folder(t.skills.path()))).unwrap();
     let input = json!({"value": {"n": 1}});
-    group.bench_function("warm", |b| {
-        b.iter(|| rt.block_on(loaded.skill.call("echo", input.clone(), CallContext::default())).unwrap())
-    });
+    group.bench_function("warm", |b| b.iter(|| rt.block_on(loaded.skill.call("echo", input.clone(), CallContext::default())).unwrap()));
 
     // The same call with a granted data dir: every call opens it again, component by
     // component without following links, and preopens the open directory.
@@ -96,8 +94,12 @@ fn egress(c: &mut Criterion) {
     });
 
     let audit_dir = tempfile::tempdir().unwrap();
-    let net = skillhost::NetConfig { audit: skillhost::audit::AuditLog::open(audit_dir.path().join("audit.db")).unwrap(), ..skillhost::NetConfig::default() };
-    let section = skillhost_core::egress::NetworkSection { allow: vec![format!("http://127.0.0.1:{}", server.port())], ..Default::default() };
+    let net = skillhost::NetConfig {
+        audit: skillhost::audit::AuditLog::open(audit_dir.path().join("audit.db")).unwrap(),
+        ..skillhost::NetConfig::default()
+    };
+    let section =
+        skillhost_core::egress::NetworkSection { allow: vec![format!("http://127.0.0.1:{}", server.port())], ..Default::default() };
     let policy = skillhost::EgressPolicy::from_section(&section).unwrap();
     let gate = skillhost_egress::SkillEgress::new(skillhost_core::SkillName::new("net").unwrap(), Arc::new(policy), Arc::new(net));
     group.bench_function("gate", |b| {
@@ -118,7 +120,10 @@ fn egress(c: &mut Criterion) {
                 let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
                 let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await.unwrap();
                 tokio::spawn(conn);
-                let request = hyper::Request::get(uri.path()).header("host", uri.authority().unwrap().as_str()).body(http_body_util::Empty::<bytes::Bytes>::new()).unwrap();
+                let request = hyper::Request::get(uri.path())
+                    .header("host", uri.authority().unwrap().as_str())
+                    .body(http_body_util::Empty::<bytes::Bytes>::new())
+                    .unwrap();
                 let response = sender.send_request(request).await.unwrap();
                 let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
                 assert_eq!(body.len(), 1024);

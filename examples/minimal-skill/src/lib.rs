@@ -32,9 +32,7 @@ fn greet(input: GreetInput) -> Result<GreetOutput, ToolError> {
     if name.is_empty() {
         return Err(ToolError::invalid_input("name: must not be empty"));
     }
-    Ok(GreetOutput {
-        greeting: format!("Hello, {name}!"),
-    })
+    Ok(GreetOutput { greeting: format!("Hello, {name}!") })
 }
 
 skillhost_sdk::skill!(greet);

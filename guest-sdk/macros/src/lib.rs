@@ -18,10 +18,7 @@ use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{
-    Expr, ExprLit, FnArg, GenericArgument, ItemFn, Lit, LitStr, Meta, PathArguments, ReturnType,
-    Type, parse_macro_input,
-};
+use syn::{Expr, ExprLit, FnArg, GenericArgument, ItemFn, Lit, LitStr, Meta, PathArguments, ReturnType, Type, parse_macro_input};
 
 mod shadow;
 
@@ -79,9 +76,7 @@ pub fn derive_json_schema(item: TokenStream) -> TokenStream {
 
 fn derive(which: shadow::Derive, item: TokenStream) -> TokenStream {
     let input = parse_macro_input!(item as syn::DeriveInput);
-    shadow::expand(which, input)
-        .unwrap_or_else(|e| e.to_compile_error())
-        .into()
+    shadow::expand(which, input).unwrap_or_else(|e| e.to_compile_error()).into()
 }
 
 /// The parsed arguments of `#[tool(...)]`.
@@ -134,41 +129,22 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<TokenStream2> {
     let sig = &function.sig;
     let ident = &sig.ident;
     if let Some(asyncness) = sig.asyncness {
-        return Err(syn::Error::new(
-            asyncness.span(),
-            "a tool cannot be `async`",
-        ));
+        return Err(syn::Error::new(asyncness.span(), "a tool cannot be `async`"));
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        return Err(syn::Error::new(
-            sig.generics.span(),
-            "a tool cannot be generic",
-        ));
+        return Err(syn::Error::new(sig.generics.span(), "a tool cannot be generic"));
     }
     if let Some(variadic) = &sig.variadic {
-        return Err(syn::Error::new(
-            variadic.span(),
-            "a tool cannot be variadic",
-        ));
+        return Err(syn::Error::new(variadic.span(), "a tool cannot be variadic"));
     }
 
     let name = match &options.name {
         Some(lit) => (lit.value(), lit.span()),
-        None => (
-            ident.to_string().trim_start_matches("r#").to_owned(),
-            ident.span(),
-        ),
+        None => (ident.to_string().trim_start_matches("r#").to_owned(), ident.span()),
     };
     if let Err(why) = check_name(&name.0) {
-        let hint = if options.name.is_none() {
-            "; set another with `#[tool(name = \"...\")]`"
-        } else {
-            ""
-        };
-        return Err(syn::Error::new(
-            name.1,
-            format!("invalid tool name `{}`: {why}{hint}", name.0),
-        ));
+        let hint = if options.name.is_none() { "; set another with `#[tool(name = \"...\")]`" } else { "" };
+        return Err(syn::Error::new(name.1, format!("invalid tool name `{}`: {why}{hint}", name.0)));
     }
     let name = name.0;
 
@@ -187,16 +163,10 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<TokenStream2> {
         match serde_json::from_str::<serde_json::Value>(&example.value()) {
             Ok(serde_json::Value::Object(_)) => examples.push(example.clone()),
             Ok(_) => {
-                return Err(syn::Error::new(
-                    example.span(),
-                    "an example must be a JSON object",
-                ));
+                return Err(syn::Error::new(example.span(), "an example must be a JSON object"));
             }
             Err(error) => {
-                return Err(syn::Error::new(
-                    example.span(),
-                    format!("example is not valid JSON: {error}"),
-                ));
+                return Err(syn::Error::new(example.span(), format!("example is not valid JSON: {error}")));
             }
         }
     }
@@ -206,17 +176,11 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<TokenStream2> {
         1 => match &sig.inputs[0] {
             FnArg::Typed(arg) => Some(&*arg.ty),
             FnArg::Receiver(receiver) => {
-                return Err(syn::Error::new(
-                    receiver.span(),
-                    "a tool is a free function, not a method",
-                ));
+                return Err(syn::Error::new(receiver.span(), "a tool is a free function, not a method"));
             }
         },
         _ => {
-            return Err(syn::Error::new(
-                sig.inputs.span(),
-                "a tool takes at most one argument: a struct holding all of its inputs",
-            ));
+            return Err(syn::Error::new(sig.inputs.span(), "a tool takes at most one argument: a struct holding all of its inputs"));
         }
     };
     let output_ty = output_type(&sig.output)?;
@@ -316,10 +280,7 @@ fn check_name(name: &str) -> Result<(), String> {
     if !name.starts_with(|c: char| c.is_ascii_lowercase()) {
         return Err("it must start with a lowercase ASCII letter".into());
     }
-    if let Some(c) = name
-        .chars()
-        .find(|&c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-'))
-    {
+    if let Some(c) = name.chars().find(|&c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')) {
         return Err(format!("`{c}` is not allowed (use a-z, 0-9, `_` and `-`)"));
     }
     Ok(())
@@ -331,9 +292,7 @@ fn description(attrs: &[syn::Attribute]) -> Option<String> {
     for attr in attrs {
         if let Meta::NameValue(nv) = &attr.meta
             && nv.path.is_ident("doc")
-            && let Expr::Lit(ExprLit {
-                lit: Lit::Str(s), ..
-            }) = &nv.value
+            && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
         {
             let value = s.value();
             for line in value.split('\n') {
@@ -352,18 +311,10 @@ fn description(attrs: &[syn::Attribute]) -> Option<String> {
             || in_fence
             || fence
             || line.starts_with([' ', '\t', '|', '-', '*', '#'])
-            || line
-                .split_once(". ")
-                .is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+            || line.split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok());
         let previous_blank = i == 0 || lines[i - 1].is_empty() || in_fence;
         if i > 0 {
-            text.push(
-                if keeps_break || previous_blank || lines[i - 1].trim_start().starts_with("```") {
-                    '\n'
-                } else {
-                    ' '
-                },
-            );
+            text.push(if keeps_break || previous_blank || lines[i - 1].trim_start().starts_with("```") { '\n' } else { ' ' });
         }
         text.push_str(line);
         if fence {
@@ -425,10 +376,7 @@ mod tests {
             /// - two
             fn f() {}
         };
-        assert_eq!(
-            description(&f.attrs).unwrap(),
-            "Count the words in a text.\n\nSecond paragraph:\n- one\n- two"
-        );
+        assert_eq!(description(&f.attrs).unwrap(), "Count the words in a text.\n\nSecond paragraph:\n- one\n- two");
         let g: ItemFn = syn::parse_quote! { fn g() {} };
         assert!(description(&g.attrs).is_none());
     }

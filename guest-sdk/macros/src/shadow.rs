@@ -40,9 +40,7 @@ impl Derive {
         let path = attr.path();
         match self {
             Derive::Deserialize | Derive::Serialize => path.is_ident("serde"),
-            Derive::JsonSchema => ["serde", "schemars", "doc", "validate", "garde"]
-                .iter()
-                .any(|name| path.is_ident(name)),
+            Derive::JsonSchema => ["serde", "schemars", "doc", "validate", "garde"].iter().any(|name| path.is_ident(name)),
         }
     }
 }
@@ -55,11 +53,7 @@ pub(crate) fn expand(derive: Derive, input: DeriveInput) -> syn::Result<TokenStr
                 "the prelude's `{0}` does not support generic types; add `{1}` to Cargo.toml and \
                  derive `{1}::{0}` for this type",
                 derive.name(),
-                if derive == Derive::JsonSchema {
-                    "schemars"
-                } else {
-                    "serde"
-                },
+                if derive == Derive::JsonSchema { "schemars" } else { "serde" },
             ),
         ));
     }
@@ -79,10 +73,7 @@ pub(crate) fn expand(derive: Derive, input: DeriveInput) -> syn::Result<TokenStr
             }
         }
         Data::Union(data) => {
-            return Err(syn::Error::new(
-                data.union_token.span(),
-                "unions cannot be derived",
-            ));
+            return Err(syn::Error::new(data.union_token.span(), "unions cannot be derived"));
         }
     }
 

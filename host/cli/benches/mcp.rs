@@ -72,7 +72,8 @@ fn bench(c: &mut Criterion) {
     ));
     // A notification gets no reply: send it with the first call.
     let initialized = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
-    let call = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"limits__echo\",\"arguments\":{\"value\":1}}}\n";
+    let call =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"limits__echo\",\"arguments\":{\"value\":1}}}\n";
     let first = exchange(&format!("{initialized}{call}"));
     assert!(first.contains("\"isError\":false"), "{first}");
     c.bench_function("mcp/stdio_round_trip_raw", |b| {

@@ -130,7 +130,8 @@ fn skill_set(skills: &Path) {
     }
     for name in ["probe-a", "probe-b"] {
         let dir = fixtures::python::install("sandbox-probe", skills, "");
-        let manifest = std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("name = \"sandbox-probe\"", &format!("name = \"{name}\""));
+        let manifest =
+            std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("name = \"sandbox-probe\"", &format!("name = \"{name}\""));
         std::fs::write(dir.join("skill.toml"), manifest).unwrap();
         std::fs::rename(&dir, skills.join(name)).unwrap();
     }
@@ -469,17 +470,11 @@ fn bench(c: &mut Criterion) {
                 total
             })
         });
-        group.bench_function(format!("{case}/first_call"), |b| {
-            b.iter_custom(|iters| record.replay(0, |s| Some(s.first_call), iters))
-        });
+        group.bench_function(format!("{case}/first_call"), |b| b.iter_custom(|iters| record.replay(0, |s| Some(s.first_call), iters)));
         if python.is_some() {
-            group.bench_function(format!("{case}/python_call"), |b| {
-                b.iter_custom(|iters| record.replay(1, |s| s.python_call, iters))
-            });
+            group.bench_function(format!("{case}/python_call"), |b| b.iter_custom(|iters| record.replay(1, |s| s.python_call, iters)));
         }
-        group.bench_function(format!("{case}/tools_listed"), |b| {
-            b.iter_custom(|iters| record.replay(2, |s| Some(s.tools_listed), iters))
-        });
+        group.bench_function(format!("{case}/tools_listed"), |b| b.iter_custom(|iters| record.replay(2, |s| Some(s.tools_listed), iters)));
         recorded.push((case, record));
     }
     group.finish();
@@ -501,13 +496,27 @@ fn report(recorded: &[(&str, Recorded)]) {
     };
     let mut figures = Vec::new();
     eprintln!("\nstartup, medians [least – greatest] of every spawn (warm-up included), against `serve` with no skills in the same run:");
-    eprintln!("  baseline: initialize {base_init:.1} ms, first call (skill_list) {base_call:.1} ms, tools/list complete {base_listed:.1} ms");
+    eprintln!(
+        "  baseline: initialize {base_init:.1} ms, first call (skill_list) {base_call:.1} ms, tools/list complete {base_listed:.1} ms"
+    );
     for case in ["cold", "warm"] {
         let rows = [
             ("initialize answered", spread(case, |s| Some(s.initialize)), base_init, "baseline initialize", "≤ 200 ms"),
-            ("first wasm tools/call answered", spread(case, |s| Some(s.first_call)), base_call, "baseline first call (skill_list)", if case == "warm" { "≤ 250 ms" } else { "" }),
+            (
+                "first wasm tools/call answered",
+                spread(case, |s| Some(s.first_call)),
+                base_call,
+                "baseline first call (skill_list)",
+                if case == "warm" { "≤ 250 ms" } else { "" },
+            ),
             ("first Python component call answered", spread(case, |s| s.python_call), base_call, "baseline first call (skill_list)", ""),
-            ("tools/list complete (no skill loading)", spread(case, |s| Some(s.tools_listed)), base_listed, "baseline tools/list complete", ""),
+            (
+                "tools/list complete (no skill loading)",
+                spread(case, |s| Some(s.tools_listed)),
+                base_listed,
+                "baseline tools/list complete",
+                "",
+            ),
         ];
         for (what, value, base, base_what, goal) in rows {
             let Some([value, least, greatest]) = value else { continue };
@@ -516,8 +525,9 @@ fn report(recorded: &[(&str, Recorded)]) {
                 value / base,
                 if goal.is_empty() { String::new() } else { format!("; goal {goal}") }
             );
-            let mut figure = Figure::new(format!("serve, 20 wasm + 2 server + Python + JS skills, caches {case}: spawn → {what}"), value, "ms")
-                .against(format!("serve, no skills: spawn → {base_what}"), base);
+            let mut figure =
+                Figure::new(format!("serve, 20 wasm + 2 server + Python + JS skills, caches {case}: spawn → {what}"), value, "ms")
+                    .against(format!("serve, no skills: spawn → {base_what}"), base);
             if !goal.is_empty() {
                 figure = figure.goal(goal);
             }

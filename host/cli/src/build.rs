@@ -154,8 +154,9 @@ fn componentize(lang: Lang, toolchains: &Path, dir: &Path, manifest: &SkillManif
         Lang::Rust => unreachable!("cargo builds Rust skills"),
     }
     let source = if lang == Lang::Python { "app.py" } else { "skill.js" };
-    toolchain::run_step(command, &format!("{} {source}", toolchain.tool()))
-        .with_context(|| format!("{} could not build {} (fix what it reports and run `skillhost build` again)", toolchain.tool(), dir.join(source).display()))?;
+    toolchain::run_step(command, &format!("{} {source}", toolchain.tool())).with_context(|| {
+        format!("{} could not build {} (fix what it reports and run `skillhost build` again)", toolchain.tool(), dir.join(source).display())
+    })?;
     Ok(built)
 }
 
@@ -210,9 +211,6 @@ fn cargo_build(cargo_toml: &Path) -> Result<PathBuf> {
         bail!("cargo build failed for {}; fix the errors above and run `skillhost build` again", cargo_toml.display());
     }
     artifact.with_context(|| {
-        format!(
-            "{} built no cdylib; a skill crate needs `[lib] crate-type = [\"cdylib\"]` in Cargo.toml",
-            cargo_toml.display()
-        )
+        format!("{} built no cdylib; a skill crate needs `[lib] crate-type = [\"cdylib\"]` in Cargo.toml", cargo_toml.display())
     })
 }

@@ -279,7 +279,10 @@ impl Outcome {
         match self {
             Outcome::Created => format!("created {file} with `{key}.{NAME}`; restart {} to use it", client_name(client)),
             Outcome::Added => format!("added `{key}.{NAME}` to {file}, keeping everything else; restart {} to use it", client_name(client)),
-            Outcome::Updated => format!("replaced `{key}.{NAME}` in {file} (the old entry differed), keeping everything else; restart {} to use it", client_name(client)),
+            Outcome::Updated => format!(
+                "replaced `{key}.{NAME}` in {file} (the old entry differed), keeping everything else; restart {} to use it",
+                client_name(client)
+            ),
             Outcome::Unchanged => format!("{file} already has this `{key}.{NAME}`; nothing changed"),
         }
     }
@@ -307,7 +310,11 @@ fn write(client: Client, file: &Path, entry: &Json) -> Result<Outcome> {
         }
     };
     let Json::Object(servers) = servers else {
-        bail!("`{key}` in {} is a JSON {}, not an object; nothing was written: fix it, or pass --config FILE", file.display(), servers.kind());
+        bail!(
+            "`{key}` in {} is a JSON {}, not an object; nothing was written: fix it, or pass --config FILE",
+            file.display(),
+            servers.kind()
+        );
     };
     let new = entry.clone();
     let outcome = match servers.iter_mut().find(|(k, _)| k.as_str() == NAME) {

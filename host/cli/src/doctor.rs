@@ -28,7 +28,12 @@ pub fn run(host: &Host, data_dir: &Path, json: bool) -> Result<ExitCode> {
     match host.sandbox() {
         Ok(runtime) => {
             for layer in runtime.isolation() {
-                checks.push(Check { name: layer.name.clone(), available: layer.available, detail: layer.detail.clone(), fix: layer.fix.clone() });
+                checks.push(Check {
+                    name: layer.name.clone(),
+                    available: layer.available,
+                    detail: layer.detail.clone(),
+                    fix: layer.fix.clone(),
+                });
             }
             checks.push(match runtime.venv() {
                 Some(venv) => Check { name: "python venv".into(), available: true, detail: venv.dir.display().to_string(), fix: None },
@@ -80,5 +85,10 @@ pub fn run(host: &Host, data_dir: &Path, json: bool) -> Result<ExitCode> {
 }
 
 fn found_fix(chain: Toolchain, root: &Path) -> Option<String> {
-    chain.installed(root).is_none().then(|| format!("run `skillhost setup toolchains` (`skillhost build` of a {} skill needs it)", if chain == Toolchain::Python { "Python" } else { "JavaScript" }))
+    chain.installed(root).is_none().then(|| {
+        format!(
+            "run `skillhost setup toolchains` (`skillhost build` of a {} skill needs it)",
+            if chain == Toolchain::Python { "Python" } else { "JavaScript" }
+        )
+    })
 }

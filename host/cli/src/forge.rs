@@ -127,7 +127,8 @@ pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
         let lines: Vec<String> = refused.iter().map(|r| format!("  {r}")).collect();
         anyhow::anyhow!("{}: refused before any build:\n{}", dir.display(), lines.join("\n"))
     })?;
-    let manifest = files.get("skill.toml").with_context(|| format!("{}: no skill.toml; a skill starts with its manifest", dir.display()))?;
+    let manifest =
+        files.get("skill.toml").with_context(|| format!("{}: no skill.toml; a skill starts with its manifest", dir.display()))?;
     let parsed = skillhost::SkillManifest::parse(manifest, &dir.join("skill.toml"))?;
     let name = parsed.name.as_str();
     let language = match args.lang {

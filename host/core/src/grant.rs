@@ -57,13 +57,7 @@ pub struct Policy {
 impl Policy {
     /// A policy with the default limits and data dirs under `data_root`.
     pub fn new(data_root: impl Into<PathBuf>) -> Self {
-        Self {
-            data_root: data_root.into(),
-            max: Limits::MAX,
-            default: Limits::DEFAULT,
-            allow_writable_files: true,
-            allow_network: true,
-        }
+        Self { data_root: data_root.into(), max: Limits::MAX, default: Limits::DEFAULT, allow_writable_files: true, allow_network: true }
     }
 
     /// The data dir of the skill identified by `key`.
@@ -147,7 +141,9 @@ pub struct Grant {
 #[non_exhaustive]
 pub enum GrantError {
     /// A limit asked for is above the host's maximum.
-    #[error("skill `{skill}` asks for {limit} = {asked}, above the host maximum of {max}; lower `[limits] {limit}` in its skill.toml or raise the host maximum")]
+    #[error(
+        "skill `{skill}` asks for {limit} = {asked}, above the host maximum of {max}; lower `[limits] {limit}` in its skill.toml or raise the host maximum"
+    )]
     LimitAboveMax {
         /// The skill.
         skill: SkillName,
@@ -167,13 +163,17 @@ pub enum GrantError {
         limit: &'static str,
     },
     /// The host allows no network access.
-    #[error("skill `{skill}` asks for network access but this host allows none; remove `[network]` from its skill.toml or allow network in the host policy")]
+    #[error(
+        "skill `{skill}` asks for network access but this host allows none; remove `[network]` from its skill.toml or allow network in the host policy"
+    )]
     NetworkDenied {
         /// The skill.
         skill: SkillName,
     },
     /// The host does not allow writable directories.
-    #[error("skill `{skill}` asks to write to `{path}` but this host allows read-only files only; change its mode to \"ro\" or allow writable files in the host policy")]
+    #[error(
+        "skill `{skill}` asks to write to `{path}` but this host allows read-only files only; change its mode to \"ro\" or allow writable files in the host policy"
+    )]
     WritableDenied {
         /// The skill.
         skill: SkillName,
@@ -199,9 +199,27 @@ impl Grant {
         let max = policy.max;
         let checks: [(&'static str, bool, bool, String, String); 4] = [
             ("timeout", limits.timeout > max.timeout, limits.timeout.is_zero(), fmt_duration(limits.timeout), fmt_duration(max.timeout)),
-            ("memory", limits.memory > max.memory, limits.memory == 0, ByteSize(limits.memory).to_string(), ByteSize(max.memory).to_string()),
-            ("output", limits.output > max.output, limits.output == 0, ByteSize(limits.output).to_string(), ByteSize(max.output).to_string()),
-            ("concurrency", limits.concurrency > max.concurrency, limits.concurrency == 0, limits.concurrency.to_string(), max.concurrency.to_string()),
+            (
+                "memory",
+                limits.memory > max.memory,
+                limits.memory == 0,
+                ByteSize(limits.memory).to_string(),
+                ByteSize(max.memory).to_string(),
+            ),
+            (
+                "output",
+                limits.output > max.output,
+                limits.output == 0,
+                ByteSize(limits.output).to_string(),
+                ByteSize(max.output).to_string(),
+            ),
+            (
+                "concurrency",
+                limits.concurrency > max.concurrency,
+                limits.concurrency == 0,
+                limits.concurrency.to_string(),
+                max.concurrency.to_string(),
+            ),
         ];
         for (limit, above, zero, asked, max) in checks {
             if zero {
@@ -374,12 +392,17 @@ mod tests {
 
     #[test]
     fn a_probe_holds_one_scratch_dir_and_nothing_else() {
-        let m = manifest("[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n[network]\nallow = [\"https://api.example.com\"]\n[limits]\ntimeout = \"60s\"\n");
+        let m = manifest(
+            "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n[network]\nallow = [\"https://api.example.com\"]\n[limits]\ntimeout = \"60s\"\n",
+        );
         let grant = Grant::new(&m, &Policy::new("/var/skills"), &key()).unwrap();
         assert!(!grant.is_offline());
         let probe = grant.probe(Path::new("/tmp/scratch"));
         assert!(probe.is_offline());
-        assert_eq!(probe.dirs, vec![DirGrant { host: "/tmp/scratch".into(), root: "/tmp/scratch".into(), guest: "/data".into(), mode: FileMode::ReadWrite }]);
+        assert_eq!(
+            probe.dirs,
+            vec![DirGrant { host: "/tmp/scratch".into(), root: "/tmp/scratch".into(), guest: "/data".into(), mode: FileMode::ReadWrite }]
+        );
         assert_eq!(probe.limits.timeout, PROBE_TIMEOUT);
     }
 

@@ -41,9 +41,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size; write e.g. `64MiB`, `512KiB` or `4096`"))?;
+    let value: u64 = digits.parse().map_err(|_| format!("`{text}` is not a size; write e.g. `64MiB`, `512KiB` or `4096`"))?;
     let scale: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
@@ -53,9 +51,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
         other => {
-            return Err(format!(
-                "unknown size unit `{other}` in `{text}`; use B, KiB, MiB, GiB, KB, MB or GB"
-            ));
+            return Err(format!("unknown size unit `{other}` in `{text}`; use B, KiB, MiB, GiB, KB, MB or GB"));
         }
     };
     value.checked_mul(scale).ok_or_else(|| format!("size `{text}` is too large"))
@@ -66,9 +62,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration; write e.g. `500ms`, `5s` or `2m`"))?;
+    let value: u64 = digits.parse().map_err(|_| format!("`{text}` is not a duration; write e.g. `500ms`, `5s` or `2m`"))?;
     match unit.trim() {
         "ms" => Ok(Duration::from_millis(value)),
         "s" => Ok(Duration::from_secs(value)),
@@ -82,11 +76,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Formats a duration the way limits are written: `2s`, `1500ms`.
 pub fn fmt_duration(d: Duration) -> String {
-    if d.subsec_millis() == 0 && d.as_secs() > 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
+    if d.subsec_millis() == 0 && d.as_secs() > 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) }
 }
 
 /// The limits one call of a skill runs under.
@@ -106,22 +96,11 @@ pub struct Limits {
 
 impl Limits {
     /// Limits a skill gets when its manifest asks for nothing.
-    pub const DEFAULT: Limits = Limits {
-        timeout: Duration::from_secs(10),
-        memory: 64 << 20,
-        output: 1 << 20,
-        concurrency: 4,
-        log: 64 << 10,
-    };
+    pub const DEFAULT: Limits =
+        Limits { timeout: Duration::from_secs(10), memory: 64 << 20, output: 1 << 20, concurrency: 4, log: 64 << 10 };
 
     /// The largest limits a manifest may ask for, unless the host configures others.
-    pub const MAX: Limits = Limits {
-        timeout: Duration::from_secs(120),
-        memory: 1 << 30,
-        output: 64 << 20,
-        concurrency: 64,
-        log: 1 << 20,
-    };
+    pub const MAX: Limits = Limits { timeout: Duration::from_secs(120), memory: 1 << 30, output: 64 << 20, concurrency: 64, log: 1 << 20 };
 }
 
 impl Default for Limits {

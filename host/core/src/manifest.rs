@@ -184,22 +184,15 @@ struct RawFile {
 impl SkillManifest {
     /// Read and parse the manifest at `path`.
     pub fn from_file(path: &Path) -> Result<Self, ManifestError> {
-        let err = |message: String, fix: &str| ManifestError {
-            file: path.to_owned(),
-            position: None,
-            message,
-            fix: fix.to_owned(),
-        };
-        let meta = std::fs::metadata(path)
-            .map_err(|e| err(format!("cannot read: {e}"), "check that the file exists and is readable"))?;
+        let err = |message: String, fix: &str| ManifestError { file: path.to_owned(), position: None, message, fix: fix.to_owned() };
+        let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read: {e}"), "check that the file exists and is readable"))?;
         if meta.len() > MAX_MANIFEST_BYTES as u64 {
             return Err(err(
                 format!("manifest is {} bytes, more than the {MAX_MANIFEST_BYTES} allowed", meta.len()),
                 "keep skill.toml small; long instructions belong in SKILL.md",
             ));
         }
-        let bytes = std::fs::read(path)
-            .map_err(|e| err(format!("cannot read: {e}"), "check that the file is readable"))?;
+        let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}"), "check that the file is readable"))?;
         Self::parse_bytes(&bytes, path)
     }
 
@@ -273,16 +266,19 @@ impl SkillManifest {
         }
         let network = match &raw.network {
             None => EgressPolicy::default(),
-            Some(section) => EgressPolicy::from_section(section.get_ref()).map_err(|e| {
-                at(Some(section.span()), e.to_string(), "fix the rule in `[network]`".into())
-            })?,
+            Some(section) => EgressPolicy::from_section(section.get_ref())
+                .map_err(|e| at(Some(section.span()), e.to_string(), "fix the rule in `[network]`".into()))?,
         };
         let mut secrets = Vec::with_capacity(raw.secrets.len());
         for section in &raw.secrets {
             let binding = SecretBinding::from_section(section.get_ref(), &network)
                 .map_err(|message| at(Some(section.span()), message, "fix this `[[secrets]]` entry".into()))?;
             if secrets.iter().any(|s: &SecretBinding| s.name == binding.name) {
-                return Err(at(Some(section.span()), format!("secret `{}` is bound twice", binding.name), "bind each secret once, listing all its hosts".into()));
+                return Err(at(
+                    Some(section.span()),
+                    format!("secret `{}` is bound twice", binding.name),
+                    "bind each secret once, listing all its hosts".into(),
+                ));
             }
             secrets.push(binding);
         }
@@ -440,9 +436,15 @@ mod tests {
     fn errors_name_file_line_and_fix() {
         let table = [
             (format!("{BASE}colour = \"red\"\n"), "skills/x/skill.toml:4:1: unknown field `colour`"),
-            ("name = \"Bad_Name\"\nversion = \"1\"\ndescription = \"d\"\n".into(), "skills/x/skill.toml:1:8: invalid skill name `Bad_Name`"),
+            (
+                "name = \"Bad_Name\"\nversion = \"1\"\ndescription = \"d\"\n".into(),
+                "skills/x/skill.toml:1:8: invalid skill name `Bad_Name`",
+            ),
             ("version = \"1\"\ndescription = \"d\"\n".into(), "missing field `name`"),
-            (format!("{BASE}[[capabilities.files]]\npath = \"../etc\"\nmode = \"ro\"\n"), "skills/x/skill.toml:5:8: file capability path `../etc` leaves the data dir"),
+            (
+                format!("{BASE}[[capabilities.files]]\npath = \"../etc\"\nmode = \"ro\"\n"),
+                "skills/x/skill.toml:5:8: file capability path `../etc` leaves the data dir",
+            ),
             (format!("{BASE}[[capabilities.files]]\npath = \"/etc\"\nmode = \"ro\"\n"), "is absolute"),
             (format!("{BASE}[[capabilities.files]]\npath = \".\"\nmode = \"rwx\"\n"), "unknown variant `rwx`"),
             (format!("{BASE}[limits]\nmemory = \"64 mb\"\n"), "unknown size unit `mb`"),
@@ -465,10 +467,28 @@ mod tests {
         assert_eq!(m.network.allow.len(), 1);
         assert_eq!(m.secrets[0].header_value("t0k"), "Bearer t0k");
         let table = [
-            (format!("{BASE}[network]\nallow = [\"ftp://x.org\"]\n"), "skills/x/skill.toml:4:1: network rule `ftp://x.org` must use http or https"),
-            (format!("{BASE}[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"t\"\nheader = \"X-Key\"\nhosts = [\"https://b.org\"]\n"), "which `[network] allow` does not list"),
-            (format!("{BASE}[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"t\"\nheader = \"Host\"\nhosts = [\"https://a.org\"]\n"), "managed by the host"),
-            (format!("{BASE}[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"t\"\nheader = \"X\"\nformat = \"none\"\nhosts = [\"https://a.org\"]\n"), "exactly once"),
+            (
+                format!("{BASE}[network]\nallow = [\"ftp://x.org\"]\n"),
+                "skills/x/skill.toml:4:1: network rule `ftp://x.org` must use http or https",
+            ),
+            (
+                format!(
+                    "{BASE}[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"t\"\nheader = \"X-Key\"\nhosts = [\"https://b.org\"]\n"
+                ),
+                "which `[network] allow` does not list",
+            ),
+            (
+                format!(
+                    "{BASE}[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"t\"\nheader = \"Host\"\nhosts = [\"https://a.org\"]\n"
+                ),
+                "managed by the host",
+            ),
+            (
+                format!(
+                    "{BASE}[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"t\"\nheader = \"X\"\nformat = \"none\"\nhosts = [\"https://a.org\"]\n"
+                ),
+                "exactly once",
+            ),
             (format!("{BASE}[network]\nallowed = []\n"), "unknown field `allowed`"),
         ];
         for (text, expected) in table {

@@ -57,7 +57,8 @@ impl SkillManifest {
             server_secrets: &'a [crate::server::EnvSecret],
         }
         let server_secrets = self.server.as_ref().map_or(&[][..], |s| &s.secrets[..]);
-        let requests = Requests { files: &self.files, limits: &self.limits, network: &self.network, secrets: &self.secrets, server_secrets };
+        let requests =
+            Requests { files: &self.files, limits: &self.limits, network: &self.network, secrets: &self.secrets, server_secrets };
         let canonical = serde_json::to_vec(&requests).expect("requests serialise");
         hex::encode(Sha256::digest(canonical))
     }
@@ -101,7 +102,11 @@ mod tests {
     #[test]
     fn digest_follows_requests_only() {
         let base = manifest("");
-        assert_eq!(base.capability_digest(), manifest("[search]\nkeywords = [\"x\"]\n").capability_digest(), "search metadata is not a capability");
+        assert_eq!(
+            base.capability_digest(),
+            manifest("[search]\nkeywords = [\"x\"]\n").capability_digest(),
+            "search metadata is not a capability"
+        );
         assert_ne!(base.capability_digest(), manifest("[[capabilities.files]]\npath = \".\"\nmode = \"ro\"\n").capability_digest());
         assert_ne!(base.capability_digest(), manifest("[limits]\nmemory = \"128MiB\"\n").capability_digest());
         assert_ne!(base.capability_digest(), manifest("[network]\nallow = [\"https://a.org\"]\n").capability_digest());

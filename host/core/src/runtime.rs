@@ -396,7 +396,9 @@ pub enum CallError {
         message: String,
     },
     /// The tool was refused something it needed.
-    #[error("skill `{skill}` tool `{tool}` was denied: {message}; to allow it, add the capability to the skill's skill.toml and approve the skill again")]
+    #[error(
+        "skill `{skill}` tool `{tool}` was denied: {message}; to allow it, add the capability to the skill's skill.toml and approve the skill again"
+    )]
     Denied {
         /// The skill.
         skill: SkillName,
@@ -452,7 +454,9 @@ pub enum CallError {
         limit: u64,
     },
     /// The output is not JSON, or not of the tool's declared output schema.
-    #[error("skill `{skill}` tool `{tool}` returned output that breaks its contract: {message}; this is a bug in the skill, report it to its author")]
+    #[error(
+        "skill `{skill}` tool `{tool}` returned output that breaks its contract: {message}; this is a bug in the skill, report it to its author"
+    )]
     BadOutput {
         /// The skill.
         skill: SkillName,
@@ -513,21 +517,12 @@ impl CallError {
 
     /// Whether the tool itself reported the failure (as opposed to a limit or the host).
     pub fn is_tool_error(&self) -> bool {
-        matches!(
-            self,
-            CallError::InvalidInput { .. }
-                | CallError::Failed { .. }
-                | CallError::Denied { .. }
-                | CallError::UnknownTool { .. }
-        )
+        matches!(self, CallError::InvalidInput { .. } | CallError::Failed { .. } | CallError::Denied { .. } | CallError::UnknownTool { .. })
     }
 
     /// Whether a hard limit stopped the call.
     pub fn is_limit(&self) -> bool {
-        matches!(
-            self,
-            CallError::Timeout { .. } | CallError::MemoryLimit { .. } | CallError::OutputLimit { .. }
-        )
+        matches!(self, CallError::Timeout { .. } | CallError::MemoryLimit { .. } | CallError::OutputLimit { .. })
     }
 
     /// A stable, machine-readable name for the kind of error (`timeout`, `denied`, ...).

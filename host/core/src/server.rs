@@ -89,9 +89,28 @@ pub(crate) struct ServerSection {
 
 /// Environment variables the sandbox sets itself; a secret may not replace them.
 const RESERVED_ENV: &[&str] = &[
-    "PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "PYTHONHOME", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE",
-    "PYTHONUNBUFFERED", "VIRTUAL_ENV", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY",
-    "no_proxy", "ALL_PROXY", "all_proxy", "LD_PRELOAD", "LD_LIBRARY_PATH", "SKILLHOST_DATA",
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "PYTHONHOME",
+    "PYTHONPATH",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUNBUFFERED",
+    "VIRTUAL_ENV",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "SKILLHOST_DATA",
 ];
 
 impl ServerSection {
@@ -147,17 +166,20 @@ impl ServerSection {
 
 #[cfg(test)]
 mod tests {
-    use crate::manifest::test_manifest;
     use crate::SkillManifest;
+    use crate::manifest::test_manifest;
     use std::path::Path;
 
     fn parse(extra: &str) -> Result<SkillManifest, String> {
-        SkillManifest::parse(&format!("name = \"demo\"\nversion = \"1\"\ndescription = \"d\"\n{extra}"), Path::new("skill.toml")).map_err(|e| e.to_string())
+        SkillManifest::parse(&format!("name = \"demo\"\nversion = \"1\"\ndescription = \"d\"\n{extra}"), Path::new("skill.toml"))
+            .map_err(|e| e.to_string())
     }
 
     #[test]
     fn server_section() {
-        let m = test_manifest("[server]\ncommand = \"python\"\nargs = [\"server.py\"]\nstart = \"eager\"\nidle_timeout = \"2m\"\n[[server.secrets]]\nname = \"k\"\nenv = \"API_KEY\"\n");
+        let m = test_manifest(
+            "[server]\ncommand = \"python\"\nargs = [\"server.py\"]\nstart = \"eager\"\nidle_timeout = \"2m\"\n[[server.secrets]]\nname = \"k\"\nenv = \"API_KEY\"\n",
+        );
         let server = m.server.unwrap();
         assert_eq!((server.command.as_str(), server.args.as_slice()), ("python", &["server.py".to_owned()][..]));
         assert_eq!(server.idle_timeout, Some(std::time::Duration::from_secs(120)));

@@ -104,7 +104,12 @@ impl ToolSpec {
             fail(format!("its {what} is {size} bytes, over the cap of {cap} bytes per tool; {fix}"))
         };
         if description.len() > MAX_TOOL_DESCRIPTION {
-            return Err(too_big("description", description.len(), MAX_TOOL_DESCRIPTION, "say what the tool does in a few lines and put the rest in SKILL.md"));
+            return Err(too_big(
+                "description",
+                description.len(),
+                MAX_TOOL_DESCRIPTION,
+                "say what the tool does in a few lines and put the rest in SKILL.md",
+            ));
         }
         for (what, text) in [("input schema", Some(input_schema)), ("output schema", output_schema)] {
             if let Some(text) = text.filter(|t| t.len() > MAX_TOOL_SCHEMA) {
@@ -118,8 +123,7 @@ impl ToolSpec {
             return Err(too_big("example", example.len(), MAX_TOOL_EXAMPLE, "give a smaller example"));
         }
         let schema = |text: &str, what: &str| -> Result<Value, ToolSpecError> {
-            let value: Value = serde_json::from_str(text)
-                .map_err(|e| fail(format!("{what} is not JSON: {e}")))?;
+            let value: Value = serde_json::from_str(text).map_err(|e| fail(format!("{what} is not JSON: {e}")))?;
             if !value.is_object() && !value.is_boolean() {
                 return Err(fail(format!("{what} must be a JSON Schema object")));
             }
@@ -194,9 +198,7 @@ pub fn check_skill_tools(tools: &[ToolSpec]) -> Result<(), ToolSpecError> {
         schemas += tool.input_schema.to_string().len() + tool.output_schema.as_ref().map_or(0, |s| s.to_string().len());
         let over = |what: &str, total: usize, cap: usize, fix: &str| ToolSpecError {
             tool: tool.name.clone(),
-            reason: format!(
-                "with it the skill's tool {what} come to {total} bytes, over the cap of {cap} bytes per skill; {fix}"
-            ),
+            reason: format!("with it the skill's tool {what} come to {total} bytes, over the cap of {cap} bytes per skill; {fix}"),
         };
         if descriptions > MAX_SKILL_DESCRIPTIONS {
             return Err(over("descriptions", descriptions, MAX_SKILL_DESCRIPTIONS, "shorten the descriptions or split the skill"));
@@ -229,7 +231,10 @@ mod tests {
     fn validates_parts() {
         let ok = ToolSpec::from_parts("word_count".into(), "d".into(), "{}", None, Annotations::default(), &["{\"a\":1}".into()]);
         assert!(ok.is_ok());
-        assert!(ToolSpec::from_parts("getCurrentTime".into(), "d".into(), "{}", None, Annotations::default(), &[]).is_ok(), "camelCase, as third-party servers name tools");
+        assert!(
+            ToolSpec::from_parts("getCurrentTime".into(), "d".into(), "{}", None, Annotations::default(), &[]).is_ok(),
+            "camelCase, as third-party servers name tools"
+        );
         let table = [
             ("1st", "{}", "start with a letter"),
             ("_x", "{}", "start with a letter"),

@@ -54,7 +54,14 @@ impl Audit {
     }
 
     /// A row written when the returned record is dropped, holding `permit` until then.
-    pub(crate) fn pending(&self, url: String, ip: IpAddr, outcome: EgressOutcome, bytes_out: u64, permit: OwnedSemaphorePermit) -> PendingRecord {
+    pub(crate) fn pending(
+        &self,
+        url: String,
+        ip: IpAddr,
+        outcome: EgressOutcome,
+        bytes_out: u64,
+        permit: OwnedSemaphorePermit,
+    ) -> PendingRecord {
         PendingRecord {
             sink: self.sink.clone(),
             record: self.row(url, Some(ip), outcome, bytes_out),

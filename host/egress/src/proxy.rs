@@ -62,8 +62,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body::{Body, Frame};
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -231,7 +231,8 @@ impl EgressProxy {
         let stop = CancellationToken::new();
         let connections = Arc::new(Semaphore::new(config.max_connections.clamp(1, Semaphore::MAX_PERMITS)));
         let calls = ProxyCalls::default();
-        let shared = Arc::new(Shared { egress, config, stop: stop.clone(), connections, warned_full: AtomicBool::new(false), calls: calls.clone() });
+        let shared =
+            Arc::new(Shared { egress, config, stop: stop.clone(), connections, warned_full: AtomicBool::new(false), calls: calls.clone() });
         tracing::debug!(skill = %shared.egress.skill(), socket = %path.display(), "egress proxy listening");
         tokio::spawn(accept(listener, shared));
         Ok(Self { path, stop, calls })

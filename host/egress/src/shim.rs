@@ -272,4 +272,3 @@ pub async fn bridge(listener: TcpListener, socket: PathBuf) {
 async fn copy_both(mut tcp: tokio::net::TcpStream, mut unix: UnixStream) -> io::Result<(u64, u64)> {
     tokio::io::copy_bidirectional(&mut tcp, &mut unix).await
 }
-

@@ -160,8 +160,8 @@ impl SkillEgress {
                 let reason = format!("secret `{}` is not set; set it with `skillhost secret set {}`", binding.name, binding.name);
                 return Err(Self::deny(audit, url.to_owned(), reason));
             };
-            let mut value = HeaderValue::from_str(&binding.header_value(&secret))
-                .map_err(|_| EgressError::BadSecret { name: binding.name.clone() })?;
+            let mut value =
+                HeaderValue::from_str(&binding.header_value(&secret)).map_err(|_| EgressError::BadSecret { name: binding.name.clone() })?;
             value.set_sensitive(true);
             headers.push((name, value));
         }

@@ -79,10 +79,7 @@ impl Tunnel {
         let (client_read, client_write) = tokio::io::split(client);
         let (upstream_read, upstream_write) = self.upstream.split();
         let both = async {
-            tokio::try_join!(
-                pump(client_read, upstream_write, &meter, &meter.out),
-                pump(upstream_read, client_write, &meter, &meter.into),
-            )
+            tokio::try_join!(pump(client_read, upstream_write, &meter, &meter.out), pump(upstream_read, client_write, &meter, &meter.into),)
         };
         let result = tokio::select! {
             result = both => result.map(|_| ()),
@@ -125,7 +122,12 @@ impl Meter {
 }
 
 /// Copy `from` to `to` until `from` ends (then half-close `to`), counting into `counter`.
-async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin, meter: &Meter, counter: &AtomicU64) -> Result<(), EgressError> {
+async fn pump(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    meter: &Meter,
+    counter: &AtomicU64,
+) -> Result<(), EgressError> {
     let mut buf = vec![0; 16 << 10];
     loop {
         let n = from.read(&mut buf).await?;

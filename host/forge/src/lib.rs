@@ -284,7 +284,11 @@ impl Forge {
                 entry.layer
             )));
         }
-        let no_source = || ForgeError::Conflict(format!("skill `{name}` has no stored source to update (it was not made by the forge); submit it whole with skill_create under a new name"));
+        let no_source = || {
+            ForgeError::Conflict(format!(
+                "skill `{name}` has no stored source to update (it was not made by the forge); submit it whole with skill_create under a new name"
+            ))
+        };
         let origin = &entry.origin;
         let (language, dir) = if origin.join("source").is_dir() {
             (Language::Rust, origin.join("source"))
@@ -294,7 +298,10 @@ impl Forge {
             return Err(no_source());
         };
         let files = stage::read_dir(&dir, &self.config.limits).map_err(|refused| {
-            ForgeError::Conflict(format!("the stored source of `{name}` cannot be read: {}", refused.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")))
+            ForgeError::Conflict(format!(
+                "the stored source of `{name}` cannot be read: {}",
+                refused.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+            ))
         })?;
         Ok((language, files))
     }
@@ -351,7 +358,9 @@ impl Forge {
             ))
         })?;
         let _busy = Busy::take(&self.busy, &name)?;
-        if mode == Mode::Create && let Ok(entry) = self.registry.entry(name.as_str()) {
+        if mode == Mode::Create
+            && let Ok(entry) = self.registry.entry(name.as_str())
+        {
             return Err(ForgeError::Conflict(format!(
                 "a skill named `{name}` already exists ({} layer); change it with skill_update, or choose another name",
                 entry.layer
@@ -397,7 +406,9 @@ impl Forge {
                 return Err(manifest_failure("a Rust skill is a component: remove `[server]` (or submit it as language `python`)".into()));
             }
             (Language::Python, None) => {
-                return Err(manifest_failure("a Python skill needs `[server]` with `command = \"python\"` and `args = [\"server.py\"]`".into()));
+                return Err(manifest_failure(
+                    "a Python skill needs `[server]` with `command = \"python\"` and `args = [\"server.py\"]`".into(),
+                ));
             }
             _ => {}
         }
@@ -423,8 +434,9 @@ impl Forge {
                     Err(failure) => return Err(Outcome::Failure(Failure::Build(failure))),
                 };
                 let md = submission.files.get("SKILL.md").map(String::as_bytes);
-                let packaged = package_skill(&component, toml.as_bytes(), md)
-                    .map_err(|e| Outcome::Failure(Failure::Load { error: format!("cargo produced something that is not a component: {e}") }))?;
+                let packaged = package_skill(&component, toml.as_bytes(), md).map_err(|e| {
+                    Outcome::Failure(Failure::Load { error: format!("cargo produced something that is not a component: {e}") })
+                })?;
                 let mut installed: BTreeMap<String, String> = BTreeMap::new();
                 installed.insert("skill.toml".into(), toml.clone());
                 if let Some(md) = submission.files.get("SKILL.md") {
@@ -531,7 +543,12 @@ impl Forge {
     }
 
     /// Stage the crate into the skill's build dir and build it in the sandbox.
-    async fn build_rust(&self, name: &SkillName, files: &BTreeMap<String, String>, fresh: bool) -> Result<Result<rust::Built, BuildFailure>, Outcome> {
+    async fn build_rust(
+        &self,
+        name: &SkillName,
+        files: &BTreeMap<String, String>,
+        fresh: bool,
+    ) -> Result<Result<rust::Built, BuildFailure>, Outcome> {
         let toolchain = {
             let mut cached = self.toolchain.lock().await;
             if cached.is_none() {
@@ -580,7 +597,8 @@ impl Forge {
 /// The `[[tests]]` of the skill installed at `origin` (a folder holding `skill.toml`).
 fn declared_tests(name: &str, origin: &Path) -> Result<Vec<skillhost_core::TestCase>, ForgeError> {
     let file = origin.join("skill.toml");
-    let none = || ForgeError::Conflict(format!("skill `{name}` has no skill.toml folder at {} to read its [[tests]] from", origin.display()));
+    let none =
+        || ForgeError::Conflict(format!("skill `{name}` has no skill.toml folder at {} to read its [[tests]] from", origin.display()));
     // The registry wrote this folder; a link in its place is not followed.
     if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
         return Err(none());

@@ -148,18 +148,19 @@ impl Generator {
     /// A generator for `config`, authenticating with `api_key` (the value of
     /// `config.secret`, read by the caller from the host's secret store).
     pub fn new(config: LlmConfig, api_key: Option<String>) -> Self {
-        let agent = ureq::Agent::config_builder()
-            .timeout_global(Some(config.timeout))
-            .http_status_as_error(false)
-            .build()
-            .new_agent();
+        let agent = ureq::Agent::config_builder().timeout_global(Some(config.timeout)).http_status_as_error(false).build().new_agent();
         Self { config, api_key, agent }
     }
 
     /// Ask the model for the skill, forge each answer, and send every failure back,
     /// for at most `rounds` rounds. The skill is installed by the forge (waiting for
     /// approval unless its tier is auto); nothing here approves it.
-    pub async fn generate(&self, forge: &Forge, request: &Request, progress: Arc<dyn Fn(Step) + Send + Sync>) -> Result<Generated, GenerateError> {
+    pub async fn generate(
+        &self,
+        forge: &Forge,
+        request: &Request,
+        progress: Arc<dyn Fn(Step) + Send + Sync>,
+    ) -> Result<Generated, GenerateError> {
         let mut messages = vec![
             json!({"role": "system", "content": system_prompt(request.language)}),
             json!({"role": "user", "content": format!("Write the skill `{}`. What it must do:\n\n{}", request.name, request.requirements)}),
@@ -178,7 +179,8 @@ impl Generator {
             let files = match files_of(&answer) {
                 Ok(files) => files,
                 Err(reason) => {
-                    let feedback = format!("Your answer could not be used: {reason}. Answer with only the JSON object {{\"files\": {{...}}}}.");
+                    let feedback =
+                        format!("Your answer could not be used: {reason}. Answer with only the JSON object {{\"files\": {{...}}}}.");
                     reject(reason, &mut messages, &mut last, feedback);
                     continue;
                 }
@@ -238,11 +240,8 @@ impl Generator {
 /// Markdown code fence.
 fn files_of(answer: &str) -> Result<BTreeMap<String, String>, String> {
     let text = answer.trim();
-    let text = text
-        .strip_prefix("```json")
-        .or_else(|| text.strip_prefix("```"))
-        .and_then(|t| t.trim_end().strip_suffix("```"))
-        .unwrap_or(text);
+    let text =
+        text.strip_prefix("```json").or_else(|| text.strip_prefix("```")).and_then(|t| t.trim_end().strip_suffix("```")).unwrap_or(text);
     let value: Value = serde_json::from_str(text.trim()).map_err(|e| format!("it is not a JSON object ({e})"))?;
     let files = value.get("files").and_then(Value::as_object).ok_or("it has no \"files\" object")?;
     if files.is_empty() {
@@ -275,7 +274,8 @@ skill.toml: name (lowercase letters, digits, hyphens; exactly the name asked for
 optionally [[tests]] cases (tool, input as an inline table, expect as the expected JSON output) that the host runs before installing. \
 Ask for no network, files or secrets unless the requirements need them. Write a short SKILL.md telling an agent when to use the tools.";
     let example = match language {
-        Language::Rust => r#"Language: Rust, compiled to a WebAssembly component. Files: skill.toml, src/lib.rs, SKILL.md. Do not write Cargo.toml: the host provides one depending on skillhost-sdk only (it re-exports serde and schemars through its prelude; no other crates are available).
+        Language::Rust => {
+            r#"Language: Rust, compiled to a WebAssembly component. Files: skill.toml, src/lib.rs, SKILL.md. Do not write Cargo.toml: the host provides one depending on skillhost-sdk only (it re-exports serde and schemars through its prelude; no other crates are available).
 Example src/lib.rs:
 use skillhost_sdk::prelude::*;
 
@@ -296,8 +296,10 @@ fn word_count(input: CountInput) -> Result<CountOutput, ToolError> {
     Ok(CountOutput { words: input.text.split_whitespace().count() })
 }
 
-skillhost_sdk::skill!(word_count);"#,
-        Language::Python => r#"Language: Python, a FastMCP server run in bubblewrap. Files: skill.toml, server.py, SKILL.md, optionally test_server.py (pytest).
+skillhost_sdk::skill!(word_count);"#
+        }
+        Language::Python => {
+            r#"Language: Python, a FastMCP server run in bubblewrap. Files: skill.toml, server.py, SKILL.md, optionally test_server.py (pytest).
 skill.toml must contain:
 [server]
 command = "python"
@@ -315,7 +317,8 @@ def word_count(text: str) -> dict:
 
 
 if __name__ == "__main__":
-    mcp.run()"#,
+    mcp.run()"#
+        }
     };
     format!("{common}\n\n{example}")
 }
@@ -347,6 +350,9 @@ mod tests {
         assert_eq!((config.timeout, config.rounds, config.secret), (Duration::from_secs(120), 3, None));
         let config: LlmConfig = toml::from_str("endpoint = \"e\"\nmodel = \"m\"\ntimeout = \"5s\"\nsecret = \"openai\"\n").unwrap();
         assert_eq!((config.timeout, config.secret.as_deref()), (Duration::from_secs(5), Some("openai")));
-        assert!(toml::from_str::<LlmConfig>("endpoint = \"e\"\nmodel = \"m\"\nkey = \"sk-...\"\n").is_err(), "keys live in the secret store");
+        assert!(
+            toml::from_str::<LlmConfig>("endpoint = \"e\"\nmodel = \"m\"\nkey = \"sk-...\"\n").is_err(),
+            "keys live in the secret store"
+        );
     }
 }

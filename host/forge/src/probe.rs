@@ -123,7 +123,13 @@ const MIN_SECRET_LEN: usize = 4;
 
 impl Redactor {
     pub fn new(source: Option<&SecretValues>) -> Self {
-        let mut values: Vec<String> = source.map(|s| s()).unwrap_or_default().into_iter().map(|v| v.trim().to_owned()).filter(|v| v.len() >= MIN_SECRET_LEN).collect();
+        let mut values: Vec<String> = source
+            .map(|s| s())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| v.len() >= MIN_SECRET_LEN)
+            .collect();
         // Longest first, so that a secret containing another is replaced whole.
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();

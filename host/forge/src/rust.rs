@@ -146,11 +146,14 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
         let what = what.to_owned();
         move |e: std::io::Error| ForgeError::Setup(format!("{what}: {e}"))
     };
-    let bwrap = skillhost_sandbox::which("bwrap")
-        .ok_or_else(|| ForgeError::Setup("`bwrap` was not found; install bubblewrap (`apt-get install bubblewrap`) to build skills".into()))?;
-    let prlimit = skillhost_sandbox::which("prlimit").ok_or_else(|| ForgeError::Setup("`prlimit` was not found; install util-linux".into()))?;
+    let bwrap = skillhost_sandbox::which("bwrap").ok_or_else(|| {
+        ForgeError::Setup("`bwrap` was not found; install bubblewrap (`apt-get install bubblewrap`) to build skills".into())
+    })?;
+    let prlimit =
+        skillhost_sandbox::which("prlimit").ok_or_else(|| ForgeError::Setup("`prlimit` was not found; install util-linux".into()))?;
     let sysroot = sysroot()?;
-    let root_toml = std::fs::read_to_string(workspace.join("Cargo.toml")).map_err(setup(&format!("cannot read {}/Cargo.toml", workspace.display())))?;
+    let root_toml =
+        std::fs::read_to_string(workspace.join("Cargo.toml")).map_err(setup(&format!("cannot read {}/Cargo.toml", workspace.display())))?;
     let mut hasher = Sha256::new();
     hasher.update(root_toml.as_bytes());
     hash_tree(&workspace.join("guest-sdk"), &mut hasher).map_err(setup("cannot read the SDK sources"))?;
@@ -196,7 +199,8 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
 /// The SDK workspace's root manifest: the checkout's (`root`), with only the SDK's
 /// crates as members. Applied to its own output it changes nothing.
 pub fn sdk_workspace_manifest(root: &str) -> Result<String, ForgeError> {
-    let mut table: toml::Table = root.parse().map_err(|e| ForgeError::Setup(format!("the SDK workspace's Cargo.toml does not parse: {e}")))?;
+    let mut table: toml::Table =
+        root.parse().map_err(|e| ForgeError::Setup(format!("the SDK workspace's Cargo.toml does not parse: {e}")))?;
     let workspace = table
         .get_mut("workspace")
         .and_then(|w| w.as_table_mut())
@@ -295,7 +299,8 @@ pub(crate) async fn build(
     let io = |what: &'static str| move |e: std::io::Error| ForgeError::Io { what, source: e };
     let etc = build.private.join("etc");
     skillhost_sandbox::profile::write_etc(&etc).map_err(io("cannot write the build sandbox's /etc"))?;
-    let bind = |host: &Path, guest: &str, mode| Bind::host_dir(host, guest, mode).map_err(io("cannot open a directory of the build sandbox"));
+    let bind =
+        |host: &Path, guest: &str, mode| Bind::host_dir(host, guest, mode).map_err(io("cannot open a directory of the build sandbox"));
     // The two writable dirs are opened from their parents (the host's, never mounted)
     // without following a link, `target` made if missing: what a build did below them
     // before is never followed by the host.
@@ -306,11 +311,16 @@ pub(crate) async fn build(
     let user = confinement.user.clone();
     let writable = |dir: &Path, guest: String| -> Result<Bind, ForgeError> {
         let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
-            return Err(io("cannot open a directory of the build sandbox")(std::io::Error::other(format!("{} has no parent", dir.display()))));
+            return Err(io("cannot open a directory of the build sandbox")(std::io::Error::other(format!(
+                "{} has no parent",
+                dir.display()
+            ))));
         };
         let fd = skillhost_core::open_beneath(parent, Path::new(name), user.is_some()).map_err(|e| {
             io("cannot open a writable directory of the build sandbox")(match e {
-                skillhost_core::Beneath::Link(at) => std::io::Error::other(format!("{} is a link or not a directory; remove it", parent.join(at).display())),
+                skillhost_core::Beneath::Link(at) => {
+                    std::io::Error::other(format!("{} is a link or not a directory; remove it", parent.join(at).display()))
+                }
                 skillhost_core::Beneath::Io(e) => e,
             })
         })?;
@@ -438,7 +448,9 @@ pub(crate) async fn build(
     };
     // The artifact's path is inside the sandbox: it must lie in the target dir, and is
     // read from there without following a link (the build wrote everything below it).
-    let Some(relative) = artifact.strip_prefix(format!("{BUILD_MOUNT}/target")).ok().filter(|r| r.components().all(|c| matches!(c, Component::Normal(_)))) else {
+    let Some(relative) =
+        artifact.strip_prefix(format!("{BUILD_MOUNT}/target")).ok().filter(|r| r.components().all(|c| matches!(c, Component::Normal(_))))
+    else {
         return Ok(Err(BuildFailure {
             diagnostics: warnings,
             output_tail,
@@ -572,7 +584,10 @@ mod tests {
         assert_eq!(fixed["dependencies"]["serde"].as_str(), Some("1"), "other dependencies stay");
         let inherited = "[package]\nname = \"greet\"\n\n[dependencies]\nskillhost-sdk.workspace = true\n";
         let fixed: toml::Table = with_sandbox_sdk(inherited).parse().unwrap();
-        assert_eq!(fixed["dependencies"]["skillhost-sdk"].as_table().unwrap(), &toml::Table::from_iter([("path".to_owned(), toml::Value::from("/sdk/guest-sdk"))]));
+        assert_eq!(
+            fixed["dependencies"]["skillhost-sdk"].as_table().unwrap(),
+            &toml::Table::from_iter([("path".to_owned(), toml::Value::from("/sdk/guest-sdk"))])
+        );
         for left_alone in ["not toml [", "[package]\nname = \"x\"\n"] {
             assert_eq!(with_sandbox_sdk(left_alone), left_alone);
         }
@@ -588,10 +603,13 @@ mod tests {
         let relative = r#"{"reason":"compiler-message","message":{"level":"error","message":"m","rendered":null,"spans":[{"file_name":"src/lib.rs","line_start":1,"column_start":2,"is_primary":true}]}}"#;
         let Some(Message::Diagnostic(d)) = parse_message(relative) else { panic!("not a diagnostic") };
         assert_eq!(d.file.as_deref(), Some("src/lib.rs"));
-        let summary = r#"{"reason":"compiler-message","message":{"level":"error","message":"aborting due to 1 previous error","spans":[]}}"#;
+        let summary =
+            r#"{"reason":"compiler-message","message":{"level":"error","message":"aborting due to 1 previous error","spans":[]}}"#;
         assert!(parse_message(summary).is_none());
         let artifact = r#"{"reason":"compiler-artifact","manifest_path":"/build/src/Cargo.toml","target":{"kind":["cdylib"]},"filenames":["/build/target/wasm32-wasip2/release/demo.wasm"]}"#;
-        assert!(matches!(parse_message(artifact), Some(Message::Artifact(p)) if p == Path::new("/build/target/wasm32-wasip2/release/demo.wasm")));
+        assert!(
+            matches!(parse_message(artifact), Some(Message::Artifact(p)) if p == Path::new("/build/target/wasm32-wasip2/release/demo.wasm"))
+        );
         assert!(parse_message("not json").is_none());
     }
 

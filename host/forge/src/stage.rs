@@ -112,11 +112,19 @@ pub fn validate(name: &str, language: Language, files: &BTreeMap<String, String>
         let size = content.len() as u64;
         total += size;
         if size > limits.file {
-            refused.push(refusal(path, format!("{size} bytes, more than the {} allowed per file", limits.file), "split the file or leave the data out of the skill"));
+            refused.push(refusal(
+                path,
+                format!("{size} bytes, more than the {} allowed per file", limits.file),
+                "split the file or leave the data out of the skill",
+            ));
         }
     }
     if total > limits.total {
-        refused.push(refusal("", format!("{total} bytes in all, more than the {} allowed per skill", limits.total), "leave large data out of the skill"));
+        refused.push(refusal(
+            "",
+            format!("{total} bytes in all, more than the {} allowed per skill", limits.total),
+            "leave large data out of the skill",
+        ));
     }
     // Directories and files must not collide (`src` and `src/lib.rs`).
     for path in files.keys() {
@@ -133,13 +141,19 @@ pub fn validate(name: &str, language: Language, files: &BTreeMap<String, String>
         }
     }
     match files.get("skill.toml") {
-        None => refused.push(refusal("skill.toml", "missing: every skill has a manifest", "add skill.toml with name, version and description")),
+        None => {
+            refused.push(refusal("skill.toml", "missing: every skill has a manifest", "add skill.toml with name, version and description"))
+        }
         Some(text) => {
             if let Ok(table) = text.parse::<toml::Table>()
                 && let Some(declared) = table.get("name").and_then(|v| v.as_str())
                 && declared != name
             {
-                refused.push(refusal("skill.toml", format!("declares name `{declared}` but the submission is named `{name}`"), format!("write `name = \"{name}\"`")));
+                refused.push(refusal(
+                    "skill.toml",
+                    format!("declares name `{declared}` but the submission is named `{name}`"),
+                    format!("write `name = \"{name}\"`"),
+                ));
             }
         }
     }
@@ -244,13 +258,21 @@ pub fn read_dir(dir: &Path, limits: &StageLimits) -> Result<BTreeMap<String, Str
             let relative = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
             let Ok(meta) = std::fs::symlink_metadata(entry.path()) else { continue };
             if meta.is_symlink() {
-                refused.push(refusal(&relative, "denied: a symlink could point anywhere on the host", "replace the link with the file itself"));
+                refused.push(refusal(
+                    &relative,
+                    "denied: a symlink could point anywhere on the host",
+                    "replace the link with the file itself",
+                ));
             } else if meta.is_dir() {
                 stack.push((entry.path(), relative));
             } else if !meta.is_file() {
                 refused.push(refusal(&relative, "denied: not a regular file", "remove it"));
             } else if meta.len() > limits.file {
-                refused.push(refusal(&relative, format!("{} bytes, more than the {} allowed per file", meta.len(), limits.file), "split the file or leave the data out of the skill"));
+                refused.push(refusal(
+                    &relative,
+                    format!("{} bytes, more than the {} allowed per file", meta.len(), limits.file),
+                    "split the file or leave the data out of the skill",
+                ));
             } else {
                 match std::fs::read(entry.path()).map(String::from_utf8) {
                     Ok(Ok(text)) => {

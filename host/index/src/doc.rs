@@ -120,11 +120,8 @@ impl SkillDoc {
             doc.approved = false;
             return Some(doc);
         }
-        let (keywords, example_queries) = loaded
-            .manifest
-            .as_ref()
-            .map(|m| (m.search.keywords.clone(), m.search.example_queries.clone()))
-            .unwrap_or_default();
+        let (keywords, example_queries) =
+            loaded.manifest.as_ref().map(|m| (m.search.keywords.clone(), m.search.example_queries.clone())).unwrap_or_default();
         Some(Self {
             name: entry.name.to_string(),
             description: loaded.description.clone(),
@@ -172,10 +169,7 @@ impl SkillDoc {
     /// The SKILL.md body without its frontmatter, cut to a bounded size.
     pub(crate) fn body(&self) -> &str {
         let Some(md) = self.instructions.as_deref() else { return "" };
-        let body = md
-            .strip_prefix("---")
-            .and_then(|rest| rest.split_once("\n---").map(|(_, body)| body))
-            .unwrap_or(md);
+        let body = md.strip_prefix("---").and_then(|rest| rest.split_once("\n---").map(|(_, body)| body)).unwrap_or(md);
         if body.len() <= MAX_BODY {
             return body;
         }
@@ -203,9 +197,8 @@ mod tests {
 
     #[test]
     fn side_effects_follow_the_contract_order() {
-        let of = |read_only, open_world, destructive| {
-            SideEffects::of(&Annotations { read_only, open_world, destructive, idempotent: false })
-        };
+        let of =
+            |read_only, open_world, destructive| SideEffects::of(&Annotations { read_only, open_world, destructive, idempotent: false });
         assert!(of(true, false, false) < of(true, true, false));
         assert!(of(true, true, false) < of(false, false, true));
         assert!(of(false, false, true) < of(false, true, false));

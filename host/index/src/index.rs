@@ -276,9 +276,9 @@ impl SearchIndex {
             Ok(index) => Ok(index),
             Err(e) => {
                 tracing::warn!("{e}; rebuilding the search index in {}", dir.display());
-                let rebuilt = store::wipe(dir).and_then(|()| store::open(dir, &schema)).and_then(|index| {
-                    Self::load_disk(index, dir, fields, embedder.clone())
-                });
+                let rebuilt = store::wipe(dir)
+                    .and_then(|()| store::open(dir, &schema))
+                    .and_then(|index| Self::load_disk(index, dir, fields, embedder.clone()));
                 rebuilt.or_else(|e| {
                     tracing::warn!("{e}: the search index stays in memory this time");
                     Self::in_memory(embedder)
@@ -381,7 +381,8 @@ impl SearchIndex {
             None => None,
         };
         let words = field_terms(doc, f, analyzer);
-        let hit = Hit { skill: skill.clone(), tool, description: text(f.description).unwrap_or_default(), score: 0.0, side_effects: effects };
+        let hit =
+            Hit { skill: skill.clone(), tool, description: text(f.description).unwrap_or_default(), score: 0.0, side_effects: effects };
         let approved = text(f.approved).as_deref() == Some("yes");
         Ok((key, skill, print, Meta { hit, approved, terms: words, vector }))
     }
@@ -487,12 +488,15 @@ impl SearchIndex {
         Ok(stats)
     }
 
-    fn sync_locked(&self, writer: &mut Writer, registry: &Registry, progress: &mut dyn FnMut(SyncProgress)) -> Result<SyncStats, IndexError> {
+    fn sync_locked(
+        &self,
+        writer: &mut Writer,
+        registry: &Registry,
+        progress: &mut dyn FnMut(SyncProgress),
+    ) -> Result<SyncStats, IndexError> {
         let catalog = registry.catalog();
-        let wanted: HashMap<String, (String, &Arc<Entry>)> = catalog
-            .iter()
-            .filter_map(|e| fingerprint(e).map(|f| (e.name.to_string(), (self.stamp(&f), e))))
-            .collect();
+        let wanted: HashMap<String, (String, &Arc<Entry>)> =
+            catalog.iter().filter_map(|e| fingerprint(e).map(|f| (e.name.to_string(), (self.stamp(&f), e)))).collect();
         let mut stats = SyncStats::default();
         let gone: Vec<String> = writer.indexed.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
         for name in gone {
@@ -702,10 +706,7 @@ impl SearchIndex {
         if let Some(dense) = &state.dense {
             return dense.clone();
         }
-        let vectors = state
-            .meta
-            .iter()
-            .filter_map(|(k, m)| m.vector.as_deref().map(|v| (k, v, m.hit.tool.is_some(), m.approved)));
+        let vectors = state.meta.iter().filter_map(|(k, m)| m.vector.as_deref().map(|v| (k, v, m.hit.tool.is_some(), m.approved)));
         let dense = Arc::new(Dense::build(vectors));
         state.dense = Some(dense.clone());
         dense
@@ -764,10 +765,8 @@ impl SearchIndex {
         let (candidates, ranker) = match (&query_vector, &dense) {
             (Some(qv), Some(dense)) => {
                 let nearest = dense.top(qv, depth, wanted);
-                let fused = fuse(&[
-                    bm25.iter().map(|(k, _)| (*k).clone()).collect(),
-                    nearest.iter().map(|(k, _)| (*k).to_owned()).collect(),
-                ]);
+                let fused =
+                    fuse(&[bm25.iter().map(|(k, _)| (*k).clone()).collect(), nearest.iter().map(|(k, _)| (*k).to_owned()).collect()]);
                 (fused.into_iter().filter_map(|(k, raw)| candidate(&k, raw)).collect::<Vec<_>>(), Ranker::Hybrid)
             }
             _ => (bm25.into_iter().filter_map(|(k, raw)| candidate(k, raw)).collect(), Ranker::Bm25),
@@ -811,11 +810,7 @@ impl SearchIndex {
         let searcher = self.reader.searcher();
         let top = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(depth).order_by_score())?;
         // Ids from the fast field: no document store read per hit.
-        let columns = searcher
-            .segment_readers()
-            .iter()
-            .map(|s| s.fast_fields().u64("id"))
-            .collect::<Result<Vec<_>, _>>()?;
+        let columns = searcher.segment_readers().iter().map(|s| s.fast_fields().u64("id")).collect::<Result<Vec<_>, _>>()?;
         Ok(top
             .into_iter()
             .filter_map(|(score, address)| {

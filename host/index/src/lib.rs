@@ -52,8 +52,8 @@ mod text;
 
 pub use doc::{SideEffects, SkillDoc, ToolDoc};
 pub use embed::{EmbedError, Embedder};
+pub use index::{IndexError, IndexStatus, Query, SearchIndex, SyncProgress, SyncStats, Target};
 #[cfg(feature = "embed")]
 pub use minilm::{MODEL_DIR_ENV, MiniLm, ModelError, ModelFiles, find as find_model, from_env as embedder_from_env};
-pub use index::{IndexError, IndexStatus, Query, SearchIndex, SyncProgress, SyncStats, Target};
-pub use store::Storage;
 pub use rank::{Hit, Ranker, SearchResults, WEAK_MATCH};
+pub use store::Storage;

@@ -85,9 +85,7 @@ impl ModelFiles {
 static RUNTIME: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
 fn load_runtime(path: &Path) -> Result<(), ModelError> {
-    let loaded = RUNTIME.get_or_init(|| {
-        ort::init_from(path).map(|_builder| path.to_owned()).map_err(|e| e.to_string())
-    });
+    let loaded = RUNTIME.get_or_init(|| ort::init_from(path).map(|_builder| path.to_owned()).map_err(|e| e.to_string()));
     match loaded {
         Ok(_) => Ok(()),
         Err(reason) => Err(ModelError::Runtime { path: path.to_owned(), reason: reason.clone() }),

@@ -80,9 +80,7 @@ pub(crate) fn lexical(words: &[String], doc: &HashMap<String, u8>) -> f64 {
     if words.is_empty() {
         return 0.0;
     }
-    let worth = |fields: u8| {
-        FIELD_WEIGHTS.iter().enumerate().filter(|(i, _)| fields & (1 << i) != 0).map(|(_, w)| *w).fold(0.0, f64::max)
-    };
+    let worth = |fields: u8| FIELD_WEIGHTS.iter().enumerate().filter(|(i, _)| fields & (1 << i) != 0).map(|(_, w)| *w).fold(0.0, f64::max);
     let total: f64 = words
         .iter()
         .map(|w| match doc.get(w) {

@@ -9,11 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use tantivy::directory::MmapDirectory;
-use tantivy::schema::{
-    FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
-};
 use tantivy::Index;
+use tantivy::directory::MmapDirectory;
+use tantivy::schema::{FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions};
 
 use crate::index::IndexError;
 use crate::text::ANALYZER;
@@ -98,9 +96,7 @@ impl Fields {
 pub(crate) fn schema() -> (Schema, Fields) {
     let mut schema = Schema::builder();
     let text = TextOptions::default()
-        .set_indexing_options(
-            TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqs),
-        )
+        .set_indexing_options(TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqs))
         .set_stored();
     let fields = Fields {
         id: schema.add_u64_field("id", FAST | STORED),

@@ -2,9 +2,7 @@
 //! (so `check_uptime` and `uptime-checker` give words), drop very long tokens, lowercase,
 //! drop English stop words (Lucene's list plus question words agents type), stem.
 
-use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
-};
+use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer};
 
 /// The analyzer's name in the index's tokenizer manager.
 pub(crate) const ANALYZER: &str = "skill_en";
@@ -12,11 +10,10 @@ pub(crate) const ANALYZER: &str = "skill_en";
 /// Words that say nothing about a tool: Lucene's English list plus what people put
 /// around a request ("can you", "please", "my", "I need to").
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
-    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
-    "will", "with", "i", "me", "my", "mine", "we", "our", "you", "your", "can", "could", "would", "should",
-    "please", "need", "want", "do", "does", "did", "what", "whats", "which", "who", "how", "when", "where",
-    "why", "some", "any", "get", "let", "s", "am", "has", "have", "had", "been", "from", "up", "so", "just",
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such",
+    "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with", "i", "me", "my", "mine", "we", "our",
+    "you", "your", "can", "could", "would", "should", "please", "need", "want", "do", "does", "did", "what", "whats", "which", "who",
+    "how", "when", "where", "why", "some", "any", "get", "let", "s", "am", "has", "have", "had", "been", "from", "up", "so", "just",
     "about", "all", "its",
 ];
 
@@ -62,10 +59,7 @@ fn one_edit<T: PartialEq>(a: &[T], b: &[T]) -> bool {
         let rest = prefix + 1;
         // substitution, or transposition of two neighbours
         short[rest..] == long[rest..]
-            || (rest < short.len()
-                && short[prefix] == long[rest]
-                && short[rest] == long[prefix]
-                && short[rest + 1..] == long[rest + 1..])
+            || (rest < short.len() && short[prefix] == long[rest] && short[rest] == long[prefix] && short[rest + 1..] == long[rest + 1..])
     } else {
         short[prefix..] == long[prefix + 1..]
     }

@@ -90,7 +90,9 @@ pub(crate) enum StateError {
     )]
     Used,
     /// Too many questions open.
-    #[error("too many unanswered approval questions ({MAX_OPEN}); answer them or let them expire, or run `skillhost approve NAME` in a terminal")]
+    #[error(
+        "too many unanswered approval questions ({MAX_OPEN}); answer them or let them expire, or run `skillhost approve NAME` in a terminal"
+    )]
     TooMany,
     /// No key: the OS random source failed when the server started.
     #[error("approval questions are unavailable: the OS random source failed; run `skillhost approve NAME` in a terminal")]
@@ -160,11 +162,8 @@ impl Approvals {
         // Constant time; nothing of the body is read before it is known to be ours.
         hmac::verify(key, body.as_bytes(), &tag).map_err(|_| StateError::NotOurs)?;
         let encoded = body.strip_prefix(VERSION).and_then(|b| b.strip_prefix('.')).ok_or(StateError::NotOurs)?;
-        let payload: Payload = URL_SAFE_NO_PAD
-            .decode(encoded)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .ok_or(StateError::NotOurs)?;
+        let payload: Payload =
+            URL_SAFE_NO_PAD.decode(encoded).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).ok_or(StateError::NotOurs)?;
         let now = now_ms();
         if now > payload.expires {
             self.open().remove(&payload.nonce);

@@ -34,8 +34,7 @@ pub enum Builtin {
     ReadSkillResource,
 }
 
-const ALL: [Builtin; 5] =
-    [Builtin::ToolSearch, Builtin::SkillList, Builtin::SkillSearch, Builtin::SkillGet, Builtin::ReadSkillResource];
+const ALL: [Builtin; 5] = [Builtin::ToolSearch, Builtin::SkillList, Builtin::SkillSearch, Builtin::SkillGet, Builtin::ReadSkillResource];
 
 /// Every built-in tool.
 pub fn all() -> &'static [Builtin] {
@@ -67,8 +66,12 @@ impl Builtin {
                  limit or the other results); under 0.45 the tool is not a good match, and no_good_match says none was. \
                  search_type: fts (words, default), regex (case-insensitive), exact (a tool name)."
             }
-            Builtin::SkillList => "List every skill: name, description, trust state, runtime, number of tools, whether it has instructions.",
-            Builtin::SkillSearch => "Find skills by what they are for (description, keywords, instructions). Returns names, descriptions and scores in [0, 1] that depend only on the query and the skill; under 0.45 is not a good match.",
+            Builtin::SkillList => {
+                "List every skill: name, description, trust state, runtime, number of tools, whether it has instructions."
+            }
+            Builtin::SkillSearch => {
+                "Find skills by what they are for (description, keywords, instructions). Returns names, descriptions and scores in [0, 1] that depend only on the query and the skill; under 0.45 is not a good match."
+            }
             Builtin::SkillGet => {
                 "Read skills' SKILL.md instructions, cut to max_tokens in all, with what each requires: its tools, its \
                  approval state, the capabilities it holds, and the files read_skill_resource can open; plus its \
@@ -208,43 +211,36 @@ pub fn tool_search(
     let limit = args.limit.clamp(1, MAX_LIMIT);
     let tools: Vec<ToolEntry> = table(registry).into_iter().filter(ToolEntry::approved).collect();
     let loading_mode = if deferred { "deferred" } else { "always" };
-    let (scored, ranker, weak): (Vec<(&ToolEntry, f64)>, &str, Option<bool>) =
-        match (args.search_type, synced(index, registry)) {
-            (SearchType::Fts, Some(index)) => {
-                let found = index
-                    .search(&IndexQuery::new(&args.query, Target::Tools).limit(limit))
-                    .map_err(|e| format!("tool_search: {e}"))?;
-                // The registry has the last word: only tools approved now are shown.
-                let by_name: HashMap<&str, &ToolEntry> = tools.iter().map(|t| (t.name.as_str(), t)).collect();
-                let scored = found
-                    .hits
-                    .iter()
-                    .filter_map(|h| by_name.get(h.public_name().as_str()).map(|t| (*t, h.score)))
-                    .collect();
-                (scored, found.ranker.as_str(), Some(found.weak()))
-            }
-            (mode, _) => {
-                let bare: Vec<[&str; 1]> = tools.iter().map(|t| [t.spec.name.as_str()]).collect();
-                let docs: Vec<Document<'_>> = tools
-                    .iter()
-                    .zip(&bare)
-                    .map(|(t, bare)| Document {
-                        name: &t.name,
-                        aliases: bare,
-                        text: format!("{} {}", t.skill, t.spec.description),
-                        side_effects: t.side_effects(),
-                    })
-                    .collect();
-                let hits = search(&docs, &args.query, mode, limit).map_err(|e| format!("tool_search: {e}"))?;
-                let scored = hits.iter().map(|h| (&tools[h.index], h.score)).collect();
-                let ranker = match mode {
-                    SearchType::Fts => "term-match",
-                    SearchType::Regex => "regex",
-                    SearchType::Exact => "exact",
-                };
-                (scored, ranker, None)
-            }
-        };
+    let (scored, ranker, weak): (Vec<(&ToolEntry, f64)>, &str, Option<bool>) = match (args.search_type, synced(index, registry)) {
+        (SearchType::Fts, Some(index)) => {
+            let found = index.search(&IndexQuery::new(&args.query, Target::Tools).limit(limit)).map_err(|e| format!("tool_search: {e}"))?;
+            // The registry has the last word: only tools approved now are shown.
+            let by_name: HashMap<&str, &ToolEntry> = tools.iter().map(|t| (t.name.as_str(), t)).collect();
+            let scored = found.hits.iter().filter_map(|h| by_name.get(h.public_name().as_str()).map(|t| (*t, h.score))).collect();
+            (scored, found.ranker.as_str(), Some(found.weak()))
+        }
+        (mode, _) => {
+            let bare: Vec<[&str; 1]> = tools.iter().map(|t| [t.spec.name.as_str()]).collect();
+            let docs: Vec<Document<'_>> = tools
+                .iter()
+                .zip(&bare)
+                .map(|(t, bare)| Document {
+                    name: &t.name,
+                    aliases: bare,
+                    text: format!("{} {}", t.skill, t.spec.description),
+                    side_effects: t.side_effects(),
+                })
+                .collect();
+            let hits = search(&docs, &args.query, mode, limit).map_err(|e| format!("tool_search: {e}"))?;
+            let scored = hits.iter().map(|h| (&tools[h.index], h.score)).collect();
+            let ranker = match mode {
+                SearchType::Fts => "term-match",
+                SearchType::Regex => "regex",
+                SearchType::Exact => "exact",
+            };
+            (scored, ranker, None)
+        }
+    };
     let found: Vec<String> = scored.iter().map(|(t, _)| t.name.clone()).collect();
     let results: Vec<Value> = scored
         .iter()
@@ -276,9 +272,8 @@ pub fn skill_search(registry: &Registry, index: Option<&SearchIndex>, args: &Jso
     let description = knowledge::description;
     let (results, ranker, weak): (Vec<Value>, &str, Option<bool>) = match (args.search_type, synced(index, registry)) {
         (SearchType::Fts, Some(index)) => {
-            let found = index
-                .search(&IndexQuery::new(&args.query, Target::Skills).limit(limit))
-                .map_err(|e| format!("skill_search: {e}"))?;
+            let found =
+                index.search(&IndexQuery::new(&args.query, Target::Skills).limit(limit)).map_err(|e| format!("skill_search: {e}"))?;
             let results = found
                 .hits
                 .iter()
@@ -326,7 +321,8 @@ pub fn skill_list(registry: &Registry) -> Value {
     let failing = registry.stats().map(|s| s.failing_map()).unwrap_or_default();
     for item in value["skills"].as_array_mut().into_iter().flatten() {
         if let Some(f) = item["name"].as_str().and_then(|name| failing.get(name)) {
-            item["failing"] = json!(format!("failed {} of its last {} calls; fix it with skill_update if it is yours", f.failures, f.calls));
+            item["failing"] =
+                json!(format!("failed {} of its last {} calls; fix it with skill_update if it is yours", f.failures, f.calls));
         }
     }
     // Skills found at start that have not loaded yet: they join tools/list (announced

@@ -166,8 +166,7 @@ pub async fn call(forge: &Forge, tool: ForgeTool, args: &JsonObject, progress: O
 fn success(forged: &Forged) -> CallToolResult {
     let name = forged.skill.as_str();
     let skill = skillhost_core::SkillName::new(name).ok();
-    let tools: Vec<String> =
-        forged.tools.iter().filter_map(|t| skill.as_ref().and_then(|s| public_name(s, t))).collect();
+    let tools: Vec<String> = forged.tools.iter().filter_map(|t| skill.as_ref().and_then(|s| public_name(s, t))).collect();
     let next = match forged.state {
         TrustState::Approved => format!("`{name}` is live: call {}", tools.join(", ")),
         _ => format!(

@@ -39,12 +39,7 @@ pub struct HttpConfig {
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        Self {
-            addr: SocketAddr::from(([127, 0, 0, 1], 8787)),
-            token: None,
-            allowed_hosts: Vec::new(),
-            allowed_origins: Vec::new(),
-        }
+        Self { addr: SocketAddr::from(([127, 0, 0, 1], 8787)), token: None, allowed_hosts: Vec::new(), allowed_origins: Vec::new() }
     }
 }
 
@@ -64,9 +59,7 @@ pub async fn serve_http(
             config.addr
         )));
     }
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .map_err(|source| McpError::Listen { addr: config.addr, source })?;
+    let listener = tokio::net::TcpListener::bind(config.addr).await.map_err(|source| McpError::Listen { addr: config.addr, source })?;
     let bound = listener.local_addr().map_err(|source| McpError::Listen { addr: config.addr, source })?;
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), "[::1]".to_owned()];
     hosts.push(bound.ip().to_string());
@@ -78,11 +71,8 @@ pub async fn serve_http(
         .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token());
-    let service = StreamableHttpService::new(
-        move || Ok(server.session()),
-        std::sync::Arc::new(LocalSessionManager::default()),
-        rmcp_config,
-    );
+    let service =
+        StreamableHttpService::new(move || Ok(server.session()), std::sync::Arc::new(LocalSessionManager::default()), rmcp_config);
     let token = config.token.filter(|t| !t.is_empty()).map(|t| format!("Bearer {t}"));
     tracing::info!(addr = %bound, token = token.is_some(), "serving MCP over streamable HTTP at /mcp");
     if let Some(ready) = ready {
@@ -140,9 +130,7 @@ async fn handle(
             ));
             let mut response = hyper::Response::new(body.boxed());
             *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
-            response
-                .headers_mut()
-                .insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
+            response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
             return response;
         }
     }
@@ -182,7 +170,10 @@ fn token_file(path: &Path, create: bool) -> Result<String, McpError> {
                     return Err(fail("not a regular file; remove it and start again to make a new token".to_owned()));
                 }
                 if stat.st_uid != rustix::process::geteuid().as_raw() {
-                    return Err(fail(format!("owned by uid {}, not by this user; remove it and start again to make a new token", stat.st_uid)));
+                    return Err(fail(format!(
+                        "owned by uid {}, not by this user; remove it and start again to make a new token",
+                        stat.st_uid
+                    )));
                 }
                 if mode & 0o077 != 0 {
                     return Err(fail(format!(

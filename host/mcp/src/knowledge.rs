@@ -110,11 +110,7 @@ pub struct SkillSummary {
 
 /// The skills an agent may learn about: loaded and not disabled, by name.
 pub fn skills(registry: &Registry) -> Vec<std::sync::Arc<Entry>> {
-    let mut entries: Vec<_> = registry
-        .catalog()
-        .into_iter()
-        .filter(|e| e.loaded.is_some() && e.state != TrustState::Disabled)
-        .collect();
+    let mut entries: Vec<_> = registry.catalog().into_iter().filter(|e| e.loaded.is_some() && e.state != TrustState::Disabled).collect();
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     entries
 }

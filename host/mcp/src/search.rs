@@ -99,11 +99,8 @@ pub fn search(docs: &[Document<'_>], query: &str, mode: SearchType, limit: usize
 
 fn regex_hits(docs: &[Document<'_>], pattern: &str) -> Result<Vec<Hit>, SearchError> {
     let fail = |reason: String| SearchError::Regex { pattern: pattern.to_owned(), reason };
-    let re = regex::RegexBuilder::new(pattern)
-        .case_insensitive(true)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
-        .map_err(|e| fail(e.to_string()))?;
+    let re =
+        regex::RegexBuilder::new(pattern).case_insensitive(true).size_limit(REGEX_SIZE_LIMIT).build().map_err(|e| fail(e.to_string()))?;
     let whole = regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
         .case_insensitive(true)
         .size_limit(REGEX_SIZE_LIMIT)
@@ -114,11 +111,7 @@ fn regex_hits(docs: &[Document<'_>], pattern: &str) -> Result<Vec<Hit>, SearchEr
         let names = std::iter::once(doc.name).chain(doc.aliases.iter().copied());
         let mut score: Option<f64> = None;
         for name in names {
-            let this = if whole.is_match(name) {
-                Some(0.95)
-            } else {
-                re.find(name).map(|m| if m.start() == 0 { 0.90 } else { 0.85 })
-            };
+            let this = if whole.is_match(name) { Some(0.95) } else { re.find(name).map(|m| if m.start() == 0 { 0.90 } else { 0.85 }) };
             score = match (score, this) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),

@@ -25,12 +25,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationSchema, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, InputRequest, InputRequiredResult, JsonObject, ListPromptsResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InputRequest,
+    InputRequiredResult, JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -65,12 +64,7 @@ pub struct McpConfig {
 
 impl Default for McpConfig {
     fn default() -> Self {
-        Self {
-            deferred_threshold: 40,
-            pinned: Vec::new(),
-            elicit_approvals: true,
-            approval_timeout: std::time::Duration::from_secs(600),
-        }
+        Self { deferred_threshold: 40, pinned: Vec::new(), elicit_approvals: true, approval_timeout: std::time::Duration::from_secs(600) }
     }
 }
 
@@ -192,9 +186,7 @@ impl SkillhostMcp {
         if self.deferred(&tools) {
             let activated = lock(&self.session.activated);
             let pinned = &self.shared.config.pinned;
-            listed.extend(
-                tools.iter().filter(|t| pinned.contains(&t.name) || activated.contains(&t.name)).map(ToolEntry::to_mcp),
-            );
+            listed.extend(tools.iter().filter(|t| pinned.contains(&t.name) || activated.contains(&t.name)).map(ToolEntry::to_mcp));
         } else {
             listed.extend(tools.iter().map(ToolEntry::to_mcp));
         }
@@ -373,7 +365,9 @@ impl SkillhostMcp {
         match registry.approve(name, &asked.content_hash, &asked.capability_digest, ApprovalChannel::McpElicitation).await {
             Ok(()) => {}
             Err(error @ RegistryError::ChangedSinceReview { .. }) => {
-                return Ok(Approval::Refused(format!("{error}; nothing was approved or ran: call the tool again to be asked about this version")));
+                return Ok(Approval::Refused(format!(
+                    "{error}; nothing was approved or ran: call the tool again to be asked about this version"
+                )));
             }
             Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
         }
@@ -481,10 +475,8 @@ impl ServerHandler for SkillhostMcp {
         // them): say so, since the instructions are read once.
         let loading: Vec<String> = self.shared.registry.loading().iter().map(ToString::to_string).collect();
         if !loading.is_empty() {
-            instructions.push_str(&format!(
-                "\n\nStill loading: {} (each joins tools/list when ready; skill_list shows them).",
-                loading.join(", ")
-            ));
+            instructions
+                .push_str(&format!("\n\nStill loading: {} (each joins tools/list when ready; skill_list shows them).", loading.join(", ")));
         }
         info.instructions = Some(instructions);
         info
@@ -498,9 +490,7 @@ impl ServerHandler for SkillhostMcp {
             let closed = peer.clone();
             let send = || {
                 let peer = peer.clone();
-                async move {
-                    peer.notify_tool_list_changed().await.is_ok() && peer.notify_resource_list_changed().await.is_ok()
-                }
+                async move { peer.notify_tool_list_changed().await.is_ok() && peer.notify_resource_list_changed().await.is_ok() }
             };
             // rmcp has no "closed" future on a peer: poll, so the task ends with the session.
             let stop = async move {
@@ -555,11 +545,7 @@ impl ServerHandler for SkillhostMcp {
         Ok(ListToolsResult::with_all_items(self.visible()).with_ttl_ms(0))
     }
 
-    async fn call_tool(
-        &self,
-        params: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(&self, params: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         if let Some(builtin) = Builtin::named(&params.name) {
             return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default()).into());
         }
@@ -596,11 +582,7 @@ impl ServerHandler for SkillhostMcp {
             for path in knowledge::listed_resources(&entry) {
                 let resource = Resource::new(format!("skill://{}/{path}", entry.name), format!("{} {path}", entry.name))
                     .with_mime_type(knowledge::mime_type(&path));
-                resources.push(if path == "SKILL.md" {
-                    resource.with_description(knowledge::description(&entry))
-                } else {
-                    resource
-                });
+                resources.push(if path == "SKILL.md" { resource.with_description(knowledge::description(&entry)) } else { resource });
             }
         }
         Ok(ListResourcesResult::with_all_items(resources).with_ttl_ms(0))
@@ -664,7 +646,9 @@ impl ServerHandler for SkillhostMcp {
                 .as_u64()
                 .or_else(|| value.as_str().and_then(|s| s.trim().parse().ok()))
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-                .ok_or_else(|| ErrorData::invalid_params(format!("`{DIRECTORY_BUDGET_ARG}` must be a whole number of tokens, not {value}"), None))?,
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("`{DIRECTORY_BUDGET_ARG}` must be a whole number of tokens, not {value}"), None)
+                })?,
         };
         let directory = knowledge::directory(&self.shared.registry, budget);
         let text = if directory.text.is_empty() { "No skills are approved yet.".to_owned() } else { directory.text };
@@ -782,4 +766,3 @@ fn elicit_params(message: String) -> ElicitRequestParams {
     let schema: ElicitationSchema = ElicitationSchema::builder().required_bool("approve").build_unchecked();
     ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema }
 }
-

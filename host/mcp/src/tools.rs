@@ -124,13 +124,7 @@ pub fn table(registry: &Registry) -> Vec<ToolEntry> {
 
 /// How many tools [`table`] would list, without building it (on every call's path).
 pub fn tool_count(registry: &Registry) -> usize {
-    registry
-        .catalog()
-        .iter()
-        .filter(|e| e.state != TrustState::Disabled)
-        .filter_map(|e| e.loaded.as_ref())
-        .map(|l| l.tools.len())
-        .sum()
+    registry.catalog().iter().filter(|e| e.state != TrustState::Disabled).filter_map(|e| e.loaded.as_ref()).map(|l| l.tools.len()).sum()
 }
 
 fn annotations(hints: &Annotations) -> ToolAnnotations {

@@ -35,7 +35,11 @@ fn reload_latency(c: &mut Criterion) {
     let workspace = tempfile::tempdir().unwrap();
     let dir = LIMITS.folder(workspace.path());
     let registry = rt
-        .block_on(Registry::open(config(data.path(), workspace.path(), true), runtime(&data.path().join("cache")), Policy::new(data.path().join("d"))))
+        .block_on(Registry::open(
+            config(data.path(), workspace.path(), true),
+            runtime(&data.path().join("cache")),
+            Policy::new(data.path().join("d")),
+        ))
         .unwrap();
     let mut version = 0u64;
     c.bench_function("reload_latency", |b| {

@@ -161,7 +161,10 @@ pub fn withheld_description(name: &str, state: TrustState) -> String {
 
 /// [`withheld_description`] for tool `tool` of skill `name`.
 pub fn withheld_tool_description(name: &str, tool: &str, state: TrustState) -> String {
-    format!("Tool `{tool}` of {}. Calling it asks the user to approve the skill, where the client can ask.", withheld_description(name, state))
+    format!(
+        "Tool `{tool}` of {}. Calling it asks the user to approve the skill, where the client can ask.",
+        withheld_description(name, state)
+    )
 }
 
 /// Lines in `new` not in `old` as `+ line`, then lines in `old` not in `new` as `- line`.

@@ -104,7 +104,9 @@ pub enum RegistryError {
         path: PathBuf,
     },
     /// `approve` was given a hash or digest other than the current one.
-    #[error("skill `{name}` changed since it was reviewed (reviewed {what} {reviewed}, now {current}); review it again with `skillhost show {name}` before approving")]
+    #[error(
+        "skill `{name}` changed since it was reviewed (reviewed {what} {reviewed}, now {current}); review it again with `skillhost show {name}` before approving"
+    )]
     ChangedSinceReview {
         /// The skill.
         name: String,

@@ -79,7 +79,11 @@ impl Registry {
         let snapshot = Snapshot::read(previous, &self.config.limits)?;
         let parsed = snapshot.parse()?;
         if parsed.name() != &name {
-            return Err(RegistryError::NameMismatch { path: previous.clone(), expected: name.to_string(), declared: parsed.name().to_string() });
+            return Err(RegistryError::NameMismatch {
+                path: previous.clone(),
+                expected: name.to_string(),
+                declared: parsed.name().to_string(),
+            });
         }
         self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
 
@@ -124,11 +128,7 @@ impl Registry {
         let user = self.config.user.clone();
         let existing = existing(&user, &name);
         if existing.is_empty() {
-            let dir = self
-                .entry(name.as_str())
-                .ok()
-                .and_then(|e| e.origin.parent().map(Path::to_path_buf))
-                .unwrap_or(user);
+            let dir = self.entry(name.as_str()).ok().and_then(|e| e.origin.parent().map(Path::to_path_buf)).unwrap_or(user);
             return Err(RegistryError::NotInstalled { name: name.to_string(), dir });
         }
         let staging = staging_dir(&user)?;
@@ -145,10 +145,7 @@ impl Registry {
 
 /// The installed forms of `name` in the user layer.
 fn existing(user: &Path, name: &SkillName) -> Vec<PathBuf> {
-    [user.join(name.as_str()), user.join(format!("{name}.wasm"))]
-        .into_iter()
-        .filter(|p| std::fs::symlink_metadata(p).is_ok())
-        .collect()
+    [user.join(name.as_str()), user.join(format!("{name}.wasm"))].into_iter().filter(|p| std::fs::symlink_metadata(p).is_ok()).collect()
 }
 
 /// A temporary directory beside the user layer (same file system, so renames are

@@ -63,8 +63,8 @@ pub use catalog::{
 };
 pub use config::{Layer, RegistryConfig, SizeLimits};
 pub use error::RegistryError;
-pub use pack::{PACK_MANIFEST, PackRef};
 pub use nofollow::read_skill_file;
+pub use pack::{PACK_MANIFEST, PackRef};
 pub use registry::Registry;
 pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError};
 pub use trust::{ApprovalChannel, ApprovedBy, TrustState};

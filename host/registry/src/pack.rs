@@ -87,7 +87,6 @@ fn stem(file: &str) -> Option<&str> {
     SUFFIXES.iter().find_map(|s| file.strip_suffix(s)).filter(|s| !s.is_empty() && !s.starts_with('.'))
 }
 
-
 /// The skill name of file `file` in pack `pack`, when they make a valid one.
 pub(crate) fn member_name(pack: &str, file: &str) -> Option<SkillName> {
     let slug = slug(stem(file)?);
@@ -123,11 +122,8 @@ pub(crate) fn names_in(dir: &Path) -> BTreeSet<SkillName> {
 /// The pack-skill files directly in `dir`, sorted.
 fn files(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| stem(n).is_some())
-        .collect();
+    let mut files: Vec<String> =
+        entries.filter_map(Result::ok).filter_map(|e| e.file_name().into_string().ok()).filter(|n| stem(n).is_some()).collect();
     files.sort();
     files
 }
@@ -139,11 +135,7 @@ pub(crate) fn candidates(layer: &Path, name: &SkillName) -> Vec<PathBuf> {
     if !is_pack(&dir) {
         return Vec::new();
     }
-    files(&dir)
-        .into_iter()
-        .filter(|f| member_name(pack, f).as_ref() == Some(name))
-        .map(|f| dir.join(f))
-        .collect()
+    files(&dir).into_iter().filter(|f| member_name(pack, f).as_ref() == Some(name)).map(|f| dir.join(f)).collect()
 }
 
 /// Every skill of pack `pack` on disk in any layer (an external layer holds no packs).
@@ -229,13 +221,24 @@ pub(crate) fn parse(path: &Path, manifest: &[u8], bytes: &[u8]) -> Result<PackSk
     let manifest = parse_manifest(manifest, &manifest_path, folder)?;
     let file = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
     let name = member_name(folder, &file).ok_or_else(|| {
-        RuleError::new(path, Rule::PackName, format!("the file name {file:?}"), "rename it to `<slug>.skill.md` with a slug of lowercase letters, digits and hyphens")
+        RuleError::new(
+            path,
+            Rule::PackName,
+            format!("the file name {file:?}"),
+            "rename it to `<slug>.skill.md` with a slug of lowercase letters, digits and hyphens",
+        )
     })?;
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| RuleError::new(path, Rule::FrontmatterYaml, format!("the file (not UTF-8 at byte {})", e.valid_up_to()), "save it as UTF-8"))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        RuleError::new(path, Rule::FrontmatterYaml, format!("the file (not UTF-8 at byte {})", e.valid_up_to()), "save it as UTF-8")
+    })?;
     let (mut fields, body) = if file.ends_with(".skill.md") {
         let (yaml, body) = skillmd::split(text).ok_or_else(|| {
-            RuleError::new(path, Rule::Frontmatter, "the file (no frontmatter)", "start it with `---`, the skill's YAML fields (trigger, steps...), and `---`")
+            RuleError::new(
+                path,
+                Rule::Frontmatter,
+                "the file (no frontmatter)",
+                "start it with `---`, the skill's YAML fields (trigger, steps...), and `---`",
+            )
         })?;
         (skillmd::yaml_mapping(yaml, path)?, body.trim())
     } else {
@@ -249,7 +252,9 @@ pub(crate) fn parse(path: &Path, manifest: &[u8], bytes: &[u8]) -> Result<PackSk
         Some(Value::String(t)) if !t.trim().is_empty() => t.trim().to_owned(),
         other => {
             let subject = other.map_or_else(|| "the file (no `trigger`)".to_owned(), |v| format!("trigger {}", skillmd::show(&v)));
-            return Err(RuleError::new(path, Rule::PackTrigger, subject, "add `trigger:` saying when to use the skill, in one sentence").into());
+            return Err(
+                RuleError::new(path, Rule::PackTrigger, subject, "add `trigger:` saying when to use the skill, in one sentence").into()
+            );
         }
     };
     let steps = match fields.remove("steps") {
@@ -263,7 +268,9 @@ pub(crate) fn parse(path: &Path, manifest: &[u8], bytes: &[u8]) -> Result<PackSk
         match fields.remove(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
-            Some(other) => Err(RuleError::new(path, Rule::PackFields, format!("{key} {}", skillmd::show(&other)), format!("write `{key}:` as text"))),
+            Some(other) => {
+                Err(RuleError::new(path, Rule::PackFields, format!("{key} {}", skillmd::show(&other)), format!("write `{key}:` as text")))
+            }
         }
     };
     let title = text_field(&mut fields, "title")?;
@@ -279,7 +286,13 @@ pub(crate) fn parse(path: &Path, manifest: &[u8], bytes: &[u8]) -> Result<PackSk
     let summary = description.clone().or_else(|| title.clone()).unwrap_or_else(|| trigger.clone());
     let length = summary.chars().count();
     if length > 1024 {
-        return Err(RuleError::new(path, Rule::DescriptionLength, format!("description ({length} characters)"), "shorten it to 1024 characters and move details into the steps or the body").into());
+        return Err(RuleError::new(
+            path,
+            Rule::DescriptionLength,
+            format!("description ({length} characters)"),
+            "shorten it to 1024 characters and move details into the steps or the body",
+        )
+        .into());
     }
 
     let mut md = format!("# {}\n\n", title.as_deref().unwrap_or(name.as_str()));
@@ -345,10 +358,16 @@ fn parse_manifest(bytes: &[u8], path: &Path, folder: &str) -> Result<PackManifes
     let bad = |subject: String, fix: &str| RuleError::new(path, Rule::PackToml, subject, fix);
     let text = std::str::from_utf8(bytes).map_err(|_| bad("the file (not UTF-8)".to_owned(), "save it as UTF-8"))?;
     let manifest: PackManifest = toml::from_str(text).map_err(|e| {
-        bad(format!("the file ({})", e.message()), "write `name = \"<folder name>\"` and `version = \"1.0.0\"` (and optionally `description`), nothing else")
+        bad(
+            format!("the file ({})", e.message()),
+            "write `name = \"<folder name>\"` and `version = \"1.0.0\"` (and optionally `description`), nothing else",
+        )
     })?;
     if manifest.name != folder {
-        return Err(bad(format!("name {:?} (the folder is {folder:?})", manifest.name), &format!("set `name = \"{folder}\"` or rename the folder")));
+        return Err(bad(
+            format!("name {:?} (the folder is {folder:?})", manifest.name),
+            &format!("set `name = \"{folder}\"` or rename the folder"),
+        ));
     }
     if manifest.version.trim().is_empty() {
         return Err(bad("version \"\"".to_owned(), "set `version`, e.g. `version = \"1.0.0\"`"));
@@ -361,7 +380,14 @@ fn check_declared_name(fields: &mut Mapping, path: &Path, pack: &str, file_slug:
     let declared = match fields.remove("name") {
         None | Some(Value::Null) => return Ok(()),
         Some(Value::String(s)) => s,
-        Some(other) => return Err(RuleError::new(path, Rule::PackName, format!("name {}", skillmd::show(&other)), "write the name as text, or leave it out")),
+        Some(other) => {
+            return Err(RuleError::new(
+                path,
+                Rule::PackName,
+                format!("name {}", skillmd::show(&other)),
+                "write the name as text, or leave it out",
+            ));
+        }
     };
     let (declared_pack, declared_slug) = if let Some(rest) = declared.strip_prefix("pack.") {
         rest.split_once('.').unwrap_or(("", rest))
@@ -378,14 +404,19 @@ fn check_declared_name(fields: &mut Mapping, path: &Path, pack: &str, file_slug:
         let suffix = SUFFIXES.iter().find(|s| path.to_string_lossy().ends_with(*s)).copied().unwrap_or(".skill.md");
         format!("rename the file to `{wanted}{suffix}`, or set `name: pack.{pack}.{}` (or leave `name` out)", file_slug.replace('-', "_"))
     } else {
-        format!("a file in pack `{pack}` names a skill of that pack: set `name: pack.{pack}.{}` (or leave it out)", file_slug.replace('-', "_"))
+        format!(
+            "a file in pack `{pack}` names a skill of that pack: set `name: pack.{pack}.{}` (or leave it out)",
+            file_slug.replace('-', "_")
+        )
     };
     Err(RuleError::new(path, Rule::PackName, format!("name {declared:?} (the file gives `{name}`)"), fix))
 }
 
 /// A YAML list of strings (numbers and booleans are taken as their text).
 fn strings(value: Value, key: &str, path: &Path, rule: Rule) -> Result<Vec<String>, RuleError> {
-    let bad = |v: &Value| RuleError::new(path, rule, format!("{key} {}", skillmd::show(v)), format!("write `{key}:` followed by `- item` lines of text"));
+    let bad = |v: &Value| {
+        RuleError::new(path, rule, format!("{key} {}", skillmd::show(v)), format!("write `{key}:` followed by `- item` lines of text"))
+    };
     let Value::Sequence(items) = &value else { return Err(bad(&value)) };
     items
         .iter()

@@ -17,19 +17,18 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use skillhost_core::{
-    ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, Skill, SkillName, SkillRuntime, SkillSource,
-    ToolOutput,
+    ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, Skill, SkillName, SkillRuntime, SkillSource, ToolOutput,
 };
 use tokio::sync::broadcast;
 
 use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, diff_lines};
 use crate::config::{Layer, RegistryConfig};
-use sha2::Digest;
 use crate::error::RegistryError;
 use crate::listing::Listings;
 use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
-use crate::{pack, skillmd};
 use crate::trust::{ApprovalChannel, Observation, TrustState, TrustStore};
+use crate::{pack, skillmd};
+use sha2::Digest;
 
 /// The capability digest of an instruction-only skill, which asks for nothing.
 const NO_CAPABILITIES: &str = "none";
@@ -88,14 +87,8 @@ impl Registry {
         std::fs::create_dir_all(&config.user).map_err(RegistryError::io(&config.user, "cannot create the user skills directory"))?;
         let trust = TrustStore::open(&config.data_dir)?;
         // Canonical paths, so watcher events map back to their layer.
-        let layers = config
-            .layers()
-            .into_iter()
-            .map(|(layer, dir)| (layer, std::fs::canonicalize(&dir).unwrap_or(dir)))
-            .collect();
-        let stats = crate::stats::Stats::open(&config.data_dir)
-            .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
-            .ok();
+        let layers = config.layers().into_iter().map(|(layer, dir)| (layer, std::fs::canonicalize(&dir).unwrap_or(dir))).collect();
+        let stats = crate::stats::Stats::open(&config.data_dir).inspect_err(|error| tracing::warn!(%error, "no usage statistics")).ok();
         let registry = Arc::new(Self {
             layers,
             runtime,
@@ -216,10 +209,8 @@ impl Registry {
         let entry = self.entry(name)?;
         let loaded = loaded(&entry)?;
         let record = self.trust.get(entry.identity.as_str())?;
-        let approved: Option<Vec<String>> = record
-            .as_ref()
-            .and_then(|r| r.approved_requests.as_deref())
-            .and_then(|json| serde_json::from_str(json).ok());
+        let approved: Option<Vec<String>> =
+            record.as_ref().and_then(|r| r.approved_requests.as_deref()).and_then(|json| serde_json::from_str(json).ok());
         Ok(ApprovalRequest {
             name: entry.name.clone(),
             version: loaded.version.clone(),
@@ -229,10 +220,7 @@ impl Registry {
             capability_digest: loaded.capability_digest.clone(),
             requests: loaded.requests.clone(),
             diff: diff_lines(approved.as_deref().unwrap_or_default(), &loaded.requests),
-            content_changed: record
-                .as_ref()
-                .and_then(|r| r.approved_hash.as_deref())
-                .is_some_and(|hash| hash != loaded.content_hash),
+            content_changed: record.as_ref().and_then(|r| r.approved_hash.as_deref()).is_some_and(|hash| hash != loaded.content_hash),
             last_approved_by: record.as_ref().and_then(|r| r.approved_by),
             last_approved_via: record.and_then(|r| r.approved_via),
         })
@@ -256,10 +244,9 @@ impl Registry {
         if entry.state == TrustState::Disabled {
             return Err(RegistryError::NotCallable { name: name.to_owned(), state: TrustState::Disabled });
         }
-        for (what, reviewed, current) in [
-            ("content hash", content_hash, &loaded.content_hash),
-            ("capability digest", capability_digest, &loaded.capability_digest),
-        ] {
+        for (what, reviewed, current) in
+            [("content hash", content_hash, &loaded.content_hash), ("capability digest", capability_digest, &loaded.capability_digest)]
+        {
             if reviewed != current {
                 return Err(RegistryError::ChangedSinceReview {
                     name: name.to_owned(),
@@ -388,19 +375,14 @@ impl Registry {
             }
             return Ok(true);
         };
-        let shadows: Vec<Shadowed> = found[1..]
-            .iter()
-            .map(|c| Shadowed { layer: c.layer, origin: c.path.clone() })
-            .collect();
+        let shadows: Vec<Shadowed> = found[1..].iter().map(|c| Shadowed { layer: c.layer, origin: c.path.clone() }).collect();
         let identity = self.identity(winner, name);
 
         let result = match self.read_candidate(name, winner) {
             Ok((snapshot, parsed)) => {
                 let hash = snapshot.content_hash();
-                let unchanged = old
-                    .as_ref()
-                    .and_then(|e| e.loaded.as_ref())
-                    .is_some_and(|l| l.origin == winner.path && l.content_hash == hash);
+                let unchanged =
+                    old.as_ref().and_then(|e| e.loaded.as_ref()).is_some_and(|l| l.origin == winner.path && l.content_hash == hash);
                 if let (true, Some(old)) = (unchanged, &old) {
                     let entry = Entry { layer: winner.layer, origin: winner.path.clone(), shadows, error: None, ..Entry::clone(old) };
                     let changed = old.error.is_some() || old.shadows != entry.shadows;
@@ -441,13 +423,9 @@ impl Registry {
                 }
                 let error = Arc::new(error);
                 match &old {
-                    Some(old) if old.loaded.is_some() && old.identity == identity => Entry {
-                        layer: winner.layer,
-                        origin: winner.path.clone(),
-                        shadows,
-                        error: Some(error),
-                        ..Entry::clone(old)
-                    },
+                    Some(old) if old.loaded.is_some() && old.identity == identity => {
+                        Entry { layer: winner.layer, origin: winner.path.clone(), shadows, error: Some(error), ..Entry::clone(old) }
+                    }
                     _ => Entry {
                         name: name.clone(),
                         state: self.stored_state(&identity)?,
@@ -521,7 +499,13 @@ impl Registry {
     }
 
     /// Load a parsed skill under the policy: the validation a new version must pass.
-    pub(crate) async fn load(&self, parsed: Parsed, content_hash: String, candidate: &Candidate, identity: &DataKey) -> Result<Loaded, RegistryError> {
+    pub(crate) async fn load(
+        &self,
+        parsed: Parsed,
+        content_hash: String,
+        candidate: &Candidate,
+        identity: &DataKey,
+    ) -> Result<Loaded, RegistryError> {
         match parsed {
             Parsed::Instructions(Instructions { description, text, frontmatter, pack, .. }) => Ok(Loaded {
                 origin: candidate.path.clone(),
@@ -664,7 +648,12 @@ fn observation<'a>(identity: &'a DataKey, loaded: &'a Loaded) -> Observation<'a>
 
 /// What a skill asks for, one line per request, as a human reviews it: files with modes,
 /// network rules, secrets with where they go, effective limits, destructive tools.
-fn requests(manifest: &skillhost_core::SkillManifest, grant: &Grant, tools: &[skillhost_core::ToolSpec], data_dir: &std::path::Path) -> Vec<String> {
+fn requests(
+    manifest: &skillhost_core::SkillManifest,
+    grant: &Grant,
+    tools: &[skillhost_core::ToolSpec],
+    data_dir: &std::path::Path,
+) -> Vec<String> {
     let mut lines = Vec::new();
     for file in &manifest.files {
         let mode = match file.mode {
@@ -680,9 +669,15 @@ fn requests(manifest: &skillhost_core::SkillManifest, grant: &Grant, tools: &[sk
         }
     }
     if let Some(server) = &manifest.server {
-        lines.push(format!("runs `{}` in a bubblewrap sandbox", std::iter::once(&server.command).chain(&server.args).cloned().collect::<Vec<_>>().join(" ")));
+        lines.push(format!(
+            "runs `{}` in a bubblewrap sandbox",
+            std::iter::once(&server.command).chain(&server.args).cloned().collect::<Vec<_>>().join(" ")
+        ));
         for secret in &server.secrets {
-            lines.push(format!("secret `{}` given to the server as environment variable `{}` (it can send it to any allowed host)", secret.name, secret.env));
+            lines.push(format!(
+                "secret `{}` given to the server as environment variable `{}` (it can send it to any allowed host)",
+                secret.name, secret.env
+            ));
         }
     }
     for secret in &manifest.secrets {

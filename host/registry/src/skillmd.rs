@@ -138,9 +138,7 @@ impl Rule {
     pub fn standard(self) -> &'static str {
         match self {
             Rule::SkillhostName => "skillhost",
-            Rule::PackToml | Rule::PackName | Rule::PackUnique | Rule::PackTrigger | Rule::PackSteps | Rule::PackFields => {
-                "skill-pack"
-            }
+            Rule::PackToml | Rule::PackName | Rule::PackUnique | Rule::PackTrigger | Rule::PackSteps | Rule::PackFields => "skill-pack",
             _ => "agent-skills",
         }
     }
@@ -257,7 +255,12 @@ pub(crate) fn yaml_mapping(yaml: &str, path: &Path) -> Result<Mapping, RuleError
 pub fn parse(text: &str, path: &Path) -> Result<Frontmatter, RuleError> {
     let Some((yaml, _)) = split(text) else {
         let subject = if text.starts_with("---") { "the frontmatter (no closing `---` line)" } else { "the file (no frontmatter)" };
-        return Err(RuleError::new(path, Rule::Frontmatter, subject, "start SKILL.md with `---`, a `name:` and a `description:` line, and `---`"));
+        return Err(RuleError::new(
+            path,
+            Rule::Frontmatter,
+            subject,
+            "start SKILL.md with `---`, a `name:` and a `description:` line, and `---`",
+        ));
     };
     let mut fields = yaml_mapping(yaml, path)?;
     let name = match fields.remove("name") {
@@ -266,17 +269,32 @@ pub fn parse(text: &str, path: &Path) -> Result<Frontmatter, RuleError> {
         }
         Some(Value::String(name)) => name,
         Some(other) => {
-            return Err(RuleError::new(path, Rule::NameCharset, format!("name {}", show(&other)), "write the name as plain text, e.g. `name: my-skill`"));
+            return Err(RuleError::new(
+                path,
+                Rule::NameCharset,
+                format!("name {}", show(&other)),
+                "write the name as plain text, e.g. `name: my-skill`",
+            ));
         }
     };
     check_name_rules(&name, path)?;
     let description = match fields.remove("description") {
         Some(Value::String(d)) if !d.trim().is_empty() => d.trim().to_owned(),
         None | Some(Value::Null) => {
-            return Err(RuleError::new(path, Rule::DescriptionRequired, "the frontmatter", "add `description:` saying what the skill does and when to use it"));
+            return Err(RuleError::new(
+                path,
+                Rule::DescriptionRequired,
+                "the frontmatter",
+                "add `description:` saying what the skill does and when to use it",
+            ));
         }
         Some(other) => {
-            return Err(RuleError::new(path, Rule::DescriptionRequired, format!("description {}", show(&other)), "write what the skill does and when to use it, as text"));
+            return Err(RuleError::new(
+                path,
+                Rule::DescriptionRequired,
+                format!("description {}", show(&other)),
+                "write what the skill does and when to use it, as text",
+            ));
         }
     };
     let length = description.chars().count();
@@ -291,7 +309,14 @@ pub fn parse(text: &str, path: &Path) -> Result<Frontmatter, RuleError> {
     let license = match fields.remove("license") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s),
-        Some(other) => return Err(RuleError::new(path, Rule::License, format!("license {}", show(&other)), "write a license name or file, e.g. `license: Apache-2.0`")),
+        Some(other) => {
+            return Err(RuleError::new(
+                path,
+                Rule::License,
+                format!("license {}", show(&other)),
+                "write a license name or file, e.g. `license: Apache-2.0`",
+            ));
+        }
     };
     let compatibility = match fields.remove("compatibility") {
         None | Some(Value::Null) => None,
@@ -304,7 +329,14 @@ pub fn parse(text: &str, path: &Path) -> Result<Frontmatter, RuleError> {
                 "say in at most 500 characters what the skill needs, or leave the key out",
             ));
         }
-        Some(other) => return Err(RuleError::new(path, Rule::Compatibility, format!("compatibility {}", show(&other)), "write it as text, e.g. `compatibility: needs git and network access`")),
+        Some(other) => {
+            return Err(RuleError::new(
+                path,
+                Rule::Compatibility,
+                format!("compatibility {}", show(&other)),
+                "write it as text, e.g. `compatibility: needs git and network access`",
+            ));
+        }
     };
     let metadata = match fields.remove("metadata") {
         None | Some(Value::Null) => BTreeMap::new(),
@@ -316,20 +348,39 @@ pub fn parse(text: &str, path: &Path) -> Result<Frontmatter, RuleError> {
                         metadata.insert(k, v);
                     }
                     (Value::String(k), other) => {
-                        return Err(RuleError::new(path, Rule::Metadata, format!("metadata.{k} {}", show(&other)), format!("quote the value: `{k}: \"...\"`")));
+                        return Err(RuleError::new(
+                            path,
+                            Rule::Metadata,
+                            format!("metadata.{k} {}", show(&other)),
+                            format!("quote the value: `{k}: \"...\"`"),
+                        ));
                     }
-                    (other, _) => return Err(RuleError::new(path, Rule::Metadata, format!("the metadata key {}", show(&other)), "use text keys")),
+                    (other, _) => {
+                        return Err(RuleError::new(path, Rule::Metadata, format!("the metadata key {}", show(&other)), "use text keys"));
+                    }
                 }
             }
             metadata
         }
-        Some(other) => return Err(RuleError::new(path, Rule::Metadata, format!("metadata {}", show(&other)), "write `metadata:` followed by indented `key: \"value\"` lines")),
+        Some(other) => {
+            return Err(RuleError::new(
+                path,
+                Rule::Metadata,
+                format!("metadata {}", show(&other)),
+                "write `metadata:` followed by indented `key: \"value\"` lines",
+            ));
+        }
     };
     let allowed_tools = match fields.remove("allowed-tools") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
         Some(other) => {
-            return Err(RuleError::new(path, Rule::AllowedTools, format!("allowed-tools {}", show(&other)), "write the tools on one line separated by spaces, e.g. `allowed-tools: Bash(git:*) Read`"));
+            return Err(RuleError::new(
+                path,
+                Rule::AllowedTools,
+                format!("allowed-tools {}", show(&other)),
+                "write the tools on one line separated by spaces, e.g. `allowed-tools: Bash(git:*) Read`",
+            ));
         }
     };
     let unknown_keys: Vec<String> = fields.keys().filter_map(|k| k.as_str().map(str::to_owned)).collect();
@@ -361,9 +412,8 @@ pub(crate) fn check_name_rules(name: &str, path: &Path) -> Result<SkillName, Rul
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
         return Err(RuleError::new(path, Rule::NameHyphens, subject(), rename()));
     }
-    SkillName::new(name).map_err(|e| {
-        RuleError::new(path, Rule::SkillhostName, subject(), format!("{}; e.g. {:?}", e.reason, format!("skill-{name}")))
-    })
+    SkillName::new(name)
+        .map_err(|e| RuleError::new(path, Rule::SkillhostName, subject(), format!("{}; e.g. {:?}", e.reason, format!("skill-{name}"))))
 }
 
 /// Check that the frontmatter names `expected` (the folder's name, or the name in
@@ -474,19 +524,39 @@ mod tests {
             (Rule::DescriptionRequired, "name: ab\n".to_owned(), "name: ab\ndescription: d\n".to_owned()),
             (Rule::DescriptionRequired, "name: ab\ndescription: \"  \"\n".to_owned(), "name: ab\ndescription: \" d \"\n".to_owned()),
             (Rule::DescriptionRequired, "name: ab\ndescription: [a]\n".to_owned(), "name: ab\ndescription: \"[a]\"\n".to_owned()),
-            (Rule::DescriptionLength, format!("name: ab\ndescription: {}y\n", long(1024)), format!("name: ab\ndescription: {}\n", long(1024))),
+            (
+                Rule::DescriptionLength,
+                format!("name: ab\ndescription: {}y\n", long(1024)),
+                format!("name: ab\ndescription: {}\n", long(1024)),
+            ),
             (Rule::License, format!("name: ab\n{ok}license: [MIT]\n"), format!("name: ab\n{ok}license: MIT\n")),
-            (Rule::Compatibility, format!("name: ab\n{ok}compatibility: {}y\n", long(500)), format!("name: ab\n{ok}compatibility: {}\n", long(500))),
+            (
+                Rule::Compatibility,
+                format!("name: ab\n{ok}compatibility: {}y\n", long(500)),
+                format!("name: ab\n{ok}compatibility: {}\n", long(500)),
+            ),
             (Rule::Compatibility, format!("name: ab\n{ok}compatibility: \"\"\n"), format!("name: ab\n{ok}compatibility: git\n")),
             (Rule::Compatibility, format!("name: ab\n{ok}compatibility: 3\n"), format!("name: ab\n{ok}compatibility: \"3\"\n")),
             (Rule::Metadata, format!("name: ab\n{ok}metadata: [a]\n"), format!("name: ab\n{ok}metadata: {{}}\n")),
-            (Rule::Metadata, format!("name: ab\n{ok}metadata:\n  version: 1.0\n"), format!("name: ab\n{ok}metadata:\n  version: \"1.0\"\n")),
-            (Rule::AllowedTools, format!("name: ab\n{ok}allowed-tools: [Read, Bash]\n"), format!("name: ab\n{ok}allowed-tools: Read Bash\n")),
+            (
+                Rule::Metadata,
+                format!("name: ab\n{ok}metadata:\n  version: 1.0\n"),
+                format!("name: ab\n{ok}metadata:\n  version: \"1.0\"\n"),
+            ),
+            (
+                Rule::AllowedTools,
+                format!("name: ab\n{ok}allowed-tools: [Read, Bash]\n"),
+                format!("name: ab\n{ok}allowed-tools: Read Bash\n"),
+            ),
             (Rule::FrontmatterYaml, format!("name: ab\n{ok}: x: y\n"), format!("name: ab\n{ok}")),
             (Rule::FrontmatterYaml, "- name\n".to_owned(), format!("name: ab\n{ok}")),
             (Rule::FrontmatterYaml, format!("name: ab\n{ok}1: x\n"), format!("name: ab\n{ok}x1: x\n")),
             (Rule::FrontmatterYaml, format!("name: ab\nname: ab\n{ok}"), format!("name: ab\n{ok}")),
-            (Rule::FrontmatterSize, format!("name: ab\n{ok}x: {}\n", "y".repeat(MAX_FRONTMATTER)), format!("name: ab\n{ok}x: {}\n", "y".repeat(MAX_FRONTMATTER - 64))),
+            (
+                Rule::FrontmatterSize,
+                format!("name: ab\n{ok}x: {}\n", "y".repeat(MAX_FRONTMATTER)),
+                format!("name: ab\n{ok}x: {}\n", "y".repeat(MAX_FRONTMATTER - 64)),
+            ),
         ];
         let path = Path::new("skills/x/SKILL.md");
         for (rule, bad, good) in &table {

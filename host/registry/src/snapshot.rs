@@ -76,7 +76,9 @@ pub(crate) fn names_in(layer: Layer, dir: &Path) -> BTreeSet<SkillName> {
             Some(name) => {
                 names.insert(name);
             }
-            None => tracing::warn!(path = %path.display(), "skipping a skill with an invalid name; use lowercase letters, digits and inner hyphens"),
+            None => {
+                tracing::warn!(path = %path.display(), "skipping a skill with an invalid name; use lowercase letters, digits and inner hyphens")
+            }
         }
     }
     names
@@ -196,10 +198,7 @@ impl Snapshot {
                 Ok(Parsed::Code(SkillSource { manifest, origin: path.clone(), code, instructions }))
             }
             Snapshot::Folder { path, files } => {
-                let instructions = files
-                    .get("SKILL.md")
-                    .map(|md| utf8(md, &path.join("SKILL.md")))
-                    .transpose()?;
+                let instructions = files.get("SKILL.md").map(|md| utf8(md, &path.join("SKILL.md"))).transpose()?;
                 let Some(toml) = files.get("skill.toml") else {
                     if let Some(bytes) = files.get("skill.wasm") {
                         // No skill.toml: the component is read as a bare `NAME.wasm` is,

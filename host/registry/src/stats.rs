@@ -58,10 +58,7 @@ impl Outcome {
         match result {
             Ok(_) => Self::Ok,
             Err(
-                CallError::InvalidInput { .. }
-                | CallError::UnknownTool { .. }
-                | CallError::Denied { .. }
-                | CallError::Cancelled { .. },
+                CallError::InvalidInput { .. } | CallError::UnknownTool { .. } | CallError::Denied { .. } | CallError::Cancelled { .. },
             ) => Self::CallerError,
             Err(CallError::Timeout { skill_limit: Some(_), .. }) => Self::CallerError,
             Err(_) => Self::Failed,
@@ -119,8 +116,15 @@ pub struct Missing {
 }
 
 enum Row {
-    Call { skill: String, tool: String, outcome: Outcome, ms: f64 },
-    Miss { query: String },
+    Call {
+        skill: String,
+        tool: String,
+        outcome: Outcome,
+        ms: f64,
+    },
+    Miss {
+        query: String,
+    },
     /// Everything before this is written: answer on the channel.
     Flush(Sender<()>),
 }
@@ -145,9 +149,8 @@ impl Stats {
         .map_err(fail(&path))?;
         // Databases written before caller errors were told apart: their rows keep what
         // `ok` said (a failure stays one).
-        let has_outcome = |db: &Connection| {
-            db.prepare("SELECT 1 FROM pragma_table_info('calls') WHERE name = 'outcome'").and_then(|mut s| s.exists([]))
-        };
+        let has_outcome =
+            |db: &Connection| db.prepare("SELECT 1 FROM pragma_table_info('calls') WHERE name = 'outcome'").and_then(|mut s| s.exists([]));
         if !has_outcome(&db).map_err(fail(&path))? {
             let added = db.execute_batch(
                 "BEGIN IMMEDIATE; ALTER TABLE calls ADD COLUMN outcome INTEGER NOT NULL DEFAULT 1; \
@@ -239,7 +242,15 @@ impl Stats {
                 .and_then(|mut s| s.query_map(params![skill, tool], |r| r.get(0))?.collect())
                 .map_err(fail(&self.path))?;
             latencies.sort_by(f64::total_cmp);
-            out.push(ToolStats { p50_ms: percentile(&latencies, 0.5), p95_ms: percentile(&latencies, 0.95), skill, tool, calls: calls as u64, failures: failures as u64, caller_errors: caller_errors as u64 });
+            out.push(ToolStats {
+                p50_ms: percentile(&latencies, 0.5),
+                p95_ms: percentile(&latencies, 0.95),
+                skill,
+                tool,
+                calls: calls as u64,
+                failures: failures as u64,
+                caller_errors: caller_errors as u64,
+            });
         }
         Ok(out)
     }

@@ -415,11 +415,7 @@ fn migrate_to_3(db: &Connection) -> rusqlite::Result<()> {
     // A column that is there already (a store rolled back by hand) is kept as it is.
     let mut add = String::new();
     for table in ["skills", "approvals"] {
-        let has: i64 = db.query_row(
-            "SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'approved_via'",
-            [table],
-            |row| row.get(0),
-        )?;
+        let has: i64 = db.query_row("SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'approved_via'", [table], |row| row.get(0))?;
         if has == 0 {
             add.push_str(&format!("ALTER TABLE {table} ADD COLUMN approved_via TEXT;\n"));
         }

@@ -31,28 +31,24 @@ enum Touched {
 pub(crate) fn start(registry: &Arc<Registry>) -> Result<notify::RecommendedWatcher, RegistryError> {
     let (tx, rx) = mpsc::unbounded_channel();
     let layers = registry.layers.clone();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
-        match event {
-            Ok(event) if relevant(&event.kind) => {
-                for path in &event.paths {
-                    if let Some(touched) = touched(&layers, path) {
-                        let _ = tx.send(touched);
-                    }
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| match event {
+        Ok(event) if relevant(&event.kind) => {
+            for path in &event.paths {
+                if let Some(touched) = touched(&layers, path) {
+                    let _ = tx.send(touched);
                 }
             }
-            Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(%error, "file watcher error; rescanning every skill");
-                let _ = tx.send(Touched::Everything);
-            }
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(%error, "file watcher error; rescanning every skill");
+            let _ = tx.send(Touched::Everything);
         }
     })
     .map_err(|e| RegistryError::Watch { path: registry.config.user.clone(), message: e.to_string() })?;
     for (_, dir) in &registry.layers {
         if dir.is_dir() {
-            watcher
-                .watch(dir, RecursiveMode::Recursive)
-                .map_err(|e| RegistryError::Watch { path: dir.clone(), message: e.to_string() })?;
+            watcher.watch(dir, RecursiveMode::Recursive).map_err(|e| RegistryError::Watch { path: dir.clone(), message: e.to_string() })?;
         }
     }
     tokio::spawn(run(Arc::downgrade(registry), rx, registry.config.debounce));

@@ -60,7 +60,11 @@ impl BwrapRuntime {
             let mut run = None;
             if has_tests {
                 let Some(venv) = &self.inner.venv else {
-                    return report(None, vec![], Some(format!("its tests need the managed Python: {}", self.inner.venv_error.as_deref().unwrap_or("no venv"))));
+                    return report(
+                        None,
+                        vec![],
+                        Some(format!("its tests need the managed Python: {}", self.inner.venv_error.as_deref().unwrap_or("no venv"))),
+                    );
                 };
                 let args = ["-m", "pytest", "test_server.py", "-v", "--tb=short", "-p", "no:cacheprovider"];
                 let scratch = match tempfile::Builder::new().prefix("test-probe-").tempdir() {

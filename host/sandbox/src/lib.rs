@@ -35,16 +35,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use skillhost_egress::{EgressProxy, NetConfig, ProxyCalls, ProxyConfig, SkillEgress};
 use skillhost_core::{
-    Annotations, EnvSecret, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillManifest,
-    SkillName, SkillRuntime, SkillSource, ToolSpec,
+    Annotations, EnvSecret, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillManifest, SkillName, SkillRuntime,
+    SkillSource, ToolSpec,
 };
+use skillhost_egress::{EgressProxy, NetConfig, ProxyCalls, ProxyConfig, SkillEgress};
 
 pub use profile::ResourceLimits;
-pub use skillhost_egress::shim;
 pub use python::Venv;
 pub use skill::BwrapSkill;
+pub use skillhost_egress::shim;
 
 use crate::profile::{NetSetup, Profile, SKILL_DIR};
 use crate::server::{Server, Spawn};
@@ -179,14 +179,16 @@ impl BwrapRuntime {
     /// Check that bwrap and prlimit exist, open the venv (a missing venv only fails
     /// Python skills) and create the work directory.
     pub fn new(config: BwrapConfig) -> Result<Self, SandboxError> {
-        let bwrap = config.bwrap.clone().or_else(|| which("bwrap")).ok_or(SandboxError::Missing {
-            program: "bwrap",
-            fix: "install bubblewrap (`apt-get install bubblewrap`)",
-        })?;
-        let prlimit = config.prlimit.clone().or_else(|| which("prlimit")).ok_or(SandboxError::Missing {
-            program: "prlimit",
-            fix: "install util-linux",
-        })?;
+        let bwrap = config
+            .bwrap
+            .clone()
+            .or_else(|| which("bwrap"))
+            .ok_or(SandboxError::Missing { program: "bwrap", fix: "install bubblewrap (`apt-get install bubblewrap`)" })?;
+        let prlimit = config
+            .prlimit
+            .clone()
+            .or_else(|| which("prlimit"))
+            .ok_or(SandboxError::Missing { program: "prlimit", fix: "install util-linux" })?;
         let root = rustix::process::geteuid().is_root();
         for dir in [config.work_dir.clone(), config.work_dir.join("skills"), config.work_dir.join("run")] {
             std::fs::create_dir_all(&dir).map_err(|source| SandboxError::Io { path: dir.clone(), source })?;
@@ -246,7 +248,12 @@ impl BwrapRuntime {
 
     /// Load `source` with the tools a `listing` (an earlier load's [`Skill::listing`])
     /// names or, without one, by asking its server in a probe run.
-    async fn load_inner(&self, source: &SkillSource, grant: Grant, listing: Option<&serde_json::Value>) -> Result<Arc<BwrapSkill>, LoadError> {
+    async fn load_inner(
+        &self,
+        source: &SkillSource,
+        grant: Grant,
+        listing: Option<&serde_json::Value>,
+    ) -> Result<Arc<BwrapSkill>, LoadError> {
         let (launch, grant) = self.prepare(source, grant)?;
         let name = grant.skill.clone();
         let raw = match listing {
@@ -255,8 +262,8 @@ impl BwrapRuntime {
             None => self.list_tools(&launch, &grant).await?,
         };
         let (tools, wrapped) = tool_specs(&name, raw.clone())?;
-        let outputs = skillhost_core::OutputSchemas::new(&tools)
-            .map_err(|e| LoadError::Tools { skill: name.clone(), reason: e.to_string() })?;
+        let outputs =
+            skillhost_core::OutputSchemas::new(&tools).map_err(|e| LoadError::Tools { skill: name.clone(), reason: e.to_string() })?;
         let inner = Arc::new(skill::Inner {
             concurrency: tokio::sync::Semaphore::new(grant.limits.concurrency as usize),
             grant,
@@ -308,7 +315,8 @@ impl BwrapRuntime {
             grant.limits.memory = config.default_memory;
         }
         let (command, _needs_python) = self.resolve(&server.command, files).map_err(&fail)?;
-        let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &command).map_err(|e| fail(format!("cannot write its files: {e}")))?;
+        let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &command)
+            .map_err(|e| fail(format!("cannot write its files: {e}")))?;
         // A granted directory that is (or lies behind) a link is a load error; it is
         // opened again, the same way, at every start.
         for dir in &grant.dirs {
@@ -340,7 +348,9 @@ impl BwrapRuntime {
             let visible = ["/usr/", "/bin/", "/lib/", SKILL_DIR].iter().any(|p| command.starts_with(p))
                 || self.inner.venv.as_ref().is_some_and(|v| Path::new(command).starts_with(&v.dir));
             if !visible || (!command.starts_with(SKILL_DIR) && !Path::new(command).exists()) {
-                return Err(format!("`command = \"{command}\"` is not a program inside the sandbox (only /usr, the venv and the skill folder are)"));
+                return Err(format!(
+                    "`command = \"{command}\"` is not a program inside the sandbox (only /usr, the venv and the skill folder are)"
+                ));
             }
             return Ok((command.into(), Path::new(command).starts_with(venv().map(|v| v.dir.clone()).unwrap_or_default())));
         }
@@ -437,9 +447,10 @@ impl Launch {
         let mut env = Vec::new();
         if full {
             for secret in &self.secrets {
-                let value = config.secrets.secret(&secret.name).ok_or_else(|| {
-                    format!("secret `{}` is not set; set it with `skillhost secret set {}`", secret.name, secret.name)
-                })?;
+                let value = config
+                    .secrets
+                    .secret(&secret.name)
+                    .ok_or_else(|| format!("secret `{}` is not set; set it with `skillhost secret set {}`", secret.name, secret.name))?;
                 env.push((secret.env.clone(), value));
             }
         }
@@ -452,7 +463,8 @@ impl Launch {
             })?;
             let socket = run_dir.path().join("egress.sock");
             let egress = SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), config.net.clone());
-            let proxy = EgressProxy::bind(&socket, egress, ProxyConfig::default()).map_err(|e| format!("cannot start its egress proxy: {e}"))?;
+            let proxy =
+                EgressProxy::bind(&socket, egress, ProxyConfig::default()).map_err(|e| format!("cannot start its egress proxy: {e}"))?;
             if let Some(user) = user {
                 // Connecting needs write permission on the socket.
                 rustix::fs::chownat(
@@ -651,7 +663,12 @@ pub fn read_source(dir: &Path) -> Result<SkillSource, LoadError> {
     let mut total = 0;
     read_tree(dir, "", &mut files, &mut total, MAX_TOTAL)?;
     let instructions = files.get("SKILL.md").map(|b| String::from_utf8_lossy(b).into_owned());
-    Ok(SkillSource { manifest, origin: dir.to_owned(), code: SkillCode::Server { dir: dir.to_owned(), files: Arc::new(files) }, instructions })
+    Ok(SkillSource {
+        manifest,
+        origin: dir.to_owned(),
+        code: SkillCode::Server { dir: dir.to_owned(), files: Arc::new(files) },
+        instructions,
+    })
 }
 
 fn read_tree(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>, total: &mut u64, max: u64) -> Result<(), LoadError> {

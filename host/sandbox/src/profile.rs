@@ -359,7 +359,10 @@ mod tests {
         let pos = |needle: &str| argv.find(needle).unwrap_or_else(|| panic!("{needle:?} missing from {argv}"));
         assert!(pos("--tmpfs /tmp") < pos("--ro-bind /tmp/venv /tmp/venv"), "tmpfs before binds under /tmp");
         assert!(pos("--ro-bind /tmp/skills/x /skill") > pos("--tmpfs /tmp"));
-        assert!(pos(&format!("--ro-bind-fd {data} /data ")) < pos(&format!("--bind-fd {out} /data/out")), "parents before children, by descriptor");
+        assert!(
+            pos(&format!("--ro-bind-fd {data} /data ")) < pos(&format!("--bind-fd {out} /data/out")),
+            "parents before children, by descriptor"
+        );
         assert!(pos("--clearenv") < pos("--setenv PATH /tmp/venv/bin:"));
         assert!(pos("--setenv API_KEY v") < pos("-- /tmp/venv/bin/python server.py"));
         assert!(!argv.contains("/root") && !argv.contains("HTTP_PROXY"), "{argv}");
@@ -387,7 +390,12 @@ mod tests {
     #[test]
     fn networked_profile_runs_the_shim_first() {
         let mut p = profile();
-        p.net = Some(NetSetup { socket: "/run/x/egress.sock".into(), shim: "/usr/bin/skillhost".into(), shim_args: vec!["__shim".into()], port: 3128 });
+        p.net = Some(NetSetup {
+            socket: "/run/x/egress.sock".into(),
+            shim: "/usr/bin/skillhost".into(),
+            shim_args: vec!["__shim".into()],
+            port: 3128,
+        });
         let argv = text(&p.argv(OsStr::new("/usr/bin/node"), &[]));
         assert!(argv.contains("--ro-bind /run/x/egress.sock /run/skillhost/egress.sock"), "{argv}");
         assert!(argv.contains("--setenv HTTPS_PROXY http://127.0.0.1:3128"), "{argv}");

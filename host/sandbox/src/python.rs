@@ -153,12 +153,8 @@ impl SetupOptions {
 
     /// Every requirement line: the standard ones, then the extras.
     fn requirements(&self) -> Vec<String> {
-        let mut reqs: Vec<String> = REQUIREMENTS
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(str::to_owned)
-            .collect();
+        let mut reqs: Vec<String> =
+            REQUIREMENTS.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_owned).collect();
         let mut extra = self.extra.clone();
         extra.sort();
         extra.dedup();
@@ -174,8 +170,7 @@ impl SetupOptions {
 
 /// Whether the venv at `options.venv` is set up with exactly these requirements.
 pub fn up_to_date(options: &SetupOptions) -> bool {
-    Venv::open(&options.venv).is_ok()
-        && std::fs::read_to_string(options.venv.join(STAMP)).is_ok_and(|s| s.trim() == options.stamp())
+    Venv::open(&options.venv).is_ok() && std::fs::read_to_string(options.venv.join(STAMP)).is_ok_and(|s| s.trim() == options.stamp())
 }
 
 /// Create (or reuse) the venv and install the requirements, reporting progress. A venv
@@ -197,12 +192,9 @@ pub async fn setup(options: &SetupOptions, progress: impl Fn(SetupEvent)) -> Res
     }
     if Venv::open(&options.venv).is_err() {
         progress(SetupEvent::Creating);
-        let out = tokio::process::Command::new(&options.python)
-            .args(["-m", "venv"])
-            .arg(&options.venv)
-            .output()
-            .await
-            .map_err(|e| fail(&format!("running `{} -m venv`", options.python.display()), format!("{e}; install Python 3.10 or newer, or pass its path")))?;
+        let out = tokio::process::Command::new(&options.python).args(["-m", "venv"]).arg(&options.venv).output().await.map_err(|e| {
+            fail(&format!("running `{} -m venv`", options.python.display()), format!("{e}; install Python 3.10 or newer, or pass its path"))
+        })?;
         if !out.status.success() {
             return Err(fail("creating the venv", tail(&String::from_utf8_lossy(&out.stderr))));
         }
@@ -254,10 +246,7 @@ pub async fn pip_install(
     while let Ok(Some(line)) = lines.next_line().await {
         output.push_str(&line);
         output.push('\n');
-        let mentioned = ["Collecting ", "Requirement already satisfied: "]
-            .iter()
-            .find_map(|p| line.trim().strip_prefix(p))
-            .map(normalise);
+        let mentioned = ["Collecting ", "Requirement already satisfied: "].iter().find_map(|p| line.trim().strip_prefix(p)).map(normalise);
         if let Some(name) = mentioned
             && names.contains(&name)
         {
@@ -296,7 +285,9 @@ mod tests {
         std::fs::create_dir_all(dir.join("bin")).unwrap();
         std::fs::write(dir.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
         std::os::unix::fs::symlink("/usr/bin/python3", dir.join("bin/python")).unwrap();
-        let activate = |at: &Path| std::fs::write(dir.join("bin/activate"), format!("# comment\nVIRTUAL_ENV=\"{}\"\nexport VIRTUAL_ENV\n", at.display())).unwrap();
+        let activate = |at: &Path| {
+            std::fs::write(dir.join("bin/activate"), format!("# comment\nVIRTUAL_ENV=\"{}\"\nexport VIRTUAL_ENV\n", at.display())).unwrap()
+        };
         activate(&dir);
         assert_eq!(made_at(&dir), Some(dir.clone()));
         if Path::new("/usr/bin/python3").exists() {

@@ -9,10 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam, ProgressToken,
-    ServerResult,
-};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam, ProgressToken, ServerResult};
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -33,10 +30,7 @@ pub(crate) struct Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::new(
-            Default::default(),
-            rmcp::model::Implementation::new("skillhost", env!("CARGO_PKG_VERSION")),
-        )
+        rmcp::model::ClientConfig::new(Default::default(), rmcp::model::Implementation::new("skillhost", env!("CARGO_PKG_VERSION")))
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _cx: NotificationContext<RoleClient>) {
@@ -321,4 +315,3 @@ async fn drain_stderr(skill: SkillName, pipe: tokio::process::ChildStderr, state
 }
 
 use tokio::io::AsyncReadExt as _;
-

@@ -13,8 +13,8 @@ use serde_json::Value;
 use skillhost_core::{CallContext, CallError, Grant, OutputSchemas, Skill, SkillName, ToolOutput, ToolSpec};
 use tokio::sync::Semaphore;
 
-use crate::server::{RequestError, Server};
 use crate::Launch;
+use crate::server::{RequestError, Server};
 
 /// A sandboxed stdio MCP server skill, ready to call.
 pub struct BwrapSkill {
@@ -177,9 +177,7 @@ impl Inner {
                 Value::Array(content)
             }
         };
-        self.outputs
-            .check(tool, &value)
-            .map_err(|message| CallError::BadOutput { skill, tool: tool.to_owned(), message })?;
+        self.outputs.check(tool, &value).map_err(|message| CallError::BadOutput { skill, tool: tool.to_owned(), message })?;
         let content = match result["content"].take() {
             Value::Array(content) => content,
             _ => Vec::new(),
@@ -240,7 +238,11 @@ impl Skill for BwrapSkill {
             });
         }
         let Value::Object(arguments) = input else {
-            return Err(CallError::InvalidInput { skill: skill.clone(), tool: err_tool, message: "the input must be a JSON object".into() });
+            return Err(CallError::InvalidInput {
+                skill: skill.clone(),
+                tool: err_tool,
+                message: "the input must be a JSON object".into(),
+            });
         };
         let limit = cx.timeout.map_or(inner.grant.limits.timeout, |t| t.min(inner.grant.limits.timeout));
         let progressed = Progressed::default();
@@ -309,7 +311,9 @@ impl Skill for BwrapSkill {
         let refusals = proxy_call.map(|call| call.refusals()).unwrap_or_default();
         let note = (!refusals.is_empty()).then(|| format!("(host refused: {})", refusals.join("; ")));
         let explain = |error: CallError| match (error, &note) {
-            (CallError::Failed { skill, tool, message }, Some(note)) => CallError::Failed { skill, tool, message: format!("{message} {note}") },
+            (CallError::Failed { skill, tool, message }, Some(note)) => {
+                CallError::Failed { skill, tool, message: format!("{message} {note}") }
+            }
             (error, _) => error,
         };
         let value = match result {
@@ -333,7 +337,12 @@ impl Skill for BwrapSkill {
         // came), so the cap holds for each.
         let bytes = json_len(&value).max(json_len(&content));
         if bytes as u64 > inner.grant.limits.output {
-            return Err(CallError::OutputLimit { skill: skill.clone(), tool: err_tool, size: bytes as u64, limit: inner.grant.limits.output });
+            return Err(CallError::OutputLimit {
+                skill: skill.clone(),
+                tool: err_tool,
+                size: bytes as u64,
+                limit: inner.grant.limits.output,
+            });
         }
         if let Some(note) = note {
             content.push(serde_json::json!({"type": "text", "text": note}));

@@ -36,18 +36,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 pub use skillhost_core::{
-    ByteSize, fmt_duration, parse_duration, parse_size,
-    Annotations, CallContext, CallError, DataKey, FileMode, Grant, Limits, LoadError, Policy, Progress,
-    ProgressSink, RiskTier, Skill, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec,
+    Annotations, ByteSize, CallContext, CallError, DataKey, FileMode, Grant, Limits, LoadError, Policy, Progress, ProgressSink, RiskTier,
+    Skill, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec, fmt_duration, parse_duration, parse_size,
 };
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
-pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig, package};
 pub use skillhost_sandbox::check::{TestReport, TestRun};
 pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, Venv, python, read_source as read_server_source, shim};
+pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig, package};
 
 pub use skillhost_registry::{
-    ApprovalChannel, ApprovalRequest, ApprovedBy, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError, RegistryEvent,
-    TrustState,
+    ApprovalChannel, ApprovalRequest, ApprovedBy, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError, RegistryEvent, TrustState,
 };
 
 use crate::audit::AuditLog;
@@ -173,9 +171,7 @@ impl HostBuilder {
 
     /// Start the host.
     pub fn build(self) -> Result<Host, HostError> {
-        let data_dir = self
-            .data_dir
-            .ok_or_else(|| HostError::Setup("no data directory given; call HostBuilder::data_dir".into()))?;
+        let data_dir = self.data_dir.ok_or_else(|| HostError::Setup("no data directory given; call HostBuilder::data_dir".into()))?;
         let mut wasm = self.wasm.unwrap_or_else(|| WasmConfig {
             cache_dir: Some(data_dir.join("cache")),
             baseline_compile: true,
@@ -205,7 +201,16 @@ impl HostBuilder {
             tracing::debug!("no sandbox runtime: {e}");
         }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host { runtime, sandbox, policy, secrets, audit, skills: RwLock::new(BTreeMap::new()), data_dir, index: std::sync::Mutex::default() })
+        Ok(Host {
+            runtime,
+            sandbox,
+            policy,
+            secrets,
+            audit,
+            skills: RwLock::new(BTreeMap::new()),
+            data_dir,
+            index: std::sync::Mutex::default(),
+        })
     }
 }
 
@@ -280,8 +285,8 @@ impl Host {
         }
         let model = skillhost_index::find_model(Some(&self.model_dir()));
         let embedder = model.map(|m| Arc::new(m) as Arc<dyn skillhost_index::Embedder>);
-        let index = skillhost_index::SearchIndex::open(self.data_dir.join("index"), embedder)
-            .map_err(|e| HostError::Setup(e.to_string()))?;
+        let index =
+            skillhost_index::SearchIndex::open(self.data_dir.join("index"), embedder).map_err(|e| HostError::Setup(e.to_string()))?;
         Ok(slot.insert(Arc::new(index)).clone())
     }
 
@@ -308,9 +313,8 @@ impl Host {
     /// `[server]`).
     pub async fn load_path(&self, path: &Path) -> Result<LoadedSkill, HostError> {
         let manifest = path.join("skill.toml");
-        let is_server = path.is_dir()
-            && manifest.is_file()
-            && SkillManifest::from_file(&manifest).map_err(LoadError::from)?.server.is_some();
+        let is_server =
+            path.is_dir() && manifest.is_file() && SkillManifest::from_file(&manifest).map_err(LoadError::from)?.server.is_some();
         let source = if is_server { skillhost_sandbox::read_source(path)? } else { package::read_source(path)? };
         self.load_source(source).await
     }
@@ -321,9 +325,10 @@ impl Host {
     pub async fn load_source(&self, source: SkillSource) -> Result<LoadedSkill, HostError> {
         let name = source.manifest.name.clone();
         if let Some(existing) = self.read().get(&name)
-            && existing.origin != source.origin {
-                return Err(HostError::Duplicate { name, path: source.origin, existing: existing.origin.clone() });
-            }
+            && existing.origin != source.origin
+        {
+            return Err(HostError::Duplicate { name, path: source.origin, existing: existing.origin.clone() });
+        }
         let grant = Grant::new(&source.manifest, &self.policy, &Self::dev_data_key(&name)).map_err(LoadError::from)?;
         let (skill, cache): (Arc<dyn Skill>, _) = match &source.code {
             SkillCode::Wasm { .. } => {
@@ -358,10 +363,11 @@ impl Host {
     /// One loaded skill.
     pub fn skill(&self, name: &str) -> Result<LoadedSkill, HostError> {
         let skills = self.read();
-        skills.iter().find(|(n, _)| n.as_str() == name).map(|(_, s)| s.clone()).ok_or_else(|| HostError::UnknownSkill {
-            name: name.to_owned(),
-            available: skills.keys().map(|n| n.to_string()).collect(),
-        })
+        skills
+            .iter()
+            .find(|(n, _)| n.as_str() == name)
+            .map(|(_, s)| s.clone())
+            .ok_or_else(|| HostError::UnknownSkill { name: name.to_owned(), available: skills.keys().map(|n| n.to_string()).collect() })
     }
 
     /// Call `tool` of `skill` with `input`.

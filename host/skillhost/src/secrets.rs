@@ -91,11 +91,8 @@ impl SecretStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(SecretError::Io { path: self.dir.clone(), source: e }),
         };
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| valid_secret_name(n))
-            .collect();
+        let mut names: Vec<String> =
+            entries.filter_map(Result::ok).filter_map(|e| e.file_name().into_string().ok()).filter(|n| valid_secret_name(n)).collect();
         names.sort();
         Ok(names)
     }

@@ -47,11 +47,7 @@ pub(crate) struct ComponentCache {
 
 impl ComponentCache {
     pub(crate) fn new(root: Option<&Path>, engine_fingerprint: &str) -> Self {
-        Self {
-            dir: root.map(|r| r.join(engine_fingerprint)),
-            hits: AtomicU64::new(0),
-            compiled: AtomicU64::new(0),
-        }
+        Self { dir: root.map(|r| r.join(engine_fingerprint)), hits: AtomicU64::new(0), compiled: AtomicU64::new(0) }
     }
 
     /// Whether the cache holds `bytes` compiled (then a load is a cheap read).

@@ -232,7 +232,11 @@ impl Reflection {
         match function.kind {
             FunctionKind::Freestanding => {}
             FunctionKind::AsyncFreestanding => return refuse(self, "is an async function, which skillhost does not call yet".into()),
-            FunctionKind::Method(r) | FunctionKind::AsyncMethod(r) | FunctionKind::Static(r) | FunctionKind::AsyncStatic(r) | FunctionKind::Constructor(r) => {
+            FunctionKind::Method(r)
+            | FunctionKind::AsyncMethod(r)
+            | FunctionKind::Static(r)
+            | FunctionKind::AsyncStatic(r)
+            | FunctionKind::Constructor(r) => {
                 return refuse(self, format!("belongs to resource `{}`; resources have no JSON form", type_name(resolve, r)));
             }
         }
@@ -316,14 +320,16 @@ fn wit_type(resolve: &Resolve, ty: &Type) -> Result<WitType, String> {
             TypeDefKind::Flags(f) => WitType::Flags(f.flags.iter().map(|f| f.name.clone()).collect()),
             TypeDefKind::Tuple(t) => WitType::Tuple(t.types.iter().map(|t| wit_type(resolve, t)).collect::<Result<_, _>>()?),
             TypeDefKind::Variant(v) => WitType::Variant(
-                v.cases.iter().map(|c| Ok((c.name.clone(), c.ty.as_ref().map(|t| wit_type(resolve, t)).transpose()?))).collect::<Result<_, String>>()?,
+                v.cases
+                    .iter()
+                    .map(|c| Ok((c.name.clone(), c.ty.as_ref().map(|t| wit_type(resolve, t)).transpose()?)))
+                    .collect::<Result<_, String>>()?,
             ),
             TypeDefKind::Enum(e) => WitType::Enum(e.cases.iter().map(|c| c.name.clone()).collect()),
             TypeDefKind::Option(t) => WitType::Option(boxed(t)?),
-            TypeDefKind::Result(r) => WitType::Result {
-                ok: r.ok.as_ref().map(boxed).transpose()?,
-                err: r.err.as_ref().map(boxed).transpose()?,
-            },
+            TypeDefKind::Result(r) => {
+                WitType::Result { ok: r.ok.as_ref().map(boxed).transpose()?, err: r.err.as_ref().map(boxed).transpose()? }
+            }
             TypeDefKind::List(t) => WitType::List(boxed(t)?),
             TypeDefKind::Type(t) => wit_type(resolve, t)?,
             TypeDefKind::Map(..) => return Err("a `map`".into()),
@@ -395,7 +401,9 @@ impl Docs {
                     ["interfaces", "interface_exports"].iter().find_map(|k| w.get(k).and_then(|i| i.get(name)).and_then(in_interface))
                 })
             }),
-            None => worlds?.values().find_map(|w| ["func_exports", "funcs"].iter().find_map(|k| w.get(k).and_then(|f| f.get(function)).and_then(text))),
+            None => worlds?
+                .values()
+                .find_map(|w| ["func_exports", "funcs"].iter().find_map(|k| w.get(k).and_then(|f| f.get(function)).and_then(text))),
         };
         found.map(|d| d.trim().to_owned()).filter(|d| !d.is_empty())
     }
@@ -439,7 +447,12 @@ impl GenericPre {
 
     /// Instantiate in `store` and call tool number `tool` with `args`: the answer as JSON
     /// text, or the tool's error.
-    pub(crate) async fn call(&self, store: &mut Store<CallState>, tool: usize, args: Vec<Val>) -> wasmtime::Result<Result<String, GuestError>> {
+    pub(crate) async fn call(
+        &self,
+        store: &mut Store<CallState>,
+        tool: usize,
+        args: Vec<Val>,
+    ) -> wasmtime::Result<Result<String, GuestError>> {
         let (call, index) = &self.calls[tool];
         let instance = self.pre.instantiate_async(&mut *store).await?;
         let func = instance

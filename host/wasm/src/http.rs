@@ -29,10 +29,7 @@ pub(crate) struct SkillNet {
 impl SkillNet {
     /// The network of `grant`: its rules and the secrets bound to them.
     pub(crate) fn new(grant: &Grant, net: Arc<NetConfig>) -> Self {
-        Self {
-            egress: SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), net),
-            secrets: grant.secrets.clone().into(),
-        }
+        Self { egress: SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), net), secrets: grant.secrets.clone().into() }
     }
 
     /// A network that refuses every request and holds no secret, whatever the skill's own

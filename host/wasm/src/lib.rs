@@ -29,16 +29,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use skillhost_core::{
-    Annotations, Grant, LoadError, MAX_TOOLS, OutputSchemas, Skill, SkillCode, SkillRuntime, SkillSource, ToolSpec,
-};
+use skillhost_core::{Annotations, Grant, LoadError, MAX_TOOLS, OutputSchemas, Skill, SkillCode, SkillRuntime, SkillSource, ToolSpec};
 use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::{CacheOutcome, CacheStats};
-pub use skillhost_egress::{NetConfig, SystemResolver};
 pub use skill::WasmSkill;
+pub use skillhost_egress::{NetConfig, SystemResolver};
 
 use crate::bindings::SkillPre;
 use crate::cache::ComponentCache;
@@ -172,12 +170,14 @@ impl WasmRuntime {
 
     /// Load `source` with `listing` (what [`Skill::listing`] of an earlier load of the
     /// same bytes returned) or, without one, by asking the component.
-    async fn load_inner(&self, source: &SkillSource, grant: Grant, listing: Option<&serde_json::Value>) -> Result<Arc<WasmSkill>, LoadError> {
+    async fn load_inner(
+        &self,
+        source: &SkillSource,
+        grant: Grant,
+        listing: Option<&serde_json::Value>,
+    ) -> Result<Arc<WasmSkill>, LoadError> {
         let SkillCode::Wasm { path, bytes } = &source.code else {
-            return Err(LoadError::Runtime {
-                skill: grant.skill.clone(),
-                reason: "not a WebAssembly skill".into(),
-            });
+            return Err(LoadError::Runtime { skill: grant.skill.clone(), reason: "not a WebAssembly skill".into() });
         };
         let not_component = |reason: String| LoadError::NotAComponent { path: path.clone(), reason };
         // What it imports and exports decides how it links and where its tools come
@@ -227,8 +227,10 @@ impl WasmRuntime {
         skill.tools = match (&skill.reflection, listing) {
             (Some(_), _) => generic_tools,
             (None, Some(listing)) => {
-                let listed: Vec<ListedTool> = serde_json::from_value(listing.clone())
-                    .map_err(|e| LoadError::Tools { skill: skill.grant.skill.clone(), reason: format!("its kept listing is unreadable: {e}") })?;
+                let listed: Vec<ListedTool> = serde_json::from_value(listing.clone()).map_err(|e| LoadError::Tools {
+                    skill: skill.grant.skill.clone(),
+                    reason: format!("its kept listing is unreadable: {e}"),
+                })?;
                 check_tools(&skill.grant.skill, listed)?
             }
             (None, None) => {
@@ -236,8 +238,8 @@ impl WasmRuntime {
                 check_tools(&skill.grant.skill, describe(&skill).await?)?
             }
         };
-        skill.outputs = OutputSchemas::new(&skill.tools)
-            .map_err(|e| LoadError::Tools { skill: skill.grant.skill.clone(), reason: e.to_string() })?;
+        skill.outputs =
+            OutputSchemas::new(&skill.tools).map_err(|e| LoadError::Tools { skill: skill.grant.skill.clone(), reason: e.to_string() })?;
         tracing::debug!(skill = %skill.grant.skill, tools = skill.tools.len(), cache = ?skill.cache_outcome(), "loaded wasm skill");
         Ok(Arc::new(skill))
     }
@@ -271,15 +273,21 @@ impl WasmRuntime {
                                     let _ = slot.set(prepared);
                                     tracing::debug!(skill = %link.skill, "optimised code ready");
                                 }
-                                Err(error) => tracing::warn!(skill = %link.skill, %error, "the optimised code did not link; it keeps the baseline code"),
+                                Err(error) => {
+                                    tracing::warn!(skill = %link.skill, %error, "the optimised code did not link; it keeps the baseline code")
+                                }
                             },
-                            Ok(Err(error)) => tracing::warn!(skill = %link.skill, error = %one_line(&error), "Cranelift could not compile it; it keeps the baseline code"),
+                            Ok(Err(error)) => {
+                                tracing::warn!(skill = %link.skill, error = %one_line(&error), "Cranelift could not compile it; it keeps the baseline code")
+                            }
                             Err(error) => tracing::warn!(skill = %link.skill, %error, "compiling the optimised code failed"),
                         }
                     });
                     return Ok(prepared);
                 }
-                Ok(Err(error)) => tracing::debug!(skill = %skill.grant.skill, error = %one_line(&error), "Winch cannot compile it; compiling with Cranelift"),
+                Ok(Err(error)) => {
+                    tracing::debug!(skill = %skill.grant.skill, error = %one_line(&error), "Winch cannot compile it; compiling with Cranelift")
+                }
                 Err(error) => tracing::debug!(skill = %skill.grant.skill, %error, "Winch compile failed; compiling with Cranelift"),
             }
         }
@@ -320,9 +328,9 @@ impl Linking {
         })?;
         let code = match &self.reflection {
             None => Code::Skill(SkillPre::new(pre).map_err(wrong_world)?),
-            Some(reflection) => Code::Generic(
-                GenericPre::new(pre, reflection).map_err(|reason| LoadError::Runtime { skill: self.skill.clone(), reason })?,
-            ),
+            Some(reflection) => {
+                Code::Generic(GenericPre::new(pre, reflection).map_err(|reason| LoadError::Runtime { skill: self.skill.clone(), reason })?)
+            }
         };
         Ok(Prepared { code, engine: tier.engine.clone(), outcome })
     }
@@ -385,8 +393,15 @@ fn check_tools(name: &skillhost_core::SkillName, listed: Vec<ListedTool>) -> Res
             return Err(bad(format!("tool `{}` is defined twice", tool.name)));
         }
         tools.push(
-            ToolSpec::from_parts(tool.name, tool.description, &tool.input_schema, tool.output_schema.as_deref(), tool.annotations, &tool.examples)
-                .map_err(|e| bad(e.to_string()))?,
+            ToolSpec::from_parts(
+                tool.name,
+                tool.description,
+                &tool.input_schema,
+                tool.output_schema.as_deref(),
+                tool.annotations,
+                &tool.examples,
+            )
+            .map_err(|e| bad(e.to_string()))?,
         );
     }
     Ok(tools)

@@ -44,9 +44,7 @@ pub fn check_component(bytes: &[u8]) -> Result<(), FormatError> {
     if bytes[4..8] == COMPONENT_VERSION {
         Ok(())
     } else if bytes[4..8] == [1, 0, 0, 0] {
-        Err(FormatError(
-            "it is a core module, not a component; build for wasm32-wasip2 or wrap it with `wasm-tools component new`".into(),
-        ))
+        Err(FormatError("it is a core module, not a component; build for wasm32-wasip2 or wrap it with `wasm-tools component new`".into()))
     } else {
         Err(FormatError(format!("unknown WebAssembly version {:02x?}", &bytes[4..8])))
     }
@@ -116,8 +114,7 @@ fn sections(bytes: &[u8]) -> Result<Vec<Section>, FormatError> {
         let start = pos;
         let id = bytes[pos];
         pos += 1;
-        let (size, used) = read_leb_u32(&bytes[pos..])
-            .ok_or_else(|| FormatError(format!("truncated section header at byte {start}")))?;
+        let (size, used) = read_leb_u32(&bytes[pos..]).ok_or_else(|| FormatError(format!("truncated section header at byte {start}")))?;
         pos += used;
         let end = pos
             .checked_add(size as usize)
@@ -142,9 +139,10 @@ pub fn read_section<'a>(bytes: &'a [u8], name: &str) -> Result<Option<&'a [u8]>,
     for section in sections(bytes)? {
         if section.id == 0
             && let Some((n, data)) = custom_section(&bytes[section.content.clone()])
-                && n == name {
-                    return Ok(Some(data));
-                }
+            && n == name
+        {
+            return Ok(Some(data));
+        }
     }
     Ok(None)
 }
@@ -156,8 +154,7 @@ pub fn embed(component: &[u8], entries: &[(&str, &[u8])]) -> Result<Vec<u8>, For
     out.extend_from_slice(&component[..8]);
     for section in sections(component)? {
         let replaced = section.id == 0
-            && custom_section(&component[section.content.clone()])
-                .is_some_and(|(n, _)| entries.iter().any(|(name, _)| *name == n));
+            && custom_section(&component[section.content.clone()]).is_some_and(|(n, _)| entries.iter().any(|(name, _)| *name == n));
         if !replaced {
             out.extend_from_slice(&component[section.start..section.content.end]);
         }
@@ -238,17 +235,13 @@ pub fn read_source(path: &Path) -> Result<SkillSource, LoadError> {
             Some(text) => Some(text),
             None => embedded_instructions(&bytes, &wasm_path)?,
         };
-        Ok(SkillSource {
-            manifest,
-            origin: path.to_owned(),
-            code: SkillCode::Wasm { path: wasm_path, bytes: bytes.into() },
-            instructions,
-        })
+        Ok(SkillSource { manifest, origin: path.to_owned(), code: SkillCode::Wasm { path: wasm_path, bytes: bytes.into() }, instructions })
     } else {
         let bytes = read(path)?;
         // A folder's `skill.wasm` named directly, without a manifest of its own: the
         // folder's skill.toml is its manifest, as when the folder is named.
-        let embedded = read_section(&bytes, MANIFEST_SECTION).map_err(|e| LoadError::NotAComponent { path: path.to_owned(), reason: e.0 })?;
+        let embedded =
+            read_section(&bytes, MANIFEST_SECTION).map_err(|e| LoadError::NotAComponent { path: path.to_owned(), reason: e.0 })?;
         let folder = path.parent().filter(|dir| dir.join("skill.toml").is_file());
         if let Some(folder) = folder.filter(|_| embedded.is_none() && path.file_name() == Some(std::ffi::OsStr::new("skill.wasm"))) {
             return read_source(folder);
@@ -339,12 +332,14 @@ fn embedded_instructions(bytes: &[u8], path: &Path) -> Result<Option<String>, Lo
 }
 
 fn read_instructions(bytes: &[u8], path: &Path) -> Result<String, LoadError> {
-    let bad = |reason: String| LoadError::Manifest(skillhost_core::ManifestError {
-        file: path.to_owned(),
-        position: None,
-        message: reason,
-        fix: "keep SKILL.md under 1 MiB of UTF-8 text".into(),
-    });
+    let bad = |reason: String| {
+        LoadError::Manifest(skillhost_core::ManifestError {
+            file: path.to_owned(),
+            position: None,
+            message: reason,
+            fix: "keep SKILL.md under 1 MiB of UTF-8 text".into(),
+        })
+    };
     if bytes.len() > MAX_INSTRUCTIONS {
         return Err(bad(format!("SKILL.md is {} bytes, more than 1 MiB", bytes.len())));
     }

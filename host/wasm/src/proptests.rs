@@ -45,8 +45,7 @@ fn wit_type() -> impl Strategy<Value = WitType> {
             (prop::option::of(inner.clone()), prop::option::of(inner.clone()))
                 .prop_map(|(ok, err)| WitType::Result { ok: ok.map(Box::new), err: err.map(Box::new) }),
             prop::collection::vec(inner.clone(), 1..4).prop_map(WitType::Tuple),
-            (names(4), prop::collection::vec(inner.clone(), 4))
-                .prop_map(|(n, t)| WitType::Record(n.into_iter().zip(t).collect())),
+            (names(4), prop::collection::vec(inner.clone(), 4)).prop_map(|(n, t)| WitType::Record(n.into_iter().zip(t).collect())),
             (names(4), prop::collection::vec(prop::option::of(inner), 4))
                 .prop_map(|(n, t)| WitType::Variant(n.into_iter().zip(t).collect())),
         ]
@@ -108,7 +107,9 @@ fn value_of(ty: &WitType) -> BoxedStrategy<Value> {
         WitType::Flags(names) => {
             let names = names.clone();
             prop::collection::vec(any::<bool>(), names.len())
-                .prop_map(move |set| Value::Array(names.iter().zip(set).filter(|(_, on)| *on).map(|(n, _)| Value::from(n.as_str())).collect()))
+                .prop_map(move |set| {
+                    Value::Array(names.iter().zip(set).filter(|(_, on)| *on).map(|(n, _)| Value::from(n.as_str())).collect())
+                })
                 .boxed()
         }
     }
@@ -129,8 +130,12 @@ fn any_json() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(2, 12, 3, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-            prop::collection::btree_map(prop_oneof!["[a-z]{1,3}", Just("ok".to_owned()), Just("err".to_owned()), Just("some".to_owned())], inner, 0..3)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map(
+                prop_oneof!["[a-z]{1,3}", Just("ok".to_owned()), Just("err".to_owned()), Just("some".to_owned())],
+                inner,
+                0..3
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }

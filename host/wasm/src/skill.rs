@@ -11,12 +11,12 @@ use skillhost_core::{CallContext, CallError, Grant, LoadError, OutputSchemas, Pr
 use tokio::sync::Semaphore;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
+use crate::Inner;
 use crate::bindings::{SkillPre, types};
 use crate::cache::CacheOutcome;
 use crate::generic::{GenericPre, Reflection, RefusedFunction};
 use crate::http::SkillNet;
 use crate::state::CallState;
-use crate::Inner;
 
 /// A WebAssembly skill, ready to call.
 pub struct WasmSkill {
@@ -102,13 +102,11 @@ impl WasmSkill {
         // deadline it traps. A guest blocked in a host call is stopped by the caller's timer.
         let deadline = Instant::now() + limit;
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
-                Err(Trap::Interrupt.into())
-            } else {
-                Ok(UpdateDeadline::Yield(1))
-            }
-        });
+        store.epoch_deadline_callback(
+            move |_| {
+                if Instant::now() >= deadline { Err(Trap::Interrupt.into()) } else { Ok(UpdateDeadline::Yield(1)) }
+            },
+        );
         let result = f(&mut store).await;
         let denials = store.data().gate.denials();
         result.map(|r| (r, denials)).map_err(|e| self.trap_error(tool, limit, e, &store))
@@ -172,7 +170,8 @@ impl Skill for WasmSkill {
         if self.code.get().is_none()
             && let Some(progress) = &cx.progress
         {
-            let message = format!("preparing skill `{skill}` for its first call (compiling its component, or reading it from the compiled cache)");
+            let message =
+                format!("preparing skill `{skill}` for its first call (compiling its component, or reading it from the compiled cache)");
             progress(skillhost_core::Progress { done: 0, total: None, message: Some(message) });
         }
         let code = self.code().await.map_err(|e| CallError::Host {
@@ -246,11 +245,9 @@ impl Skill for WasmSkill {
                     types::CallError::InvalidInput(message) => CallError::InvalidInput { skill, tool, message },
                     types::CallError::Failed(message) => CallError::Failed { skill, tool, message },
                     types::CallError::Denied(message) => CallError::Denied { skill, tool, message },
-                    types::CallError::UnknownTool(_) => CallError::UnknownTool {
-                        skill,
-                        tool,
-                        available: self.tools.iter().map(|t| t.name.clone()).collect(),
-                    },
+                    types::CallError::UnknownTool(_) => {
+                        CallError::UnknownTool { skill, tool, available: self.tools.iter().map(|t| t.name.clone()).collect() }
+                    }
                 })
             }
         }

@@ -13,9 +13,9 @@ use skillhost_core::{FileMode, Grant, Progress, ProgressSink};
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreContextMut};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
-use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi::filesystem::WasiFilesystemView;
 use wasmtime_wasi::p2::bindings::filesystem::types::{Descriptor, ErrorCode, HostDescriptor};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -83,7 +83,8 @@ impl CallState {
     pub(crate) fn stderr_tail(&self) -> Option<String> {
         let tail = self.log.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
         let start = tail.iter().rposition(|l| l.contains("panicked at")).unwrap_or(tail.len().saturating_sub(1));
-        let lines: Vec<&str> = tail.iter().skip(start).map(String::as_str).filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE")).collect();
+        let lines: Vec<&str> =
+            tail.iter().skip(start).map(String::as_str).filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE")).collect();
         (!lines.is_empty()).then(|| lines.join(" "))
     }
 }
@@ -393,7 +394,9 @@ mod tests {
 
     #[test]
     fn symlink_targets() {
-        for (target, ok) in [("a", true), ("a/b", true), ("./a", true), ("../a", false), ("a/../../b", false), ("/etc/passwd", false), ("a/..", false)] {
+        for (target, ok) in
+            [("a", true), ("a/b", true), ("./a", true), ("../a", false), ("a/../../b", false), ("/etc/passwd", false), ("a/..", false)]
+        {
             assert_eq!(symlink_target_allowed(target), ok, "{target}");
         }
     }

@@ -144,10 +144,9 @@ impl WitType {
             WitType::Option(t) => format!("option<{t}> (null or the value)"),
             WitType::Result { .. } => format!("{self} (an object {{\"ok\": …}} or {{\"err\": …}})"),
             WitType::Tuple(items) => format!("{self} (an array of {} items)", items.len()),
-            WitType::Record(fields) => format!(
-                "record (an object with fields {})",
-                fields.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-            ),
+            WitType::Record(fields) => {
+                format!("record (an object with fields {})", fields.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+            }
             WitType::Variant(cases) => format!(
                 "variant (an object with one key, one of {})",
                 cases.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
@@ -249,7 +248,10 @@ pub fn json_to_val(ty: &WitType, value: &Value, path: &str) -> Result<Val, Value
         WitType::F32 => {
             let n = value.as_f64().ok_or_else(bad)?;
             if n.abs() > f64::from(f32::MAX) {
-                return Err(ValueError { path: path.to_owned(), message: format!("expected f32 (a number of magnitude at most {:e}), got {n:e}", f32::MAX) });
+                return Err(ValueError {
+                    path: path.to_owned(),
+                    message: format!("expected f32 (a number of magnitude at most {:e}), got {n:e}", f32::MAX),
+                });
             }
             Val::Float32(n as f32)
         }
@@ -285,14 +287,24 @@ pub fn json_to_val(ty: &WitType, value: &Value, path: &str) -> Result<Val, Value
                 Some(t) => Some(Box::new(json_to_val(t, payload, &payload_path)?)),
                 None if payload.is_null() => None,
                 None => {
-                    return Err(ValueError { path: payload_path, message: format!("expected null (this side has no value), got {}", describe(payload)) });
+                    return Err(ValueError {
+                        path: payload_path,
+                        message: format!("expected null (this side has no value), got {}", describe(payload)),
+                    });
                 }
             };
             Val::Result(if key == "ok" { Ok(payload) } else { Err(payload) })
         }
         WitType::Tuple(types) => {
             let items = value.as_array().filter(|a| a.len() == types.len()).ok_or_else(bad)?;
-            Val::Tuple(types.iter().zip(items).enumerate().map(|(i, (t, v))| json_to_val(t, v, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?)
+            Val::Tuple(
+                types
+                    .iter()
+                    .zip(items)
+                    .enumerate()
+                    .map(|(i, (t, v))| json_to_val(t, v, &format!("{path}[{i}]")))
+                    .collect::<Result<_, _>>()?,
+            )
         }
         WitType::Record(fields) => Val::Record(object_to_fields(fields, value, path, ty)?),
         WitType::Variant(cases) => {
@@ -304,7 +316,10 @@ pub fn json_to_val(ty: &WitType, value: &Value, path: &str) -> Result<Val, Value
                 Some(t) => Some(Box::new(json_to_val(t, payload, &payload_path)?)),
                 None if payload.is_null() => None,
                 None => {
-                    return Err(ValueError { path: payload_path, message: format!("expected null (case `{name}` has no value), got {}", describe(payload)) });
+                    return Err(ValueError {
+                        path: payload_path,
+                        message: format!("expected null (case `{name}` has no value), got {}", describe(payload)),
+                    });
                 }
             };
             Val::Variant(name.clone(), payload)
@@ -317,7 +332,8 @@ pub fn json_to_val(ty: &WitType, value: &Value, path: &str) -> Result<Val, Value
             let items = value.as_array().ok_or_else(bad)?;
             let mut set = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
-                let flag = item.as_str().filter(|s| names.iter().any(|n| n == s)).ok_or_else(|| mismatch(&format!("{path}[{i}]"), ty, item))?;
+                let flag =
+                    item.as_str().filter(|s| names.iter().any(|n| n == s)).ok_or_else(|| mismatch(&format!("{path}[{i}]"), ty, item))?;
                 if set.iter().any(|f| f == flag) {
                     return Err(ValueError { path: format!("{path}[{i}]"), message: format!("flag \"{flag}\" is given twice") });
                 }

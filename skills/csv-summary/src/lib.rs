@@ -69,18 +69,9 @@ struct FileEntry {
 
 /// List the CSV/TSV files in the data directory (or a subdirectory) with their
 /// sizes. Start here to find the `path` to pass to `summarize` or `head`.
-#[tool(
-    read_only,
-    idempotent,
-    example = r#"{}"#,
-    example = r#"{"dir": "exports", "recursive": false}"#
-)]
+#[tool(read_only, idempotent, example = r#"{}"#, example = r#"{"dir": "exports", "recursive": false}"#)]
 fn list_files(input: ListInput) -> Result<ListOutput, ToolError> {
-    let mut out = ListOutput {
-        files: Vec::new(),
-        other_files: 0,
-        truncated: false,
-    };
+    let mut out = ListOutput { files: Vec::new(), other_files: 0, truncated: false };
     let start = normalize(&input.dir);
     walk(&start, 0, input.recursive, &mut out)?;
     out.files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -93,24 +84,14 @@ fn walk(dir: &str, depth: usize, recursive: bool, out: &mut ListOutput) -> Resul
             out.truncated = true;
             return Ok(());
         }
-        let path = if dir.is_empty() {
-            name.clone()
-        } else {
-            format!("{dir}/{name}")
-        };
+        let path = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
         if let Some(sub) = path.strip_suffix('/') {
             if recursive && depth < DEPTH_CAP {
                 walk(sub, depth + 1, recursive, out)?;
             }
         } else if is_csv(&path) {
-            let size_bytes = std::fs::metadata(files::path(&path)?)
-                .map_err(|e| files::io_error(&path, Access::Read, e))?
-                .len();
-            out.files.push(FileEntry {
-                path,
-                size_bytes,
-                size: human_size(size_bytes),
-            });
+            let size_bytes = std::fs::metadata(files::path(&path)?).map_err(|e| files::io_error(&path, Access::Read, e))?.len();
+            out.files.push(FileEntry { path, size_bytes, size: human_size(size_bytes) });
         } else {
             out.other_files += 1;
         }
@@ -120,17 +101,12 @@ fn walk(dir: &str, depth: usize, recursive: bool, out: &mut ListOutput) -> Resul
 
 /// `./a/b/` is `a/b`; `.` is the empty string.
 fn normalize(dir: &str) -> String {
-    dir.split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect::<Vec<_>>()
-        .join("/")
+    dir.split('/').filter(|p| !p.is_empty() && *p != ".").collect::<Vec<_>>().join("/")
 }
 
 fn is_csv(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
-    [".csv", ".tsv", ".tab"]
-        .iter()
-        .any(|ext| lower.ends_with(ext))
+    [".csv", ".tsv", ".tab"].iter().any(|ext| lower.ends_with(ext))
 }
 
 fn human_size(bytes: u64) -> String {
@@ -141,11 +117,7 @@ fn human_size(bytes: u64) -> String {
         size /= 1024.0;
         unit += 1;
     }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{size:.1} {}", UNITS[unit])
-    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{size:.1} {}", UNITS[unit]) }
 }
 
 // ---------------------------------------------------------------- reading
@@ -166,59 +138,34 @@ struct Opened {
 
 fn open(path: &str, options: &CsvOptions) -> Result<Opened, ToolError> {
     let full = files::path(path)?;
-    let mut file = File::open(&full)
-        .map_err(|e| not_found_hint(path, files::io_error(path, Access::Read, e)))?;
-    let metadata = file
-        .metadata()
-        .map_err(|e| files::io_error(path, Access::Read, e))?;
+    let mut file = File::open(&full).map_err(|e| not_found_hint(path, files::io_error(path, Access::Read, e)))?;
+    let metadata = file.metadata().map_err(|e| files::io_error(path, Access::Read, e))?;
     if metadata.is_dir() {
-        return Err(ToolError::invalid_input(format!(
-            "path: `{path}` is a directory; use list_files to find the CSV files in it"
-        )));
+        return Err(ToolError::invalid_input(format!("path: `{path}` is a directory; use list_files to find the CSV files in it")));
     }
     let delimiter = match options.delimiter.as_deref() {
         Some("\\t") | Some("tab") => b'\t',
         Some(d) if d.len() == 1 => d.as_bytes()[0],
         Some(d) => {
-            return Err(ToolError::invalid_input(format!(
-                "delimiter: `{d}` is not a single ASCII character (use `\\t` for tab)"
-            )));
+            return Err(ToolError::invalid_input(format!("delimiter: `{d}` is not a single ASCII character (use `\\t` for tab)")));
         }
         None => {
             let mut head = vec![0; 8192];
-            let n = file
-                .read(&mut head)
-                .map_err(|e| files::io_error(path, Access::Read, e))?;
+            let n = file.read(&mut head).map_err(|e| files::io_error(path, Access::Read, e))?;
             head.truncate(n);
             drop(file);
             file = File::open(&full).map_err(|e| files::io_error(path, Access::Read, e))?;
             detect_delimiter(path, &head)
         }
     };
-    let mut reader = csv::ReaderBuilder::new()
-        .delimiter(delimiter)
-        .has_headers(options.has_headers)
-        .flexible(true)
-        .from_reader(file);
+    let mut reader = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(options.has_headers).flexible(true).from_reader(file);
     let columns = if options.has_headers {
-        let headers = reader
-            .byte_headers()
-            .map_err(|e| csv_error(path, e))?
-            .clone();
-        unique_names(
-            headers
-                .iter()
-                .map(|h| String::from_utf8_lossy(h).trim().to_owned()),
-        )
+        let headers = reader.byte_headers().map_err(|e| csv_error(path, e))?.clone();
+        unique_names(headers.iter().map(|h| String::from_utf8_lossy(h).trim().to_owned()))
     } else {
         Vec::new()
     };
-    Ok(Opened {
-        reader,
-        columns,
-        delimiter: delimiter as char,
-        size: metadata.len(),
-    })
+    Ok(Opened { reader, columns, delimiter: delimiter as char, size: metadata.len() })
 }
 
 /// Adds the CSV files next to a missing one to its error.
@@ -232,9 +179,7 @@ fn not_found_hint(path: &str, error: ToolError) -> ToolError {
     };
     let csvs: Vec<String> = names.into_iter().filter(|n| is_csv(n)).take(20).collect();
     if csvs.is_empty() {
-        return ToolError::failed(format!(
-            "{message}; there are no CSV files next to it (try list_files)"
-        ));
+        return ToolError::failed(format!("{message}; there are no CSV files next to it (try list_files)"));
     }
     ToolError::failed(format!("{message}; CSV files there: {}", csvs.join(", ")))
 }
@@ -268,11 +213,7 @@ fn unique_names(names: impl Iterator<Item = String>) -> Vec<String> {
     let mut seen = HashMap::<String, usize>::new();
     let mut out = Vec::new();
     for (i, name) in names.enumerate() {
-        let base = if name.is_empty() {
-            format!("column_{}", i + 1)
-        } else {
-            name
-        };
+        let base = if name.is_empty() { format!("column_{}", i + 1) } else { name };
         let n = seen.entry(base.clone()).or_default();
         *n += 1;
         out.push(if *n == 1 { base } else { format!("{base}_{n}") });
@@ -425,8 +366,7 @@ impl Column {
         }
         let length = value.chars().count();
         if self.non_empty == 0 {
-            (self.min, self.max, self.min_length, self.max_length) =
-                (f64::INFINITY, f64::NEG_INFINITY, length, length);
+            (self.min, self.max, self.min_length, self.max_length) = (f64::INFINITY, f64::NEG_INFINITY, length, length);
         }
         self.non_empty += 1;
         self.min_length = self.min_length.min(length);
@@ -465,21 +405,12 @@ impl Column {
         let kind = self.kind();
         let numeric = matches!(kind, "integer" | "number");
         let bound = |v: f64| {
-            if kind == "integer" {
-                Value::from(v as i64)
-            } else {
-                Value::from(v)
-            }
+            if kind == "integer" { Value::from(v as i64) } else { Value::from(v) }
         };
         let top_values = if matches!(kind, "text" | "bool") {
-            let mut counts: Vec<(String, u64)> =
-                self.counts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            let mut counts: Vec<(String, u64)> = self.counts.iter().map(|(k, v)| (k.clone(), *v)).collect();
             counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            counts
-                .into_iter()
-                .take(top)
-                .map(|(value, count)| ValueCount { value, count })
-                .collect()
+            counts.into_iter().take(top).map(|(value, count)| ValueCount { value, count }).collect()
         } else {
             Vec::new()
         };
@@ -502,10 +433,7 @@ impl Column {
 
 /// A finite decimal number (`1`, `-2.5`, `3e8`), not `inf`, `NaN` or `1,000`.
 fn parse_number(value: &str) -> Option<f64> {
-    if !value
-        .bytes()
-        .all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'))
-    {
+    if !value.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E')) {
         return None;
     }
     value.parse::<f64>().ok().filter(|n| n.is_finite())
@@ -526,33 +454,18 @@ fn summarize(input: SummarizeInput) -> Result<Summary, ToolError> {
         return Err(ToolError::invalid_input("top_values: at most 50"));
     }
     let path = &input.path;
-    let Opened {
-        mut reader,
-        mut columns,
-        delimiter,
-        size,
-    } = open(
-        path,
-        &CsvOptions {
-            delimiter: input.delimiter.clone(),
-            has_headers: input.has_headers,
-        },
-    )?;
+    let Opened { mut reader, mut columns, delimiter, size } =
+        open(path, &CsvOptions { delimiter: input.delimiter.clone(), has_headers: input.has_headers })?;
     let header_width = columns.len();
     let mut stats: Vec<Column> = columns.iter().map(|_| Column::default()).collect();
     let (mut rows, mut ragged, mut stopped_early) = (0u64, 0u64, false);
     let mut record = csv::ByteRecord::new();
     loop {
         if input.max_rows.is_some_and(|max| rows >= max) {
-            stopped_early = reader
-                .read_byte_record(&mut record)
-                .map_err(|e| csv_error(path, e))?;
+            stopped_early = reader.read_byte_record(&mut record).map_err(|e| csv_error(path, e))?;
             break;
         }
-        if !reader
-            .read_byte_record(&mut record)
-            .map_err(|e| csv_error(path, e))?
-        {
+        if !reader.read_byte_record(&mut record).map_err(|e| csv_error(path, e))? {
             break;
         }
         rows += 1;
@@ -574,19 +487,11 @@ fn summarize(input: SummarizeInput) -> Result<Summary, ToolError> {
     }
     progress(size, Some(size), Some(&format!("{rows} rows read")));
     let top = input.top_values;
-    let columns = columns
-        .into_iter()
-        .zip(stats)
-        .map(|(name, column)| column.summary(name, rows, top))
-        .collect();
+    let columns = columns.into_iter().zip(stats).map(|(name, column)| column.summary(name, rows, top)).collect();
     Ok(Summary {
         path: path.clone(),
         size_bytes: size,
-        delimiter: if delimiter == '\t' {
-            "\\t".into()
-        } else {
-            delimiter.to_string()
-        },
+        delimiter: if delimiter == '\t' { "\\t".into() } else { delimiter.to_string() },
         rows,
         stopped_early,
         ragged_rows: ragged,
@@ -664,66 +569,35 @@ impl JsonSchema for Row {
 
 /// Show the first rows of a CSV file (or rows from `offset` on) as objects
 /// keyed by column name, values as text exactly as in the file.
-#[tool(
-    read_only,
-    idempotent,
-    example = r#"{"path": "sales.csv"}"#,
-    example = r#"{"path": "sales.csv", "rows": 5, "offset": 100}"#
-)]
+#[tool(read_only, idempotent, example = r#"{"path": "sales.csv"}"#, example = r#"{"path": "sales.csv", "rows": 5, "offset": 100}"#)]
 fn head(input: HeadInput) -> Result<HeadOutput, ToolError> {
     if !(1..=500).contains(&input.rows) {
         return Err(ToolError::invalid_input("rows: between 1 and 500"));
     }
     let path = &input.path;
-    let Opened {
-        mut reader,
-        mut columns,
-        ..
-    } = open(
-        path,
-        &CsvOptions {
-            delimiter: input.delimiter.clone(),
-            has_headers: input.has_headers,
-        },
-    )?;
+    let Opened { mut reader, mut columns, .. } =
+        open(path, &CsvOptions { delimiter: input.delimiter.clone(), has_headers: input.has_headers })?;
     let mut record = csv::ByteRecord::new();
     let mut skipped = 0;
     while skipped < input.offset {
-        if !reader
-            .read_byte_record(&mut record)
-            .map_err(|e| csv_error(path, e))?
-        {
-            return Ok(HeadOutput {
-                columns,
-                rows: Vec::new(),
-                more: false,
-            });
+        if !reader.read_byte_record(&mut record).map_err(|e| csv_error(path, e))? {
+            return Ok(HeadOutput { columns, rows: Vec::new(), more: false });
         }
         skipped += 1;
     }
     let mut rows = Vec::new();
     let mut more = false;
-    while reader
-        .read_byte_record(&mut record)
-        .map_err(|e| csv_error(path, e))?
-    {
+    while reader.read_byte_record(&mut record).map_err(|e| csv_error(path, e))? {
         if rows.len() == input.rows {
             more = true;
             break;
         }
         ensure_columns(&mut columns, record.len());
-        let row = columns
-            .iter()
-            .zip(record.iter())
-            .map(|(name, field)| (name.clone(), String::from_utf8_lossy(field).into_owned()))
-            .collect();
+        let row =
+            columns.iter().zip(record.iter()).map(|(name, field)| (name.clone(), String::from_utf8_lossy(field).into_owned())).collect();
         rows.push(Row(row));
     }
-    Ok(HeadOutput {
-        columns,
-        rows,
-        more,
-    })
+    Ok(HeadOutput { columns, rows, more })
 }
 
 skillhost_sdk::skill!(list_files, summarize, head);
@@ -762,74 +636,41 @@ mod tests {
     fn summarize_and_head_a_file() {
         let dir = std::env::temp_dir().join(format!("csv-summary-test-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("sub")).unwrap();
-        std::fs::write(
-            dir.join("sub/t.csv"),
-            "name,qty,ok\nab,1,true\ncd,2.5,false\nab,,true\n",
-        )
-        .unwrap();
+        std::fs::write(dir.join("sub/t.csv"), "name,qty,ok\nab,1,true\ncd,2.5,false\nab,,true\n").unwrap();
         files::with_data_dir(&dir, check_tools);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     fn check_tools() {
-        let summary = summarize(SummarizeInput {
-            path: "sub/t.csv".into(),
-            delimiter: None,
-            has_headers: true,
-            top_values: 5,
-            max_rows: None,
-        })
-        .unwrap();
+        let summary =
+            summarize(SummarizeInput { path: "sub/t.csv".into(), delimiter: None, has_headers: true, top_values: 5, max_rows: None })
+                .unwrap();
         assert_eq!(summary.rows, 3);
         let kinds: Vec<&str> = summary.columns.iter().map(|c| c.r#type).collect();
         assert_eq!(kinds, ["text", "number", "bool"]);
         assert_eq!(summary.columns[1].empty, 1);
         assert_eq!(summary.columns[0].top_values[0].value, "ab");
 
-        let head = head(HeadInput {
-            path: "sub/t.csv".into(),
-            delimiter: Some(",".into()),
-            has_headers: true,
-            rows: 2,
-            offset: 0,
-        })
-        .unwrap();
+        let head =
+            head(HeadInput { path: "sub/t.csv".into(), delimiter: Some(",".into()), has_headers: true, rows: 2, offset: 0 }).unwrap();
         assert_eq!(head.rows.len(), 2);
         assert!(head.more);
         assert_eq!(head.rows[1].0[1], ("qty".to_string(), "2.5".to_string()));
         let json = serde_json::to_string(&head.rows[0]).unwrap();
         assert_eq!(json, r#"{"name":"ab","qty":"1","ok":"true"}"#);
 
-        let listed = list_files(ListInput {
-            dir: ".".into(),
-            recursive: true,
-        })
-        .unwrap();
+        let listed = list_files(ListInput { dir: ".".into(), recursive: true }).unwrap();
         assert_eq!(listed.files[0].path, "sub/t.csv");
 
-        let missing = summarize(SummarizeInput {
-            path: "sub/nope.csv".into(),
-            delimiter: None,
-            has_headers: true,
-            top_values: 5,
-            max_rows: None,
-        })
-        .map(|_| ())
-        .unwrap_err();
+        let missing =
+            summarize(SummarizeInput { path: "sub/nope.csv".into(), delimiter: None, has_headers: true, top_values: 5, max_rows: None })
+                .map(|_| ())
+                .unwrap_err();
         assert!(missing.message().contains("t.csv"), "{missing}");
-        assert!(matches!(
-            head_of("../etc/passwd"),
-            Err(ToolError::Denied(_))
-        ));
+        assert!(matches!(head_of("../etc/passwd"), Err(ToolError::Denied(_))));
     }
 
     fn head_of(path: &str) -> Result<HeadOutput, ToolError> {
-        head(HeadInput {
-            path: path.into(),
-            delimiter: None,
-            has_headers: true,
-            rows: 1,
-            offset: 0,
-        })
+        head(HeadInput { path: path.into(), delimiter: None, has_headers: true, rows: 1, offset: 0 })
     }
 }

@@ -83,18 +83,10 @@ struct RepoOutput {
 
 /// Facts about a GitHub repository: stars, forks, open issues, description,
 /// default branch, language and when it was last updated.
-#[tool(
-    read_only,
-    idempotent,
-    open_world,
-    example = r#"{"owner": "rust-lang", "repo": "rust"}"#
-)]
+#[tool(read_only, idempotent, open_world, example = r#"{"owner": "rust-lang", "repo": "rust"}"#)]
 fn repo(input: RepoInput) -> Result<RepoOutput, ToolError> {
     let (owner, name) = (name("owner", &input.owner)?, repo_name(&input.repo)?);
-    let repo: ApiRepo = get(
-        &format!("/repos/{owner}/{name}"),
-        &format!("repository {owner}/{name}"),
-    )?;
+    let repo: ApiRepo = get(&format!("/repos/{owner}/{name}"), &format!("repository {owner}/{name}"))?;
     Ok(RepoOutput {
         full_name: repo.full_name,
         description: repo.description,
@@ -225,17 +217,11 @@ struct IssuesOutput {
 fn issues(input: IssuesInput) -> Result<IssuesOutput, ToolError> {
     let (owner, name) = (name("owner", &input.owner)?, repo_name(&input.repo)?);
     if !(1..=100).contains(&input.limit) {
-        return Err(ToolError::invalid_input(format!(
-            "limit: {} is out of range; give 1 to 100",
-            input.limit
-        )));
+        return Err(ToolError::invalid_input(format!("limit: {} is out of range; give 1 to 100", input.limit)));
     }
     // One page of 100: pull requests share the endpoint and are dropped here.
     let page: Vec<ApiIssue> = get(
-        &format!(
-            "/repos/{owner}/{name}/issues?state={}&sort=created&direction=desc&per_page=100",
-            input.state.as_str()
-        ),
+        &format!("/repos/{owner}/{name}/issues?state={}&sort=created&direction=desc&per_page=100", input.state.as_str()),
         &format!("repository {owner}/{name}"),
     )?;
     let total = page.len();
@@ -254,15 +240,8 @@ fn issues(input: IssuesInput) -> Result<IssuesOutput, ToolError> {
             url: issue.html_url,
         })
         .collect();
-    let pull_requests_skipped = if issues.len() < input.limit as usize {
-        total - issues.len()
-    } else {
-        0
-    };
-    Ok(IssuesOutput {
-        issues,
-        pull_requests_skipped,
-    })
+    let pull_requests_skipped = if issues.len() < input.limit as usize { total - issues.len() } else { 0 };
+    Ok(IssuesOutput { issues, pull_requests_skipped })
 }
 
 // ---------------------------------------------------------------------- user
@@ -327,12 +306,7 @@ struct UserOutput {
 
 /// A GitHub user's or organisation's public profile: name, bio, company,
 /// location, public repositories and followers.
-#[tool(
-    read_only,
-    idempotent,
-    open_world,
-    example = r#"{"login": "torvalds"}"#
-)]
+#[tool(read_only, idempotent, open_world, example = r#"{"login": "torvalds"}"#)]
 fn user(input: UserInput) -> Result<UserOutput, ToolError> {
     let login = name("login", &input.login)?;
     let user: ApiUser = get(&format!("/users/{login}"), &format!("user {login}"))?;
@@ -362,9 +336,7 @@ fn name<'a>(field: &str, value: &'a str) -> Result<&'a str, ToolError> {
     let value = value.trim();
     let ok = !value.is_empty()
         && value.len() <= 100
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && !value.starts_with('.');
     if ok {
         Ok(value)
@@ -403,9 +375,7 @@ fn get<T: for<'de> Deserialize<'de>>(path: &str, what: &str) -> Result<T, ToolEr
         }
         return answer(response, what);
     }
-    Err(ToolError::failed(format!(
-        "GitHub redirected more than {MAX_REDIRECTS} times for {what}"
-    )))
+    Err(ToolError::failed(format!("GitHub redirected more than {MAX_REDIRECTS} times for {what}")))
 }
 
 /// Turns an API response into `T` or an error that says what to do.
@@ -428,27 +398,21 @@ fn answer<T: for<'de> Deserialize<'de>>(response: Response, what: &str) -> Resul
              `skillhost secret set github`",
             message()
         ))),
-        403 | 429 if response.header("x-ratelimit-remaining") == Some("0") => {
-            Err(ToolError::failed(format!(
-                "rate limited by GitHub{}; without a token the limit is 60 requests an hour: \
+        403 | 429 if response.header("x-ratelimit-remaining") == Some("0") => Err(ToolError::failed(format!(
+            "rate limited by GitHub{}; without a token the limit is 60 requests an hour: \
                  store one with `skillhost secret set github`",
-                reset_in(response.header("x-ratelimit-reset"))
-            )))
-        }
+            reset_in(response.header("x-ratelimit-reset"))
+        ))),
         _ => Err(match response.error_for_status() {
             Err(error) => error.into(),
-            Ok(response) => {
-                ToolError::failed(format!("GitHub answered {} for {what}", response.status))
-            }
+            Ok(response) => ToolError::failed(format!("GitHub answered {} for {what}", response.status)),
         }),
     }
 }
 
 /// `" until about 12 minutes from now"` from an `x-ratelimit-reset` header.
 fn reset_in(reset: Option<&str>) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     match reset.and_then(|r| r.parse::<u64>().ok()) {
         Some(at) if at > now => {
             format!(" until about {} minutes from now", (at - now).div_ceil(60))
@@ -464,66 +428,43 @@ mod tests {
 
     fn api(request: &Request) -> Result<Response, HttpError> {
         assert_eq!(request.header_value("user-agent"), Some(USER_AGENT));
-        assert_eq!(
-            request.header_value("accept"),
-            Some("application/vnd.github+json")
-        );
-        assert_eq!(
-            request.header_value("authorization"),
-            None,
-            "the host adds the token"
-        );
+        assert_eq!(request.header_value("accept"), Some("application/vnd.github+json"));
+        assert_eq!(request.header_value("authorization"), None, "the host adds the token");
         let json = |body: &str| Ok(Response::new(200).with_body(body.to_owned()));
         match request.url() {
-            "https://api.github.com/repos/old/name" => Ok(Response::new(301)
-                .with_header("location", "https://api.github.com/repositories/42")),
+            "https://api.github.com/repos/old/name" => {
+                Ok(Response::new(301).with_header("location", "https://api.github.com/repositories/42"))
+            }
             "https://api.github.com/repositories/42" => json(
                 r#"{"full_name": "new/name", "description": "d", "html_url": "https://github.com/new/name",
                     "stargazers_count": 5, "forks_count": 1, "open_issues_count": 2,
                     "default_branch": "main", "updated_at": "2024-01-01T00:00:00Z",
                     "pushed_at": null, "language": "Rust", "extra": true}"#,
             ),
-            "https://api.github.com/repos/a/b/issues?state=open&sort=created&direction=desc&per_page=100" => {
-                json(
-                    r#"[{"number": 3, "title": "pr", "state": "open", "html_url": "u3", "user": {"login": "x"}, "pull_request": {}},
+            "https://api.github.com/repos/a/b/issues?state=open&sort=created&direction=desc&per_page=100" => json(
+                r#"[{"number": 3, "title": "pr", "state": "open", "html_url": "u3", "user": {"login": "x"}, "pull_request": {}},
                     {"number": 2, "title": "bug", "state": "open", "html_url": "u2", "user": null, "labels": [{"name": "bug"}]},
                     {"number": 1, "title": "old", "state": "open", "html_url": "u1", "user": {"login": "y"}}]"#,
-                )
+            ),
+            "https://api.github.com/users/limited" => {
+                Ok(Response::new(403).with_header("x-ratelimit-remaining", "0").with_body(r#"{"message": "API rate limit exceeded"}"#))
             }
-            "https://api.github.com/users/limited" => Ok(Response::new(403)
-                .with_header("x-ratelimit-remaining", "0")
-                .with_body(r#"{"message": "API rate limit exceeded"}"#)),
             _ => Ok(Response::new(404).with_body(r#"{"message": "Not Found"}"#)),
         }
     }
 
     #[test]
     fn repo_follows_renames() {
-        let out = http::with_handler(api, || {
-            repo(RepoInput {
-                owner: "old".into(),
-                repo: "name.git".into(),
-            })
-        })
-        .unwrap();
-        assert_eq!(
-            (out.full_name.as_str(), out.stars, out.open_issues),
-            ("new/name", 5, 2)
-        );
+        let out = http::with_handler(api, || repo(RepoInput { owner: "old".into(), repo: "name.git".into() })).unwrap();
+        assert_eq!((out.full_name.as_str(), out.stars, out.open_issues), ("new/name", 5, 2));
         assert_eq!(out.default_branch, "main");
     }
 
     #[test]
     fn issues_leave_out_pull_requests() {
-        let out = http::with_handler(api, || {
-            issues(IssuesInput {
-                owner: "a".into(),
-                repo: "b".into(),
-                state: IssueState::Open,
-                limit: 1,
-            })
-        })
-        .unwrap();
+        let out =
+            http::with_handler(api, || issues(IssuesInput { owner: "a".into(), repo: "b".into(), state: IssueState::Open, limit: 1 }))
+                .unwrap();
         assert_eq!(out.issues.len(), 1);
         let issue = &out.issues[0];
         assert_eq!((issue.number, issue.author.as_str()), (2, "ghost"));
@@ -532,33 +473,14 @@ mod tests {
 
     #[test]
     fn errors_say_what_to_do() {
-        let missing = http::with_handler(api, || {
-            user(UserInput {
-                login: "nobody".into(),
-            })
-        });
-        assert!(
-            matches!(missing, Err(ToolError::Failed(m)) if m.contains("user nobody not found"))
-        );
-        let limited = http::with_handler(api, || {
-            user(UserInput {
-                login: "limited".into(),
-            })
-        });
-        assert!(
-            matches!(limited, Err(ToolError::Failed(m)) if m.contains("skillhost secret set github"))
-        );
-        let bad = user(UserInput {
-            login: "../admin".into(),
-        });
+        let missing = http::with_handler(api, || user(UserInput { login: "nobody".into() }));
+        assert!(matches!(missing, Err(ToolError::Failed(m)) if m.contains("user nobody not found")));
+        let limited = http::with_handler(api, || user(UserInput { login: "limited".into() }));
+        assert!(matches!(limited, Err(ToolError::Failed(m)) if m.contains("skillhost secret set github")));
+        let bad = user(UserInput { login: "../admin".into() });
         assert!(matches!(bad, Err(ToolError::InvalidInput(_))));
         let denied = http::with_handler(
-            |r| {
-                Err(HttpError::Denied {
-                    url: r.url().into(),
-                    message: "no".into(),
-                })
-            },
+            |r| Err(HttpError::Denied { url: r.url().into(), message: "no".into() }),
             || user(UserInput { login: "x".into() }),
         );
         assert!(matches!(denied, Err(ToolError::Denied(_))));

@@ -74,10 +74,7 @@ fn text_stats(input: StatsInput) -> Result<StatsOutput, ToolError> {
     }
     let text = &input.text;
     let words: Vec<&str> = text.split_whitespace().collect();
-    let word_chars: usize = words
-        .iter()
-        .map(|w| w.chars().filter(|c| c.is_alphanumeric()).count())
-        .sum();
+    let word_chars: usize = words.iter().map(|w| w.chars().filter(|c| c.is_alphanumeric()).count()).sum();
     let lines: Vec<&str> = text.lines().collect();
     let mut paragraphs = 0;
     let mut in_paragraph = false;
@@ -99,30 +96,20 @@ fn text_stats(input: StatsInput) -> Result<StatsOutput, ToolError> {
                 && !matches!(chars[i - 1], '.' | '!' | '?')
         })
         .count();
-    let sentences = if sentences == 0 && !words.is_empty() {
-        1
-    } else {
-        sentences
-    };
+    let sentences = if sentences == 0 && !words.is_empty() { 1 } else { sentences };
 
     let mut top_words = Vec::new();
     if input.top_words > 0 {
         let mut counts = std::collections::HashMap::<String, usize>::new();
         for word in &words {
-            let word = word
-                .trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase();
+            let word = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
             if !word.is_empty() {
                 *counts.entry(word).or_default() += 1;
             }
         }
         let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        top_words = counts
-            .into_iter()
-            .take(input.top_words)
-            .map(|(word, count)| WordCount { word, count })
-            .collect();
+        top_words = counts.into_iter().take(input.top_words).map(|(word, count)| WordCount { word, count }).collect();
     }
 
     Ok(StatsOutput {
@@ -134,11 +121,7 @@ fn text_stats(input: StatsInput) -> Result<StatsOutput, ToolError> {
         non_empty_lines: lines.iter().filter(|l| !l.trim().is_empty()).count(),
         paragraphs,
         sentences,
-        average_word_length: if words.is_empty() {
-            0.0
-        } else {
-            (word_chars as f64 / words.len() as f64 * 100.0).round() / 100.0
-        },
+        average_word_length: if words.is_empty() { 0.0 } else { (word_chars as f64 / words.len() as f64 * 100.0).round() / 100.0 },
         longest_line: lines.iter().map(|l| l.chars().count()).max().unwrap_or(0),
         reading_time_seconds: (words.len() as f64 / 238.0 * 60.0).ceil() as u64,
         top_words,
@@ -208,17 +191,9 @@ fn convert_case(input: CaseInput) -> Result<TextOutput, ToolError> {
         Case::Snake => lower.join("_"),
         Case::Kebab => lower.join("-"),
         Case::Constant => lower.join("_").to_uppercase(),
-        Case::Camel => lower
-            .iter()
-            .enumerate()
-            .map(|(i, w)| if i == 0 { w.clone() } else { capitalize(w) })
-            .collect(),
+        Case::Camel => lower.iter().enumerate().map(|(i, w)| if i == 0 { w.clone() } else { capitalize(w) }).collect(),
         Case::Pascal => lower.iter().map(|w| capitalize(w)).collect(),
-        Case::Title => lower
-            .iter()
-            .map(|w| capitalize(w))
-            .collect::<Vec<_>>()
-            .join(" "),
+        Case::Title => lower.iter().map(|w| capitalize(w)).collect::<Vec<_>>().join(" "),
         Case::Sentence => capitalize(&lower.join(" ")),
     };
     Ok(TextOutput { text: result })
@@ -227,20 +202,14 @@ fn convert_case(input: CaseInput) -> Result<TextOutput, ToolError> {
 /// Splits at non-alphanumerics and case changes: `HTTPServer2Go` is `HTTP`, `Server2`, `Go`.
 fn split_words(text: &str) -> Vec<String> {
     let mut words = Vec::new();
-    for chunk in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|c| !c.is_empty())
-    {
+    for chunk in text.split(|c: char| !c.is_alphanumeric()).filter(|c| !c.is_empty()) {
         let chars: Vec<char> = chunk.chars().collect();
         let mut current = String::new();
         for (i, &c) in chars.iter().enumerate() {
             if i > 0 && c.is_uppercase() {
                 let prev = chars[i - 1];
                 let next_is_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-                if prev.is_lowercase()
-                    || prev.is_numeric()
-                    || (prev.is_uppercase() && next_is_lower)
-                {
+                if prev.is_lowercase() || prev.is_numeric() || (prev.is_uppercase() && next_is_lower) {
                     words.push(std::mem::take(&mut current));
                 }
             }
@@ -316,11 +285,7 @@ fn slugify(input: SlugInput) -> Result<TextOutput, ToolError> {
     {
         let mut cut = String::new();
         for word in &words {
-            let extra = if cut.is_empty() {
-                word.len()
-            } else {
-                input.separator.len() + word.len()
-            };
+            let extra = if cut.is_empty() { word.len() } else { input.separator.len() + word.len() };
             if cut.len() + extra > max {
                 break;
             }
@@ -412,11 +377,7 @@ fn json_format(input: FormatInput) -> Result<FormatOutput, ToolError> {
         }
     }
     let result = String::from_utf8(out).map_err(|e| ToolError::failed(e.to_string()))?;
-    Ok(FormatOutput {
-        input_bytes: input.json.len(),
-        output_bytes: result.len(),
-        json: result,
-    })
+    Ok(FormatOutput { input_bytes: input.json.len(), output_bytes: result.len(), json: result })
 }
 
 fn emit<F: serde_json::ser::Formatter>(
@@ -435,8 +396,7 @@ fn emit<F: serde_json::ser::Formatter>(
 }
 
 fn parse_json(text: &str) -> Result<Value, ToolError> {
-    serde_json::from_str(text)
-        .map_err(|e| ToolError::invalid_input(format!("json: not valid JSON: {e}")))
+    serde_json::from_str(text).map_err(|e| ToolError::invalid_input(format!("json: not valid JSON: {e}")))
 }
 
 fn sort_keys(value: &mut Value) {
@@ -500,9 +460,7 @@ struct QueryOutput {
 fn json_query(input: QueryInput) -> Result<QueryOutput, ToolError> {
     let pointer = &input.pointer;
     if !pointer.is_empty() && !pointer.starts_with('/') {
-        return Err(ToolError::invalid_input(format!(
-            "pointer: `{pointer}` must be empty or start with `/` (did you mean `/{pointer}`?)"
-        )));
+        return Err(ToolError::invalid_input(format!("pointer: `{pointer}` must be empty or start with `/` (did you mean `/{pointer}`?)")));
     }
     let document = parse_json(&input.json)?;
     match document.pointer(pointer) {
@@ -523,14 +481,7 @@ fn json_query(input: QueryInput) -> Result<QueryOutput, ToolError> {
                 }
                 deepest = next;
             }
-            Ok(QueryOutput {
-                found: false,
-                value: Value::Null,
-                value_type: None,
-                keys: None,
-                length: None,
-                deepest_match: Some(deepest),
-            })
+            Ok(QueryOutput { found: false, value: Value::Null, value_type: None, keys: None, length: None, deepest_match: Some(deepest) })
         }
     }
 }
@@ -598,21 +549,13 @@ fn base64_codec(input: Base64Input) -> Result<TextOutput, ToolError> {
             (true, false) => URL_SAFE_NO_PAD.encode(&input.text),
         },
         Direction::Decode => {
-            let config = GeneralPurposeConfig::new()
-                .with_decode_padding_mode(DecodePaddingMode::Indifferent);
-            let alphabet = if input.url_safe {
-                &base64::alphabet::URL_SAFE
-            } else {
-                &base64::alphabet::STANDARD
-            };
+            let config = GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+            let alphabet = if input.url_safe { &base64::alphabet::URL_SAFE } else { &base64::alphabet::STANDARD };
             let engine = GeneralPurpose::new(alphabet, config);
             let compact: String = input.text.chars().filter(|c| !c.is_whitespace()).collect();
             let bytes = engine.decode(&compact).map_err(|e| {
-                let hint = if !input.url_safe && compact.contains(['-', '_']) {
-                    " (it contains `-` or `_`: try url_safe = true)"
-                } else {
-                    ""
-                };
+                let hint =
+                    if !input.url_safe && compact.contains(['-', '_']) { " (it contains `-` or `_`: try url_safe = true)" } else { "" };
                 ToolError::invalid_input(format!("text: not valid base64: {e}{hint}"))
             })?;
             String::from_utf8(bytes).map_err(|e| {
@@ -627,26 +570,14 @@ fn base64_codec(input: Base64Input) -> Result<TextOutput, ToolError> {
     Ok(TextOutput { text: result })
 }
 
-skillhost_sdk::skill!(
-    text_stats,
-    convert_case,
-    slugify,
-    json_format,
-    json_query,
-    base64_codec
-);
+skillhost_sdk::skill!(text_stats, convert_case, slugify, json_format, json_query, base64_codec);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn case(text: &str, to: Case) -> String {
-        convert_case(CaseInput {
-            text: text.into(),
-            to,
-        })
-        .unwrap()
-        .text
+        convert_case(CaseInput { text: text.into(), to }).unwrap().text
     }
 
     #[test]
@@ -663,15 +594,7 @@ mod tests {
 
     #[test]
     fn slugs() {
-        let slug = |text: &str, max| {
-            slugify(SlugInput {
-                text: text.into(),
-                separator: "-".into(),
-                max_length: max,
-            })
-            .unwrap()
-            .text
-        };
+        let slug = |text: &str, max| slugify(SlugInput { text: text.into(), separator: "-".into(), max_length: max }).unwrap().text;
         assert_eq!(slug("Crème Brûlée: A Guide!", None), "creme-brulee-a-guide");
         assert_eq!(slug("Straße & Co.", None), "strasse-and-co");
         assert_eq!(slug("one two three four", Some(9)), "one-two");
@@ -679,27 +602,15 @@ mod tests {
 
     #[test]
     fn stats() {
-        let out = text_stats(StatsInput {
-            text: "Hello world. Bye!\n\nNext para\n".into(),
-            top_words: 2,
-        })
-        .unwrap();
-        assert_eq!(
-            (out.words, out.lines, out.paragraphs, out.sentences),
-            (5, 3, 2, 2)
-        );
+        let out = text_stats(StatsInput { text: "Hello world. Bye!\n\nNext para\n".into(), top_words: 2 }).unwrap();
+        assert_eq!((out.words, out.lines, out.paragraphs, out.sentences), (5, 3, 2, 2));
         assert_eq!(out.top_words.len(), 2);
     }
 
     #[test]
     fn json() {
-        let out = json_format(FormatInput {
-            json: r#"{"b":1,"a":[1,2]}"#.into(),
-            layout: JsonLayout::Minify,
-            indent: 2,
-            sort_keys: true,
-        })
-        .unwrap();
+        let out = json_format(FormatInput { json: r#"{"b":1,"a":[1,2]}"#.into(), layout: JsonLayout::Minify, indent: 2, sort_keys: true })
+            .unwrap();
         assert_eq!(out.json, r#"{"a":[1,2],"b":1}"#);
         let kept = json_format(FormatInput {
             json: r#"{"b":1,"a":{"d":[],"c":2}}"#.into(),
@@ -708,16 +619,8 @@ mod tests {
             sort_keys: false,
         })
         .unwrap();
-        assert_eq!(
-            kept.json,
-            "{\n \"b\": 1,\n \"a\": {\n  \"d\": [],\n  \"c\": 2\n }\n}"
-        );
-        let q = |p: &str| {
-            json_query(QueryInput {
-                json: r#"{"a": {"b/c": [1, 2]}}"#.into(),
-                pointer: p.into(),
-            })
-        };
+        assert_eq!(kept.json, "{\n \"b\": 1,\n \"a\": {\n  \"d\": [],\n  \"c\": 2\n }\n}");
+        let q = |p: &str| json_query(QueryInput { json: r#"{"a": {"b/c": [1, 2]}}"#.into(), pointer: p.into() });
         assert_eq!(q("/a/b~1c/1").unwrap().value, 2);
         assert_eq!(q("/a/x/y").unwrap().deepest_match.as_deref(), Some("/a"));
         assert_eq!(q("").unwrap().keys, Some(vec!["a".to_string()]));
@@ -726,19 +629,9 @@ mod tests {
 
     #[test]
     fn base64_round_trip() {
-        let run = |text: &str, direction| {
-            base64_codec(Base64Input {
-                text: text.into(),
-                direction,
-                url_safe: false,
-                pad: true,
-            })
-        };
+        let run = |text: &str, direction| base64_codec(Base64Input { text: text.into(), direction, url_safe: false, pad: true });
         assert_eq!(run("hello", Direction::Encode).unwrap().text, "aGVsbG8=");
         assert_eq!(run("aGVsbG8", Direction::Decode).unwrap().text, "hello");
-        assert!(matches!(
-            run("!!", Direction::Decode),
-            Err(ToolError::InvalidInput(_))
-        ));
+        assert!(matches!(run("!!", Direction::Decode), Err(ToolError::InvalidInput(_))));
     }
 }

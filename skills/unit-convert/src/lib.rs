@@ -21,21 +21,8 @@ struct Unit {
     aliases: &'static [&'static str],
 }
 
-const fn unit(
-    quantity: &'static str,
-    symbol: &'static str,
-    name: &'static str,
-    factor: f64,
-    aliases: &'static [&'static str],
-) -> Unit {
-    Unit {
-        quantity,
-        symbol,
-        name,
-        factor,
-        offset: 0.0,
-        aliases,
-    }
+const fn unit(quantity: &'static str, symbol: &'static str, name: &'static str, factor: f64, aliases: &'static [&'static str]) -> Unit {
+    Unit { quantity, symbol, name, factor, offset: 0.0, aliases }
 }
 
 /// Quantities and their base units, in listing order.
@@ -57,20 +44,8 @@ const QUANTITIES: &[(&str, &str)] = &[
 /// wins, so bytes come before bits (`mb` is a megabyte, `Mb` a megabit).
 const UNITS: &[Unit] = &[
     // length (metre)
-    unit(
-        "length",
-        "nm",
-        "nanometre",
-        1e-9,
-        &["nanometer", "nanometers", "nanometres"],
-    ),
-    unit(
-        "length",
-        "µm",
-        "micrometre",
-        1e-6,
-        &["um", "micrometer", "micron", "microns"],
-    ),
+    unit("length", "nm", "nanometre", 1e-9, &["nanometer", "nanometers", "nanometres"]),
+    unit("length", "µm", "micrometre", 1e-6, &["um", "micrometer", "micron", "microns"]),
     unit("length", "mm", "millimetre", 1e-3, &["millimeter"]),
     unit("length", "cm", "centimetre", 1e-2, &["centimeter"]),
     unit("length", "dm", "decimetre", 0.1, &["decimeter"]),
@@ -80,177 +55,39 @@ const UNITS: &[Unit] = &[
     unit("length", "ft", "foot", 0.3048, &["feet", "'"]),
     unit("length", "yd", "yard", 0.9144, &[]),
     unit("length", "mi", "mile", 1609.344, &["statute mile"]),
-    unit(
-        "length",
-        "nmi",
-        "nautical mile",
-        1852.0,
-        &["NM", "nautical miles"],
-    ),
-    unit(
-        "length",
-        "au",
-        "astronomical unit",
-        149_597_870_700.0,
-        &["AU"],
-    ),
-    unit(
-        "length",
-        "ly",
-        "light-year",
-        9_460_730_472_580_800.0,
-        &["light year", "lightyear"],
-    ),
+    unit("length", "nmi", "nautical mile", 1852.0, &["NM", "nautical miles"]),
+    unit("length", "au", "astronomical unit", 149_597_870_700.0, &["AU"]),
+    unit("length", "ly", "light-year", 9_460_730_472_580_800.0, &["light year", "lightyear"]),
     // area (square metre)
-    unit(
-        "area",
-        "mm2",
-        "square millimetre",
-        1e-6,
-        &["mm²", "sq mm", "square millimeter"],
-    ),
-    unit(
-        "area",
-        "cm2",
-        "square centimetre",
-        1e-4,
-        &["cm²", "sq cm", "square centimeter"],
-    ),
-    unit(
-        "area",
-        "m2",
-        "square metre",
-        1.0,
-        &["m²", "sq m", "sqm", "square meter"],
-    ),
+    unit("area", "mm2", "square millimetre", 1e-6, &["mm²", "sq mm", "square millimeter"]),
+    unit("area", "cm2", "square centimetre", 1e-4, &["cm²", "sq cm", "square centimeter"]),
+    unit("area", "m2", "square metre", 1.0, &["m²", "sq m", "sqm", "square meter"]),
     unit("area", "ha", "hectare", 1e4, &[]),
-    unit(
-        "area",
-        "km2",
-        "square kilometre",
-        1e6,
-        &["km²", "sq km", "square kilometer"],
-    ),
-    unit(
-        "area",
-        "in2",
-        "square inch",
-        0.000_645_16,
-        &["in²", "sq in", "square inches"],
-    ),
-    unit(
-        "area",
-        "ft2",
-        "square foot",
-        0.092_903_04,
-        &["ft²", "sq ft", "sqft", "square feet"],
-    ),
-    unit(
-        "area",
-        "yd2",
-        "square yard",
-        0.836_127_36,
-        &["yd²", "sq yd"],
-    ),
+    unit("area", "km2", "square kilometre", 1e6, &["km²", "sq km", "square kilometer"]),
+    unit("area", "in2", "square inch", 0.000_645_16, &["in²", "sq in", "square inches"]),
+    unit("area", "ft2", "square foot", 0.092_903_04, &["ft²", "sq ft", "sqft", "square feet"]),
+    unit("area", "yd2", "square yard", 0.836_127_36, &["yd²", "sq yd"]),
     unit("area", "acre", "acre", 4_046.856_422_4, &["ac"]),
-    unit(
-        "area",
-        "mi2",
-        "square mile",
-        2_589_988.110_336,
-        &["mi²", "sq mi"],
-    ),
+    unit("area", "mi2", "square mile", 2_589_988.110_336, &["mi²", "sq mi"]),
     // volume (litre)
-    unit(
-        "volume",
-        "ml",
-        "millilitre",
-        1e-3,
-        &["mL", "milliliter", "cm3", "cm³", "cc"],
-    ),
+    unit("volume", "ml", "millilitre", 1e-3, &["mL", "milliliter", "cm3", "cm³", "cc"]),
     unit("volume", "cl", "centilitre", 1e-2, &["cL", "centiliter"]),
     unit("volume", "dl", "decilitre", 0.1, &["dL", "deciliter"]),
-    unit(
-        "volume",
-        "l",
-        "litre",
-        1.0,
-        &["L", "liter", "litres", "liters"],
-    ),
+    unit("volume", "l", "litre", 1.0, &["L", "liter", "litres", "liters"]),
     unit("volume", "m3", "cubic metre", 1e3, &["m³", "cubic meter"]),
-    unit(
-        "volume",
-        "in3",
-        "cubic inch",
-        0.016_387_064,
-        &["in³", "cu in"],
-    ),
-    unit(
-        "volume",
-        "ft3",
-        "cubic foot",
-        28.316_846_592,
-        &["ft³", "cu ft", "cubic feet"],
-    ),
-    unit(
-        "volume",
-        "tsp",
-        "US teaspoon",
-        0.004_928_921_593_75,
-        &["teaspoon"],
-    ),
-    unit(
-        "volume",
-        "tbsp",
-        "US tablespoon",
-        0.014_786_764_781_25,
-        &["tablespoon"],
-    ),
-    unit(
-        "volume",
-        "fl oz",
-        "US fluid ounce",
-        0.029_573_529_562_5,
-        &["floz", "fluid ounce", "fl. oz."],
-    ),
+    unit("volume", "in3", "cubic inch", 0.016_387_064, &["in³", "cu in"]),
+    unit("volume", "ft3", "cubic foot", 28.316_846_592, &["ft³", "cu ft", "cubic feet"]),
+    unit("volume", "tsp", "US teaspoon", 0.004_928_921_593_75, &["teaspoon"]),
+    unit("volume", "tbsp", "US tablespoon", 0.014_786_764_781_25, &["tablespoon"]),
+    unit("volume", "fl oz", "US fluid ounce", 0.029_573_529_562_5, &["floz", "fluid ounce", "fl. oz."]),
     unit("volume", "cup", "US cup", 0.236_588_236_5, &["cups"]),
     unit("volume", "pt", "US pint", 0.473_176_473, &["pint"]),
     unit("volume", "qt", "US quart", 0.946_352_946, &["quart"]),
-    unit(
-        "volume",
-        "gal",
-        "US gallon",
-        3.785_411_784,
-        &["gallon", "us gal"],
-    ),
-    unit(
-        "volume",
-        "imp fl oz",
-        "imperial fluid ounce",
-        0.028_413_062_5,
-        &["uk fl oz"],
-    ),
-    unit(
-        "volume",
-        "imp pt",
-        "imperial pint",
-        0.568_261_25,
-        &["uk pint", "imperial pint"],
-    ),
-    unit(
-        "volume",
-        "imp qt",
-        "imperial quart",
-        1.136_522_5,
-        &["uk quart"],
-    ),
-    unit(
-        "volume",
-        "imp gal",
-        "imperial gallon",
-        4.546_09,
-        &["uk gallon", "imperial gallon"],
-    ),
+    unit("volume", "gal", "US gallon", 3.785_411_784, &["gallon", "us gal"]),
+    unit("volume", "imp fl oz", "imperial fluid ounce", 0.028_413_062_5, &["uk fl oz"]),
+    unit("volume", "imp pt", "imperial pint", 0.568_261_25, &["uk pint", "imperial pint"]),
+    unit("volume", "imp qt", "imperial quart", 1.136_522_5, &["uk quart"]),
+    unit("volume", "imp gal", "imperial gallon", 4.546_09, &["uk gallon", "imperial gallon"]),
     unit("volume", "bbl", "oil barrel", 158.987_294_928, &["barrel"]),
     // mass (kilogram)
     unit("mass", "µg", "microgram", 1e-9, &["ug", "mcg"]),
@@ -260,38 +97,13 @@ const UNITS: &[Unit] = &[
     unit("mass", "t", "tonne", 1e3, &["metric ton", "tonnes"]),
     unit("mass", "ct", "carat", 2e-4, &[]),
     unit("mass", "oz", "ounce", 0.028_349_523_125, &["ounces"]),
-    unit(
-        "mass",
-        "ozt",
-        "troy ounce",
-        0.031_103_476_8,
-        &["oz t", "troy oz"],
-    ),
+    unit("mass", "ozt", "troy ounce", 0.031_103_476_8, &["oz t", "troy oz"]),
     unit("mass", "lb", "pound", 0.453_592_37, &["lbs", "pounds"]),
     unit("mass", "st", "stone", 6.350_293_18, &["stones"]),
-    unit(
-        "mass",
-        "short ton",
-        "US ton",
-        907.184_74,
-        &["us ton", "ton"],
-    ),
-    unit(
-        "mass",
-        "long ton",
-        "imperial ton",
-        1_016.046_908_8,
-        &["uk ton", "imperial ton"],
-    ),
+    unit("mass", "short ton", "US ton", 907.184_74, &["us ton", "ton"]),
+    unit("mass", "long ton", "imperial ton", 1_016.046_908_8, &["uk ton", "imperial ton"]),
     // temperature (kelvin): base = value * factor + offset
-    Unit {
-        quantity: "temperature",
-        symbol: "K",
-        name: "kelvin",
-        factor: 1.0,
-        offset: 0.0,
-        aliases: &["kelvins"],
-    },
+    Unit { quantity: "temperature", symbol: "K", name: "kelvin", factor: 1.0, offset: 0.0, aliases: &["kelvins"] },
     Unit {
         quantity: "temperature",
         symbol: "°C",
@@ -308,44 +120,13 @@ const UNITS: &[Unit] = &[
         offset: 459.67 * 5.0 / 9.0,
         aliases: &["F", "fahrenheit", "degF", "deg F"],
     },
-    Unit {
-        quantity: "temperature",
-        symbol: "°R",
-        name: "degree Rankine",
-        factor: 5.0 / 9.0,
-        offset: 0.0,
-        aliases: &["R", "rankine"],
-    },
+    Unit { quantity: "temperature", symbol: "°R", name: "degree Rankine", factor: 5.0 / 9.0, offset: 0.0, aliases: &["R", "rankine"] },
     // speed (metre per second)
-    unit(
-        "speed",
-        "m/s",
-        "metre per second",
-        1.0,
-        &["mps", "meters per second", "metres per second"],
-    ),
-    unit(
-        "speed",
-        "km/h",
-        "kilometre per hour",
-        1.0 / 3.6,
-        &["kph", "kmh", "km/hr", "kilometers per hour"],
-    ),
-    unit(
-        "speed",
-        "mph",
-        "mile per hour",
-        0.447_04,
-        &["mi/h", "miles per hour"],
-    ),
+    unit("speed", "m/s", "metre per second", 1.0, &["mps", "meters per second", "metres per second"]),
+    unit("speed", "km/h", "kilometre per hour", 1.0 / 3.6, &["kph", "kmh", "km/hr", "kilometers per hour"]),
+    unit("speed", "mph", "mile per hour", 0.447_04, &["mi/h", "miles per hour"]),
     unit("speed", "kn", "knot", 1852.0 / 3600.0, &["kt", "knots"]),
-    unit(
-        "speed",
-        "ft/s",
-        "foot per second",
-        0.3048,
-        &["fps", "feet per second"],
-    ),
+    unit("speed", "ft/s", "foot per second", 0.3048, &["fps", "feet per second"]),
     // time (second)
     unit("time", "ns", "nanosecond", 1e-9, &[]),
     unit("time", "µs", "microsecond", 1e-6, &["us"]),
@@ -355,20 +136,8 @@ const UNITS: &[Unit] = &[
     unit("time", "h", "hour", 3600.0, &["hr", "hrs"]),
     unit("time", "d", "day", 86_400.0, &[]),
     unit("time", "wk", "week", 604_800.0, &[]),
-    unit(
-        "time",
-        "mo",
-        "month (average, 30.436875 days)",
-        2_629_746.0,
-        &["month"],
-    ),
-    unit(
-        "time",
-        "yr",
-        "year (average Gregorian, 365.2425 days)",
-        31_556_952.0,
-        &["y", "year", "a"],
-    ),
+    unit("time", "mo", "month (average, 30.436875 days)", 2_629_746.0, &["month"]),
+    unit("time", "yr", "year (average Gregorian, 365.2425 days)", 31_556_952.0, &["y", "year", "a"]),
     // data (byte): SI prefixes are powers of 1000, binary (KiB...) of 1024
     unit("data", "B", "byte", 1.0, &["byte", "bytes", "octet"]),
     unit("data", "kB", "kilobyte (1000 B)", 1e3, &["KB", "kilobyte"]),
@@ -377,63 +146,15 @@ const UNITS: &[Unit] = &[
     unit("data", "TB", "terabyte (1000⁴ B)", 1e12, &["terabyte"]),
     unit("data", "PB", "petabyte (1000⁵ B)", 1e15, &["petabyte"]),
     unit("data", "KiB", "kibibyte (1024 B)", 1024.0, &["kibibyte"]),
-    unit(
-        "data",
-        "MiB",
-        "mebibyte (1024² B)",
-        1_048_576.0,
-        &["mebibyte"],
-    ),
-    unit(
-        "data",
-        "GiB",
-        "gibibyte (1024³ B)",
-        1_073_741_824.0,
-        &["gibibyte"],
-    ),
-    unit(
-        "data",
-        "TiB",
-        "tebibyte (1024⁴ B)",
-        1_099_511_627_776.0,
-        &["tebibyte"],
-    ),
-    unit(
-        "data",
-        "PiB",
-        "pebibyte (1024⁵ B)",
-        1_125_899_906_842_624.0,
-        &["pebibyte"],
-    ),
+    unit("data", "MiB", "mebibyte (1024² B)", 1_048_576.0, &["mebibyte"]),
+    unit("data", "GiB", "gibibyte (1024³ B)", 1_073_741_824.0, &["gibibyte"]),
+    unit("data", "TiB", "tebibyte (1024⁴ B)", 1_099_511_627_776.0, &["tebibyte"]),
+    unit("data", "PiB", "pebibyte (1024⁵ B)", 1_125_899_906_842_624.0, &["pebibyte"]),
     unit("data", "bit", "bit", 0.125, &["bits"]),
-    unit(
-        "data",
-        "kbit",
-        "kilobit (1000 bit)",
-        125.0,
-        &["Kb", "kilobit"],
-    ),
-    unit(
-        "data",
-        "Mbit",
-        "megabit (1000² bit)",
-        125e3,
-        &["Mb", "megabit"],
-    ),
-    unit(
-        "data",
-        "Gbit",
-        "gigabit (1000³ bit)",
-        125e6,
-        &["Gb", "gigabit"],
-    ),
-    unit(
-        "data",
-        "Tbit",
-        "terabit (1000⁴ bit)",
-        125e9,
-        &["Tb", "terabit"],
-    ),
+    unit("data", "kbit", "kilobit (1000 bit)", 125.0, &["Kb", "kilobit"]),
+    unit("data", "Mbit", "megabit (1000² bit)", 125e3, &["Mb", "megabit"]),
+    unit("data", "Gbit", "gigabit (1000³ bit)", 125e6, &["Gb", "gigabit"]),
+    unit("data", "Tbit", "terabit (1000⁴ bit)", 125e9, &["Tb", "terabit"]),
     // pressure (pascal)
     unit("pressure", "Pa", "pascal", 1.0, &[]),
     unit("pressure", "hPa", "hectopascal", 100.0, &[]),
@@ -441,82 +162,28 @@ const UNITS: &[Unit] = &[
     unit("pressure", "MPa", "megapascal", 1e6, &[]),
     unit("pressure", "mbar", "millibar", 100.0, &[]),
     unit("pressure", "bar", "bar", 1e5, &[]),
-    unit(
-        "pressure",
-        "atm",
-        "standard atmosphere",
-        101_325.0,
-        &["atmosphere"],
-    ),
-    unit(
-        "pressure",
-        "psi",
-        "pound per square inch",
-        6_894.757_293_168,
-        &["lbf/in2"],
-    ),
-    unit(
-        "pressure",
-        "mmHg",
-        "millimetre of mercury",
-        133.322_387_415,
-        &[],
-    ),
+    unit("pressure", "atm", "standard atmosphere", 101_325.0, &["atmosphere"]),
+    unit("pressure", "psi", "pound per square inch", 6_894.757_293_168, &["lbf/in2"]),
+    unit("pressure", "mmHg", "millimetre of mercury", 133.322_387_415, &[]),
     unit("pressure", "inHg", "inch of mercury", 3386.389, &[]),
     unit("pressure", "torr", "torr", 101_325.0 / 760.0, &["Torr"]),
     // energy (joule)
     unit("energy", "J", "joule", 1.0, &["joules"]),
     unit("energy", "kJ", "kilojoule", 1e3, &[]),
     unit("energy", "MJ", "megajoule", 1e6, &[]),
-    unit(
-        "energy",
-        "cal",
-        "calorie (thermochemical)",
-        4.184,
-        &["calorie"],
-    ),
-    unit(
-        "energy",
-        "kcal",
-        "kilocalorie (food Calorie)",
-        4184.0,
-        &["Cal", "kilocalorie"],
-    ),
+    unit("energy", "cal", "calorie (thermochemical)", 4.184, &["calorie"]),
+    unit("energy", "kcal", "kilocalorie (food Calorie)", 4184.0, &["Cal", "kilocalorie"]),
     unit("energy", "Wh", "watt-hour", 3600.0, &["watt hour"]),
     unit("energy", "kWh", "kilowatt-hour", 3.6e6, &["kilowatt hour"]),
-    unit(
-        "energy",
-        "BTU",
-        "British thermal unit",
-        1_055.055_852_62,
-        &["btu"],
-    ),
+    unit("energy", "BTU", "British thermal unit", 1_055.055_852_62, &["btu"]),
     unit("energy", "eV", "electronvolt", 1.602_176_634e-19, &[]),
     // power (watt)
     unit("power", "W", "watt", 1.0, &["watts"]),
     unit("power", "kW", "kilowatt", 1e3, &[]),
     unit("power", "MW", "megawatt", 1e6, &[]),
-    unit(
-        "power",
-        "hp",
-        "mechanical horsepower",
-        745.699_871_582_270_2,
-        &["horsepower", "bhp"],
-    ),
-    unit(
-        "power",
-        "PS",
-        "metric horsepower",
-        735.498_75,
-        &["metric horsepower", "cv"],
-    ),
-    unit(
-        "power",
-        "BTU/h",
-        "BTU per hour",
-        0.293_071_070_172_222,
-        &["btu/h", "btu/hr"],
-    ),
+    unit("power", "hp", "mechanical horsepower", 745.699_871_582_270_2, &["horsepower", "bhp"]),
+    unit("power", "PS", "metric horsepower", 735.498_75, &["metric horsepower", "cv"]),
+    unit("power", "BTU/h", "BTU per hour", 0.293_071_070_172_222, &["btu/h", "btu/hr"]),
 ];
 
 /// Finds a unit by symbol, alias or name: exactly, then ignoring case, then
@@ -527,18 +194,12 @@ fn find_unit(query: &str) -> Option<&'static Unit> {
     if let Some(unit) = UNITS.iter().find(|u| exact(u)) {
         return Some(unit);
     }
-    let lower = query
-        .to_lowercase()
-        .replace("degrees ", "")
-        .replace("degree ", "");
+    let lower = query.to_lowercase().replace("degrees ", "").replace("degree ", "");
     let loose = |candidate: &str| {
         UNITS.iter().find(|u| {
             u.symbol.to_lowercase() == candidate
                 || u.name.to_lowercase() == candidate
-                || u.name
-                    .split(" (")
-                    .next()
-                    .is_some_and(|n| n.to_lowercase() == candidate)
+                || u.name.split(" (").next().is_some_and(|n| n.to_lowercase() == candidate)
                 || u.aliases.iter().any(|a| a.to_lowercase() == candidate)
         })
     };
@@ -554,28 +215,18 @@ fn close_units(query: &str) -> Vec<String> {
     let mut scored: Vec<(usize, &Unit)> = UNITS
         .iter()
         .filter_map(|u| {
-            let names = std::iter::once(u.symbol)
-                .chain(std::iter::once(u.name))
-                .chain(u.aliases.iter().copied());
+            let names = std::iter::once(u.symbol).chain(std::iter::once(u.name)).chain(u.aliases.iter().copied());
             let best = names
                 .map(|n| {
                     let n = n.to_lowercase();
-                    if n.starts_with(&query) || (query.len() >= 3 && n.contains(&query)) {
-                        0
-                    } else {
-                        distance(&n, &query)
-                    }
+                    if n.starts_with(&query) || (query.len() >= 3 && n.contains(&query)) { 0 } else { distance(&n, &query) }
                 })
                 .min()?;
             (best <= 2.max(query.len() / 3)).then_some((best, u))
         })
         .collect();
     scored.sort_by_key(|(d, _)| *d);
-    scored
-        .into_iter()
-        .take(8)
-        .map(|(_, u)| format!("{} ({})", u.symbol, u.name))
-        .collect()
+    scored.into_iter().take(8).map(|(_, u)| format!("{} ({})", u.symbol, u.name)).collect()
 }
 
 /// Levenshtein distance.
@@ -587,9 +238,7 @@ fn distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let current = row[j + 1];
-            row[j + 1] = (previous + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(current + 1);
+            row[j + 1] = (previous + usize::from(ca != *cb)).min(row[j] + 1).min(current + 1);
             previous = current;
         }
     }
@@ -601,10 +250,7 @@ fn unknown_unit(field: &str, query: &str) -> ToolError {
     let hint = if close.is_empty() {
         "call `units` to list every unit".to_owned()
     } else {
-        format!(
-            "did you mean: {}? (call `units` to list every unit)",
-            close.join(", ")
-        )
+        format!("did you mean: {}? (call `units` to list every unit)", close.join(", "))
     };
     ToolError::invalid_input(format!("{field}: unknown unit `{query}`; {hint}"))
 }
@@ -697,29 +343,14 @@ fn convert(input: ConvertInput) -> Result<ConvertOutput, ToolError> {
     let base = input.value * from.factor + from.offset;
     let value = round_significant((base - to.offset) / to.factor);
     if from.quantity == "temperature" && base < -1e-9 {
-        return Err(ToolError::invalid_input(format!(
-            "value: {} {} is below absolute zero",
-            input.value, from.symbol
-        )));
+        return Err(ToolError::invalid_input(format!("value: {} {} is below absolute zero", input.value, from.symbol)));
     }
     Ok(ConvertOutput {
         value,
         quantity: from.quantity,
-        text: format!(
-            "{} {} = {} {}",
-            format_number(input.value),
-            from.symbol,
-            format_number(value),
-            to.symbol
-        ),
-        from: UnitInfo {
-            symbol: from.symbol,
-            name: from.name,
-        },
-        to: UnitInfo {
-            symbol: to.symbol,
-            name: to.name,
-        },
+        text: format!("{} {} = {} {}", format_number(input.value), from.symbol, format_number(value), to.symbol),
+        from: UnitInfo { symbol: from.symbol, name: from.name },
+        to: UnitInfo { symbol: to.symbol, name: to.name },
     })
 }
 
@@ -764,22 +395,14 @@ struct UnitListing {
 }
 
 /// List the units `convert` understands, by quantity, with their accepted spellings.
-#[tool(
-    read_only,
-    idempotent,
-    example = r#"{}"#,
-    example = r#"{"quantity": "data"}"#
-)]
+#[tool(read_only, idempotent, example = r#"{}"#, example = r#"{"quantity": "data"}"#)]
 fn units(input: UnitsInput) -> Result<UnitsOutput, ToolError> {
     let wanted = input.quantity.as_deref().map(|q| q.trim().to_lowercase());
     if let Some(q) = &wanted
         && !QUANTITIES.iter().any(|(name, _)| name == q)
     {
         let names: Vec<&str> = QUANTITIES.iter().map(|(name, _)| *name).collect();
-        return Err(ToolError::invalid_input(format!(
-            "quantity: unknown quantity `{q}`; quantities are: {}",
-            names.join(", ")
-        )));
+        return Err(ToolError::invalid_input(format!("quantity: unknown quantity `{q}`; quantities are: {}", names.join(", "))));
     }
     let quantities = QUANTITIES
         .iter()
@@ -789,11 +412,7 @@ fn units(input: UnitsInput) -> Result<UnitsOutput, ToolError> {
             units: UNITS
                 .iter()
                 .filter(|u| u.quantity == *name)
-                .map(|u| UnitListing {
-                    symbol: u.symbol,
-                    name: u.name,
-                    aliases: u.aliases,
-                })
+                .map(|u| UnitListing { symbol: u.symbol, name: u.name, aliases: u.aliases })
                 .collect(),
         })
         .collect();
@@ -859,28 +478,19 @@ impl Zone {
         if matches!(upper.as_str(), "UTC" | "GMT" | "Z" | "ZULU") {
             return Ok(Zone::Named(Tz::UTC));
         }
-        if let Some(offset) =
-            parse_offset(upper.trim_start_matches("UTC").trim_start_matches("GMT"))
-        {
+        if let Some(offset) = parse_offset(upper.trim_start_matches("UTC").trim_start_matches("GMT")) {
             return Ok(Zone::Fixed(offset));
         }
         if let Ok(tz) = trimmed.parse::<Tz>() {
             return Ok(Zone::Named(tz));
         }
         let wanted = trimmed.replace(' ', "_").to_lowercase();
-        let by_name = chrono_tz::TZ_VARIANTS
-            .iter()
-            .find(|tz| tz.name().to_lowercase() == wanted);
+        let by_name = chrono_tz::TZ_VARIANTS.iter().find(|tz| tz.name().to_lowercase() == wanted);
         let by_city = || {
             chrono_tz::TZ_VARIANTS
                 .iter()
                 .filter(|tz| tz.name().contains('/') && !tz.name().starts_with("Etc/"))
-                .find(|tz| {
-                    tz.name()
-                        .rsplit('/')
-                        .next()
-                        .is_some_and(|city| city.to_lowercase() == wanted)
-                })
+                .find(|tz| tz.name().rsplit('/').next().is_some_and(|city| city.to_lowercase() == wanted))
         };
         if let Some(tz) = by_name.or_else(by_city) {
             return Ok(Zone::Named(*tz));
@@ -891,11 +501,7 @@ impl Zone {
                 let name = tz.name();
                 let lower = name.to_lowercase();
                 let city = lower.rsplit('/').next().unwrap_or(&lower).to_owned();
-                let d = if lower.contains(&wanted) {
-                    0
-                } else {
-                    distance(&lower, &wanted).min(distance(&city, &wanted))
-                };
+                let d = if lower.contains(&wanted) { 0 } else { distance(&lower, &wanted).min(distance(&city, &wanted)) };
                 (d, name)
             })
             .filter(|(d, _)| *d <= 2.max(wanted.len() / 4))
@@ -907,9 +513,7 @@ impl Zone {
         } else {
             format!("did you mean: {}?", close.join(", "))
         };
-        Err(ToolError::invalid_input(format!(
-            "{field}: unknown time zone `{trimmed}`; {hint}"
-        )))
+        Err(ToolError::invalid_input(format!("{field}: unknown time zone `{trimmed}`; {hint}")))
     }
 
     fn name(&self) -> String {
@@ -936,12 +540,8 @@ impl Zone {
     /// The instants a wall-clock time in this zone can be.
     fn resolve(&self, local: NaiveDateTime) -> LocalResult<DateTime<Utc>> {
         match self {
-            Zone::Named(tz) => tz
-                .from_local_datetime(&local)
-                .map(|t| t.with_timezone(&Utc)),
-            Zone::Fixed(offset) => offset
-                .from_local_datetime(&local)
-                .map(|t| t.with_timezone(&Utc)),
+            Zone::Named(tz) => tz.from_local_datetime(&local).map(|t| t.with_timezone(&Utc)),
+            Zone::Fixed(offset) => offset.from_local_datetime(&local).map(|t| t.with_timezone(&Utc)),
         }
     }
 }
@@ -961,10 +561,7 @@ fn parse_offset(text: &str) -> Option<FixedOffset> {
         (digits.parse::<i32>().ok()?, 0)
     } else {
         let split = digits.len() - 2;
-        (
-            digits[..split].parse::<i32>().ok()?,
-            digits[split..].parse::<i32>().ok()?,
-        )
+        (digits[..split].parse::<i32>().ok()?, digits[split..].parse::<i32>().ok()?)
     };
     if hours > 14 || minutes >= 60 {
         return None;
@@ -973,20 +570,11 @@ fn parse_offset(text: &str) -> Option<FixedOffset> {
 }
 
 fn parse_naive(text: &str) -> Option<NaiveDateTime> {
-    const FORMATS: &[&str] = &[
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%d %H:%M",
-    ];
+    const FORMATS: &[&str] = &["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M"];
     FORMATS
         .iter()
         .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())
-        .or_else(|| {
-            NaiveDate::parse_from_str(text, "%Y-%m-%d")
-                .ok()
-                .and_then(|d| d.and_hms_opt(0, 0, 0))
-        })
+        .or_else(|| NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)))
 }
 
 /// Convert a date-time from one time zone to another (IANA names like
@@ -1001,11 +589,7 @@ fn parse_naive(text: &str) -> Option<NaiveDateTime> {
 )]
 fn convert_time(input: TimeInput) -> Result<TimeOutput, ToolError> {
     let to = Zone::parse("to_tz", &input.to_tz)?;
-    let from = input
-        .from_tz
-        .as_deref()
-        .map(|tz| Zone::parse("from_tz", tz))
-        .transpose()?;
+    let from = input.from_tz.as_deref().map(|tz| Zone::parse("from_tz", tz)).transpose()?;
     let text = input.datetime.trim();
     let mut note = None;
 
@@ -1016,16 +600,9 @@ fn convert_time(input: TimeInput) -> Result<TimeOutput, ToolError> {
         .or_else(|_| DateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%:z"))
     {
         if let Some(from) = &from {
-            note = Some(format!(
-                "datetime has its own offset ({}); from_tz `{}` was ignored",
-                with_offset.offset(),
-                from.name()
-            ));
+            note = Some(format!("datetime has its own offset ({}); from_tz `{}` was ignored", with_offset.offset(), from.name()));
         }
-        (
-            with_offset.with_timezone(&Utc),
-            Zone::Fixed(*with_offset.offset()),
-        )
+        (with_offset.with_timezone(&Utc), Zone::Fixed(*with_offset.offset()))
     } else {
         let naive = parse_naive(text).ok_or_else(|| {
             ToolError::invalid_input(format!(
@@ -1084,12 +661,7 @@ mod tests {
     use super::*;
 
     fn conv(value: f64, from: &str, to: &str) -> Result<f64, ToolError> {
-        convert(ConvertInput {
-            value,
-            from: from.into(),
-            to: to.into(),
-        })
-        .map(|o| o.value)
+        convert(ConvertInput { value, from: from.into(), to: to.into() }).map(|o| o.value)
     }
 
     #[test]
@@ -1110,32 +682,19 @@ mod tests {
 
     #[test]
     fn errors_suggest_units() {
-        let Err(ToolError::InvalidInput(m)) = conv(1.0, "kilometr", "m") else {
-            panic!()
-        };
+        let Err(ToolError::InvalidInput(m)) = conv(1.0, "kilometr", "m") else { panic!() };
         assert!(m.contains("km (kilometre)"), "{m}");
-        assert!(
-            matches!(conv(1.0, "kg", "m"), Err(ToolError::InvalidInput(m)) if m.contains("mass"))
-        );
+        assert!(matches!(conv(1.0, "kg", "m"), Err(ToolError::InvalidInput(m)) if m.contains("mass")));
         assert!(conv(-500.0, "°C", "K").is_err());
     }
 
     fn time(datetime: &str, from: Option<&str>, to: &str) -> Result<TimeOutput, ToolError> {
-        convert_time(TimeInput {
-            datetime: datetime.into(),
-            from_tz: from.map(Into::into),
-            to_tz: to.into(),
-        })
+        convert_time(TimeInput { datetime: datetime.into(), from_tz: from.map(Into::into), to_tz: to.into() })
     }
 
     #[test]
     fn time_zones() {
-        let out = time(
-            "2024-07-01T09:00",
-            Some("America/New_York"),
-            "Europe/Berlin",
-        )
-        .unwrap();
+        let out = time("2024-07-01T09:00", Some("America/New_York"), "Europe/Berlin").unwrap();
         assert_eq!(out.result, "2024-07-01T15:00:00+02:00");
         assert_eq!(out.abbreviation, "CEST");
         assert_eq!(out.difference_hours, 6.0);
@@ -1145,17 +704,8 @@ mod tests {
         let out = time("2024-01-15 12:00", Some("UTC"), "+05:30").unwrap();
         assert_eq!(out.result, "2024-01-15T17:30:00+05:30");
         assert!(time("2024-03-31T02:30", Some("Europe/Paris"), "UTC").is_err());
-        assert!(
-            time("2024-10-27T02:30", Some("Europe/Paris"), "UTC")
-                .unwrap()
-                .note
-                .is_some()
-        );
-        let Err(ToolError::InvalidInput(m)) =
-            time("2024-01-01T00:00", Some("Europe/Pariss"), "UTC")
-        else {
-            panic!()
-        };
+        assert!(time("2024-10-27T02:30", Some("Europe/Paris"), "UTC").unwrap().note.is_some());
+        let Err(ToolError::InvalidInput(m)) = time("2024-01-01T00:00", Some("Europe/Pariss"), "UTC") else { panic!() };
         assert!(m.contains("Europe/Paris"), "{m}");
         assert!(time("2024-01-01T00:00", None, "UTC").is_err());
     }

@@ -127,12 +127,7 @@ fn check_many(input: CheckManyInput) -> Result<CheckManyOutput, ToolError> {
 
     let started = Instant::now();
     let total = input.urls.len() as u64;
-    let mut out = CheckManyOutput {
-        results: Vec::new(),
-        up: 0,
-        down: 0,
-        not_checked: Vec::new(),
-    };
+    let mut out = CheckManyOutput { results: Vec::new(), up: 0, down: 0, not_checked: Vec::new() };
     for (done, url) in input.urls.into_iter().enumerate() {
         let left = BATCH_BUDGET.saturating_sub(started.elapsed());
         if left < MIN_CHECK_TIME {
@@ -169,9 +164,7 @@ fn check_many(input: CheckManyInput) -> Result<CheckManyOutput, ToolError> {
 fn timeout(timeout_ms: Option<u64>) -> Result<Duration, ToolError> {
     match timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS) {
         ms @ 1..=MAX_TIMEOUT_MS => Ok(Duration::from_millis(ms)),
-        ms => Err(ToolError::invalid_input(format!(
-            "timeout_ms: {ms} is out of range; give 1 to {MAX_TIMEOUT_MS}"
-        ))),
+        ms => Err(ToolError::invalid_input(format!("timeout_ms: {ms} is out of range; give 1 to {MAX_TIMEOUT_MS}"))),
     }
 }
 
@@ -179,29 +172,20 @@ fn timeout(timeout_ms: Option<u64>) -> Result<Duration, ToolError> {
 fn validate_url(url: &str) -> Result<(), String> {
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("https://") || lower.starts_with("http://")) {
-        return Err(format!(
-            "`{url}` is not an http(s) URL; write it in full, e.g. https://{url}"
-        ));
+        return Err(format!("`{url}` is not an http(s) URL; write it in full, e.g. https://{url}"));
     }
     Ok(())
 }
 
 /// Checks one URL; only a malformed URL or a refused host is an error.
-fn check_url(
-    url: &str,
-    expect_status: Option<u16>,
-    timeout: Duration,
-) -> Result<CheckResult, ToolError> {
+fn check_url(url: &str, expect_status: Option<u16>, timeout: Duration) -> Result<CheckResult, ToolError> {
     validate_url(url).map_err(|e| ToolError::invalid_input(format!("url: {e}")))?;
     let is_up = |status: u16| match expect_status {
         Some(expected) => status == expected,
         None => status < 400,
     };
     let started = Instant::now();
-    let outcome = Request::get(url)
-        .header("User-Agent", USER_AGENT)
-        .timeout(timeout)
-        .send();
+    let outcome = Request::get(url).header("User-Agent", USER_AGENT).timeout(timeout).send();
     let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut result = CheckResult {
         url: url.to_owned(),
@@ -237,11 +221,7 @@ fn check_url(
             result.up = status.is_some_and(is_up);
             result.error = Some(format!(
                 "the response body is larger than the host's limit{}",
-                if result.up {
-                    " (the site is up; body_bytes unknown)"
-                } else {
-                    ""
-                }
+                if result.up { " (the site is up; body_bytes unknown)" } else { "" }
             ));
         }
         Err(HttpError::Timeout { .. }) => {
@@ -280,28 +260,15 @@ mod tests {
     fn answer(request: &Request) -> Result<Response, HttpError> {
         match request.url() {
             "https://ok.example.com/" => Ok(Response::new(200).with_body("hello")),
-            "https://moved.example.com/" => {
-                Ok(Response::new(301).with_header("location", "https://ok.example.com/"))
-            }
+            "https://moved.example.com/" => Ok(Response::new(301).with_header("location", "https://ok.example.com/")),
             "https://broken.example.com/" => Ok(Response::new(503)),
-            "https://slow.example.com/" => Err(HttpError::Timeout {
-                url: request.url().into(),
-            }),
-            url => Err(HttpError::Denied {
-                url: url.into(),
-                message: format!("{url} is not allowed"),
-            }),
+            "https://slow.example.com/" => Err(HttpError::Timeout { url: request.url().into() }),
+            url => Err(HttpError::Denied { url: url.into(), message: format!("{url} is not allowed") }),
         }
     }
 
     fn check_one(url: &str, expect_status: Option<u16>) -> Result<CheckResult, ToolError> {
-        http::with_handler(answer, || {
-            check(CheckInput {
-                url: url.into(),
-                expect_status,
-                timeout_ms: None,
-            })
-        })
+        http::with_handler(answer, || check(CheckInput { url: url.into(), expect_status, timeout_ms: None }))
     }
 
     #[test]
@@ -311,23 +278,14 @@ mod tests {
 
         let moved = check_one("https://moved.example.com/", None).unwrap();
         assert!(moved.up);
-        assert_eq!(
-            moved.redirect_to.as_deref(),
-            Some("https://ok.example.com/")
-        );
+        assert_eq!(moved.redirect_to.as_deref(), Some("https://ok.example.com/"));
 
         let broken = check_one("https://broken.example.com/", None).unwrap();
         assert!(!broken.up);
-        assert_eq!(
-            broken.error.as_deref(),
-            Some("answered 503 Service Unavailable")
-        );
+        assert_eq!(broken.error.as_deref(), Some("answered 503 Service Unavailable"));
 
         let expected = check_one("https://ok.example.com/", Some(204)).unwrap();
-        assert_eq!(
-            expected.error.as_deref(),
-            Some("answered 200, expected 204")
-        );
+        assert_eq!(expected.error.as_deref(), Some("answered 200, expected 204"));
 
         let slow = check_one("https://slow.example.com/", None).unwrap();
         assert!(!slow.up && slow.status.is_none());
@@ -336,10 +294,7 @@ mod tests {
 
     #[test]
     fn denied_hosts_and_bad_input_are_errors() {
-        assert!(matches!(
-            check_one("https://evil.test/", None),
-            Err(ToolError::Denied(_))
-        ));
+        assert!(matches!(check_one("https://evil.test/", None), Err(ToolError::Denied(_))));
         assert!(matches!(
             check_one("example.com", None),
             Err(ToolError::InvalidInput(m)) if m.contains("https://example.com")
@@ -351,11 +306,7 @@ mod tests {
     fn check_many_reports_denied_hosts_as_results() {
         let out = http::with_handler(answer, || {
             check_many(CheckManyInput {
-                urls: vec![
-                    "https://ok.example.com/".into(),
-                    "https://evil.test/".into(),
-                    "https://broken.example.com/".into(),
-                ],
+                urls: vec!["https://ok.example.com/".into(), "https://evil.test/".into(), "https://broken.example.com/".into()],
                 expect_status: None,
                 timeout_ms: Some(1000),
             })
@@ -365,14 +316,7 @@ mod tests {
         assert!(out.results[1].denied && !out.results[1].up);
         assert!(out.not_checked.is_empty());
 
-        let too_many = CheckManyInput {
-            urls: vec!["https://ok.example.com/".into(); 11],
-            expect_status: None,
-            timeout_ms: None,
-        };
-        assert!(matches!(
-            check_many(too_many),
-            Err(ToolError::InvalidInput(_))
-        ));
+        let too_many = CheckManyInput { urls: vec!["https://ok.example.com/".into(); 11], expect_status: None, timeout_ms: None };
+        assert!(matches!(check_many(too_many), Err(ToolError::InvalidInput(_))));
     }
 }

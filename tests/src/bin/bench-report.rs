@@ -32,16 +32,61 @@ const fn ratio(text: &'static str, max: f64) -> Option<Goal> {
 }
 
 const PAIRS: &[Pair] = &[
-    Pair { what: "wasm call, warm (pre-instantiated) vs compiling per call", measured: "call/warm", baseline: "call/compile_per_call", goal: None },
+    Pair {
+        what: "wasm call, warm (pre-instantiated) vs compiling per call",
+        measured: "call/warm",
+        baseline: "call/compile_per_call",
+        goal: None,
+    },
     Pair { what: "wasm load from the compiled cache vs cold compile", measured: "load/cached", baseline: "load/cold", goal: None },
-    Pair { what: "HTTP GET from a wasm skill through the egress gate vs the host's direct request", measured: "egress/gated", baseline: "egress/direct", goal: ratio("≤ 1.05×", 1.05) },
-    Pair { what: "HTTP GET through the egress gate alone (from the host, no wasm) vs the host's direct request", measured: "egress/gate", baseline: "egress/direct", goal: ratio("≤ 1.05×", 1.05) },
-    Pair { what: "HTTP GET from a wasm skill through the gate vs the gate alone (the tool call and wasi:http)", measured: "egress/gated", baseline: "egress/gate", goal: None },
-    Pair { what: "Python MCP server spawn to first answer, sandboxed vs unsandboxed", measured: "sandbox_spawn/sandboxed", baseline: "sandbox_spawn/direct", goal: ratio("≤ 1.2×", 1.2) },
-    Pair { what: "warm call to a Python MCP server, sandboxed vs unsandboxed", measured: "sandbox_call/sandboxed", baseline: "sandbox_call/direct", goal: Some(Goal { text: "≤ 1.2× and ≤ 2 ms", max_ratio: Some(1.2), max_ns: Some(2e6) }) },
-    Pair { what: "trivial tool over stdio MCP (raw client) vs in process", measured: "mcp/stdio_round_trip_raw", baseline: "mcp/in_process", goal: Some(Goal { text: "≤ 300 µs", max_ratio: None, max_ns: Some(300e3) }) },
-    Pair { what: "tool search at 10,000 tools: hybrid (with the query embedding) vs BM25", measured: "hybrid tool search (with query embedding), 10k tools", baseline: "bm25 tool search, 10k tools", goal: Some(Goal { text: "hybrid ≤ 15 ms", max_ratio: None, max_ns: Some(15e6) }) },
-    Pair { what: "trivial tool over stdio MCP (rmcp client) vs in process", measured: "mcp/stdio_round_trip_rmcp", baseline: "mcp/in_process", goal: Some(Goal { text: "≤ 300 µs", max_ratio: None, max_ns: Some(300e3) }) },
+    Pair {
+        what: "HTTP GET from a wasm skill through the egress gate vs the host's direct request",
+        measured: "egress/gated",
+        baseline: "egress/direct",
+        goal: ratio("≤ 1.05×", 1.05),
+    },
+    Pair {
+        what: "HTTP GET through the egress gate alone (from the host, no wasm) vs the host's direct request",
+        measured: "egress/gate",
+        baseline: "egress/direct",
+        goal: ratio("≤ 1.05×", 1.05),
+    },
+    Pair {
+        what: "HTTP GET from a wasm skill through the gate vs the gate alone (the tool call and wasi:http)",
+        measured: "egress/gated",
+        baseline: "egress/gate",
+        goal: None,
+    },
+    Pair {
+        what: "Python MCP server spawn to first answer, sandboxed vs unsandboxed",
+        measured: "sandbox_spawn/sandboxed",
+        baseline: "sandbox_spawn/direct",
+        goal: ratio("≤ 1.2×", 1.2),
+    },
+    Pair {
+        what: "warm call to a Python MCP server, sandboxed vs unsandboxed",
+        measured: "sandbox_call/sandboxed",
+        baseline: "sandbox_call/direct",
+        goal: Some(Goal { text: "≤ 1.2× and ≤ 2 ms", max_ratio: Some(1.2), max_ns: Some(2e6) }),
+    },
+    Pair {
+        what: "trivial tool over stdio MCP (raw client) vs in process",
+        measured: "mcp/stdio_round_trip_raw",
+        baseline: "mcp/in_process",
+        goal: Some(Goal { text: "≤ 300 µs", max_ratio: None, max_ns: Some(300e3) }),
+    },
+    Pair {
+        what: "tool search at 10,000 tools: hybrid (with the query embedding) vs BM25",
+        measured: "hybrid tool search (with query embedding), 10k tools",
+        baseline: "bm25 tool search, 10k tools",
+        goal: Some(Goal { text: "hybrid ≤ 15 ms", max_ratio: None, max_ns: Some(15e6) }),
+    },
+    Pair {
+        what: "trivial tool over stdio MCP (rmcp client) vs in process",
+        measured: "mcp/stdio_round_trip_rmcp",
+        baseline: "mcp/in_process",
+        goal: Some(Goal { text: "≤ 300 µs", max_ratio: None, max_ns: Some(300e3) }),
+    },
 ];
 
 /// One criterion benchmark: its id and the estimates of its last run, in nanoseconds.
@@ -61,7 +106,10 @@ fn main() -> ExitCode {
     let estimates = match criterion_estimates(&target.join("criterion")) {
         Ok(e) if !e.is_empty() => e,
         Ok(_) => {
-            eprintln!("bench-report: no criterion results under {}; run `cargo bench` first (scripts/bench.sh does both)", target.display());
+            eprintln!(
+                "bench-report: no criterion results under {}; run `cargo bench` first (scripts/bench.sh does both)",
+                target.display()
+            );
             return ExitCode::FAILURE;
         }
         Err(e) => {
@@ -108,13 +156,23 @@ fn read_estimate(new: &Path) -> Option<(String, Estimate)> {
     let point = |k: &str| e[k]["point_estimate"].as_f64();
     let bound = |k: &str| e["mean"]["confidence_interval"][k].as_f64();
     let when = command("date", &["-u", "+%Y-%m-%d %H:%M", "-r", &new.join("estimates.json").to_string_lossy()]).unwrap_or_default();
-    Some((id, Estimate { median: point("median")?, mean: point("mean")?, mean_low: bound("lower_bound")?, mean_high: bound("upper_bound")?, when }))
+    Some((
+        id,
+        Estimate {
+            median: point("median")?,
+            mean: point("mean")?,
+            mean_low: bound("lower_bound")?,
+            mean_high: bound("upper_bound")?,
+            when,
+        },
+    ))
 }
 
 /// Every line of every `*.jsonl` under `dir`, by file name.
 fn extra_figures(dir: &Path) -> Vec<(String, Value)> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
+    let mut files: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
     files.sort();
     let mut figures = Vec::new();
     for file in files {
@@ -209,9 +267,20 @@ fn render(estimates: &BTreeMap<String, Estimate>, figures: &[(String, Value)]) -
         }
     }
 
-    let _ = writeln!(md, "\n## Every criterion benchmark\n\n| Benchmark | Median | Mean | 95 % CI of the mean | Measured (UTC) |\n|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "\n## Every criterion benchmark\n\n| Benchmark | Median | Mean | 95 % CI of the mean | Measured (UTC) |\n|---|---|---|---|---|"
+    );
     for (id, e) in estimates {
-        let _ = writeln!(md, "| `{id}` | {} | {} | {} – {} | {} |", duration(e.median), duration(e.mean), duration(e.mean_low), duration(e.mean_high), e.when);
+        let _ = writeln!(
+            md,
+            "| `{id}` | {} | {} | {} – {} | {} |",
+            duration(e.median),
+            duration(e.mean),
+            duration(e.mean_low),
+            duration(e.mean_high),
+            e.when
+        );
     }
     let _ = writeln!(
         md,
@@ -227,12 +296,22 @@ fn machine(md: &mut String) {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned()));
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let mem_kb: Option<u64> = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.split_whitespace().next()?.parse().ok()));
+    let mem_kb: Option<u64> =
+        meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.split_whitespace().next()?.parse().ok()));
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let _ = writeln!(md, "## Machine\n");
-    let _ = writeln!(md, "- CPU: {} × {}", std::thread::available_parallelism().map_or(0, |n| n.get()), cpu.unwrap_or_else(|| "unknown".into()));
+    let _ = writeln!(
+        md,
+        "- CPU: {} × {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu.unwrap_or_else(|| "unknown".into())
+    );
     let _ = writeln!(md, "- Memory: {:.1} GiB", mem_kb.unwrap_or(0) as f64 / (1024.0 * 1024.0));
-    let _ = writeln!(md, "- Load average when the report was written (1/5/15 min): {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    let _ = writeln!(
+        md,
+        "- Load average when the report was written (1/5/15 min): {}",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
     let _ = writeln!(md, "- Kernel: {}", command("uname", &["-srm"]).unwrap_or_default());
     let _ = writeln!(md, "- Toolchain: {}", command("rustc", &["--version"]).unwrap_or_default());
     let _ = writeln!(md, "- Profile: `cargo bench` (release, see `[profile.bench]` in Cargo.toml)\n");

@@ -154,7 +154,11 @@ async fn the_printed_claude_and_cursor_entries_start_a_working_server() {
     let env = Env::new();
     let notes = env.skills.path().join("notes");
     std::fs::create_dir(&notes).unwrap();
-    std::fs::write(notes.join("SKILL.md"), "---\nname: notes\ndescription: How we write release notes\n---\nLead with what changed for users.\n").unwrap();
+    std::fs::write(
+        notes.join("SKILL.md"),
+        "---\nname: notes\ndescription: How we write release notes\n---\nLead with what changed for users.\n",
+    )
+    .unwrap();
     for client in ["claude", "cursor"] {
         let entry = json_out(&env.run(&["mcp-config", client]))["mcpServers"]["skillhost"].clone();
         let server = start(&entry).await;

@@ -74,12 +74,13 @@ impl World {
         let out = command.output().map_err(|e| format!("cannot run bash: {e}"))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let failed = stderr.contains("panicked") || match out.status.code() {
-            Some(0) => false,
-            // Killed by `timeout` while serving, as it should be.
-            Some(124) if serves => false,
-            _ => true,
-        };
+        let failed = stderr.contains("panicked")
+            || match out.status.code() {
+                Some(0) => false,
+                // Killed by `timeout` while serving, as it should be.
+                Some(124) if serves => false,
+                _ => true,
+            };
         if failed {
             return Err(format!("exit {:?}\nstdout: {}\nstderr: {}", out.status.code(), tail(&stdout), tail(&stderr)));
         }

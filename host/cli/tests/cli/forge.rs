@@ -99,7 +99,8 @@ fn stats_count_calls_and_flag_a_failing_skill() {
     let out = env.run(&["stats", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let tool = |name: &str| stats["tools"].as_array().unwrap().iter().find(|t| t["tool"] == name).cloned().unwrap_or_else(|| panic!("{stats}"));
+    let tool =
+        |name: &str| stats["tools"].as_array().unwrap().iter().find(|t| t["tool"] == name).cloned().unwrap_or_else(|| panic!("{stats}"));
     assert_eq!((tool("fail")["calls"].as_u64(), tool("fail")["failures"].as_u64()), (Some(3), Some(3)), "{stats}");
     assert_eq!((tool("echo")["calls"].as_u64(), tool("echo")["failures"].as_u64()), (Some(3), Some(0)), "{stats}");
     assert_eq!((tool("slugify")["calls"].as_u64(), tool("slugify")["failures"].as_u64()), (Some(6), Some(0)), "{stats}");
@@ -158,7 +159,10 @@ impl ScriptedModel {
                 reader.read_exact(&mut body).unwrap();
                 record.lock().unwrap().push((auth, serde_json::from_slice(&body).unwrap()));
                 let reply = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]}).to_string();
-                let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", reply.len());
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    reply.len()
+                );
                 stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(reply.as_bytes())).unwrap();
             }
         });
@@ -173,13 +177,20 @@ impl ScriptedModel {
 fn forge_generate_drives_a_model_until_the_tests_pass_then_waits_for_a_human() {
     let env = crate::Env::new();
     let manifest = "name = \"shouter\"\nversion = \"0.1.0\"\ndescription = \"Repeats text loudly\"\n\n[server]\ncommand = \"python\"\nargs = [\"server.py\"]\n\n[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n\n[[tests]]\ntool = \"shout\"\ninput = { text = \"hi\" }\nexpect = \"HI\"\n";
-    let server = |expr: &str| format!("from fastmcp import FastMCP\n\nmcp = FastMCP(\"shouter\")\n\n\n@mcp.tool()\ndef shout(text: str) -> str:\n    \"\"\"Repeat text in capitals.\"\"\"\n    return {expr}\n\n\nif __name__ == \"__main__\":\n    mcp.run()\n");
+    let server = |expr: &str| {
+        format!(
+            "from fastmcp import FastMCP\n\nmcp = FastMCP(\"shouter\")\n\n\n@mcp.tool()\ndef shout(text: str) -> str:\n    \"\"\"Repeat text in capitals.\"\"\"\n    return {expr}\n\n\nif __name__ == \"__main__\":\n    mcp.run()\n"
+        )
+    };
     let answer = |expr: &str| serde_json::json!({"files": {"skill.toml": manifest, "server.py": server(expr)}}).to_string();
     // The second answer comes in a Markdown fence, as chat models like to send it.
     let model = ScriptedModel::start(vec![answer("text.lower()"), format!("```json\n{}\n```", answer("text.upper()"))]);
     std::fs::write(
         env.data.path().join("config.toml"),
-        format!("[forge.llm]\nendpoint = \"http://127.0.0.1:{}/v1\"\nmodel = \"scripted\"\nsecret = \"llm\"\ntimeout = \"20s\"\n", model.port),
+        format!(
+            "[forge.llm]\nendpoint = \"http://127.0.0.1:{}/v1\"\nmodel = \"scripted\"\nsecret = \"llm\"\ntimeout = \"20s\"\n",
+            model.port
+        ),
     )
     .unwrap();
     assert!(env.run_stdin(&["secret", "set", "llm"], Some("sk-test\n")).status.success());
@@ -195,7 +206,11 @@ fn forge_generate_drives_a_model_until_the_tests_pass_then_waits_for_a_human() {
     assert!(out.status.success(), "{stderr}");
     let generated: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(generated["rounds"], 2, "{generated}");
-    assert_eq!((generated["forged"]["state"].as_str(), generated["forged"]["tests_passed"].as_u64()), (Some("pending_review"), Some(1)), "{generated}");
+    assert_eq!(
+        (generated["forged"]["state"].as_str(), generated["forged"]["tests_passed"].as_u64()),
+        (Some("pending_review"), Some(1)),
+        "{generated}"
+    );
     assert!(stderr.contains("`shouter` waits for a human"), "{stderr}");
 
     let requests = model.requests.lock().unwrap().clone();
@@ -235,7 +250,11 @@ fn forge_generate_without_a_model_says_how_to_configure_one() {
     assert!(stderr.contains("[forge.llm]") && stderr.contains("config.toml"), "{stderr}");
 
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    std::fs::write(env.data.path().join("config.toml"), format!("[forge.llm]\nendpoint = \"http://127.0.0.1:{closed}/v1\"\nmodel = \"m\"\n")).unwrap();
+    std::fs::write(
+        env.data.path().join("config.toml"),
+        format!("[forge.llm]\nendpoint = \"http://127.0.0.1:{closed}/v1\"\nmodel = \"m\"\n"),
+    )
+    .unwrap();
     let out = env.run(&["forge", "--generate", "anything", "--name", "thing"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

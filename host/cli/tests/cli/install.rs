@@ -59,7 +59,13 @@ impl Installed {
 
     fn ok(&self, args: &[&str]) -> Output {
         let out = self.run(args);
-        assert!(out.status.success(), "skillhost {}: {}\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "skillhost {}: {}\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
         out
     }
 }
@@ -83,7 +89,8 @@ fn an_installed_binary_works_from_an_empty_directory_with_nothing_of_the_checkou
     let forged: Value = serde_json::from_slice(&forged.stdout).unwrap();
     assert_eq!(forged["skill"], "greeter", "{forged}");
     assert_eq!(forged["tools"], serde_json::json!(["hello"]), "{forged}");
-    let toolchains: Vec<_> = std::fs::read_dir(installed.data_dir().join("forge")).unwrap().filter_map(Result::ok).map(|e| e.file_name()).collect();
+    let toolchains: Vec<_> =
+        std::fs::read_dir(installed.data_dir().join("forge")).unwrap().filter_map(Result::ok).map(|e| e.file_name()).collect();
     assert!(toolchains.iter().any(|n| n.to_string_lossy().starts_with("toolchain-")), "{toolchains:?}");
 
     // `build` and a direct `call` of the folder, for development.

@@ -34,15 +34,15 @@ impl LoadEnv {
             let manifest = if extra.is_empty() { manifest } else { manifest.replace("[limits]\n", extra) };
             std::fs::write(dir.join("skill.toml"), manifest).unwrap();
         }
-        for (name, extra) in [
-            ("probe-load", "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n"),
-            ("probe-fault", "[limits]\ntimeout = \"3s\"\n"),
-        ] {
+        for (name, extra) in
+            [("probe-load", "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n"), ("probe-fault", "[limits]\ntimeout = \"3s\"\n")]
+        {
             let dir = fixtures::python::install("sandbox-probe", env.skills.path(), extra);
             let renamed = env.skills.path().join(name);
             std::fs::rename(&dir, &renamed).unwrap();
             let manifest = std::fs::read_to_string(renamed.join("skill.toml")).unwrap();
-            std::fs::write(renamed.join("skill.toml"), manifest.replace("name = \"sandbox-probe\"", &format!("name = \"{name}\""))).unwrap();
+            std::fs::write(renamed.join("skill.toml"), manifest.replace("name = \"sandbox-probe\"", &format!("name = \"{name}\"")))
+                .unwrap();
         }
         env
     }
@@ -173,9 +173,8 @@ fn driver_facts(out: std::process::Output) -> Value {
 /// Resident and peak resident memory of a process, in KiB.
 fn memory_kib(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| -> u64 {
-        status.lines().find_map(|l| l.strip_prefix(name)?.split_whitespace().next()?.parse().ok()).unwrap_or(0)
-    };
+    let field =
+        |name: &str| -> u64 { status.lines().find_map(|l| l.strip_prefix(name)?.split_whitespace().next()?.parse().ok()).unwrap_or(0) };
     (field("VmRSS:"), field("VmHWM:"))
 }
 
@@ -219,11 +218,24 @@ fn a_thousand_concurrent_calls_survive_faults_reloads_and_a_killed_host() {
         peak / 1024
     );
     let seconds = facts["seconds"].as_f64().unwrap_or(f64::NAN);
-    let _ = fixtures::figures::record(env!("CARGO_TARGET_TMPDIR"), "load", &[
-        fixtures::figures::Figure::new(format!("{CALLS} concurrent MCP calls over HTTP with faults: answered ok"), facts["counts"]["ok"].as_f64().unwrap_or(0.0), "calls"),
-        fixtures::figures::Figure::new(format!("{CALLS} concurrent MCP calls over HTTP with faults: wall time (Python client)"), seconds, "s"),
-        fixtures::figures::Figure::new("host peak resident memory under that load", peak as f64 / 1024.0, "MiB").goal(format!("bounded (test: < {} MiB)", MAX_PEAK_KIB / 1024)),
-    ]);
+    let _ = fixtures::figures::record(
+        env!("CARGO_TARGET_TMPDIR"),
+        "load",
+        &[
+            fixtures::figures::Figure::new(
+                format!("{CALLS} concurrent MCP calls over HTTP with faults: answered ok"),
+                facts["counts"]["ok"].as_f64().unwrap_or(0.0),
+                "calls",
+            ),
+            fixtures::figures::Figure::new(
+                format!("{CALLS} concurrent MCP calls over HTTP with faults: wall time (Python client)"),
+                seconds,
+                "s",
+            ),
+            fixtures::figures::Figure::new("host peak resident memory under that load", peak as f64 / 1024.0, "MiB")
+                .goal(format!("bounded (test: < {} MiB)", MAX_PEAK_KIB / 1024)),
+        ],
+    );
     assert_eq!(facts["answered"], CALLS, "every call was answered: {facts}");
     assert_eq!(facts["counts"]["ok"], CALLS, "no call failed or crossed another's answer: {}", facts["problems"]);
     assert_eq!(facts["fault_calls_that_did_not_fail"], serde_json::json!([]), "crashes, hangs and spins end as tool errors");

@@ -57,7 +57,10 @@ impl Env {
         use std::io::Write;
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillhost"));
         cmd.arg("--skills").arg(self.skills.path()).arg("--data-dir").arg(self.data.path()).args(args);
-        cmd.env_remove("SKILLHOST_LOG").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        cmd.env_remove("SKILLHOST_LOG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
         let mut child = cmd.spawn().expect("the skillhost binary runs");
         let mut pipe = child.stdin.take().unwrap();
         if let Some(text) = stdin {
@@ -221,7 +224,12 @@ fn a_skills_directory_that_does_not_exist_is_an_error() {
     let missing = cwd.path().join("no-such-skills");
     let run = |args: &[&str], env: Option<&Path>| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillhost"));
-        cmd.current_dir(cwd.path()).arg("--data-dir").arg(data.path()).args(args).env_remove("SKILLHOST_LOG").env_remove("SKILLHOST_SKILLS");
+        cmd.current_dir(cwd.path())
+            .arg("--data-dir")
+            .arg(data.path())
+            .args(args)
+            .env_remove("SKILLHOST_LOG")
+            .env_remove("SKILLHOST_SKILLS");
         if let Some(dir) = env {
             cmd.env("SKILLHOST_SKILLS", dir);
         }
@@ -321,7 +329,8 @@ fn json_errors_are_json_on_stderr() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(exit), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}: an error is not a result: {}", String::from_utf8_lossy(&out.stdout));
-        let error: Value = serde_json::from_str(stderr.trim()).unwrap_or_else(|e| panic!("{args:?}: stderr is not one JSON object ({e}): {stderr}"));
+        let error: Value =
+            serde_json::from_str(stderr.trim()).unwrap_or_else(|e| panic!("{args:?}: stderr is not one JSON object ({e}): {stderr}"));
         assert_eq!(error["error"]["exit_code"], exit, "{error}");
         assert_eq!(error["error"]["kind"], kind, "{error}");
         assert!(error["error"]["message"].as_str().unwrap().contains(needle), "{error}");

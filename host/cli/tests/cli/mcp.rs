@@ -37,7 +37,8 @@ impl McpEnv {
         let python = fixtures::python::venv().join("bin/python");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_client.py");
         let mut cmd = Command::new(&python);
-        cmd.env("SKILLHOST_VENV", fixtures::python::venv()).arg(&script)
+        cmd.env("SKILLHOST_VENV", fixtures::python::venv())
+            .arg(&script)
             .args([scenario, mode, env!("CARGO_BIN_EXE_skillhost")])
             .arg(self.skills.path())
             .arg(self.data.path())
@@ -159,7 +160,11 @@ fn an_unapproved_skill_runs_only_after_the_human_accepts() {
         assert_eq!(shown["approval"]["last_approved_by"], "human", "{shown}");
         assert_eq!(shown["approval"]["last_approved_via"], "mcp-elicitation", "{shown}");
         let text = show(false);
-        assert!(text.contains("approved by: a human's answer relayed by an MCP client (mcp-elicitation)") && text.contains("skillhost reject gated"), "{text}");
+        assert!(
+            text.contains("approved by: a human's answer relayed by an MCP client (mcp-elicitation)")
+                && text.contains("skillhost reject gated"),
+            "{text}"
+        );
     }
     let env = McpEnv::new();
     env.limits("gated", gated);
@@ -223,11 +228,18 @@ fn agent_skills_resources_directory_and_packs() {
     for i in 0..30 {
         let folder = env.skills.path().join(format!("notes-{i:02}"));
         std::fs::create_dir(&folder).unwrap();
-        std::fs::write(folder.join("SKILL.md"), format!("---\nname: notes-{i:02}\ndescription: Notes number {i} about release writing.\n---\n")).unwrap();
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!("---\nname: notes-{i:02}\ndescription: Notes number {i} about release writing.\n---\n"),
+        )
+        .unwrap();
     }
     let skillhost = |args: &[&str]| -> Value {
         let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
-            .arg("--skills").arg(env.skills.path()).arg("--data-dir").arg(env.data.path())
+            .arg("--skills")
+            .arg(env.skills.path())
+            .arg("--data-dir")
+            .arg(env.data.path())
             .args(args)
             .output()
             .unwrap();
@@ -437,12 +449,8 @@ mod rmcp_client {
     /// Send `lines` to a fresh `skillhost serve` and return the reply with id `id`.
     async fn reply_to(env: &McpEnv, lines: &[String], id: i64) -> serde_json::Value {
         use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-        let mut child = command(env)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+        let mut child =
+            command(env).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).kill_on_drop(true).spawn().unwrap();
         let mut stdin = child.stdin.take().unwrap();
         let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
         for line in lines {

@@ -75,7 +75,8 @@ async fn claude_skills_are_served_read_only_as_instructions() {
     )
     .unwrap();
     skill_md(&claude.join("component"), "component", "Words too.");
-    std::fs::write(claude.join("component/skill.toml"), fixtures::LIMITS.manifest().replace("name = \"limits\"", "name = \"component\"")).unwrap();
+    std::fs::write(claude.join("component/skill.toml"), fixtures::LIMITS.manifest().replace("name = \"limits\"", "name = \"component\""))
+        .unwrap();
     std::fs::copy(fixtures::LIMITS.wasm, claude.join("component/skill.wasm")).unwrap();
     std::fs::copy(fixtures::LIMITS.wasm, claude.join("limits.wasm")).unwrap();
     // A name the workspace also has: the workspace wins, and `show` says what it shadows.

@@ -69,7 +69,12 @@ pub(crate) struct TestProxy {
 }
 
 impl TestProxy {
-    pub(crate) fn start(allow: &[String], private: &[String], resolver: Arc<TableResolver>, tune: impl FnOnce(&mut NetConfig, &mut ProxyConfig)) -> Self {
+    pub(crate) fn start(
+        allow: &[String],
+        private: &[String],
+        resolver: Arc<TableResolver>,
+        tune: impl FnOnce(&mut NetConfig, &mut ProxyConfig),
+    ) -> Self {
         let section = NetworkSection { allow: allow.to_vec(), private: private.to_vec(), ..Default::default() };
         let policy = EgressPolicy::from_section(&section).expect("valid test rules");
         let audit = Arc::new(MemoryAudit::default());

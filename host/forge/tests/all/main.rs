@@ -78,7 +78,10 @@ impl Env {
     /// Approve `name` as a human would, after reading its request.
     async fn approve(&self, name: &str) {
         let request = self.registry.approval_request(name).unwrap();
-        self.registry.approve(name, &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap();
+        self.registry
+            .approve(name, &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli)
+            .await
+            .unwrap();
     }
 }
 

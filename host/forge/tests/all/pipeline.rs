@@ -129,10 +129,8 @@ async fn python_skill_create_update_rollback() {
     assert!(error.contains("did not start") || error.contains("SyntaxError"), "{error}");
 
     let server = echo_server("");
-    let forged = env
-        .create(python("shouter", &[("skill.toml", ECHO_TOML), ("server.py", &server), ("test_server.py", ECHO_PYTEST)]))
-        .await
-        .unwrap();
+    let forged =
+        env.create(python("shouter", &[("skill.toml", ECHO_TOML), ("server.py", &server), ("test_server.py", ECHO_PYTEST)])).await.unwrap();
     assert_eq!((forged.state, forged.tools.as_slice()), (TrustState::PendingReview, &["shout".to_owned()][..]));
     env.approve("shouter").await;
     assert_eq!(env.call("shouter", "shout", json!({"text": "hi"})).await["text"], "HI");

@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use skillhost_index::{
-    EmbedError, Embedder, Query, Ranker, SearchIndex, SideEffects, SkillDoc, Target, ToolDoc, WEAK_MATCH,
-};
+use skillhost_index::{EmbedError, Embedder, Query, Ranker, SearchIndex, SideEffects, SkillDoc, Target, ToolDoc, WEAK_MATCH};
 
 fn tool(name: &str, description: &str) -> ToolDoc {
     ToolDoc { name: name.into(), description: description.into(), side_effects: SideEffects::Pure }
@@ -14,7 +12,8 @@ fn catalogue() -> Vec<SkillDoc> {
     let mut uptime = SkillDoc::new("uptime-checker", "Check whether websites respond.");
     uptime.keywords = vec!["uptime".into(), "status".into(), "monitoring".into()];
     uptime.example_queries = vec!["is my server up?".into()];
-    uptime.tools = vec![tool("check_uptime", "Check if an HTTP endpoint is up."), tool("check_ssl_expiry", "When a TLS certificate expires.")];
+    uptime.tools =
+        vec![tool("check_uptime", "Check if an HTTP endpoint is up."), tool("check_ssl_expiry", "When a TLS certificate expires.")];
     let mut weather = SkillDoc::new("weather", "Weather forecasts.");
     weather.tools = vec![tool("forecast", "Daily weather forecast for a city.")];
     weather.instructions = Some("---\nname: weather\n---\nUse forecast for rain and temperature questions.".into());

@@ -131,7 +131,12 @@ fn evaluate(index: &SearchIndex, label: &str) -> BTreeMap<String, Figures> {
         positives.push(found.match_quality);
         let rank = found.hits.iter().position(|h| h.public_name() == q.expect).map(|p| p + 1);
         if rank != Some(1) {
-            misses.push(format!("  {:<52} want {:<36} got {}", q.q, q.expect, found.hits.first().map(|h| h.public_name()).unwrap_or_default()));
+            misses.push(format!(
+                "  {:<52} want {:<36} got {}",
+                q.q,
+                q.expect,
+                found.hits.first().map(|h| h.public_name()).unwrap_or_default()
+            ));
         }
         weak_positives += usize::from(found.weak());
         figures.entry(q.kind.clone()).or_default().add(rank);
@@ -174,8 +179,7 @@ fn evaluate(index: &SearchIndex, label: &str) -> BTreeMap<String, Figures> {
 fn the_evaluation_set_is_big_enough_and_every_label_exists() {
     let skills = catalogue();
     assert!(skills.len() >= 40, "{} skills", skills.len());
-    let tools: HashSet<String> =
-        skills.iter().flat_map(|s| s.tools.iter().map(move |t| format!("{}__{}", s.name, t.name))).collect();
+    let tools: HashSet<String> = skills.iter().flat_map(|s| s.tools.iter().map(move |t| format!("{}__{}", s.name, t.name))).collect();
     let queries = queries();
     assert!(queries.query.len() >= 150, "{} queries", queries.query.len());
     for q in &queries.query {

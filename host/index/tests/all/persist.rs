@@ -140,7 +140,11 @@ fn docs() -> Vec<SkillDoc> {
     let mut weather = SkillDoc::new("weather", "Weather forecasts.");
     weather.tools = vec![tool("forecast", "Daily weather forecast for a city."), tool("current", "Current temperature.")];
     let mut uptime = SkillDoc::new("uptime", "Check whether websites respond.");
-    uptime.tools = vec![tool("check_uptime", "Check if an HTTP endpoint is up."), tool("check_ssl_expiry", "When a TLS certificate expires."), tool("ping", "Ping a host.")];
+    uptime.tools = vec![
+        tool("check_uptime", "Check if an HTTP endpoint is up."),
+        tool("check_ssl_expiry", "When a TLS certificate expires."),
+        tool("ping", "Ping a host."),
+    ];
     vec![weather, uptime]
 }
 

@@ -55,8 +55,16 @@ async fn broken_rules_are_listed_and_the_rest_loads() {
     assert_eq!(fm.unknown_keys, ["x-vendor"], "an unknown key is a warning, not a failure");
 
     for (name, rule, text) in [
-        ("foo-bar", Rule::NameCharset, "foo-bar/SKILL.md: name \"Foo_Bar\" breaks agent-skills rule name-charset (lowercase letters, digits and single hyphens); rename the folder and the name to \"foo-bar\""),
-        ("notes", Rule::NameFolder, "notes/SKILL.md: name \"other-notes\" (the skill is named \"notes\") breaks agent-skills rule name-folder"),
+        (
+            "foo-bar",
+            Rule::NameCharset,
+            "foo-bar/SKILL.md: name \"Foo_Bar\" breaks agent-skills rule name-charset (lowercase letters, digits and single hyphens); rename the folder and the name to \"foo-bar\"",
+        ),
+        (
+            "notes",
+            Rule::NameFolder,
+            "notes/SKILL.md: name \"other-notes\" (the skill is named \"notes\") breaks agent-skills rule name-folder",
+        ),
         ("long-description", Rule::DescriptionLength, "description (1025 characters) breaks agent-skills rule description-length"),
         ("bad-metadata", Rule::Metadata, "metadata.version (number 2) breaks agent-skills rule metadata"),
         ("laughs", Rule::FrontmatterYaml, "repetition limit exceeded"),
@@ -76,4 +84,3 @@ async fn broken_rules_are_listed_and_the_rest_loads() {
     let registry = env.open().await;
     assert!(registry.entry("foo-bar").unwrap().loaded.is_some());
 }
-

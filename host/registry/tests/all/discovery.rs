@@ -130,7 +130,11 @@ async fn bad_skills_are_listed_with_their_error() {
     let registry = env.open().await;
     let error = |name: &str| registry.entry(name).unwrap().error.as_ref().map(|e| e.to_string()).unwrap_or_default();
     assert!(error("text-tools").contains("passwd: symbolic links are not allowed"), "{}", error("text-tools"));
-    assert!(error("other-name").contains("the skill is named `limits` but its file or folder is named `other-name`"), "{}", error("other-name"));
+    assert!(
+        error("other-name").contains("the skill is named `limits` but its file or folder is named `other-name`"),
+        "{}",
+        error("other-name")
+    );
     assert!(error("torn").contains("torn.wasm"), "{}", error("torn"));
     for entry in registry.catalog() {
         assert!(entry.loaded.is_none() && entry.error.is_some(), "{entry:?}");

@@ -78,7 +78,10 @@ fn runtime() -> Arc<dyn SkillRuntime> {
 
 /// The LIMITS manifest with another version and timeout, plus `extra` TOML at the end.
 fn limits_manifest(version: &str, timeout: &str, extra: &str) -> String {
-    let text = LIMITS.manifest().replace("version = \"0.1.0\"", &format!("version = \"{version}\"")).replace("timeout = \"2s\"", &format!("timeout = \"{timeout}\""));
+    let text = LIMITS
+        .manifest()
+        .replace("version = \"0.1.0\"", &format!("version = \"{version}\""))
+        .replace("timeout = \"2s\"", &format!("timeout = \"{timeout}\""));
     assert!(text.contains(version) && text.contains(timeout), "the fixture manifest changed: {text}");
     format!("{text}\n{extra}")
 }

@@ -35,7 +35,11 @@ async fn pack_files_load_as_instruction_skills() {
     core_pack(env.ws());
     let registry = env.open().await;
     let names: Vec<String> = registry.catalog().iter().map(|e| e.name.to_string()).collect();
-    assert_eq!(names, ["core--api-pagination-cursor-loop", "core--login-basic", "core--no-steps", "core--wrong-name"], "README.md and pack.toml are not skills");
+    assert_eq!(
+        names,
+        ["core--api-pagination-cursor-loop", "core--login-basic", "core--no-steps", "core--wrong-name"],
+        "README.md and pack.toml are not skills"
+    );
 
     let login = registry.entry("core--login-basic").unwrap();
     assert_eq!(login.state, TrustState::Approved, "{:?}", login.error);
@@ -102,7 +106,10 @@ async fn pack_files_reload_and_removed_ones_go() {
     let mut events = registry.subscribe();
     let before = registry.entry("core--login-basic").unwrap().loaded.as_ref().unwrap().content_hash.clone();
 
-    replace_file(&dir.join("retry.skill.yaml"), b"title: Retry with backoff\ntrigger: A call fails with 429 or 503.\nsteps: [Wait, Retry]\n");
+    replace_file(
+        &dir.join("retry.skill.yaml"),
+        b"title: Retry with backoff\ntrigger: A call fails with 429 or 503.\nsteps: [Wait, Retry]\n",
+    );
     wait_for(&mut events, "added", |e| *e == RegistryEvent::Added("core--retry".parse_name())).await;
     assert_eq!(registry.entry("core--retry").unwrap().loaded.as_ref().unwrap().description, "Retry with backoff");
 

@@ -67,7 +67,11 @@ async fn server_skills_have_the_same_tiers_and_approvals() {
         assert!(err.to_string().contains("skillhost approve"), "{err}");
     }
     let request = registry.approval_request("keyed").unwrap();
-    assert!(request.requests.iter().any(|r| r.contains("secret `api` given to the server as environment variable `API_KEY`")), "{:?}", request.requests);
+    assert!(
+        request.requests.iter().any(|r| r.contains("secret `api` given to the server as environment variable `API_KEY`")),
+        "{:?}",
+        request.requests
+    );
     assert!(request.requests.iter().any(|r| r.contains("runs `python server.py` in a bubblewrap sandbox")), "{:?}", request.requests);
 
     // An approved skill whose declared secret is not set says how to set it.
@@ -95,7 +99,12 @@ async fn edits_need_reapproval_and_hot_reload_replaces_the_process() {
     let edited = server.replace("return {\"text\": text}", "return {\"text\": text + \" (v2)\"}");
     assert_ne!(server, edited, "the fixture changed");
     crate::replace_file(&dir.join("server.py"), edited.as_bytes());
-    wait_for(&mut events, "state change", |e| matches!(e, RegistryEvent::StateChanged { name, state: TrustState::NeedsReapproval } if name.as_str() == "probe")).await;
+    wait_for(
+        &mut events,
+        "state change",
+        |e| matches!(e, RegistryEvent::StateChanged { name, state: TrustState::NeedsReapproval } if name.as_str() == "probe"),
+    )
+    .await;
     let err = call(&registry, "probe", "echo", json!({"text": "x"})).await.unwrap_err();
     assert!(matches!(err, RegistryError::NotCallable { state: TrustState::NeedsReapproval, .. }), "{err}");
 

@@ -35,13 +35,20 @@ async fn approval_request_shows_requests_and_binds_to_what_was_seen() {
     let request = registry.approval_request("limits").unwrap();
     assert_eq!((request.tier, request.state, request.version.as_str()), (RiskTier::Explicit, TrustState::PendingReview, "0.1.0"));
     let data_dir = env.data.path().join("skill-data").join(registry.entry("limits").unwrap().identity.as_str());
-    assert!(request.requests.contains(&format!("files `.` in its data dir ({}): read-write", data_dir.display())), "{:?}", request.requests);
+    assert!(
+        request.requests.contains(&format!("files `.` in its data dir ({}): read-write", data_dir.display())),
+        "{:?}",
+        request.requests
+    );
     assert!(request.requests.contains(&"limit timeout: 2s".to_owned()), "{:?}", request.requests);
     assert!(request.diff.iter().all(|l| l.starts_with("+ ")) && request.diff.len() == request.requests.len(), "{:?}", request.diff);
     assert_eq!(request.last_approved_by, None);
 
     // Reviewed one version, another is on disk by approval time: nothing is approved.
-    let err = registry.approve("limits", &"0".repeat(64), &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap_err();
+    let err = registry
+        .approve("limits", &"0".repeat(64), &request.capability_digest, skillhost_registry::ApprovalChannel::Cli)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("changed since it was reviewed"), "{err}");
     let err = registry.approve("limits", &request.content_hash, "other", skillhost_registry::ApprovalChannel::Cli).await.unwrap_err();
     assert!(matches!(err, RegistryError::ChangedSinceReview { what: "capability digest", .. }), "{err}");
@@ -59,7 +66,10 @@ async fn approval_request_shows_requests_and_binds_to_what_was_seen() {
     let registry = env.open().await;
     assert_eq!(state(&registry, "limits"), TrustState::NeedsReapproval);
     let err = call(&registry, "limits", "echo", json!({"value": 3})).await.unwrap_err();
-    assert_eq!(err.to_string(), "skill `limits` changed since it was approved and needs reapproval; review the changes and approve it with `skillhost approve limits`");
+    assert_eq!(
+        err.to_string(),
+        "skill `limits` changed since it was approved and needs reapproval; review the changes and approve it with `skillhost approve limits`"
+    );
     let request = registry.approval_request("limits").unwrap();
     assert!(request.content_changed);
     assert_eq!(request.last_approved_by, Some(ApprovedBy::Human));
@@ -75,7 +85,13 @@ async fn reject_disable_enable() {
     let registry = env.open().await;
     let mut events = registry.subscribe();
     approve_as_seen(&registry, "limits").await;
-    assert_eq!(events.try_recv().unwrap(), skillhost_registry::RegistryEvent::StateChanged { name: registry.entry("limits").unwrap().name.clone(), state: TrustState::Approved });
+    assert_eq!(
+        events.try_recv().unwrap(),
+        skillhost_registry::RegistryEvent::StateChanged {
+            name: registry.entry("limits").unwrap().name.clone(),
+            state: TrustState::Approved
+        }
+    );
 
     registry.reject("limits").await.unwrap();
     assert_eq!(state(&registry, "limits"), TrustState::PendingReview, "approved -> rejected");
@@ -86,7 +102,10 @@ async fn reject_disable_enable() {
     let err = call(&registry, "limits", "echo", json!({"value": 1})).await.unwrap_err();
     assert_eq!(err.to_string(), "skill `limits` is disabled; enable it with `skillhost enable limits`");
     let request = registry.approval_request("limits").unwrap();
-    let err = registry.approve("limits", &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap_err();
+    let err = registry
+        .approve("limits", &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("enable it with"), "approve does not lift disabled: {err}");
     registry.reject("limits").await.unwrap();
     assert_eq!(state(&registry, "limits"), TrustState::Disabled, "reject does not lift disabled");

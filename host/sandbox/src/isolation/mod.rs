@@ -183,7 +183,8 @@ impl Isolation {
         });
         iso.cgroups = cgroups;
 
-        let seccomp = seccomp::programs().and_then(|programs| run_probe(probe, iso.user.as_ref(), Some(programs.as_slice())).map(|()| programs));
+        let seccomp =
+            seccomp::programs().and_then(|programs| run_probe(probe, iso.user.as_ref(), Some(programs.as_slice())).map(|()| programs));
         iso.layers.push(match seccomp {
             Ok(programs) => {
                 iso.seccomp = Some(programs);
@@ -259,11 +260,7 @@ fn run_probe(probe: &Probe, user: Option<&UserDrop>, seccomp: Option<&[Vec<u8>]>
     let confinement = Confinement { user: None, cgroup: None, seccomp: files };
     attach(&mut cmd, &confinement);
     let out = cmd.output().map_err(|e| format!("cannot run {}: {e}", argv[0].to_string_lossy()))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
-    }
+    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()) }
 }
 
 /// How one sandbox is confined; dropping it kills and removes its cgroup.
@@ -285,7 +282,9 @@ impl Confinement {
 
     /// Whether its memory limit is a cgroup's (then `RLIMIT_AS` is not set).
     pub fn limits_memory(&self) -> bool {
-        self.cgroup.as_ref().is_some_and(|c| c.dirs().iter().any(|d| d.join("memory.limit_in_bytes").exists() || d.join("memory.max").exists()))
+        self.cgroup
+            .as_ref()
+            .is_some_and(|c| c.dirs().iter().any(|d| d.join("memory.limit_in_bytes").exists() || d.join("memory.max").exists()))
     }
 }
 
@@ -331,7 +330,13 @@ pub fn unreachable_parent(path: &Path, uid: u32, gid: u32) -> Option<PathBuf> {
         }
         let Ok(meta) = std::fs::metadata(&prefix) else { return Some(prefix) };
         let mode = meta.mode();
-        let ok = if meta.uid() == uid { mode & 0o100 != 0 } else if meta.gid() == gid { mode & 0o010 != 0 } else { mode & 0o001 != 0 };
+        let ok = if meta.uid() == uid {
+            mode & 0o100 != 0
+        } else if meta.gid() == gid {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        };
         if !ok {
             return Some(prefix);
         }

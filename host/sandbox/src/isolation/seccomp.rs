@@ -11,10 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-    TargetArch,
-};
+use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
 
 /// System calls refused with `EPERM`, by name (for the doctor and the docs).
 pub const DENIED: &[(&str, i64)] = &[
@@ -93,10 +90,7 @@ pub fn programs() -> Result<Vec<Vec<u8>>, String> {
     let eperm = SeccompFilter::new(denied, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch).map_err(fail)?;
     let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
     let enosys = SeccompFilter::new(clone3, SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch).map_err(fail)?;
-    [eperm, enosys]
-        .into_iter()
-        .map(|filter| BpfProgram::try_from(filter).map(|p| bytes(&p)).map_err(fail))
-        .collect()
+    [eperm, enosys].into_iter().map(|filter| BpfProgram::try_from(filter).map(|p| bytes(&p)).map_err(fail)).collect()
 }
 
 /// A program as the kernel's `struct sock_filter` array.

@@ -26,16 +26,8 @@ struct Report {
 impl Report {
     fn from<T: Into<Value>>(result: io::Result<T>) -> Result<Self, ToolError> {
         Ok(match result {
-            Ok(value) => Report {
-                ok: true,
-                value: Some(value.into()),
-                error: None,
-            },
-            Err(error) => Report {
-                ok: false,
-                value: None,
-                error: Some(format!("{error} ({:?})", error.kind())),
-            },
+            Ok(value) => Report { ok: true, value: Some(value.into()), error: None },
+            Err(error) => Report { ok: false, value: None, error: Some(format!("{error} ({:?})", error.kind())) },
         })
     }
 }
@@ -85,10 +77,7 @@ struct SymlinkInput {
 }
 
 /// Create a symbolic link `link` -> `target`; `value` is null.
-#[tool(
-    destructive,
-    example = r#"{"target": "/etc/passwd", "link": "/data/passwd"}"#
-)]
+#[tool(destructive, example = r#"{"target": "/etc/passwd", "link": "/data/passwd"}"#)]
 fn symlink(input: SymlinkInput) -> Result<Report, ToolError> {
     Report::from(make_symlink(&input.target, &input.link).map(|()| Value::Null))
 }
@@ -100,30 +89,17 @@ fn make_symlink(target: &str, link: &str) -> io::Result<()> {
     use std::path::Path;
     use wasi::filesystem::types::ErrorCode;
 
-    let link = if link.starts_with('/') {
-        link.to_owned()
-    } else {
-        format!("/{link}")
-    };
+    let link = if link.starts_with('/') { link.to_owned() } else { format!("/{link}") };
     let directories = wasi::filesystem::preopens::get_directories();
     let (directory, relative) = directories
         .iter()
         .filter_map(|(dir, guest_path)| {
             let relative = Path::new(&link).strip_prefix(guest_path).ok()?;
-            Some((
-                guest_path.len(),
-                dir,
-                relative.to_string_lossy().into_owned(),
-            ))
+            Some((guest_path.len(), dir, relative.to_string_lossy().into_owned()))
         })
         .max_by_key(|(len, ..)| *len)
         .map(|(_, dir, relative)| (dir, relative))
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("no pre-opened directory holds {link}"),
-            )
-        })?;
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no pre-opened directory holds {link}")))?;
     directory.symlink_at(target, &relative).map_err(|code| {
         let kind = match code {
             ErrorCode::Access | ErrorCode::NotPermitted => io::ErrorKind::PermissionDenied,
@@ -138,10 +114,7 @@ fn make_symlink(target: &str, link: &str) -> io::Result<()> {
 
 #[cfg(not(target_os = "wasi"))]
 fn make_symlink(_target: &str, _link: &str) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "only built for wasi",
-    ))
+    Err(io::Error::new(io::ErrorKind::Unsupported, "only built for wasi"))
 }
 
 /// List a directory with `std::fs::read_dir`; `value` is the sorted entry
@@ -149,9 +122,7 @@ fn make_symlink(_target: &str, _link: &str) -> io::Result<()> {
 #[tool(read_only, example = r#"{"path": "/"}"#)]
 fn list_dir(input: PathInput) -> Result<Report, ToolError> {
     let names = std::fs::read_dir(&input.path).and_then(|entries| {
-        let mut names = entries
-            .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
-            .collect::<io::Result<Vec<_>>>()?;
+        let mut names = entries.map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned())).collect::<io::Result<Vec<_>>>()?;
         names.sort();
         Ok(names.join("\n"))
     });
@@ -162,8 +133,7 @@ fn list_dir(input: PathInput) -> Result<Report, ToolError> {
 /// variable, and `args` lists `std::env::args`.
 #[tool(read_only)]
 fn env() -> Result<Value, ToolError> {
-    let vars: serde_json::Map<String, Value> =
-        std::env::vars().map(|(k, v)| (k, Value::from(v))).collect();
+    let vars: serde_json::Map<String, Value> = std::env::vars().map(|(k, v)| (k, Value::from(v))).collect();
     let args: Vec<String> = std::env::args().collect();
     Ok(json!({ "ok": true, "value": vars, "error": null, "args": args }))
 }
@@ -197,15 +167,8 @@ struct ResolveInput {
 #[tool(open_world, example = r#"{"host": "localhost"}"#)]
 fn resolve(input: ResolveInput) -> Result<Report, ToolError> {
     use std::net::ToSocketAddrs;
-    let addrs = (input.host.as_str(), 0u16).to_socket_addrs().map(|addrs| {
-        addrs
-            .map(|a| a.ip().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    });
+    let addrs = (input.host.as_str(), 0u16).to_socket_addrs().map(|addrs| addrs.map(|a| a.ip().to_string()).collect::<Vec<_>>().join(", "));
     Report::from(addrs)
 }
 
-skillhost_sdk::skill!(
-    read_file, read_data, write_file, symlink, list_dir, env, connect, resolve
-);
+skillhost_sdk::skill!(read_file, read_data, write_file, symlink, list_dir, env, connect, resolve);

@@ -19,8 +19,7 @@ wit_bindgen::generate!({ world: "skill", path: "../../../wit" });
 use exports::skillhost::skill::guest::{CallError, Guest, Tool};
 use skillhost::skill::types::Annotations;
 
-const COUNT_SCHEMA: &str =
-    r#"{"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}"#;
+const COUNT_SCHEMA: &str = r#"{"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}"#;
 
 struct Liar;
 

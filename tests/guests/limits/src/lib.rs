@@ -88,9 +88,7 @@ struct SizeInput {
 /// Return a string of `mib` MiB.
 #[tool(read_only, example = r#"{"mib": 1}"#)]
 fn big_output(input: SizeInput) -> Result<String, ToolError> {
-    Ok("x".repeat(
-        usize::try_from(input.mib << 20).map_err(|e| ToolError::invalid_input(e.to_string()))?,
-    ))
+    Ok("x".repeat(usize::try_from(input.mib << 20).map_err(|e| ToolError::invalid_input(e.to_string()))?))
 }
 
 /// How many lines to log.
@@ -162,6 +160,4 @@ fn panic() -> Result<u64, ToolError> {
     panic!("the limits guest panicked on purpose")
 }
 
-skillhost_sdk::skill!(
-    echo, counter, spin, sleep, alloc, big_output, log_flood, progress, fail, panic
-);
+skillhost_sdk::skill!(echo, counter, spin, sleep, alloc, big_output, log_flood, progress, fail, panic);

@@ -110,14 +110,7 @@ fn fetch(input: FetchInput) -> Result<FetchReport, ToolError> {
 /// empty: bound secrets are added to requests by the host, never exposed).
 #[tool(read_only, idempotent, example = r#"{}"#)]
 fn env_secret() -> Result<BTreeMap<String, String>, ToolError> {
-    Ok(std::env::vars_os()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect())
+    Ok(std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect())
 }
 
 /// An address to connect to.
@@ -142,14 +135,8 @@ struct SocketReport {
 #[tool(read_only, example = r#"{"addr": "127.0.0.1:8080"}"#)]
 fn raw_socket(input: SocketInput) -> Result<SocketReport, ToolError> {
     Ok(match std::net::TcpStream::connect(&input.addr) {
-        Ok(_) => SocketReport {
-            ok: true,
-            error: None,
-        },
-        Err(error) => SocketReport {
-            ok: false,
-            error: Some(format!("{error} ({:?})", error.kind())),
-        },
+        Ok(_) => SocketReport { ok: true, error: None },
+        Err(error) => SocketReport { ok: false, error: Some(format!("{error} ({:?})", error.kind())) },
     })
 }
 
