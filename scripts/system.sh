@@ -39,3 +39,11 @@ if ! command -v jq >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >
     echo "setup: installing jq" >&2
     apt-get install -y jq >&2 || { apt-get update >&2 && apt-get install -y jq >&2; } || true
 fi
+
+# rustfmt and clippy: scripts/test.sh checks formatting and lints before the tests.
+for component in rustfmt clippy; do
+    if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+        echo "setup: adding the $component component" >&2
+        rustup component add "$component" >&2
+    fi
+done

@@ -8,6 +8,14 @@ cd "$(dirname "$0")/.."
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 source scripts/setup.sh
 
+# Gates before the tests (a full run only): the code is rustfmt-clean and clippy has
+# nothing to say (warnings are errors).
+if [ "$#" = 0 ]; then
+    echo "test: cargo fmt --check, then cargo clippy -D warnings" >&2
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets --quiet -- -D warnings
+fi
+
 cargo test "$@"
 
 # The lifecycle and sandbox suites again as an unprivileged user: CI runs as root, where
