@@ -8,11 +8,12 @@ cd "$(dirname "$0")/.."
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 source scripts/setup.sh
 
-# Gates before the tests (a full run only): the code is rustfmt-clean and clippy has
-# nothing to say (warnings are errors).
+# Gates before the tests (a full run only): the code is rustfmt-clean, every declared
+# dependency is used, and clippy has nothing to say (warnings are errors).
 if [ "$#" = 0 ]; then
-    echo "test: cargo fmt --check, then cargo clippy -D warnings" >&2
+    echo "test: cargo fmt --check, unused dependencies, cargo clippy -D warnings" >&2
     cargo fmt --all -- --check
+    python3 scripts/unused-deps.py
     cargo clippy --workspace --all-targets --quiet -- -D warnings
 fi
 
