@@ -177,7 +177,7 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
             }
         }
         if let Some(pack) = &loaded.pack {
-            outln!("pack: {} {} ({}, seed 002 name {})", pack.name, pack.version, pack.file, pack.seed_name);
+            outln!("pack: {} {} ({}, also known as {})", pack.name, pack.version, pack.file, pack.seed_name);
             for (key, value) in &pack.extra {
                 outln!("pack field {key}: {value}");
             }

@@ -1,6 +1,6 @@
 //! What a skill asks for, reduced to what an approval binds to: the capability digest
 //! (any change to the requests changes it) and the risk tier that decides how much a
-//! human must confirm before the skill runs (seed 000 §7).
+//! human must confirm before the skill runs.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};

@@ -1,4 +1,4 @@
-//! Attempts per skill name (seed 000: three by default), kept in
+//! Attempts per skill name (three by default), kept in
 //! `<forge>/attempts/NAME` so a restart does not reset them. A success clears the count;
 //! once every attempt failed, the forge refuses the name until a human resets it
 //! (`skillhost forge --reset NAME`): an agent cannot, since no MCP tool does.

@@ -7,7 +7,7 @@
 //!                                              Python: nothing to build     in the sandbox       approved for tier auto
 //! ```
 //!
-//! - `stage`: seed 001's extraction rules (names, paths, allow and deny lists, sizes)
+//! - `stage`: the extraction rules (names, paths, allow and deny lists, sizes)
 //!   and writing files without following links.
 //! - `rust`: the toolchain cache (SDK copy + vendored crates), the sandboxed offline
 //!   `cargo build`, structured diagnostics, packaging.
@@ -83,7 +83,7 @@ pub struct ForgeConfig {
     /// Size caps of a submission. Default: [`StageLimits::default`].
     pub limits: StageLimits,
     /// Offer "consider creating a skill for …" in `tool_search` responses once at least
-    /// 3 similar searches found nothing good (seed 003 C4a). Default: `false`.
+    /// 3 similar searches found nothing good. Default: `false` (opt-in).
     pub suggest_missing: bool,
     /// Submissions built and tested at once; one more is refused until one finished.
     /// Default: 2.

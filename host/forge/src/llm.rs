@@ -1,6 +1,6 @@
 //! The optional generator, for hosts used without an agent: a model behind an
 //! OpenAI-compatible chat-completions endpoint (`[forge.llm]` in the host's config, its
-//! key a host secret) drives seed 000's whole loop — requirements → generate → build and
+//! key a host secret) drives the forge's whole loop — requirements → generate → build and
 //! test in the forge → regenerate with the forge's diagnostics → … → a human approves.
 //!
 //! The model is treated like any agent: what it writes goes through the same forge

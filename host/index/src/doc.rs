@@ -12,7 +12,7 @@ use skillhost_registry::{Entry, TrustState, withheld_description, withheld_tool_
 /// Longest SKILL.md body indexed: beyond it, instructions add noise, not recall.
 const MAX_BODY: usize = 8 * 1024;
 
-/// How much a tool may touch, least first: the tie-break order of seed 002 §1.5
+/// How much a tool may touch, least first: the tie-break order of the search contract (ARCHITECTURE.md)
 /// (`pure < read < write < external < stateful`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SideEffects {

@@ -15,7 +15,7 @@
 //!
 //! - `doc`: what is indexed: [`SkillDoc`] and [`ToolDoc`], built from a registry
 //!   [`Entry`](skillhost_registry::Entry) or written by hand (tests, benchmarks), and
-//!   the [`SideEffects`] order of seed 002 §1.5.
+//!   the [`SideEffects`] order of the search contract.
 //! - `text`: the analyzer (split on non-alphanumerics, lowercase, English stop words,
 //!   Porter stemming) shared by indexing and queries.
 //! - `index`: [`SearchIndex`], tantivy BM25 over one document per tool and one per

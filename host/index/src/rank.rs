@@ -1,4 +1,4 @@
-//! The score contract of seed 002 §1.5 and rank fusion.
+//! The search score contract (ARCHITECTURE.md, "Contracts") and rank fusion.
 //!
 //! - Scores are absolute: in `[0, 1]`, higher is better, and a function of the query and
 //!   the document alone, so a (query, tool) pair scores the same whatever the limit, the

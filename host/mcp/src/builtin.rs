@@ -317,7 +317,7 @@ pub fn skill_search(registry: &Registry, index: Option<&SearchIndex>, args: &Jso
 pub fn skill_list(registry: &Registry) -> Value {
     let skills: Vec<_> = knowledge::skills(registry).iter().filter_map(|e| knowledge::summary(e)).collect();
     let mut value = json!({ "skills": skills });
-    // Seed 000 §10c: say which skills fail often, so the agent can fix them.
+    // Say which skills fail often, so the agent can fix them.
     let failing = registry.stats().map(|s| s.failing_map()).unwrap_or_default();
     for item in value["skills"].as_array_mut().into_iter().flatten() {
         if let Some(f) = item["name"].as_str().and_then(|name| failing.get(name)) {

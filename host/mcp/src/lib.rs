@@ -16,7 +16,7 @@
 //!   structured output).
 //! - `builtin`: `tool_search`, `skill_list`, `skill_search`, `skill_get`,
 //!   `read_skill_resource`.
-//! - `search`: `regex` and `exact` matching with seed 002's score contract and
+//! - `search`: `regex` and `exact` matching with the search score contract and
 //!   deterministic order; `fts` goes to the search index (`skillhost-index`), synced
 //!   with the registry before each search, and responses say which `ranker` answered
 //!   and, when nothing matched well, `no_good_match` with a hint that a skill can be

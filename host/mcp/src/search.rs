@@ -1,5 +1,5 @@
-//! Scoring for `tool_search` and `skill_search` with the score contract of seed 002
-//! §1.5: scores in `[0, 1]`, absolute (a function of the query and the document alone,
+//! Scoring for `tool_search` and `skill_search` with the search score contract
+//! (ARCHITECTURE.md, "Contracts"): scores in `[0, 1]`, absolute (a function of the query and the document alone,
 //! so the same whatever the limit or the other results), and a deterministic order
 //! (score, then side effects, then shorter name, then name).
 //!

@@ -50,7 +50,7 @@ use crate::tools::{SEPARATOR, ToolEntry, public_name, table, tool_count};
 pub struct McpConfig {
     /// Above this many skill tools, `tools/list` shows only the built-in tools, the
     /// pinned ones and those activated in the session; the rest are found with
-    /// `tool_search` (seed 002's deferred loading). Default: 40.
+    /// `tool_search` (deferred loading). Default: 40.
     pub deferred_threshold: usize,
     /// Public names (`skill__tool`) always listed, even in deferred mode.
     pub pinned: Vec<String>,
@@ -393,7 +393,7 @@ impl SkillhostMcp {
             Builtin::SkillGet => builtin::skill_get(registry, args),
             Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
         };
-        // Opt-in (seed 003 C4a): repeated searches nothing matched become suggestions.
+        // Opt-in: repeated searches nothing matched become suggestions.
         let result = match (builtin, result, &self.shared.forge) {
             (Builtin::ToolSearch, Ok(mut value), Some(forge)) if value["no_good_match"] == true => {
                 crate::forge::suggest(forge, &mut value);

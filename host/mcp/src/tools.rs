@@ -92,7 +92,7 @@ impl ToolEntry {
     }
 }
 
-/// How much a tool may touch, least first: the tie-break order of seed 002 §1.5 (one
+/// How much a tool may touch, least first: the tie-break order of the search contract (ARCHITECTURE.md) (one
 /// definition, shared with the search index).
 pub use skillhost_index::SideEffects;
 

@@ -26,7 +26,7 @@
 //!   content hash (hidden paths and a top-level `target/` excluded).
 //! - `skillmd`: SKILL.md frontmatter to the Agent Skills specification ([`Frontmatter`]),
 //!   every rule checked, a broken one reported as a [`RuleError`] naming the [`Rule`].
-//! - `pack`: seed 002's skill packs: a folder with `pack.toml` whose `*.skill.md`,
+//! - `pack`: skill packs: a folder with `pack.toml` whose `*.skill.md`,
 //!   `*.skill.yaml` and `*.skill.yml` files load as instruction-only skills named
 //!   `<pack>--<slug>`.
 //! - `trust`: the SQLite trust store (`<data_dir>/trust.db`) and the [`TrustState`]

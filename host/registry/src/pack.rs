@@ -1,4 +1,4 @@
-//! Skill packs (seed 002 §3.5 and Appendix D): curated, instruction-only skills shipped
+//! Skill packs: curated, instruction-only skills shipped
 //! as files.
 //!
 //! **What a pack is.** A folder in a layer (workspace, user or bundled) holding a
@@ -7,7 +7,7 @@
 //! frontmatter and a Markdown body), `*.skill.yaml` or `*.skill.yml` file directly in
 //! it is one skill. Other files are ignored.
 //!
-//! **Names.** Seed 002 names pack skills `pack.<pack>.<slug>`; skill names here have no
+//! **Names.** Pack formats elsewhere name pack skills `pack.<pack>.<slug>`; skill names here have no
 //! `.` or `_`, so a pack skill is `<pack>--<slug>`: the slug is the file name without
 //! its suffix, lowercased, each run of other characters one hyphen (`login_basic.skill.md`
 //! in pack `core` is `core--login-basic`). The double hyphen cannot occur in a pack name
@@ -18,9 +18,9 @@
 //!
 //! **Fields.** Required: `trigger` (a non-empty string) and `steps` (a non-empty list of
 //! strings). Optional: `title`, `description`, `task_type`, `tags`, `preconditions`,
-//! `failure_modes`. Other fields (seed 002's `cluster`, `tools`...) are kept in
+//! `failure_modes`. Other fields (`cluster`, `tools`...) are kept in
 //! [`PackRef::extra`] and shown to humans, but not rendered into what an agent reads
-//! (seed 002 §3.12: tool references in prompts must be gated).
+//! (a tool named in a prompt must go through the host's gates, not around them).
 //!
 //! Each file is its own catalog entry: an invalid file is listed with its [`RuleError`]
 //! and the others load. The content hash is the folder hash (see `snapshot`) over
@@ -52,7 +52,7 @@ pub struct PackRef {
     pub version: String,
     /// The skill's file in the pack folder.
     pub file: String,
-    /// The name seed 002 would give it: `pack.<pack>.<slug>`.
+    /// Its name in the `pack.<pack>.<slug>` form other pack formats use.
     pub seed_name: String,
     /// `title`, `task_type` and `tags` as written, and fields this host does not use
     /// (rendered as JSON when they are not strings), for humans.

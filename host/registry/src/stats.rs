@@ -8,14 +8,14 @@
 //! - per tool: calls, the skill's own failures, the caller's errors, p50 and p95
 //!   latency ([`Stats::tools`]);
 //! - which skills fail: more than 30 % of their last 20 calls, once they have at least
-//!   5 (seed 000 §10c; fewer calls say too little) ([`Stats::failing`]). Only the skill's
+//!   5 (fewer calls say too little) ([`Stats::failing`]). Only the skill's
 //!   own failures count, and calls the caller got wrong (invalid input, an unknown tool,
 //!   a request the policy refused, a cancellation) are left out of those 20: a skill is
 //!   never flagged for an agent's mistakes;
 //! - what agents looked for and did not find: groups of at least 3 similar missed
 //!   queries (same words, ignoring case, order and stop words, Jaccard ≥ 0.5)
 //!   ([`Stats::missing`]), to offer "consider creating a skill for …" when the host opts
-//!   in (seed 003 C4a: disabled by default).
+//!   in (disabled by default).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

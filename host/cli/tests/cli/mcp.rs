@@ -208,7 +208,7 @@ fn agent_skills_resources_directory_and_packs() {
         let notes = env.skills.path().join("notes");
         std::fs::create_dir(&notes).unwrap();
         std::fs::write(notes.join("SKILL.md"), "---\nname: notes\ndescription: How we write release notes\n---\n").unwrap();
-        // Seed 002's skill pack examples (and two broken files), as the registry tests use them.
+        // Two skill pack examples (and two broken files), as the registry tests use them.
         let pack = Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry/tests/fixtures/packs/core");
         let core = env.skills.path().join("core");
         std::fs::create_dir(&core).unwrap();

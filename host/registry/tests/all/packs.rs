@@ -1,4 +1,4 @@
-//! Skill packs (seed 002 Appendix D): a folder with pack.toml whose `*.skill.md`,
+//! Skill packs: a folder with pack.toml whose `*.skill.md`,
 //! `*.skill.yaml` and `*.skill.yml` files load as instruction-only skills named
 //! `<pack>--<slug>`, each file on its own (a broken one is listed with its rule), hot
 //! reloaded with the folder.
@@ -10,7 +10,7 @@ use skillhost_registry::{INSTRUCTIONS_RUNTIME, RegistryError, RegistryEvent, Rul
 
 use crate::{Env, call, replace_file, wait_for};
 
-/// The seed's two examples plus two broken files, copied into `parent/core`.
+/// Two example pack skills plus two broken files, copied into `parent/core`.
 fn core_pack(parent: &Path) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/packs/core");
     let dir = parent.join("core");
