@@ -20,7 +20,7 @@ fn csv_data(t: &fixtures::TestHost) {
 }
 
 async fn load(t: &fixtures::TestHost, guest: Guest) -> LoadedSkill {
-    let skill = t.host.load_path(&guest.folder(t.skills.path())).await.expect("bundled skill loads");
+    let skill = t.host.load_path_granted(&guest.folder(t.skills.path())).await.expect("bundled skill loads");
     assert!(
         skill.instructions.as_deref().is_some_and(|md| md.starts_with("---\nname: ")) || guest.dir.contains("minimal"),
         "bundled skills carry SKILL.md"

@@ -11,7 +11,7 @@ use skillhost::{CallError, LoadedSkill};
 use crate::{call, ok, test_host};
 
 async fn liar(t: &fixtures::TestHost) -> LoadedSkill {
-    t.host.load_path(&LIAR.folder(t.skills.path())).await.expect("the liar guest loads: its lies are in its outputs")
+    t.host.load_path_granted(&LIAR.folder(t.skills.path())).await.expect("the liar guest loads: its lies are in its outputs")
 }
 
 /// The control: the same schema, kept, passes untouched.

@@ -13,7 +13,7 @@ use crate::{ok, test_host};
 async fn setup() -> (TestHost, LoadedSkill) {
     let t = test_host();
     let dir = ESCAPE.folder(t.skills.path());
-    let skill = t.host.load_path(&dir).await.expect("escape guest loads");
+    let skill = t.host.load_path_granted(&dir).await.expect("escape guest loads");
     (t, skill)
 }
 
@@ -152,7 +152,7 @@ async fn a_file_without_a_grant_names_the_missing_grant_not_a_missing_file() {
     let manifest = ESCAPE.manifest();
     let without_files = &manifest[..manifest.find("[[capabilities.files]]").expect("the fixture asks for files")];
     std::fs::write(dir.join("skill.toml"), without_files).unwrap();
-    let skill = t.host.load_path(&dir).await.expect("escape loads without files");
+    let skill = t.host.load_path_granted(&dir).await.expect("escape loads without files");
     let data = t.data_dir("escape");
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("note.txt"), "here all along").unwrap();

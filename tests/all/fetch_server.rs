@@ -141,7 +141,12 @@ async fn mcp_server_fetch_runs_readability_under_node_in_512_mib() {
         )
         .unwrap();
         let host = &host;
-        async move { tokio::time::timeout(HANG_GUARD, host.load_path(&dir)).await.expect("load hung").unwrap_or_else(|e| panic!("{name}: {e}")) }
+        async move {
+            tokio::time::timeout(HANG_GUARD, host.load_path_granted(&dir))
+                .await
+                .expect("load hung")
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+        }
     };
     let skill = load("fetch-server", "command = \"mcp-server-fetch\"\nargs = [\"--ignore-robots-txt\", \"--allow-private-ips\"]").await;
     assert_eq!(skill.runtime, "bwrap");

@@ -64,7 +64,7 @@ fn drawing() -> Value {
 async fn a_bare_component_is_a_skill_named_after_its_file() {
     let t = test_host();
     let file = bare(t.skills.path(), "calc");
-    let loaded = t.host.load_path(&file).await.unwrap();
+    let loaded = t.host.load_path_granted(&file).await.unwrap();
     assert_eq!(loaded.manifest.name.as_str(), "calc");
     assert_eq!(loaded.manifest.description, "component exports add, greet, test:generic/shapes@0.1.0, math, stress, math-add");
     assert!(loaded.skill.grant().dirs.is_empty() && loaded.skill.grant().network.is_empty(), "a bare component holds nothing");
@@ -112,7 +112,7 @@ async fn a_bare_component_is_a_skill_named_after_its_file() {
 #[tokio::test]
 async fn every_type_round_trips() {
     let t = test_host();
-    let loaded = t.host.load_path(&bare(t.skills.path(), "calc")).await.unwrap();
+    let loaded = t.host.load_path_granted(&bare(t.skills.path(), "calc")).await.unwrap();
     let full = drawing();
     assert_eq!(ok(&loaded, "shapes-echo", json!({"drawing": full})).await, full);
 
@@ -156,7 +156,7 @@ async fn every_type_round_trips() {
 #[tokio::test]
 async fn a_wrong_input_names_the_field_and_the_expected_type() {
     let t = test_host();
-    let loaded = t.host.load_path(&bare(t.skills.path(), "calc")).await.unwrap();
+    let loaded = t.host.load_path_granted(&bare(t.skills.path(), "calc")).await.unwrap();
     let invalid = async |tool: &str, input: Value| match call(&loaded, tool, input).await {
         Err(CallError::InvalidInput { message, .. }) => message,
         other => panic!("expected invalid input, got {other:?}"),
@@ -191,7 +191,7 @@ async fn a_wrong_input_names_the_field_and_the_expected_type() {
 #[tokio::test]
 async fn an_err_result_is_a_tool_error() {
     let t = test_host();
-    let loaded = t.host.load_path(&bare(t.skills.path(), "calc")).await.unwrap();
+    let loaded = t.host.load_path_granted(&bare(t.skills.path(), "calc")).await.unwrap();
     match call(&loaded, "shapes-divide", json!({"a": 1, "b": 0})).await {
         Err(CallError::Failed { message, .. }) => assert_eq!(message, "cannot divide 1 by zero"),
         other => panic!("expected a tool error, got {other:?}"),
@@ -235,7 +235,7 @@ const TOOLCHAIN_HOOK: &str = "is componentize-py's own initialisation hook, whic
 #[tokio::test]
 async fn a_toolchains_own_exports_are_not_tools() {
     let t = test_host();
-    let loaded = t.host.load_path(&bare(t.skills.path(), "calc")).await.unwrap();
+    let loaded = t.host.load_path_granted(&bare(t.skills.path(), "calc")).await.unwrap();
     let names: Vec<&str> = loaded.skill.tools().iter().map(|t| t.name.as_str()).collect();
     assert!(!names.iter().any(|n| n.contains("init")), "{names:?}");
     assert!(
@@ -255,7 +255,7 @@ async fn doc_comments_describe_the_tools_when_the_component_carries_them() {
     let bytes = std::fs::read(GENERIC.wasm).unwrap();
     let file = t.skills.path().join("documented.wasm");
     std::fs::write(&file, package::embed(&bytes, &[(package::DOCS_SECTION, &docs)]).unwrap()).unwrap();
-    let loaded = t.host.load_path(&file).await.unwrap();
+    let loaded = t.host.load_path_granted(&file).await.unwrap();
     let description = |name: &str| loaded.skill.tools().iter().find(|t| t.name == name).unwrap().description.clone();
     assert_eq!(description("shapes-area"), "The area of a shape, in square units.");
     assert_eq!(description("add"), "Adds two numbers.");
@@ -267,7 +267,7 @@ async fn doc_comments_describe_the_tools_when_the_component_carries_them() {
 #[tokio::test]
 async fn without_a_network_grant_it_cannot_reach_the_network() {
     let t = test_host();
-    let loaded = t.host.load_path(&bare(t.skills.path(), "calc")).await.unwrap();
+    let loaded = t.host.load_path_granted(&bare(t.skills.path(), "calc")).await.unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     match call(&loaded, "shapes-connect", json!({"port": port})).await {
@@ -285,7 +285,7 @@ async fn a_wasi_command_is_not_a_generic_skill() {
     let t = test_host();
     let file = t.skills.path().join("cli-tool.wasm");
     std::fs::copy(fixtures::NOT_A_SKILL.wasm, &file).unwrap();
-    let err = load_error(t.host.load_path(&file).await);
+    let err = load_error(t.host.load_path_granted(&file).await);
     assert!(
         err.contains("exports neither `skillhost:skill/guest@0.1.0` nor any function skillhost can call as a tool (`wasi:cli/run@"),
         "{err}"
@@ -325,7 +325,7 @@ async fn an_import_skillhost_does_not_provide_is_named() {
     let t = test_host();
     let file = t.skills.path().join("app.wasm");
     std::fs::copy(fixtures::FOREIGN_IMPORT.wasm, &file).unwrap();
-    let err = load_error(t.host.load_path(&file).await);
+    let err = load_error(t.host.load_path_granted(&file).await);
     assert_eq!(
         err,
         "skill `app` could not be loaded: component imports `test:foreign/clock@0.1.0`, which skillhost does not provide (it provides WASI 0.2 and `skillhost:skill/host`)"
@@ -336,7 +336,7 @@ async fn an_import_skillhost_does_not_provide_is_named() {
 async fn the_skill_limits_apply() {
     let t = test_host();
     let dir = folder(t.skills.path(), "calc", "\n[limits]\ntimeout = \"300ms\"\nmemory = \"32MiB\"\n");
-    let loaded = t.host.load_path(&dir).await.unwrap();
+    let loaded = t.host.load_path_granted(&dir).await.unwrap();
     let err = call(&loaded, "stress-spin", json!({})).await.unwrap_err();
     assert!(matches!(err, CallError::Timeout { .. }), "{err:?}");
     assert_eq!(ok(&loaded, "stress-allocate", json!({"mebibytes": 4})).await, json!(4));

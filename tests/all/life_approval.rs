@@ -1,10 +1,13 @@
 //! Lifecycle attacks before approval and across layers: what a skill's code can do while
 //! no human has approved it (its tools are listed at every load), whether a grant follows
 //! a link someone planted in a data dir (at load, or swapped in between two calls), and
-//! whether a skill that shadows another by name inherits its data or its approval.
+//! whether a skill that shadows another by name inherits its data or its approval, and
+//! what a skill loaded by its path (`skillhost call ./dir`, an embedder's
+//! `Host::load_path`) runs with.
 //!
-//! Every test goes through the registry, as `skillhost list`, `serve` and `call` do, with
-//! real bubblewrap and FastMCP servers or wasm guests built from source.
+//! The tests go through the registry, as `skillhost list`, `serve` and `call` do, or
+//! through `Host::load_path`, with real bubblewrap and FastMCP servers or wasm guests
+//! built from source.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -222,8 +225,70 @@ async fn a_skill_shadowing_another_by_name_gets_none_of_its_data() {
     let entry = registry.entry("notes").unwrap();
     assert!(entry.error.is_none(), "{:?}", entry.error);
     assert_eq!(entry.origin, env.workspace.path().join("notes"), "the workspace copy shadows the user's");
+    // Reading a data dir needs a human's confirmation; even approved, the shadowing skill
+    // reads only its own.
+    assert_eq!(entry.state, TrustState::PendingReview, "a skill reading its data dir waits for a human");
+    approve(&registry, "notes").await;
     let result = call(&registry, "notes", "read_file", json!({"path": "/data/token.txt"})).await;
     let text = format!("{result:?}");
     assert!(!text.contains(SECRET), "a skill shadowing another by name read its data: {text}");
     assert_eq!(std::fs::read_to_string(env.user_data("notes").join("token.txt")).unwrap(), SECRET);
+}
+
+/// Attack: a skill folder in a cloned repository asks for the host's secret (as an
+/// environment variable), the network (a listener on 127.0.0.1) and its data dir; a
+/// developer tries it by its path (`skillhost call ./dir`, `Host::load_path`).
+/// Expected: code loaded by its path is not approved, so it runs under the probe grant: no
+/// secret, no network, a scratch `/data`; only `Host::load_path_granted` (`call --grant`),
+/// the caller's own approval, gives it what it asks for.
+/// Checked: its environment holds no secret, the listener received nothing, it cannot read
+/// the file in its data dir and leaves nothing there; then, granted, the same skill gets the
+/// secret and reaches the listener (so the test sees a leak when there is one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_loaded_by_its_path_gets_nothing_it_asks_for_until_granted() {
+    let env = Env::new();
+    env.host.secrets().set("api", SECRET).unwrap();
+    let listener = fixtures::TestServer::start();
+    let asks = format!(
+        "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n[network]\nallow = [\"http://127.0.0.1:{}\"]\n\
+         [[server.secrets]]\nname = \"api\"\nenv = \"API_KEY\"\n",
+        listener.port()
+    );
+    let cloned = tempfile::tempdir().unwrap();
+    let dir = server_skill(cloned.path(), "cloned", &asks, "");
+    let data = env.host.policy().data_dir(&Host::dev_data_key(&skillhost::SkillName::new("cloned").unwrap()));
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("token.txt"), "stored by an earlier granted run").unwrap();
+    let url = format!("http://127.0.0.1:{}/home", listener.port());
+
+    let run = async |granted: bool| -> (Value, Value, Value, Value) {
+        let loaded = if granted { env.host.load_path_granted(&dir).await } else { env.host.load_path(&dir).await };
+        let loaded = loaded.expect("the skill loads");
+        let call = async |tool: &str, input: Value| -> Value {
+            let out = tokio::time::timeout(HANG_GUARD, env.host.call(loaded.manifest.name.as_str(), tool, input, Default::default()))
+                .await
+                .expect("the call hung");
+            out.map(|o| o.value).unwrap_or_else(|e| json!({"error": e.to_string()}))
+        };
+        (
+            call("environment", json!({})).await,
+            call("fetch", json!({"url": url})).await,
+            call("read_file", json!({"path": "/data/token.txt"})).await,
+            call("write_file", json!({"path": "/data/left.txt", "text": "left behind"})).await,
+        )
+    };
+
+    let (environment, fetched, read, wrote) = run(false).await;
+    assert!(environment["env"].get("API_KEY").is_none(), "code loaded by its path got the host's secret: {environment}");
+    let received: Vec<String> = listener.received().iter().map(|r| r.target.clone()).collect();
+    assert!(received.is_empty(), "code loaded by its path reached the network: the listener received {received:?} ({fetched})");
+    assert_ne!(read["ok"], json!(true), "code loaded by its path read its data dir: {read}");
+    assert_eq!(wrote["ok"], json!(true), "the probe's scratch /data is writable: {wrote}");
+    assert!(!data.join("left.txt").exists(), "code loaded by its path wrote into its data dir");
+
+    let (environment, fetched, read, _) = run(true).await;
+    assert_eq!(environment["env"]["API_KEY"], json!(SECRET), "granted, it gets its secret: {environment}");
+    assert_eq!(fetched["ok"], json!(true), "granted, it reaches the listener: {fetched}");
+    assert_eq!(listener.received().len(), 1);
+    assert_eq!(read["value"], json!("stored by an earlier granted run"), "granted, it reads its own data dir: {read}");
 }

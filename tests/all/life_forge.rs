@@ -8,6 +8,9 @@
 //! - Host-written files: a Rust skill whose build script replaces everything it can reach
 //!   under `/build` with links to a canary directory outside; the next attempt must not
 //!   write through them.
+//! - Updates: an agent's `skill_update` of a skill a human approved, asking only to read
+//!   the data the approved version stored, waits for a human instead of being approved
+//!   automatically.
 //! - Caps: concurrent builds beyond the cap, and attempts across many names in a window,
 //!   are refused with errors naming the cap.
 //!
@@ -367,4 +370,67 @@ async fn attempts_across_names_are_capped_per_window() {
         text.contains("max_attempts_per_window"),
         "the 61st submission in an hour, under a new name, was not refused by the window cap: {text}"
     );
+}
+
+const NOTES_TOML: &str = "name = \"notes\"\nversion = \"0.1.0\"\ndescription = \"Keeps a note (test fixture)\"\n\
+    [server]\ncommand = \"python\"\nargs = [\"server.py\"]\n[[capabilities.files]]\npath = \".\"\nmode = \"MODE\"\n";
+
+const NOTES_SERVER: &str = r#"from fastmcp import FastMCP
+
+mcp = FastMCP("notes")
+
+
+@mcp.tool()
+def remember(text: str) -> str:
+    """Keep a note in the data dir."""
+    with open("/data/note.txt", "w") as f:
+        f.write(text)
+    return "kept"
+
+
+@mcp.tool()
+def recall() -> str:
+    """The note kept in the data dir."""
+    with open("/data/note.txt") as f:
+        return f.read()
+
+
+if __name__ == "__main__":
+    mcp.run()
+"#;
+
+/// Attack: a human approved the forge-made skill `notes`, which keeps what the user tells
+/// it in its data dir (read-write). The agent then sends `skill_update` with a manifest
+/// asking only to read that data dir: read-only requests used to be approved automatically.
+/// Expected: data a skill stored never reaches code no human looked at: the update waits
+/// for a human's approval.
+/// Checked: after the update the skill needs re-approval and a call to read the note is
+/// refused; the note's text reaches no caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_update_reading_stored_data_waits_for_a_human() {
+    let env = ForgeHost::new().await;
+    let rw = NOTES_TOML.replace("MODE", "rw");
+    let forged = env.create(submission("notes", Language::Python, &[("skill.toml", &rw), ("server.py", NOTES_SERVER)])).await;
+    let forged = forged.unwrap_or_else(|e| panic!("the first version installs for review: {e}"));
+    assert_eq!(forged.state, skillhost::TrustState::PendingReview);
+    let request = env.registry.approval_request("notes").unwrap();
+    env.registry.approve("notes", &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
+    let call = async |tool: &str, input: serde_json::Value| {
+        tokio::time::timeout(FORGE_GUARD, env.registry.call("notes", tool, input, Default::default())).await.expect("the call hung")
+    };
+    call("remember", serde_json::json!({"text": SECRET})).await.expect("the approved version keeps the note");
+
+    let ro = NOTES_TOML.replace("MODE", "ro");
+    let files: BTreeMap<String, String> = [("skill.toml".to_owned(), ro)].into();
+    let updated = tokio::time::timeout(FORGE_GUARD, env.forge.update("notes", files, quiet())).await.expect("the forge hung");
+    let text = report(&updated);
+    let recalled = match call("recall", serde_json::json!({})).await {
+        Ok(out) => format!("answered {}", out.value),
+        Err(error) => error.to_string(),
+    };
+    assert!(!recalled.contains(SECRET), "an agent's update read the data a human-approved version stored: {recalled} ({text})");
+    let updated = updated.unwrap_or_else(|e| panic!("the update installs for review: {e}"));
+    assert_ne!(updated.state, skillhost::TrustState::Approved, "{text}");
+    assert_eq!(env.registry.entry("notes").unwrap().state, skillhost::TrustState::NeedsReapproval);
+    assert!(recalled.contains("skillhost approve notes"), "the refusal says how to approve it: {recalled}");
 }

@@ -48,7 +48,10 @@ impl LimitsHost {
         std::fs::write(dir.join("skill.toml"), manifest.replace("name = \"limits-probe\"", &format!("name = \"{name}\""))).unwrap();
         let renamed = self.skills.path().join(name);
         std::fs::rename(&dir, &renamed).unwrap();
-        tokio::time::timeout(HANG_GUARD, self.host.load_path(&renamed)).await.expect("load hung").unwrap_or_else(|e| panic!("{name}: {e}"))
+        tokio::time::timeout(HANG_GUARD, self.host.load_path_granted(&renamed))
+            .await
+            .expect("load hung")
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
     /// The runtime's isolation layer `name`: (available, detail, fix).

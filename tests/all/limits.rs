@@ -11,7 +11,7 @@ use skillhost::{CallContext, CallError, LoadedSkill, Progress};
 use crate::{call, call_with, ok, recording_progress, test_host};
 
 async fn limits_skill(t: &fixtures::TestHost) -> LoadedSkill {
-    t.host.load_path(&LIMITS.folder(t.skills.path())).await.expect("limits guest loads")
+    t.host.load_path_granted(&LIMITS.folder(t.skills.path())).await.expect("limits guest loads")
 }
 
 /// The host still answers after a limit was hit.
@@ -85,7 +85,7 @@ async fn huge_output_hits_the_output_cap() {
 async fn every_skill_still_serves_after_limits() {
     let t = test_host();
     let limits = limits_skill(&t).await;
-    let escape = t.host.load_path(&fixtures::ESCAPE.folder(t.skills.path())).await.unwrap();
+    let escape = t.host.load_path_granted(&fixtures::ESCAPE.folder(t.skills.path())).await.unwrap();
     let cx = CallContext { timeout: Some(Duration::from_millis(200)), ..CallContext::default() };
     let (a, b) = tokio::join!(call_with(&limits, "spin", json!({}), cx.clone()), call(&limits, "alloc", json!({"mib": 1024})),);
     assert!(a.is_err() && b.is_err());

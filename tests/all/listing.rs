@@ -150,7 +150,7 @@ async fn a_component_whose_tools_are_in_its_wit_compiles_at_its_first_call() {
     let env = fixtures::TestHost::with_config(skillhost::WasmConfig::default());
     let file = env.skills.path().join("calc.wasm");
     std::fs::copy(GENERIC.wasm, &file).unwrap();
-    let loaded = env.host.load_path(&file).await.unwrap();
+    let loaded = env.host.load_path_granted(&file).await.unwrap();
     assert_eq!(loaded.cache, CacheOutcome::Deferred);
     assert!(loaded.manifest.name.as_str() == "calc" && !loaded.skill.tools().is_empty());
     assert_eq!(env.host.cache_stats().compiled, 0, "loading a component whose tools are in its WIT compiled it");
@@ -168,7 +168,7 @@ async fn a_component_that_cannot_link_is_refused_without_compiling() {
     std::fs::copy(NET.wasm, dir.join("skill.wasm")).unwrap();
     std::fs::write(dir.join("skill.toml"), "name = \"net\"\nversion = \"0.1.0\"\ndescription = \"fetches (test fixture)\"\n").unwrap();
     let before = env.host.cache_stats();
-    let message = load_error(env.host.load_path(&dir).await);
+    let message = load_error(env.host.load_path_granted(&dir).await);
     assert!(message.contains("[network]"), "{message}");
     let after = env.host.cache_stats();
     assert_eq!((after.compiled, after.hits), (before.compiled, before.hits), "refusing it compiled or read it");

@@ -12,7 +12,7 @@ async fn truncated_wasm() {
     let file = LIMITS.packaged(t.skills.path());
     let bytes = std::fs::read(&file).unwrap();
     std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
-    let err = load_error(t.host.load_path(&file).await);
+    let err = load_error(t.host.load_path_granted(&file).await);
     assert!(err.starts_with(&format!("{}: not a valid WebAssembly component", file.display())), "{err}");
     assert!(err.ends_with("rebuild it with `skillhost build`"), "{err}");
 
@@ -21,7 +21,7 @@ async fn truncated_wasm() {
     let wasm = dir.join("skill.wasm");
     let bytes = std::fs::read(&wasm).unwrap();
     std::fs::write(&wasm, &bytes[..bytes.len() - 100]).unwrap();
-    let err = load_error(t.host.load_path(&dir).await);
+    let err = load_error(t.host.load_path_granted(&dir).await);
     assert!(err.starts_with(&format!("{}: not a valid WebAssembly component", wasm.display())), "{err}");
 }
 
@@ -30,10 +30,10 @@ async fn core_module_and_garbage() {
     let t = test_host();
     let dir = LIMITS.folder(t.skills.path());
     std::fs::write(dir.join("skill.wasm"), b"\0asm\x01\0\0\0").unwrap();
-    let err = load_error(t.host.load_path(&dir).await);
+    let err = load_error(t.host.load_path_granted(&dir).await);
     assert!(err.contains("it is a core module, not a component"), "{err}");
     std::fs::write(dir.join("skill.wasm"), b"#!/bin/sh\necho hi\n").unwrap();
-    let err = load_error(t.host.load_path(&dir).await);
+    let err = load_error(t.host.load_path_granted(&dir).await);
     assert!(err.contains("does not start with the WebAssembly magic number"), "{err}");
 }
 
@@ -44,7 +44,7 @@ async fn component_of_another_world() {
     std::fs::create_dir(&dir).unwrap();
     std::fs::copy(NOT_A_SKILL.wasm, dir.join("skill.wasm")).unwrap();
     std::fs::write(dir.join("skill.toml"), "name = \"cli-tool\"\nversion = \"1.0.0\"\ndescription = \"a command, not a skill\"\n").unwrap();
-    let err = load_error(t.host.load_path(&dir).await);
+    let err = load_error(t.host.load_path_granted(&dir).await);
     let wasm = dir.join("skill.wasm");
     assert!(err.starts_with(&format!("{}: not a skillhost skill: ", wasm.display())), "{err}");
     assert!(err.contains("skillhost:skill/guest@0.1.0"), "names the missing export: {err}");
@@ -59,13 +59,13 @@ async fn manifest_with_unknown_field_or_bad_name() {
     let good = std::fs::read_to_string(&manifest).unwrap();
 
     std::fs::write(&manifest, format!("{good}\nfavourite_colour = \"blue\"\n")).unwrap();
-    let err = load_error(t.host.load_path(&dir).await);
+    let err = load_error(t.host.load_path_granted(&dir).await);
     assert!(err.starts_with(&format!("{}:", manifest.display())), "names the file: {err}");
     assert!(err.contains("unknown field `favourite_colour`"), "{err}");
     assert!(err.contains("remove it or correct its spelling"), "says the fix: {err}");
 
     std::fs::write(&manifest, good.replace("name = \"limits\"", "name = \"Limits_Fixture\"")).unwrap();
-    let err = load_error(t.host.load_path(&dir).await);
+    let err = load_error(t.host.load_path_granted(&dir).await);
     assert!(err.starts_with(&format!("{}:2:8: invalid skill name `Limits_Fixture`", manifest.display())), "names file and line: {err}");
     assert!(err.contains("use lowercase letters, digits and inner hyphens"), "{err}");
 
@@ -74,7 +74,7 @@ async fn manifest_with_unknown_field_or_bad_name() {
     let bytes = std::fs::read(LIMITS.wasm).unwrap();
     let bad = skillhost::package::embed(&bytes, &[(skillhost::package::MANIFEST_SECTION, b"name = \"x\"\n")]).unwrap();
     std::fs::write(&file, bad).unwrap();
-    let err = load_error(t.host.load_path(&file).await);
+    let err = load_error(t.host.load_path_granted(&file).await);
     assert!(err.starts_with(&format!("{}#skill.toml:", file.display())), "{err}");
 }
 
@@ -83,12 +83,12 @@ async fn wasm_without_a_manifest_and_folder_without_a_build() {
     let t = test_host();
     let file = t.skills.path().join("bare.wasm");
     std::fs::copy(LIMITS.wasm, &file).unwrap();
-    let err = load_error(t.host.load_path(&file).await);
+    let err = load_error(t.host.load_path_granted(&file).await);
     assert!(err.contains("no embedded skill.toml; build it with `skillhost build`"), "{err}");
 
     let dir = LIMITS.folder(t.skills.path());
     std::fs::remove_file(dir.join("skill.wasm")).unwrap();
-    let err = load_error(t.host.load_path(&dir).await);
+    let err = load_error(t.host.load_path_granted(&dir).await);
     assert_eq!(err, format!("{}: no skill.wasm; build it with `skillhost build {}`", dir.display(), dir.display()));
 }
 
@@ -99,7 +99,7 @@ async fn limits_above_the_host_maximum() {
     let manifest = dir.join("skill.toml");
     let text = std::fs::read_to_string(&manifest).unwrap().replace("memory = \"512MiB\"", "memory = \"8GiB\"");
     std::fs::write(&manifest, text).unwrap();
-    let err = load_error(t.host.load_path(&dir).await);
+    let err = load_error(t.host.load_path_granted(&dir).await);
     assert_eq!(
         err,
         "skill `limits` asks for memory = 8 GiB, above the host maximum of 1 GiB; lower `[limits] memory` in its skill.toml or raise the host maximum"

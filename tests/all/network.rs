@@ -59,7 +59,7 @@ fn host_with(resolver: Arc<TestResolver>, tune: impl FnOnce(&mut NetConfig)) -> 
 
 async fn net_skill(t: &TestHost, network: &str) -> LoadedSkill {
     let dir = NET.folder_with(t.skills.path(), network);
-    t.host.load_path(&dir).await.expect("net guest loads")
+    t.host.load_path_granted(&dir).await.expect("net guest loads")
 }
 
 async fn fetch(skill: &LoadedSkill, url: &str) -> Value {
@@ -328,7 +328,7 @@ async fn a_bound_secret_reaches_only_its_host_and_never_the_guest() {
 #[tokio::test]
 async fn http_is_not_linked_without_a_network_grant() {
     let t = host_with(TestResolver::with(&[]), |_| {});
-    let err = load_error(t.host.load_path(&NET.folder(t.skills.path())).await);
+    let err = load_error(t.host.load_path_granted(&NET.folder(t.skills.path())).await);
     assert!(err.contains("imports wasi:http but its skill.toml has no `[network]` section"), "{err}");
 }
 
@@ -343,7 +343,7 @@ async fn the_uptime_skill_checks_an_allowed_site_and_is_refused_elsewhere() {
     let end = start + manifest[start..].find(']').unwrap() + 1;
     let local = format!("{}allow = [\"http://127.0.0.1:{port}\"]{}", &manifest[..start], &manifest[end..]);
     std::fs::write(dir.join("skill.toml"), local).unwrap();
-    let skill = t.host.load_path(&dir).await.unwrap();
+    let skill = t.host.load_path_granted(&dir).await.unwrap();
     let out = ok(&skill, "check", json!({"url": format!("http://127.0.0.1:{port}/ok")})).await;
     assert_eq!((out["up"].clone(), out["status"].clone(), out["body_bytes"].clone()), (json!(true), json!(200), json!(1024)), "{out}");
     let err = crate::call(&skill, "check", json!({"url": "https://example.com/"})).await.unwrap_err();
@@ -357,7 +357,7 @@ async fn the_uptime_skill_checks_an_allowed_site_and_is_refused_elsewhere() {
 #[tokio::test]
 async fn the_github_skill_binds_its_token_to_the_api_host_only() {
     let t = host_with(TestResolver::with(&[]), |_| {});
-    let skill = t.host.load_path(&fixtures::GITHUB.folder(t.skills.path())).await.unwrap();
+    let skill = t.host.load_path_granted(&fixtures::GITHUB.folder(t.skills.path())).await.unwrap();
     let grant = skill.skill.grant();
     assert_eq!(grant.secrets.len(), 1);
     assert_eq!(grant.secrets[0].hosts[0].text, "https://api.github.com");

@@ -30,7 +30,10 @@ impl SandboxHost {
     /// Load fixture `name` with `extra` appended to its skill.toml.
     async fn load(&self, name: &str, extra: &str) -> LoadedSkill {
         let dir = python::install(name, self.skills.path(), extra);
-        tokio::time::timeout(HANG_GUARD, self.host.load_path(&dir)).await.expect("load hung").unwrap_or_else(|e| panic!("{name}: {e}"))
+        tokio::time::timeout(HANG_GUARD, self.host.load_path_granted(&dir))
+            .await
+            .expect("load hung")
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 }
 
@@ -513,7 +516,7 @@ async fn the_bundled_site_check_skill_checks_a_local_server() {
     let server = TestServer::start();
     let env = SandboxHost::new();
     let dir = site_check(env.skills.path(), server.port());
-    let skill = tokio::time::timeout(HANG_GUARD, env.host.load_path(&dir)).await.unwrap().unwrap();
+    let skill = tokio::time::timeout(HANG_GUARD, env.host.load_path_granted(&dir)).await.unwrap().unwrap();
     let out = ok(&skill, "check_site", json!({"url": format!("http://127.0.0.1:{}/ok", server.port())})).await;
     assert_eq!((out["up"].clone(), out["status"].clone()), (json!(true), json!(200)), "{out}");
     let out = ok(&skill, "check_site", json!({"url": "https://example.org/"})).await;

@@ -35,13 +35,13 @@ fn load(c: &mut Criterion) {
 
     let cold = TestHost::with_config(WasmConfig::default());
     let dir = LIMITS.folder(cold.skills.path());
-    group.bench_function("cold", |b| b.iter(|| rt.block_on(cold.host.load_path(&dir)).unwrap()));
+    group.bench_function("cold", |b| b.iter(|| rt.block_on(cold.host.load_path_granted(&dir)).unwrap()));
 
     let cache = tempfile::tempdir().unwrap();
     let cached = TestHost::with_config(WasmConfig { cache_dir: Some(cache.path().to_owned()), ..WasmConfig::default() });
     let dir = LIMITS.folder(cached.skills.path());
-    rt.block_on(cached.host.load_path(&dir)).unwrap();
-    group.bench_function("cached", |b| b.iter(|| rt.block_on(cached.host.load_path(&dir)).unwrap()));
+    rt.block_on(cached.host.load_path_granted(&dir)).unwrap();
+    group.bench_function("cached", |b| b.iter(|| rt.block_on(cached.host.load_path_granted(&dir)).unwrap()));
     group.finish();
 }
 
@@ -50,7 +50,7 @@ fn call(c: &mut Criterion) {
     let mut group = c.benchmark_group("call");
 
     let t = TestHost::with_config(WasmConfig::default());
-    let loaded = rt.block_on(t.host.load_path(&LIMITS.folder(t.skills.path()))).unwrap();
+    let loaded = rt.block_on(t.host.load_path_granted(&LIMITS.folder(t.skills.path()))).unwrap();
     let input = json!({"value": {"n": 1}});
     group.bench_function("warm", |b| b.iter(|| rt.block_on(loaded.skill.call("echo", input.clone(), CallContext::default())).unwrap()));
 
@@ -58,7 +58,7 @@ fn call(c: &mut Criterion) {
     // component without following links, and preopens the open directory.
     let granted = TestHost::with_config(WasmConfig::default());
     let with_dir = LIMITS.folder_with(granted.skills.path(), "[[capabilities.files]]\npath = \"cache\"\nmode = \"ro\"\n");
-    let with_dir = rt.block_on(granted.host.load_path(&with_dir)).unwrap();
+    let with_dir = rt.block_on(granted.host.load_path_granted(&with_dir)).unwrap();
     group.bench_function("warm_with_granted_dir", |b| {
         b.iter(|| rt.block_on(with_dir.skill.call("echo", input.clone(), CallContext::default())).unwrap())
     });
@@ -68,7 +68,7 @@ fn call(c: &mut Criterion) {
     group.bench_function("compile_per_call", |b| {
         b.iter(|| {
             rt.block_on(async {
-                let fresh = t.host.load_path(&dir).await.unwrap();
+                let fresh = t.host.load_path_granted(&dir).await.unwrap();
                 fresh.skill.call("echo", input.clone(), CallContext::default()).await.unwrap()
             })
         })
@@ -84,7 +84,7 @@ fn egress(c: &mut Criterion) {
 
     let t = TestHost::with_config(WasmConfig::default());
     let network = format!("[network]\nallow = [\"http://127.0.0.1:{}\"]\n", server.port());
-    let loaded = rt.block_on(t.host.load_path(&fixtures::NET.folder_with(t.skills.path(), &network))).unwrap();
+    let loaded = rt.block_on(t.host.load_path_granted(&fixtures::NET.folder_with(t.skills.path(), &network))).unwrap();
     let input = json!({ "url": url });
     group.bench_function("gated", |b| {
         b.iter(|| {

@@ -208,13 +208,17 @@ Examples:
 
     /// Call one tool of a skill; its JSON output goes to stdout
     #[command(after_help = "SKILL is the name of an approved skill (see `skillhost list`), or a path to a .wasm
-file or skill folder, loaded directly for development without the trust store.
+file or skill folder, loaded directly for development without the trust store. Code
+loaded by its path is not approved: it runs under the probe grant (a fresh scratch
+/data, no network, no secrets, at most 10 s) unless you pass --grant, which gives it
+what its skill.toml asks for (files in DATA_DIR/skills/.dev/NAME) for this one call.
 Exit codes: 0 ok, 1 tool error, 2 usage (a bad --input), 3 limit hit, 4 not callable, load or host error.
 
 Examples:
   skillhost call text-tools text_stats --input '{\"text\": \"one two three\"}'
   echo '{\"path\": \"sales.csv\"}' | skillhost call csv-summary summarize --input -
-  skillhost call ./word-tools/skill.wasm hello --input '{\"name\": \"Ada\"}' --timeout 2s")]
+  skillhost call ./word-tools/skill.wasm hello --input '{\"name\": \"Ada\"}' --timeout 2s
+  skillhost call skills/csv-summary summarize --input '{\"path\": \"sales.csv\"}' --grant")]
     Call {
         /// Skill name, or path to a .wasm file or skill folder.
         skill: String,
@@ -226,6 +230,10 @@ Examples:
         /// Stop the call after this long, if shorter than the skill's own limit (e.g. 500ms, 2s).
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         timeout: Option<std::time::Duration>,
+        /// Give a skill loaded by its path what its skill.toml asks for (network, secrets,
+        /// its own data dir), approving it for this call; without it, the probe grant.
+        #[arg(long)]
+        grant: bool,
     },
 
     /// Show a skill's manifest, grant and tools with their schemas, and a component's WIT
@@ -799,12 +807,20 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             errln!("removed `{name}`");
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call { skill, tool, input, timeout } => {
+        Command::Call { skill, tool, input, timeout, grant } => {
             let host = host()?;
             let input = read_input(&input)?;
             let cx = CallContext { timeout, caller: "cli".into(), ..CallContext::default() };
             let out = if is_path(&skill) {
-                let loaded = host.load_path(Path::new(&skill)).await?;
+                let loaded = if grant {
+                    host.load_path_granted(Path::new(&skill)).await?
+                } else {
+                    let loaded = host.load_path(Path::new(&skill)).await?;
+                    if let Some(note) = output::probe_note(&loaded.manifest, &skill) {
+                        errln!("{note}");
+                    }
+                    loaded
+                };
                 host.call(loaded.manifest.name.as_str(), &tool, input, cx).await
             } else {
                 let registry = registry(&host).await?;

@@ -417,3 +417,21 @@ pub fn audit(records: &[skillhost::EgressRecord], json: bool) -> Result<()> {
     }
     Ok(())
 }
+
+/// What a skill loaded by its `path` goes without under the probe grant, and how to give
+/// it that; `None` when it asks for nothing the probe withholds.
+pub fn probe_note(manifest: &skillhost::SkillManifest, path: &str) -> Option<String> {
+    let mut asks: Vec<String> = manifest.probe_withholds().into_iter().collect();
+    if !manifest.files.is_empty() {
+        let files: Vec<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();
+        asks.push(format!("files of its data dir ({}; it gets an empty scratch /data instead)", files.join(", ")));
+    }
+    (!asks.is_empty()).then(|| {
+        format!(
+            "note: skill `{}` ({path}) is not approved, so it runs under the probe grant without what it asks for: {}; \
+             pass --grant to give it what its skill.toml asks for, or install it (`skillhost install {path}`) and approve it",
+            manifest.name,
+            asks.join(", ")
+        )
+    })
+}

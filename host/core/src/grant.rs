@@ -27,6 +27,8 @@ use crate::egress::{EgressPolicy, SecretBinding};
 use crate::limits::{ByteSize, Limits, fmt_duration};
 use crate::manifest::SkillManifest;
 use crate::name::SkillName;
+use crate::runtime::SkillCode;
+use crate::server::EnvSecret;
 
 /// How a granted directory may be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -134,6 +136,8 @@ pub struct Grant {
     pub network: EgressPolicy,
     /// Secrets the host adds to its requests.
     pub secrets: Vec<SecretBinding>,
+    /// Secrets a sandboxed server gets in its environment (`[[server.secrets]]`).
+    pub env_secrets: Vec<EnvSecret>,
 }
 
 /// Why a skill's request cannot be granted.
@@ -247,12 +251,13 @@ impl Grant {
         if !manifest.network.is_empty() && !policy.allow_network {
             return Err(GrantError::NetworkDenied { skill });
         }
-        Ok(Grant { skill, dirs, limits, network: manifest.network.clone(), secrets: manifest.secrets.clone() })
+        let env_secrets = manifest.server.as_ref().map_or_else(Vec::new, |s| s.secrets.clone());
+        Ok(Grant { skill, dirs, limits, network: manifest.network.clone(), secrets: manifest.secrets.clone(), env_secrets })
     }
 
     /// A grant with no capabilities and the given limits: pure computation only.
     pub fn pure(skill: SkillName, limits: Limits) -> Self {
-        Self { skill, dirs: Vec::new(), limits, network: EgressPolicy::default(), secrets: Vec::new() }
+        Self { skill, dirs: Vec::new(), limits, network: EgressPolicy::default(), secrets: Vec::new(), env_secrets: Vec::new() }
     }
 
     /// The grant code no human approved runs with (listing its tools at load, `skillhost
@@ -264,13 +269,33 @@ impl Grant {
         let mut limits = self.limits;
         limits.timeout = limits.timeout.min(PROBE_TIMEOUT);
         let scratch = DirGrant { host: scratch.to_owned(), root: scratch.to_owned(), guest: "/data".into(), mode: FileMode::ReadWrite };
-        Grant { skill: self.skill.clone(), dirs: vec![scratch], limits, network: EgressPolicy::default(), secrets: Vec::new() }
+        Grant {
+            skill: self.skill.clone(),
+            dirs: vec![scratch],
+            limits,
+            network: EgressPolicy::default(),
+            secrets: Vec::new(),
+            env_secrets: Vec::new(),
+        }
+    }
+
+    /// The [probe grant](Self::probe) for running `code`. A WebAssembly component that asks
+    /// for network keeps `wasi:http` linked so that it loads, and every origin this grant
+    /// allows is also denied (deny wins): the gate refuses each request, naming the rule. A
+    /// server's sandbox gets no network at all.
+    pub fn probe_for(&self, code: &SkillCode, scratch: &Path) -> Grant {
+        let mut probe = self.probe(scratch);
+        if matches!(code, SkillCode::Wasm { .. }) && !self.network.is_empty() {
+            let rules: Vec<_> = self.network.allow.iter().chain(&self.network.private).cloned().collect();
+            probe.network = EgressPolicy { allow: rules.clone(), deny: rules, private: Vec::new() };
+        }
+        probe
     }
 
     /// Whether this grant holds nothing beyond computation and one directory: no network,
     /// no secrets. True of every [probe grant](Self::probe).
     pub fn is_offline(&self) -> bool {
-        self.network.is_empty() && self.secrets.is_empty()
+        self.network.is_empty() && self.secrets.is_empty() && self.env_secrets.is_empty()
     }
 }
 

@@ -14,9 +14,12 @@ use crate::tool::ToolSpec;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RiskTier {
-    /// Pure computation and read-only files: approved automatically.
+    /// Pure computation, with no data of its own: approved automatically.
     Auto,
-    /// Reaches declared network hosts: a human confirms.
+    /// Reads files of its data dir, or reaches declared network hosts: a human confirms.
+    /// Data a skill stored is never handed to code no human looked at, whether that code
+    /// is a new version of the skill (an agent's forge update), a skill of the same name
+    /// after the first was removed, or a server whose tools were read at load.
     Confirm,
     /// Uses secrets, writes files or offers destructive tools: a human approves explicitly.
     Explicit,
@@ -28,7 +31,7 @@ impl RiskTier {
         let server_secrets = manifest.server.as_ref().is_some_and(|s| !s.secrets.is_empty());
         if !manifest.secrets.is_empty() || server_secrets || manifest.files.iter().any(|f| f.mode == FileMode::ReadWrite) {
             RiskTier::Explicit
-        } else if !manifest.network.is_empty() {
+        } else if !manifest.network.is_empty() || !manifest.files.is_empty() {
             RiskTier::Confirm
         } else {
             RiskTier::Auto
@@ -43,6 +46,27 @@ impl RiskTier {
 }
 
 impl SkillManifest {
+    /// What this skill asks for that a [probe grant](crate::Grant::probe) withholds and
+    /// no scratch dir stands in for, as a human reads it ("network (https://api.example.com)
+    /// and secrets (API_KEY)"); `None` when it asks for neither. Such a skill cannot be
+    /// tried meaningfully before a human approved it.
+    pub fn probe_withholds(&self) -> Option<String> {
+        let mut asks = Vec::new();
+        let network = &self.network;
+        if !network.is_empty() {
+            let origins: Vec<&str> = network.allow.iter().chain(&network.private).map(|r| r.text.as_str()).collect();
+            asks.push(format!("network ({})", origins.join(", ")));
+        }
+        let mut secrets: Vec<&str> = self.secrets.iter().map(|s| s.name.as_str()).collect();
+        if let Some(server) = &self.server {
+            secrets.extend(server.secrets.iter().map(|s| s.name.as_str()));
+        }
+        if !secrets.is_empty() {
+            asks.push(format!("secrets ({})", secrets.join(", ")));
+        }
+        (!asks.is_empty()).then(|| asks.join(" and "))
+    }
+
     /// A digest of everything the skill asks for. An approval is bound to it: a skill
     /// whose requests change (widened or narrowed) no longer matches its approval.
     pub fn capability_digest(&self) -> String {
@@ -77,7 +101,7 @@ mod tests {
         let ro = "[[capabilities.files]]\npath = \".\"\nmode = \"ro\"\n";
         let rw = "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n";
         assert_eq!(RiskTier::of(&manifest("")), RiskTier::Auto);
-        assert_eq!(RiskTier::of(&manifest(ro)), RiskTier::Auto);
+        assert_eq!(RiskTier::of(&manifest(ro)), RiskTier::Confirm);
         assert_eq!(RiskTier::of(&manifest(rw)), RiskTier::Explicit);
         let net = "[network]\nallow = [\"https://a.org\"]\n";
         assert_eq!(RiskTier::of(&manifest(net)), RiskTier::Confirm);

@@ -467,8 +467,9 @@ impl Forge {
         let scratch_root = self.config.dir.join("scratch");
         std::fs::create_dir_all(&scratch_root).map_err(io("cannot create a scratch dir"))?;
         let scratch = tempfile::tempdir_in(&scratch_root).map_err(io("cannot create a scratch dir"))?;
-        let grant = probe::grant(&manifest, scratch.path()).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
-        let after_approval = probe::needs_approval(&manifest);
+        let grant =
+            probe::grant(&manifest, &source.code, scratch.path()).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
+        let after_approval = manifest.probe_withholds();
         // pytest (and its handshake) only when there are tests: the load below starts the
         // server and lists its tools anyway.
         if submission.language == Language::Python && submission.files.contains_key("test_server.py") {
@@ -480,12 +481,7 @@ impl Forge {
             }
         }
         let skill = match &source.code {
-            SkillCode::Wasm { .. } => {
-                // A component importing wasi:http links only with a network grant: the
-                // gate is linked and refuses every request.
-                let grant = if manifest.network.is_empty() { grant } else { probe::refusing_network(grant, &manifest.network) };
-                self.probe.wasm().map_err(Outcome::Error)?.load(&source, grant).await
-            }
+            SkillCode::Wasm { .. } => self.probe.wasm().map_err(Outcome::Error)?.load(&source, grant).await,
             _ => self.probe.sandbox().map_err(Outcome::Error)?.load(&source, grant).await,
         };
         let skill = skill.map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;

@@ -17,45 +17,16 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use skillhost_core::egress::EgressPolicy;
-use skillhost_core::{DataKey, Grant, GrantError, Policy, SkillManifest};
+use skillhost_core::{DataKey, Grant, GrantError, Policy, SkillCode, SkillManifest};
 use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
 use skillhost_wasm::{WasmConfig, WasmRuntime};
 
 use crate::error::{Failure, ForgeError};
 
-/// The grant `manifest`'s code runs with before approval, over the empty dir `scratch`.
-pub(crate) fn grant(manifest: &SkillManifest, scratch: &Path) -> Result<Grant, GrantError> {
-    Ok(Grant::new(manifest, &Policy::new(scratch), &DataKey::named(&manifest.name))?.probe(scratch))
-}
-
-/// The probe grant a WebAssembly component that imports `wasi:http` is loaded with, so that
-/// its tools can be listed: `wasi:http` linked, every request refused (each allowed origin
-/// is also denied, and deny wins), no secrets.
-pub(crate) fn refusing_network(mut grant: Grant, asked: &EgressPolicy) -> Grant {
-    let rules: Vec<_> = asked.allow.iter().chain(&asked.private).cloned().collect();
-    grant.network = EgressPolicy { allow: rules.clone(), deny: rules, private: Vec::new() };
-    grant.secrets.clear();
-    grant
-}
-
-/// Why `manifest`'s `[[tests]]` run only after approval: what it asks for that no
-/// unapproved code gets. `None` when the forge can run them.
-pub(crate) fn needs_approval(manifest: &SkillManifest) -> Option<String> {
-    let mut asks = Vec::new();
-    let network = &manifest.network;
-    if !network.is_empty() {
-        let origins: Vec<&str> = network.allow.iter().chain(&network.private).map(|r| r.text.as_str()).collect();
-        asks.push(format!("network ({})", origins.join(", ")));
-    }
-    let mut secrets: Vec<&str> = manifest.secrets.iter().map(|s| s.name.as_str()).collect();
-    if let Some(server) = &manifest.server {
-        secrets.extend(server.secrets.iter().map(|s| s.name.as_str()));
-    }
-    if !secrets.is_empty() {
-        asks.push(format!("secrets ({})", secrets.join(", ")));
-    }
-    (!asks.is_empty()).then(|| asks.join(" and "))
+/// The grant `manifest`'s `code` runs with before approval, over the empty dir `scratch`
+/// ([`Grant::probe_for`]).
+pub(crate) fn grant(manifest: &SkillManifest, code: &SkillCode, scratch: &Path) -> Result<Grant, GrantError> {
+    Ok(Grant::new(manifest, &Policy::new(scratch), &DataKey::named(&manifest.name))?.probe_for(code, scratch))
 }
 
 /// The runtimes the forge runs unapproved code on, made on first use.

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use skillhost_core::{
-    Annotations, EnvSecret, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillManifest, SkillName, SkillRuntime,
+    Annotations, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillManifest, SkillName, SkillRuntime,
     SkillSource, ToolSpec,
 };
 use skillhost_egress::{EgressProxy, NetConfig, ProxyCalls, ProxyConfig, SkillEgress};
@@ -327,7 +327,6 @@ impl BwrapRuntime {
             skill_dir,
             command,
             args: server.args.iter().map(OsString::from).collect(),
-            secrets: server.secrets.clone(),
             idle_timeout: server.idle_timeout.unwrap_or(config.idle_timeout),
             start_timeout: config.start_timeout,
         };
@@ -416,7 +415,6 @@ pub(crate) struct Launch {
     skill_dir: PathBuf,
     command: OsString,
     args: Vec<OsString>,
-    secrets: Vec<EnvSecret>,
     pub(crate) idle_timeout: Duration,
     pub(crate) start_timeout: Duration,
 }
@@ -446,7 +444,7 @@ impl Launch {
         profile::write_etc(&etc_dir).map_err(|e| format!("cannot write its /etc: {e}"))?;
         let mut env = Vec::new();
         if full {
-            for secret in &self.secrets {
+            for secret in &grant.env_secrets {
                 let value = config
                     .secrets
                     .secret(&secret.name)

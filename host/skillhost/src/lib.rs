@@ -14,8 +14,11 @@
 //! ```
 //!
 //! Every skill runs holding only its [`Grant`]: what its manifest asks for, within the
-//! host's [`Policy`]. Nothing here knows which runtime runs a skill: it speaks to the
-//! [`Skill`] trait.
+//! host's [`Policy`], once someone approved it. A skill loaded directly by its path is not
+//! approved: [`Host::load_path`] runs it under a [probe grant](Grant::probe) (a scratch
+//! `/data`, no network, no secrets, a short deadline) and [`Host::load_path_granted`] is
+//! the caller's own approval of what it asks for. Nothing here knows which runtime runs a
+//! skill: it speaks to the [`Skill`] trait.
 
 pub mod audit;
 pub mod secrets;
@@ -105,6 +108,21 @@ pub struct LoadedSkill {
     /// Whether this load compiled the component or took it from the cache (always `Hit`
     /// for a server skill: nothing is compiled).
     pub cache: CacheOutcome,
+    /// What it was loaded with.
+    pub access: Access,
+    /// The scratch dir of a probe grant, removed with the last clone.
+    _scratch: Option<Arc<tempfile::TempDir>>,
+}
+
+/// What a skill loaded directly (not through the registry's trust store) runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// The [probe grant](Grant::probe): a fresh scratch dir at `/data`, no network (a
+    /// component's requests are refused by the gate), no secrets, the deadline cut to
+    /// [`PROBE_TIMEOUT`](skillhost_core::PROBE_TIMEOUT). What code nobody approved gets.
+    Probe,
+    /// Everything its skill.toml asks for, within the host's policy: the caller approves it.
+    Granted,
 }
 
 /// Builds a [`Host`].
@@ -310,26 +328,50 @@ impl Host {
     }
 
     /// Load the skill at `path` (a `.wasm` file or a skill folder, with a component or a
-    /// `[server]`).
+    /// `[server]`) as code nobody approved: under a [probe grant](Access::Probe), whatever
+    /// it asks for.
     pub async fn load_path(&self, path: &Path) -> Result<LoadedSkill, HostError> {
+        self.load_source(Self::read_path(path)?, Access::Probe).await
+    }
+
+    /// Load the skill at `path` with everything its skill.toml asks for (network, secrets,
+    /// files in its own data dir, [`Host::dev_data_key`]): the caller approves it, as a
+    /// human at a terminal does with `skillhost call --grant`, or an editor after showing
+    /// the requests in its own UI.
+    pub async fn load_path_granted(&self, path: &Path) -> Result<LoadedSkill, HostError> {
+        self.load_source(Self::read_path(path)?, Access::Granted).await
+    }
+
+    fn read_path(path: &Path) -> Result<SkillSource, HostError> {
         let manifest = path.join("skill.toml");
         let is_server =
             path.is_dir() && manifest.is_file() && SkillManifest::from_file(&manifest).map_err(LoadError::from)?.server.is_some();
-        let source = if is_server { skillhost_sandbox::read_source(path)? } else { package::read_source(path)? };
-        self.load_source(source).await
+        Ok(if is_server { skillhost_sandbox::read_source(path)? } else { package::read_source(path)? })
     }
 
-    /// Load a skill from its source, under the host's policy. A skill loaded directly (not
-    /// through the registry) has data of its own, `<data_root>/.dev/<name>`
+    /// Load a skill from its source, under the host's policy, with `access`. A skill loaded
+    /// directly (not through the registry) has data of its own, `<data_root>/.dev/<name>`
     /// ([`Host::dev_data_key`]), never that of an installed skill of the same name.
-    pub async fn load_source(&self, source: SkillSource) -> Result<LoadedSkill, HostError> {
+    pub async fn load_source(&self, source: SkillSource, access: Access) -> Result<LoadedSkill, HostError> {
         let name = source.manifest.name.clone();
         if let Some(existing) = self.read().get(&name)
             && existing.origin != source.origin
         {
             return Err(HostError::Duplicate { name, path: source.origin, existing: existing.origin.clone() });
         }
-        let grant = Grant::new(&source.manifest, &self.policy, &Self::dev_data_key(&name)).map_err(LoadError::from)?;
+        let asked = Grant::new(&source.manifest, &self.policy, &Self::dev_data_key(&name)).map_err(LoadError::from)?;
+        let (grant, scratch) = match access {
+            Access::Granted => (asked, None),
+            Access::Probe => {
+                let root = self.data_dir.join("scratch");
+                let scratch = std::fs::create_dir_all(&root)
+                    .and_then(|()| tempfile::Builder::new().prefix(&format!("{name}-")).tempdir_in(&root))
+                    .map_err(|e| {
+                        HostError::Setup(format!("skill `{name}`: cannot create its probe scratch dir in {}: {e}", root.display()))
+                    })?;
+                (asked.probe_for(&source.code, scratch.path()), Some(Arc::new(scratch)))
+            }
+        };
         let (skill, cache): (Arc<dyn Skill>, _) = match &source.code {
             SkillCode::Wasm { .. } => {
                 let skill = self.runtime.load_wasm(&source, grant).await?;
@@ -345,6 +387,8 @@ impl Host {
             manifest: source.manifest,
             origin: source.origin,
             instructions: source.instructions,
+            access,
+            _scratch: scratch,
         };
         self.write().insert(name, loaded.clone());
         Ok(loaded)

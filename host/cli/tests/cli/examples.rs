@@ -120,10 +120,17 @@ fn run_all(world: &World, examples: &[(String, String)]) -> Vec<String> {
 #[test]
 fn every_help_example_runs() {
     let world = World::new();
-    // What the examples take for granted: csv-summary's data dir holds sales.csv, as the
-    // README tour puts it there.
+    // What the examples take for granted: csv-summary's data dir holds sales.csv and a
+    // human approved it, as the README tour does; loaded by its path (`call --grant`), its
+    // data dir is `DATA_DIR/skills/.dev/csv-summary`, which holds sales.csv too.
     let data = "data=$(skillhost show csv-summary --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"data_dir\"])')";
-    world.run(&format!("{data}\nmkdir -p \"$data\" && cp examples/sales.csv \"$data/\"")).expect("sales.csv in csv-summary's data dir");
+    let dev = "dev=\"$SKILLHOST_DATA_DIR/skills/.dev/csv-summary\"";
+    world
+        .run(&format!(
+            "{data}\n{dev}\nmkdir -p \"$data\" \"$dev\" && cp examples/sales.csv \"$data/\" && cp examples/sales.csv \"$dev/\"\n\
+             skillhost approve csv-summary --yes"
+        ))
+        .expect("sales.csv in csv-summary's data dirs, csv-summary approved");
     let mut examples = Vec::new();
     collect_help_examples(&[], &mut examples);
     assert!(examples.len() > 40, "the help pages have examples: {examples:?}");
