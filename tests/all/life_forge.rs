@@ -11,6 +11,8 @@
 //! - Updates: an agent's `skill_update` of a skill a human approved, asking only to read
 //!   the data the approved version stored, waits for a human instead of being approved
 //!   automatically.
+//! - Process limits: on a root host, a build runs as the sandbox's unprivileged uid even
+//!   when rustup keeps the toolchain under root's private home.
 //! - Caps: concurrent builds beyond the cap, and attempts across many names in a window,
 //!   are refused with errors naming the cap.
 //!
@@ -433,4 +435,56 @@ async fn an_agents_update_reading_stored_data_waits_for_a_human() {
     assert_ne!(updated.state, skillhost::TrustState::Approved, "{text}");
     assert_eq!(env.registry.entry("notes").unwrap().state, skillhost::TrustState::NeedsReapproval);
     assert!(recalled.contains("skillhost approve notes"), "the refusal says how to approve it: {recalled}");
+    // The human is told the code would be handed data it did not write.
+    let request = env.registry.approval_request("notes").unwrap();
+    assert!(request.requests.iter().any(|r| r.contains("already holds 1 entry")), "{:?}", request.requests);
+}
+
+const PLAIN: &str = r#"use skillhost_sdk::prelude::*;
+
+#[derive(Deserialize, JsonSchema)]
+struct Input {
+    text: String,
+}
+
+/// Return the text.
+#[tool]
+fn echo(input: Input) -> Result<String, ToolError> {
+    Ok(input.text)
+}
+
+skillhost_sdk::skill!(echo);
+"#;
+
+/// Attack surface: a build script runs whatever an agent wrote. On a root host whose Rust
+/// toolchain is under root's private home (rustup's default), the build sandbox's
+/// unprivileged uid could not read the toolchain, so builds ran as host root (mapped into
+/// bwrap's namespace).
+/// Expected: the host gives builds a toolchain that uid can read (hard links in the forge
+/// dir), and the build runs as that uid.
+/// Checked: every file the build wrote in its target dir belongs to uid 65534, not root.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_hosts_builds_run_as_an_unprivileged_uid() {
+    use std::os::unix::fs::MetadataExt;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED: the uid drop is what a root host does; this host is not root");
+        return;
+    }
+    let env = ForgeHost::new().await;
+    let toml = "name = \"plain\"\nversion = \"0.1.0\"\ndescription = \"Echoes (test fixture)\"\n";
+    let outcome = env.create(submission("plain", Language::Rust, &[("skill.toml", toml), ("src/lib.rs", PLAIN)])).await;
+    outcome.unwrap_or_else(|e| panic!("the skill builds: {e}"));
+    fn owners(dir: &Path, into: &mut BTreeMap<u32, usize>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+            *into.entry(meta.uid()).or_default() += 1;
+            if meta.is_dir() {
+                owners(&entry.path(), into);
+            }
+        }
+    }
+    let mut found = BTreeMap::new();
+    owners(&env.data.path().join("forge/targets/plain"), &mut found);
+    assert!(found.values().sum::<usize>() > 10, "the build wrote its target dir: {found:?}");
+    assert_eq!(found.keys().copied().collect::<Vec<_>>(), [65534], "files the build wrote, by owner uid: {found:?}");
 }

@@ -83,8 +83,9 @@ struct Cli {
     #[arg(long, global = true, env = "SKILLHOST_SKILLS", value_name = "DIR")]
     skills: Option<PathBuf>,
 
-    /// Where skills' data dirs and the compiled cache live
-    /// [default: the platform data dir, e.g. ~/.local/share/skillhost].
+    /// Where skills' data dirs and the compiled cache live [default: the platform data
+    /// dir, e.g. ~/.local/share/skillhost; for root /var/lib/skillhost, which the
+    /// sandbox's unprivileged uid can reach, unless XDG_DATA_HOME is set].
     #[arg(long, global = true, env = "SKILLHOST_DATA_DIR", value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
@@ -706,15 +707,26 @@ fn skills_dir(given: Option<&Path>) -> Result<Option<PathBuf>> {
     )
 }
 
+/// The data dir when neither `--data-dir` nor SKILLHOST_DATA_DIR names one: the platform's
+/// (`$XDG_DATA_HOME/skillhost`, `~/.local/share/skillhost`). A root host's sandboxes run as
+/// an unprivileged uid, which must reach every path they bind, and root's home is private:
+/// its default is `/var/lib/skillhost`, unless XDG_DATA_HOME says otherwise.
+fn default_data_dir(root: bool, xdg_data_home: bool) -> Result<PathBuf> {
+    if root && !xdg_data_home {
+        return Ok(PathBuf::from("/var/lib/skillhost"));
+    }
+    Ok(directories::ProjectDirs::from("dev", "skillhost", "skillhost")
+        .context("cannot find a home directory for the data dir; pass --data-dir or set SKILLHOST_DATA_DIR")?
+        .data_dir()
+        .to_owned())
+}
+
 async fn run(cli: Cli) -> Result<ExitCode> {
     // Absolute from here on: the sandbox and the forge are handed paths under it, and an
     // MCP client may start skillhost from any directory.
     let data_dir = match cli.data_dir.clone() {
         Some(dir) => std::path::absolute(&dir).with_context(|| format!("--data-dir {}: cannot make it absolute", dir.display()))?,
-        None => directories::ProjectDirs::from("dev", "skillhost", "skillhost")
-            .context("cannot find a home directory for the data dir; pass --data-dir or set SKILLHOST_DATA_DIR")?
-            .data_dir()
-            .to_owned(),
+        None => default_data_dir(rustix::process::geteuid().is_root(), std::env::var_os("XDG_DATA_HOME").is_some())?,
     };
     // Only `serve` runs uncached components on Winch's code first (while Cranelift compiles
     // them in the background): a command that exits after its call would wait for that
@@ -1056,4 +1068,19 @@ async fn approve(registry: &Registry, name: &str, yes: bool) -> Result<()> {
     registry.approve(name, &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await?;
     errln!("approved `{name}` {}", request.version);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_root_hosts_default_data_dir_is_reachable_by_the_sandboxes_uid() {
+        assert_eq!(default_data_dir(true, false).unwrap(), Path::new("/var/lib/skillhost"));
+        // An explicit XDG_DATA_HOME, or any other user, gets the platform's directory.
+        for (root, xdg) in [(true, true), (false, false), (false, true)] {
+            let dir = default_data_dir(root, xdg).unwrap();
+            assert!(dir.ends_with("skillhost") && dir != Path::new("/var/lib/skillhost"), "{dir:?}");
+        }
+    }
 }

@@ -101,7 +101,7 @@ pub(crate) struct Toolchain {
     pub bwrap: PathBuf,
     pub prlimit: PathBuf,
     /// The layers under bwrap every build gets (a cgroup, the seccomp filter, and on a
-    /// root host the drop to an unprivileged uid when it can reach the toolchain), as
+    /// root host the drop to an unprivileged uid when it can reach the build's paths), as
     /// the sandbox runtime detects them.
     pub isolation: Arc<Isolation>,
 }
@@ -117,7 +117,7 @@ fn isolation(forge_dir: &Path, bwrap: &Path, sysroot: &Path, cache: &Path) -> Ar
     let id = skillhost_sandbox::isolation::DEFAULT_SANDBOX_ID;
     let isolation = Isolation::detect(&Probe { bwrap: bwrap.to_owned(), sandbox_id: (id, id), reach });
     // Said once per process, like the sandbox runtime's own warnings at start (a root
-    // host whose Rust toolchain lives under /root builds without the uid drop).
+    // host whose forge dir that uid cannot reach builds without the uid drop).
     static WARNED: std::sync::Once = std::sync::Once::new();
     WARNED.call_once(|| isolation.warn_unavailable());
     Arc::new(isolation)
@@ -140,6 +140,64 @@ fn sysroot() -> Result<PathBuf, ForgeError> {
     Ok(sysroot)
 }
 
+/// The Rust sysroot where the build sandbox's unprivileged uid can read it. On a root host
+/// rustup keeps the toolchain under root's private home, out of that uid's reach: its
+/// `bin`, `lib` and `libexec` (a few hundred files) are hard-linked, or copied across file
+/// systems, into `forge_dir/rust-<key>` once per toolchain. When that fails, the sysroot
+/// as it is, and builds run without the uid drop (the host warns once).
+fn reachable_sysroot(sysroot: PathBuf, forge_dir: &Path) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let id = skillhost_sandbox::isolation::DEFAULT_SANDBOX_ID;
+    if !rustix::process::geteuid().is_root() || skillhost_sandbox::isolation::unreachable_parent(&sysroot, id, id).is_none() {
+        return sysroot;
+    }
+    let link = || -> std::io::Result<PathBuf> {
+        let rustc = std::fs::metadata(sysroot.join("bin/rustc"))?;
+        let mut hasher = Sha256::new();
+        hasher.update(sysroot.as_os_str().as_encoded_bytes());
+        hasher.update(format!("{} {} {}.{}", rustc.ino(), rustc.size(), rustc.mtime(), rustc.mtime_nsec()));
+        let dir = forge_dir.join(format!("rust-{}", hex::encode(&hasher.finalize()[..6])));
+        if dir.join("ready").is_file() {
+            return Ok(dir);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        for part in ["bin", "lib", "libexec"] {
+            if sysroot.join(part).is_dir() {
+                link_tree(&sysroot.join(part), &dir.join(part))?;
+            }
+        }
+        std::fs::write(dir.join("ready"), "")?;
+        Ok(dir)
+    };
+    match link() {
+        Ok(dir) => dir,
+        Err(e) => {
+            tracing::warn!(sysroot = %sysroot.display(), "cannot give the forge's build sandbox a Rust toolchain it can reach: {e}");
+            sysroot
+        }
+    }
+}
+
+/// Hard-link every file under `from` into `to` (a copy where links cannot cross file
+/// systems), keeping directories, modes and relative symbolic links.
+fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(to)?;
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755))?;
+    for entry in std::fs::read_dir(from)?.filter_map(Result::ok) {
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let meta = std::fs::symlink_metadata(&source)?;
+        if meta.is_dir() {
+            link_tree(&source, &target)?;
+        } else if meta.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &target)?;
+        } else if std::fs::hard_link(&source, &target).is_err() {
+            std::fs::copy(&source, &target)?;
+        }
+    }
+    Ok(())
+}
+
 /// Make (once) and return the toolchain cache for the SDK workspace at `workspace`.
 pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain, ForgeError> {
     let setup = |what: &str| {
@@ -151,7 +209,7 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
     })?;
     let prlimit =
         skillhost_sandbox::which("prlimit").ok_or_else(|| ForgeError::Setup("`prlimit` was not found; install util-linux".into()))?;
-    let sysroot = sysroot()?;
+    let sysroot = reachable_sysroot(sysroot()?, forge_dir);
     let root_toml =
         std::fs::read_to_string(workspace.join("Cargo.toml")).map_err(setup(&format!("cannot read {}/Cargo.toml", workspace.display())))?;
     let mut hasher = Sha256::new();

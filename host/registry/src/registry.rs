@@ -662,6 +662,19 @@ fn requests(
         };
         lines.push(format!("files `{}` in its data dir ({}): {mode}", file.path, data_dir.display()));
     }
+    // The data dir outlives the code: what an earlier version (or a removed skill of this
+    // name and layer) stored is what this code would be handed.
+    if !manifest.files.is_empty()
+        && let Ok(entries) = std::fs::read_dir(data_dir)
+    {
+        let held = entries.count();
+        if held > 0 {
+            lines.push(format!(
+                "its data dir already holds {held} entr{} written by an earlier version or an earlier skill of this name",
+                if held == 1 { "y" } else { "ies" }
+            ));
+        }
+    }
     let network = &manifest.network;
     for (kind, rules) in [("allow", &network.allow), ("deny", &network.deny), ("private address allowed", &network.private)] {
         for rule in rules {

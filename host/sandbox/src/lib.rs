@@ -178,7 +178,7 @@ pub fn which(program: &str) -> Option<PathBuf> {
 impl BwrapRuntime {
     /// Check that bwrap and prlimit exist, open the venv (a missing venv only fails
     /// Python skills) and create the work directory.
-    pub fn new(config: BwrapConfig) -> Result<Self, SandboxError> {
+    pub fn new(mut config: BwrapConfig) -> Result<Self, SandboxError> {
         let bwrap = config
             .bwrap
             .clone()
@@ -197,6 +197,18 @@ impl BwrapRuntime {
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711))
                     .map_err(|source| SandboxError::Io { path: dir.clone(), source })?;
+            }
+        }
+        if root && let Some(shim) = config.shim.as_mut().and_then(|s| s.first_mut()) {
+            let (uid, gid) = config.sandbox_id;
+            if isolation::unreachable_parent(Path::new(shim), uid, gid).is_some() {
+                match reachable_shim(Path::new(shim), &config.work_dir.join("bin")) {
+                    Ok(reachable) => *shim = reachable.into_os_string(),
+                    // The uid drop's detection below names the unreachable path.
+                    Err(e) => {
+                        tracing::warn!(shim = %Path::new(shim).display(), "cannot make the egress shim reachable by the sandbox's uid: {e}")
+                    }
+                }
             }
         }
         let (venv, venv_error) = match &config.venv {
@@ -557,6 +569,35 @@ fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &Skill
         }
     }
     Ok(profile::Bind { fd: Arc::new(fd), guest: dir.guest.clone(), mode: dir.mode })
+}
+
+/// The egress shim `program` where the sandbox's unprivileged uid can reach it: a hard link
+/// (a copy across file systems) in `dir`, made once per build of the program (its inode,
+/// size and modification time), the links to earlier builds removed. A root host's
+/// binary often lives where that uid cannot go (root's private `~/.cargo/bin`).
+fn reachable_shim(program: &Path, dir: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::metadata(program)?;
+    let name = format!("shim-{}-{}-{}.{}", meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec());
+    let target = dir.join(&name);
+    if target.is_file() {
+        return Ok(target);
+    }
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with("shim-") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    let staging = dir.join(format!(".{name}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&staging);
+    if std::fs::hard_link(program, &staging).is_err() {
+        // A copy keeps the mode (0755 for an installed binary).
+        std::fs::copy(program, &staging)?;
+    }
+    std::fs::rename(&staging, &target)?;
+    Ok(target)
 }
 
 /// Write a skill's files to `<root>/<name>-<hash>/` (once per content), read-only, the

@@ -11,6 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use std::os::unix::fs::PermissionsExt;
+
 use serde_json::Value;
 
 /// An install root, a HOME and an empty working directory.
@@ -39,6 +41,11 @@ impl Installed {
     /// (cargo and bwrap), this HOME, the real cargo and rustup homes (the toolchain and
     /// the crates.io cache, not the checkout).
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[])
+    }
+
+    /// [`run`](Self::run) with `env` added.
+    fn run_with(&self, args: &[&str], env: &[(&str, &Path)]) -> Output {
         let real_home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
         let cargo_home = std::env::var_os("CARGO_HOME").map_or_else(|| real_home.join(".cargo"), PathBuf::from);
         let rustup_home = std::env::var_os("RUSTUP_HOME").map_or_else(|| real_home.join(".rustup"), PathBuf::from);
@@ -49,11 +56,15 @@ impl Installed {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.home.path())
+            // A root host's default is /var/lib/skillhost unless XDG_DATA_HOME is set: the
+            // XDG default under this HOME keeps the test to its own directories.
+            .env("XDG_DATA_HOME", self.home.path().join(".local/share"))
             .env("CARGO_HOME", cargo_home)
             .env("RUSTUP_HOME", rustup_home);
         if let Some(toolchain) = std::env::var_os("RUSTUP_TOOLCHAIN") {
             command.env("RUSTUP_TOOLCHAIN", toolchain);
         }
+        command.envs(env.iter().copied());
         command.output().unwrap()
     }
 
@@ -122,4 +133,50 @@ fn an_installed_binary_works_from_an_empty_directory_with_nothing_of_the_checkou
     assert!(out.status.success(), "the MCP call failed:\n{stderr}\n{stdout}");
     let facts: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(facts["value"]["greeting"], "Hello, Grace!", "{facts}");
+}
+
+/// Attack surface: a root host whose binary is installed where the sandbox's unprivileged
+/// uid cannot go (root's `~/.cargo/bin` is 0700; here a 0700 install root). The binary is
+/// the egress shim every networked sandbox runs, so the uid drop used to fail and every
+/// sandbox ran as host root.
+/// Expected: the host hands its sandboxes a link to the binary in its data dir, and the
+/// uid drop holds.
+/// Checked: `doctor --json` reports the uid drop available; the link is in
+/// `DATA_DIR/sandbox/bin`; a networked server loaded by its path with `--grant` reaches a
+/// listener on 127.0.0.1 through it.
+#[test]
+fn a_root_host_drops_its_sandboxes_to_an_unprivileged_uid_wherever_the_binary_is_installed() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED: the uid drop is what a root host does; this host is not root");
+        return;
+    }
+    let installed = Installed::new();
+    let private = installed.bin.parent().unwrap().parent().unwrap();
+    std::fs::set_permissions(private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(data.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let venv = fixtures::python::venv();
+    let env = [("SKILLHOST_DATA_DIR", data.path()), ("SKILLHOST_VENV", venv.as_path())];
+
+    let out = installed.run_with(&["doctor", "--json"], &env);
+    let layers: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("doctor --json: {e}: {out:?}"));
+    let drop = layers.as_array().unwrap().iter().find(|l| l["name"] == "uid drop").expect("doctor lists the uid drop");
+    assert_eq!(drop["available"], true, "a root host's sandboxes run as host root: {drop}");
+    let links: Vec<_> = std::fs::read_dir(data.path().join("sandbox/bin")).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(links.len(), 1, "one link to the binary: {links:?}");
+
+    let listener = fixtures::TestServer::start();
+    let skill = installed.work.path().join("fetcher");
+    fixtures::python::install(
+        "sandbox-probe",
+        installed.work.path(),
+        &format!("[network]\nallow = [\"http://127.0.0.1:{}\"]\n", listener.port()),
+    );
+    std::fs::rename(installed.work.path().join("sandbox-probe"), &skill).unwrap();
+    let url = format!("{{\"url\": \"http://127.0.0.1:{}/through-the-shim\"}}", listener.port());
+    let out = installed.run_with(&["call", "./fetcher", "fetch", "--input", &url, "--grant"], &env);
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && answer.contains("\"ok\": true"), "{answer}\n{}", String::from_utf8_lossy(&out.stderr));
+    let received: Vec<String> = listener.received().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(received, ["/through-the-shim"]);
 }
