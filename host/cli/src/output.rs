@@ -1,4 +1,4 @@
-//! What `list` and `inspect` print: aligned text for people, JSON for scripts.
+//! What `list`, `inspect` and `call` print: aligned text for people, JSON for scripts.
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use skillhost::{ApprovalRequest, ByteSize, Entry, FileMode, LoadedSkill, package
 
 /// One skill as `list --json` and `inspect --json` print it.
 fn skill_json(loaded: &LoadedSkill, full: bool) -> Value {
-    let grant = loaded.skill.grant();
+    let grant = &loaded.asked;
     let tools: Vec<Value> = loaded
         .skill
         .tools()
@@ -322,7 +322,7 @@ pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
         return Ok(());
     }
     let m = &loaded.manifest;
-    let grant = loaded.skill.grant();
+    let grant = &loaded.asked;
     outln!("{} {} ({})", m.name, m.version, loaded.origin.display());
     outln!("  {}", m.description);
     let compiled = match loaded.cache {

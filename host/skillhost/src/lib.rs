@@ -108,6 +108,9 @@ pub struct LoadedSkill {
     /// Whether this load compiled the component or took it from the cache (always `Hit`
     /// for a server skill: nothing is compiled).
     pub cache: CacheOutcome,
+    /// What its skill.toml asks for, within the host's policy: what approving it (or
+    /// [`Access::Granted`]) gives it. It runs with this grant only when `access` says so.
+    pub asked: Grant,
     /// What it was loaded with.
     pub access: Access,
     /// The scratch dir of a probe grant, removed with the last clone.
@@ -361,7 +364,7 @@ impl Host {
         }
         let asked = Grant::new(&source.manifest, &self.policy, &Self::dev_data_key(&name)).map_err(LoadError::from)?;
         let (grant, scratch) = match access {
-            Access::Granted => (asked, None),
+            Access::Granted => (asked.clone(), None),
             Access::Probe => {
                 let root = self.data_dir.join("scratch");
                 let scratch = std::fs::create_dir_all(&root)
@@ -387,6 +390,7 @@ impl Host {
             manifest: source.manifest,
             origin: source.origin,
             instructions: source.instructions,
+            asked,
             access,
             _scratch: scratch,
         };

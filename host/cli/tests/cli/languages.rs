@@ -111,9 +111,10 @@ pub(crate) fn js_skill() -> Option<&'static Path> {
     BUILT.get_or_init(|| build(&example("js-skill"), "js-skill", "js")).as_deref()
 }
 
-/// `skillhost call` of a `.wasm`: (exit code, stdout JSON or Null, stderr).
+/// `skillhost call --grant` of a `.wasm` (its author trying it, with what its skill.toml
+/// asks for): (exit code, stdout JSON or Null, stderr).
 fn call(data: &Path, wasm: &Path, tool: &str, input: Value) -> (i32, Value, String) {
-    let out = skillhost(data, &["call", wasm.to_str().unwrap(), tool, "--input", &input.to_string()]);
+    let out = skillhost(data, &["call", wasm.to_str().unwrap(), tool, "--input", &input.to_string(), "--grant"]);
     let stdout = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     (out.status.code().unwrap_or(-1), stdout, stderr(&out))
 }
@@ -143,6 +144,11 @@ fn python_skill_counts_words_and_reads_only_granted_files() {
     std::fs::create_dir_all(&notes).unwrap();
     let secret = "buy milk\nbuy eggs and milk\n";
     std::fs::write(notes.join("todo.txt"), secret).unwrap();
+    // Without --grant it is code nobody approved: the probe grant's empty scratch /data.
+    let probed = skillhost(data.path(), &["call", wasm.to_str().unwrap(), "read_note", "--input", r#"{"path": "todo.txt"}"#]);
+    let said = String::from_utf8_lossy(&probed.stderr).into_owned();
+    assert_eq!(probed.status.code(), Some(1), "{said}");
+    assert!(said.contains("runs under the probe grant") && said.contains("pass --grant") && !said.contains("eggs"), "{said}");
     let out = ok(data.path(), wasm, "read_note", json!({"path": "todo.txt"}));
     assert_eq!(out["text"], secret, "{out}");
     assert_eq!(out["words"], 6, "{out}");
@@ -233,6 +239,9 @@ async fn python_and_js_skills_answer_through_mcp() {
     let notes = std::path::PathBuf::from(shown["data_dir"].as_str().unwrap());
     std::fs::create_dir_all(&notes).unwrap();
     std::fs::write(notes.join("todo.txt"), "a b c").unwrap();
+    // Reading its data dir waits for a human.
+    let approved = skillhost(data.path(), &["--skills", skills.path().to_str().unwrap(), "approve", "py-words", "--yes"]);
+    assert!(approved.status.success(), "{}", stderr(&approved));
 
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillhost"));
     cmd.arg("--skills").arg(skills.path()).arg("--data-dir").arg(data.path()).arg("serve");

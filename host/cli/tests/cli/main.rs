@@ -111,6 +111,11 @@ fn bundled_skills_through_the_cli() {
     assert!(data.to_string_lossy().starts_with(&*own.to_string_lossy()), "a workspace skill's data is its own: {}", data.display());
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("sales.csv"), "region,amount\nnorth,10\nsouth,30\nnorth,20\n").unwrap();
+    // Reading its data dir, even read-only, waits for a human.
+    let (code, _, stderr) = env.call("csv-summary", "summarize", json!({"path": "sales.csv"}));
+    assert!(code == 4 && stderr.contains("skillhost approve csv-summary"), "exit {code}: {stderr}");
+    let approved = env.run(&["approve", "csv-summary", "--yes"]);
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
     let out = ok(&env, "csv-summary", "summarize", json!({"path": "sales.csv"}));
     assert_eq!(out["rows"], 3, "{out}");
     let text = out.to_string();

@@ -57,6 +57,13 @@ fn the_official_sdk_gets_through_to_a_cold_server_and_calls_wasm_and_python_tool
     }
     copy_folder(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../skills/site-check"), skills.path(), "site-check");
     copy_folder(python.parent().unwrap(), skills.path(), "py-words");
+    // Without its read-only data dir py-words is pure computation, approved without a
+    // human: approving it here would compile it, and the server must start cold.
+    let manifest = skills.path().join("py-words/skill.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let pure = text.split("[[capabilities.files]]").next().unwrap().to_owned();
+    assert_ne!(pure, text, "the example asks for its data dir");
+    std::fs::write(&manifest, pure).unwrap();
     copy_folder(js.parent().unwrap(), skills.path(), "js-text");
 
     for mode in ["legacy", "auto"] {
