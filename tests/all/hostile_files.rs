@@ -135,7 +135,7 @@ async fn symlinks_swapped_in_during_install_are_never_followed() {
     while started.elapsed() < Duration::from_secs(3) {
         match registry.install(&skill).await {
             Ok(_) => installed += 1,
-            Err(RegistryError::Symlink { .. }) => refused += 1,
+            Err(RegistryError::Read(skillhost::package::ReadError::Symlink { .. })) => refused += 1,
             Err(e) => panic!("unexpected error: {e}"),
         }
         assert!(!contains_canary(&layers.user()), "an install copied the secret or a link into the user layer");

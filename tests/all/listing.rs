@@ -109,7 +109,7 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
         let config = skillhost::WasmConfig { cache_dir: Some(data.path().join("cache")), baseline_compile: true, ..Default::default() };
         skillhost_wasm::WasmRuntime::new(config).unwrap()
     };
-    let source = skillhost::package::read_source(&dir).unwrap();
+    let source = skillhost::package::read_source(&dir, &Default::default()).unwrap();
     let policy = skillhost::Policy::new(data.path().join("skills"));
     let grant = || skillhost::Grant::new(&source.manifest, &policy, &skillhost::DataKey::named(&source.manifest.name)).unwrap();
 

@@ -289,7 +289,7 @@ async fn idle_servers_stop_and_start_again_on_the_next_call() {
         std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("[server]\n", "[server]\nidle_timeout = \"300ms\"\n"),
     )
     .unwrap();
-    let source = skillhost_sandbox::read_source(&dir).unwrap();
+    let source = skillhost::package::read_source(&dir, &Default::default()).unwrap();
     let grant = skillhost::Grant::new(&source.manifest, env.host.policy(), &skillhost::Host::dev_data_key(&source.manifest.name)).unwrap();
     let runtime = env.host.sandbox().unwrap();
     let skill = runtime.load_server(&source, grant).await.unwrap();
@@ -528,7 +528,7 @@ async fn skill_tests_run_in_a_throwaway_sandbox() {
     let env = SandboxHost::new();
     let host = &env.host;
     let test = async |dir: std::path::PathBuf| {
-        let source = skillhost::read_server_source(&dir).unwrap();
+        let source = skillhost::package::read_source(&dir, &Default::default()).unwrap();
         let grant = skillhost::Grant::new(&source.manifest, host.policy(), &skillhost::Host::dev_data_key(&source.manifest.name)).unwrap();
         host.sandbox().unwrap().test_skill(&source, grant, Duration::from_secs(30)).await
     };

@@ -59,7 +59,7 @@ fn sandbox(c: &mut Criterion) {
     let data = tempfile::tempdir().unwrap();
     let host = Host::builder().data_dir(data.path()).sandbox_config(python::sandbox_config(data.path())).build().unwrap();
     let dir = python::install("sandbox-probe", data.path(), "");
-    let source = skillhost::read_server_source(&dir).unwrap();
+    let source = skillhost::package::read_source(&dir, &Default::default()).unwrap();
     let grant = skillhost::Grant::new(&source.manifest, host.policy(), &Host::dev_data_key(&source.manifest.name)).unwrap();
     let skill = rt.block_on(host.sandbox().unwrap().load_server(&source, grant)).unwrap();
     let skill = Arc::new(skill);

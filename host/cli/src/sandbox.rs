@@ -125,9 +125,13 @@ pub fn run_shim(args: Vec<OsString>) -> ExitCode {
 pub async fn test(host: &skillhost::Host, skill: &str, skills_dir: &Path, limit: std::time::Duration, json: bool) -> Result<bool> {
     let dir = if Path::new(skill).is_dir() { PathBuf::from(skill) } else { skills_dir.join(skill) };
     let runtime = host.sandbox().map_err(|e| anyhow::anyhow!("no sandbox runtime: {e}"))?;
-    let source = skillhost::read_server_source(&dir).with_context(|| {
-        format!("{} is not a `[server]` skill folder; `skillhost test` runs Python and other server skills", dir.display())
-    })?;
+    let source = skillhost::package::read_source(&dir, &Default::default())
+        .with_context(|| format!("cannot read the skill at {}", dir.display()))?;
+    anyhow::ensure!(
+        source.manifest.server.is_some(),
+        "{} is not a `[server]` skill folder; `skillhost test` runs Python and other server skills",
+        dir.display()
+    );
     let key = skillhost::Host::dev_data_key(&source.manifest.name);
     let grant = skillhost::Grant::new(&source.manifest, host.policy(), &key).map_err(skillhost::LoadError::from)?;
     let report = runtime.test_skill(&source, grant, limit).await;

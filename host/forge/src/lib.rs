@@ -59,7 +59,7 @@ use skillhost_sandbox::BwrapRuntime;
 
 pub use error::{Failure, ForgeError, TestFailure};
 pub use probe::SecretValues;
-pub use rust::{BuildFailure, Diagnostic, package_skill, sdk_workspace_manifest};
+pub use rust::{BuildFailure, Diagnostic, sdk_workspace_manifest};
 pub use stage::{Language, Refusal, StageLimits};
 
 use crate::attempts::{Attempts, Window};
@@ -434,7 +434,7 @@ impl Forge {
                     Err(failure) => return Err(Outcome::Failure(Failure::Build(failure))),
                 };
                 let md = submission.files.get("SKILL.md").map(String::as_bytes);
-                let packaged = package_skill(&component, toml.as_bytes(), md).map_err(|e| {
+                let packaged = skillhost_package::pack(&component, toml.as_bytes(), md).map_err(|e| {
                     Outcome::Failure(Failure::Load { error: format!("cargo produced something that is not a component: {e}") })
                 })?;
                 let mut installed: BTreeMap<String, String> = BTreeMap::new();
@@ -456,7 +456,8 @@ impl Forge {
             }
             Language::Python => {
                 stage::write(&out, &submission.files).map_err(io("cannot stage the skill"))?;
-                skillhost_sandbox::read_source(&out).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?
+                skillhost_package::read_source(&out, &Default::default())
+                    .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?
             }
         };
         mark("build", &mut timings);

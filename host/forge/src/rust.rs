@@ -41,7 +41,6 @@ use skillhost_core::FileMode;
 use skillhost_sandbox::ResourceLimits;
 use skillhost_sandbox::isolation::{CgroupLimits, Isolation, Probe};
 use skillhost_sandbox::profile::{Bind, Profile};
-use skillhost_wasm::package;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use crate::error::ForgeError;
@@ -620,16 +619,6 @@ fn parse_message(line: &str) -> Option<Message> {
 
 fn relative_file(file: &str) -> String {
     file.strip_prefix("/build/src/").unwrap_or(file).to_owned()
-}
-
-/// Embed `manifest` (and `instructions`) into `component`: one self-describing skill,
-/// as `skillhost build` writes it.
-pub fn package_skill(component: &[u8], manifest: &[u8], instructions: Option<&[u8]>) -> Result<Vec<u8>, package::FormatError> {
-    let mut sections: Vec<(&str, &[u8])> = vec![(package::MANIFEST_SECTION, manifest)];
-    if let Some(md) = instructions {
-        sections.push((package::INSTRUCTIONS_SECTION, md));
-    }
-    package::embed(component, &sections)
 }
 
 #[cfg(test)]

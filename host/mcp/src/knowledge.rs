@@ -19,7 +19,7 @@
 //!
 //! Resource reads never leave the skill's folder: the path must be relative, made of
 //! plain components, and no component on the way may be a symlink: each step is opened
-//! with `openat` and `O_NOFOLLOW` from the one before (`skillhost_registry::read_skill_file`),
+//! with `openat` and `O_NOFOLLOW` from the one before (`skillhost_package::read_skill_file`),
 //! so neither `..` nor a link planted inside the folder, even one swapped in during the
 //! read, reaches another file.
 
@@ -27,7 +27,7 @@ use std::path::{Component, Path};
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use skillhost_registry::{Entry, INSTRUCTIONS_RUNTIME, Registry, RegistryError, TrustState, withheld_description};
+use skillhost_registry::{Entry, INSTRUCTIONS_RUNTIME, ReadError, Registry, TrustState, withheld_description};
 
 use crate::tools::public_name;
 
@@ -260,10 +260,10 @@ pub fn read_resource_bytes(registry: &Registry, skill: &str, path: &str) -> Resu
     }
     // Read race-free: no step of the path may be a symlink, even one swapped in now.
     skillhost_registry::read_skill_file(&loaded.origin, relative, MAX_RESOURCE_BYTES).map_err(|e| match e {
-        RegistryError::Symlink { .. } => refuse("the path goes through a symlink"),
-        RegistryError::SpecialFile { .. } => refuse("not a regular file"),
-        RegistryError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => refuse("no such file in the skill folder"),
-        RegistryError::TooLarge { size, .. } => KnowledgeError::Read {
+        ReadError::Symlink { .. } => refuse("the path goes through a symlink"),
+        ReadError::SpecialFile { .. } => refuse("not a regular file"),
+        ReadError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => refuse("no such file in the skill folder"),
+        ReadError::TooLarge { size, .. } => KnowledgeError::Read {
             skill: skill.to_owned(),
             path: path.to_owned(),
             reason: format!("{size} bytes is over the {MAX_RESOURCE_BYTES}-byte limit for resources"),
@@ -526,10 +526,10 @@ mod tests {
         std::os::unix::fs::symlink("a.md", dir.path().join("references/link.md")).unwrap();
         let read = |p: &str| skillhost_registry::read_skill_file(dir.path(), Path::new(p), MAX_RESOURCE_BYTES);
         assert_eq!(read("references/a.md").unwrap(), b"a");
-        assert!(matches!(read("etc/passwd"), Err(RegistryError::Symlink { .. })));
-        assert!(matches!(read("references/link.md"), Err(RegistryError::Symlink { .. })));
-        assert!(matches!(read("references"), Err(RegistryError::SpecialFile { .. })));
-        assert!(matches!(read("../x"), Err(RegistryError::BadPath { .. })));
-        assert!(matches!(read("missing.md"), Err(RegistryError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound));
+        assert!(matches!(read("etc/passwd"), Err(ReadError::Symlink { .. })));
+        assert!(matches!(read("references/link.md"), Err(ReadError::Symlink { .. })));
+        assert!(matches!(read("references"), Err(ReadError::SpecialFile { .. })));
+        assert!(matches!(read("../x"), Err(ReadError::BadPath { .. })));
+        assert!(matches!(read("missing.md"), Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound));
     }
 }

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use skillhost_package::SizeLimits;
+
 /// A skill directory's place in the precedence order. Ordered: `Workspace < User <
 /// Bundled < External`, so the smallest layer holding a name wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -36,24 +38,6 @@ impl Layer {
 impl std::fmt::Display for Layer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// Size caps applied to every skill, at discovery and at install.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SizeLimits {
-    /// Largest non-component file (SKILL.md, skill.toml, references, scripts...).
-    /// Default: 1 MiB.
-    pub text_file: u64,
-    /// Largest sum of a skill's non-component files. Default: 10 MiB.
-    pub text_total: u64,
-    /// Largest `.wasm` component. Default: 64 MiB.
-    pub component: u64,
-}
-
-impl Default for SizeLimits {
-    fn default() -> Self {
-        Self { text_file: 1 << 20, text_total: 10 << 20, component: 64 << 20 }
     }
 }
 

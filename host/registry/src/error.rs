@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use skillhost_core::{CallError, LoadError, NameError};
+use skillhost_package::ReadError;
 
 use crate::skillmd::RuleError;
 use crate::trust::TrustState;
@@ -59,42 +60,12 @@ pub enum RegistryError {
         /// The name its manifest declares.
         declared: String,
     },
-    /// A symbolic link inside a skill (or the skill itself is one).
-    #[error("{}: symbolic links are not allowed in a skill; replace it with a copy of the file", path.display())]
-    Symlink {
-        /// The link.
-        path: PathBuf,
-    },
-    /// Something that is neither a regular file nor a directory (a fifo, a socket, a device).
-    #[error("{}: not a regular file or directory; remove it from the skill", path.display())]
-    SpecialFile {
-        /// The file.
-        path: PathBuf,
-    },
-    /// A path that would leave the skill (`..`, absolute) or is not UTF-8.
-    #[error("{}: {reason}; install a skill by the path of its folder or `.wasm` file", path.display())]
-    BadPath {
-        /// The path.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// A file or a skill is larger than the configured cap.
-    #[error("{}: {what} is {size} bytes, more than the {limit} allowed; {fix}", path.display())]
-    TooLarge {
-        /// The file or skill.
-        path: PathBuf,
-        /// What was measured (`this file`, `the skill's text`, `the component`).
-        what: &'static str,
-        /// Its size, in bytes.
-        size: u64,
-        /// The cap, in bytes.
-        limit: u64,
-        /// How to get under it.
-        fix: &'static str,
-    },
-    /// A SKILL.md or skill-pack file breaks a rule of its format (Agent Skills, seed
-    /// 002's skill packs): the error names the file, the value, the rule and the fix.
+    /// A skill's files could not be read: a symbolic link, a special file, a path out of
+    /// the skill, a file over its size cap.
+    #[error(transparent)]
+    Read(ReadError),
+    /// A SKILL.md or skill-pack file breaks a rule of its format (Agent Skills, skill
+    /// packs): the error names the file, the value, the rule and the fix.
     #[error(transparent)]
     Rule(#[from] RuleError),
     /// The folder or file is not any skill form.
@@ -175,5 +146,15 @@ impl RegistryError {
     pub(crate) fn io(path: impl Into<PathBuf>, action: &'static str) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| RegistryError::Io { path, action, source }
+    }
+}
+
+impl From<ReadError> for RegistryError {
+    /// A load error stays one ([`RegistryError::Load`]), whoever found it.
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::Load(load) => RegistryError::Load(load),
+            other => RegistryError::Read(other),
+        }
     }
 }

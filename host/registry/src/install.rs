@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use skillhost_core::{DataKey, SkillName};
+use skillhost_package as package;
 
 use crate::catalog::Entry;
 use crate::config::Layer;
@@ -30,15 +31,15 @@ impl Registry {
     /// written unless the skill loads.
     pub async fn install(&self, path: &Path) -> Result<Arc<Entry>, RegistryError> {
         let snapshot = Snapshot::read(path, &self.config.limits)?;
-        if matches!(snapshot, Snapshot::Wasm { .. }) && path.extension().is_none_or(|e| e != "wasm") {
+        if matches!(snapshot, Snapshot::Package(package::Snapshot::Wasm { .. })) && path.extension().is_none_or(|e| e != "wasm") {
             return Err(RegistryError::NotASkill { path: path.to_owned() });
         }
         let parsed = snapshot.parse()?;
         let name = parsed.name().clone();
         let user = self.config.user.clone();
         let target = match snapshot {
-            Snapshot::Wasm { .. } => user.join(format!("{name}.wasm")),
-            Snapshot::Folder { .. } => user.join(name.as_str()),
+            Snapshot::Package(package::Snapshot::Wasm { .. }) => user.join(format!("{name}.wasm")),
+            Snapshot::Package(package::Snapshot::Folder { .. }) => user.join(name.as_str()),
             // Refused with its reason before anything is loaded or written.
             Snapshot::Pack { ref path, .. } => return Err(crate::pack::not_installable(path)),
         };

@@ -21,9 +21,11 @@
 //! ```
 //!
 //! - `config`: [`RegistryConfig`], the [`Layer`]s and their precedence, size caps.
-//! - `snapshot`: what counts as a skill on disk (`NAME.wasm`, a folder with skill.toml
-//!   and skill.wasm, a folder with only SKILL.md), symlink refusal, size caps, and the
-//!   content hash (hidden paths and a top-level `target/` excluded).
+//! - `snapshot`: which entries of a layer are skills, and a skill read once through
+//!   `skillhost-package`'s reader (`NAME.wasm`, a folder with skill.toml and skill.wasm or
+//!   a `[server]`, a folder with only SKILL.md; symlink refusal, size caps, the content
+//!   hash), or a skill-pack file. The registry runs no code itself: a
+//!   [`SkillRuntime`](skillhost_core::SkillRuntime) does, so it builds without wasmtime.
 //! - `skillmd`: SKILL.md frontmatter to the Agent Skills specification ([`Frontmatter`]),
 //!   every rule checked, a broken one reported as a [`RuleError`] naming the [`Rule`].
 //! - `pack`: skill packs: a folder with `pack.toml` whose `*.skill.md`,
@@ -49,7 +51,6 @@ mod config;
 mod error;
 mod install;
 mod listing;
-mod nofollow;
 mod pack;
 mod registry;
 mod skillmd;
@@ -61,10 +62,10 @@ mod watch;
 pub use catalog::{
     ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, withheld_description, withheld_tool_description,
 };
-pub use config::{Layer, RegistryConfig, SizeLimits};
+pub use config::{Layer, RegistryConfig};
 pub use error::RegistryError;
-pub use nofollow::read_skill_file;
 pub use pack::{PACK_MANIFEST, PackRef};
 pub use registry::Registry;
+pub use skillhost_package::{ReadError, SizeLimits, read_skill_file};
 pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError};
 pub use trust::{ApprovalChannel, ApprovedBy, TrustState};

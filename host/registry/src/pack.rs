@@ -31,8 +31,9 @@ use std::path::{Path, PathBuf};
 
 use serde_norway::{Mapping, Value};
 use skillhost_core::SkillName;
+use skillhost_package::{ReadError, SizeLimits, nofollow};
 
-use crate::config::{Layer, SizeLimits};
+use crate::config::Layer;
 use crate::error::RegistryError;
 use crate::skillmd::{self, Rule, RuleError, slug};
 
@@ -159,24 +160,13 @@ pub(crate) fn pack_of(name: &SkillName) -> Option<&str> {
 pub(crate) fn read(path: &Path, limits: &SizeLimits) -> Result<(Vec<u8>, Vec<u8>), RegistryError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let read_one = |file: &Path| -> Result<Vec<u8>, RegistryError> {
-        let (seen, fd) = crate::nofollow::open_path(file)?;
-        if seen.kind != crate::nofollow::Kind::File {
-            return Err(RegistryError::SpecialFile { path: file.to_owned() });
+        let (seen, fd) = nofollow::open_path(file)?;
+        if seen.kind != nofollow::Kind::File {
+            return Err(ReadError::SpecialFile { path: file.to_owned() }.into());
         }
-        let too_large = |size: u64| RegistryError::TooLarge {
-            path: file.to_owned(),
-            what: "this file",
-            size,
-            limit: limits.text_file,
-            fix: "keep text files under the cap; split it or move it out of the skill",
-        };
-        if seen.len > limits.text_file {
-            return Err(too_large(seen.len));
-        }
-        let bytes = crate::nofollow::read_capped(fd, limits.text_file, file)?;
-        if bytes.len() as u64 > limits.text_file {
-            return Err(too_large(bytes.len() as u64));
-        }
+        skillhost_package::check_size(file, "this file", seen.len, limits.text_file)?;
+        let bytes = nofollow::read_capped(fd, limits.text_file, file)?;
+        skillhost_package::check_size(file, "this file", bytes.len() as u64, limits.text_file)?;
         Ok(bytes)
     };
     let file = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
@@ -198,10 +188,10 @@ pub(crate) fn read(path: &Path, limits: &SizeLimits) -> Result<(Vec<u8>, Vec<u8>
 
 /// Why a pack file cannot be installed or written on its own.
 pub(crate) fn not_installable(path: &Path) -> RegistryError {
-    RegistryError::BadPath {
+    RegistryError::Read(ReadError::BadPath {
         path: path.to_owned(),
         reason: "a skill-pack file cannot be installed on its own (copy the whole pack folder into a skills directory)",
-    }
+    })
 }
 
 /// A parsed pack skill: its name, catalog description, rendered instructions and origin.

@@ -1,35 +1,19 @@
-//! Reading a skill from disk, once: which paths in the layers are skills
-//! ([`candidates`], [`names_in`]), a [`Snapshot`] of all its files (no symlinks, even
-//! one swapped in mid-read: see `nofollow`; size caps), the content hash over exactly
-//! those bytes, and the [`Parsed`] skill built from them. Hash and load see the same bytes, so an approval can never bind to one version
-//! while another runs.
-//!
-//! A folder whose skill.toml has a `[server]` section is a stdio MCP server skill: no
-//! skill.wasm, and its code is the folder's files exactly as hashed.
-//! A folder with a skill.wasm and no skill.toml is read as a bare `NAME.wasm` is (its
-//! embedded manifest, or a generic component named after the folder).
-//!
-//! **Content hash.** For a `NAME.wasm`, SHA-256 of its bytes. For a folder, SHA-256 over
-//! its files sorted by relative path (`/`-separated), each as `path NUL length(u64 LE)
-//! contents`. Excluded, as host-, tool- or editor-managed state: every path with a
-//! component starting with `.` (`.git/`, `.DS_Store`, editor swap files, staging dirs)
-//! and a top-level `target/` (cargo's build output; the component that runs is
-//! `skill.wasm`). Empty directories do not count.
+//! Which paths in the layers are skills ([`candidates`], [`names_in`]), and a
+//! [`Snapshot`] of one: a `.wasm` or a folder as the package reader reads it (no symlinks,
+//! even one swapped in mid-read; size caps; the content hash over exactly those bytes:
+//! see `skillhost_package::Snapshot`), or one file of a skill pack. [`Snapshot::parse`]
+//! builds the [`Parsed`] skill from the same bytes the hash covers, so an approval can
+//! never bind to one version while another runs. A folder without code (only SKILL.md)
+//! is an instruction-only skill.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsStr;
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-use skillhost_core::{LoadError, ManifestError, SkillCode, SkillManifest, SkillName, SkillSource};
-use skillhost_wasm::package;
+use skillhost_core::{SkillName, SkillSource};
+use skillhost_package::{self as package, SizeLimits, excluded};
 
-use crate::config::{Layer, SizeLimits};
+use crate::config::Layer;
 use crate::error::RegistryError;
-use crate::nofollow::{self, Kind};
 use crate::pack::{self, PackRef};
 use crate::skillmd::{self, Frontmatter};
 
@@ -38,11 +22,6 @@ use crate::skillmd::{self, Frontmatter};
 pub(crate) struct Candidate {
     pub layer: Layer,
     pub path: PathBuf,
-}
-
-/// Whether a directory entry is excluded from skills and hashes.
-fn excluded(name: &str) -> bool {
-    name.starts_with('.')
 }
 
 /// The skill name a layer entry stands for: `NAME.wasm` or `NAME/`.
@@ -133,10 +112,8 @@ pub(crate) fn code_size(layers: &[(Layer, PathBuf)], name: &SkillName) -> u64 {
 /// All the bytes of one skill, read once.
 #[derive(Clone, Debug)]
 pub(crate) enum Snapshot {
-    /// A `NAME.wasm` file.
-    Wasm { path: PathBuf, bytes: Vec<u8> },
-    /// A folder: relative path (`/`-separated) to contents.
-    Folder { path: PathBuf, files: BTreeMap<String, Vec<u8>> },
+    /// A `NAME.wasm` file or a folder.
+    Package(package::Snapshot),
     /// One file of a skill pack, with its pack's `pack.toml`.
     Pack { path: PathBuf, manifest: Vec<u8>, bytes: Vec<u8> },
 }
@@ -149,88 +126,28 @@ impl Snapshot {
             let (manifest, bytes) = pack::read(path, limits)?;
             return Ok(Snapshot::Pack { path: path.to_owned(), manifest, bytes });
         }
-        let (seen, fd) = nofollow::open_path(path)?;
-        if seen.kind == Kind::File {
-            check_size(path, "the component", seen.len, limits.component)?;
-            let bytes = nofollow::read_capped(fd, limits.component, path)?;
-            check_size(path, "the component", bytes.len() as u64, limits.component)?;
-            return Ok(Snapshot::Wasm { path: path.to_owned(), bytes });
-        }
-        let mut files = BTreeMap::new();
-        let mut text_total = 0;
-        read_dir_into(&fd, path, "", limits, &mut files, &mut text_total)?;
-        Ok(Snapshot::Folder { path: path.to_owned(), files })
+        Ok(Snapshot::Package(package::Snapshot::read(path, limits)?))
     }
 
-    /// The content hash (see the module docs), lowercase hex.
+    /// The content hash (see `skillhost_package::Snapshot`), lowercase hex; a pack file
+    /// hashes as a folder of itself and its `pack.toml`.
     pub fn content_hash(&self) -> String {
-        let mut hasher = Sha256::new();
         match self {
-            Snapshot::Wasm { bytes, .. } => hasher.update(bytes),
-            Snapshot::Folder { files, .. } => {
-                for (path, bytes) in files {
-                    hash_file(&mut hasher, path, bytes);
-                }
-            }
+            Snapshot::Package(snapshot) => snapshot.content_hash(),
             Snapshot::Pack { path, manifest, bytes } => {
-                // As a folder of these two files, sorted by name.
                 let file = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-                let mut files = [(pack::PACK_MANIFEST, manifest), (file, bytes)];
-                files.sort();
-                for (path, bytes) in files {
-                    hash_file(&mut hasher, path, bytes);
-                }
+                package::folder_hash([(pack::PACK_MANIFEST, manifest.as_slice()), (file, bytes.as_slice())])
             }
         }
-        hex::encode(hasher.finalize())
     }
 
     /// Build the skill these bytes describe.
     pub fn parse(&self) -> Result<Parsed, RegistryError> {
         match self {
-            Snapshot::Wasm { path, bytes } => {
-                let not_component = |e: package::FormatError| LoadError::NotAComponent { path: path.clone(), reason: e.to_string() };
-                package::check_component(bytes).map_err(not_component)?;
-                // The embedded manifest, or for a generic component none (it asks for nothing).
-                let manifest = package::component_manifest(bytes, path)?;
-                let instructions = embedded_instructions(bytes, path)?;
-                let code = SkillCode::Wasm { path: path.clone(), bytes: Arc::from(bytes.as_slice()) };
-                Ok(Parsed::Code(SkillSource { manifest, origin: path.clone(), code, instructions }))
-            }
-            Snapshot::Folder { path, files } => {
-                let instructions = files.get("SKILL.md").map(|md| utf8(md, &path.join("SKILL.md"))).transpose()?;
-                let Some(toml) = files.get("skill.toml") else {
-                    if let Some(bytes) = files.get("skill.wasm") {
-                        // No skill.toml: the component is read as a bare `NAME.wasm` is,
-                        // named after the folder.
-                        return Ok(Parsed::Code(package::folder_component(path, bytes, instructions)?));
-                    }
-                    return instructions_only(path, instructions);
-                };
-                let manifest = SkillManifest::parse_bytes(toml, &path.join("skill.toml")).map_err(LoadError::from)?;
-                if manifest.server.is_some() {
-                    // A stdio MCP server: the runtime runs exactly these (hashed) files.
-                    if files.contains_key("skill.wasm") {
-                        return Err(LoadError::from(ManifestError {
-                            file: path.join("skill.toml"),
-                            position: None,
-                            message: "the folder has both a `[server]` section and a skill.wasm".into(),
-                            fix: "remove `[server]` to run the component, or remove skill.wasm to run the server".into(),
-                        })
-                        .into());
-                    }
-                    let code = SkillCode::Server { dir: path.clone(), files: Arc::new(files.clone()) };
-                    return Ok(Parsed::Code(SkillSource { manifest, origin: path.clone(), code, instructions }));
-                }
-                let wasm_path = path.join("skill.wasm");
-                let bytes = files.get("skill.wasm").ok_or_else(|| LoadError::NotBuilt { dir: path.clone() })?;
-                let instructions = match instructions {
-                    Some(text) => Some(text),
-                    None => embedded_instructions(bytes, &wasm_path)?,
-                };
-                let code = SkillCode::Wasm { path: wasm_path, bytes: Arc::from(bytes.as_slice()) };
-                Ok(Parsed::Code(SkillSource { manifest, origin: path.clone(), code, instructions }))
-            }
+            Snapshot::Package(snapshot) => match snapshot.source()? {
+                Some(source) => Ok(Parsed::Code(source)),
+                None => instructions_only(snapshot.path(), snapshot.skill_md()?),
+            },
             Snapshot::Pack { path, manifest, bytes } => {
                 let skill = pack::parse(path, manifest, bytes)?;
                 Ok(Parsed::Instructions(Instructions {
@@ -250,29 +167,17 @@ impl Snapshot {
     /// resources, never code.
     pub fn parse_instructions(&self) -> Result<Parsed, RegistryError> {
         match self {
-            Snapshot::Folder { path, files } => {
-                let text = files.get("SKILL.md").map(|md| utf8(md, &path.join("SKILL.md"))).transpose()?;
-                instructions_only(path, text)
+            Snapshot::Package(snapshot @ package::Snapshot::Folder { path, .. }) => instructions_only(path, snapshot.skill_md()?),
+            Snapshot::Package(package::Snapshot::Wasm { path, .. }) | Snapshot::Pack { path, .. } => {
+                Err(RegistryError::NotASkill { path: path.clone() })
             }
-            Snapshot::Wasm { path, .. } | Snapshot::Pack { path, .. } => Err(RegistryError::NotASkill { path: path.clone() }),
         }
     }
 
     /// Write the snapshot to `target` (a `.wasm` path or a folder that does not exist).
     pub fn write_to(&self, target: &Path) -> Result<(), RegistryError> {
         match self {
-            Snapshot::Wasm { bytes, .. } => std::fs::write(target, bytes).map_err(RegistryError::io(target, "cannot write")),
-            Snapshot::Folder { files, .. } => {
-                std::fs::create_dir(target).map_err(RegistryError::io(target, "cannot create"))?;
-                for (relative, bytes) in files {
-                    let file = target.join(relative);
-                    if let Some(parent) = file.parent() {
-                        std::fs::create_dir_all(parent).map_err(RegistryError::io(parent, "cannot create"))?;
-                    }
-                    std::fs::write(&file, bytes).map_err(RegistryError::io(&file, "cannot write"))?;
-                }
-                Ok(())
-            }
+            Snapshot::Package(snapshot) => snapshot.write_to(target).map_err(RegistryError::io(target, "cannot write")),
             Snapshot::Pack { path, .. } => Err(pack::not_installable(path)),
         }
     }
@@ -291,67 +196,6 @@ fn instructions_only(path: &Path, text: Option<String>) -> Result<Parsed, Regist
         frontmatter: Some(frontmatter),
         pack: None,
     }))
-}
-
-/// One file of a folder hash: `path NUL length(u64 LE) contents`.
-fn hash_file(hasher: &mut Sha256, path: &str, bytes: &[u8]) {
-    hasher.update(path.as_bytes());
-    hasher.update([0]);
-    hasher.update((bytes.len() as u64).to_le_bytes());
-    hasher.update(bytes);
-}
-
-/// Read every file under the open directory `dir_fd` (at `dir`), never following a
-/// symlink (see `nofollow`).
-fn read_dir_into(
-    dir_fd: &OwnedFd,
-    dir: &Path,
-    prefix: &str,
-    limits: &SizeLimits,
-    files: &mut BTreeMap<String, Vec<u8>>,
-    text_total: &mut u64,
-) -> Result<(), RegistryError> {
-    for c_name in nofollow::names(dir_fd, dir)? {
-        let path = dir.join(OsStr::from_bytes(c_name.as_bytes()));
-        let Ok(name) = c_name.to_str() else {
-            return Err(RegistryError::BadPath { path, reason: "the file name is not UTF-8" });
-        };
-        if excluded(name) || (prefix.is_empty() && name == "target") {
-            continue;
-        }
-        let relative = if prefix.is_empty() { name.to_owned() } else { format!("{prefix}/{name}") };
-        let seen = nofollow::classify(dir_fd, &c_name, &path)?;
-        if seen.kind == Kind::Dir {
-            let fd = nofollow::open(dir_fd, &c_name, &path, &seen)?;
-            read_dir_into(&fd, &path, &relative, limits, files, text_total)?;
-            continue;
-        }
-        let component = name.ends_with(".wasm");
-        let cap = if component { limits.component } else { limits.text_file };
-        let what = if component { "the component" } else { "this file" };
-        check_size(&path, what, seen.len, cap)?;
-        let fd = nofollow::open(dir_fd, &c_name, &path, &seen)?;
-        let bytes = nofollow::read_capped(fd, cap, &path)?;
-        check_size(&path, what, bytes.len() as u64, cap)?;
-        if !component {
-            *text_total += bytes.len() as u64;
-            check_size(dir, "the skill's text", *text_total, limits.text_total)?;
-        }
-        files.insert(relative, bytes);
-    }
-    Ok(())
-}
-
-fn check_size(path: &Path, what: &'static str, size: u64, limit: u64) -> Result<(), RegistryError> {
-    if size <= limit {
-        return Ok(());
-    }
-    let fix = match what {
-        "the component" => "build it smaller (release profile, strip debug info) or raise the component size cap",
-        "this file" => "keep text files under the cap; split it or move it out of the skill",
-        _ => "move large files out of the skill",
-    };
-    Err(RegistryError::TooLarge { path: path.to_owned(), what, size, limit, fix })
 }
 
 /// What a snapshot holds.
@@ -384,47 +228,5 @@ impl Parsed {
             Parsed::Code(source) => &source.manifest.name,
             Parsed::Instructions(instructions) => &instructions.name,
         }
-    }
-}
-
-fn suffixed(path: &Path, suffix: &str) -> PathBuf {
-    PathBuf::from(format!("{}{suffix}", path.display()))
-}
-
-fn utf8(bytes: &[u8], path: &Path) -> Result<String, RegistryError> {
-    String::from_utf8(bytes.to_vec()).map_err(|e| {
-        LoadError::Manifest(ManifestError {
-            file: path.to_owned(),
-            position: None,
-            message: format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to()),
-            fix: "save it as UTF-8".into(),
-        })
-        .into()
-    })
-}
-
-fn embedded_instructions(bytes: &[u8], path: &Path) -> Result<Option<String>, RegistryError> {
-    match package::read_section(bytes, package::INSTRUCTIONS_SECTION) {
-        Ok(Some(data)) => utf8(data, &suffixed(path, "#SKILL.md")).map(Some),
-        Ok(None) => Ok(None),
-        Err(e) => Err(LoadError::NotAComponent { path: path.to_owned(), reason: e.to_string() }.into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hash_covers_paths_and_contents() {
-        let folder = |files: &[(&str, &str)]| Snapshot::Folder {
-            path: PathBuf::from("x"),
-            files: files.iter().map(|(p, c)| (p.to_string(), c.as_bytes().to_vec())).collect(),
-        };
-        let base = folder(&[("a", "1"), ("b/c", "2")]).content_hash();
-        assert_eq!(base, folder(&[("b/c", "2"), ("a", "1")]).content_hash(), "order of reading does not matter");
-        assert_ne!(base, folder(&[("a", "1"), ("b/c", "3")]).content_hash());
-        assert_ne!(base, folder(&[("a", "1"), ("b/d", "2")]).content_hash());
-        assert_ne!(folder(&[("a", "12")]).content_hash(), folder(&[("a1", "2")]).content_hash(), "no ambiguity between path and contents");
     }
 }

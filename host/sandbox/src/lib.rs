@@ -36,8 +36,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use skillhost_core::{
-    Annotations, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillManifest, SkillName, SkillRuntime,
-    SkillSource, ToolSpec,
+    Annotations, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillName, SkillRuntime, SkillSource, ToolSpec,
 };
 use skillhost_egress::{EgressProxy, NetConfig, ProxyCalls, ProxyConfig, SkillEgress};
 
@@ -689,50 +688,4 @@ fn tool_specs(skill: &SkillName, raw: Vec<serde_json::Value>) -> Result<(Vec<Too
         );
     }
     Ok((tools, wrapped))
-}
-
-/// Read a `[server]` skill folder into a [`SkillSource`], for loading it directly
-/// (outside the registry). Hidden paths and a top-level `target/` are skipped, as the
-/// registry does; the folder must hold at most 16 MiB.
-pub fn read_source(dir: &Path) -> Result<SkillSource, LoadError> {
-    const MAX_TOTAL: u64 = 16 << 20;
-    let manifest_path = dir.join("skill.toml");
-    let manifest = SkillManifest::from_file(&manifest_path)?;
-    let mut files = BTreeMap::new();
-    let mut total = 0;
-    read_tree(dir, "", &mut files, &mut total, MAX_TOTAL)?;
-    let instructions = files.get("SKILL.md").map(|b| String::from_utf8_lossy(b).into_owned());
-    Ok(SkillSource {
-        manifest,
-        origin: dir.to_owned(),
-        code: SkillCode::Server { dir: dir.to_owned(), files: Arc::new(files) },
-        instructions,
-    })
-}
-
-fn read_tree(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>, total: &mut u64, max: u64) -> Result<(), LoadError> {
-    let read_err = |path: &Path| {
-        let path = path.to_owned();
-        move |source| LoadError::Read { path, source }
-    };
-    for entry in std::fs::read_dir(dir).map_err(read_err(dir))? {
-        let entry = entry.map_err(read_err(dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || (prefix.is_empty() && name == "target") {
-            continue;
-        }
-        let path = entry.path();
-        let relative = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
-        let meta = std::fs::symlink_metadata(&path).map_err(read_err(&path))?;
-        if meta.is_dir() {
-            read_tree(&path, &relative, files, total, max)?;
-        } else if meta.is_file() {
-            *total += meta.len();
-            if *total > max {
-                return Err(LoadError::Read { path, source: std::io::Error::other("the skill folder holds more than 16 MiB") });
-            }
-            files.insert(relative, std::fs::read(&path).map_err(read_err(&path))?);
-        }
-    }
-    Ok(())
 }

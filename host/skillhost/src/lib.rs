@@ -44,8 +44,12 @@ pub use skillhost_core::{
 };
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
 pub use skillhost_sandbox::check::{TestReport, TestRun};
-pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, Venv, python, read_source as read_server_source, shim};
-pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig, package};
+pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, Venv, python, shim};
+pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig};
+
+/// The skill package: the one reader of a skill's files, a component's custom sections,
+/// WIT reflection.
+pub use skillhost_package as package;
 
 pub use skillhost_registry::{
     ApprovalChannel, ApprovalRequest, ApprovedBy, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError, RegistryEvent, TrustState,
@@ -87,6 +91,9 @@ pub enum HostError {
     /// The registry refused or failed (not approved, unknown skill, bad install...).
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// A skill's files could not be read (a symbolic link, a special file, a size cap).
+    #[error(transparent)]
+    Read(package::ReadError),
     /// The runtime could not start, or a directory could not be read.
     #[error("{0}")]
     Setup(String),
@@ -345,11 +352,12 @@ impl Host {
         self.load_source(Self::read_path(path)?, Access::Granted).await
     }
 
+    /// Read a skill by its path, as the registry reads one: no link followed, size caps.
     fn read_path(path: &Path) -> Result<SkillSource, HostError> {
-        let manifest = path.join("skill.toml");
-        let is_server =
-            path.is_dir() && manifest.is_file() && SkillManifest::from_file(&manifest).map_err(LoadError::from)?.server.is_some();
-        Ok(if is_server { skillhost_sandbox::read_source(path)? } else { package::read_source(path)? })
+        package::read_source(path, &package::SizeLimits::default()).map_err(|e| match e {
+            package::ReadError::Load(load) => HostError::Load(load),
+            other => HostError::Read(other),
+        })
     }
 
     /// Load a skill from its source, under the host's policy, with `access`. A skill loaded

@@ -5,18 +5,17 @@
 //!   the compiled-component cache, and implements [`SkillRuntime`].
 //! - [`WasmSkill`] is one loaded skill: its tools, its pre-instantiated component and
 //!   the call path with its limits.
-//! - [`package`] reads and writes the embedded manifest that makes one `.wasm` a skill,
-//!   and [`package::reflect`]s any component's WIT: a component that does not export our
-//!   world is a *generic* skill whose exported functions are its tools (`generic.rs`, with
-//!   `schema.rs` and `value.rs` for JSON Schema and JSON ↔ component values).
+//! - A component that does not export our world is a *generic* skill whose exported
+//!   functions are its tools, as `skillhost_package::reflect` reads them from its WIT;
+//!   `generic.rs` calls them, `value.rs` converts JSON ↔ component values. The package
+//!   format itself (sections, the embedded manifest, reading a skill from disk) is
+//!   `skillhost-package`'s.
 
 mod bindings;
 mod cache;
 mod engine;
 mod generic;
 mod http;
-pub mod package;
-mod schema;
 mod skill;
 mod state;
 mod value;
@@ -182,7 +181,7 @@ impl WasmRuntime {
         let not_component = |reason: String| LoadError::NotAComponent { path: path.clone(), reason };
         // What it imports and exports decides how it links and where its tools come
         // from, read from its import and export sections alone: nothing compiles here.
-        let interface = package::Interface::read(bytes).map_err(|e| not_component(e.to_string()))?;
+        let interface = skillhost_package::Interface::read(bytes).map_err(|e| not_component(e.to_string()))?;
         if interface.imports_http() && grant.network.is_empty() {
             return Err(LoadError::NeedsNetwork { path: path.clone() });
         }
@@ -190,7 +189,7 @@ impl WasmRuntime {
             (None, Vec::new())
         } else {
             let code = bytes.clone();
-            let reflection = tokio::task::spawn_blocking(move || package::reflect(&code))
+            let reflection = tokio::task::spawn_blocking(move || skillhost_package::reflect(&code))
                 .await
                 .map_err(|e| not_component(e.to_string()))?
                 .map_err(|e| not_component(e.to_string()))?;
@@ -306,7 +305,7 @@ impl WasmRuntime {
 struct Linking {
     path: PathBuf,
     skill: skillhost_core::SkillName,
-    reflection: Option<generic::Reflection>,
+    reflection: Option<skillhost_package::Reflection>,
     network: bool,
 }
 

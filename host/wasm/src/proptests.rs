@@ -12,8 +12,9 @@
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use crate::schema::schema;
-use crate::value::{WitType, json_to_val, val_to_json};
+use skillhost_package::{WitType, schema};
+
+use crate::value::{json_to_val, val_to_json};
 
 /// Distinct kebab-case names (record fields, cases, flags).
 fn names(max: usize) -> impl Strategy<Value = Vec<String>> {

@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use skillhost_core::{CallContext, CallError, Grant, LoadError, OutputSchemas, ProgressSink, Skill, SkillName, ToolOutput, ToolSpec};
+use skillhost_package::{Reflection, RefusedFunction};
 use tokio::sync::Semaphore;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::Inner;
 use crate::bindings::{SkillPre, types};
 use crate::cache::CacheOutcome;
-use crate::generic::{GenericPre, Reflection, RefusedFunction};
+use crate::generic::GenericPre;
 use crate::http::SkillNet;
 use crate::state::CallState;
 

@@ -18,8 +18,9 @@ use std::time::Duration;
 use fixtures::LIMITS;
 use serde_json::Value;
 use skillhost_core::{CallContext, Policy, SkillRuntime, ToolOutput};
+use skillhost_package as package;
 use skillhost_registry::{Registry, RegistryConfig, RegistryError, RegistryEvent};
-use skillhost_wasm::{WasmConfig, WasmRuntime, package};
+use skillhost_wasm::{WasmConfig, WasmRuntime};
 use tempfile::TempDir;
 
 /// A guard against a hung host: nothing in these tests should take this long.

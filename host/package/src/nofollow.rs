@@ -16,11 +16,11 @@ use std::path::Path;
 use rustix::fs::{AtFlags, CWD, Dir, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
-use crate::error::RegistryError;
+use crate::ReadError;
 
 /// What a path holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// A regular file.
     File,
     /// A directory.
@@ -28,45 +28,45 @@ pub(crate) enum Kind {
 }
 
 /// An entry classified but not yet opened: what `lstat` saw.
-pub(crate) struct Seen {
+pub struct Seen {
     /// File or directory.
-    pub(crate) kind: Kind,
+    pub kind: Kind,
     /// Its size when classified.
-    pub(crate) len: u64,
+    pub len: u64,
     stat: Stat,
 }
 
-fn io_error(path: &Path) -> impl FnOnce(Errno) -> RegistryError {
+fn io_error(path: &Path) -> impl FnOnce(Errno) -> ReadError {
     let path = path.to_owned();
-    move |e| RegistryError::io(path, "cannot read")(e.into())
+    move |e| ReadError::io(path, "cannot read")(e.into())
 }
 
 /// Classify `name` inside `dir` (or a path from the working directory with [`CWD`])
 /// without following a final symlink. Symlinks and special files are refused.
-pub(crate) fn classify(dir: impl AsFd, name: &CStr, path: &Path) -> Result<Seen, RegistryError> {
+pub fn classify(dir: impl AsFd, name: &CStr, path: &Path) -> Result<Seen, ReadError> {
     let stat = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(io_error(path))?;
     let kind = match FileType::from_raw_mode(stat.st_mode) {
-        FileType::Symlink => return Err(RegistryError::Symlink { path: path.to_owned() }),
+        FileType::Symlink => return Err(ReadError::Symlink { path: path.to_owned() }),
         FileType::Directory => Kind::Dir,
         FileType::RegularFile => Kind::File,
-        _ => return Err(RegistryError::SpecialFile { path: path.to_owned() }),
+        _ => return Err(ReadError::SpecialFile { path: path.to_owned() }),
     };
     Ok(Seen { kind, len: stat.st_size as u64, stat })
 }
 
 /// Open what [`classify`] saw; refuse a symlink or any other inode put there since.
-pub(crate) fn open(dir: impl AsFd, name: &CStr, path: &Path, seen: &Seen) -> Result<OwnedFd, RegistryError> {
+pub fn open(dir: impl AsFd, name: &CStr, path: &Path, seen: &Seen) -> Result<OwnedFd, ReadError> {
     let mut flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
     if seen.kind == Kind::Dir {
         flags |= OFlags::DIRECTORY;
     }
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(|e| match e {
-        Errno::LOOP | Errno::NOTDIR => RegistryError::Symlink { path: path.to_owned() },
+        Errno::LOOP | Errno::NOTDIR => ReadError::Symlink { path: path.to_owned() },
         e => io_error(path)(e),
     })?;
     let now = rustix::fs::fstat(&fd).map_err(io_error(path))?;
     if (now.st_dev, now.st_ino) != (seen.stat.st_dev, seen.stat.st_ino) {
-        return Err(RegistryError::io(path, "cannot read")(std::io::Error::other(
+        return Err(ReadError::io(path, "cannot read")(std::io::Error::other(
             "it was replaced while being read; read it again once it is written",
         )));
     }
@@ -75,14 +75,14 @@ pub(crate) fn open(dir: impl AsFd, name: &CStr, path: &Path, seen: &Seen) -> Res
 
 /// Read at most `cap + 1` bytes of an open file, so a file that grew past its cap since
 /// it was classified is seen to be over it without reading all of it.
-pub(crate) fn read_capped(fd: OwnedFd, cap: u64, path: &Path) -> Result<Vec<u8>, RegistryError> {
+pub fn read_capped(fd: OwnedFd, cap: u64, path: &Path) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::new();
-    File::from(fd).take(cap.saturating_add(1)).read_to_end(&mut bytes).map_err(RegistryError::io(path, "cannot read"))?;
+    File::from(fd).take(cap.saturating_add(1)).read_to_end(&mut bytes).map_err(ReadError::io(path, "cannot read"))?;
     Ok(bytes)
 }
 
 /// The names in an open directory, without `.` and `..`.
-pub(crate) fn names(dir: &OwnedFd, path: &Path) -> Result<Vec<CString>, RegistryError> {
+pub fn names(dir: &OwnedFd, path: &Path) -> Result<Vec<CString>, ReadError> {
     let mut names = Vec::new();
     for entry in Dir::read_from(dir).map_err(io_error(path))? {
         let name = entry.map_err(io_error(path))?.file_name().to_owned();
@@ -94,14 +94,14 @@ pub(crate) fn names(dir: &OwnedFd, path: &Path) -> Result<Vec<CString>, Registry
 }
 
 /// A path's bytes as a C string (paths with NUL cannot exist on disk).
-pub(crate) fn c_path(path: &Path, shown: &Path) -> Result<CString, RegistryError> {
+pub fn c_path(path: &Path, shown: &Path) -> Result<CString, ReadError> {
     use std::os::unix::ffi::OsStrExt;
     CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| RegistryError::BadPath { path: shown.to_owned(), reason: "the path contains a NUL byte" })
+        .map_err(|_| ReadError::BadPath { path: shown.to_owned(), reason: "the path contains a NUL byte" })
 }
 
 /// Classify and open a path given from the working directory (a skill's root, a `.wasm`).
-pub(crate) fn open_path(path: &Path) -> Result<(Seen, OwnedFd), RegistryError> {
+pub fn open_path(path: &Path) -> Result<(Seen, OwnedFd), ReadError> {
     let c = c_path(path, path)?;
     let seen = classify(CWD, &c, path)?;
     let fd = open(CWD, &c, path, &seen)?;
@@ -111,21 +111,21 @@ pub(crate) fn open_path(path: &Path) -> Result<(Seen, OwnedFd), RegistryError> {
 /// Read `relative` (plain components only) under the skill folder `root` without
 /// following a symlink at any step, at most `cap` bytes. For serving a skill's files
 /// (references, scripts) to agents: a link anywhere on the path is
-/// [`RegistryError::Symlink`], something other than a regular file at the end is
-/// [`RegistryError::SpecialFile`], a file over `cap` is [`RegistryError::TooLarge`].
-pub fn read_skill_file(root: &Path, relative: &Path, cap: u64) -> Result<Vec<u8>, RegistryError> {
+/// [`ReadError::Symlink`], something other than a regular file at the end is
+/// [`ReadError::SpecialFile`], a file over `cap` is [`ReadError::TooLarge`].
+pub fn read_skill_file(root: &Path, relative: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     use std::path::Component;
     let parts: Vec<&std::ffi::OsStr> = relative
         .components()
         .map(|c| match c {
             Component::Normal(part) => Ok(part),
-            _ => Err(RegistryError::BadPath { path: relative.to_owned(), reason: "only plain relative paths are allowed" }),
+            _ => Err(ReadError::BadPath { path: relative.to_owned(), reason: "only plain relative paths are allowed" }),
         })
         .collect::<Result<_, _>>()?;
-    let (last, dirs) = parts.split_last().ok_or(RegistryError::BadPath { path: relative.to_owned(), reason: "the path is empty" })?;
+    let (last, dirs) = parts.split_last().ok_or(ReadError::BadPath { path: relative.to_owned(), reason: "the path is empty" })?;
     let (seen, mut dir) = open_path(root)?;
     if seen.kind != Kind::Dir {
-        return Err(RegistryError::SpecialFile { path: root.to_owned() });
+        return Err(ReadError::SpecialFile { path: root.to_owned() });
     }
     let mut path = root.to_owned();
     for part in dirs {
@@ -133,7 +133,7 @@ pub fn read_skill_file(root: &Path, relative: &Path, cap: u64) -> Result<Vec<u8>
         let name = c_path(Path::new(part), &path)?;
         let seen = classify(&dir, &name, &path)?;
         if seen.kind != Kind::Dir {
-            return Err(RegistryError::SpecialFile { path });
+            return Err(ReadError::SpecialFile { path });
         }
         dir = open(&dir, &name, &path, &seen)?;
     }
@@ -141,9 +141,9 @@ pub fn read_skill_file(root: &Path, relative: &Path, cap: u64) -> Result<Vec<u8>
     let name = c_path(Path::new(last), &path)?;
     let seen = classify(&dir, &name, &path)?;
     if seen.kind != Kind::File {
-        return Err(RegistryError::SpecialFile { path });
+        return Err(ReadError::SpecialFile { path });
     }
-    let too_large = |size: u64, path: &Path| RegistryError::TooLarge {
+    let too_large = |size: u64, path: &Path| ReadError::TooLarge {
         path: path.to_owned(),
         what: "this file",
         size,

@@ -1,0 +1,32 @@
+//! The skill package: everything about a skill on disk, and nothing that runs it (no
+//! wasmtime here, so the registry, the index and the MCP front build without it).
+//!
+//! - [`Snapshot`] and [`read_source`]: the one reader of a skill's files (a `.wasm` or a
+//!   folder), which never follows a symlink, refuses special files, caps sizes
+//!   ([`SizeLimits`]) and hashes exactly what it read; it turns them into the
+//!   [`SkillSource`](skillhost_core::SkillSource) runtimes receive. The registry, a direct
+//!   load, `inspect`, `build` and the forge all read through it. [`read_skill_file`]
+//!   reads one file of a skill the same way, for serving it to agents.
+//! - The component's custom sections ([`read_section`], [`embed`], [`pack`]): a component
+//!   carries its `skill.toml` and SKILL.md, so one `.wasm` is a complete skill; its
+//!   top-level imports and exports ([`Interface`]).
+//! - [`reflect`]: what a component offers, from its WIT: our world, or the tools of a
+//!   generic component, typed as [`WitType`]s with their JSON Schemas.
+
+mod component;
+mod error;
+pub mod nofollow;
+mod reflect;
+mod sections;
+mod snapshot;
+mod types;
+
+pub use component::{component_manifest, embedded_instructions, folder_component, pack};
+pub use error::ReadError;
+pub use nofollow::read_skill_file;
+pub use reflect::{ExportedFunction, Reflection, RefusedFunction, SKILL_EXPORT, docs_section, reflect};
+pub use sections::{
+    DOCS_SECTION, FormatError, INSTRUCTIONS_SECTION, Interface, MANIFEST_SECTION, check_component, embed, read_section, strip_section,
+};
+pub use snapshot::{SizeLimits, Snapshot, check_size, excluded, folder_hash, read_source};
+pub use types::{WitType, params_schema, schema};
