@@ -298,7 +298,7 @@ mod tests {
         std::fs::create_dir(&skill).unwrap();
         std::fs::write(
             skill.join("skill.toml"),
-            "name = \"s\"\nversion = \"0.1.0\"\ndescription = \"d\"\n[server]\ncommand = \"python\"\n",
+            "name = \"linker\"\nversion = \"0.1.0\"\ndescription = \"d\"\n[server]\ncommand = \"python\"\n",
         )
         .unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret"), skill.join("data.txt")).unwrap();

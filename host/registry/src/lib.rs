@@ -39,6 +39,8 @@
 //! - `listing`: tool listings kept from earlier loads, so that loading the same code
 //!   again runs none of it before its first call.
 //! - `watch`: notify watcher, 150 ms debounce, one reload task.
+//! - [`store`]: how the SQLite files are opened, and the background writer of the
+//!   append-only ones (stats here, the audit log in `skillhost`).
 //! - [`stats`]: usage statistics of calls (`<data_dir>/stats.db`): per-tool latency and
 //!   failures, failing skills, searches that found nothing.
 //!
@@ -56,6 +58,7 @@ mod registry;
 mod skillmd;
 mod snapshot;
 pub mod stats;
+pub mod store;
 mod trust;
 mod watch;
 

@@ -19,8 +19,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::mpsc::{Sender, channel};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
@@ -28,6 +26,7 @@ use rusqlite::{Connection, params};
 use skillhost_core::{CallError, ToolOutput};
 
 use crate::error::RegistryError;
+use crate::store::{self, Writer};
 
 /// Calls looked at to decide whether a skill is failing.
 pub const WINDOW: usize = 20;
@@ -116,24 +115,14 @@ pub struct Missing {
 }
 
 enum Row {
-    Call {
-        skill: String,
-        tool: String,
-        outcome: Outcome,
-        ms: f64,
-    },
-    Miss {
-        query: String,
-    },
-    /// Everything before this is written: answer on the channel.
-    Flush(Sender<()>),
+    Call { skill: String, tool: String, outcome: Outcome, ms: f64 },
+    Miss { query: String },
 }
 
 /// The usage statistics store.
 pub struct Stats {
     path: PathBuf,
-    writer: Mutex<Option<Sender<Row>>>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    writer: Writer<Row>,
 }
 
 impl Stats {
@@ -164,46 +153,28 @@ impl Stats {
                 }
             }
         }
-        let (tx, rx) = channel::<Row>();
-        let thread_path = path.clone();
-        let thread = std::thread::Builder::new()
-            .name("skillhost-stats".into())
-            .spawn(move || {
-                for row in rx {
-                    let result = match row {
-                        Row::Call { skill, tool, outcome, ms } => db.execute(
-                            "INSERT INTO calls (skill, tool, ok, outcome, ms, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                            params![skill, tool, outcome == Outcome::Ok, outcome.code(), ms, now()],
-                        ),
-                        Row::Miss { query } => db.execute("INSERT INTO misses (query, at) VALUES (?1, ?2)", params![query, now()]),
-                        Row::Flush(done) => {
-                            let _ = done.send(());
-                            continue;
-                        }
-                    };
-                    if let Err(error) = result {
-                        tracing::warn!(path = %thread_path.display(), %error, "cannot record usage statistics");
-                    }
-                }
-            })
-            .map_err(|e| RegistryError::Stats { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
-        Ok(Self { path, writer: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) })
-    }
-
-    fn send(&self, row: Row) {
-        if let Some(tx) = &*self.writer.lock().unwrap_or_else(|e| e.into_inner()) {
-            let _ = tx.send(row);
-        }
+        let writer = Writer::start("skillhost-stats", &path, db, |tx, row: &Row| {
+            match row {
+                Row::Call { skill, tool, outcome, ms } => tx.execute(
+                    "INSERT INTO calls (skill, tool, ok, outcome, ms, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![skill, tool, *outcome == Outcome::Ok, outcome.code(), ms, now()],
+                ),
+                Row::Miss { query } => tx.execute("INSERT INTO misses (query, at) VALUES (?1, ?2)", params![query, now()]),
+            }
+            .map(drop)
+        })
+        .map_err(|e| RegistryError::Stats { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
+        Ok(Self { path, writer })
     }
 
     /// Record one call.
     pub fn record_call(&self, skill: &str, tool: &str, outcome: Outcome, elapsed: Duration) {
-        self.send(Row::Call { skill: skill.to_owned(), tool: tool.to_owned(), outcome, ms: elapsed.as_secs_f64() * 1000.0 });
+        self.writer.send(Row::Call { skill: skill.to_owned(), tool: tool.to_owned(), outcome, ms: elapsed.as_secs_f64() * 1000.0 });
     }
 
     /// Record a search that matched nothing well.
     pub fn record_miss(&self, query: &str) {
-        self.send(Row::Miss { query: query.to_owned() });
+        self.writer.send(Row::Miss { query: query.to_owned() });
     }
 
     /// A connection for reading, after everything recorded so far is written: a reader
@@ -215,9 +186,7 @@ impl Stats {
 
     /// Wait until everything recorded so far is written.
     pub fn flush(&self) {
-        let (done, written) = channel();
-        self.send(Row::Flush(done));
-        let _ = written.recv();
+        self.writer.flush();
     }
 
     /// Per tool: calls, the skill's failures, the caller's errors, p50/p95 latency (over
@@ -307,23 +276,8 @@ impl Stats {
     }
 }
 
-impl Drop for Stats {
-    fn drop(&mut self) {
-        // Close the channel: the writer drains what is queued and exits; wait for it, so
-        // a short-lived process (`skillhost call`) loses nothing.
-        self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 fn connect(path: &Path) -> Result<Connection, RegistryError> {
-    let db = Connection::open(path).map_err(fail(path))?;
-    db.busy_timeout(Duration::from_secs(5)).map_err(fail(path))?;
-    db.pragma_update(None, "journal_mode", "WAL").map_err(fail(path))?;
-    db.pragma_update(None, "synchronous", "NORMAL").map_err(fail(path))?;
-    Ok(db)
+    store::connect(path).map_err(fail(path))
 }
 
 fn fail(path: &Path) -> impl Fn(rusqlite::Error) -> RegistryError + '_ {

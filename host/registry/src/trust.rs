@@ -205,9 +205,7 @@ impl TrustStore {
             let path = path.clone();
             move |e: rusqlite::Error| RegistryError::Trust { path, message: e.to_string(), fix }
         };
-        let db = Connection::open(&path).map_err(fail("check that the data directory is writable"))?;
-        db.busy_timeout(std::time::Duration::from_secs(5)).map_err(fail("check the database file"))?;
-        db.pragma_update(None, "journal_mode", "WAL").map_err(fail("check that the data directory is writable"))?;
+        let db = crate::store::connect(&path).map_err(fail("check that the data directory is writable"))?;
         let version: i64 = db.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(fail("check the database file"))?;
         match version {
             0 => {

@@ -4,12 +4,12 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
 use skillhost_core::{AuditSink, EgressOutcome, EgressRecord};
+use skillhost_registry::store::{self, Writer};
 
 /// `time` as RFC 3339 in UTC, to the millisecond (`2026-11-24T10:11:55.440Z`), as the
 /// audit log is shown to people; a time before 1970 shows as the epoch.
@@ -31,15 +31,10 @@ pub fn rfc3339(time: SystemTime) -> String {
 
 /// Why the audit log could not be opened or read.
 #[derive(Debug, thiserror::Error)]
-#[error("audit log {}: {source}; check that the data directory is writable", path.display())]
+#[error("audit log {}: {message}; check that the data directory is writable", path.display())]
 pub struct AuditError {
     path: PathBuf,
-    source: rusqlite::Error,
-}
-
-enum Message {
-    Record(EgressRecord),
-    Flush(mpsc::Sender<()>),
+    message: String,
 }
 
 /// Which rows to read.
@@ -56,7 +51,7 @@ pub struct AuditQuery {
 /// The SQLite audit log.
 pub struct AuditLog {
     path: PathBuf,
-    sender: Mutex<mpsc::Sender<Message>>,
+    writer: Writer<EgressRecord>,
 }
 
 const SCHEMA: &str = "
@@ -80,11 +75,8 @@ PRAGMA user_version = 1;
 ";
 
 fn open(path: &Path) -> Result<Connection, AuditError> {
-    let err = |source| AuditError { path: path.to_owned(), source };
-    let conn = Connection::open(path).map_err(err)?;
-    conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
-    conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
-    conn.busy_timeout(Duration::from_secs(5)).map_err(err)?;
+    let err = |e: rusqlite::Error| AuditError { path: path.to_owned(), message: e.to_string() };
+    let conn = store::connect(path).map_err(err)?;
     conn.execute_batch(SCHEMA).map_err(err)?;
     Ok(conn)
 }
@@ -96,45 +88,21 @@ impl AuditLog {
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        let mut conn = open(&path)?;
-        let (sender, receiver) = mpsc::channel::<Message>();
-        let thread_path = path.clone();
-        std::thread::Builder::new()
-            .name("skillhost-audit".into())
-            .spawn(move || {
-                while let Ok(first) = receiver.recv() {
-                    let mut batch = vec![first];
-                    batch.extend(receiver.try_iter());
-                    if let Err(e) = write_batch(&mut conn, &batch) {
-                        tracing::error!("cannot write the audit log {}: {e}", thread_path.display());
-                    }
-                    for message in batch {
-                        if let Message::Flush(done) = message {
-                            let _ = done.send(());
-                        }
-                    }
-                }
-            })
-            .map_err(|e| AuditError { path: path.clone(), source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)) })?;
-        Ok(Arc::new(Self { path, sender: Mutex::new(sender) }))
+        let conn = open(&path)?;
+        let writer = Writer::start("skillhost-audit", &path, conn, insert)
+            .map_err(|e| AuditError { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
+        Ok(Arc::new(Self { path, writer }))
     }
 
     /// Wait until every row recorded so far is written.
     pub fn flush(&self) {
-        let (done, wait) = mpsc::channel();
-        if self.send(Message::Flush(done)) {
-            let _ = wait.recv_timeout(Duration::from_secs(10));
-        }
-    }
-
-    fn send(&self, message: Message) -> bool {
-        self.sender.lock().unwrap_or_else(|e| e.into_inner()).send(message).is_ok()
+        self.writer.flush();
     }
 
     /// Read rows, oldest first (after flushing what is queued).
     pub fn query(&self, query: &AuditQuery) -> Result<Vec<EgressRecord>, AuditError> {
         self.flush();
-        let err = |source| AuditError { path: self.path.clone(), source };
+        let err = |e: rusqlite::Error| AuditError { path: self.path.clone(), message: e.to_string() };
         let conn = open(&self.path)?;
         let since_ms = query.since.map_or(0, millis);
         let mut statement = conn
@@ -176,7 +144,7 @@ impl AuditLog {
 
 impl AuditSink for AuditLog {
     fn record(&self, record: EgressRecord) {
-        self.send(Message::Record(record));
+        self.writer.send(record);
     }
 }
 
@@ -184,37 +152,32 @@ fn millis(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-fn write_batch(conn: &mut Connection, batch: &[Message]) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO egress (time_ms, skill, tool, method, url, ip, outcome, status, reason, bytes_out, bytes_in, duration_us)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        )?;
-        for message in batch {
-            let Message::Record(r) = message else { continue };
-            let (outcome, status, reason) = match &r.outcome {
-                EgressOutcome::Status(s) => ("status", Some(i64::from(*s)), None),
-                EgressOutcome::Refused(why) => ("refused", None, Some(why.as_str())),
-                EgressOutcome::Failed(why) => ("failed", None, Some(why.as_str())),
-            };
-            insert.execute(params![
-                millis(r.time),
-                r.skill,
-                r.tool,
-                r.method,
-                r.url,
-                r.ip.map(|ip| ip.to_string()),
-                outcome,
-                status,
-                reason,
-                r.bytes_out as i64,
-                r.bytes_in as i64,
-                r.duration.as_micros() as i64,
-            ])?;
-        }
-    }
-    tx.commit()
+/// Write one row (inside the writer's transaction).
+fn insert(tx: &rusqlite::Transaction<'_>, r: &EgressRecord) -> rusqlite::Result<()> {
+    let (outcome, status, reason) = match &r.outcome {
+        EgressOutcome::Status(s) => ("status", Some(i64::from(*s)), None),
+        EgressOutcome::Refused(why) => ("refused", None, Some(why.as_str())),
+        EgressOutcome::Failed(why) => ("failed", None, Some(why.as_str())),
+    };
+    tx.prepare_cached(
+        "INSERT INTO egress (time_ms, skill, tool, method, url, ip, outcome, status, reason, bytes_out, bytes_in, duration_us)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        millis(r.time),
+        r.skill,
+        r.tool,
+        r.method,
+        r.url,
+        r.ip.map(|ip| ip.to_string()),
+        outcome,
+        status,
+        reason,
+        r.bytes_out as i64,
+        r.bytes_in as i64,
+        r.duration.as_micros() as i64,
+    ])
+    .map(drop)
 }
 
 #[cfg(test)]

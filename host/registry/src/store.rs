@@ -1,0 +1,133 @@
+//! The host's SQLite files (`trust.db`, `stats.db`, `audit.db`), opened one way, and the
+//! background writer the append-only ones share.
+//!
+//! [`connect`] opens a database as every store does: WAL (readers never block the
+//! writer), `synchronous = NORMAL`, a 5 s busy timeout for the other processes of the same
+//! data dir (a `serve` and a `skillhost stats` side by side). [`Writer`] takes rows on a
+//! channel and writes them on a thread of its own, each batch that queued up meanwhile in
+//! one transaction, so a call never waits for the disk; [`Writer::flush`] waits for what
+//! was queued before it, and dropping the writer drains the queue and joins the thread,
+//! so a short-lived process (`skillhost call`) loses nothing.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::mpsc::{Sender, channel};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+/// Open (or create) the database at `path`, as every store does.
+pub fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    let db = Connection::open(path)?;
+    db.busy_timeout(Duration::from_secs(5))?;
+    db.pragma_update(None, "journal_mode", "WAL")?;
+    db.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(db)
+}
+
+enum Message<T> {
+    Row(T),
+    Flush(Sender<()>),
+}
+
+/// Rows of type `T` written to one database on a thread of its own.
+pub struct Writer<T> {
+    sender: Mutex<Option<Sender<Message<T>>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl<T: Send + 'static> Writer<T> {
+    /// Start the thread `name` writing to `db` (at `path`, for its warnings) with `write`,
+    /// which gets every batch of rows that queued up together and runs inside one
+    /// transaction. A batch that fails is logged and dropped: losing a statistic never
+    /// fails a call.
+    pub fn start(
+        name: &str,
+        path: &Path,
+        mut db: Connection,
+        mut write: impl FnMut(&rusqlite::Transaction<'_>, &T) -> rusqlite::Result<()> + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let (sender, receiver) = channel::<Message<T>>();
+        let path: PathBuf = path.to_owned();
+        let thread = std::thread::Builder::new().name(name.to_owned()).spawn(move || {
+            while let Ok(first) = receiver.recv() {
+                let batch: Vec<Message<T>> = std::iter::once(first).chain(receiver.try_iter()).collect();
+                let written = db.transaction().and_then(|tx| {
+                    for message in &batch {
+                        if let Message::Row(row) = message {
+                            write(&tx, row)?;
+                        }
+                    }
+                    tx.commit()
+                });
+                if let Err(error) = written {
+                    tracing::warn!(path = %path.display(), %error, "cannot write {} rows", batch.len());
+                }
+                for message in batch {
+                    if let Message::Flush(done) = message {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        })?;
+        Ok(Self { sender: Mutex::new(Some(sender)), thread: Mutex::new(Some(thread)) })
+    }
+
+    /// Queue `row`; it is written soon, in order.
+    pub fn send(&self, row: T) {
+        self.message(Message::Row(row));
+    }
+
+    /// Wait (at most 10 s) until every row queued before is written.
+    pub fn flush(&self) {
+        let (done, wait) = channel();
+        if self.message(Message::Flush(done)) {
+            let _ = wait.recv_timeout(Duration::from_secs(10));
+        }
+    }
+
+    fn message(&self, message: Message<T>) -> bool {
+        self.sender.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().is_some_and(|s| s.send(message).is_ok())
+    }
+}
+
+impl<T> Drop for Writer<T> {
+    fn drop(&mut self) {
+        // Closing the channel lets the thread drain the queue and end.
+        self.sender.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(thread) = self.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_written_in_order_and_none_is_lost_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let db = connect(&path).unwrap();
+        db.execute_batch("CREATE TABLE t (n INTEGER NOT NULL)").unwrap();
+        let writer =
+            Writer::start("test-writer", &path, db, |tx, n: &i64| tx.execute("INSERT INTO t (n) VALUES (?1)", [n]).map(drop)).unwrap();
+        for n in 0..100 {
+            writer.send(n);
+        }
+        writer.flush();
+        let count = |db: &Connection| db.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)).unwrap();
+        assert_eq!(count(&connect(&path).unwrap()), 100, "flush waits for what was queued");
+        for n in 100..200 {
+            writer.send(n);
+        }
+        drop(writer);
+        let db = connect(&path).unwrap();
+        assert_eq!(count(&db), 200, "dropping the writer drains its queue");
+        let in_order: Vec<i64> =
+            db.prepare("SELECT n FROM t ORDER BY rowid").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+        assert_eq!(in_order, (0..200).collect::<Vec<_>>());
+    }
+}
