@@ -603,14 +603,9 @@ fn reachable_shim(program: &Path, dir: &Path) -> std::io::Result<PathBuf> {
 /// command executable. Returns the directory.
 fn materialise(root: &Path, name: &SkillName, files: &BTreeMap<String, Vec<u8>>, command: &OsString) -> std::io::Result<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let mut hasher = Sha256::new();
-    for (path, bytes) in files {
-        hasher.update(path.as_bytes());
-        hasher.update([0]);
-        hasher.update((bytes.len() as u64).to_le_bytes());
-        hasher.update(bytes);
-    }
-    let dir = root.join(format!("{name}-{}", &hex::encode(hasher.finalize())[..16]));
+    // The skill's content hash, as the registry computes it.
+    let hash = skillhost_package::folder_hash(files.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())));
+    let dir = root.join(format!("{name}-{}", &hash[..16]));
     if dir.is_dir() {
         return Ok(dir);
     }
