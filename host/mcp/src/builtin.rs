@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -81,76 +83,57 @@ impl Builtin {
         }
     }
 
-    fn input_schema(self) -> Value {
-        let search = |what: &str| {
-            json!({
-                "type": "object",
-                "required": ["query"],
-                "properties": {
-                    "query": {"type": "string", "description": format!("What the {what} should do.")},
-                    "search_type": {"type": "string", "enum": ["fts", "regex", "exact"], "default": "fts"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 8}
-                },
-                "additionalProperties": false
-            })
-        };
+    /// Its input schema, derived from the arguments it parses (so the two cannot differ).
+    fn input_schema(self) -> Arc<JsonObject> {
         match self {
-            Builtin::ToolSearch => search("tool"),
-            Builtin::SkillSearch => search("skill"),
-            Builtin::SkillList => json!({"type": "object", "properties": {}, "additionalProperties": false}),
-            Builtin::SkillGet => json!({
-                "type": "object",
-                "required": ["names"],
-                "properties": {
-                    "names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 10},
-                    "max_tokens": {"type": "integer", "minimum": 200, "maximum": 6000, "default": 1500}
-                },
-                "additionalProperties": false
-            }),
-            Builtin::ReadSkillResource => json!({
-                "type": "object",
-                "required": ["skill", "path"],
-                "properties": {
-                    "skill": {"type": "string"},
-                    "path": {"type": "string", "description": "Relative to the skill folder, e.g. SKILL.md or references/api.md."}
-                },
-                "additionalProperties": false
-            }),
+            Builtin::ToolSearch | Builtin::SkillSearch => schema_for_type::<SearchArgs>(),
+            Builtin::SkillList => schema_for_type::<NoArgs>(),
+            Builtin::SkillGet => schema_for_type::<GetArgs>(),
+            Builtin::ReadSkillResource => schema_for_type::<ResourceArgs>(),
         }
     }
 
     /// The MCP tool definition.
     pub fn to_mcp(self) -> Tool {
-        let Value::Object(schema) = self.input_schema() else { unreachable_schema() };
-        Tool::new(self.name(), self.description(), Arc::new(schema))
+        Tool::new(self.name(), self.description(), self.input_schema())
             .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false))
     }
 }
 
-#[expect(clippy::panic, reason = "the schemas above are literal objects")]
-fn unreachable_schema() -> ! {
-    panic!("built-in input schema is not an object")
-}
-
-#[derive(Deserialize)]
+/// The arguments of `tool_search` and `skill_search`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {
+    /// What the tool or skill should do, in words (or a pattern or name, by search_type).
     query: String,
+    /// How the query is matched.
     #[serde(default)]
     search_type: SearchType,
+    /// Most results to return.
     #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 20))]
     limit: usize,
 }
+
+/// `skill_list` takes no arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
 
 fn default_limit() -> usize {
     8
 }
 
-#[derive(Deserialize)]
+/// The arguments of `skill_get`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct GetArgs {
+    /// The skills to read, by name.
+    #[schemars(length(min = 1, max = 10))]
     names: Vec<String>,
+    /// Most tokens of instructions returned, for all the skills together.
     #[serde(default = "default_tokens")]
+    #[schemars(range(min = 200, max = 6000))]
     max_tokens: usize,
 }
 
@@ -158,10 +141,13 @@ fn default_tokens() -> usize {
     1500
 }
 
-#[derive(Deserialize)]
+/// The arguments of `read_skill_resource`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ResourceArgs {
+    /// The skill.
     skill: String,
+    /// Relative to the skill folder, e.g. SKILL.md or references/api.md.
     path: String,
 }
 
@@ -384,5 +370,28 @@ mod tests {
             assert!(text.contains(&threshold), "{} must say `{threshold}`: {text}", builtin.name());
             assert!(!text.contains("comparable within"), "{text}");
         }
+    }
+
+    #[test]
+    fn each_input_schema_is_the_contract_its_arguments_parse() {
+        let schema = |b: Builtin| Value::Object((*b.to_mcp().input_schema).clone());
+        let search = schema(Builtin::ToolSearch);
+        assert_eq!(search["required"], json!(["query"]), "{search}");
+        assert_eq!(search["additionalProperties"], json!(false), "{search}");
+        assert_eq!((&search["properties"]["limit"]["minimum"], &search["properties"]["limit"]["maximum"]), (&json!(1), &json!(MAX_LIMIT)));
+        assert_eq!(search["properties"]["limit"]["default"], json!(8), "{search}");
+        let modes = search.to_string();
+        assert!(["fts", "regex", "exact"].iter().all(|m| modes.contains(&format!("\"{m}\""))), "{search}");
+        let get = schema(Builtin::SkillGet);
+        assert_eq!(get["required"], json!(["names"]), "{get}");
+        assert_eq!((&get["properties"]["names"]["minItems"], &get["properties"]["names"]["maxItems"]), (&json!(1), &json!(10)));
+        assert_eq!(get["properties"]["max_tokens"]["default"], json!(1500), "{get}");
+        let resource = schema(Builtin::ReadSkillResource);
+        assert_eq!(resource["required"], json!(["skill", "path"]), "{resource}");
+        assert_eq!(schema(Builtin::SkillList)["additionalProperties"], json!(false));
+        // What the schema allows, the arguments parse; what it forbids, they refuse.
+        let args = |v: Value| v.as_object().unwrap().clone();
+        assert!(parse::<SearchArgs>("t", &args(json!({"query": "x", "search_type": "regex", "limit": 3}))).is_ok());
+        assert!(parse::<SearchArgs>("t", &args(json!({"query": "x", "other": 1}))).is_err());
     }
 }

@@ -24,7 +24,7 @@ pub const TEXT_TERM: f64 = 0.7;
 const REGEX_SIZE_LIMIT: usize = 1 << 16;
 
 /// How a query is matched.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchType {
     /// Ranked term matching.

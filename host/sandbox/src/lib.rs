@@ -34,7 +34,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use skillhost_core::{
     Annotations, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillName, SkillRuntime, SkillSource, ToolSpec,
 };
