@@ -2,7 +2,6 @@
 //! activate deferred tools), and the skill knowledge tools `skill_list`, `skill_search`,
 //! `skill_get` and `read_skill_resource`. None of them changes what a skill may do.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::handler::server::common::schema_for_type;
@@ -183,6 +182,48 @@ fn annotate(value: &mut Value, ranker: &str, weak: Option<bool>) {
     }
 }
 
+/// What one search found: the items with their scores, best first; the ranker that
+/// answered; and, when the index ranked them, whether nothing matched well.
+struct Ranked<'a, T> {
+    hits: Vec<(&'a T, f64)>,
+    ranker: String,
+    weak: Option<bool>,
+}
+
+/// The one search of `tool_search` and `skill_search` over `items`: `fts` goes to the
+/// search index when it is usable (its hits mapped back to `items` by `is_hit`; the
+/// registry has the last word, so a hit that is not among `items` is dropped); `regex`
+/// and `exact`, and `fts` without an index, use the matcher of `search` over each item's
+/// `document`.
+fn rank<'a, T>(
+    tool: &str,
+    args: &SearchArgs,
+    index: Option<&SearchIndex>,
+    target: Target,
+    items: &'a [T],
+    is_hit: impl Fn(&T, &skillhost_index::Hit) -> bool,
+    document: impl Fn(&'a T) -> Document<'a>,
+) -> Result<Ranked<'a, T>, String> {
+    let limit = args.limit.clamp(1, MAX_LIMIT);
+    match (args.search_type, index) {
+        (SearchType::Fts, Some(index)) => {
+            let found = index.search(&IndexQuery::new(&args.query, target).limit(limit)).map_err(|e| format!("{tool}: {e}"))?;
+            let hits = found.hits.iter().filter_map(|h| items.iter().find(|item| is_hit(item, h)).map(|item| (item, h.score))).collect();
+            Ok(Ranked { hits, ranker: found.ranker.as_str().to_owned(), weak: Some(found.weak()) })
+        }
+        (mode, _) => {
+            let docs: Vec<Document<'a>> = items.iter().map(document).collect();
+            let hits = search(&docs, &args.query, mode, limit).map_err(|e| format!("{tool}: {e}"))?;
+            let ranker = match mode {
+                SearchType::Fts => "term-match",
+                SearchType::Regex => "regex",
+                SearchType::Exact => "exact",
+            };
+            Ok(Ranked { hits: hits.iter().map(|h| (&items[h.index], h.score)).collect(), ranker: ranker.to_owned(), weak: None })
+        }
+    }
+}
+
 /// `tool_search`: approved tools only. Returns the response and the names found (to
 /// activate). `deferred` says how the found tools are loaded, for the response. `fts`
 /// goes to the search index when there is one; `regex` and `exact` (and `fts` without
@@ -194,39 +235,22 @@ pub fn tool_search(
     deferred: bool,
 ) -> Result<(Value, Vec<String>), String> {
     let args: SearchArgs = parse("tool_search", args)?;
-    let limit = args.limit.clamp(1, MAX_LIMIT);
     let tools: Vec<ToolEntry> = table(registry).into_iter().filter(ToolEntry::approved).collect();
     let loading_mode = if deferred { "deferred" } else { "always" };
-    let (scored, ranker, weak): (Vec<(&ToolEntry, f64)>, &str, Option<bool>) = match (args.search_type, synced(index, registry)) {
-        (SearchType::Fts, Some(index)) => {
-            let found = index.search(&IndexQuery::new(&args.query, Target::Tools).limit(limit)).map_err(|e| format!("tool_search: {e}"))?;
-            // The registry has the last word: only tools approved now are shown.
-            let by_name: HashMap<&str, &ToolEntry> = tools.iter().map(|t| (t.name.as_str(), t)).collect();
-            let scored = found.hits.iter().filter_map(|h| by_name.get(h.public_name().as_str()).map(|t| (*t, h.score))).collect();
-            (scored, found.ranker.as_str(), Some(found.weak()))
-        }
-        (mode, _) => {
-            let bare: Vec<[&str; 1]> = tools.iter().map(|t| [t.spec.name.as_str()]).collect();
-            let docs: Vec<Document<'_>> = tools
-                .iter()
-                .zip(&bare)
-                .map(|(t, bare)| Document {
-                    name: &t.name,
-                    aliases: bare,
-                    text: format!("{} {}", t.skill, t.spec.description),
-                    side_effects: t.side_effects(),
-                })
-                .collect();
-            let hits = search(&docs, &args.query, mode, limit).map_err(|e| format!("tool_search: {e}"))?;
-            let scored = hits.iter().map(|h| (&tools[h.index], h.score)).collect();
-            let ranker = match mode {
-                SearchType::Fts => "term-match",
-                SearchType::Regex => "regex",
-                SearchType::Exact => "exact",
-            };
-            (scored, ranker, None)
-        }
-    };
+    let Ranked { hits: scored, ranker, weak } = rank(
+        "tool_search",
+        &args,
+        synced(index, registry),
+        Target::Tools,
+        &tools,
+        |tool, hit| tool.name == hit.public_name(),
+        |tool| Document {
+            name: &tool.name,
+            alias: Some(&tool.spec.name),
+            text: format!("{} {}", tool.skill, tool.spec.description),
+            side_effects: tool.side_effects(),
+        },
+    )?;
     let found: Vec<String> = scored.iter().map(|(t, _)| t.name.clone()).collect();
     let results: Vec<Value> = scored
         .iter()
@@ -246,56 +270,34 @@ pub fn tool_search(
         stats.record_miss(&args.query);
     }
     let mut value = json!({ "query": args.query, "search_type": args.search_type, "tools": results });
-    annotate(&mut value, ranker, weak);
+    annotate(&mut value, &ranker, weak);
     Ok((value, found))
 }
 
 /// `skill_search`: approved skills only.
 pub fn skill_search(registry: &Registry, index: Option<&SearchIndex>, args: &JsonObject) -> Result<Value, String> {
     let args: SearchArgs = parse("skill_search", args)?;
-    let limit = args.limit.clamp(1, MAX_LIMIT);
     let skills: Vec<_> = knowledge::skills(registry).into_iter().filter(|e| e.state == TrustState::Approved).collect();
-    let description = knowledge::description;
-    let (results, ranker, weak): (Vec<Value>, &str, Option<bool>) = match (args.search_type, synced(index, registry)) {
-        (SearchType::Fts, Some(index)) => {
-            let found =
-                index.search(&IndexQuery::new(&args.query, Target::Skills).limit(limit)).map_err(|e| format!("skill_search: {e}"))?;
-            let results = found
-                .hits
-                .iter()
-                .filter_map(|h| skills.iter().find(|e| e.name.as_str() == h.skill).map(|e| (e, h.score)))
-                .map(|(e, score)| json!({ "name": e.name.as_str(), "description": description(e), "score": score }))
-                .collect();
-            (results, found.ranker.as_str(), Some(found.weak()))
-        }
-        (mode, _) => {
-            let docs: Vec<Document<'_>> = skills
-                .iter()
-                .map(|e| Document {
-                    name: e.name.as_str(),
-                    aliases: &[],
-                    text: knowledge::search_text(e),
-                    side_effects: crate::tools::SideEffects::Pure,
-                })
-                .collect();
-            let hits = search(&docs, &args.query, mode, limit).map_err(|e| format!("skill_search: {e}"))?;
-            let results = hits
-                .iter()
-                .map(|h| {
-                    let entry = &skills[h.index];
-                    json!({ "name": entry.name.as_str(), "description": description(entry), "score": h.score })
-                })
-                .collect();
-            let ranker = match mode {
-                SearchType::Fts => "term-match",
-                SearchType::Regex => "regex",
-                SearchType::Exact => "exact",
-            };
-            (results, ranker, None)
-        }
-    };
+    let Ranked { hits, ranker, weak } = rank(
+        "skill_search",
+        &args,
+        synced(index, registry),
+        Target::Skills,
+        &skills,
+        |entry, hit| entry.name.as_str() == hit.skill,
+        |entry| Document {
+            name: entry.name.as_str(),
+            alias: None,
+            text: knowledge::search_text(entry),
+            side_effects: crate::tools::SideEffects::Pure,
+        },
+    )?;
+    let results: Vec<Value> = hits
+        .iter()
+        .map(|(entry, score)| json!({ "name": entry.name.as_str(), "description": knowledge::description(entry), "score": score }))
+        .collect();
     let mut value = json!({ "query": args.query, "search_type": args.search_type, "skills": results });
-    annotate(&mut value, ranker, weak);
+    annotate(&mut value, &ranker, weak);
     Ok(value)
 }
 

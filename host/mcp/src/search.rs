@@ -41,8 +41,8 @@ pub enum SearchType {
 pub struct Document<'a> {
     /// Its name, matched by every mode.
     pub name: &'a str,
-    /// Other names it answers to exactly (a tool's bare name).
-    pub aliases: &'a [&'a str],
+    /// Another name it answers to exactly (a tool's bare name).
+    pub alias: Option<&'a str>,
     /// Text matched by `regex` and `fts`.
     pub text: String,
     /// Ordering tie-break.
@@ -78,7 +78,7 @@ pub fn search(docs: &[Document<'_>], query: &str, mode: SearchType, limit: usize
         SearchType::Exact => docs
             .iter()
             .enumerate()
-            .filter(|(_, d)| d.name == query || d.aliases.contains(&query))
+            .filter(|(_, d)| d.name == query || d.alias == Some(query))
             .map(|(index, _)| (Hit { index, score: 1.0 }, 0.0))
             .collect(),
         SearchType::Regex => regex_hits(docs, query)?.into_iter().map(|h| (h, 0.0)).collect(),
@@ -108,7 +108,7 @@ fn regex_hits(docs: &[Document<'_>], pattern: &str) -> Result<Vec<Hit>, SearchEr
         .map_err(|e| fail(e.to_string()))?;
     let mut hits = Vec::new();
     for (index, doc) in docs.iter().enumerate() {
-        let names = std::iter::once(doc.name).chain(doc.aliases.iter().copied());
+        let names = std::iter::once(doc.name).chain(doc.alias);
         let mut score: Option<f64> = None;
         for name in names {
             let this = if whole.is_match(name) { Some(0.95) } else { re.find(name).map(|m| if m.start() == 0 { 0.90 } else { 0.85 }) };
@@ -185,7 +185,7 @@ mod tests {
     use super::*;
 
     fn doc<'a>(name: &'a str, text: &str, side_effects: SideEffects) -> Document<'a> {
-        Document { name, aliases: &[], text: text.to_owned(), side_effects }
+        Document { name, alias: None, text: text.to_owned(), side_effects }
     }
 
     fn names<'a>(docs: &'a [Document<'a>], hits: &[Hit]) -> Vec<&'a str> {
@@ -240,8 +240,7 @@ mod tests {
 
     #[test]
     fn exact_matches_name_or_alias_only() {
-        let aliases = ["count"];
-        let docs = [Document { name: "t__count", aliases: &aliases, text: "count".into(), side_effects: SideEffects::Pure }];
+        let docs = [Document { name: "t__count", alias: Some("count"), text: "count".into(), side_effects: SideEffects::Pure }];
         assert_eq!(search(&docs, "count", SearchType::Exact, 8).unwrap(), [Hit { index: 0, score: 1.0 }]);
         assert!(search(&docs, "coun", SearchType::Exact, 8).unwrap().is_empty());
     }
