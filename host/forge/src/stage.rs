@@ -30,7 +30,7 @@ use serde::Serialize;
 use skillhost_core::SkillName;
 
 /// The languages the forge builds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
     /// A crate against `skillhost-sdk`, built to a WebAssembly component.

@@ -10,8 +10,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use skillhost_core::{Progress, ProgressSink};
 use skillhost_forge::{Forge, Forged, Language, Submission};
@@ -51,79 +53,64 @@ impl ForgeTool {
     }
 
     fn to_mcp(self) -> Tool {
-        let files = json!({
-            "type": "object",
-            "description": "Relative path -> file contents. Rust: skill.toml, SKILL.md, src/**.rs, optional Cargo.toml (depend on \
-                            `skillhost-sdk = { path = \"/sdk/guest-sdk\" }`; without one the forge writes it), build.rs, tests/**.rs. \
-                            Python: skill.toml (with [server] command = \"python\", args = [\"server.py\"]), server.py (FastMCP), \
-                            test_server.py (pytest), other *.py. Plus references/**.md.",
-            "additionalProperties": {"type": "string"}
-        });
         let (description, schema) = match self {
-            ForgeTool::Create => (
-                "Create a skill from source: the host checks the files, builds them (Rust: to a WebAssembly component, in a \
-                 sandbox without network; Python: a FastMCP server), runs its tests ([[tests]] in skill.toml: tool, input, \
-                 expect or expect_error; pytest for Python) and installs it. On failure the result is JSON with what to fix \
-                 (diagnostics with file:line, failing cases with expected/actual) and the attempt count (3 per skill). A skill \
-                 that asks for more than pure computation waits for the user's approval, asked at its first call.",
-                json!({
-                    "type": "object",
-                    "required": ["name", "language", "files"],
-                    "properties": {
-                        "name": {"type": "string", "description": "Lowercase letters, digits, inner hyphens; equal to skill.toml's name."},
-                        "language": {"type": "string", "enum": ["rust", "python"]},
-                        "files": files,
-                        "tests": {
-                            "type": "array",
-                            "description": "Test cases added to skill.toml as [[tests]].",
-                            "items": {
-                                "type": "object",
-                                "required": ["tool"],
-                                "properties": {
-                                    "tool": {"type": "string"},
-                                    "input": {"type": "object"},
-                                    "expect": {},
-                                    "expect_error": {"type": "string"}
-                                },
-                                "additionalProperties": false
-                            }
-                        }
-                    },
-                    "additionalProperties": false
-                }),
-            ),
-            ForgeTool::Update => (
-                "Change an installed skill made by skill_create: the files given replace (or add to) its stored source, then it \
-                 is built, tested and installed like skill_create. The version it replaces is kept (a human can roll back). \
-                 Changed content needs the user's approval again unless it is pure computation.",
-                json!({
-                    "type": "object",
-                    "required": ["name", "files"],
-                    "properties": {"name": {"type": "string"}, "files": files},
-                    "additionalProperties": false
-                }),
-            ),
+            ForgeTool::Create => (CREATE_DESCRIPTION, schema_for_type::<CreateArgs>()),
+            ForgeTool::Update => (UPDATE_DESCRIPTION, schema_for_type::<UpdateArgs>()),
         };
-        let Value::Object(schema) = schema else { unreachable!("literal objects") };
-        Tool::new(self.name(), description, Arc::new(schema))
+        Tool::new(self.name(), description, schema)
             .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
     }
 }
 
-#[derive(Deserialize)]
+const CREATE_DESCRIPTION: &str = "Create a skill from source: the host checks the files, builds them (Rust: to a WebAssembly component, in a \
+                 sandbox without network; Python: a FastMCP server), runs its tests ([[tests]] in skill.toml: tool, input, \
+                 expect or expect_error; pytest for Python) and installs it. On failure the result is JSON with what to fix \
+                 (diagnostics with file:line, failing cases with expected/actual) and the attempt count (3 per skill). A skill \
+                 that asks for more than pure computation waits for the user's approval, asked at its first call.";
+
+const UPDATE_DESCRIPTION: &str = "Change an installed skill made by skill_create: the files given replace (or add to) its stored source, then it \
+                 is built, tested and installed like skill_create. The version it replaces is kept (a human can roll back). \
+                 Changed content needs the user's approval again unless it is pure computation.";
+
+/// The arguments of `skill_create` (its input schema is derived from them).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateArgs {
+    /// Lowercase letters, digits, inner hyphens; equal to skill.toml's name.
     name: String,
     language: Language,
+    /// Relative path -> file contents. Rust: skill.toml, SKILL.md, src/**.rs, optional
+    /// Cargo.toml (depend on `skillhost-sdk = { path = "/sdk/guest-sdk" }`; without one the
+    /// forge writes it), build.rs, tests/**.rs. Python: skill.toml (with [server] command =
+    /// "python", args = ["server.py"]), server.py (FastMCP), test_server.py (pytest), other
+    /// *.py. Plus references/**.md.
     files: BTreeMap<String, String>,
+    /// Test cases added to skill.toml as [[tests]].
     #[serde(default)]
-    tests: Vec<Value>,
+    tests: Vec<TestArg>,
 }
 
-#[derive(Deserialize)]
+/// One `[[tests]]` case: call `tool` with `input`, expect `expect` (any JSON) or an error
+/// containing `expect_error`.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TestArg {
+    tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input: Option<JsonObject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expect: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expect_error: Option<String>,
+}
+
+/// The arguments of `skill_update` (its input schema is derived from them).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct UpdateArgs {
+    /// The installed skill to change.
     name: String,
+    /// Relative path -> file contents, replacing or adding to its stored source.
     files: BTreeMap<String, String>,
 }
 
@@ -143,7 +130,8 @@ pub async fn call(forge: &Forge, tool: ForgeTool, args: &JsonObject, progress: O
                 if !a.tests.is_empty()
                     && let Some(toml) = a.files.get_mut("skill.toml")
                 {
-                    match skillhost_forge::append_tests(toml, &a.tests) {
+                    let tests: Vec<Value> = a.tests.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
+                    match skillhost_forge::append_tests(toml, &tests) {
                         Ok(text) => *toml = text,
                         Err(e) => return error(json!({"kind": "invalid_arguments", "message": e})),
                     }
@@ -216,4 +204,25 @@ pub fn suggest(forge: &Forge, value: &mut Value) {
         .map(|m| format!("consider creating a skill for \"{}\" (asked {} times with no good match): skill_create", m.query, m.count))
         .collect();
     value["consider_creating"] = json!(lines);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_input_schema_is_the_contract_its_arguments_parse() {
+        let create = Value::Object((*ForgeTool::Create.to_mcp().input_schema).clone());
+        assert_eq!(create["required"], json!(["name", "language", "files"]), "{create}");
+        assert_eq!(create["additionalProperties"], json!(false), "{create}");
+        let text = create.to_string();
+        assert!(text.contains("\"rust\"") && text.contains("\"python\""), "the languages are listed: {create}");
+        let update = Value::Object((*ForgeTool::Update.to_mcp().input_schema).clone());
+        assert_eq!(update["required"], json!(["name", "files"]), "{update}");
+        let parse = |v: Value| serde_json::from_value::<CreateArgs>(v);
+        let files = json!({"skill.toml": "name = \"x\""});
+        assert!(parse(json!({"name": "x", "language": "python", "files": files, "tests": [{"tool": "t", "expect": 1}]})).is_ok());
+        assert!(parse(json!({"name": "x", "language": "go", "files": files})).is_err(), "a language the schema does not list");
+        assert!(parse(json!({"name": "x", "language": "rust", "files": files, "tests": [{"tool": "t", "typo": 1}]})).is_err());
+    }
 }
