@@ -211,6 +211,10 @@ impl Registry {
         let record = self.trust.get(entry.identity.as_str())?;
         let approved: Option<Vec<String>> =
             record.as_ref().and_then(|r| r.approved_requests.as_deref()).and_then(|json| serde_json::from_str(json).ok());
+        let mut requests = loaded.requests.clone();
+        if let (Some(manifest), Some(data_dir)) = (&loaded.manifest, &loaded.data_dir) {
+            requests.extend(data_held(manifest, data_dir));
+        }
         Ok(ApprovalRequest {
             name: entry.name.clone(),
             version: loaded.version.clone(),
@@ -218,7 +222,7 @@ impl Registry {
             state: entry.state,
             content_hash: loaded.content_hash.clone(),
             capability_digest: loaded.capability_digest.clone(),
-            requests: loaded.requests.clone(),
+            requests,
             diff: diff_lines(approved.as_deref().unwrap_or_default(), &loaded.requests),
             content_changed: record.as_ref().and_then(|r| r.approved_hash.as_deref()).is_some_and(|hash| hash != loaded.content_hash),
             last_approved_by: record.as_ref().and_then(|r| r.approved_by),
@@ -648,6 +652,23 @@ fn observation<'a>(identity: &'a DataKey, loaded: &'a Loaded) -> Observation<'a>
 
 /// What a skill asks for, one line per request, as a human reviews it: files with modes,
 /// network rules, secrets with where they go, effective limits, destructive tools.
+/// What a human approving `manifest`'s code should know of its data dir now: the data dir
+/// outlives the code, so what an earlier version (or a removed skill of this name and
+/// layer) stored is what this code would be handed. Read when the request is shown, not
+/// at load, and never recorded with the approval (it changes as the skill writes).
+fn data_held(manifest: &skillhost_core::SkillManifest, data_dir: &std::path::Path) -> Option<String> {
+    if manifest.files.is_empty() {
+        return None;
+    }
+    let held = std::fs::read_dir(data_dir).ok()?.count();
+    (held > 0).then(|| {
+        format!(
+            "its data dir already holds {held} entr{} written by an earlier version or an earlier skill of this name",
+            if held == 1 { "y" } else { "ies" }
+        )
+    })
+}
+
 fn requests(
     manifest: &skillhost_core::SkillManifest,
     grant: &Grant,
@@ -661,19 +682,6 @@ fn requests(
             FileMode::ReadWrite => "read-write",
         };
         lines.push(format!("files `{}` in its data dir ({}): {mode}", file.path, data_dir.display()));
-    }
-    // The data dir outlives the code: what an earlier version (or a removed skill of this
-    // name and layer) stored is what this code would be handed.
-    if !manifest.files.is_empty()
-        && let Ok(entries) = std::fs::read_dir(data_dir)
-    {
-        let held = entries.count();
-        if held > 0 {
-            lines.push(format!(
-                "its data dir already holds {held} entr{} written by an earlier version or an earlier skill of this name",
-                if held == 1 { "y" } else { "ies" }
-            ));
-        }
     }
     let network = &manifest.network;
     for (kind, rules) in [("allow", &network.allow), ("deny", &network.deny), ("private address allowed", &network.private)] {
