@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use wasm_encoder::{CustomSection, RawSection};
-use wasmparser::{Parser, Payload};
+use wasmparser::{Chunk, Parser, Payload};
 
 /// Custom section holding the skill's `skill.toml`.
 pub const MANIFEST_SECTION: &str = "skillhost:manifest";
@@ -50,32 +50,42 @@ struct Section<'a> {
     custom: Option<(&'a str, &'a [u8])>,
 }
 
-/// The component's own (top-level) payloads, in order, each with its section.
+/// The component's own (top-level) payloads, in order, each with its section. A nested
+/// module or component is stepped over by its size, never parsed: a walk costs one step
+/// per top-level section however large the code inside.
 fn top_level(bytes: &[u8]) -> Result<Vec<(Payload<'_>, Option<Section<'_>>)>, FormatError> {
     check_component(bytes)?;
+    let truncated = |e: wasmparser::BinaryReaderError| FormatError(format!("cannot read its sections (truncated?): {e}"));
     let mut out = Vec::new();
-    let mut depth = 0usize;
-    for payload in Parser::new(0).parse_all(bytes) {
-        let payload = payload.map_err(|e| FormatError(format!("cannot read its sections (truncated?): {e}")))?;
-        let nested = matches!(payload, Payload::ModuleSection { .. } | Payload::ComponentSection { .. });
-        if depth == 0 {
-            let section = payload.as_section().map(|(id, content)| Section {
-                id,
-                content,
-                custom: match &payload {
-                    Payload::CustomSection(reader) => Some((reader.name(), reader.data())),
-                    _ => None,
-                },
-            });
-            out.push((payload, section));
-        } else if let Payload::End(_) = payload {
-            depth -= 1;
+    let mut parser = Parser::new(0);
+    let mut rest = bytes;
+    loop {
+        let (payload, consumed) = match parser.parse(rest, true).map_err(truncated)? {
+            Chunk::Parsed { payload, consumed } => (payload, consumed),
+            // Not with `eof = true`: a short file is an error above.
+            Chunk::NeedMoreData(_) => return Err(FormatError("cannot read its sections (truncated?)".into())),
+        };
+        rest = &rest[consumed..];
+        let nested = match &payload {
+            Payload::ModuleSection { unchecked_range, .. } | Payload::ComponentSection { unchecked_range, .. } => unchecked_range.len(),
+            _ => 0,
+        };
+        rest = rest
+            .get(nested..)
+            .ok_or_else(|| FormatError("cannot read its sections (truncated?): a nested module runs past the end".into()))?;
+        if let Payload::End(_) = payload {
+            return Ok(out);
         }
-        if nested {
-            depth += 1;
-        }
+        let section = payload.as_section().map(|(id, content)| Section {
+            id,
+            content,
+            custom: match &payload {
+                Payload::CustomSection(reader) => Some((reader.name(), reader.data())),
+                _ => None,
+            },
+        });
+        out.push((payload, section));
     }
-    Ok(out)
 }
 
 /// Read the custom section `name` of a component, if present.
