@@ -23,7 +23,7 @@ pub async fn run(skill_path: &Path, data: &Path) -> Result<serde_json::Value, Bo
     let host = Host::builder().data_dir(data).build()?;
 
     let loaded = host.load_path(skill_path).await?;
-    println!("loaded `{}` {} ({:?})", loaded.manifest.name, loaded.manifest.version, loaded.cache);
+    println!("loaded `{}` {} ({:?})", loaded.source.manifest.name, loaded.source.manifest.version, loaded.cache_outcome());
     for tool in loaded.skill.tools() {
         println!("  {:<16} {}", tool.name, tool.description.lines().next().unwrap_or(""));
     }
@@ -38,7 +38,7 @@ pub async fn run(skill_path: &Path, data: &Path) -> Result<serde_json::Value, Bo
     };
     let first = &loaded.skill.tools()[0];
     let input = first.examples.first().cloned().unwrap_or_else(|| json!({}));
-    let out = host.call(loaded.manifest.name.as_str(), &first.name, input.clone(), cx).await?;
+    let out = loaded.call(&first.name, input.clone(), cx).await?;
     println!("{}({input}) -> {} in {:?}", first.name, out.value, out.elapsed);
     Ok(out.value)
 }

@@ -3,7 +3,7 @@
 
 use fixtures::{CSV_SUMMARY, Guest, MINIMAL_SKILL, TEXT_TOOLS, UNIT_CONVERT};
 use serde_json::{Value, json};
-use skillhost::LoadedSkill;
+use skillhost::DirectSkill;
 
 use crate::{call, ok, test_host};
 
@@ -19,10 +19,10 @@ fn csv_data(t: &fixtures::TestHost) {
     std::fs::write(data.join("exports/data.tsv"), "a\tb\n1\tx\n2\ty\n").unwrap();
 }
 
-async fn load(t: &fixtures::TestHost, guest: Guest) -> LoadedSkill {
+async fn load(t: &fixtures::TestHost, guest: Guest) -> DirectSkill {
     let skill = t.host.load_path_granted(&guest.folder(t.skills.path())).await.expect("bundled skill loads");
     assert!(
-        skill.instructions.as_deref().is_some_and(|md| md.starts_with("---\nname: ")) || guest.dir.contains("minimal"),
+        skill.source.instructions.as_deref().is_some_and(|md| md.starts_with("---\nname: ")) || guest.dir.contains("minimal"),
         "bundled skills carry SKILL.md"
     );
     skill

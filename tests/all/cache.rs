@@ -31,25 +31,25 @@ async fn second_load_comes_from_the_cache_and_engine_changes_invalidate_it() {
     let first = TestHost::with_config(config.clone());
     let dir = LIMITS.folder(first.skills.path());
     let loaded = first.host.load_path_granted(&dir).await.unwrap();
-    assert_eq!(loaded.cache, CacheOutcome::Compiled);
+    assert_eq!(loaded.cache_outcome(), Some(CacheOutcome::Compiled));
     assert_eq!((first.host.cache_stats().compiled, first.host.cache_stats().hits), (1, 0));
     assert_eq!(cwasm_files(cache.path()), 1, "one entry on disk");
 
     // Same runtime, second load: from the cache.
     let again = first.host.load_path_granted(&dir).await.unwrap();
-    assert_eq!(again.cache, CacheOutcome::Hit);
+    assert_eq!(again.cache_outcome(), Some(CacheOutcome::Hit));
 
     // A restarted host (new engine, same settings) loads from the cache and runs it.
     let restarted = TestHost::with_config(config.clone());
     let loaded = restarted.host.load_path_granted(&LIMITS.folder(restarted.skills.path())).await.unwrap();
-    assert_eq!(loaded.cache, CacheOutcome::Hit);
+    assert_eq!(loaded.cache_outcome(), Some(CacheOutcome::Hit));
     assert_eq!((restarted.host.cache_stats().compiled, restarted.host.cache_stats().hits), (0, 1));
     assert_eq!(ok(&loaded, "echo", json!({"value": 7})).await, json!(7));
 
     // A different engine configuration compiles again, beside the old entry.
     let changed = TestHost::with_config(WasmConfig { optimize: false, ..config.clone() });
     let loaded = changed.host.load_path_granted(&LIMITS.folder(changed.skills.path())).await.unwrap();
-    assert_eq!(loaded.cache, CacheOutcome::Compiled);
+    assert_eq!(loaded.cache_outcome(), Some(CacheOutcome::Compiled));
     assert_eq!(cwasm_files(cache.path()), 2);
     assert_eq!(ok(&loaded, "echo", json!({"value": 8})).await, json!(8));
 }
@@ -65,6 +65,6 @@ async fn a_corrupt_cache_entry_is_recompiled() {
 
     let second = TestHost::with_config(config);
     let loaded = second.host.load_path_granted(&LIMITS.folder(second.skills.path())).await.unwrap();
-    assert_eq!(loaded.cache, CacheOutcome::Compiled);
+    assert_eq!(loaded.cache_outcome(), Some(CacheOutcome::Compiled));
     assert_eq!(ok(&loaded, "echo", json!({"value": "fine"})).await, json!("fine"));
 }

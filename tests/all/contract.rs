@@ -6,16 +6,16 @@
 
 use fixtures::LIAR;
 use serde_json::json;
-use skillhost::{CallError, LoadedSkill};
+use skillhost::{CallError, DirectSkill};
 
 use crate::{call, ok, test_host};
 
-async fn liar(t: &fixtures::TestHost) -> LoadedSkill {
+async fn liar(t: &fixtures::TestHost) -> DirectSkill {
     t.host.load_path_granted(&LIAR.folder(t.skills.path())).await.expect("the liar guest loads: its lies are in its outputs")
 }
 
 /// The control: the same schema, kept, passes untouched.
-async fn honest_still_answers(skill: &LoadedSkill) {
+async fn honest_still_answers(skill: &DirectSkill) {
     assert_eq!(ok(skill, "honest", json!({})).await, json!({"count": 3}));
 }
 

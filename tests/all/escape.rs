@@ -6,11 +6,11 @@ use std::net::TcpListener;
 
 use fixtures::{ESCAPE, TestHost};
 use serde_json::{Value, json};
-use skillhost::LoadedSkill;
+use skillhost::DirectSkill;
 
 use crate::{ok, test_host};
 
-async fn setup() -> (TestHost, LoadedSkill) {
+async fn setup() -> (TestHost, DirectSkill) {
     let t = test_host();
     let dir = ESCAPE.folder(t.skills.path());
     let skill = t.host.load_path_granted(&dir).await.expect("escape guest loads");

@@ -149,7 +149,7 @@ async fn mcp_server_fetch_runs_readability_under_node_in_512_mib() {
         }
     };
     let skill = load("fetch-server", "command = \"mcp-server-fetch\"\nargs = [\"--ignore-robots-txt\", \"--allow-private-ips\"]").await;
-    assert_eq!(skill.runtime, "bwrap");
+    assert_eq!(skill.runtime(), "bwrap");
     assert!(skill.skill.tools().iter().any(|t| t.name == "fetch"), "{:?}", skill.skill.tools());
 
     let url = format!("http://127.0.0.1:{port}/lighthouse");

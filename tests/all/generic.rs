@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use fixtures::GENERIC;
 use serde_json::{Value, json};
-use skillhost::{CallError, RegistryConfig, RegistryError, TrustState, package};
+use skillhost::{CallError, RegistryConfig, RegistryError, TrustState};
+use skillhost_package as package;
 
 use crate::{call, load_error, ok, test_host};
 
@@ -65,8 +66,8 @@ async fn a_bare_component_is_a_skill_named_after_its_file() {
     let t = test_host();
     let file = bare(t.skills.path(), "calc");
     let loaded = t.host.load_path_granted(&file).await.unwrap();
-    assert_eq!(loaded.manifest.name.as_str(), "calc");
-    assert_eq!(loaded.manifest.description, "component exports add, greet, test:generic/shapes@0.1.0, math, stress, math-add");
+    assert_eq!(loaded.source.manifest.name.as_str(), "calc");
+    assert_eq!(loaded.source.manifest.description, "component exports add, greet, test:generic/shapes@0.1.0, math, stress, math-add");
     assert!(loaded.skill.grant().dirs.is_empty() && loaded.skill.grant().network.is_empty(), "a bare component holds nothing");
     let names: Vec<&str> = loaded.skill.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
@@ -239,9 +240,9 @@ async fn a_toolchains_own_exports_are_not_tools() {
     let names: Vec<&str> = loaded.skill.tools().iter().map(|t| t.name.as_str()).collect();
     assert!(!names.iter().any(|n| n.contains("init")), "{names:?}");
     assert!(
-        !loaded.manifest.description.contains("exports,") && !loaded.manifest.description.ends_with("exports"),
+        !loaded.source.manifest.description.contains("exports,") && !loaded.source.manifest.description.ends_with("exports"),
         "{}",
-        loaded.manifest.description
+        loaded.source.manifest.description
     );
     let symbols = json!({"exports": [], "resources": [], "records": [], "flags": [], "tuples": [], "variants": [], "enums": [], "options": [], "results": []});
     let err = call(&loaded, "exports-init", json!({"app-name": "app", "symbols": symbols, "stub-wasi": false})).await.unwrap_err();

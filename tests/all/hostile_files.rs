@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use fixtures::{LIMITS, TEXT_TOOLS, TestHost};
 use serde_json::{Value, json};
-use skillhost::{Entry, Registry, RegistryConfig, RegistryError, RegistryEvent, ToolOutput, package};
+use skillhost::{Entry, Registry, RegistryConfig, RegistryError, RegistryEvent, ToolOutput};
+use skillhost_package as package;
 
 use crate::{HANG_GUARD, Swapper, test_host};
 
@@ -135,7 +136,7 @@ async fn symlinks_swapped_in_during_install_are_never_followed() {
     while started.elapsed() < Duration::from_secs(3) {
         match registry.install(&skill).await {
             Ok(_) => installed += 1,
-            Err(RegistryError::Read(skillhost::package::ReadError::Symlink { .. })) => refused += 1,
+            Err(RegistryError::Read(skillhost_package::ReadError::Symlink { .. })) => refused += 1,
             Err(e) => panic!("unexpected error: {e}"),
         }
         assert!(!contains_canary(&layers.user()), "an install copied the secret or a link into the user layer");

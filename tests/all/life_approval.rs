@@ -256,7 +256,7 @@ async fn a_skill_loaded_by_its_path_gets_nothing_it_asks_for_until_granted() {
     );
     let cloned = tempfile::tempdir().unwrap();
     let dir = server_skill(cloned.path(), "cloned", &asks, "");
-    let data = env.host.policy().data_dir(&Host::dev_data_key(&skillhost::SkillName::new("cloned").unwrap()));
+    let data = env.host.policy().data_dir(&skillhost::DirectSkill::data_key(&skillhost::SkillName::new("cloned").unwrap()));
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("token.txt"), "stored by an earlier granted run").unwrap();
     let url = format!("http://127.0.0.1:{}/home", listener.port());
@@ -265,9 +265,7 @@ async fn a_skill_loaded_by_its_path_gets_nothing_it_asks_for_until_granted() {
         let loaded = if granted { env.host.load_path_granted(&dir).await } else { env.host.load_path(&dir).await };
         let loaded = loaded.expect("the skill loads");
         let call = async |tool: &str, input: Value| -> Value {
-            let out = tokio::time::timeout(HANG_GUARD, env.host.call(loaded.manifest.name.as_str(), tool, input, Default::default()))
-                .await
-                .expect("the call hung");
+            let out = tokio::time::timeout(HANG_GUARD, loaded.call(tool, input, Default::default())).await.expect("the call hung");
             out.map(|o| o.value).unwrap_or_else(|e| json!({"error": e.to_string()}))
         };
         (

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use fixtures::python;
 use serde_json::{Value, json};
-use skillhost::{BwrapConfig, CallContext, CallError, Host, LoadedSkill};
+use skillhost::{BwrapConfig, CallContext, CallError, DirectSkill, Host};
 use tempfile::TempDir;
 
 use crate::{HANG_GUARD, call, call_with, ok};
@@ -42,7 +42,7 @@ impl LimitsHost {
 
     /// Load the limits-probe fixture as skill `name`, with `extra` appended to its
     /// skill.toml.
-    async fn load(&self, name: &str, extra: &str) -> LoadedSkill {
+    async fn load(&self, name: &str, extra: &str) -> DirectSkill {
         let dir = python::install("limits-probe", self.skills.path(), extra);
         let manifest = std::fs::read_to_string(dir.join("skill.toml")).unwrap();
         std::fs::write(dir.join("skill.toml"), manifest.replace("name = \"limits-probe\"", &format!("name = \"{name}\""))).unwrap();
@@ -154,7 +154,7 @@ async fn a_root_host_runs_the_sandbox_as_an_unprivileged_uid() {
     assert!(available, "no uid drop for a root host: {detail} ({fix:?})");
 
     // Root's files handed to it through a bind stay root's.
-    let data = env.host.policy().data_dir(&skillhost::Host::dev_data_key(&skill.manifest.name));
+    let data = env.host.policy().data_dir(&skillhost::DirectSkill::data_key(&skill.source.manifest.name));
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(data.join("root-owned"), "root's").unwrap();
     std::fs::set_permissions(data.join("root-owned"), std::fs::Permissions::from_mode(0o644)).unwrap();

@@ -6,16 +6,16 @@ use std::time::Duration;
 
 use fixtures::LIMITS;
 use serde_json::json;
-use skillhost::{CallContext, CallError, LoadedSkill, Progress};
+use skillhost::{CallContext, CallError, DirectSkill, Progress};
 
 use crate::{call, call_with, ok, recording_progress, test_host};
 
-async fn limits_skill(t: &fixtures::TestHost) -> LoadedSkill {
+async fn limits_skill(t: &fixtures::TestHost) -> DirectSkill {
     t.host.load_path_granted(&LIMITS.folder(t.skills.path())).await.expect("limits guest loads")
 }
 
 /// The host still answers after a limit was hit.
-async fn still_serving(skill: &LoadedSkill) {
+async fn still_serving(skill: &DirectSkill) {
     let out = ok(skill, "echo", json!({"value": {"after": "limit"}})).await;
     assert_eq!(out, json!({"after": "limit"}));
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use fixtures::{GENERIC, LIMITS, NET, python};
 use serde_json::json;
-use skillhost::{CacheOutcome, Host, Registry, RegistryConfig, TrustState};
+use skillhost::{CacheOutcome, Host, Registry, RegistryConfig, Skill as _, TrustState};
 
 use crate::{HANG_GUARD, load_error, ok, sandbox_host, test_host};
 
@@ -109,13 +109,13 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
         let config = skillhost::WasmConfig { cache_dir: Some(data.path().join("cache")), baseline_compile: true, ..Default::default() };
         skillhost_wasm::WasmRuntime::new(config).unwrap()
     };
-    let source = skillhost::package::read_source(&dir, &Default::default()).unwrap();
+    let source = skillhost_package::read_source(&dir, &Default::default()).unwrap();
     let policy = skillhost::Policy::new(data.path().join("skills"));
     let grant = || skillhost::Grant::new(&source.manifest, &policy, &skillhost::DataKey::named(&source.manifest.name)).unwrap();
 
     let first = runtime();
     let skill = first.load_wasm(&source, grant()).await.unwrap();
-    assert_eq!(skill.cache_outcome(), CacheOutcome::Baseline, "listing its tools ran Winch's code");
+    assert_eq!(skill.cache_outcome(), Some(CacheOutcome::Baseline), "listing its tools ran Winch's code");
     let call = async |tool: &str, input: serde_json::Value, timeout: Option<std::time::Duration>| {
         let cx = skillhost::CallContext { timeout, ..Default::default() };
         tokio::time::timeout(HANG_GUARD, skillhost::Skill::call(&*skill, tool, input, cx)).await.expect("the call hung")
@@ -127,12 +127,12 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
     let memory = call("alloc", json!({"mib": 600}), None).await.unwrap_err();
     assert!(matches!(memory, skillhost::CallError::MemoryLimit { .. }), "{memory}");
     let optimised = async {
-        while skill.cache_outcome() == CacheOutcome::Baseline {
+        while skill.cache_outcome() == Some(CacheOutcome::Baseline) {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     };
     tokio::time::timeout(HANG_GUARD, optimised).await.expect("Cranelift's code never took over");
-    assert_eq!(skill.cache_outcome(), CacheOutcome::Compiled);
+    assert_eq!(skill.cache_outcome(), Some(CacheOutcome::Compiled));
     assert_eq!(first.cache_stats().compiled, 1, "Cranelift compiled it in the background");
     assert_eq!(call("echo", json!({"value": 2}), None).await.unwrap().value, json!(2));
     let spun = call("spin", json!({}), Some(std::time::Duration::from_millis(300))).await.unwrap_err();
@@ -140,7 +140,7 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
 
     let restarted = runtime();
     let again = restarted.load_wasm(&source, grant()).await.unwrap();
-    assert_eq!(again.cache_outcome(), CacheOutcome::Hit, "a restart loads Cranelift's code from the cache");
+    assert_eq!(again.cache_outcome(), Some(CacheOutcome::Hit), "a restart loads Cranelift's code from the cache");
 }
 
 /// A generic component's tools come from its WIT: loading it (as `inspect` does) compiles
@@ -151,8 +151,8 @@ async fn a_component_whose_tools_are_in_its_wit_compiles_at_its_first_call() {
     let file = env.skills.path().join("calc.wasm");
     std::fs::copy(GENERIC.wasm, &file).unwrap();
     let loaded = env.host.load_path_granted(&file).await.unwrap();
-    assert_eq!(loaded.cache, CacheOutcome::Deferred);
-    assert!(loaded.manifest.name.as_str() == "calc" && !loaded.skill.tools().is_empty());
+    assert_eq!(loaded.cache_outcome(), Some(CacheOutcome::Deferred));
+    assert!(loaded.source.manifest.name.as_str() == "calc" && !loaded.skill.tools().is_empty());
     assert_eq!(env.host.cache_stats().compiled, 0, "loading a component whose tools are in its WIT compiled it");
     assert_eq!(ok(&loaded, "add", json!({"a": 1, "b": 2})).await, json!(3));
     assert_eq!(env.host.cache_stats().compiled, 1);

@@ -72,7 +72,7 @@ async fn manifest_with_unknown_field_or_bad_name() {
     // The same manifest error embedded in a .wasm names the .wasm.
     let file = t.skills.path().join("embedded.wasm");
     let bytes = std::fs::read(LIMITS.wasm).unwrap();
-    let bad = skillhost::package::embed(&bytes, &[(skillhost::package::MANIFEST_SECTION, b"name = \"x\"\n")]).unwrap();
+    let bad = skillhost_package::embed(&bytes, &[(skillhost_package::MANIFEST_SECTION, b"name = \"x\"\n")]).unwrap();
     std::fs::write(&file, bad).unwrap();
     let err = load_error(t.host.load_path_granted(&file).await);
     assert!(err.starts_with(&format!("{}#skill.toml:", file.display())), "{err}");

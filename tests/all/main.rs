@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use fixtures::TestHost;
 use serde_json::Value;
-use skillhost::{CallContext, CallError, HostError, LoadedSkill, ToolOutput};
+use skillhost::{CallContext, CallError, DirectSkill, HostError, ToolOutput};
 
 /// The compiled cache shared by tests that do not test the cache itself.
 fn shared_cache() -> &'static Path {
@@ -72,11 +72,11 @@ async fn status_of(addr: std::net::SocketAddr, request: String) -> String {
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
 /// Call `tool` of `skill` and return the result, failing the test if it hangs.
-async fn call(skill: &LoadedSkill, tool: &str, input: Value) -> Result<ToolOutput, CallError> {
+async fn call(skill: &DirectSkill, tool: &str, input: Value) -> Result<ToolOutput, CallError> {
     call_with(skill, tool, input, CallContext::default()).await
 }
 
-async fn call_with(skill: &LoadedSkill, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError> {
+async fn call_with(skill: &DirectSkill, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError> {
     tokio::time::timeout(HANG_GUARD, skill.skill.call(tool, input, cx))
         .await
         .unwrap_or_else(|_| panic!("{tool} did not return within {HANG_GUARD:?}: the host hung"))
@@ -91,7 +91,7 @@ fn recording_progress() -> (Arc<std::sync::Mutex<Vec<skillhost::Progress>>>, Cal
 }
 
 /// Call and expect success; returns the output value.
-async fn ok(skill: &LoadedSkill, tool: &str, input: Value) -> Value {
+async fn ok(skill: &DirectSkill, tool: &str, input: Value) -> Value {
     match call(skill, tool, input).await {
         Ok(out) => out.value,
         Err(e) => panic!("{tool} failed: {e}"),
@@ -99,9 +99,9 @@ async fn ok(skill: &LoadedSkill, tool: &str, input: Value) -> Value {
 }
 
 /// The message of a load error, checked to be one line.
-fn load_error(result: Result<LoadedSkill, HostError>) -> String {
+fn load_error(result: Result<DirectSkill, HostError>) -> String {
     let err = match result {
-        Ok(loaded) => panic!("expected a load error, loaded `{}`", loaded.manifest.name),
+        Ok(loaded) => panic!("expected a load error, loaded `{}`", loaded.source.manifest.name),
         Err(e) => e.to_string(),
     };
     assert!(!err.contains('\n'), "a load error is one line: {err:?}");

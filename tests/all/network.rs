@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use fixtures::{NET, TestHost, TestServer};
 use serde_json::{Value, json};
-use skillhost::{EgressOutcome, LoadedSkill, NetConfig, Resolver, WasmConfig};
+use skillhost::{DirectSkill, EgressOutcome, NetConfig, Resolver, WasmConfig};
 
 use crate::{load_error, ok, shared_cache};
 
@@ -57,12 +57,12 @@ fn host_with(resolver: Arc<TestResolver>, tune: impl FnOnce(&mut NetConfig)) -> 
     TestHost::with_config(WasmConfig { cache_dir: Some(shared_cache().join("compiled")), net, ..WasmConfig::default() })
 }
 
-async fn net_skill(t: &TestHost, network: &str) -> LoadedSkill {
+async fn net_skill(t: &TestHost, network: &str) -> DirectSkill {
     let dir = NET.folder_with(t.skills.path(), network);
     t.host.load_path_granted(&dir).await.expect("net guest loads")
 }
 
-async fn fetch(skill: &LoadedSkill, url: &str) -> Value {
+async fn fetch(skill: &DirectSkill, url: &str) -> Value {
     ok(skill, "fetch", json!({ "url": url })).await
 }
 
@@ -361,7 +361,7 @@ async fn the_github_skill_binds_its_token_to_the_api_host_only() {
     let grant = skill.skill.grant();
     assert_eq!(grant.secrets.len(), 1);
     assert_eq!(grant.secrets[0].hosts[0].text, "https://api.github.com");
-    assert_eq!(skillhost::RiskTier::of(&skill.manifest), skillhost::RiskTier::Explicit, "a secret needs explicit approval");
+    assert_eq!(skillhost::RiskTier::of(&skill.source.manifest), skillhost::RiskTier::Explicit, "a secret needs explicit approval");
     // No secret set: the request is refused before any lookup, naming the command.
     let err = crate::call(&skill, "repo", json!({"owner": "rust-lang", "repo": "rust"})).await.unwrap_err();
     assert!(err.to_string().contains("skillhost secret set github"), "{err}");

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fixtures::{TestServer, python};
 use serde_json::{Value, json};
-use skillhost::{CallContext, CallError, Host, LoadedSkill, Progress};
+use skillhost::{CallContext, CallError, DirectSkill, Host, Progress};
 use tempfile::TempDir;
 
 use crate::{HANG_GUARD, call, call_with, ok};
@@ -28,7 +28,7 @@ impl SandboxHost {
     }
 
     /// Load fixture `name` with `extra` appended to its skill.toml.
-    async fn load(&self, name: &str, extra: &str) -> LoadedSkill {
+    async fn load(&self, name: &str, extra: &str) -> DirectSkill {
         let dir = python::install(name, self.skills.path(), extra);
         tokio::time::timeout(HANG_GUARD, self.host.load_path_granted(&dir))
             .await
@@ -72,7 +72,7 @@ fn timeout(d: Duration) -> CallContext {
 async fn a_fastmcp_server_is_a_skill() {
     let env = SandboxHost::new();
     let skill = env.load("sandbox-probe", "").await;
-    assert_eq!(skill.runtime, "bwrap");
+    assert_eq!(skill.runtime(), "bwrap");
     let names: Vec<&str> = skill.skill.tools().iter().map(|t| t.name.as_str()).collect();
     assert!(names.contains(&"echo") && names.contains(&"fork_bomb"), "{names:?}");
     let echo = skill.skill.tools().iter().find(|t| t.name == "echo").unwrap();
@@ -94,7 +94,7 @@ async fn a_fastmcp_server_is_a_skill() {
 async fn the_sandbox_holds_nothing_of_the_host() {
     let env = SandboxHost::new();
     let skill = env.load("sandbox-probe", "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n").await;
-    let data = env.host.policy().data_dir(&skillhost::Host::dev_data_key(&skill.manifest.name));
+    let data = env.host.policy().data_dir(&skillhost::DirectSkill::data_key(&skill.source.manifest.name));
     std::fs::write(env.data.path().join("host-secret"), "s3cret").unwrap();
 
     let read = |path: String| {
@@ -115,7 +115,7 @@ async fn the_sandbox_holds_nothing_of_the_host() {
     assert!(result.is_err(), "the host's data dir was readable: {result:?}");
     // The venv and its Python prefix are bound at their own paths (their scripts name
     // them): their parents show the way down to them and nothing else.
-    let venv = skillhost::Venv::open(&python::venv()).unwrap();
+    let venv = skillhost_sandbox::Venv::open(&python::venv()).unwrap();
     for bound in [&venv.prefix, &venv.dir] {
         for parent in bound.ancestors().skip(1).filter(|p| *p != Path::new("/") && !p.starts_with("/usr")) {
             if let Ok(listing) = read(parent.display().to_string()).await {
@@ -289,8 +289,9 @@ async fn idle_servers_stop_and_start_again_on_the_next_call() {
         std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("[server]\n", "[server]\nidle_timeout = \"300ms\"\n"),
     )
     .unwrap();
-    let source = skillhost::package::read_source(&dir, &Default::default()).unwrap();
-    let grant = skillhost::Grant::new(&source.manifest, env.host.policy(), &skillhost::Host::dev_data_key(&source.manifest.name)).unwrap();
+    let source = skillhost_package::read_source(&dir, &Default::default()).unwrap();
+    let grant =
+        skillhost::Grant::new(&source.manifest, env.host.policy(), &skillhost::DirectSkill::data_key(&source.manifest.name)).unwrap();
     let runtime = env.host.sandbox().unwrap();
     let skill = runtime.load_server(&source, grant).await.unwrap();
     assert!(!skill.running().await, "lazy: the load-time run is stopped");
@@ -528,8 +529,9 @@ async fn skill_tests_run_in_a_throwaway_sandbox() {
     let env = SandboxHost::new();
     let host = &env.host;
     let test = async |dir: std::path::PathBuf| {
-        let source = skillhost::package::read_source(&dir, &Default::default()).unwrap();
-        let grant = skillhost::Grant::new(&source.manifest, host.policy(), &skillhost::Host::dev_data_key(&source.manifest.name)).unwrap();
+        let source = skillhost_package::read_source(&dir, &Default::default()).unwrap();
+        let grant =
+            skillhost::Grant::new(&source.manifest, host.policy(), &skillhost::DirectSkill::data_key(&source.manifest.name)).unwrap();
         host.sandbox().unwrap().test_skill(&source, grant, Duration::from_secs(30)).await
     };
     let dir = site_check(env.skills.path(), 9);

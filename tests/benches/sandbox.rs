@@ -28,7 +28,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// The probe server started directly (no sandbox), with an rmcp client.
 async fn direct() -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    let venv = skillhost::Venv::open(&python::venv()).unwrap();
+    let venv = skillhost_sandbox::Venv::open(&python::venv()).unwrap();
     let mut child = tokio::process::Command::new("setsid")
         .arg(venv.python())
         .arg("server.py")
@@ -59,8 +59,8 @@ fn sandbox(c: &mut Criterion) {
     let data = tempfile::tempdir().unwrap();
     let host = Host::builder().data_dir(data.path()).sandbox_config(python::sandbox_config(data.path())).build().unwrap();
     let dir = python::install("sandbox-probe", data.path(), "");
-    let source = skillhost::package::read_source(&dir, &Default::default()).unwrap();
-    let grant = skillhost::Grant::new(&source.manifest, host.policy(), &Host::dev_data_key(&source.manifest.name)).unwrap();
+    let source = skillhost_package::read_source(&dir, &Default::default()).unwrap();
+    let grant = skillhost::Grant::new(&source.manifest, host.policy(), &skillhost::DirectSkill::data_key(&source.manifest.name)).unwrap();
     let skill = rt.block_on(host.sandbox().unwrap().load_server(&source, grant)).unwrap();
     let skill = Arc::new(skill);
 

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 pub use server::{Received, TestServer};
 
-use skillhost::{Host, WasmConfig, package};
+use skillhost::{Host, WasmConfig};
+use skillhost_package as package;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
@@ -91,6 +92,6 @@ impl TestHost {
     /// host grants it.
     pub fn data_dir(&self, name: &str) -> PathBuf {
         let name = skillhost::SkillName::new(name).unwrap();
-        self.host.policy().data_dir(&Host::dev_data_key(&name))
+        self.host.policy().data_dir(&skillhost::DirectSkill::data_key(&name))
     }
 }

@@ -122,7 +122,7 @@ fn skill_set(skills: &Path) {
         std::fs::create_dir_all(&dir).unwrap();
         // A section of its own: a distinct content hash, so a distinct compile.
         let nonce = format!("{name} of the startup bench");
-        let wasm = skillhost::package::embed(&bytes, &[("skillhost-bench-nonce", nonce.as_bytes())]).unwrap();
+        let wasm = skillhost_package::embed(&bytes, &[("skillhost-bench-nonce", nonce.as_bytes())]).unwrap();
         std::fs::write(dir.join("skill.wasm"), wasm).unwrap();
         let manifest = LIMITS.manifest().replace("name = \"limits\"", &format!("name = \"{name}\""));
         assert!(manifest.contains(&name), "the limits manifest names itself `limits`");

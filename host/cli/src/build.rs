@@ -100,7 +100,7 @@ pub async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path
     let md_path = dir.join("SKILL.md");
     let md = if md_path.is_file() { Some(std::fs::read(&md_path)?) } else { None };
     // The same packaging the forge does for agents' skills.
-    let packaged = skillhost::package::pack(&component, &toml, md.as_deref())
+    let packaged = skillhost_package::pack(&component, &toml, md.as_deref())
         .with_context(|| format!("{}: the {lang:?} toolchain produced something that is not a component", built.display()))?;
 
     let tmp = out.with_extension("wasm.tmp");

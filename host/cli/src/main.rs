@@ -57,7 +57,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use skillhost::{CallContext, CallError, Host, HostError, Registry, RegistryConfig, RegistryError};
+use skillhost::{CallContext, CallError, Host, Registry, RegistryConfig, RegistryError};
 
 /// Run agent skills as sandboxed WebAssembly components.
 ///
@@ -602,8 +602,8 @@ fn call_error(error: &anyhow::Error) -> Option<&CallError> {
     if let Some(CommandLineTimeout(call)) = error.downcast_ref() {
         return Some(call);
     }
-    match error.downcast_ref::<HostError>() {
-        Some(HostError::Call(call) | HostError::Registry(RegistryError::Call(call))) => Some(call),
+    match error.downcast_ref::<RegistryError>() {
+        Some(RegistryError::Call(call)) => Some(call),
         _ => None,
     }
 }
@@ -828,21 +828,18 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     host.load_path_granted(Path::new(&skill)).await?
                 } else {
                     let loaded = host.load_path(Path::new(&skill)).await?;
-                    if let Some(note) = output::probe_note(&loaded.manifest, &skill) {
+                    if let Some(note) = output::probe_note(&loaded.source.manifest, &skill) {
                         errln!("{note}");
                     }
                     loaded
                 };
-                host.call(loaded.manifest.name.as_str(), &tool, input, cx).await
+                loaded.call(&tool, input, cx).await.map_err(RegistryError::from)
             } else {
                 let registry = registry(&host).await?;
-                registry.call(&skill, &tool, input, cx).await.map_err(HostError::from)
+                registry.call(&skill, &tool, input, cx).await
             };
             let out = out.map_err(|e| match e {
-                HostError::Call(call @ CallError::Timeout { skill_limit: Some(_), .. })
-                | HostError::Registry(RegistryError::Call(call @ CallError::Timeout { skill_limit: Some(_), .. })) => {
-                    anyhow::Error::new(CommandLineTimeout(call))
-                }
+                RegistryError::Call(call @ CallError::Timeout { skill_limit: Some(_), .. }) => anyhow::Error::new(CommandLineTimeout(call)),
                 other => other.into(),
             })?;
             outln!("{}", serde_json::to_string_pretty(&out.value)?);

@@ -114,7 +114,7 @@ async fn pip_install(python: &Path, requirements: &Path, target: &Path) -> Resul
         .map(Into::into)
         .chain([target.into(), "-r".into(), requirements.into()])
         .collect();
-    let installed = skillhost::python::pip_install(python, &args, &names, |done, line| {
+    let installed = skillhost_sandbox::python::pip_install(python, &args, &names, |done, line| {
         bar.set_position(done);
         bar.set_message(line.to_owned());
     })

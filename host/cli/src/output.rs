@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use skillhost::{ApprovalRequest, ByteSize, Entry, FileMode, LoadedSkill, package};
+use skillhost::{ApprovalRequest, ByteSize, CacheOutcome, DirectSkill, Entry, FileMode, SkillCode};
+use skillhost_package as package;
 
 /// One skill as `list --json` and `inspect --json` print it.
-fn skill_json(loaded: &LoadedSkill, full: bool) -> Value {
-    let grant = &loaded.asked;
+fn skill_json(loaded: &DirectSkill, full: bool) -> Value {
+    let (grant, manifest) = (&loaded.asked, &loaded.source.manifest);
     let tools: Vec<Value> = loaded
         .skill
         .tools()
@@ -16,11 +17,11 @@ fn skill_json(loaded: &LoadedSkill, full: bool) -> Value {
         .map(|t| if full { serde_json::to_value(t).unwrap_or(Value::Null) } else { json!({"name": t.name, "description": t.description}) })
         .collect();
     json!({
-        "name": loaded.manifest.name,
-        "version": loaded.manifest.version,
-        "description": loaded.manifest.description,
-        "runtime": loaded.runtime,
-        "origin": loaded.origin,
+        "name": manifest.name,
+        "version": manifest.version,
+        "description": manifest.description,
+        "runtime": loaded.runtime(),
+        "origin": loaded.source.origin,
         "state": "loaded",
         "tools": tools,
         "grant": {
@@ -32,8 +33,8 @@ fn skill_json(loaded: &LoadedSkill, full: bool) -> Value {
                 "concurrency": grant.limits.concurrency,
             }
         },
-        "search": loaded.manifest.search,
-        "instructions": if full { json!(loaded.instructions) } else { json!(loaded.instructions.is_some()) },
+        "search": manifest.search,
+        "instructions": if full { json!(loaded.source.instructions) } else { json!(loaded.source.instructions.is_some()) },
     })
 }
 
@@ -209,40 +210,31 @@ fn approved_by(name: &skillhost::SkillName, request: &ApprovalRequest) -> Option
 /// Largest file `show --code` prints.
 const MAX_SHOWN_FILE: u64 = 256 << 10;
 
-/// Print the files of a skill: every text file of a folder (the component as its size),
-/// or the manifest and SKILL.md embedded in a `.wasm`.
+/// Print the files of a skill as the registry reads them (no link followed, the size
+/// caps): every text file of a folder (others as their size), or the manifest and
+/// SKILL.md embedded in a `.wasm`.
 pub fn code(origin: &std::path::Path) -> Result<()> {
-    if origin.is_file() {
-        let bytes = std::fs::read(origin)?;
-        for (name, section) in
-            [("skill.toml", skillhost::package::MANIFEST_SECTION), ("SKILL.md", skillhost::package::INSTRUCTIONS_SECTION)]
-        {
-            if let Some(text) = skillhost::package::read_section(&bytes, section)? {
-                outln!("\n==> {}#{name} <==\n{}", origin.display(), String::from_utf8_lossy(text));
+    let snapshot = package::Snapshot::read(origin, &package::SizeLimits::default())?;
+    let files = match snapshot {
+        package::Snapshot::Wasm { bytes, .. } => {
+            for (name, section) in [("skill.toml", package::MANIFEST_SECTION), ("SKILL.md", package::INSTRUCTIONS_SECTION)] {
+                if let Some(text) = package::read_section(&bytes, section)? {
+                    outln!("\n==> {}#{name} <==\n{}", origin.display(), String::from_utf8_lossy(text));
+                }
             }
+            outln!("\n==> {} <== WebAssembly component, {}", origin.display(), ByteSize(bytes.len() as u64));
+            return Ok(());
         }
-        outln!("\n==> {} <== WebAssembly component, {}", origin.display(), ByteSize(bytes.len() as u64));
-        return Ok(());
-    }
-    let mut files = Vec::new();
-    let mut dirs = vec![origin.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let path = entry?.path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if name.starts_with('.') || (dir == origin && name == "target") {
-                continue;
-            }
-            if path.is_dir() { dirs.push(path) } else { files.push(path) }
+        package::Snapshot::Folder { files, .. } => files,
+    };
+    for (path, bytes) in files {
+        if path.split('/').any(|part| part.starts_with('.')) || path.starts_with("target/") {
+            continue;
         }
-    }
-    files.sort();
-    for path in files {
-        let len = std::fs::metadata(&path)?.len();
-        let text = if len <= MAX_SHOWN_FILE { std::fs::read(&path).ok().and_then(|b| String::from_utf8(b).ok()) } else { None };
-        match text {
+        let path = origin.join(path);
+        match std::str::from_utf8(&bytes).ok().filter(|_| bytes.len() as u64 <= MAX_SHOWN_FILE) {
             Some(text) => outln!("\n==> {} <==\n{text}", path.display()),
-            None => outln!("\n==> {} <== binary or large, {}", path.display(), ByteSize(len)),
+            None => outln!("\n==> {} <== binary or large, {}", path.display(), ByteSize(bytes.len() as u64)),
         }
     }
     Ok(())
@@ -266,23 +258,23 @@ pub fn approval_request(request: &ApprovalRequest) {
     }
 }
 
-/// The WIT reflection of a loaded component skill (its `.wasm`, or a folder's
-/// skill.wasm); `None` for a server skill.
-fn reflection(loaded: &LoadedSkill) -> Result<Option<package::Reflection>> {
-    if loaded.runtime != "wasm" {
-        return Ok(None);
-    }
-    let wasm = if loaded.origin.is_dir() { loaded.origin.join("skill.wasm") } else { loaded.origin.clone() };
-    let bytes = std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
-    Ok(Some(package::reflect(&bytes).with_context(|| format!("{}: cannot read the component's WIT", wasm.display()))?))
+/// The WIT reflection of a loaded component skill, from the bytes it was loaded from;
+/// `None` for a server skill.
+fn reflection(loaded: &DirectSkill) -> Result<Option<package::Reflection>> {
+    let SkillCode::Wasm { path, bytes } = &loaded.source.code else { return Ok(None) };
+    Ok(Some(package::reflect(bytes).with_context(|| format!("{}: cannot read the component's WIT", path.display()))?))
 }
 
 /// For a component that could not be loaded (`error`): its WIT, the tools it would offer
 /// and the functions that are not tools, so the reason can be read against the WIT. Prints
-/// nothing when `path` is not a readable component.
+/// nothing when `path` is not a component the package reader accepts.
 pub fn inspect_unloadable(path: &std::path::Path, error: &str, json: bool) -> Result<()> {
-    let wasm = if path.is_dir() { path.join("skill.wasm") } else { path.to_owned() };
-    let Some(r) = std::fs::read(&wasm).ok().and_then(|bytes| package::reflect(&bytes).ok()) else { return Ok(()) };
+    let bytes = match package::Snapshot::read(path, &package::SizeLimits::default()) {
+        Ok(package::Snapshot::Wasm { bytes, .. }) => bytes,
+        Ok(package::Snapshot::Folder { mut files, .. }) => files.remove("skill.wasm").unwrap_or_default(),
+        Err(_) => return Ok(()),
+    };
+    let Ok(r) = package::reflect(&bytes) else { return Ok(()) };
     if json {
         let value = json!({
             "origin": path,
@@ -307,7 +299,7 @@ pub fn inspect_unloadable(path: &std::path::Path, error: &str, json: bool) -> Re
 
 /// Print everything about one skill: for a component, also its WIT, and for a generic
 /// component (one that does not export our world) the functions that are not tools.
-pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
+pub fn inspect(loaded: &DirectSkill, json: bool) -> Result<()> {
     let reflection = reflection(loaded)?;
     if json {
         let mut value = skill_json(loaded, true);
@@ -321,19 +313,15 @@ pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
         outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
-    let m = &loaded.manifest;
+    let m = &loaded.source.manifest;
     let grant = &loaded.asked;
-    outln!("{} {} ({})", m.name, m.version, loaded.origin.display());
+    outln!("{} {} ({})", m.name, m.version, loaded.source.origin.display());
     outln!("  {}", m.description);
-    let compiled = match loaded.cache {
-        skillhost::CacheOutcome::Hit => "taken from the compiled cache",
-        skillhost::CacheOutcome::Compiled => "compiled now",
-        _ => "not compiled: its tools are read from its WIT, its first call compiles it",
-    };
-    if loaded.runtime == "wasm" {
-        outln!("runtime: wasm ({compiled})");
-    } else {
-        outln!("runtime: {}", loaded.runtime);
+    match loaded.cache_outcome() {
+        Some(CacheOutcome::Hit) => outln!("runtime: {} (taken from the compiled cache)", loaded.runtime()),
+        Some(CacheOutcome::Compiled) => outln!("runtime: {} (compiled now)", loaded.runtime()),
+        Some(_) => outln!("runtime: {} (not compiled: its tools are read from its WIT, its first call compiles it)", loaded.runtime()),
+        None => outln!("runtime: {}", loaded.runtime()),
     }
     outln!(
         "limits: timeout {}ms, memory {}, output {}, {} concurrent calls",
@@ -352,7 +340,7 @@ pub fn inspect(loaded: &LoadedSkill, json: bool) -> Result<()> {
     if !m.search.keywords.is_empty() {
         outln!("keywords: {}", m.search.keywords.join(", "));
     }
-    outln!("instructions: {}", if loaded.instructions.is_some() { "SKILL.md" } else { "none" });
+    outln!("instructions: {}", if loaded.source.instructions.is_some() { "SKILL.md" } else { "none" });
     for tool in loaded.skill.tools() {
         let a = tool.annotations;
         let hints: Vec<&str> =

@@ -8,8 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use skillhost::python::{SetupEvent, SetupOptions};
-use skillhost::{BwrapConfig, shim};
+use skillhost::BwrapConfig;
+use skillhost_sandbox::python::{SetupEvent, SetupOptions};
+use skillhost_sandbox::shim;
 
 /// `skillhost setup ...`
 #[derive(Subcommand)]
@@ -75,7 +76,7 @@ pub async fn setup(command: SetupCommand, data_dir: &Path) -> Result<()> {
             .progress_chars("=> "),
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    let venv = skillhost::python::setup(&options, |event| match event {
+    let venv = skillhost_sandbox::python::setup(&options, |event| match event {
         SetupEvent::UpToDate => bar.set_message("up to date"),
         SetupEvent::Creating => bar.set_message("creating the venv"),
         SetupEvent::Installing { done, total, line } => {
@@ -125,14 +126,14 @@ pub fn run_shim(args: Vec<OsString>) -> ExitCode {
 pub async fn test(host: &skillhost::Host, skill: &str, skills_dir: &Path, limit: std::time::Duration, json: bool) -> Result<bool> {
     let dir = if Path::new(skill).is_dir() { PathBuf::from(skill) } else { skills_dir.join(skill) };
     let runtime = host.sandbox().map_err(|e| anyhow::anyhow!("no sandbox runtime: {e}"))?;
-    let source = skillhost::package::read_source(&dir, &Default::default())
-        .with_context(|| format!("cannot read the skill at {}", dir.display()))?;
+    let source =
+        skillhost_package::read_source(&dir, &Default::default()).with_context(|| format!("cannot read the skill at {}", dir.display()))?;
     anyhow::ensure!(
         source.manifest.server.is_some(),
         "{} is not a `[server]` skill folder; `skillhost test` runs Python and other server skills",
         dir.display()
     );
-    let key = skillhost::Host::dev_data_key(&source.manifest.name);
+    let key = skillhost::DirectSkill::data_key(&source.manifest.name);
     let grant = skillhost::Grant::new(&source.manifest, host.policy(), &key).map_err(skillhost::LoadError::from)?;
     let report = runtime.test_skill(&source, grant, limit).await;
     if json {

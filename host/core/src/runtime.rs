@@ -196,6 +196,29 @@ pub trait Skill: Send + Sync {
     fn listing(&self) -> Option<Value> {
         None
     }
+
+    /// Whether its code was compiled, taken from a compiled cache, or is not compiled
+    /// yet; `None` for code that is not compiled (a server skill). Default: `None`.
+    fn cache_outcome(&self) -> Option<CacheOutcome> {
+        None
+    }
+}
+
+/// Where a skill's compiled code came from ([`Skill::cache_outcome`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Loaded from the compiled cache.
+    Hit,
+    /// Compiled now (and stored when a cache directory is configured).
+    Compiled,
+    /// Compiled now with a baseline compiler (quick to compile, slower code), because no
+    /// cache held it; the optimised code replaces it once compiled (and is cached for
+    /// later loads).
+    Baseline,
+    /// Not compiled yet: nothing needed the code so far (its tools were read from its
+    /// interface or from the listing an earlier load kept). The first call compiles it,
+    /// or takes it from the compiled cache.
+    Deferred,
 }
 
 /// One progress report from a running call.

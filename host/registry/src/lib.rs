@@ -35,6 +35,9 @@
 //!   rules, including why a narrowed capability also needs reapproval.
 //! - `registry`, `catalog`: [`Registry`] (catalog, calls, approvals), [`Entry`],
 //!   [`RegistryEvent`].
+//! - `direct`: the trust-less mode: one skill by its path, outside the layers and the
+//!   trust store ([`DirectSkill`]), under the probe grant or the caller's own approval
+//!   ([`Access`]); held by its caller, kept nowhere.
 //! - `install`: [`Registry::install`] and [`Registry::remove`] in the user layer.
 //! - `listing`: tool listings kept from earlier loads, so that loading the same code
 //!   again runs none of it before its first call.
@@ -50,6 +53,7 @@
 
 mod catalog;
 mod config;
+mod direct;
 mod error;
 mod install;
 mod listing;
@@ -66,6 +70,7 @@ pub use catalog::{
     ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, withheld_description, withheld_tool_description,
 };
 pub use config::{Layer, RegistryConfig};
+pub use direct::{Access, DirectSkill};
 pub use error::RegistryError;
 pub use pack::{PACK_MANIFEST, PackRef};
 pub use registry::Registry;

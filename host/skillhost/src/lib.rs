@@ -1,27 +1,54 @@
-//! skillhost as a library: load skills, list their tools, call them.
+//! skillhost as a library: wiring (the runtimes, the secret store, the audit log, the
+//! search index) over one [`Registry`], which finds skills, decides with the trust store
+//! whether they may run, and calls them.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), skillhost::HostError> {
-//! use skillhost::{CallContext, Host};
+//! use skillhost::prelude::*;
 //!
-//! let host = Host::builder().data_dir("/tmp/skillhost-data").build()?;
-//! host.load_path("skills/text-tools".as_ref()).await?;
-//! let out = host
-//!     .call("text-tools", "word_count", serde_json::json!({"text": "one two"}), CallContext::default())
-//!     .await?;
+//! let host = Host::builder().data_dir("/var/lib/skillhost").build()?;
+//! let mut config = RegistryConfig::new("/var/lib/skillhost");
+//! config.workspace = Some("skills".into());
+//! let registry = host.open_registry(config).await?;
+//! for entry in registry.catalog() {
+//!     println!("{} ({}, {})", entry.name, entry.layer, entry.state);
+//! }
+//! // Fails, naming the command that approves it, unless a human approved `text-tools`.
+//! let out = registry.call("text-tools", "word_count", serde_json::json!({"text": "one two"}), CallContext::default()).await?;
 //! println!("{}", out.value);
 //! # Ok(()) }
 //! ```
 //!
 //! Every skill runs holding only its [`Grant`]: what its manifest asks for, within the
-//! host's [`Policy`], once someone approved it. A skill loaded directly by its path is not
-//! approved: [`Host::load_path`] runs it under a [probe grant](Grant::probe) (a scratch
-//! `/data`, no network, no secrets, a short deadline) and [`Host::load_path_granted`] is
-//! the caller's own approval of what it asks for. Nothing here knows which runtime runs a
-//! skill: it speaks to the [`Skill`] trait.
+//! host's [`Policy`], once a human approved it. Developing a skill, load it by its path,
+//! in the registry's trust-less mode: [`Host::load_path`] runs it under a [probe
+//! grant](Grant::probe) (a scratch `/data`, no network, no secrets, a short deadline);
+//! [`Host::load_path_granted`] is the caller's own approval of what it asks for.
+//!
+//! ```no_run
+//! # async fn demo(host: skillhost::Host) -> Result<(), Box<dyn std::error::Error>> {
+//! use skillhost::prelude::*;
+//!
+//! let skill = host.load_path("skills/text-tools".as_ref()).await?;
+//! for tool in skill.skill.tools() {
+//!     println!("{}: {}", tool.name, tool.description);
+//! }
+//! let out = skill.call("word_count", serde_json::json!({"text": "one two"}), CallContext::default()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Nothing here knows which runtime runs a skill: it speaks to the [`Skill`] trait.
 
 pub mod audit;
 pub mod secrets;
+
+/// The types most embedders need: `use skillhost::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        Access, ApprovalRequest, CallContext, CallError, DirectSkill, Entry, Host, HostError, Registry, RegistryConfig, RegistryError,
+        RegistryEvent, Skill, ToolOutput, ToolSpec, TrustState,
+    };
+}
 
 /// The forge: build, test and install skills from source ([`Host::forge`]).
 pub use skillhost_forge as forge;
@@ -34,105 +61,39 @@ pub use skillhost_mcp as mcp;
 /// The search index: BM25 over skills and tools, hybrid with the local embedding model.
 pub use skillhost_index as index;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 pub use skillhost_core::{
-    Annotations, ByteSize, CallContext, CallError, DataKey, FileMode, Grant, Limits, LoadError, Policy, Progress, ProgressSink, RiskTier,
-    Skill, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec, fmt_duration, parse_duration, parse_size,
+    Annotations, ByteSize, CacheOutcome, CallContext, CallError, DataKey, FileMode, Grant, Limits, LoadError, Policy, Progress,
+    ProgressSink, RiskTier, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec, fmt_duration, parse_duration,
+    parse_size,
 };
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
-pub use skillhost_sandbox::check::{TestReport, TestRun};
-pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, Venv, python, shim};
-pub use skillhost_wasm::{CacheOutcome, CacheStats, NetConfig, SystemResolver, WasmConfig};
-
-/// The skill package: the one reader of a skill's files, a component's custom sections,
-/// WIT reflection.
-pub use skillhost_package as package;
-
 pub use skillhost_registry::{
-    ApprovalChannel, ApprovalRequest, ApprovedBy, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError, RegistryEvent, TrustState,
+    Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError,
+    RegistryEvent, TrustState,
 };
+pub use skillhost_sandbox::check::{TestReport, TestRun};
+pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
+pub use skillhost_wasm::{CacheStats, NetConfig, SystemResolver, WasmConfig};
 
 use crate::audit::AuditLog;
 use crate::secrets::SecretStore;
-use skillhost_core::{Runtimes, SkillCode};
+use skillhost_core::Runtimes;
 use skillhost_wasm::WasmRuntime;
 
 /// Why the host could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HostError {
-    /// No loaded skill has that name.
-    #[error("no skill named `{name}` is loaded{}; run `skillhost list` to see the skills", if available.is_empty() { String::new() } else { format!(" (loaded: {})", available.join(", ")) })]
-    UnknownSkill {
-        /// The name asked for.
-        name: String,
-        /// The loaded skills.
-        available: Vec<String>,
-    },
-    /// Two skills in one directory have the same name.
-    #[error("{}: a skill named `{name}` is already loaded from {}; rename one of them", path.display(), existing.display())]
-    Duplicate {
-        /// The skill's name.
-        name: SkillName,
-        /// The one being loaded.
-        path: PathBuf,
-        /// The one loaded first.
-        existing: PathBuf,
-    },
-    /// A skill failed to load.
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    /// A call failed.
-    #[error(transparent)]
-    Call(#[from] CallError),
-    /// The registry refused or failed (not approved, unknown skill, bad install...).
+    /// The registry refused or failed: a skill that did not load or could not be read,
+    /// one not approved, an unknown name, a bad install.
     #[error(transparent)]
     Registry(#[from] RegistryError),
-    /// A skill's files could not be read (a symbolic link, a special file, a size cap).
-    #[error(transparent)]
-    Read(package::ReadError),
     /// The runtime could not start, or a directory could not be read.
     #[error("{0}")]
     Setup(String),
-}
-
-/// A loaded skill and where it came from.
-#[derive(Clone)]
-pub struct LoadedSkill {
-    /// The skill.
-    pub skill: Arc<dyn Skill>,
-    /// Its manifest.
-    pub manifest: SkillManifest,
-    /// The file or folder it was loaded from.
-    pub origin: PathBuf,
-    /// Its SKILL.md, when present.
-    pub instructions: Option<String>,
-    /// The runtime that runs it (`wasm`, `bwrap`).
-    pub runtime: &'static str,
-    /// Whether this load compiled the component or took it from the cache (always `Hit`
-    /// for a server skill: nothing is compiled).
-    pub cache: CacheOutcome,
-    /// What its skill.toml asks for, within the host's policy: what approving it (or
-    /// [`Access::Granted`]) gives it. It runs with this grant only when `access` says so.
-    pub asked: Grant,
-    /// What it was loaded with.
-    pub access: Access,
-    /// The scratch dir of a probe grant, removed with the last clone.
-    _scratch: Option<Arc<tempfile::TempDir>>,
-}
-
-/// What a skill loaded directly (not through the registry's trust store) runs with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// The [probe grant](Grant::probe): a fresh scratch dir at `/data`, no network (a
-    /// component's requests are refused by the gate), no secrets, the deadline cut to
-    /// [`PROBE_TIMEOUT`](skillhost_core::PROBE_TIMEOUT). What code nobody approved gets.
-    Probe,
-    /// Everything its skill.toml asks for, within the host's policy: the caller approves it.
-    Granted,
 }
 
 /// Builds a [`Host`].
@@ -229,16 +190,7 @@ impl HostBuilder {
             tracing::debug!("no sandbox runtime: {e}");
         }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host {
-            runtime,
-            sandbox,
-            policy,
-            secrets,
-            audit,
-            skills: RwLock::new(BTreeMap::new()),
-            data_dir,
-            index: std::sync::Mutex::default(),
-        })
+        Ok(Host { runtime, sandbox, policy, secrets, audit, data_dir, index: std::sync::Mutex::default() })
     }
 }
 
@@ -249,7 +201,6 @@ pub struct Host {
     policy: Policy,
     secrets: SecretStore,
     audit: Arc<AuditLog>,
-    skills: RwLock<BTreeMap<SkillName, LoadedSkill>>,
     data_dir: PathBuf,
     /// Opened on first use (one per host: the writer lock is per process).
     index: std::sync::Mutex<Option<Arc<skillhost_index::SearchIndex>>>,
@@ -338,105 +289,22 @@ impl Host {
     }
 
     /// Load the skill at `path` (a `.wasm` file or a skill folder, with a component or a
-    /// `[server]`) as code nobody approved: under a [probe grant](Access::Probe), whatever
-    /// it asks for.
-    pub async fn load_path(&self, path: &Path) -> Result<LoadedSkill, HostError> {
-        self.load_source(Self::read_path(path)?, Access::Probe).await
+    /// `[server]`) in the registry's trust-less mode, as code nobody approved: under a
+    /// [probe grant](Access::Probe), whatever it asks for. The host keeps nothing: the
+    /// returned skill is the caller's.
+    pub async fn load_path(&self, path: &Path) -> Result<DirectSkill, HostError> {
+        self.load_direct(path, Access::Probe).await
     }
 
     /// Load the skill at `path` with everything its skill.toml asks for (network, secrets,
-    /// files in its own data dir, [`Host::dev_data_key`]): the caller approves it, as a
+    /// files in its own data dir, [`DirectSkill::data_key`]): the caller approves it, as a
     /// human at a terminal does with `skillhost call --grant`, or an editor after showing
     /// the requests in its own UI.
-    pub async fn load_path_granted(&self, path: &Path) -> Result<LoadedSkill, HostError> {
-        self.load_source(Self::read_path(path)?, Access::Granted).await
+    pub async fn load_path_granted(&self, path: &Path) -> Result<DirectSkill, HostError> {
+        self.load_direct(path, Access::Granted).await
     }
 
-    /// Read a skill by its path, as the registry reads one: no link followed, size caps.
-    fn read_path(path: &Path) -> Result<SkillSource, HostError> {
-        package::read_source(path, &package::SizeLimits::default()).map_err(|e| match e {
-            package::ReadError::Load(load) => HostError::Load(load),
-            other => HostError::Read(other),
-        })
-    }
-
-    /// Load a skill from its source, under the host's policy, with `access`. A skill loaded
-    /// directly (not through the registry) has data of its own, `<data_root>/.dev/<name>`
-    /// ([`Host::dev_data_key`]), never that of an installed skill of the same name.
-    pub async fn load_source(&self, source: SkillSource, access: Access) -> Result<LoadedSkill, HostError> {
-        let name = source.manifest.name.clone();
-        if let Some(existing) = self.read().get(&name)
-            && existing.origin != source.origin
-        {
-            return Err(HostError::Duplicate { name, path: source.origin, existing: existing.origin.clone() });
-        }
-        let asked = Grant::new(&source.manifest, &self.policy, &Self::dev_data_key(&name)).map_err(LoadError::from)?;
-        let (grant, scratch) = match access {
-            Access::Granted => (asked.clone(), None),
-            Access::Probe => {
-                let root = self.data_dir.join("scratch");
-                let scratch = std::fs::create_dir_all(&root)
-                    .and_then(|()| tempfile::Builder::new().prefix(&format!("{name}-")).tempdir_in(&root))
-                    .map_err(|e| {
-                        HostError::Setup(format!("skill `{name}`: cannot create its probe scratch dir in {}: {e}", root.display()))
-                    })?;
-                (asked.probe_for(&source.code, scratch.path()), Some(Arc::new(scratch)))
-            }
-        };
-        let (skill, cache): (Arc<dyn Skill>, _) = match &source.code {
-            SkillCode::Wasm { .. } => {
-                let skill = self.runtime.load_wasm(&source, grant).await?;
-                let cache = skill.cache_outcome();
-                (skill, cache)
-            }
-            _ => (skillhost_core::SkillRuntime::load(&self.runtimes(), &source, grant).await?, CacheOutcome::Hit),
-        };
-        let loaded = LoadedSkill {
-            cache,
-            skill,
-            runtime: source.code.kind(),
-            manifest: source.manifest,
-            origin: source.origin,
-            instructions: source.instructions,
-            asked,
-            access,
-            _scratch: scratch,
-        };
-        self.write().insert(name, loaded.clone());
-        Ok(loaded)
-    }
-
-    /// Whose data a directly loaded skill `name` has: its own, apart from every layer's.
-    pub fn dev_data_key(name: &SkillName) -> DataKey {
-        DataKey::scoped("dev", name)
-    }
-
-    /// The loaded skills, by name.
-    pub fn skills(&self) -> Vec<LoadedSkill> {
-        self.read().values().cloned().collect()
-    }
-
-    /// One loaded skill.
-    pub fn skill(&self, name: &str) -> Result<LoadedSkill, HostError> {
-        let skills = self.read();
-        skills
-            .iter()
-            .find(|(n, _)| n.as_str() == name)
-            .map(|(_, s)| s.clone())
-            .ok_or_else(|| HostError::UnknownSkill { name: name.to_owned(), available: skills.keys().map(|n| n.to_string()).collect() })
-    }
-
-    /// Call `tool` of `skill` with `input`.
-    pub async fn call(&self, skill: &str, tool: &str, input: serde_json::Value, cx: CallContext) -> Result<ToolOutput, HostError> {
-        let loaded = self.skill(skill)?;
-        Ok(loaded.skill.call(tool, input, cx).await?)
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<SkillName, LoadedSkill>> {
-        self.skills.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<SkillName, LoadedSkill>> {
-        self.skills.write().unwrap_or_else(|e| e.into_inner())
+    async fn load_direct(&self, path: &Path, access: Access) -> Result<DirectSkill, HostError> {
+        Ok(DirectSkill::load(&self.runtimes(), &self.policy, &self.data_dir.join("scratch"), path, access).await?)
     }
 }

@@ -13,22 +13,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Where a component came from on this load.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CacheOutcome {
-    /// Loaded from the compiled cache.
-    Hit,
-    /// Compiled now (and stored when a cache directory is configured).
-    Compiled,
-    /// Compiled now with the baseline compiler (Winch: quick to compile, slower code),
-    /// because no cache held it; the optimised code replaces it once compiled (and is
-    /// cached for later loads).
-    Baseline,
-    /// Not compiled yet: nothing needed the code so far (its tools were read from its WIT
-    /// or from the listing an earlier load kept). The first call compiles it, or takes it
-    /// from the compiled cache.
-    Deferred,
-}
+pub use skillhost_core::CacheOutcome;
 
 /// Counters of the cache, for tests, `--verbose` output and benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

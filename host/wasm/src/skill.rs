@@ -60,12 +60,6 @@ pub(crate) enum Code {
 }
 
 impl WasmSkill {
-    /// Whether its component was compiled, taken from the compiled cache, or is not
-    /// compiled yet ([`CacheOutcome::Deferred`]).
-    pub fn cache_outcome(&self) -> CacheOutcome {
-        self.optimized.get().or(self.code.get()).map_or(CacheOutcome::Deferred, |prepared| prepared.outcome)
-    }
-
     /// For a generic component (one that does not export our world), the exported
     /// functions that are not tools and why; empty for our own skills.
     pub fn refused_functions(&self) -> &[RefusedFunction] {
@@ -145,6 +139,12 @@ impl Skill for WasmSkill {
 
     fn grant(&self) -> &Grant {
         &self.grant
+    }
+
+    /// Whether its component was compiled, taken from the compiled cache, or is not
+    /// compiled yet ([`CacheOutcome::Deferred`]): always `Some`.
+    fn cache_outcome(&self) -> Option<CacheOutcome> {
+        Some(self.optimized.get().or(self.code.get()).map_or(CacheOutcome::Deferred, |prepared| prepared.outcome))
     }
 
     /// Our own skills' tools, as they listed them; a generic component's come from its
