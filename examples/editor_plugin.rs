@@ -58,7 +58,7 @@ pub async fn run(skills: PathBuf, data: &Path, stop: impl Future<Output = ()>) -
 
     // The agent panel speaks MCP to the host over an in-memory pipe.
     let (panel_side, host_side) = tokio::io::duplex(64 * 1024);
-    let server = SkillhostMcp::new(registry.clone(), McpConfig::default());
+    let server = SkillhostMcp::new(registry.clone(), McpConfig::default())?;
     tokio::spawn(skillhost::mcp::serve(server, host_side));
     let panel = ().serve(panel_side).await?;
     let tools = panel.list_all_tools().await?;

@@ -329,7 +329,7 @@ async fn tool_text_past_the_caps_does_not_load() {
     assert!(!flood.contains(MARKER) && !fat.contains(MARKER) && !chatty.contains(MARKER), "errors quote no skill text");
     eprintln!("{flood}\n{fat}\n{chatty}");
 
-    let client = connect(SkillhostMcp::new(registry.clone(), McpConfig::default()), (), false).await;
+    let client = connect(SkillhostMcp::new(registry.clone(), McpConfig::default()).unwrap(), (), false).await;
     let listed = client.list_all_tools().await.unwrap();
     let text = serde_json::to_string(&listed).unwrap();
     assert!(
@@ -363,7 +363,7 @@ async fn tools_named_like_built_ins_are_refused() {
         let error = load_failure(&registry, skill);
         assert!(error.contains(&format!("`{skill}`")) && error.contains(&format!("`{tool}`")) && error.contains("built-in"), "{error}");
     }
-    let client = connect(SkillhostMcp::new(registry, McpConfig::default()), (), false).await;
+    let client = connect(SkillhostMcp::new(registry, McpConfig::default()).unwrap(), (), false).await;
     let names: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
     assert_eq!(names.iter().filter(|n| *n == "tool_search").count(), 1, "{names:?}");
     assert!(!names.iter().any(|n| n.starts_with("mimic")), "{names:?}");
@@ -410,7 +410,7 @@ async fn forged_predicted_replayed_and_foreign_request_states_approve_nothing() 
     life.limits("gated", NEEDS_APPROVAL);
     let registry = life.registry().await;
     assert_eq!(state(&registry, "gated"), TrustState::PendingReview);
-    let server = SkillhostMcp::new(registry.clone(), McpConfig::default());
+    let server = SkillhostMcp::new(registry.clone(), McpConfig::default()).unwrap();
     let a = connect(server.session(), Human::new(true), true).await;
     let b = connect(server.session(), Human::new(true), true).await;
 
@@ -463,7 +463,8 @@ async fn forged_predicted_replayed_and_foreign_request_states_approve_nothing() 
 
     // A question answered after it expired.
     let hasty =
-        SkillhostMcp::new(registry.clone(), McpConfig { approval_timeout: std::time::Duration::from_millis(300), ..McpConfig::default() });
+        SkillhostMcp::new(registry.clone(), McpConfig { approval_timeout: std::time::Duration::from_millis(300), ..McpConfig::default() })
+            .unwrap();
     let c = connect(hasty, Human::new(true), true).await;
     let stale = request_state(ask(&c, None, None).await);
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
@@ -491,7 +492,7 @@ async fn approvals_through_elicitation_are_recorded_as_such() {
     let life = Life::new();
     life.limits("gated", NEEDS_APPROVAL);
     let registry = life.registry().await;
-    let server = SkillhostMcp::new(registry.clone(), McpConfig::default());
+    let server = SkillhostMcp::new(registry.clone(), McpConfig::default()).unwrap();
     let call = || CallToolRequestParams::new("gated__echo").with_arguments(json!({"value": 7}).as_object().cloned().unwrap());
     let no = Human::new(false);
     let declining = connect(server.session(), no.clone(), false).await;
@@ -531,7 +532,7 @@ async fn the_http_front_needs_its_token_on_loopback_too() {
         let config = HttpConfig { addr: "127.0.0.1:0".parse().unwrap(), token: token.clone(), ..HttpConfig::default() };
         let (ready, bound) = tokio::sync::oneshot::channel();
         let server = tokio::spawn(serve_http(
-            SkillhostMcp::new(registry.clone(), McpConfig::default()),
+            SkillhostMcp::new(registry.clone(), McpConfig::default()).unwrap(),
             config,
             shutdown.child_token(),
             Some(ready),
@@ -549,7 +550,8 @@ async fn the_http_front_needs_its_token_on_loopback_too() {
     }
     let config = HttpConfig { addr: "127.0.0.1:0".parse().unwrap(), token: Some("sesame-51f2".into()), ..HttpConfig::default() };
     let (ready, bound) = tokio::sync::oneshot::channel();
-    let server = tokio::spawn(serve_http(SkillhostMcp::new(registry, McpConfig::default()), config, shutdown.clone(), Some(ready)));
+    let server =
+        tokio::spawn(serve_http(SkillhostMcp::new(registry, McpConfig::default()).unwrap(), config, shutdown.clone(), Some(ready)));
     let addr = tokio::time::timeout(HANG_GUARD, bound).await.unwrap().unwrap();
     assert!(crate::status_of(addr, request(addr, "")).await.contains("401"), "no token on loopback");
     assert!(crate::status_of(addr, request(addr, "Authorization: Bearer sesame-51f2\r\n")).await.contains("200"), "the token");

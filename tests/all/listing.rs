@@ -247,7 +247,7 @@ async fn over_mcp_a_call_to_a_loading_skill_waits_with_progress() {
     let registry = open(&host, background).await;
     assert!(registry.loading().iter().any(|n| n.as_str() == "sandbox-probe"), "its first listing takes 3 s: it is loading");
 
-    let front = skillhost::mcp::SkillhostMcp::new(registry.clone(), skillhost::mcp::McpConfig::default());
+    let front = skillhost::mcp::SkillhostMcp::new(registry.clone(), skillhost::mcp::McpConfig::default()).unwrap();
     let (client_side, host_side) = tokio::io::duplex(1 << 20);
     tokio::spawn(skillhost::mcp::serve(front, host_side));
     let watcher = Watcher::default();

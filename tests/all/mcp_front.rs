@@ -22,7 +22,7 @@ const CANARY: &str = "SECRET-CANARY-51d0";
 /// An MCP client connected to the front of `registry` over an in-memory pipe.
 async fn front(registry: Arc<Registry>) -> RunningService<RoleClient, ()> {
     let (client_side, host_side) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(skillhost::mcp::serve(SkillhostMcp::new(registry, McpConfig::default()), host_side));
+    tokio::spawn(skillhost::mcp::serve(SkillhostMcp::new(registry, McpConfig::default()).unwrap(), host_side));
     tokio::time::timeout(HANG_GUARD, ().serve(client_side)).await.expect("handshake hung").expect("the front answers the handshake")
 }
 
@@ -185,12 +185,14 @@ async fn the_http_front_refuses_requests_without_its_token_or_from_other_origins
     let registry = planted.registry().await;
     let public = HttpConfig { addr: "0.0.0.0:0".parse().unwrap(), ..HttpConfig::default() };
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let err = serve_http(SkillhostMcp::new(registry.clone(), McpConfig::default()), public, shutdown.clone(), None).await.unwrap_err();
+    let err =
+        serve_http(SkillhostMcp::new(registry.clone(), McpConfig::default()).unwrap(), public, shutdown.clone(), None).await.unwrap_err();
     assert!(err.to_string().contains("needs a bearer token: pass --token-file FILE"), "{err}");
 
     let config = HttpConfig { addr: "127.0.0.1:0".parse().unwrap(), token: Some("sesame-7c1f".into()), ..HttpConfig::default() };
     let (ready, bound) = tokio::sync::oneshot::channel();
-    let server = tokio::spawn(serve_http(SkillhostMcp::new(registry, McpConfig::default()), config, shutdown.clone(), Some(ready)));
+    let server =
+        tokio::spawn(serve_http(SkillhostMcp::new(registry, McpConfig::default()).unwrap(), config, shutdown.clone(), Some(ready)));
     let addr = tokio::time::timeout(HANG_GUARD, bound).await.expect("the front did not start").unwrap();
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let request = |target: &str, headers: &str| {
@@ -257,4 +259,25 @@ async fn results_reach_the_agent_as_the_skill_answered_them() {
     assert_eq!(words["content"], json!([{"type": "text", "text": "plain \"words\""}]), "{words}");
     let object = answer(&client, "limits__echo", json!({"value": {"a": [1, "two"]}})).await;
     assert_eq!(object["content"], json!([{"type": "text", "text": "{\"a\":[1,\"two\"]}"}]), "{object}");
+}
+
+/// One full-text engine: every `fts` answer of `tool_search` and `skill_search` is
+/// ranked by the search index (tantivy BM25, hybrid with the model), `regex` and `exact`
+/// by the matcher; a query the matcher cannot run is an error naming the tool and what to
+/// do, not an empty result.
+#[tokio::test]
+async fn full_text_search_is_answered_by_the_search_index_alone() {
+    let planted = Planted::new();
+    let client = front(planted.registry().await).await;
+    for tool in ["tool_search", "skill_search"] {
+        let fts = answer(&client, tool, json!({"query": "echo values"})).await;
+        let found = &fts["structuredContent"];
+        assert!(matches!(found["ranker"].as_str(), Some("bm25" | "hybrid")), "{tool}: {fts}");
+        assert!(found.to_string().contains("limits"), "{tool} did not find the limits skill: {fts}");
+        let regex = answer(&client, tool, json!({"query": "lim", "search_type": "regex"})).await;
+        assert_eq!(regex["structuredContent"]["ranker"], "regex", "{tool}: {regex}");
+        let bad = answer(&client, tool, json!({"query": "(", "search_type": "regex"})).await;
+        assert_eq!(bad["isError"], true, "{tool}: {bad}");
+        assert!(bad.to_string().contains(&format!("{tool}: invalid regex `(`")), "{tool}: {bad}");
+    }
 }

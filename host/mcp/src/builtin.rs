@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use skillhost_index::{Query as IndexQuery, SearchIndex, Target};
 use skillhost_registry::{Registry, TrustState};
 
-use crate::knowledge;
-use crate::search::{Document, SearchType, search};
+use crate::knowledge::{self, KnowledgeError};
+use crate::search::{Document, Match, SearchError, SearchType, matching};
 use crate::tools::{ToolEntry, table};
 
 /// Most results one search returns.
@@ -150,26 +150,52 @@ struct ResourceArgs {
     path: String,
 }
 
-fn parse<T: DeserializeOwned>(tool: &str, args: &JsonObject) -> Result<T, String> {
-    serde_json::from_value(Value::Object(args.clone())).map_err(|e| format!("{tool}: invalid input: {e}"))
+/// Why a built-in tool gave no answer: the agent reads it as the tool's error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuiltinError {
+    /// The arguments do not match the tool's input schema.
+    #[error("{tool}: invalid input: {source}; see the tool's input schema")]
+    Input {
+        /// The tool.
+        tool: &'static str,
+        /// What did not parse.
+        source: serde_json::Error,
+    },
+    /// `skill_get` was given no names, or more than it reads at once.
+    #[error("skill_get: give 1 to 10 names")]
+    Names,
+    /// The query cannot run (a regex that does not compile).
+    #[error("{tool}: {source}")]
+    Query {
+        /// The tool.
+        tool: &'static str,
+        /// Why.
+        source: SearchError,
+    },
+    /// The search index could not follow the registry or answer.
+    #[error("{tool}: the search index failed: {source}; search with search_type \"regex\" meanwhile")]
+    Index {
+        /// The tool.
+        tool: &'static str,
+        /// The index's error.
+        source: skillhost_index::IndexError,
+    },
+    /// A skill or one of its resources could not be read.
+    #[error(transparent)]
+    Knowledge(#[from] KnowledgeError),
+    /// None of the skills asked for could be read: why, for each.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    NoneRead(Vec<KnowledgeError>),
+}
+
+fn parse<T: DeserializeOwned>(tool: &'static str, args: &JsonObject) -> Result<T, BuiltinError> {
+    serde_json::from_value(Value::Object(args.clone())).map_err(|source| BuiltinError::Input { tool, source })
 }
 
 /// Told to the agent when no result matched its request well: it can ask for a skill.
 const NO_MATCH_HINT: &str = "No tool matched this request well. If none of these does what you need, a new skill \
                              can be created for it: ask the user (skillhost new NAME builds one; a human approves it before it runs).";
-
-/// The index, synced with the registry first (cheap when nothing changed). `None`
-/// when it cannot be used: the caller falls back to the term matcher of `search`.
-fn synced<'a>(index: Option<&'a SearchIndex>, registry: &Registry) -> Option<&'a SearchIndex> {
-    let index = index?;
-    match index.sync(registry) {
-        Ok(_) => Some(index),
-        Err(e) => {
-            tracing::warn!(error = %e, "search index unusable: falling back to term matching");
-            None
-        }
-    }
-}
 
 /// Add the ranker and, when nothing matched well, the no-match signal.
 fn annotate(value: &mut Value, ranker: &str, weak: Option<bool>) {
@@ -191,56 +217,59 @@ struct Ranked<'a, T> {
 }
 
 /// The one search of `tool_search` and `skill_search` over `items`: `fts` goes to the
-/// search index when it is usable (its hits mapped back to `items` by `is_hit`; the
-/// registry has the last word, so a hit that is not among `items` is dropped); `regex`
-/// and `exact`, and `fts` without an index, use the matcher of `search` over each item's
-/// `document`.
+/// search index, synced with the registry first (cheap when nothing changed), its hits
+/// mapped back to `items` by `is_hit` (the registry has the last word, so a hit that is
+/// not among `items` is dropped); `regex` and `exact` use the matcher of `search` over
+/// each item's `document`.
 fn rank<'a, T>(
-    tool: &str,
     args: &SearchArgs,
-    index: Option<&SearchIndex>,
+    registry: &Registry,
+    index: &SearchIndex,
     target: Target,
     items: &'a [T],
     is_hit: impl Fn(&T, &skillhost_index::Hit) -> bool,
     document: impl Fn(&'a T) -> Document<'a>,
-) -> Result<Ranked<'a, T>, String> {
+) -> Result<Ranked<'a, T>, BuiltinError> {
+    let tool = match target {
+        Target::Tools => "tool_search",
+        Target::Skills => "skill_search",
+    };
     let limit = args.limit.clamp(1, MAX_LIMIT);
-    match (args.search_type, index) {
-        (SearchType::Fts, Some(index)) => {
-            let found = index.search(&IndexQuery::new(&args.query, target).limit(limit)).map_err(|e| format!("{tool}: {e}"))?;
+    let mode = match args.search_type {
+        SearchType::Fts => {
+            let failed = |source| BuiltinError::Index { tool, source };
+            index.sync(registry).map_err(failed)?;
+            let found = index.search(&IndexQuery::new(&args.query, target).limit(limit)).map_err(failed)?;
             let hits = found.hits.iter().filter_map(|h| items.iter().find(|item| is_hit(item, h)).map(|item| (item, h.score))).collect();
-            Ok(Ranked { hits, ranker: found.ranker.as_str().to_owned(), weak: Some(found.weak()) })
+            return Ok(Ranked { hits, ranker: found.ranker.as_str().to_owned(), weak: Some(found.weak()) });
         }
-        (mode, _) => {
-            let docs: Vec<Document<'a>> = items.iter().map(document).collect();
-            let hits = search(&docs, &args.query, mode, limit).map_err(|e| format!("{tool}: {e}"))?;
-            let ranker = match mode {
-                SearchType::Fts => "term-match",
-                SearchType::Regex => "regex",
-                SearchType::Exact => "exact",
-            };
-            Ok(Ranked { hits: hits.iter().map(|h| (&items[h.index], h.score)).collect(), ranker: ranker.to_owned(), weak: None })
-        }
-    }
+        SearchType::Regex => Match::Regex,
+        SearchType::Exact => Match::Exact,
+    };
+    let docs: Vec<Document<'a>> = items.iter().map(document).collect();
+    let hits = matching(&docs, &args.query, mode, limit).map_err(|source| BuiltinError::Query { tool, source })?;
+    let ranker = match mode {
+        Match::Regex => "regex",
+        Match::Exact => "exact",
+    };
+    Ok(Ranked { hits: hits.iter().map(|h| (&items[h.index], h.score)).collect(), ranker: ranker.to_owned(), weak: None })
 }
 
 /// `tool_search`: approved tools only. Returns the response and the names found (to
-/// activate). `deferred` says how the found tools are loaded, for the response. `fts`
-/// goes to the search index when there is one; `regex` and `exact` (and `fts` without
-/// an index) use the matcher of `search`.
+/// activate). `deferred` says how the found tools are loaded, for the response.
 pub fn tool_search(
     registry: &Registry,
-    index: Option<&SearchIndex>,
+    index: &SearchIndex,
     args: &JsonObject,
     deferred: bool,
-) -> Result<(Value, Vec<String>), String> {
+) -> Result<(Value, Vec<String>), BuiltinError> {
     let args: SearchArgs = parse("tool_search", args)?;
     let tools: Vec<ToolEntry> = table(registry).into_iter().filter(ToolEntry::approved).collect();
     let loading_mode = if deferred { "deferred" } else { "always" };
     let Ranked { hits: scored, ranker, weak } = rank(
-        "tool_search",
         &args,
-        synced(index, registry),
+        registry,
+        index,
         Target::Tools,
         &tools,
         |tool, hit| tool.name == hit.public_name(),
@@ -275,13 +304,13 @@ pub fn tool_search(
 }
 
 /// `skill_search`: approved skills only.
-pub fn skill_search(registry: &Registry, index: Option<&SearchIndex>, args: &JsonObject) -> Result<Value, String> {
+pub fn skill_search(registry: &Registry, index: &SearchIndex, args: &JsonObject) -> Result<Value, BuiltinError> {
     let args: SearchArgs = parse("skill_search", args)?;
     let skills: Vec<_> = knowledge::skills(registry).into_iter().filter(|e| e.state == TrustState::Approved).collect();
     let Ranked { hits, ranker, weak } = rank(
-        "skill_search",
         &args,
-        synced(index, registry),
+        registry,
+        index,
         Target::Skills,
         &skills,
         |entry, hit| entry.name.as_str() == hit.skill,
@@ -323,10 +352,10 @@ pub fn skill_list(registry: &Registry) -> Value {
 }
 
 /// `skill_get`: the budget is shared evenly between the skills asked for.
-pub fn skill_get(registry: &Registry, args: &JsonObject) -> Result<Value, String> {
+pub fn skill_get(registry: &Registry, args: &JsonObject) -> Result<Value, BuiltinError> {
     let args: GetArgs = parse("skill_get", args)?;
     if args.names.is_empty() || args.names.len() > 10 {
-        return Err("skill_get: give 1 to 10 names".to_owned());
+        return Err(BuiltinError::Names);
     }
     let budget = args.max_tokens.clamp(200, 6000) / args.names.len();
     let mut skills = Vec::new();
@@ -334,19 +363,20 @@ pub fn skill_get(registry: &Registry, args: &JsonObject) -> Result<Value, String
     for name in &args.names {
         match knowledge::get(registry, name, budget) {
             Ok(skill) => skills.push(skill),
-            Err(e) => errors.push(e.to_string()),
+            Err(e) => errors.push(e),
         }
     }
     if skills.is_empty() {
-        return Err(errors.join("; "));
+        return Err(BuiltinError::NoneRead(errors));
     }
+    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
     Ok(json!({ "skills": skills, "errors": errors }))
 }
 
 /// `read_skill_resource`.
-pub fn read_skill_resource(registry: &Registry, args: &JsonObject) -> Result<Value, String> {
+pub fn read_skill_resource(registry: &Registry, args: &JsonObject) -> Result<Value, BuiltinError> {
     let args: ResourceArgs = parse("read_skill_resource", args)?;
-    let text = knowledge::read_resource(registry, &args.skill, &args.path).map_err(|e| e.to_string())?;
+    let text = knowledge::read_resource(registry, &args.skill, &args.path)?;
     Ok(json!({ "skill": args.skill, "path": args.path, "text": text }))
 }
 

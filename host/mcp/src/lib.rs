@@ -4,7 +4,7 @@
 //! # async fn demo(registry: std::sync::Arc<skillhost_registry::Registry>) -> Result<(), skillhost_mcp::McpError> {
 //! use skillhost_mcp::{McpConfig, SkillhostMcp};
 //!
-//! let server = SkillhostMcp::new(registry, McpConfig::default());
+//! let server = SkillhostMcp::new(registry, McpConfig::default())?;
 //! skillhost_mcp::serve_stdio(server).await?;
 //! # Ok(()) }
 //! ```
@@ -68,6 +68,9 @@ pub enum McpError {
     /// The configuration is unsafe or inconsistent.
     #[error("{0}")]
     Config(String),
+    /// The search index that ranks `tool_search` and `skill_search` could not be created.
+    #[error("cannot create the search index: {0}")]
+    Index(#[from] skillhost_index::IndexError),
 }
 
 /// Serve one MCP session on this process's stdin and stdout until the client closes it.

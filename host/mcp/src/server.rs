@@ -39,6 +39,7 @@ use skillhost_index::SearchIndex;
 use skillhost_registry::{ApprovalChannel, Registry, RegistryError, RegistryEvent, TrustState};
 use tokio::sync::broadcast;
 
+use crate::McpError;
 use crate::approval::{Approvals, Asked};
 use crate::builtin::{self, Builtin};
 use crate::forge::ForgeTool;
@@ -78,9 +79,8 @@ pub struct SkillhostMcp {
 struct Shared {
     registry: Arc<Registry>,
     config: McpConfig,
-    /// Ranks `fts` searches; synced with the registry before each search. `None` when
-    /// it could not be created (searches then use the term matcher of `search`).
-    index: std::sync::RwLock<Option<Arc<SearchIndex>>>,
+    /// Ranks `fts` searches; synced with the registry before each search.
+    index: std::sync::RwLock<Arc<SearchIndex>>,
     /// The `requestState` tokens of approvals asked of 2026-07-28 clients.
     approvals: Approvals,
     sessions: AtomicU64,
@@ -109,30 +109,20 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl SkillhostMcp {
     /// A server over `registry` with `config`; this value is the first session.
-    pub fn new(registry: Arc<Registry>, config: McpConfig) -> Self {
-        // Hybrid when the embedding model is installed ($SKILLHOST_MODEL_DIR), else BM25.
+    /// Its search index is in memory: hybrid when the embedding model is installed
+    /// (`$SKILLHOST_MODEL_DIR`), else BM25.
+    pub fn new(registry: Arc<Registry>, config: McpConfig) -> Result<Self, McpError> {
         let index = match skillhost_index::embedder_from_env() {
             Some(model) => SearchIndex::with_embedder(Arc::new(model)),
             None => SearchIndex::new(),
-        };
-        let index = match index {
-            Ok(index) => Some(Arc::new(index)),
-            Err(e) => {
-                tracing::warn!(error = %e, "no search index: tool_search falls back to term matching");
-                None
-            }
-        };
-        Self::build(registry, config, index)
+        }?;
+        Ok(Self::with_index(registry, config, Arc::new(index)))
     }
 
     /// A server over `registry` whose `tool_search` and `skill_search` rank with
     /// `index` (e.g. one with an embedder, for hybrid ranking). The index is synced with
     /// the registry before each search.
     pub fn with_index(registry: Arc<Registry>, config: McpConfig, index: Arc<SearchIndex>) -> Self {
-        Self::build(registry, config, Some(index))
-    }
-
-    fn build(registry: Arc<Registry>, config: McpConfig, index: Option<Arc<SearchIndex>>) -> Self {
         let approvals = Approvals::new(config.approval_timeout);
         let index = std::sync::RwLock::new(index);
         let shared = Arc::new(Shared { registry, config, index, approvals, sessions: AtomicU64::new(0), forge: None });
@@ -143,10 +133,10 @@ impl SkillhostMcp {
     /// a quick index (BM25 in memory) while a better one (hybrid, on disk, with the
     /// embedding model) loads, then swap it in.
     pub fn set_index(&self, index: Arc<SearchIndex>) {
-        *self.shared.index.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(index);
+        *self.shared.index.write().unwrap_or_else(std::sync::PoisonError::into_inner) = index;
     }
 
-    fn index(&self) -> Option<Arc<SearchIndex>> {
+    fn index(&self) -> Arc<SearchIndex> {
         self.shared.index.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
@@ -381,7 +371,7 @@ impl SkillhostMcp {
         let result = match builtin {
             Builtin::ToolSearch => {
                 let deferred = self.deferred(&table(registry));
-                builtin::tool_search(registry, index.as_deref(), args, deferred).map(|(value, found)| {
+                builtin::tool_search(registry, &index, args, deferred).map(|(value, found)| {
                     if deferred {
                         self.activate(found);
                     }
@@ -389,7 +379,7 @@ impl SkillhostMcp {
                 })
             }
             Builtin::SkillList => Ok(builtin::skill_list(registry)),
-            Builtin::SkillSearch => builtin::skill_search(registry, index.as_deref(), args),
+            Builtin::SkillSearch => builtin::skill_search(registry, &index, args),
             Builtin::SkillGet => builtin::skill_get(registry, args),
             Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
         };
@@ -403,7 +393,7 @@ impl SkillhostMcp {
         };
         match result {
             Ok(value) => CallToolResult::structured(value),
-            Err(message) => error_result(message),
+            Err(error) => error_result(error.to_string()),
         }
     }
 
