@@ -5,9 +5,9 @@
 //! `errln!`/`err!` (defined in `main.rs`) replace `println!`/`print!` and
 //! `eprintln!`/`eprint!`, which panic when the write fails.
 
+use parking_lot::Mutex;
 use std::fmt;
 use std::io::{self, Write};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set once a write to stdout failed: nothing more is written.
@@ -24,7 +24,7 @@ pub fn out(args: fmt::Arguments<'_>) {
     if let Err(error) = stdout.write_fmt(args) {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
         if error.kind() != io::ErrorKind::BrokenPipe {
-            *STDOUT_ERROR.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+            *STDOUT_ERROR.lock() = Some(error.to_string());
         }
     }
 }
@@ -43,5 +43,5 @@ pub fn finish() -> Option<String> {
     {
         return Some(error.to_string());
     }
-    STDOUT_ERROR.lock().unwrap_or_else(|e| e.into_inner()).take()
+    STDOUT_ERROR.lock().take()
 }

@@ -254,9 +254,9 @@ impl Progress {
             next: u64,
             at: Option<std::time::Instant>,
         }
-        let seen = std::sync::Mutex::new(Seen { next: 0, at: None });
+        let seen = parking_lot::Mutex::new(Seen { next: 0, at: None });
         Arc::new(move |mut progress: Progress| {
-            let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut seen = seen.lock();
             if progress.done < seen.next {
                 return;
             }

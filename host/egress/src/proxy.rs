@@ -80,7 +80,7 @@ use crate::{EgressError, SkillEgress, TunnelLimits};
 /// calls) and hands each call the refusals made while it ran, for its result.
 #[derive(Clone, Debug, Default)]
 pub struct ProxyCalls {
-    inner: Arc<std::sync::Mutex<CallsInner>>,
+    inner: Arc<parking_lot::Mutex<CallsInner>>,
 }
 
 #[derive(Debug, Default)]
@@ -103,13 +103,9 @@ pub struct ProxyCall {
 }
 
 impl ProxyCalls {
-    fn lock(&self) -> std::sync::MutexGuard<'_, CallsInner> {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// A call of `tool` starts.
     pub fn begin(&self, tool: &str) -> ProxyCall {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         inner.next += 1;
         let id = inner.next;
         inner.running.insert(id, RunningCall { tool: tool.to_owned(), refusals: Vec::new() });
@@ -118,7 +114,7 @@ impl ProxyCalls {
 
     /// The tools of the calls running now, for an audit row.
     fn tools(&self) -> String {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         let mut tools: Vec<&str> = inner.running.values().map(|c| c.tool.as_str()).collect();
         tools.sort_unstable();
         tools.dedup();
@@ -127,7 +123,7 @@ impl ProxyCalls {
 
     /// The egress refused a request while the calls running now ran.
     fn refused(&self, reason: &str) {
-        for call in self.lock().running.values_mut() {
+        for call in self.inner.lock().running.values_mut() {
             call.refusals.push(reason.to_owned());
         }
     }
@@ -137,13 +133,13 @@ impl ProxyCall {
     /// Why the proxy refused requests while this call ran (each reason names the rule that
     /// would allow it), oldest first.
     pub fn refusals(&self) -> Vec<String> {
-        self.calls.lock().running.get(&self.id).map(|c| c.refusals.clone()).unwrap_or_default()
+        self.calls.inner.lock().running.get(&self.id).map(|c| c.refusals.clone()).unwrap_or_default()
     }
 }
 
 impl Drop for ProxyCall {
     fn drop(&mut self) {
-        self.calls.lock().running.remove(&self.id);
+        self.calls.inner.lock().running.remove(&self.id);
     }
 }
 

@@ -53,18 +53,18 @@ impl Attempts {
 /// alone lets an agent that rotates names build without end.
 pub(crate) struct Window {
     file: PathBuf,
-    lock: std::sync::Mutex<()>,
+    lock: parking_lot::Mutex<()>,
 }
 
 impl Window {
     pub fn new(forge_dir: &Path) -> Self {
-        Self { file: forge_dir.join("window"), lock: std::sync::Mutex::new(()) }
+        Self { file: forge_dir.join("window"), lock: parking_lot::Mutex::new(()) }
     }
 
     /// Count one submission of `name`, or refuse it when `max` were counted in the last
     /// `window`.
     pub fn admit(&self, name: &SkillName, max: u32, window: Duration) -> Result<(), ForgeError> {
-        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = self.lock.lock();
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
         let since = now.saturating_sub(window.as_secs());
         let mut times: Vec<u64> = std::fs::read_to_string(&self.file)

@@ -47,9 +47,10 @@ pub mod probe;
 pub mod rust;
 pub mod stage;
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -641,7 +642,7 @@ struct Busy<'a> {
 
 impl<'a> Busy<'a> {
     fn take(set: &'a Mutex<BTreeSet<SkillName>>, name: &SkillName) -> Result<Self, ForgeError> {
-        let mut names = set.lock().unwrap_or_else(|e| e.into_inner());
+        let mut names = set.lock();
         if !names.insert(name.clone()) {
             return Err(ForgeError::Conflict(format!("skill `{name}` is being forged already; wait for that submission to finish")));
         }
@@ -651,6 +652,6 @@ impl<'a> Busy<'a> {
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
-        self.set.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.name);
+        self.set.lock().remove(&self.name);
     }
 }

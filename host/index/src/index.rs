@@ -14,9 +14,10 @@
 //! back, so a sync over an unchanged catalogue embeds nothing; a changed skill is
 //! re-embedded alone; another model re-embeds everything.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
 use skillhost_registry::{Entry, Registry, RegistryEvent};
 use tantivy::collector::TopDocs;
@@ -196,13 +197,9 @@ impl std::fmt::Debug for SearchIndex {
         f.debug_struct("SearchIndex")
             .field("ranker", &self.ranker())
             .field("storage", &self.storage)
-            .field("documents", &self.read().meta.len())
+            .field("documents", &self.state.read().meta.len())
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn key(skill: &str, tool: Option<&str>) -> String {
@@ -308,7 +305,7 @@ impl SearchIndex {
                 let writer = ram.writer_with_num_threads(1, WRITER_BUDGET)?;
                 let this = Self::assemble(&ram, writer, fields, embedder, Storage::Copy(dir.to_owned()))?;
                 this.load(&disk.searcher(), true)?;
-                this.commit(&mut lock(&this.writer))?;
+                this.commit(&mut this.writer.lock())?;
                 Ok(this)
             }
             Err(e) => Err(e.into()),
@@ -340,8 +337,8 @@ impl SearchIndex {
     /// is damaged; a panic inside tantivy on damaged data is caught as such.
     fn load(&self, searcher: &Searcher, copy: bool) -> Result<(), IndexError> {
         let run = || -> Result<(), IndexError> {
-            let mut writer = lock(&self.writer);
-            let mut state = self.write();
+            let mut writer = self.writer.lock();
+            let mut state = self.state.write();
             for (ord, segment) in searcher.segment_readers().iter().enumerate() {
                 for doc_id in segment.doc_ids_alive() {
                     let doc: TantivyDocument = searcher.doc(DocAddress::new(ord as u32, doc_id))?;
@@ -387,14 +384,6 @@ impl SearchIndex {
         Ok((key, skill, print, Meta { hit, approved, terms: words, vector }))
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, State> {
-        self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, State> {
-        self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// The ranker queries get: hybrid with an embedder, BM25 without.
     pub fn ranker(&self) -> Ranker {
         if self.embedder.is_some() { Ranker::Hybrid } else { Ranker::Bm25 }
@@ -412,8 +401,8 @@ impl SearchIndex {
 
     /// What the index holds and where.
     pub fn status(&self) -> IndexStatus {
-        let skills = lock(&self.writer).indexed.len();
-        let state = self.read();
+        let skills = self.writer.lock().indexed.len();
+        let state = self.state.read();
         IndexStatus {
             documents: state.meta.len(),
             skills,
@@ -430,7 +419,7 @@ impl SearchIndex {
     /// Add or replace skills given directly (tests, benchmarks, embedders that index
     /// other catalogues). A skill given again unchanged is skipped. One commit for all.
     pub fn upsert(&self, skills: impl IntoIterator<Item = SkillDoc>) -> Result<SyncStats, IndexError> {
-        let mut writer = lock(&self.writer);
+        let mut writer = self.writer.lock();
         let mut stats = SyncStats::default();
         for skill in skills {
             let print = self.stamp(&skill.content_hash());
@@ -455,7 +444,7 @@ impl SearchIndex {
 
     /// Remove a skill and its tools.
     pub fn remove(&self, skill: &str) -> Result<(), IndexError> {
-        let mut writer = lock(&self.writer);
+        let mut writer = self.writer.lock();
         self.delete_skill(&mut writer, skill);
         writer.indexed.remove(skill);
         self.commit(&mut writer)
@@ -471,17 +460,17 @@ impl SearchIndex {
 
     /// [`sync`](Self::sync), reporting progress after each skill.
     pub fn sync_with(&self, registry: &Registry, progress: &mut dyn FnMut(SyncProgress)) -> Result<SyncStats, IndexError> {
-        let mut writer = lock(&self.writer);
+        let mut writer = self.writer.lock();
         self.sync_locked(&mut writer, registry, progress)
     }
 
     /// Drop everything and index the registry's catalog again, embedding every
     /// document: the fix for an index that should not be trusted.
     pub fn rebuild(&self, registry: &Registry, progress: &mut dyn FnMut(SyncProgress)) -> Result<SyncStats, IndexError> {
-        let mut writer = lock(&self.writer);
+        let mut writer = self.writer.lock();
         writer.writer.delete_all_documents()?;
         writer.indexed.clear();
-        *self.write() = State::default();
+        *self.state.write() = State::default();
         let stats = self.sync_locked(&mut writer, registry, progress)?;
         // Commit even an empty catalogue: the deletion must reach the disk.
         self.commit(&mut writer)?;
@@ -532,7 +521,7 @@ impl SearchIndex {
         let name = event.name().as_str();
         let entry = registry.entry(name).ok();
         let print = entry.as_deref().and_then(fingerprint).map(|f| self.stamp(&f));
-        let mut writer = lock(&self.writer);
+        let mut writer = self.writer.lock();
         if print.is_some() && writer.indexed.get(name) == print.as_ref() {
             return Ok(());
         }
@@ -580,7 +569,7 @@ impl SearchIndex {
     }
 
     fn delete_skill(&self, writer: &mut Writer, skill: &str) {
-        let mut state = self.write();
+        let mut state = self.state.write();
         let State { meta, ids, dense } = &mut *state;
         meta.retain(|k, m| {
             let keep = m.hit.skill != skill;
@@ -661,7 +650,7 @@ impl SearchIndex {
                 .filter(|v| v.len() == texts.len())
         });
         let embedded = vectors.as_ref().map_or(0, Vec::len);
-        let mut state = self.write();
+        let mut state = self.state.write();
         for (i, (k, mut doc, hit, _)) in entries.into_iter().enumerate() {
             let words = field_terms(&doc, f, &mut writer.analyzer);
             let vector = vectors.as_ref().and_then(|v| v.get(i).cloned()).map(|mut v| {
@@ -699,10 +688,10 @@ impl SearchIndex {
 
     /// The vectors as one matrix, built now if a change dropped it.
     fn dense(&self) -> Arc<Dense> {
-        if let Some(dense) = self.read().dense.clone() {
+        if let Some(dense) = self.state.read().dense.clone() {
             return dense;
         }
-        let mut state = self.write();
+        let mut state = self.state.write();
         if let Some(dense) = &state.dense {
             return dense.clone();
         }
@@ -742,7 +731,7 @@ impl SearchIndex {
         // No document embedded (every embedding failed) means BM25 alone.
         let dense = query_vector.as_ref().map(|_| self.dense()).filter(|d| d.bytes() > 0);
         let bm25 = if words.is_empty() { Vec::new() } else { self.bm25(query, &words, depth)? };
-        let state = self.read();
+        let state = self.state.read();
         let meta = &state.meta;
         let bm25: Vec<(&String, f64)> = bm25
             .into_iter()

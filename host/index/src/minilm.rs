@@ -10,8 +10,9 @@
 //! (`onnxruntime/capi/libonnxruntime.so.1.31.1`). [`ModelFiles::in_site_packages`]
 //! finds them where pip put them.
 
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 
@@ -143,7 +144,7 @@ impl Embedder for MiniLm {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut model = self.model.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut model = self.model.lock();
         model.embed(texts, Some(EMBED_BATCH)).map_err(|e| EmbedError { model: MODEL.to_owned(), reason: e.to_string() })
     }
 }

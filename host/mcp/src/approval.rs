@@ -13,8 +13,8 @@
 //! session, for another skill, expired or already answered is refused with the reason
 //! ([`StateError`]), and nothing is recorded.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -123,10 +123,6 @@ impl Approvals {
         Self { key, random, ttl, open: Mutex::default() }
     }
 
-    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
-        self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// The `requestState` for asking `asked`.
     pub fn issue(&self, asked: Asked) -> Result<String, StateError> {
         let key = self.key.as_ref().ok_or(StateError::NoRandom)?;
@@ -136,7 +132,7 @@ impl Approvals {
         let now = now_ms();
         let expires = now.saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX));
         {
-            let mut open = self.open();
+            let mut open = self.open.lock();
             open.retain(|_, until| *until >= now);
             if open.len() >= MAX_OPEN {
                 return Err(StateError::TooMany);
@@ -166,7 +162,7 @@ impl Approvals {
             URL_SAFE_NO_PAD.decode(encoded).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).ok_or(StateError::NotOurs)?;
         let now = now_ms();
         if now > payload.expires {
-            self.open().remove(&payload.nonce);
+            self.open.lock().remove(&payload.nonce);
             return Err(StateError::Expired(self.ttl));
         }
         if payload.asked.session != session {
@@ -175,7 +171,7 @@ impl Approvals {
         if payload.asked.skill != skill {
             return Err(StateError::OtherSkill { asked: payload.asked.skill, called: skill.to_owned() });
         }
-        if self.open().remove(&payload.nonce).is_none() {
+        if self.open.lock().remove(&payload.nonce).is_none() {
             return Err(StateError::Used);
         }
         Ok(payload.asked)
@@ -228,6 +224,6 @@ mod tests {
         let token = approvals.issue(asked("s1")).unwrap();
         std::thread::sleep(Duration::from_millis(5));
         assert!(matches!(approvals.redeem(&token, "s1", "gated"), Err(StateError::Expired(_))));
-        assert!(approvals.open().is_empty(), "an expired question is forgotten");
+        assert!(approvals.open.lock().is_empty(), "an expired question is forgotten");
     }
 }

@@ -20,9 +20,10 @@
 //! it off with [`McpConfig::elicit_approvals`]; a call then fails with the
 //! `skillhost approve` command to run. No tool of this server approves anything.
 
+use parking_lot::Mutex;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitResult,
@@ -80,7 +81,7 @@ struct Shared {
     registry: Arc<Registry>,
     config: McpConfig,
     /// Ranks `fts` searches; synced with the registry before each search.
-    index: std::sync::RwLock<Arc<SearchIndex>>,
+    index: parking_lot::RwLock<Arc<SearchIndex>>,
     /// The `requestState` tokens of approvals asked of 2026-07-28 clients.
     approvals: Approvals,
     sessions: AtomicU64,
@@ -103,10 +104,6 @@ const DIRECTORY_BUDGET_ARG: &str = "budget";
 /// The key of the approval question inside `inputRequests`.
 const APPROVAL_KEY: &str = "approve";
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl SkillhostMcp {
     /// A server over `registry` with `config`; this value is the first session.
     /// Its search index is in memory: hybrid when the embedding model is installed
@@ -124,7 +121,7 @@ impl SkillhostMcp {
     /// the registry before each search.
     pub fn with_index(registry: Arc<Registry>, config: McpConfig, index: Arc<SearchIndex>) -> Self {
         let approvals = Approvals::new(config.approval_timeout);
-        let index = std::sync::RwLock::new(index);
+        let index = parking_lot::RwLock::new(index);
         let shared = Arc::new(Shared { registry, config, index, approvals, sessions: AtomicU64::new(0), forge: None });
         Self { session: Session::new(&shared), shared }
     }
@@ -133,11 +130,11 @@ impl SkillhostMcp {
     /// a quick index (BM25 in memory) while a better one (hybrid, on disk, with the
     /// embedding model) loads, then swap it in.
     pub fn set_index(&self, index: Arc<SearchIndex>) {
-        *self.shared.index.write().unwrap_or_else(std::sync::PoisonError::into_inner) = index;
+        *self.shared.index.write() = index;
     }
 
     fn index(&self) -> Arc<SearchIndex> {
-        self.shared.index.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.shared.index.read().clone()
     }
 
     /// Offer `skill_create` and `skill_update`, run by `forge` (over the same registry).
@@ -174,7 +171,7 @@ impl SkillhostMcp {
             listed.extend(ForgeTool::all());
         }
         if self.deferred(&tools) {
-            let activated = lock(&self.session.activated);
+            let activated = self.session.activated.lock();
             let pinned = &self.shared.config.pinned;
             listed.extend(tools.iter().filter(|t| pinned.contains(&t.name) || activated.contains(&t.name)).map(ToolEntry::to_mcp));
         } else {
@@ -185,7 +182,7 @@ impl SkillhostMcp {
 
     /// Make `names` visible in this session; tells the client when that changed its list.
     fn activate(&self, names: impl IntoIterator<Item = String>) {
-        let mut activated = lock(&self.session.activated);
+        let mut activated = self.session.activated.lock();
         let before = activated.len();
         activated.extend(names);
         if activated.len() != before {

@@ -11,9 +11,10 @@
 //! skill or a model can invoke. An agent that can approve is an agent that can grant
 //! itself anything.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 use serde_json::Value;
 use skillhost_core::{
@@ -60,7 +61,7 @@ pub struct Registry {
 /// different error (the skill was edited) is reported again.
 fn first_report(skill: &SkillName, error: &str) -> bool {
     static REPORTED: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
-    REPORTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert((skill.as_str().to_owned(), error.to_owned()))
+    REPORTED.lock().insert((skill.as_str().to_owned(), error.to_owned()))
 }
 
 /// Which skills a rescan loads.
@@ -106,7 +107,7 @@ impl Registry {
         // Watch first: a change made while the layers load is applied after.
         if registry.config.watch {
             let watcher = crate::watch::start(&registry)?;
-            *registry.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+            *registry.watcher.lock() = Some(watcher);
         }
         if !registry.config.load_in_background {
             registry.rescan_all().await?;
@@ -172,14 +173,14 @@ impl Registry {
 
     /// Every entry, by name.
     pub fn catalog(&self) -> Vec<Arc<Entry>> {
-        self.read().values().cloned().collect()
+        self.entries.read().values().cloned().collect()
     }
 
     /// The entry of `name`.
     pub fn entry(&self, name: &str) -> Result<Arc<Entry>, RegistryError> {
         let unknown = || RegistryError::UnknownSkill { name: name.to_owned() };
         let key = SkillName::new(name).map_err(|_| unknown())?;
-        self.read().get(&key).cloned().ok_or_else(unknown)
+        self.entries.read().get(&key).cloned().ok_or_else(unknown)
     }
 
     /// Call `tool` of `skill`. Fails without running anything unless the skill is
@@ -306,7 +307,7 @@ impl Registry {
     /// Rescan every name in every layer (and every name in the catalog, for removals).
     pub(crate) async fn rescan_all(&self) -> Result<(), RegistryError> {
         let _guard = self.reload.lock().await;
-        let mut names: BTreeSet<SkillName> = self.read().keys().cloned().collect();
+        let mut names: BTreeSet<SkillName> = self.entries.read().keys().cloned().collect();
         names.extend(self.names_on_disk());
         self.rescan_names(names, Pass::All).await.map(drop)
     }
@@ -349,7 +350,7 @@ impl Registry {
         let mut names = names.clone();
         for name in names.clone() {
             names.extend(pack::members(&self.layers, name.as_str()));
-            names.extend(self.read().keys().filter(|k| pack::pack_of(k) == Some(name.as_str())).cloned());
+            names.extend(self.entries.read().keys().filter(|k| pack::pack_of(k) == Some(name.as_str())).cloned());
         }
         for name in &names {
             self.rescan_locked(name).await?;
@@ -371,9 +372,9 @@ impl Registry {
     /// line (`false`: it would run code to load, left for a later pass untouched).
     async fn rescan_pass(&self, name: &SkillName, pass: Pass) -> Result<bool, RegistryError> {
         let found = snapshot::candidates(&self.layers, name);
-        let old = self.read().get(name).cloned();
+        let old = self.entries.read().get(name).cloned();
         let Some(winner) = found.first() else {
-            if self.write().remove(name).is_some() {
+            if self.entries.write().remove(name).is_some() {
                 tracing::info!(skill = %name, "removed");
                 self.emit(RegistryEvent::Removed(name.clone()));
             }
@@ -390,7 +391,7 @@ impl Registry {
                 if let (true, Some(old)) = (unchanged, &old) {
                     let entry = Entry { layer: winner.layer, origin: winner.path.clone(), shadows, error: None, ..Entry::clone(old) };
                     let changed = old.error.is_some() || old.shadows != entry.shadows;
-                    self.write().insert(name.clone(), Arc::new(entry));
+                    self.entries.write().insert(name.clone(), Arc::new(entry));
                     if changed {
                         self.emit(RegistryEvent::Updated(name.clone()));
                     }
@@ -445,7 +446,7 @@ impl Registry {
         };
         let failed = entry.error.as_ref().map(|e| e.to_string());
         let state = entry.state;
-        self.write().insert(name.clone(), Arc::new(entry));
+        self.entries.write().insert(name.clone(), Arc::new(entry));
         match (&old, &failed) {
             (None, _) => self.emit(RegistryEvent::Added(name.clone())),
             (Some(_), None) => self.emit(RegistryEvent::Updated(name.clone())),
@@ -613,7 +614,7 @@ impl Registry {
     /// Replace `entry` with a copy in `state`, announcing the change.
     fn set_state(&self, entry: &Entry, state: TrustState) {
         let changed = entry.state != state;
-        self.write().insert(entry.name.clone(), Arc::new(Entry { state, ..entry.clone() }));
+        self.entries.write().insert(entry.name.clone(), Arc::new(Entry { state, ..entry.clone() }));
         if changed {
             tracing::info!(skill = %entry.name, %state, "trust state changed");
             self.emit(RegistryEvent::StateChanged { name: entry.name.clone(), state });
@@ -623,14 +624,6 @@ impl Registry {
     fn emit(&self, event: RegistryEvent) {
         // No receivers is fine: nobody is listening yet.
         let _ = self.events.send(event);
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<SkillName, Arc<Entry>>> {
-        self.entries.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<SkillName, Arc<Entry>>> {
-        self.entries.write().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -9,8 +9,8 @@
 //! was queued before it, and dropping the writer drains the queue and joins the thread,
 //! so a short-lived process (`skillhost call`) loses nothing.
 
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::mpsc::{Sender, channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -88,15 +88,15 @@ impl<T: Send + 'static> Writer<T> {
     }
 
     fn message(&self, message: Message<T>) -> bool {
-        self.sender.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().is_some_and(|s| s.send(message).is_ok())
+        self.sender.lock().as_ref().is_some_and(|s| s.send(message).is_ok())
     }
 }
 
 impl<T> Drop for Writer<T> {
     fn drop(&mut self) {
         // Closing the channel lets the thread drain the queue and end.
-        self.sender.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-        if let Some(thread) = self.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+        self.sender.lock().take();
+        if let Some(thread) = self.thread.lock().take() {
             let _ = thread.join();
         }
     }

@@ -31,8 +31,8 @@
 //! or `auto` (the tier needs no human). Approvals given before schema 3 keep their rows
 //! with no channel recorded.
 
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -252,13 +252,9 @@ impl TrustStore {
         move |e| RegistryError::Trust { path: self.path.clone(), message: e.to_string(), fix }
     }
 
-    fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.db.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The row of `name`, if it has one.
     pub fn get(&self, name: &str) -> Result<Option<Record>, RegistryError> {
-        self.db()
+        self.db.lock()
             .query_row(
                 "SELECT state, approved_hash, approved_digest, approved_requests, approved_by, rejected, approved_via FROM skills WHERE name = ?1",
                 [name],
@@ -284,7 +280,7 @@ impl TrustStore {
     /// An earlier approval of exactly this hash and digest, restored as the current one.
     fn restore_approval(&self, seen: &Observation<'_>) -> Result<bool, RegistryError> {
         let restored = self
-            .db()
+            .db.lock()
             .execute(
                 "UPDATE skills SET state = 'approved', seen_hash = ?2, seen_digest = ?3, approved_hash = ?2, approved_digest = ?3,
                      approved_requests = a.requests, approved_by = a.approved_by, approved_via = a.approved_via, approved_at = a.approved_at, updated_at = ?4
@@ -315,7 +311,8 @@ impl TrustStore {
             Some(r) if r.approved_hash.is_some() => TrustState::NeedsReapproval,
             _ => TrustState::PendingReview,
         };
-        self.db()
+        self.db
+            .lock()
             .execute(
                 "INSERT INTO skills (name, state, seen_hash, seen_digest, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(name) DO UPDATE SET state = ?2, seen_hash = ?3, seen_digest = ?4, updated_at = ?5",
@@ -333,7 +330,7 @@ impl TrustStore {
             ApprovedBy::Human => "human",
         };
         let via = channel.as_str();
-        self.db()
+        self.db.lock()
             .execute(
                 "INSERT INTO skills (name, state, seen_hash, seen_digest, approved_hash, approved_digest, approved_requests, approved_by, approved_via, approved_at, rejected, updated_at)
                  VALUES (?1, 'approved', ?2, ?3, ?2, ?3, ?4, ?5, ?7, ?6, 0, ?6)
@@ -342,7 +339,8 @@ impl TrustStore {
                 params![seen.name, seen.content_hash, seen.capability_digest, requests, by, now(), via],
             )
             .map_err(self.err("check that the data directory is writable"))?;
-        self.db()
+        self.db
+            .lock()
             .execute(
                 "INSERT OR REPLACE INTO approvals (name, content_hash, capability_digest, requests, approved_by, approved_via, approved_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?7, ?6)",
@@ -355,7 +353,7 @@ impl TrustStore {
     /// A human declined the skill: its approval is dropped and it is not auto-approved
     /// again until a human approves it. A disabled skill stays disabled.
     pub fn reject(&self, name: &str) -> Result<(), RegistryError> {
-        self.db()
+        self.db.lock()
             .execute(
                 "INSERT INTO skills (name, state, rejected, updated_at) VALUES (?1, 'pending_review', 1, ?2)
                  ON CONFLICT(name) DO UPDATE SET state = CASE state WHEN 'disabled' THEN 'disabled' ELSE 'pending_review' END, approved_hash = NULL, approved_digest = NULL,
@@ -363,7 +361,8 @@ impl TrustStore {
                 params![name, now()],
             )
             .map_err(self.err("check that the data directory is writable"))?;
-        self.db()
+        self.db
+            .lock()
             .execute("DELETE FROM approvals WHERE name = ?1", [name])
             .map_err(self.err("check that the data directory is writable"))?;
         Ok(())
@@ -371,7 +370,8 @@ impl TrustStore {
 
     /// Set `disabled` (keeping any approval for when it is enabled again).
     pub fn disable(&self, name: &str) -> Result<(), RegistryError> {
-        self.db()
+        self.db
+            .lock()
             .execute(
                 "INSERT INTO skills (name, state, updated_at) VALUES (?1, 'disabled', ?2)
                  ON CONFLICT(name) DO UPDATE SET state = 'disabled', updated_at = ?2",
@@ -383,7 +383,8 @@ impl TrustStore {
 
     /// Lift `disabled`; the caller observes the skill again to find its new state.
     pub fn enable(&self, name: &str) -> Result<(), RegistryError> {
-        self.db()
+        self.db
+            .lock()
             .execute(
                 "UPDATE skills SET state = 'pending_review', updated_at = ?2 WHERE name = ?1 AND state = 'disabled'",
                 params![name, now()],
@@ -486,7 +487,7 @@ mod tests {
         assert_eq!((reviewed.state, reviewed.approved_by, reviewed.approved_via), (TrustState::Approved, Some(ApprovedBy::Human), None));
         let pure = store.get("pure").unwrap().unwrap();
         assert_eq!((pure.approved_by, pure.approved_via), (Some(ApprovedBy::Auto), Some(ApprovalChannel::Auto)));
-        let version: i64 = store.db().pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+        let version: i64 = store.db.lock().pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);
 
         // A new approval records its channel, in the row and in the kept approvals.
@@ -495,7 +496,8 @@ mod tests {
         let row = store.get("reviewed").unwrap().unwrap();
         assert_eq!((row.approved_by, row.approved_via), (Some(ApprovedBy::Human), Some(ApprovalChannel::McpElicitation)));
         let kept: Option<String> = store
-            .db()
+            .db
+            .lock()
             .query_row("SELECT approved_via FROM approvals WHERE name = 'reviewed' AND content_hash = 'h2'", [], |row| row.get(0))
             .unwrap();
         assert_eq!(kept.as_deref(), Some("mcp-elicitation"));

@@ -3,10 +3,11 @@
 //! progress notifications to the calls that asked for them. Its [`Confinement`] (the
 //! cgroup) lives as long as it: stopping or dropping the server kills the whole tree.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam, ProgressToken, ServerResult};
@@ -34,7 +35,7 @@ impl ClientHandler for Handler {
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _cx: NotificationContext<RoleClient>) {
-        let sink = self.progress.lock().unwrap_or_else(|e| e.into_inner()).get(&params.progress_token).cloned();
+        let sink = self.progress.lock().get(&params.progress_token).cloned();
         if let Some(sink) = sink {
             let whole = |v: f64| if v.is_finite() && v >= 0.0 { v.round() as u64 } else { 0 };
             sink(Progress { done: whole(params.progress), total: params.total.map(whole), message: params.message });
@@ -51,13 +52,13 @@ pub(crate) struct Stderr {
 impl Stderr {
     /// The last lines the server wrote to stderr, one line.
     pub(crate) fn tail(&self) -> Option<String> {
-        let tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        let tail = self.tail.lock();
         let text = tail.split('\n').filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join(" | ");
         (!text.is_empty()).then_some(text)
     }
 
     fn push(&self, line: &str) {
-        let mut tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tail = self.tail.lock();
         tail.push_str(line);
         tail.push('\n');
         if tail.len() > STDERR_TAIL {
@@ -187,13 +188,13 @@ impl Server {
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
             .map_err(|e| self.request_error(e))?;
-        *sent.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle.id.clone());
+        *sent.lock() = Some(handle.id.clone());
         let token = handle.progress_token.clone();
         if let Some(sink) = progress {
-            self.handler.progress.lock().unwrap_or_else(|e| e.into_inner()).insert(token.clone(), Progress::guard(sink));
+            self.handler.progress.lock().insert(token.clone(), Progress::guard(sink));
         }
         let result = handle.await_response().await;
-        self.handler.progress.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
+        self.handler.progress.lock().remove(&token);
         match result.map_err(|e| self.request_error(e))? {
             ServerResult::CallToolResult(result) => Ok(serde_json::to_value(result).unwrap_or_default()),
             other => Ok(serde_json::to_value(other).unwrap_or_default()),

@@ -5,8 +5,9 @@
 //! deadline, and dies with the skill (unload, hot reload: the registry drops the old
 //! version once its last call returns).
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -267,7 +268,7 @@ impl Skill for BwrapSkill {
             },
             () = cx.cancel.cancelled() => return Err(CallError::Cancelled { skill: skill.clone(), tool: err_tool }),
         };
-        *progressed.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(server.clone());
+        *progressed.server.lock() = Some(server.clone());
         let oom_before = server.oom_kills();
         server.begin();
         let _in_flight = InFlight(server.clone());
@@ -278,7 +279,7 @@ impl Skill for BwrapSkill {
         let outcome = tokio::select! {
             result = tokio::time::timeout(limit, work) => result,
             () = cx.cancel.cancelled() => {
-                let request = progressed.request.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let request = progressed.request.lock().clone();
                 if let Some(id) = request {
                     server.cancel(id, "cancelled by the caller").await;
                 }
@@ -297,7 +298,7 @@ impl Skill for BwrapSkill {
             Err(_) => {
                 // Past the deadline: ask it to stop, then kill the sandbox: a server that
                 // overran once cannot be trusted to be idle. The next call starts afresh.
-                let request = progressed.request.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let request = progressed.request.lock().clone();
                 if let Some(id) = request {
                     server.cancel(id, "deadline exceeded").await;
                 }

@@ -190,7 +190,7 @@ impl HostBuilder {
             tracing::debug!("no sandbox runtime: {e}");
         }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host { runtime, sandbox, policy, secrets, audit, data_dir, index: std::sync::Mutex::default() })
+        Ok(Host { runtime, sandbox, policy, secrets, audit, data_dir, index: parking_lot::Mutex::default() })
     }
 }
 
@@ -203,7 +203,7 @@ pub struct Host {
     audit: Arc<AuditLog>,
     data_dir: PathBuf,
     /// Opened on first use (one per host: the writer lock is per process).
-    index: std::sync::Mutex<Option<Arc<skillhost_index::SearchIndex>>>,
+    index: parking_lot::Mutex<Option<Arc<skillhost_index::SearchIndex>>>,
 }
 
 impl Host {
@@ -258,7 +258,7 @@ impl Host {
     /// (`SearchIndex::sync` or `follow`). What is on disk never stops it from opening
     /// (see `SearchIndex::open`).
     pub fn search_index(&self) -> Result<Arc<skillhost_index::SearchIndex>, HostError> {
-        let mut slot = self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut slot = self.index.lock();
         if let Some(index) = &*slot {
             return Ok(index.clone());
         }

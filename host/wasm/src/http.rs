@@ -10,7 +10,8 @@
 //! A refusal is `ErrorCode::HttpRequestDenied` for the guest (never a trap), a log line,
 //! and a note the host adds to the call's error.
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 use http_body_util::BodyExt;
 use skillhost_core::{Grant, SecretBinding};
@@ -59,7 +60,7 @@ impl HttpGate {
 
     /// The refusals of this call so far.
     pub(crate) fn denials(&self) -> Vec<String> {
-        self.denials.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.denials.lock().clone()
     }
 }
 
@@ -89,7 +90,7 @@ impl HttpGate {
             Err(EgressError::Denied { reason }) => {
                 // Audited by the egress; the call's log and error say it too.
                 self.log.write_line("warn", format!("outbound request refused: {reason}").as_bytes());
-                self.denials.lock().unwrap_or_else(|e| e.into_inner()).push(reason);
+                self.denials.lock().push(reason);
                 Err(Error::HttpRequestDenied)
             }
             Err(e) => Err(request_error(e)),

@@ -81,7 +81,7 @@ impl CallState {
     /// What the guest last wrote to stderr, on one line: the panic message, when it
     /// panicked (Rust's hint about `RUST_BACKTRACE` left out).
     pub(crate) fn stderr_tail(&self) -> Option<String> {
-        let tail = self.log.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+        let tail = self.log.stderr_tail.lock();
         let start = tail.iter().rposition(|l| l.contains("panicked at")).unwrap_or(tail.len().saturating_sub(1));
         let lines: Vec<&str> =
             tail.iter().skip(start).map(String::as_str).filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE")).collect();
@@ -183,7 +183,7 @@ pub(crate) struct CallLog {
     dropped: AtomicU64,
     warned: AtomicBool,
     /// The last lines of stderr, for crash reports (a panic message, usually).
-    stderr_tail: std::sync::Mutex<std::collections::VecDeque<String>>,
+    stderr_tail: parking_lot::Mutex<std::collections::VecDeque<String>>,
 }
 
 impl CallLog {
@@ -195,14 +195,14 @@ impl CallLog {
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             warned: AtomicBool::new(false),
-            stderr_tail: std::sync::Mutex::default(),
+            stderr_tail: parking_lot::Mutex::default(),
         }
     }
 
     pub(crate) fn write_line(&self, level: &str, line: &[u8]) {
         if level == "stderr" && !line.is_empty() {
             let text = truncate(String::from_utf8_lossy(line).into_owned(), 512);
-            let mut tail = self.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+            let mut tail = self.stderr_tail.lock();
             if tail.len() == STDERR_TAIL {
                 tail.pop_front();
             }
