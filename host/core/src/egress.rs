@@ -22,6 +22,7 @@
 //! IPv4 in decimal, octal or hex becomes a dotted address; a trailing dot is dropped and
 //! userinfo is refused.
 
+use ipnet::IpNet;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -73,12 +74,7 @@ pub enum HostPattern {
     /// Any subdomain of this (normalised) name, not the name itself.
     Subdomains(String),
     /// Addresses in this range (a single address is a /32 or /128).
-    Ip {
-        /// The network address.
-        addr: IpAddr,
-        /// Prefix length in bits.
-        prefix: u8,
-    },
+    Ip(IpNet),
 }
 
 /// One `scheme://host[:port]` rule.
@@ -119,8 +115,8 @@ impl Rule {
         }
         // CIDR: `10.0.0.0/8`, `[fd00::]/8`, optionally followed by `:port` on IPv4.
         if let Some(rule) = parse_cidr(rest, scheme) {
-            let (addr, prefix, port) = rule.map_err(|reason| fail(&reason))?;
-            return Ok(Rule { text: text.to_owned(), scheme, host: HostPattern::Ip { addr, prefix }, port });
+            let (net, port) = rule.map_err(|reason| fail(&reason))?;
+            return Ok(Rule { text: text.to_owned(), scheme, host: HostPattern::Ip(net), port });
         }
         let wildcard = rest.starts_with("*.");
         let parse_target = if wildcard { format!("{scheme}://{}", &rest[2..]) } else { format!("{scheme}://{rest}") };
@@ -149,8 +145,8 @@ impl Rule {
                 }
             }
             Some(_) if wildcard => return Err(fail("cannot use `*.` with an IP address")),
-            Some(url::Host::Ipv4(addr)) => HostPattern::Ip { addr: IpAddr::V4(addr), prefix: 32 },
-            Some(url::Host::Ipv6(addr)) => HostPattern::Ip { addr: IpAddr::V6(addr), prefix: 128 },
+            Some(url::Host::Ipv4(addr)) => HostPattern::Ip(IpNet::from(IpAddr::V4(addr))),
+            Some(url::Host::Ipv6(addr)) => HostPattern::Ip(IpNet::from(IpAddr::V6(addr))),
         };
         Ok(Rule { text: text.to_owned(), scheme, host, port })
     }
@@ -165,7 +161,7 @@ impl Rule {
             (HostPattern::Subdomains(parent), TargetHost::Name(host)) => {
                 host.len() > parent.len() + 1 && host.ends_with(parent.as_str()) && host.as_bytes()[host.len() - parent.len() - 1] == b'.'
             }
-            (HostPattern::Ip { addr, prefix }, TargetHost::Ip(ip)) => in_range(*ip, *addr, *prefix),
+            (HostPattern::Ip(net), TargetHost::Ip(ip)) => net.contains(ip),
             _ => false,
         }
     }
@@ -177,7 +173,7 @@ fn looks_like_cidr(rest: &str) -> bool {
 
 /// Parse `addr/prefix[:port]` (IPv4) or `[addr]/prefix[:port]` (IPv6). `None` when `rest`
 /// is not CIDR-shaped.
-fn parse_cidr(rest: &str, scheme: Scheme) -> Option<Result<(IpAddr, u8, u16), String>> {
+fn parse_cidr(rest: &str, scheme: Scheme) -> Option<Result<(IpNet, u16), String>> {
     let (addr, after) = rest.split_once('/')?;
     let (prefix, port) = match after.split_once(':') {
         Some((prefix, port)) => (prefix, Some(port)),
@@ -190,27 +186,17 @@ fn parse_cidr(rest: &str, scheme: Scheme) -> Option<Result<(IpAddr, u8, u16), St
             .parse()
             .map_err(|_| "has a CIDR range whose address is not an IP address".to_owned())?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix: u8 = prefix.parse().ok().filter(|p| *p <= max).ok_or_else(|| format!("has a CIDR prefix that is not 0..={max}"))?;
+        let net = prefix
+            .parse()
+            .ok()
+            .and_then(|prefix| IpNet::new(addr, prefix).ok())
+            .ok_or_else(|| format!("has a CIDR prefix that is not 0..={max}"))?;
         let port = match port {
             Some(port) => port.parse().map_err(|_| "has an invalid port".to_owned())?,
             None => scheme.default_port(),
         };
-        Ok((addr, prefix, port))
+        Ok((net, port))
     })())
-}
-
-fn in_range(ip: IpAddr, net: IpAddr, prefix: u8) -> bool {
-    match (ip, net) {
-        (IpAddr::V4(ip), IpAddr::V4(net)) => {
-            let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(prefix)) };
-            u32::from(ip) & mask == u32::from(net) & mask
-        }
-        (IpAddr::V6(ip), IpAddr::V6(net)) => {
-            let mask = if prefix == 0 { 0 } else { u128::MAX << (128 - u32::from(prefix)) };
-            u128::from(ip) & mask == u128::from(net) & mask
-        }
-        _ => false,
-    }
 }
 
 /// The host of a normalised request.
@@ -587,9 +573,9 @@ mod tests {
             ("https://api.github.com", Ok((Scheme::Https, HostPattern::Name("api.github.com".into()), 443))),
             ("http://API.GitHub.com.:8080/", Ok((Scheme::Http, HostPattern::Name("api.github.com".into()), 8080))),
             ("https://*.example.com", Ok((Scheme::Https, HostPattern::Subdomains("example.com".into()), 443))),
-            ("http://127.0.0.1:9000", Ok((Scheme::Http, HostPattern::Ip { addr: "127.0.0.1".parse().unwrap(), prefix: 32 }, 9000))),
-            ("http://10.0.0.0/8", Ok((Scheme::Http, HostPattern::Ip { addr: "10.0.0.0".parse().unwrap(), prefix: 8 }, 80))),
-            ("https://[::1]:8443", Ok((Scheme::Https, HostPattern::Ip { addr: "::1".parse().unwrap(), prefix: 128 }, 8443))),
+            ("http://127.0.0.1:9000", Ok((Scheme::Http, HostPattern::Ip("127.0.0.1/32".parse().unwrap()), 9000))),
+            ("http://10.0.0.0/8", Ok((Scheme::Http, HostPattern::Ip("10.0.0.0/8".parse().unwrap()), 80))),
+            ("https://[::1]:8443", Ok((Scheme::Https, HostPattern::Ip("::1/128".parse().unwrap()), 8443))),
             ("https://bücher.example", Ok((Scheme::Https, HostPattern::Name("xn--bcher-kva.example".into()), 443))),
             ("ftp://example.com", Err("must use http or https")),
             ("example.com", Err("has no scheme")),
