@@ -6,7 +6,7 @@
 
 use fixtures::LIAR;
 use serde_json::json;
-use skillhost::{CallError, DirectSkill};
+use skillhost::{CallError, CallFailure, DirectSkill};
 
 use crate::{call, ok, test_host};
 
@@ -20,7 +20,7 @@ async fn honest_still_answers(skill: &DirectSkill) {
 }
 
 fn bad_output(err: CallError) -> String {
-    assert!(matches!(err, CallError::BadOutput { .. }), "{err:?}");
+    assert!(matches!(err, CallError { failure: CallFailure::BadOutput { .. }, .. }), "{err:?}");
     err.to_string()
 }
 
@@ -58,7 +58,7 @@ async fn output_that_is_not_utf8_is_refused_when_lifted() {
     let t = test_host();
     let skill = liar(&t).await;
     let err = call(&skill, "not_utf8", json!({})).await.unwrap_err();
-    assert!(matches!(err, CallError::Crashed { .. }), "{err:?}");
+    assert!(matches!(err, CallError { failure: CallFailure::Crashed { .. }, .. }), "{err:?}");
     assert!(err.to_string().starts_with("skill `liar` tool `not_utf8` crashed"), "{err}");
     honest_still_answers(&skill).await;
 }

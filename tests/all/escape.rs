@@ -158,7 +158,7 @@ async fn a_file_without_a_grant_names_the_missing_grant_not_a_missing_file() {
     std::fs::write(data.join("note.txt"), "here all along").unwrap();
     let err = crate::call(&skill, "read_data", json!({"path": "note.txt"})).await.unwrap_err();
     let message = err.to_string();
-    assert!(matches!(err, skillhost::CallError::Denied { .. }), "{err:?}");
+    assert!(matches!(err, skillhost::CallError { failure: skillhost::CallFailure::Denied { .. }, .. }), "{err:?}");
     assert!(!message.contains("does not exist"), "the file exists; the grant is missing: {message}");
     assert!(message.contains("`note.txt` is outside the skill's granted files"), "{message}");
     assert!(message.contains("[[capabilities.files]] path = \".\" mode = \"ro\"") && message.contains("approve"), "{message}");
@@ -166,5 +166,8 @@ async fn a_file_without_a_grant_names_the_missing_grant_not_a_missing_file() {
     let (t, skill) = setup().await;
     std::fs::create_dir_all(t.data_dir("escape")).unwrap();
     let err = crate::call(&skill, "read_data", json!({"path": "absent.txt"})).await.unwrap_err();
-    assert!(matches!(&err, skillhost::CallError::Failed { message, .. } if message.contains("`absent.txt` does not exist")), "{err:?}");
+    assert!(
+        matches!(&err, skillhost::CallError { failure: skillhost::CallFailure::Failed { message, .. }, .. } if message.contains("`absent.txt` does not exist")),
+        "{err:?}"
+    );
 }

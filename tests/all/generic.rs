@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use fixtures::GENERIC;
 use serde_json::{Value, json};
-use skillhost::{CallError, RegistryConfig, RegistryError, TrustState};
+use skillhost::{CallError, CallFailure, RegistryConfig, RegistryError, TrustState};
 use skillhost_package as package;
 
 use crate::{call, load_error, ok, test_host};
@@ -159,7 +159,7 @@ async fn a_wrong_input_names_the_field_and_the_expected_type() {
     let t = test_host();
     let loaded = t.host.load_path_granted(&bare(t.skills.path(), "calc")).await.unwrap();
     let invalid = async |tool: &str, input: Value| match call(&loaded, tool, input).await {
-        Err(CallError::InvalidInput { message, .. }) => message,
+        Err(CallError { failure: CallFailure::InvalidInput { message, .. }, .. }) => message,
         other => panic!("expected invalid input, got {other:?}"),
     };
     let mut d = drawing();
@@ -194,11 +194,11 @@ async fn an_err_result_is_a_tool_error() {
     let t = test_host();
     let loaded = t.host.load_path_granted(&bare(t.skills.path(), "calc")).await.unwrap();
     match call(&loaded, "shapes-divide", json!({"a": 1, "b": 0})).await {
-        Err(CallError::Failed { message, .. }) => assert_eq!(message, "cannot divide 1 by zero"),
+        Err(CallError { failure: CallFailure::Failed { message, .. }, .. }) => assert_eq!(message, "cannot divide 1 by zero"),
         other => panic!("expected a tool error, got {other:?}"),
     }
     match call(&loaded, "shapes-check", json!({"fail": true})).await {
-        Err(CallError::Failed { message, .. }) => {
+        Err(CallError { failure: CallFailure::Failed { message, .. }, .. }) => {
             assert_eq!(serde_json::from_str::<Value>(&message).unwrap(), json!({"code": 7, "message": "asked to fail"}))
         }
         other => panic!("expected a tool error, got {other:?}"),
@@ -246,7 +246,7 @@ async fn a_toolchains_own_exports_are_not_tools() {
     );
     let symbols = json!({"exports": [], "resources": [], "records": [], "flags": [], "tuples": [], "variants": [], "enums": [], "options": [], "results": []});
     let err = call(&loaded, "exports-init", json!({"app-name": "app", "symbols": symbols, "stub-wasi": false})).await.unwrap_err();
-    assert!(matches!(err, CallError::UnknownTool { .. }), "{err}");
+    assert!(matches!(err, CallError { failure: CallFailure::UnknownTool { .. }, .. }), "{err}");
 }
 
 #[tokio::test]
@@ -272,7 +272,9 @@ async fn without_a_network_grant_it_cannot_reach_the_network() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     match call(&loaded, "shapes-connect", json!({"port": port})).await {
-        Err(CallError::Failed { message, .. }) => assert!(message.starts_with("connect failed: "), "{message}"),
+        Err(CallError { failure: CallFailure::Failed { message, .. }, .. }) => {
+            assert!(message.starts_with("connect failed: "), "{message}")
+        }
         other => panic!("expected the connection to be refused, got {other:?}"),
     }
     // The call has returned, so a connection it made would be waiting to be accepted.
@@ -339,10 +341,10 @@ async fn the_skill_limits_apply() {
     let dir = folder(t.skills.path(), "calc", "\n[limits]\ntimeout = \"300ms\"\nmemory = \"32MiB\"\n");
     let loaded = t.host.load_path_granted(&dir).await.unwrap();
     let err = call(&loaded, "stress-spin", json!({})).await.unwrap_err();
-    assert!(matches!(err, CallError::Timeout { .. }), "{err:?}");
+    assert!(matches!(err, CallError { failure: CallFailure::Timeout { .. }, .. }), "{err:?}");
     assert_eq!(ok(&loaded, "stress-allocate", json!({"mebibytes": 4})).await, json!(4));
     let err = call(&loaded, "stress-allocate", json!({"mebibytes": 64})).await.unwrap_err();
-    assert!(matches!(err, CallError::MemoryLimit { limit, .. } if limit == 32 << 20), "{err:?}");
+    assert!(matches!(err, CallError { failure: CallFailure::MemoryLimit { limit, .. }, .. } if limit == 32 << 20), "{err:?}");
     // A fresh instance for the next call: the limits left nothing behind.
     assert_eq!(ok(&loaded, "add", json!({"a": 1, "b": 1})).await, json!(2));
 }

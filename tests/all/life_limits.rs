@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use fixtures::python;
 use serde_json::{Value, json};
-use skillhost::{BwrapConfig, CallContext, CallError, DirectSkill, Host};
+use skillhost::{BwrapConfig, CallContext, CallError, CallFailure, DirectSkill, Host};
 use tempfile::TempDir;
 
 use crate::{HANG_GUARD, call, call_with, ok};
@@ -181,7 +181,7 @@ async fn a_server_tree_shares_one_memory_limit_and_dies_with_the_call() {
     let marker = format!("tree-holder-{}", std::process::id());
     // Three children of 200 MiB each: the tree's 600 MiB is past the 256 MiB limit.
     let result = call(&skill, "fork_hold", json!({"children": 3, "mib": 200, "seconds": 20, "marker": marker})).await;
-    assert!(matches!(&result, Err(CallError::MemoryLimit { limit, .. }) if *limit == 256 << 20), "{result:?}");
+    assert!(matches!(&result, Err(CallError { failure: CallFailure::MemoryLimit { limit, .. }, .. }) if *limit == 256 << 20), "{result:?}");
     let message = result.unwrap_err().to_string();
     assert!(message.contains("tree-probe") && message.contains("[limits] memory"), "{message}");
     assert_eq!(wait_gone(&marker).await, Vec::<u32>::new(), "children of the server outlived the call");
@@ -191,7 +191,7 @@ async fn a_server_tree_shares_one_memory_limit_and_dies_with_the_call() {
     let result =
         call_with(&skill, "fork_hold", json!({"children": 3, "mib": 8, "seconds": 600, "marker": marker}), timeout(Duration::from_secs(3)))
             .await;
-    assert!(matches!(result, Err(CallError::Timeout { .. })), "{result:?}");
+    assert!(matches!(result, Err(CallError { failure: CallFailure::Timeout { .. }, .. })), "{result:?}");
     assert_eq!(wait_gone(&marker).await, Vec::<u32>::new(), "children of the server outlived the deadline");
 
     // And at the stop: no process, no cgroup left.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fixtures::LIMITS;
 use serde_json::json;
-use skillhost::{CallContext, CallError, DirectSkill, Progress};
+use skillhost::{CallContext, CallError, CallFailure, DirectSkill, Progress};
 
 use crate::{call, call_with, ok, recording_progress, test_host};
 
@@ -26,7 +26,7 @@ async fn spin_loop_stops_at_the_deadline() {
     let skill = limits_skill(&t).await;
     let cx = CallContext { timeout: Some(Duration::from_millis(300)), ..CallContext::default() };
     let err = call_with(&skill, "spin", json!({}), cx).await.unwrap_err();
-    assert!(matches!(err, CallError::Timeout { .. }), "{err:?}");
+    assert!(matches!(err, CallError { failure: CallFailure::Timeout { .. }, .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
         "skill `limits` tool `spin`: timeout after 300ms; the deadline its caller set ran out, not the skill's own limit of 2s; a longer deadline (up to 2s) gives the tool more time"
@@ -46,7 +46,7 @@ async fn guest_blocked_in_a_host_sleep_stops_at_the_deadline() {
     let skill = limits_skill(&t).await;
     let cx = CallContext { timeout: Some(Duration::from_millis(300)), ..CallContext::default() };
     let err = call_with(&skill, "sleep", json!({"ms": 3_600_000}), cx).await.unwrap_err();
-    assert!(matches!(err, CallError::Timeout { .. }), "{err:?}");
+    assert!(matches!(err, CallError { failure: CallFailure::Timeout { .. }, .. }), "{err:?}");
     let out = ok(&skill, "sleep", json!({"ms": 1})).await;
     assert_eq!(out, json!(1));
 }
@@ -56,7 +56,7 @@ async fn memory_bomb_hits_the_cap() {
     let t = test_host();
     let skill = limits_skill(&t).await;
     let err = call(&skill, "alloc", json!({"mib": 1024})).await.unwrap_err();
-    assert!(matches!(err, CallError::MemoryLimit { limit, .. } if limit == 512 << 20), "{err:?}");
+    assert!(matches!(err, CallError { failure: CallFailure::MemoryLimit { limit, .. }, .. } if limit == 512 << 20), "{err:?}");
     assert_eq!(
         err.to_string(),
         "skill `limits` tool `alloc`: memory limit 512 MiB exceeded; raise `[limits] memory` in its skill.toml if the tool needs more"
@@ -71,7 +71,7 @@ async fn huge_output_hits_the_output_cap() {
     let skill = limits_skill(&t).await;
     let err = call(&skill, "big_output", json!({"mib": 64})).await.unwrap_err();
     match &err {
-        CallError::OutputLimit { size, limit, .. } => {
+        CallError { failure: CallFailure::OutputLimit { size, limit, .. }, .. } => {
             assert!(*size > 64 << 20, "{size}");
             assert_eq!(*limit, 1 << 20);
         }

@@ -123,9 +123,9 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
     assert_eq!(call("echo", json!({"value": 1}), None).await.unwrap().value, json!(1));
     // Its deadline and its memory limit bind on Winch's code too.
     let spun = call("spin", json!({}), Some(std::time::Duration::from_millis(300))).await.unwrap_err();
-    assert!(matches!(spun, skillhost::CallError::Timeout { .. }), "{spun}");
+    assert!(matches!(spun, skillhost::CallError { failure: skillhost::CallFailure::Timeout { .. }, .. }), "{spun}");
     let memory = call("alloc", json!({"mib": 600}), None).await.unwrap_err();
-    assert!(matches!(memory, skillhost::CallError::MemoryLimit { .. }), "{memory}");
+    assert!(matches!(memory, skillhost::CallError { failure: skillhost::CallFailure::MemoryLimit { .. }, .. }), "{memory}");
     let optimised = async {
         while skill.cache_outcome() == Some(CacheOutcome::Baseline) {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -136,7 +136,7 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
     assert_eq!(first.cache_stats().compiled, 1, "Cranelift compiled it in the background");
     assert_eq!(call("echo", json!({"value": 2}), None).await.unwrap().value, json!(2));
     let spun = call("spin", json!({}), Some(std::time::Duration::from_millis(300))).await.unwrap_err();
-    assert!(matches!(spun, skillhost::CallError::Timeout { .. }), "{spun}");
+    assert!(matches!(spun, skillhost::CallError { failure: skillhost::CallFailure::Timeout { .. }, .. }), "{spun}");
 
     let restarted = runtime();
     let again = restarted.load_wasm(&source, grant()).await.unwrap();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fixtures::{TestServer, python};
 use serde_json::{Value, json};
-use skillhost::{CallContext, CallError, DirectSkill, Host, Progress};
+use skillhost::{CallContext, CallError, CallFailure, DirectSkill, Host, Progress};
 use tempfile::TempDir;
 
 use crate::{HANG_GUARD, call, call_with, ok};
@@ -83,9 +83,9 @@ async fn a_fastmcp_server_is_a_skill() {
     assert_eq!(ok(&skill, "big", json!({"size": 3})).await, json!("xxx"));
 
     let err = call(&skill, "nope", json!({})).await.unwrap_err();
-    assert!(matches!(err, CallError::UnknownTool { .. }), "{err}");
+    assert!(matches!(err, CallError { failure: CallFailure::UnknownTool { .. }, .. }), "{err}");
     let err = call(&skill, "fail", json!({"message": "boom"})).await.unwrap_err();
-    assert!(matches!(&err, CallError::Failed { message, .. } if message.contains("boom")), "{err}");
+    assert!(matches!(&err, CallError { failure: CallFailure::Failed { message, .. }, .. } if message.contains("boom")), "{err}");
     let err = call(&skill, "echo", json!({"text": 5})).await.unwrap_err();
     assert!(err.is_tool_error(), "a bad input is the caller's error: {err}");
 }
@@ -188,7 +188,7 @@ async fn a_fork_bomb_dies_with_its_call_and_the_host_lives_on() {
     // The bomb is bounded by the test itself (64 processes), tagged with a unique marker.
     let marker = format!("0.0{}{}", std::process::id(), env.data.path().to_string_lossy().len());
     let err = call_with(&skill, "fork_bomb", json!({"count": 64, "marker": marker}), timeout(Duration::from_secs(3))).await.unwrap_err();
-    assert!(matches!(err, CallError::Timeout { .. }), "{err}");
+    assert!(matches!(err, CallError { failure: CallFailure::Timeout { .. }, .. }), "{err}");
     assert_eq!(wait_gone(&format!("sleep 3600 {marker}")).await, 0, "processes of the bomb outlived the call");
     assert_eq!(ok(&skill, "echo", json!({"text": "alive"})).await["text"], "alive");
 }
@@ -205,7 +205,10 @@ async fn a_memory_hog_is_refused_its_memory() {
     } else {
         // A cgroup limits the sandbox's resident memory (tests/all/life_limits.rs).
         let result = call(&skill, "memory_hog", json!({"mib": 1024})).await;
-        assert!(matches!(result, Err(CallError::MemoryLimit { limit, .. }) if limit == 256 << 20), "{result:?}");
+        assert!(
+            matches!(result, Err(CallError { failure: CallFailure::MemoryLimit { limit, .. }, .. }) if limit == 256 << 20),
+            "{result:?}"
+        );
     }
     assert_eq!(ok(&skill, "echo", json!({"text": "alive"})).await["text"], "alive");
 }
@@ -217,7 +220,9 @@ async fn a_crash_mid_call_is_an_error_and_the_next_call_restarts_it() {
     ok(&skill, "echo", json!({"text": "warm"})).await;
     let err = call(&skill, "crash", json!({})).await.unwrap_err();
     match &err {
-        CallError::Crashed { message, .. } => assert!(message.contains("status 3") && message.contains("crashing on purpose"), "{message}"),
+        CallError { failure: CallFailure::Crashed { message, .. }, .. } => {
+            assert!(message.contains("status 3") && message.contains("crashing on purpose"), "{message}")
+        }
         other => panic!("expected a crash, got {other}"),
     }
     assert_eq!(ok(&skill, "echo", json!({"text": "again"})).await["text"], "again");
@@ -228,7 +233,7 @@ async fn a_hung_call_is_killed_at_its_deadline() {
     let env = SandboxHost::new();
     let skill = env.load("sandbox-probe", "[limits]\ntimeout = \"2s\"\n").await;
     let err = call(&skill, "hang", json!({})).await.unwrap_err();
-    assert!(matches!(&err, CallError::Timeout { limit, .. } if *limit == Duration::from_secs(2)), "{err}");
+    assert!(matches!(&err, CallError { failure: CallFailure::Timeout { limit, .. }, .. } if *limit == Duration::from_secs(2)), "{err}");
     assert!(err.to_string().contains("raise `[limits] timeout`"), "{err}");
     // The hung server was killed (its sandbox with it); a new one answers.
     let data = env.data.path().display().to_string();
@@ -264,7 +269,7 @@ async fn progress_and_output_cap() {
     assert!(!flood.is_empty());
 
     let err = call(&skill, "big", json!({"size": 4000})).await.unwrap_err();
-    assert!(matches!(err, CallError::OutputLimit { limit: 1024, .. }), "{err}");
+    assert!(matches!(err, CallError { failure: CallFailure::OutputLimit { limit: 1024, .. }, .. }), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,7 +376,7 @@ async fn a_refused_request_is_explained_to_the_agent_and_audited_with_its_tool()
     let rule = format!("to allow it, add \"http://127.0.0.2:{port}\" to `[network] allow`");
 
     let err = call(&skill, "fetch_text", json!({"url": format!("http://127.0.0.2:{port}/secret")})).await.unwrap_err();
-    assert!(matches!(err, CallError::Failed { .. }), "{err:?}");
+    assert!(matches!(err, CallError { failure: CallFailure::Failed { .. }, .. }), "{err:?}");
     let err = err.to_string();
     assert!(err.contains("status code 403") && err.contains("(host refused: ") && err.contains(&rule), "{err}");
 
@@ -479,7 +484,7 @@ async fn a_server_that_breaks_its_declared_output_schema_is_refused() {
         ("text_not_json", "the output does not match the declared output schema"),
     ] {
         let err = call(&skill, "count", json!({"mode": mode})).await.unwrap_err();
-        assert!(matches!(err, CallError::BadOutput { .. }), "{mode}: {err:?}");
+        assert!(matches!(err, CallError { failure: CallFailure::BadOutput { .. }, .. }), "{mode}: {err:?}");
         let err = err.to_string();
         assert!(err.starts_with("skill `raw-server` tool `count` returned output that breaks its contract"), "{mode}: {err}");
         assert!(err.contains(says), "{mode}: {err}");

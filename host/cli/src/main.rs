@@ -57,7 +57,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use skillhost::{CallContext, CallError, Host, Registry, RegistryConfig, RegistryError};
+use skillhost::{CallContext, CallError, CallFailure, Host, Registry, RegistryConfig, RegistryError};
 
 /// Run agent skills as sandboxed WebAssembly components.
 ///
@@ -585,7 +585,9 @@ struct CommandLineTimeout(CallError);
 
 impl std::fmt::Display for CommandLineTimeout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let CallError::Timeout { skill, tool, limit, skill_limit: Some(own) } = &self.0 else { return self.0.fmt(f) };
+        let CallError { skill, tool, failure: CallFailure::Timeout { limit, skill_limit: Some(own) } } = &self.0 else {
+            return self.0.fmt(f);
+        };
         let (limit, own) = (skillhost::fmt_duration(*limit), skillhost::fmt_duration(*own));
         write!(
             f,
@@ -839,7 +841,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 registry.call(&skill, &tool, input, cx).await
             };
             let out = out.map_err(|e| match e {
-                RegistryError::Call(call @ CallError::Timeout { skill_limit: Some(_), .. }) => anyhow::Error::new(CommandLineTimeout(call)),
+                RegistryError::Call(call @ CallError { failure: CallFailure::Timeout { skill_limit: Some(_), .. }, .. }) => {
+                    anyhow::Error::new(CommandLineTimeout(call))
+                }
                 other => other.into(),
             })?;
             outln!("{}", serde_json::to_string_pretty(&out.value)?);

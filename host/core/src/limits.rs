@@ -180,12 +180,11 @@ mod tests {
         assert_eq!(ByteSize((3 << 19) + 1).to_string(), "1.5 MiB");
         assert_eq!(ByteSize(1536).to_string(), "1.5 KiB");
         assert_eq!(ByteSize(1025).to_string(), "1025 bytes");
-        let error = crate::CallError::OutputLimit {
-            skill: crate::SkillName::new("sk").unwrap(),
-            tool: "t".into(),
-            size: (1 << 20) + 1,
-            limit: 1 << 20,
-        };
+        let error = crate::CallError::new(
+            crate::SkillName::new("sk").unwrap(),
+            "t",
+            crate::CallFailure::OutputLimit { size: (1 << 20) + 1, limit: 1 << 20 },
+        );
         assert!(error.to_string().contains("output of 1048577 bytes exceeds the output limit of 1 MiB;"), "{error}");
     }
 

@@ -394,60 +394,46 @@ pub enum LoadError {
     },
 }
 
-/// Why a call produced no output. Each displays as one line naming the skill and tool.
+/// Why a call produced no output: the skill, the tool, and what went wrong. Displays as
+/// one line naming the skill, the tool and the fix.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", self.line())]
+pub struct CallError {
+    /// The skill.
+    pub skill: SkillName,
+    /// The tool asked for.
+    pub tool: String,
+    /// What went wrong.
+    pub failure: CallFailure,
+}
+
+/// What went wrong in a call ([`CallError::failure`]).
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum CallError {
+pub enum CallFailure {
     /// The input does not fit the tool.
-    #[error("skill `{skill}` tool `{tool}`: invalid input: {message}")]
     InvalidInput {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
         /// What is wrong with the input.
         message: String,
     },
     /// The tool ran and failed.
-    #[error("skill `{skill}` tool `{tool}` failed: {message}")]
     Failed {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
         /// What failed.
         message: String,
     },
     /// The tool was refused something it needed.
-    #[error(
-        "skill `{skill}` tool `{tool}` was denied: {message}; to allow it, add the capability to the skill's skill.toml and approve the skill again"
-    )]
     Denied {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
         /// What was refused.
         message: String,
     },
     /// No such tool.
-    #[error("skill `{skill}` has no tool `{tool}`; its tools are: {}", available.join(", "))]
     UnknownTool {
-        /// The skill.
-        skill: SkillName,
-        /// The tool asked for.
-        tool: String,
         /// The tools it has.
         available: Vec<String>,
     },
     /// The call ran out of time: the skill's `[limits] timeout`, or a shorter deadline
     /// its caller set ([`CallContext::timeout`]).
-    #[error("skill `{skill}` tool `{tool}`: timeout after {}; {}", fmt_duration(*limit), timeout_fix(*skill_limit))]
     Timeout {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
         /// The limit that was hit.
         limit: Duration,
         /// `Some(the skill's own limit)` when the deadline that ran out was the caller's,
@@ -455,71 +441,36 @@ pub enum CallError {
         skill_limit: Option<Duration>,
     },
     /// The call tried to use more memory than allowed.
-    #[error("skill `{skill}` tool `{tool}`: memory limit {} exceeded; raise `[limits] memory` in its skill.toml if the tool needs more", ByteSize(*limit))]
     MemoryLimit {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
         /// The limit, in bytes.
         limit: u64,
     },
     /// The output is larger than allowed.
-    #[error("skill `{skill}` tool `{tool}`: output of {} exceeds the output limit of {}; raise `[limits] output` in its skill.toml or ask for less", ByteSize(*size), ByteSize(*limit))]
     OutputLimit {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
         /// The output's size, in bytes.
         size: u64,
         /// The limit, in bytes.
         limit: u64,
     },
     /// The output is not JSON, or not of the tool's declared output schema.
-    #[error(
-        "skill `{skill}` tool `{tool}` returned output that breaks its contract: {message}; this is a bug in the skill, report it to its author"
-    )]
     BadOutput {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
         /// What the parser or the schema check said.
         message: String,
     },
     /// The guest trapped (panicked, hit `unreachable`, ...).
-    #[error("skill `{skill}` tool `{tool}` crashed: {message}")]
     Crashed {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
         /// The trap and its backtrace summary.
         message: String,
     },
     /// The caller cancelled the call.
-    #[error("skill `{skill}` tool `{tool}`: cancelled by the caller")]
-    Cancelled {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
-    },
+    Cancelled,
     /// The host could not run the call.
-    #[error("skill `{skill}` tool `{tool}`: host error: {message}")]
     Host {
-        /// The skill.
-        skill: SkillName,
-        /// The tool.
-        tool: String,
         /// What failed.
         message: String,
     },
 }
 
-/// How to give a timed-out call more time: a longer deadline from its caller, up to the
-/// skill's own limit, or a higher `[limits] timeout` in the skill.toml.
 fn timeout_fix(skill_limit: Option<Duration>) -> String {
     match skill_limit {
         Some(own) => format!(
@@ -532,36 +483,75 @@ fn timeout_fix(skill_limit: Option<Duration>) -> String {
 }
 
 impl CallError {
+    /// `failure` of `tool` of `skill`.
+    pub fn new(skill: SkillName, tool: impl Into<String>, failure: CallFailure) -> Self {
+        Self { skill, tool: tool.into(), failure }
+    }
+
     /// The call ran out of `limit`, the deadline it ran under, for a skill whose own
     /// `[limits] timeout` is `own`: the caller's deadline when it is the shorter.
     pub fn timeout(skill: SkillName, tool: impl Into<String>, limit: Duration, own: Duration) -> Self {
-        CallError::Timeout { skill, tool: tool.into(), limit, skill_limit: (limit < own).then_some(own) }
+        Self::new(skill, tool, CallFailure::Timeout { limit, skill_limit: (limit < own).then_some(own) })
+    }
+
+    /// The one line it displays as.
+    fn line(&self) -> String {
+        let (skill, tool) = (&self.skill, &self.tool);
+        match &self.failure {
+            CallFailure::InvalidInput { message } => format!("skill `{skill}` tool `{tool}`: invalid input: {message}"),
+            CallFailure::Failed { message } => format!("skill `{skill}` tool `{tool}` failed: {message}"),
+            CallFailure::Denied { message } => format!(
+                "skill `{skill}` tool `{tool}` was denied: {message}; to allow it, add the capability to the skill's skill.toml and approve the skill again"
+            ),
+            CallFailure::UnknownTool { available } => {
+                format!("skill `{skill}` has no tool `{tool}`; its tools are: {}", available.join(", "))
+            }
+            CallFailure::Timeout { limit, skill_limit } => {
+                format!("skill `{skill}` tool `{tool}`: timeout after {}; {}", fmt_duration(*limit), timeout_fix(*skill_limit))
+            }
+            CallFailure::MemoryLimit { limit } => format!(
+                "skill `{skill}` tool `{tool}`: memory limit {} exceeded; raise `[limits] memory` in its skill.toml if the tool needs more",
+                ByteSize(*limit)
+            ),
+            CallFailure::OutputLimit { size, limit } => format!(
+                "skill `{skill}` tool `{tool}`: output of {} exceeds the output limit of {}; raise `[limits] output` in its skill.toml or ask for less",
+                ByteSize(*size),
+                ByteSize(*limit)
+            ),
+            CallFailure::BadOutput { message } => format!(
+                "skill `{skill}` tool `{tool}` returned output that breaks its contract: {message}; this is a bug in the skill, report it to its author"
+            ),
+            CallFailure::Crashed { message } => format!("skill `{skill}` tool `{tool}` crashed: {message}"),
+            CallFailure::Cancelled => format!("skill `{skill}` tool `{tool}`: cancelled by the caller"),
+            CallFailure::Host { message } => format!("skill `{skill}` tool `{tool}`: host error: {message}"),
+        }
     }
 
     /// Whether the tool itself reported the failure (as opposed to a limit or the host).
     pub fn is_tool_error(&self) -> bool {
-        matches!(self, CallError::InvalidInput { .. } | CallError::Failed { .. } | CallError::Denied { .. } | CallError::UnknownTool { .. })
+        use CallFailure::*;
+        matches!(self.failure, InvalidInput { .. } | Failed { .. } | Denied { .. } | UnknownTool { .. })
     }
 
     /// Whether a hard limit stopped the call.
     pub fn is_limit(&self) -> bool {
-        matches!(self, CallError::Timeout { .. } | CallError::MemoryLimit { .. } | CallError::OutputLimit { .. })
+        matches!(self.failure, CallFailure::Timeout { .. } | CallFailure::MemoryLimit { .. } | CallFailure::OutputLimit { .. })
     }
 
     /// A stable, machine-readable name for the kind of error (`timeout`, `denied`, ...).
     pub fn code(&self) -> &'static str {
-        match self {
-            CallError::InvalidInput { .. } => "invalid_input",
-            CallError::Failed { .. } => "failed",
-            CallError::Denied { .. } => "denied",
-            CallError::UnknownTool { .. } => "unknown_tool",
-            CallError::Timeout { .. } => "timeout",
-            CallError::MemoryLimit { .. } => "memory_limit",
-            CallError::OutputLimit { .. } => "output_limit",
-            CallError::BadOutput { .. } => "bad_output",
-            CallError::Crashed { .. } => "crashed",
-            CallError::Cancelled { .. } => "cancelled",
-            CallError::Host { .. } => "host",
+        match self.failure {
+            CallFailure::InvalidInput { .. } => "invalid_input",
+            CallFailure::Failed { .. } => "failed",
+            CallFailure::Denied { .. } => "denied",
+            CallFailure::UnknownTool { .. } => "unknown_tool",
+            CallFailure::Timeout { .. } => "timeout",
+            CallFailure::MemoryLimit { .. } => "memory_limit",
+            CallFailure::OutputLimit { .. } => "output_limit",
+            CallFailure::BadOutput { .. } => "bad_output",
+            CallFailure::Crashed { .. } => "crashed",
+            CallFailure::Cancelled => "cancelled",
+            CallFailure::Host { .. } => "host",
         }
     }
 }

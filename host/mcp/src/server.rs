@@ -35,7 +35,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
-use skillhost_core::{CallContext, CallError, Progress};
+use skillhost_core::{CallContext, CallError, CallFailure, Progress};
 use skillhost_index::SearchIndex;
 use skillhost_registry::{ApprovalChannel, Registry, RegistryError, RegistryEvent, TrustState};
 use tokio::sync::broadcast;
@@ -698,9 +698,9 @@ impl ProgressForwarder {
 /// A failed call: the tool's own failures and limits go back as `isError` results the
 /// agent can read; a host failure is a JSON-RPC error.
 fn call_error(error: CallError) -> Result<CallToolResponse, ErrorData> {
-    match error {
-        CallError::Host { .. } | CallError::Cancelled { .. } => Err(ErrorData::internal_error(error.to_string(), None)),
-        error => {
+    match error.failure {
+        CallFailure::Host { .. } | CallFailure::Cancelled => Err(ErrorData::internal_error(error.to_string(), None)),
+        _ => {
             let mut result = error_result(error.to_string());
             result.structured_content = None;
             result.meta = None;

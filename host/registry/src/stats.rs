@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
 
-use skillhost_core::{CallError, ToolOutput};
+use skillhost_core::{CallError, CallFailure, ToolOutput};
 
 use crate::error::RegistryError;
 use crate::store::{self, Writer};
@@ -54,13 +54,13 @@ pub enum Outcome {
 impl Outcome {
     /// The outcome of a call's result.
     pub fn of(result: &Result<ToolOutput, CallError>) -> Self {
-        match result {
-            Ok(_) => Self::Ok,
-            Err(
-                CallError::InvalidInput { .. } | CallError::UnknownTool { .. } | CallError::Denied { .. } | CallError::Cancelled { .. },
-            ) => Self::CallerError,
-            Err(CallError::Timeout { skill_limit: Some(_), .. }) => Self::CallerError,
-            Err(_) => Self::Failed,
+        let Err(error) = result else { return Self::Ok };
+        match error.failure {
+            CallFailure::InvalidInput { .. } | CallFailure::UnknownTool { .. } | CallFailure::Denied { .. } | CallFailure::Cancelled => {
+                Self::CallerError
+            }
+            CallFailure::Timeout { skill_limit: Some(_), .. } => Self::CallerError,
+            _ => Self::Failed,
         }
     }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skillhost_core::{CallContext, CallError, Grant, OutputSchemas, Skill, SkillName, ToolOutput, ToolSpec};
+use skillhost_core::{CallContext, CallError, CallFailure, Grant, OutputSchemas, Skill, SkillName, ToolOutput, ToolSpec};
 use tokio::sync::Semaphore;
 
 use crate::Launch;
@@ -91,10 +91,12 @@ impl Inner {
             }
         }
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let server = self.launch.start(&self.grant, true, generation).await.map_err(|message| CallError::Crashed {
-            skill: self.grant.skill.clone(),
-            tool: tool.to_owned(),
-            message: format!("the server did not start: {message}"),
+        let server = self.launch.start(&self.grant, true, generation).await.map_err(|message| {
+            CallError::new(
+                self.grant.skill.clone(),
+                tool.to_owned(),
+                CallFailure::Crashed { message: format!("the server did not start: {message}") },
+            )
         })?;
         state.server = Some(server.clone());
         self.watch_idle(&server);
@@ -162,7 +164,7 @@ impl Inner {
         if result["isError"].as_bool() == Some(true) {
             let message = texts();
             let message = if message.is_empty() { "the tool reported an error".to_owned() } else { message };
-            return Err(CallError::Failed { skill, tool: tool.to_owned(), message });
+            return Err(CallError::new(skill, tool.to_owned(), CallFailure::Failed { message }));
         }
         let value = if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
             match structured.get("result") {
@@ -178,7 +180,7 @@ impl Inner {
                 Value::Array(content)
             }
         };
-        self.outputs.check(tool, &value).map_err(|message| CallError::BadOutput { skill, tool: tool.to_owned(), message })?;
+        self.outputs.check(tool, &value).map_err(|message| CallError::new(skill, tool.to_owned(), CallFailure::BadOutput { message }))?;
         let content = match result["content"].take() {
             Value::Array(content) => content,
             _ => Vec::new(),
@@ -230,20 +232,12 @@ impl Skill for BwrapSkill {
         let started = Instant::now();
         let inner = &self.inner;
         let skill = &inner.grant.skill;
-        let err_tool = tool.to_owned();
+        let fail = |failure| CallError::new(skill.clone(), tool, failure);
         if !inner.tools.iter().any(|t| t.name == tool) {
-            return Err(CallError::UnknownTool {
-                skill: skill.clone(),
-                tool: err_tool,
-                available: inner.tools.iter().map(|t| t.name.clone()).collect(),
-            });
+            return Err(fail(CallFailure::UnknownTool { available: inner.tools.iter().map(|t| t.name.clone()).collect() }));
         }
         let Value::Object(arguments) = input else {
-            return Err(CallError::InvalidInput {
-                skill: skill.clone(),
-                tool: err_tool,
-                message: "the input must be a JSON object".into(),
-            });
+            return Err(fail(CallFailure::InvalidInput { message: "the input must be a JSON object".into() }));
         };
         let limit = cx.timeout.map_or(inner.grant.limits.timeout, |t| t.min(inner.grant.limits.timeout));
         let progressed = Progressed::default();
@@ -252,11 +246,11 @@ impl Skill for BwrapSkill {
         // libraries can take longer than a tool may run.
         let start_bound = limit + inner.launch.start_timeout;
         let ready = async {
-            let permit = inner.concurrency.acquire().await.map_err(|e| CallError::Host {
-                skill: skill.clone(),
-                tool: tool.to_owned(),
-                message: e.to_string(),
-            })?;
+            let permit = inner
+                .concurrency
+                .acquire()
+                .await
+                .map_err(|e| CallError::new(skill.clone(), tool.to_owned(), CallFailure::Host { message: e.to_string() }))?;
             Ok::<_, CallError>((permit, inner.server(tool).await?))
         };
         let (_permit, server) = tokio::select! {
@@ -264,9 +258,9 @@ impl Skill for BwrapSkill {
                 Ok(ready) => ready?,
                 // The server did not start in time: its own slowness, whatever the
                 // caller's deadline.
-                Err(_) => return Err(CallError::Timeout { skill: skill.clone(), tool: err_tool, limit: start_bound, skill_limit: None }),
+                Err(_) => return Err(fail(CallFailure::Timeout { limit: start_bound, skill_limit: None })),
             },
-            () = cx.cancel.cancelled() => return Err(CallError::Cancelled { skill: skill.clone(), tool: err_tool }),
+            () = cx.cancel.cancelled() => return Err(fail(CallFailure::Cancelled)),
         };
         *progressed.server.lock() = Some(server.clone());
         let oom_before = server.oom_kills();
@@ -283,7 +277,7 @@ impl Skill for BwrapSkill {
                 if let Some(id) = request {
                     server.cancel(id, "cancelled by the caller").await;
                 }
-                return Err(CallError::Cancelled { skill: skill.clone(), tool: err_tool });
+                return Err(fail(CallFailure::Cancelled));
             }
         };
         if server.oom_kills() > oom_before {
@@ -291,7 +285,7 @@ impl Skill for BwrapSkill {
             // server answered, its state is unknown. The next call starts afresh.
             tracing::warn!(skill = %skill, tool, "the sandbox hit its memory limit; killing the server");
             inner.discard(&server, true).await;
-            return Err(CallError::MemoryLimit { skill: skill.clone(), tool: err_tool, limit: inner.grant.limits.memory });
+            return Err(fail(CallFailure::MemoryLimit { limit: inner.grant.limits.memory }));
         }
         let result = match outcome {
             Ok(result) => result,
@@ -304,31 +298,31 @@ impl Skill for BwrapSkill {
                 }
                 tracing::warn!(skill = %skill, tool, "call overran its deadline of {limit:?}; killing the server");
                 inner.discard(&server, false).await;
-                return Err(CallError::timeout(skill.clone(), err_tool, limit, inner.grant.limits.timeout));
+                return Err(CallError::timeout(skill.clone(), tool, limit, inner.grant.limits.timeout));
             }
         };
         // What the proxy refused explains the tool's answer best; the server's own text
         // rarely says which rule to add. Worded as for a wasm skill.
         let refusals = proxy_call.map(|call| call.refusals()).unwrap_or_default();
         let note = (!refusals.is_empty()).then(|| format!("(host refused: {})", refusals.join("; ")));
-        let explain = |error: CallError| match (error, &note) {
-            (CallError::Failed { skill, tool, message }, Some(note)) => {
-                CallError::Failed { skill, tool, message: format!("{message} {note}") }
+        let explain = |mut error: CallError| {
+            if let (CallFailure::Failed { message }, Some(note)) = (&mut error.failure, &note) {
+                *message = format!("{message} {note}");
             }
-            (error, _) => error,
+            error
         };
         let value = match result {
             Ok(value) => value,
             Err(RequestError::Closed(reason)) => {
                 let message = format!("{} ({reason})", server.exit_reason().await);
                 inner.discard(&server, true).await;
-                return Err(CallError::Crashed { skill: skill.clone(), tool: err_tool, message });
+                return Err(fail(CallFailure::Crashed { message }));
             }
             Err(RequestError::Protocol { code, message }) => {
                 return Err(if code == -32602 {
-                    CallError::InvalidInput { skill: skill.clone(), tool: err_tool, message }
+                    fail(CallFailure::InvalidInput { message })
                 } else {
-                    explain(CallError::Failed { skill: skill.clone(), tool: err_tool, message })
+                    explain(fail(CallFailure::Failed { message }))
                 });
             }
         };
@@ -338,12 +332,7 @@ impl Skill for BwrapSkill {
         // came), so the cap holds for each.
         let bytes = json_len(&value).max(json_len(&content));
         if bytes as u64 > inner.grant.limits.output {
-            return Err(CallError::OutputLimit {
-                skill: skill.clone(),
-                tool: err_tool,
-                size: bytes as u64,
-                limit: inner.grant.limits.output,
-            });
+            return Err(fail(CallFailure::OutputLimit { size: bytes as u64, limit: inner.grant.limits.output }));
         }
         if let Some(note) = note {
             content.push(serde_json::json!({"type": "text", "text": note}));

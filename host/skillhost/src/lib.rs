@@ -45,8 +45,8 @@ pub mod secrets;
 /// The types most embedders need: `use skillhost::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Access, ApprovalRequest, CallContext, CallError, DirectSkill, Entry, Host, HostError, Registry, RegistryConfig, RegistryError,
-        RegistryEvent, Skill, ToolOutput, ToolSpec, TrustState,
+        Access, ApprovalRequest, CallContext, CallError, CallFailure, DirectSkill, Entry, Host, HostError, Registry, RegistryConfig,
+        RegistryError, RegistryEvent, Skill, ToolOutput, ToolSpec, TrustState,
     };
 }
 
@@ -65,9 +65,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use skillhost_core::{
-    Annotations, ByteSize, CacheOutcome, CallContext, CallError, DataKey, FileMode, Grant, Limits, LoadError, Policy, Progress,
-    ProgressSink, RiskTier, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec, fmt_duration, parse_duration,
-    parse_size,
+    Annotations, ByteSize, CacheOutcome, CallContext, CallError, CallFailure, DataKey, FileMode, Grant, Limits, LoadError, Policy,
+    Progress, ProgressSink, RiskTier, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec, fmt_duration,
+    parse_duration, parse_size,
 };
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
 pub use skillhost_registry::{

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skillhost_core::{CallContext, CallError, Grant, LoadError, OutputSchemas, ProgressSink, Skill, SkillName, ToolOutput, ToolSpec};
+use skillhost_core::{
+    CallContext, CallError, CallFailure, Grant, LoadError, OutputSchemas, ProgressSink, Skill, SkillName, ToolOutput, ToolSpec,
+};
 use skillhost_package::{Reflection, RefusedFunction};
 use tokio::sync::Semaphore;
 use wasmtime::{Store, Trap, UpdateDeadline};
@@ -88,7 +90,7 @@ impl WasmSkill {
         f: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<(R, Vec<String>), CallError> {
         let skill = &self.grant.skill;
-        let host = |message: String| CallError::Host { skill: skill.clone(), tool: tool.to_owned(), message };
+        let host = |message: String| CallError::new(skill.clone(), tool.to_owned(), CallFailure::Host { message });
         let _slot = self.runtime.pool.acquire().await.map_err(|e| host(e.to_string()))?;
         let state = CallState::new(grant, net, tool, progress).map_err(|e| host(e.to_string()))?;
         let mut store = Store::new(engine, state);
@@ -111,7 +113,7 @@ impl WasmSkill {
         let skill = self.grant.skill.clone();
         let tool = tool.to_owned();
         if store.data().limiter.hit {
-            return CallError::MemoryLimit { skill, tool, limit: self.grant.limits.memory };
+            return CallError::new(skill, tool, CallFailure::MemoryLimit { limit: self.grant.limits.memory });
         }
         if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
             return CallError::timeout(skill, tool, limit, self.grant.limits.timeout);
@@ -123,7 +125,7 @@ impl WasmSkill {
         if let Some(tail) = store.data().stderr_tail() {
             message.push_str(&format!(" (stderr: {tail})"));
         }
-        CallError::Crashed { skill, tool, message }
+        CallError::new(skill, tool, CallFailure::Crashed { message })
     }
 }
 
@@ -161,11 +163,11 @@ impl Skill for WasmSkill {
         let started = Instant::now();
         let skill = &self.grant.skill;
         if !self.tools.iter().any(|t| t.name == tool) {
-            return Err(CallError::UnknownTool {
-                skill: skill.clone(),
-                tool: tool.to_owned(),
-                available: self.tools.iter().map(|t| t.name.clone()).collect(),
-            });
+            return Err(CallError::new(
+                skill.clone(),
+                tool.to_owned(),
+                CallFailure::UnknownTool { available: self.tools.iter().map(|t| t.name.clone()).collect() },
+            ));
         }
         let limit = cx.timeout.map_or(self.grant.limits.timeout, |t| t.min(self.grant.limits.timeout));
         if self.code.get().is_none()
@@ -175,28 +177,28 @@ impl Skill for WasmSkill {
                 format!("preparing skill `{skill}` for its first call (compiling its component, or reading it from the compiled cache)");
             progress(skillhost_core::Progress { done: 0, total: None, message: Some(message) });
         }
-        let code = self.code().await.map_err(|e| CallError::Host {
-            skill: skill.clone(),
-            tool: tool.to_owned(),
-            message: format!("its component could not be prepared: {e}"),
+        let code = self.code().await.map_err(|e| {
+            CallError::new(
+                skill.clone(),
+                tool.to_owned(),
+                CallFailure::Host { message: format!("its component could not be prepared: {e}") },
+            )
         })?;
         // A generic component's input is checked against its WIT before anything runs.
         let index = self.tools.iter().position(|t| t.name == tool).expect("checked above");
         let args = match &code.code {
             Code::Skill(_) => Vec::new(),
-            Code::Generic(generic) => generic.args(index, &input).map_err(|e| CallError::InvalidInput {
-                skill: skill.clone(),
-                tool: tool.to_owned(),
-                message: e.to_string(),
-            })?,
+            Code::Generic(generic) => generic
+                .args(index, &input)
+                .map_err(|e| CallError::new(skill.clone(), tool.to_owned(), CallFailure::InvalidInput { message: e.to_string() }))?,
         };
         let input = input.to_string();
         let work = async {
-            let _permit = self.concurrency.acquire().await.map_err(|e| CallError::Host {
-                skill: skill.clone(),
-                tool: tool.to_owned(),
-                message: e.to_string(),
-            })?;
+            let _permit = self
+                .concurrency
+                .acquire()
+                .await
+                .map_err(|e| CallError::new(skill.clone(), tool.to_owned(), CallFailure::Host { message: e.to_string() }))?;
             self.with_store(&code.engine, (&self.grant, &self.net), tool, limit, cx.progress.clone(), async |store| match &code.code {
                 Code::Skill(pre) => pre.instantiate_async(&mut *store).await?.skillhost_skill_guest().call_call(store, tool, &input).await,
                 Code::Generic(generic) => generic.call(store, index, args).await,
@@ -209,23 +211,22 @@ impl Skill for WasmSkill {
                 Err(_) => return Err(CallError::timeout(skill.clone(), tool, limit, self.grant.limits.timeout)),
             },
             () = cx.cancel.cancelled() => {
-                return Err(CallError::Cancelled { skill: skill.clone(), tool: tool.to_owned() });
+                return Err(CallError::new(skill.clone(), tool.to_owned(), CallFailure::Cancelled));
             }
         };
         let fail = |message: String| (skill.clone(), tool.to_owned(), message);
         match result {
             Ok(text) => {
                 if text.len() as u64 > self.grant.limits.output {
-                    return Err(CallError::OutputLimit {
-                        skill: skill.clone(),
-                        tool: tool.to_owned(),
-                        size: text.len() as u64,
-                        limit: self.grant.limits.output,
-                    });
+                    return Err(CallError::new(
+                        skill.clone(),
+                        tool.to_owned(),
+                        CallFailure::OutputLimit { size: text.len() as u64, limit: self.grant.limits.output },
+                    ));
                 }
                 let bad_output = |message: String| {
                     let (skill, tool, message) = fail(message);
-                    CallError::BadOutput { skill, tool, message }
+                    CallError::new(skill, tool, CallFailure::BadOutput { message })
                 };
                 let value = serde_json::from_str(&text).map_err(|e| bad_output(format!("the output is not JSON: {e}")))?;
                 self.outputs.check(tool, &value).map_err(bad_output)?;
@@ -243,12 +244,14 @@ impl Skill for WasmSkill {
                     other => other,
                 };
                 Err(match error {
-                    types::CallError::InvalidInput(message) => CallError::InvalidInput { skill, tool, message },
-                    types::CallError::Failed(message) => CallError::Failed { skill, tool, message },
-                    types::CallError::Denied(message) => CallError::Denied { skill, tool, message },
-                    types::CallError::UnknownTool(_) => {
-                        CallError::UnknownTool { skill, tool, available: self.tools.iter().map(|t| t.name.clone()).collect() }
-                    }
+                    types::CallError::InvalidInput(message) => CallError::new(skill, tool, CallFailure::InvalidInput { message }),
+                    types::CallError::Failed(message) => CallError::new(skill, tool, CallFailure::Failed { message }),
+                    types::CallError::Denied(message) => CallError::new(skill, tool, CallFailure::Denied { message }),
+                    types::CallError::UnknownTool(_) => CallError::new(
+                        skill,
+                        tool,
+                        CallFailure::UnknownTool { available: self.tools.iter().map(|t| t.name.clone()).collect() },
+                    ),
                 })
             }
         }

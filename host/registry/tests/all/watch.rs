@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fixtures::{LIMITS, TEXT_TOOLS};
 use serde_json::json;
-use skillhost_core::CallError;
+use skillhost_core::{CallError, CallFailure};
 use skillhost_registry::{Layer, RegistryError, RegistryEvent};
 
 use crate::{Env, call, limits_folder, limits_packaged, replace_file, wait_for};
@@ -90,7 +90,7 @@ async fn a_call_in_flight_finishes_on_its_version() {
     assert_eq!(version(&registry, "limits"), "2.0.0");
 
     let err = call(&registry, "limits", "sleep", json!({"ms": 3000})).await.unwrap_err();
-    assert!(matches!(err, RegistryError::Call(CallError::Timeout { .. })), "a new call runs on v2: {err}");
+    assert!(matches!(err, RegistryError::Call(CallError { failure: CallFailure::Timeout { .. }, .. })), "a new call runs on v2: {err}");
     let out = long.await.unwrap().expect("the call started on v1 finishes on v1");
     assert_eq!(out.value, json!(3000));
 }
