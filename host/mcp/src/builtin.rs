@@ -7,8 +7,8 @@ use std::sync::Arc;
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use skillhost_index::{Query as IndexQuery, SearchIndex, Target};
 use skillhost_registry::{Registry, TrustState};
@@ -92,10 +92,16 @@ impl Builtin {
         }
     }
 
-    /// The MCP tool definition.
+    /// The MCP tool definition, with the output schema of the answers typed here.
     pub fn to_mcp(self) -> Tool {
-        Tool::new(self.name(), self.description(), self.input_schema())
-            .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false))
+        let tool = Tool::new(self.name(), self.description(), self.input_schema())
+            .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false));
+        match self {
+            Builtin::ToolSearch => tool.with_output_schema::<ToolSearchOutput>(),
+            Builtin::SkillSearch => tool.with_output_schema::<SkillSearchOutput>(),
+            Builtin::ReadSkillResource => tool.with_output_schema::<ResourceOutput>(),
+            Builtin::SkillList | Builtin::SkillGet => tool,
+        }
     }
 }
 
@@ -197,15 +203,102 @@ fn parse<T: DeserializeOwned>(tool: &'static str, args: &JsonObject) -> Result<T
 const NO_MATCH_HINT: &str = "No tool matched this request well. If none of these does what you need, a new skill \
                              can be created for it: ask the user (skillhost new NAME builds one; a human approves it before it runs).";
 
-/// Add the ranker and, when nothing matched well, the no-match signal.
-fn annotate(value: &mut Value, ranker: &str, weak: Option<bool>) {
-    value["ranker"] = json!(ranker);
-    if let Some(weak) = weak {
-        value["no_good_match"] = json!(weak);
-        if weak {
-            value["hint"] = json!(NO_MATCH_HINT);
-        }
+/// Which ranker answered a search and, for full-text search, whether anything matched
+/// well (with, when nothing did, the hint that a skill can be created).
+#[derive(Serialize, JsonSchema)]
+struct Ranking {
+    /// `bm25` or `hybrid` (the search index), `regex` or `exact`.
+    ranker: String,
+    /// Full-text search only: whether no result matched well.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    no_good_match: Option<bool>,
+    /// When nothing matched well: what the agent can do instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+}
+
+impl Ranking {
+    fn new(ranker: String, weak: Option<bool>) -> Self {
+        Self { ranker, no_good_match: weak, hint: (weak == Some(true)).then(|| NO_MATCH_HINT.to_owned()) }
     }
+}
+
+/// How a tool `tool_search` found is offered to the session.
+#[derive(Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum LoadingMode {
+    /// Listed once a search found it (the session's tool list is deferred).
+    Deferred,
+    /// Always listed.
+    Always,
+}
+
+/// What `tool_search` answers.
+#[derive(Serialize, JsonSchema)]
+struct ToolSearchOutput {
+    /// The query, as given.
+    query: String,
+    /// How it was matched.
+    search_type: SearchType,
+    /// The tools found, best first.
+    tools: Vec<FoundTool>,
+    #[serde(flatten)]
+    ranking: Ranking,
+}
+
+/// One tool `tool_search` found.
+#[derive(Serialize, JsonSchema)]
+struct FoundTool {
+    /// Its MCP name (`SKILL__TOOL`).
+    name: String,
+    /// What it does.
+    description: String,
+    /// In `[0, 1]`, a function of the query and the tool alone.
+    score: f64,
+    /// How the query matched.
+    match_type: SearchType,
+    /// How it is offered to the session.
+    loading_mode: LoadingMode,
+}
+
+/// What `skill_search` answers.
+#[derive(Serialize, JsonSchema)]
+struct SkillSearchOutput {
+    /// The query, as given.
+    query: String,
+    /// How it was matched.
+    search_type: SearchType,
+    /// The skills found, best first.
+    skills: Vec<FoundSkill>,
+    #[serde(flatten)]
+    ranking: Ranking,
+}
+
+/// One skill `skill_search` found.
+#[derive(Serialize, JsonSchema)]
+struct FoundSkill {
+    /// Its name.
+    name: String,
+    /// What it is for.
+    description: String,
+    /// In `[0, 1]`, a function of the query and the skill alone.
+    score: f64,
+}
+
+/// What `read_skill_resource` answers.
+#[derive(Serialize, JsonSchema)]
+struct ResourceOutput {
+    /// The skill.
+    skill: String,
+    /// The file, relative to the skill's folder.
+    path: String,
+    /// Its text.
+    text: String,
+}
+
+/// A typed answer as the JSON the MCP front sends.
+fn to_value(output: impl Serialize) -> Value {
+    serde_json::to_value(output).unwrap_or(Value::Null)
 }
 
 /// What one search found: the items with their scores, best first; the ranker that
@@ -265,7 +358,7 @@ pub fn tool_search(
 ) -> Result<(Value, Vec<String>), BuiltinError> {
     let args: SearchArgs = parse("tool_search", args)?;
     let tools: Vec<ToolEntry> = table(registry).into_iter().filter(ToolEntry::approved).collect();
-    let loading_mode = if deferred { "deferred" } else { "always" };
+    let loading_mode = if deferred { LoadingMode::Deferred } else { LoadingMode::Always };
     let Ranked { hits: scored, ranker, weak } = rank(
         &args,
         registry,
@@ -281,16 +374,14 @@ pub fn tool_search(
         },
     )?;
     let found: Vec<String> = scored.iter().map(|(t, _)| t.name.clone()).collect();
-    let results: Vec<Value> = scored
+    let tools = scored
         .iter()
-        .map(|(tool, score)| {
-            json!({
-                "name": tool.name,
-                "description": tool.description(),
-                "score": score,
-                "match_type": args.search_type,
-                "loading_mode": loading_mode,
-            })
+        .map(|(tool, score)| FoundTool {
+            name: tool.name.clone(),
+            description: tool.description(),
+            score: *score,
+            match_type: args.search_type,
+            loading_mode,
         })
         .collect();
     if weak == Some(true)
@@ -298,9 +389,8 @@ pub fn tool_search(
     {
         stats.record_miss(&args.query);
     }
-    let mut value = json!({ "query": args.query, "search_type": args.search_type, "tools": results });
-    annotate(&mut value, &ranker, weak);
-    Ok((value, found))
+    let output = ToolSearchOutput { query: args.query, search_type: args.search_type, tools, ranking: Ranking::new(ranker, weak) };
+    Ok((to_value(output), found))
 }
 
 /// `skill_search`: approved skills only.
@@ -321,13 +411,11 @@ pub fn skill_search(registry: &Registry, index: &SearchIndex, args: &JsonObject)
             side_effects: crate::tools::SideEffects::Pure,
         },
     )?;
-    let results: Vec<Value> = hits
+    let skills = hits
         .iter()
-        .map(|(entry, score)| json!({ "name": entry.name.as_str(), "description": knowledge::description(entry), "score": score }))
+        .map(|(entry, score)| FoundSkill { name: entry.name.to_string(), description: knowledge::description(entry), score: *score })
         .collect();
-    let mut value = json!({ "query": args.query, "search_type": args.search_type, "skills": results });
-    annotate(&mut value, &ranker, weak);
-    Ok(value)
+    Ok(to_value(SkillSearchOutput { query: args.query, search_type: args.search_type, skills, ranking: Ranking::new(ranker, weak) }))
 }
 
 /// `skill_list`.
@@ -377,7 +465,7 @@ pub fn skill_get(registry: &Registry, args: &JsonObject) -> Result<Value, Builti
 pub fn read_skill_resource(registry: &Registry, args: &JsonObject) -> Result<Value, BuiltinError> {
     let args: ResourceArgs = parse("read_skill_resource", args)?;
     let text = knowledge::read_resource(registry, &args.skill, &args.path)?;
-    Ok(json!({ "skill": args.skill, "path": args.path, "text": text }))
+    Ok(to_value(ResourceOutput { skill: args.skill, path: args.path, text }))
 }
 
 #[cfg(test)]
@@ -402,6 +490,23 @@ mod tests {
             assert!(text.contains(&threshold), "{} must say `{threshold}`: {text}", builtin.name());
             assert!(!text.contains("comparable within"), "{text}");
         }
+    }
+
+    #[test]
+    fn typed_answers_carry_their_output_schema() {
+        let schema = |b: Builtin| Value::Object((*b.to_mcp().output_schema.expect("an output schema")).clone());
+        let search = schema(Builtin::ToolSearch);
+        for field in ["query", "search_type", "tools", "ranker"] {
+            assert!(search["required"].as_array().unwrap().contains(&json!(field)), "`{field}` not required: {search}");
+        }
+        assert!(search["properties"]["no_good_match"].is_object() && search["properties"]["hint"].is_object(), "{search}");
+        assert!(schema(Builtin::SkillSearch)["properties"]["skills"].is_object());
+        assert!(schema(Builtin::ReadSkillResource)["properties"]["text"].is_object());
+        // What a weak search answers: the hint only when nothing matched well.
+        let weak = to_value(Ranking::new("bm25".into(), Some(true)));
+        assert_eq!((&weak["no_good_match"], weak["hint"].as_str()), (&json!(true), Some(NO_MATCH_HINT)));
+        let regex = to_value(Ranking::new("regex".into(), None));
+        assert_eq!(regex, json!({"ranker": "regex"}));
     }
 
     #[test]
