@@ -116,8 +116,8 @@ impl Cgroups {
 
     /// Create the cgroup of one sandbox named after `name`, with `limits` set.
     pub fn create(&self, name: &str, limits: &CgroupLimits) -> std::io::Result<ServerCgroup> {
-        let leaf: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
-        let leaf = format!("{leaf}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let base: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+        let leaf = self.free_leaf(&base)?;
         let mut group = ServerCgroup { dirs: Vec::new(), procs: Vec::new(), memory: None, oom_at_start: 0 };
         for (controller, tree, parent) in &self.parents {
             let dir = parent.join(&leaf);
@@ -142,6 +142,23 @@ impl Cgroups {
         }
         group.oom_at_start = group.oom_kills();
         Ok(group)
+    }
+}
+
+impl Cgroups {
+    /// A leaf name `<base>-<pid>-<n>` that no parent holds. The pid is this process's and
+    /// `n` is never issued twice in it, so a directory of that name was left by a host
+    /// killed with its sandboxes that had the same pid (pids wrap): it is removed when
+    /// empty, else the next `n` is taken.
+    fn free_leaf(&self, base: &str) -> std::io::Result<String> {
+        for _ in 0..64 {
+            let leaf = format!("{base}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+            let stale = self.parents.iter().map(|(_, _, parent)| parent.join(&leaf)).filter(|dir| dir.exists());
+            if stale.collect::<Vec<_>>().iter().all(|dir| std::fs::remove_dir(dir).is_ok()) {
+                return Ok(leaf);
+            }
+        }
+        Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, format!("every cgroup name for `{base}` is held by a live cgroup")))
     }
 }
 
@@ -307,5 +324,42 @@ impl Drop for ServerCgroup {
                 let _ = std::fs::remove_dir(parent);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host killed with its sandboxes leaves their cgroups behind, named with its pid.
+    /// A later host that gets the same pid (pids wrap, at 32768 on these machines) must
+    /// still start its sandboxes: an empty cgroup of the name it picks is removed.
+    #[test]
+    fn a_cgroup_left_by_a_killed_host_with_the_same_pid_is_no_obstacle() {
+        let (groups, problems) = Cgroups::detect();
+        let Some(groups) = groups else {
+            eprintln!("SKIPPED: no cgroup this process may create ({problems:?})");
+            return;
+        };
+        let next = NEXT.load(Ordering::Relaxed);
+        let mut stale = Vec::new();
+        for (controller, tree, parent) in &groups.parents {
+            prepare_parent(tree, parent.parent().unwrap(), parent, controller).unwrap();
+            for n in next..next + 4 {
+                let dir = parent.join(format!("left-behind-{}-{n}", std::process::id()));
+                if !stale.contains(&dir) {
+                    std::fs::create_dir(&dir).unwrap();
+                    stale.push(dir);
+                }
+            }
+        }
+        let limits = CgroupLimits { memory: 64 << 20, pids: 16, cpus: 1.0 };
+        let group = groups.create("left-behind", &limits);
+        let left: Vec<_> = stale.iter().filter(|d| d.exists()).cloned().collect();
+        for dir in &left {
+            let _ = std::fs::remove_dir(dir);
+        }
+        let group = group.expect("a cgroup left by a dead host of the same pid stops no sandbox");
+        assert!(group.dirs.iter().all(|(dir, _)| stale.contains(dir)), "the name was not one a dead host left: {:?}", group.dirs);
     }
 }
