@@ -452,3 +452,21 @@ fn approval_flow_and_install() {
     let (code, _, _) = env.call("limits", "echo", json!({"value": 1}));
     assert_eq!(code, 4, "removed");
 }
+
+/// Attack: a link planted in a skill's folder points at a file outside it. `show --code`
+/// prints the skill's files as the registry reads them (what is hashed and approved), so
+/// the link is refused, named, and never followed: a human reviewing the skill never reads
+/// another file as its code.
+#[test]
+fn show_code_never_follows_a_link_in_the_skill_folder() {
+    let env = Env::new();
+    LIMITS.folder(env.skills.path());
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "OUTSIDE-CANARY-6c1e").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), env.skills.path().join("limits/notes.md")).unwrap();
+    let out = env.run(&["show", "limits", "--code"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout.contains("OUTSIDE-CANARY") && !stderr.contains("OUTSIDE-CANARY"), "show --code followed the link: {stdout}");
+    assert!(!out.status.success(), "a folder the reader refuses is not shown as the skill's code: {stdout}");
+    assert!(stderr.contains("notes.md: symbolic links are not allowed in a skill"), "{stderr}");
+}
