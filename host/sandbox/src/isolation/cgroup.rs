@@ -153,8 +153,13 @@ impl Cgroups {
     fn free_leaf(&self, base: &str) -> std::io::Result<String> {
         for _ in 0..64 {
             let leaf = format!("{base}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-            let stale = self.parents.iter().map(|(_, _, parent)| parent.join(&leaf)).filter(|dir| dir.exists());
-            if stale.collect::<Vec<_>>().iter().all(|dir| std::fs::remove_dir(dir).is_ok()) {
+            // On v2 the controllers share one parent: a directory removed for the first is
+            // gone for the others.
+            let gone = |dir: PathBuf| match std::fs::remove_dir(dir) {
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+                Ok(()) => true,
+            };
+            if self.parents.iter().all(|(_, _, parent)| gone(parent.join(&leaf))) {
                 return Ok(leaf);
             }
         }
