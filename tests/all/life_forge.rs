@@ -488,3 +488,43 @@ async fn a_root_hosts_builds_run_as_an_unprivileged_uid() {
     assert!(found.values().sum::<usize>() > 10, "the build wrote its target dir: {found:?}");
     assert_eq!(found.keys().copied().collect::<Vec<_>>(), [65534], "files the build wrote, by owner uid: {found:?}");
 }
+
+/// A Python submission whose server answers `initialize` and never `tools/list`.
+fn silent_python(name: &str) -> Submission {
+    let toml = format!(
+        "name = \"{name}\"\nversion = \"0.1.0\"\ndescription = \"Never lists its tools\"\n\n[server]\ncommand = \"python\"\nargs = [\"server.py\"]\n"
+    );
+    let server = r#"import json
+import sys
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "0"}}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n")
+        sys.stdout.flush()
+"#;
+    submission(name, Language::Python, &[("skill.toml", &toml), ("server.py", server)])
+}
+
+/// Attack: an agent submits two skills whose servers never list their tools, at once, to
+/// hold both build slots for good.
+/// Expected: each run ends at the probe's deadline with a load failure saying so, and its
+/// slot is freed with it.
+/// Checked: an honest submission made after them is built, tested and installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submissions_that_never_list_their_tools_free_their_build_slots() {
+    let env = ForgeHost::new().await;
+    let guard = Duration::from_secs(120);
+    let (a, b) = tokio::join!(
+        tokio::time::timeout(guard, env.forge.create(silent_python("silent-a"), quiet())),
+        tokio::time::timeout(guard, env.forge.create(silent_python("silent-b"), quiet())),
+    );
+    for outcome in [a, b] {
+        let outcome = outcome.expect("a submission whose server never lists its tools held its build slot");
+        let report = report(&outcome);
+        assert!(report.contains("did not list its tools within 10s"), "{report}");
+    }
+    let honest = env.create(slow_python("honest")).await;
+    assert!(honest.is_ok(), "{}", report(&honest));
+}

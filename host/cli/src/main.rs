@@ -751,6 +751,21 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         bar.finish_and_clear();
         Ok(registry?)
     };
+    // A command about one skill: the registry opens in the background and only `name`'s
+    // first load is waited for (`wait` false: not even that, for reject and disable), so
+    // no other skill's code (a pending server that never answers, a slow compile) holds
+    // up a human's command.
+    let registry_for = async |host: &Host, name: &str, wait: bool| -> Result<Arc<Registry>> {
+        let mut config = registry_config(false)?;
+        config.load_in_background = true;
+        let registry = host.open_registry(config).await?;
+        if wait && registry.loading().iter().any(|n| n.as_str() == name) {
+            let bar = progress_spinner(&format!("loading `{name}` (a skill seen for the first time runs once to list its tools)"));
+            registry.wait_loaded(name).await;
+            bar.finish_and_clear();
+        }
+        Ok(registry)
+    };
     match cli.command {
         Command::List { json, directory: true, budget } => {
             let host = host()?;
@@ -768,7 +783,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Show { name, code, json } => {
             let host = host()?;
-            let registry = registry(&host).await?;
+            let registry = registry_for(&host, &name, true).await?;
             let entry = registry.entry(&name)?;
             let request = registry.approval_request(&name).ok();
             output::show(&entry, request.as_ref(), json)?;
@@ -779,26 +794,27 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Approve { name, yes } => {
             let host = host()?;
-            let registry = registry(&host).await?;
+            let registry = registry_for(&host, &name, true).await?;
             approve(&registry, &name, yes).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Reject { name } => {
             let host = host()?;
-            registry(&host).await?.reject(&name).await?;
+            registry_for(&host, &name, false).await?.reject(&name).await?;
             errln!("rejected `{name}`: it stays listed and cannot be called until approved");
             Ok(ExitCode::SUCCESS)
         }
         Command::Disable { name } => {
             let host = host()?;
-            registry(&host).await?.disable(&name).await?;
+            registry_for(&host, &name, false).await?.disable(&name).await?;
             errln!("disabled `{name}`; `skillhost enable {name}` undoes it");
             Ok(ExitCode::SUCCESS)
         }
         Command::Enable { name } => {
             let host = host()?;
-            let registry = registry(&host).await?;
+            let registry = registry_for(&host, &name, false).await?;
             registry.enable(&name).await?;
+            registry.wait_loaded(&name).await;
             errln!("enabled `{name}`: it is {}", registry.entry(&name)?.state);
             Ok(ExitCode::SUCCESS)
         }
@@ -837,7 +853,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 };
                 loaded.call(&tool, input, cx).await.map_err(RegistryError::from)
             } else {
-                let registry = registry(&host).await?;
+                let registry = registry_for(&host, &skill, false).await?;
                 registry.call(&skill, &tool, input, cx).await
             };
             let out = out.map_err(|e| match e {

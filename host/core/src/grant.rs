@@ -266,12 +266,22 @@ impl Grant {
     /// no secrets; its own limits with the deadline cut to [`PROBE_TIMEOUT`]. Whatever the
     /// code does, it leaves nothing behind and reaches nothing of the host's.
     pub fn probe(&self, scratch: &Path) -> Grant {
+        let mut probe = self.probe_in_memory();
+        probe.dirs =
+            vec![DirGrant { host: scratch.to_owned(), root: scratch.to_owned(), guest: "/data".into(), mode: FileMode::ReadWrite }];
+        probe
+    }
+
+    /// The [probe grant](Self::probe) without a host directory: for a runtime that gives
+    /// the code its empty `/data` in memory, inside its sandbox and bounded there (the
+    /// bubblewrap runtime's size-capped tmpfs), so nothing the code writes ever lands on
+    /// the host's disk.
+    pub fn probe_in_memory(&self) -> Grant {
         let mut limits = self.limits;
         limits.timeout = limits.timeout.min(PROBE_TIMEOUT);
-        let scratch = DirGrant { host: scratch.to_owned(), root: scratch.to_owned(), guest: "/data".into(), mode: FileMode::ReadWrite };
         Grant {
             skill: self.skill.clone(),
-            dirs: vec![scratch],
+            dirs: Vec::new(),
             limits,
             network: EgressPolicy::default(),
             secrets: Vec::new(),

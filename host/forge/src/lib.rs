@@ -55,6 +55,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use skillhost_core::{CallContext, RiskTier, SkillCode, SkillManifest, SkillName, SkillRuntime, SkillSource};
+use skillhost_package::{ScratchDir, ScratchRoot};
 use skillhost_registry::{Layer, Registry, TrustState};
 use skillhost_sandbox::BwrapRuntime;
 
@@ -205,6 +206,30 @@ pub struct Forge {
     builds: Arc<tokio::sync::Semaphore>,
     toolchain: tokio::sync::Mutex<Option<rust::Toolchain>>,
     busy: Mutex<BTreeSet<SkillName>>,
+    /// Where submissions are staged, built and probed, or why those folders cannot be used.
+    work: Result<WorkDirs, String>,
+}
+
+/// The folders a submission's code writes into (a build's source dir, its scratch), and
+/// the host's own files for a run: each a [`ScratchRoot`], so a dir is removed without
+/// recursion, off the async runtime, when its run ends for any reason, and what a killed
+/// host left is swept at the next start.
+struct WorkDirs {
+    stage: Arc<ScratchRoot>,
+    scratch: Arc<ScratchRoot>,
+    builds: Arc<ScratchRoot>,
+    private: Arc<ScratchRoot>,
+}
+
+impl WorkDirs {
+    fn open(dir: &Path) -> std::io::Result<Self> {
+        Ok(Self {
+            stage: ScratchRoot::open(&dir.join("stage"))?,
+            scratch: ScratchRoot::open(&dir.join("scratch"))?,
+            builds: ScratchRoot::open(&dir.join("builds"))?,
+            private: ScratchRoot::open(&dir.join("private"))?,
+        })
+    }
 }
 
 /// Create, replace or update.
@@ -225,7 +250,10 @@ impl Forge {
         let window = Window::new(&config.dir);
         let probe = ProbeRuntimes::new(&config.dir.join("probe"), sandbox.as_ref());
         let builds = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_builds));
+        let work =
+            WorkDirs::open(&config.dir).map_err(|e| format!("cannot open the forge's work folders in {}: {e}", config.dir.display()));
         Self {
+            work,
             config,
             registry,
             probe,
@@ -413,12 +441,8 @@ impl Forge {
             }
             _ => {}
         }
-        let stage_root = self.config.dir.join("stage");
-        std::fs::create_dir_all(&stage_root).map_err(io("cannot create the staging directory"))?;
-        let staging = tempfile::Builder::new()
-            .prefix(&format!("{name}-"))
-            .tempdir_in(&stage_root)
-            .map_err(io("cannot create the staging directory"))?;
+        let work = self.work()?;
+        let staging = work.stage.dir(&format!("{name}-")).map_err(io("cannot create the staging directory"))?;
         let out = staging.path().join(name.as_str());
         mark("stage", &mut timings);
 
@@ -466,9 +490,7 @@ impl Forge {
         progress("test: loading it and running its tests (probe grant: no network, no secrets)");
         // Everything below runs the submission's code under the probe grant, over a fresh
         // empty scratch dir removed afterwards, on the forge's own runtimes.
-        let scratch_root = self.config.dir.join("scratch");
-        std::fs::create_dir_all(&scratch_root).map_err(io("cannot create a scratch dir"))?;
-        let scratch = tempfile::tempdir_in(&scratch_root).map_err(io("cannot create a scratch dir"))?;
+        let scratch = work.scratch.dir(&format!("{name}-")).map_err(io("cannot create a scratch dir"))?;
         let grant =
             probe::grant(&manifest, &source.code, scratch.path()).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
         let after_approval = manifest.probe_withholds();
@@ -567,22 +589,26 @@ impl Forge {
         // what `target` is); a new skill of that name starts from none.
         let cache = self.config.dir.join("targets").join(name.as_str());
         if fresh && std::fs::symlink_metadata(&cache).is_ok() {
-            // Removes links as links: nothing they point to is touched.
-            std::fs::remove_dir_all(&cache).map_err(io("cannot clear the target dir"))?;
+            // A tree a build made: removed without recursion and off the async runtime;
+            // links as links, nothing they point to touched.
+            let clear = cache.clone();
+            tokio::task::spawn_blocking(move || skillhost_package::remove_tree(&clear))
+                .await
+                .map_err(|e| Outcome::Error(ForgeError::Setup(format!("clearing the target dir: {e}"))))?
+                .map_err(io("cannot clear the target dir"))?;
         }
         // Every attempt builds its source in a fresh directory, and the host's own files
         // for it (/etc) go to a fresh private one no build can write. Both are searchable
         // (0711), not listable, by others: a root host's build runs as an unprivileged uid.
-        let fresh_dir = |under: &str| -> Result<tempfile::TempDir, Outcome> {
+        let work = self.work()?;
+        let fresh_dir = |root: &Arc<ScratchRoot>| -> Result<ScratchDir, Outcome> {
             use std::os::unix::fs::PermissionsExt;
-            let root = self.config.dir.join(under);
-            std::fs::create_dir_all(&root).map_err(io("cannot create the build dir"))?;
-            let dir = tempfile::Builder::new().prefix(&format!("{name}-")).tempdir_in(&root).map_err(io("cannot create the build dir"))?;
+            let dir = root.dir(&format!("{name}-")).map_err(io("cannot create the build dir"))?;
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).map_err(io("cannot create the build dir"))?;
             Ok(dir)
         };
-        let attempt = fresh_dir("builds")?;
-        let private = fresh_dir("private")?;
+        let attempt = fresh_dir(&work.builds)?;
+        let private = fresh_dir(&work.private)?;
         let mut files = files.clone();
         let manifest = files.entry("Cargo.toml".into()).or_insert_with(|| rust::cargo_toml(name.as_str(), &rust::sdk_path()));
         *manifest = rust::with_sandbox_sdk(manifest);
@@ -613,6 +639,13 @@ enum Outcome {
 
 fn manifest_failure(error: String) -> Outcome {
     Outcome::Failure(Failure::Manifest { error })
+}
+
+impl Forge {
+    /// The work folders, or why the forge cannot run.
+    fn work(&self) -> Result<&WorkDirs, Outcome> {
+        self.work.as_ref().map_err(|e| Outcome::Error(ForgeError::Setup(e.clone())))
+    }
 }
 
 fn io(what: &'static str) -> impl Fn(std::io::Error) -> Outcome {

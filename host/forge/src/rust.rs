@@ -407,6 +407,7 @@ pub(crate) async fn build(
         python: None,
         skill_dir: build.src.clone(),
         dirs,
+        scratch: None,
         etc_dir: etc,
         env: vec![
             ("PATH".into(), format!("{sysroot}/bin:/usr/bin:/bin")),

@@ -12,11 +12,14 @@
 //!   top-level imports and exports ([`Interface`]).
 //! - [`reflect`]: what a component offers, from its WIT: our world, or the tools of a
 //!   generic component, typed as [`WitType`]s with their JSON Schemas.
+//! - [`scratch`]: directories code no human approved writes into, and removing them
+//!   without recursion or following a link ([`remove_tree`], [`ScratchRoot`]).
 
 mod component;
 mod error;
 pub mod nofollow;
 mod reflect;
+pub mod scratch;
 mod sections;
 mod snapshot;
 mod types;
@@ -25,6 +28,7 @@ pub use component::{component_manifest, embedded_instructions, folder_component,
 pub use error::ReadError;
 pub use nofollow::read_skill_file;
 pub use reflect::{ExportedFunction, Reflection, RefusedFunction, SKILL_EXPORT, docs_section, reflect};
+pub use scratch::{ScratchDir, ScratchRoot, remove_in_background, remove_tree};
 pub use sections::{
     DOCS_SECTION, FormatError, INSTRUCTIONS_SECTION, Interface, MANIFEST_SECTION, check_component, embed, read_section, strip_section,
 };

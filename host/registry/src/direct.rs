@@ -45,7 +45,7 @@ pub struct DirectSkill {
     /// What it was loaded with.
     pub access: Access,
     /// The scratch dir of a probe grant, removed with the last clone.
-    _scratch: Option<Arc<tempfile::TempDir>>,
+    _scratch: Option<Arc<skillhost_package::ScratchDir>>,
 }
 
 impl std::fmt::Debug for DirectSkill {
@@ -76,8 +76,8 @@ impl DirectSkill {
         let (grant, scratch) = match access {
             Access::Granted => (asked.clone(), None),
             Access::Probe => {
-                let scratch = std::fs::create_dir_all(scratch_root)
-                    .and_then(|()| tempfile::Builder::new().prefix(&format!("{name}-")).tempdir_in(scratch_root))
+                let scratch = skillhost_package::ScratchRoot::open(scratch_root)
+                    .and_then(|root| root.dir(&format!("{name}-")))
                     .map_err(RegistryError::io(scratch_root, "cannot create the probe scratch dir of a skill loaded by its path"))?;
                 (asked.probe_for(&source.code, scratch.path()), Some(Arc::new(scratch)))
             }

@@ -42,9 +42,13 @@ pub struct Registry {
     policy: Policy,
     trust: TrustStore,
     entries: RwLock<BTreeMap<SkillName, Arc<Entry>>>,
-    /// Held while the catalog is rescanned or trust changes, so changes apply one at a
-    /// time.
+    /// Held while the catalog is rescanned, so rescans apply one at a time. A rescan runs
+    /// skill code (a first listing), so nothing a human's command needs waits on it.
     pub(crate) reload: tokio::sync::Mutex<()>,
+    /// Held, briefly and never across skill code, while an entry's trust state is read
+    /// and written: by the human's commands (approve, reject, disable, enable) and by a
+    /// rescan committing the entry it loaded, which reads the trust store again under it.
+    trust_ops: Mutex<()>,
     events: broadcast::Sender<RegistryEvent>,
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// Usage statistics (`<data_dir>/stats.db`); `None` when it cannot be opened.
@@ -97,6 +101,7 @@ impl Registry {
             trust,
             entries: RwLock::new(BTreeMap::new()),
             reload: tokio::sync::Mutex::new(()),
+            trust_ops: Mutex::new(()),
             events: broadcast::channel(1024).0,
             watcher: Mutex::new(None),
             stats,
@@ -243,7 +248,7 @@ impl Registry {
         capability_digest: &str,
         channel: ApprovalChannel,
     ) -> Result<(), RegistryError> {
-        let _guard = self.reload.lock().await;
+        let _guard = self.trust_ops.lock();
         let entry = self.entry(name)?;
         let loaded = loaded(&entry)?;
         if entry.state == TrustState::Disabled {
@@ -270,10 +275,10 @@ impl Registry {
     /// is `pending_review` and not auto-approved again until approved. A disabled skill
     /// stays disabled.
     pub async fn reject(&self, name: &str) -> Result<(), RegistryError> {
-        let _guard = self.reload.lock().await;
-        let entry = self.entry(name)?;
-        self.trust.reject(entry.identity.as_str())?;
-        if entry.state != TrustState::Disabled {
+        let _guard = self.trust_ops.lock();
+        let (entry, identity) = self.identity_of(name)?;
+        self.trust.reject(identity.as_str())?;
+        if let Some(entry) = entry.filter(|e| e.state != TrustState::Disabled) {
             self.set_state(&entry, TrustState::PendingReview);
         }
         Ok(())
@@ -282,10 +287,12 @@ impl Registry {
     /// **Human only** (see the module docs). Turn `name` off: not callable, whatever
     /// changes, until [`enable`](Self::enable)d. Its approval is kept.
     pub async fn disable(&self, name: &str) -> Result<(), RegistryError> {
-        let _guard = self.reload.lock().await;
-        let entry = self.entry(name)?;
-        self.trust.disable(entry.identity.as_str())?;
-        self.set_state(&entry, TrustState::Disabled);
+        let _guard = self.trust_ops.lock();
+        let (entry, identity) = self.identity_of(name)?;
+        self.trust.disable(identity.as_str())?;
+        if let Some(entry) = entry {
+            self.set_state(&entry, TrustState::Disabled);
+        }
         Ok(())
     }
 
@@ -293,15 +300,35 @@ impl Registry {
     /// if its approval still matches (or its tier is auto), otherwise `needs_reapproval`
     /// or `pending_review`.
     pub async fn enable(&self, name: &str) -> Result<(), RegistryError> {
-        let _guard = self.reload.lock().await;
-        let entry = self.entry(name)?;
-        self.trust.enable(entry.identity.as_str())?;
+        let _guard = self.trust_ops.lock();
+        let (entry, identity) = self.identity_of(name)?;
+        self.trust.enable(identity.as_str())?;
+        // A skill still loading takes its state from the store when its load commits.
+        let Some(entry) = entry else { return Ok(()) };
         let state = match &entry.loaded {
             Some(loaded) => self.trust.observe(&observation(&entry.identity, loaded), &loaded.requests)?,
             None => self.stored_state(&entry.identity)?,
         };
         self.set_state(&entry, state);
         Ok(())
+    }
+
+    /// The entry of `name` and the identity its trust record has; for a skill found on
+    /// disk whose first load has not committed (its code may be running now, to list its
+    /// tools), no entry and the identity of the candidate that will load, so that a
+    /// human's reject, disable or enable applies at once and its load commits the state.
+    fn identity_of(&self, name: &str) -> Result<(Option<Arc<Entry>>, DataKey), RegistryError> {
+        match self.entry(name) {
+            Ok(entry) => {
+                let identity = entry.identity.clone();
+                Ok((Some(entry), identity))
+            }
+            Err(unknown) => {
+                let key = SkillName::new(name).map_err(|_| RegistryError::UnknownSkill { name: name.to_owned() })?;
+                let candidate = snapshot::candidates(&self.layers, &key).into_iter().next().ok_or(unknown)?;
+                Ok((None, self.identity(&candidate, &key)))
+            }
+        }
     }
 
     /// Rescan every name in every layer (and every name in the catalog, for removals).
@@ -389,7 +416,10 @@ impl Registry {
                 let unchanged =
                     old.as_ref().and_then(|e| e.loaded.as_ref()).is_some_and(|l| l.origin == winner.path && l.content_hash == hash);
                 if let (true, Some(old)) = (unchanged, &old) {
-                    let entry = Entry { layer: winner.layer, origin: winner.path.clone(), shadows, error: None, ..Entry::clone(old) };
+                    // The entry as it is now: a human may have changed its state meanwhile.
+                    let _trust = self.trust_ops.lock();
+                    let old = self.entries.read().get(name).cloned().unwrap_or_else(|| old.clone());
+                    let entry = Entry { layer: winner.layer, origin: winner.path.clone(), shadows, error: None, ..Entry::clone(&old) };
                     let changed = old.error.is_some() || old.shadows != entry.shadows;
                     self.entries.write().insert(name.clone(), Arc::new(entry));
                     if changed {
@@ -405,6 +435,11 @@ impl Registry {
             Err(e) => Err(e),
         };
 
+        // Commit: the trust store is read again, and the entry as it is now, under the
+        // lock a human's command takes, so an approval, rejection or disabling made while
+        // the load ran holds.
+        let _trust = self.trust_ops.lock();
+        let old = self.entries.read().get(name).cloned();
         let entry = match result {
             Ok(loaded) => {
                 let state = self.trust.observe(&observation(&identity, &loaded), &loaded.requests)?;

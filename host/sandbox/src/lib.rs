@@ -289,27 +289,31 @@ impl BwrapRuntime {
         Ok(Arc::new(BwrapSkill { inner }))
     }
 
-    /// The tools a server lists, as it sent them.
+    /// The tools a server lists, as it sent them, from a run under a probe grant (the
+    /// skill may not be approved yet): its `/data` an empty tmpfs inside the sandbox
+    /// (nothing it writes reaches the host's disk), no network, no secrets. Spawn,
+    /// handshake and every page of `tools/list` run under one deadline, the probe's; at
+    /// the deadline, or once it answered, the sandbox is killed with its whole cgroup.
+    /// Servers for calls start with the real grant.
     async fn list_tools(&self, launch: &Launch, grant: &Grant) -> Result<Vec<serde_json::Value>, LoadError> {
-        let name = grant.skill.clone();
-        let fail = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
-        // List the tools in a run under a probe grant (the skill may not be approved yet):
-        // an empty scratch dir at /data, removed after; no network, no secrets; the
-        // process is killed once it answered. Servers for calls start with the real grant.
-        let scratch = tempfile::Builder::new()
-            .prefix(&format!("{name}-probe-"))
-            .tempdir_in(self.inner.config.work_dir.join("run"))
-            .map_err(|e| fail(format!("cannot create its probe scratch dir: {e}")))?;
-        let probe = grant.probe(scratch.path());
-        let discovery = launch.start(&probe, false, 0).await.map_err(|e| fail(format!("its server did not start: {e}")))?;
-        let listed = discovery.list_tools().await;
-        discovery.kill().await;
-        drop(scratch);
-        listed.map_err(|e| {
-            fail(match e {
+        let probe = grant.probe_in_memory();
+        let deadline = probe.limits.timeout;
+        let run = async {
+            let discovery = launch.start(&probe, false, 0).await.map_err(|e| format!("its server did not start: {e}"))?;
+            let listed = discovery.list_tools().await;
+            discovery.kill().await;
+            listed.map_err(|e| match e {
                 server::RequestError::Closed(m) | server::RequestError::Protocol { message: m, .. } => format!("tools/list failed: {m}"),
+                server::RequestError::Refused(m) => format!("tools/list refused: {m}"),
             })
-        })
+        };
+        // Dropping `run` at the deadline drops the server: bwrap and its cgroup are killed.
+        let listed = tokio::time::timeout(deadline, run).await.unwrap_or_else(|_| {
+            Err(format!(
+                "it did not list its tools within {deadline:?}, the limit on code no human approved (start, MCP handshake and every page of tools/list); its sandbox was killed"
+            ))
+        });
+        listed.map_err(|reason| LoadError::Runtime { skill: grant.skill.clone(), reason })
     }
 
     /// Check a `[server]` skill, write its files and say how to start it; the grant with
@@ -493,7 +497,10 @@ impl Launch {
                 port: skillhost_egress::shim::DEFAULT_PORT,
             });
         }
+        // The probe runs write only to memory: an empty tmpfs at /data, capped.
+        let scratch = (!full).then_some(PROBE_SCRATCH_BYTES.min(grant.limits.memory));
         let profile = Profile {
+            scratch,
             prlimit: runtime.prlimit.clone(),
             bwrap: runtime.bwrap.clone(),
             python: runtime.venv.as_ref().map(|v| (v.dir.clone(), v.prefix.clone())),
@@ -541,6 +548,11 @@ impl Launch {
         .await
     }
 }
+
+/// The size of the tmpfs at `/data` a probe run (code no human approved) writes to: it
+/// lives in the sandbox's mount namespace, dies with it, and its pages count against the
+/// sandbox's memory cgroup besides.
+pub const PROBE_SCRATCH_BYTES: u64 = 32 << 20;
 
 /// What must live as long as a sandbox (its runtime dir, its egress proxy).
 type Guards = Vec<Box<dyn std::any::Any + Send + Sync>>;

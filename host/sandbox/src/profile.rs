@@ -110,6 +110,9 @@ pub struct Profile {
     pub skill_dir: PathBuf,
     /// Its data dirs, as granted, already open.
     pub dirs: Vec<Bind>,
+    /// An empty tmpfs of this many bytes at `/data` (the probe runs of code no human
+    /// approved, which hold no data dir): what they write stays in the sandbox's memory.
+    pub scratch: Option<u64>,
     /// A private directory holding the synthetic `/etc` files.
     pub etc_dir: PathBuf,
     /// Extra environment (secrets), after the sandbox's own.
@@ -178,8 +181,9 @@ impl Profile {
             }
         }
         a.args(["--proc", "/proc", "--dev", "/dev"]);
-        // Before any bind under /tmp (a venv or a data dir may live there).
-        a.args(["--tmpfs", "/tmp"]);
+        // Before any bind under /tmp (a venv or a data dir may live there). Capped at the
+        // sandbox's memory: its pages are the sandbox's memory, and outlive no process.
+        a.args(["--size", &l.address_space.max(1 << 20).to_string(), "--tmpfs", "/tmp"]);
         a.args(["--dir", "/etc"]);
         for file in ["passwd", "group", "hosts"] {
             a.push("--ro-bind");
@@ -213,6 +217,9 @@ impl Profile {
             });
             a.push(dir.fd.as_raw_fd().to_string());
             a.push(&dir.guest);
+        }
+        if let Some(bytes) = self.scratch {
+            a.args(["--size", &bytes.to_string(), "--tmpfs", "/data"]);
         }
         if let Some(net) = &self.net {
             a.push("--ro-bind");
@@ -339,6 +346,7 @@ mod tests {
             python: Some(("/tmp/venv".into(), "/opt/py".into())),
             skill_dir: "/tmp/skills/x".into(),
             dirs: vec![dir("/usr/share", "/data/out", FileMode::ReadWrite), dir("/usr", "/data", FileMode::ReadOnly)],
+            scratch: None,
             etc_dir: "/run/x/etc".into(),
             env: vec![("API_KEY".into(), "v".into())],
             limits: ResourceLimits { address_space: 1 << 30, processes: 64, cpu_seconds: 60, file_size: 1 << 20, open_files: 256 },

@@ -14,7 +14,7 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, Progres
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use skillhost_core::{Progress, ProgressSink, SkillName};
+use skillhost_core::{MAX_SKILL_DESCRIPTIONS, MAX_SKILL_SCHEMAS, MAX_TOOLS, Progress, ProgressSink, SkillName};
 use skillhost_egress::ProxyCalls;
 
 use crate::isolation::Confinement;
@@ -22,6 +22,12 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Bytes of stderr kept for error messages.
 const STDERR_TAIL: usize = 2048;
+/// The most bytes of tools (their JSON) one listing may hold: the per-skill caps on
+/// schemas and descriptions ([`MAX_SKILL_SCHEMAS`], [`MAX_SKILL_DESCRIPTIONS`]) and room
+/// for names and annotations.
+pub(crate) const MAX_LISTING_BYTES: usize = MAX_SKILL_SCHEMAS + MAX_SKILL_DESCRIPTIONS + (256 << 10);
+/// The most `tools/list` pages one listing may take (one tool a page, for every tool).
+pub(crate) const MAX_LISTING_PAGES: usize = MAX_TOOLS;
 
 /// The client side of one server: routes progress notifications by token.
 #[derive(Clone, Default)]
@@ -82,6 +88,8 @@ pub(crate) enum RequestError {
         /// Its message.
         message: String,
     },
+    /// The answer broke a cap of the host's (what was refused).
+    Refused(String),
 }
 
 /// A running sandboxed server.
@@ -164,10 +172,38 @@ impl Server {
         }))
     }
 
-    /// `tools/list`, every page, as JSON values.
+    /// `tools/list`, page by page, as JSON values: each page is read and counted before
+    /// the next is asked for, and the listing stops at [`MAX_TOOLS`] tools,
+    /// [`MAX_LISTING_BYTES`] of tools or [`MAX_LISTING_PAGES`] pages, whichever comes
+    /// first (a server answering every page with more tools and a cursor, forever, holds
+    /// no more than that of the host's memory). The caller bounds the time.
     pub(crate) async fn list_tools(&self) -> Result<Vec<serde_json::Value>, RequestError> {
-        let tools = self.client.peer().list_all_tools().await.map_err(|e| self.request_error(e))?;
-        Ok(tools.iter().map(|t| serde_json::to_value(t).unwrap_or_default()).collect())
+        let mut tools = Vec::new();
+        let mut bytes = 0usize;
+        let mut cursor = None;
+        for _ in 0..MAX_LISTING_PAGES {
+            let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+            let page = self.client.peer().list_tools(Some(params)).await.map_err(|e| self.request_error(e))?;
+            for tool in &page.tools {
+                let value = serde_json::to_value(tool).unwrap_or_default();
+                bytes += value.to_string().len();
+                tools.push(value);
+                if tools.len() > MAX_TOOLS {
+                    return Err(RequestError::Refused(format!("it lists more than {MAX_TOOLS} tools")));
+                }
+                if bytes > MAX_LISTING_BYTES {
+                    return Err(RequestError::Refused(format!(
+                        "its tool listing is larger than {} KiB (names, descriptions and schemas)",
+                        MAX_LISTING_BYTES >> 10
+                    )));
+                }
+            }
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                return Ok(tools);
+            }
+        }
+        Err(RequestError::Refused(format!("its tool listing did not end within {MAX_LISTING_PAGES} pages")))
     }
 
     /// Call a tool. `sent` receives the request id as soon as the request is out, so the

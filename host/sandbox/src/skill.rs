@@ -318,6 +318,7 @@ impl Skill for BwrapSkill {
                 inner.discard(&server, true).await;
                 return Err(fail(CallFailure::Crashed { message }));
             }
+            Err(RequestError::Refused(message)) => return Err(explain(fail(CallFailure::Failed { message }))),
             Err(RequestError::Protocol { code, message }) => {
                 return Err(if code == -32602 {
                     fail(CallFailure::InvalidInput { message })
