@@ -329,7 +329,7 @@ async fn a_bound_secret_reaches_only_its_host_and_never_the_guest() {
 async fn http_is_not_linked_without_a_network_grant() {
     let t = host_with(TestResolver::with(&[]), |_| {});
     let err = load_error(t.host.load_path_granted(&NET.folder(t.skills.path())).await);
-    assert!(err.contains("imports wasi:http but its skill.toml has no `[network]` section"), "{err}");
+    assert!(err.contains("imports wasi:http but its skill.toml allows no network host"), "{err}");
 }
 
 #[tokio::test]
@@ -515,4 +515,23 @@ async fn a_certificate_for_another_name_or_from_an_untrusted_issuer_is_refused()
         let outcome = rows.last().map(|r| r.outcome.to_string()).unwrap_or_default();
         assert!(outcome.starts_with("failed: TLS with secure.test failed"), "{what}: {outcome}");
     }
+}
+
+/// A component importing wasi:http with no skill.toml at all (none embedded, none beside
+/// it) is told that, not that its skill.toml lacks a section.
+#[tokio::test]
+async fn a_component_without_any_skill_toml_is_told_it_has_none() {
+    use skillhost_core::{Grant, Limits, SkillCode, SkillManifest, SkillRuntime as _, SkillSource};
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("net.wasm");
+    std::fs::copy(NET.wasm, &wasm).unwrap();
+    let bytes: Arc<[u8]> = std::fs::read(&wasm).unwrap().into();
+    // What the package reader makes of a component without one: a manifest asking for nothing.
+    let manifest = SkillManifest::parse("name = \"net\"\nversion = \"0.0.0\"\ndescription = \"a component\"\n", &wasm).unwrap();
+    let grant = Grant::pure(manifest.name.clone(), Limits::default());
+    let source = SkillSource { manifest, origin: wasm.clone(), code: SkillCode::Wasm { path: wasm, bytes }, instructions: None };
+    let runtime = skillhost_wasm::WasmRuntime::new(WasmConfig::default()).unwrap();
+    let err = runtime.load(&source, grant).await.err().expect("refused").to_string();
+    assert!(err.contains("imports wasi:http, and it has no skill.toml (none embedded, none beside it)"), "{err}");
+    assert!(!err.contains("`[network]` section"), "{err}");
 }

@@ -73,6 +73,15 @@ pub struct SkillSource {
     pub instructions: Option<String>,
 }
 
+/// What a component's manifest is, for [`LoadError::NeedsNetwork`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManifestHint {
+    /// It has none: neither embedded nor a skill.toml beside it.
+    None,
+    /// It has one, which allows no network host.
+    NoHosts,
+}
+
 /// Turns skill sources into runnable skills.
 #[async_trait::async_trait]
 pub trait SkillRuntime: Send + Sync {
@@ -359,10 +368,24 @@ pub enum LoadError {
         reason: String,
     },
     /// The component imports `wasi:http` but the manifest asks for no network.
-    #[error("{}: the component imports wasi:http but its skill.toml has no `[network]` section; add `[network] allow = [\"https://host\"]` for the hosts it needs", path.display())]
+    #[error("{}: the component imports wasi:http, {}", path.display(), match manifest {
+        ManifestHint::None => "and it has no skill.toml (none embedded, none beside it), so it asks for no network; put it in a folder as NAME/skill.wasm beside a skill.toml with `[network] allow = [\"https://HOST\"]`, or build it with `skillhost build`, which embeds one",
+        ManifestHint::NoHosts => "but its skill.toml allows no network host (no `[network]` section, or one whose `allow` is empty); add `[network] allow = [\"https://HOST\"]` for the hosts it needs",
+    })]
     NeedsNetwork {
         /// The component.
         path: PathBuf,
+        /// Whether it has a skill.toml at all.
+        manifest: ManifestHint,
+    },
+    /// The load stopped before it finished: the host is shutting down, or the task
+    /// loading it failed.
+    #[error("skill `{skill}`: its load did not finish: {reason}")]
+    Interrupted {
+        /// The skill.
+        skill: SkillName,
+        /// Why.
+        reason: String,
     },
     /// A `.wasm` file without an embedded manifest.
     #[error("{}: no embedded skill.toml; build it with `skillhost build` (which embeds one), or put a skill.toml beside it in its folder (`NAME/skill.wasm` and `NAME/skill.toml`)", path.display())]

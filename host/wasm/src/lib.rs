@@ -183,7 +183,7 @@ impl WasmRuntime {
         // from, read from its import and export sections alone: nothing compiles here.
         let interface = skillhost_package::Interface::read(bytes).map_err(|e| not_component(e.to_string()))?;
         if interface.imports_http() && grant.network.is_empty() {
-            return Err(LoadError::NeedsNetwork { path: path.clone() });
+            return Err(LoadError::NeedsNetwork { path: path.clone(), manifest: manifest_hint(source) });
         }
         let (reflection, generic_tools) = if interface.exports(OUR_WORLD_EXPORT) {
             (None, Vec::new())
@@ -191,7 +191,7 @@ impl WasmRuntime {
             let code = bytes.clone();
             let reflection = tokio::task::spawn_blocking(move || skillhost_package::reflect(&code))
                 .await
-                .map_err(|e| not_component(e.to_string()))?
+                .map_err(|e| interrupted(&grant.skill, &e))?
                 .map_err(|e| not_component(e.to_string()))?;
             if let Some(reason) = reflection.import_error() {
                 return Err(LoadError::Runtime { skill: grant.skill.clone(), reason });
@@ -217,6 +217,7 @@ impl WasmRuntime {
             tools: Vec::new(),
             outputs: OutputSchemas::default(),
             path: path.clone(),
+            manifest: manifest_hint(source),
             bytes: bytes.clone(),
             reflection,
             code: tokio::sync::OnceCell::new(),
@@ -249,6 +250,7 @@ impl WasmRuntime {
     pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill) -> Result<Prepared, LoadError> {
         let link = Linking {
             path: skill.path.clone(),
+            manifest: skill.manifest,
             skill: skill.grant.skill.clone(),
             reflection: skill.reflection.clone(),
             network: !skill.grant.network.is_empty(),
@@ -294,7 +296,7 @@ impl WasmRuntime {
         let code = skill.bytes.clone();
         let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &code))
             .await
-            .map_err(|e| not_component(e.to_string()))?
+            .map_err(|e| interrupted(&skill.grant.skill, &e))?
             .map_err(|e| not_component(one_line(&e)))?;
         link.link(&inner.optimized, &component, outcome)
     }
@@ -304,6 +306,8 @@ impl WasmRuntime {
 /// background compile can link too).
 struct Linking {
     path: PathBuf,
+    /// What its manifest is, for the message of a `wasi:http` import it may not use.
+    manifest: skillhost_core::ManifestHint,
     skill: skillhost_core::SkillName,
     reflection: Option<skillhost_package::Reflection>,
     network: bool,
@@ -317,7 +321,7 @@ impl Linking {
         let pre = tier.linker(self.network).instantiate_pre(component).map_err(|e| {
             let reason = one_line(&e);
             if !self.network && reason.contains("wasi:http/") {
-                LoadError::NeedsNetwork { path: path.clone() }
+                LoadError::NeedsNetwork { path: path.clone(), manifest: self.manifest }
             } else if self.reflection.is_some() {
                 // A generic component is not expected to be ours: say what did not link.
                 LoadError::Runtime { skill: self.skill.clone(), reason: format!("cannot link its imports: {reason}") }
@@ -406,23 +410,40 @@ fn check_tools(name: &skillhost_core::SkillName, listed: Vec<ListedTool>) -> Res
     Ok(tools)
 }
 
+/// Whether `source` has a skill.toml: embedded in the component, or beside it in its
+/// folder (read for a message only: what loads was read by the package reader).
+fn manifest_hint(source: &SkillSource) -> skillhost_core::ManifestHint {
+    let SkillCode::Wasm { bytes, .. } = &source.code else { return skillhost_core::ManifestHint::NoHosts };
+    let embedded = matches!(skillhost_package::read_section(bytes, skillhost_package::MANIFEST_SECTION), Ok(Some(_)));
+    let beside = source.origin.is_dir() && std::fs::symlink_metadata(source.origin.join("skill.toml")).is_ok_and(|m| m.is_file());
+    if embedded || beside { skillhost_core::ManifestHint::NoHosts } else { skillhost_core::ManifestHint::None }
+}
+
+/// A load's blocking task that did not finish: cancelled (the runtime shuts down) or
+/// panicked. Never reported as a fault of the component.
+fn interrupted(skill: &skillhost_core::SkillName, error: &tokio::task::JoinError) -> LoadError {
+    let reason = if error.is_cancelled() {
+        "it was cancelled (the host is shutting down); it loads again at the next start".to_owned()
+    } else {
+        format!("its compile task failed ({error}); this is a host bug, please report it")
+    };
+    LoadError::Interrupted { skill: skill.clone(), reason }
+}
+
 /// The export of our world, `skillhost:skill/guest` at the version this host runs.
 const OUR_WORLD_EXPORT: &str = "skillhost:skill/guest@0.1.0";
 
 /// Ask the skill for its tools, in a fresh instance under a probe grant (the skill may not
-/// be approved: it gets an empty scratch dir, removed after, and neither network nor
-/// secrets). The caller checks them.
+/// be approved: it gets no directory, no network and no secrets). The caller checks them.
 async fn describe(skill: &WasmSkill) -> Result<Vec<ListedTool>, LoadError> {
     let name = skill.grant.skill.clone();
     let runtime_error = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
     let Some(Prepared { code: Code::Skill(pre), engine, .. }) = skill.code.get() else {
         return Err(runtime_error("its component is not of our world, or not compiled".into()));
     };
-    let scratch = tempfile::Builder::new()
-        .prefix("skillhost-probe-")
-        .tempdir()
-        .map_err(|e| runtime_error(format!("cannot create its probe scratch dir: {e}")))?;
-    let probe = skill.grant.probe(scratch.path());
+    // No directory at all: describing its tools needs none, and so nothing it does here
+    // can write to the host's disk.
+    let probe = skill.grant.probe_in_memory();
     let offline = http::SkillNet::offline(&probe, skill.runtime.net.clone());
     let (raw, _) = skill
         .with_store(engine, (&probe, &offline), "tools", probe.limits.timeout, None, async |store| {

@@ -30,6 +30,8 @@ pub struct WasmSkill {
     pub(crate) outputs: OutputSchemas,
     /// Where the component was read from, for messages.
     pub(crate) path: PathBuf,
+    /// Whether it has a skill.toml, for the message of a `wasi:http` import it may not use.
+    pub(crate) manifest: skillhost_core::ManifestHint,
     /// The component's bytes, compiled when first needed ([`code`](Self::code)).
     pub(crate) bytes: Arc<[u8]>,
     /// For a component not of our world, what its WIT says: its tools and how to call
