@@ -329,7 +329,7 @@ async fn a_bound_secret_reaches_only_its_host_and_never_the_guest() {
 async fn http_is_not_linked_without_a_network_grant() {
     let t = host_with(TestResolver::with(&[]), |_| {});
     let err = load_error(t.host.load_path_granted(&NET.folder(t.skills.path())).await);
-    assert!(err.contains("imports wasi:http but its skill.toml allows no network host"), "{err}");
+    assert!(err.contains("imports wasi:http, but its skill.toml allows no network host"), "{err}");
 }
 
 #[tokio::test]

@@ -73,6 +73,12 @@ pub struct BwrapConfig {
     pub idle_timeout: Duration,
     /// Longest wait for a server's MCP handshake. Default: 30 s.
     pub start_timeout: Duration,
+    /// Longest a listing of a server's tools (under the probe grant: code no human may
+    /// have approved) may take as a whole: start, handshake and every page of
+    /// `tools/list`; at it the sandbox is killed and the skill listed with the error. It
+    /// is not the skill's own `[limits] timeout`, which is for calls. Default:
+    /// [`PROBE_TIMEOUT`](skillhost_core::PROBE_TIMEOUT), 10 s.
+    pub listing_timeout: Duration,
     /// Memory of a server when the skill's `[limits] memory` is not set (Python with its
     /// libraries needs more than a component's default): resident memory of the whole
     /// sandbox where a cgroup limits it, else address space of each process. Default:
@@ -106,6 +112,7 @@ impl BwrapConfig {
             net: Arc::new(NetConfig::default()),
             idle_timeout: Duration::from_secs(300),
             start_timeout: Duration::from_secs(30),
+            listing_timeout: skillhost_core::PROBE_TIMEOUT,
             default_memory: 512 << 20,
             max_processes: 256,
             cpus: 1.0,
@@ -297,7 +304,7 @@ impl BwrapRuntime {
     /// Servers for calls start with the real grant.
     async fn list_tools(&self, launch: &Launch, grant: &Grant) -> Result<Vec<serde_json::Value>, LoadError> {
         let probe = grant.probe_in_memory();
-        let deadline = probe.limits.timeout;
+        let deadline = self.inner.config.listing_timeout;
         let run = async {
             let discovery = launch.start(&probe, false, 0).await.map_err(|e| format!("its server did not start: {e}"))?;
             let listed = discovery.list_tools().await;

@@ -22,10 +22,11 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Bytes of stderr kept for error messages.
 const STDERR_TAIL: usize = 2048;
-/// The most bytes of tools (their JSON) one listing may hold: the per-skill caps on
-/// schemas and descriptions ([`MAX_SKILL_SCHEMAS`], [`MAX_SKILL_DESCRIPTIONS`]) and room
-/// for names and annotations.
-pub(crate) const MAX_LISTING_BYTES: usize = MAX_SKILL_SCHEMAS + MAX_SKILL_DESCRIPTIONS + (256 << 10);
+/// The most bytes of tools (their JSON) one listing may hold: twice what the per-skill
+/// caps on schemas and descriptions ([`MAX_SKILL_SCHEMAS`], [`MAX_SKILL_DESCRIPTIONS`])
+/// let a skill load, so that a listing within it meets those caps, whose errors name the
+/// tool, and a bound on what the host holds of one that never ends.
+pub(crate) const MAX_LISTING_BYTES: usize = 2 * (MAX_SKILL_SCHEMAS + MAX_SKILL_DESCRIPTIONS);
 /// The most `tools/list` pages one listing may take (one tool a page, for every tool).
 pub(crate) const MAX_LISTING_PAGES: usize = MAX_TOOLS;
 
