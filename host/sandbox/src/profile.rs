@@ -9,10 +9,11 @@
 //!   declared (only for a call's server, never at load).
 //! - Files: `/usr` read-only with the `/lib`, `/lib64`, `/bin`, `/sbin` symlinks (or binds
 //!   where the host has real directories), a fresh `/proc` and `/dev`, `--tmpfs /tmp`
-//!   before any bind under `/tmp`, the Python base prefix and the venv read-only at their
+//!   (capped at the sandbox's memory) before any bind under `/tmp`, the Python base prefix and the venv read-only at their
 //!   own paths (scripts in the venv name them in their `#!` lines), the skill's files
 //!   read-only at `/skill` (the working directory), its data dirs at `/data…` read-only or
-//!   writable as granted, and a minimal `/etc` (`passwd`, `group`, `hosts`,
+//!   writable as granted (for a probe run, which holds none, an empty size-capped tmpfs
+//!   at `/data` instead: [`Profile::scratch`]), and a minimal `/etc` (`passwd`, `group`, `hosts`,
 //!   `localtime`). No home, nothing else of the host; the root itself is read-only.
 //! - Data dirs are [`Bind`]s: directories the host opened without following a link
 //!   ([`skillhost_core::DirGrant::open`]) and hands bwrap as inherited descriptors
