@@ -654,6 +654,9 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(run(cli));
+    // Work left on the blocking pool is work nobody waits for (`serve` gave up on a
+    // background compile): leave it, rather than wait for it without bound.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     let unwritten = stdio::finish();
     match result {
         Ok(_) if unwritten.is_some() => {
@@ -874,7 +877,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             forge_config.suggest_missing = args.suggest_missing;
             args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
             args.data_dir = data_dir.clone();
-            serve::serve(registry, move || host.search_index(), args).await?;
+            serve::serve(host, registry, args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::McpConfig(args) => {

@@ -1,14 +1,23 @@
 //! `skillhost serve`: every skill over MCP, on stdio or streamable HTTP, with the
 //! registry watching the skills directories so dropped-in skills appear at once.
+//!
+//! Stopping: on stdio when the client closes stdin, or on SIGINT/SIGTERM (either
+//! transport). Before it exits, `serve` waits (up to [`FINISH_COMPILES`], saying so on
+//! stderr) for the optimised compiles still running in the background to reach the
+//! compiled cache, so the next short session does not pay for the same compile again;
+//! nothing is served by then, so no call waits for it. The first SIGINT/SIGTERM stops
+//! serving (or, after stdin closed, is what a client sends next and changes nothing); a
+//! second one ends the wait.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use skillhost::Registry;
 use skillhost::index::SearchIndex;
 use skillhost::mcp::{HttpConfig, McpConfig, SkillhostMcp};
+use skillhost::{Host, Registry};
 
 /// The options of `serve`.
 #[derive(clap::Args)]
@@ -66,16 +75,77 @@ pub struct ServeArgs {
     no_elicitation: bool,
 }
 
-/// Serve `registry` until the client leaves (stdio) or the process is interrupted (HTTP).
-/// Nothing slow comes before the first answer: the registry loads its skills in the
-/// background, and `tool_search` and `skill_search` rank with BM25 in memory until
-/// `index` (the host's search index, with the embedding model when it is installed) has
-/// opened, off the request path; both follow the registry.
-pub async fn serve(
-    registry: Arc<Registry>,
-    index: impl FnOnce() -> Result<Arc<SearchIndex>, skillhost::HostError> + Send + 'static,
-    args: ServeArgs,
-) -> Result<()> {
+/// The longest `serve` waits, as it stops, for background compiles to reach the cache.
+pub const FINISH_COMPILES: Duration = Duration::from_secs(60);
+
+/// Serve `registry` (opened by `host`) until the client leaves (stdio) or the process is
+/// signalled. Nothing slow comes before the first answer: the registry loads its skills in
+/// the background, and the host's search index (with the embedding model when it is
+/// installed) opens off the request path while an in-memory BM25 index stands in; each
+/// session keeps the ranker its first search got (see `SkillhostMcp::index_loading`).
+pub async fn serve(host: Arc<Host>, registry: Arc<Registry>, args: ServeArgs) -> Result<()> {
+    let mut signals = Signals::new()?;
+    let served = serve_until_stopped(host.clone(), registry, args, &mut signals).await;
+    finish_compiles(&host, &mut signals).await;
+    served
+}
+
+/// Wait, up to [`FINISH_COMPILES`] or until another signal, for the background compiles.
+async fn finish_compiles(host: &Host, signals: &mut Signals) {
+    let pending = host.optimizing();
+    if pending.is_empty() {
+        return;
+    }
+    let names: Vec<String> = pending.iter().map(ToString::to_string).collect();
+    errln!(
+        "skillhost: waiting up to {} s for the optimised compile of {} to reach the compiled cache (so the next start does not compile it again); a second SIGINT/SIGTERM stops waiting",
+        FINISH_COMPILES.as_secs(),
+        names.join(", ")
+    );
+    tokio::select! {
+        finished = host.finish_optimizing(FINISH_COMPILES) => {
+            if !finished {
+                errln!("skillhost: still compiling after {} s; stopping without it", FINISH_COMPILES.as_secs());
+            }
+        }
+        () = signals.second() => errln!("skillhost: signalled again; stopping without waiting for the compile"),
+    }
+}
+
+/// SIGINT and SIGTERM, caught for the whole run: a client stopping its server with SIGTERM
+/// (after closing stdin) lets it finish as it would on stdin's end.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    /// How many arrived so far.
+    received: u32,
+}
+
+impl Signals {
+    fn new() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let catch = |kind: SignalKind| signal(kind).context("cannot catch SIGINT and SIGTERM");
+        Ok(Self { interrupt: catch(SignalKind::interrupt())?, terminate: catch(SignalKind::terminate())?, received: 0 })
+    }
+
+    /// The next SIGINT or SIGTERM.
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+        self.received += 1;
+    }
+
+    /// The second SIGINT or SIGTERM of the run (at once if it came already).
+    async fn second(&mut self) {
+        while self.received < 2 {
+            self.recv().await;
+        }
+    }
+}
+
+async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: ServeArgs, signals: &mut Signals) -> Result<()> {
     let config = McpConfig {
         deferred_threshold: args.deferred_threshold,
         pinned: args.pinned,
@@ -89,24 +159,34 @@ pub async fn serve(
         Some(forge) => server.with_forge(forge),
         None => server,
     };
-    let swap = server.clone();
+    // Sessions that search before it opened wait for it, a bounded while.
+    let loading = server.index_loading();
     let _follow = tokio::spawn(async move {
-        match tokio::task::spawn_blocking(index).await {
+        match tokio::task::spawn_blocking(move || host.search_index()).await {
             Ok(Ok(index)) => {
                 let follow = index.follow(registry);
-                swap.set_index(index);
+                loading.ready(index);
                 following.abort();
                 following = follow;
                 tracing::debug!("search index ready");
             }
-            Ok(Err(error)) => tracing::warn!(%error, "the search index did not open; searches rank with BM25 in memory"),
-            Err(error) => tracing::warn!(%error, "opening the search index failed"),
+            Ok(Err(error)) => {
+                loading.failed(&error.to_string());
+                tracing::warn!(%error, "the search index did not open; searches rank with BM25 in memory");
+            }
+            Err(error) => {
+                loading.failed(&error.to_string());
+                tracing::warn!(%error, "opening the search index failed");
+            }
         }
         let _ = following.await;
     });
     let Some(addr) = args.http else {
         tracing::info!("serving MCP on stdio");
-        return Ok(skillhost::mcp::serve_stdio(server).await?);
+        return tokio::select! {
+            served = skillhost::mcp::serve_stdio(server) => Ok(served?),
+            () = signals.recv() => Ok(()),
+        };
     };
     // Always a token, loopback included: any local process can reach 127.0.0.1.
     let token = match (&args.token_file, args.token_env) {
@@ -125,17 +205,17 @@ pub async fn serve(
     };
     let config = HttpConfig { addr, token, allowed_hosts: args.allowed_hosts, allowed_origins: args.allowed_origins };
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
-        stop.cancel();
-    });
     let (ready, bound) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         if let Ok(addr) = bound.await {
             errln!("skillhost: serving MCP at http://{addr}/mcp (Ctrl-C stops)");
         }
     });
-    skillhost::mcp::serve_http(server, config, shutdown, Some(ready)).await?;
-    Ok(())
+    let serving = skillhost::mcp::serve_http(server, config, shutdown.clone(), Some(ready));
+    tokio::pin!(serving);
+    tokio::select! {
+        served = &mut serving => return Ok(served?),
+        () = signals.recv() => shutdown.cancel(),
+    }
+    Ok(serving.await?)
 }

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use skillhost_index::{Query as IndexQuery, SearchIndex, Target};
+use skillhost_index::{Query as IndexQuery, Ranker, SearchIndex, Target};
 use skillhost_registry::{Registry, TrustState};
 
 use crate::knowledge::{self, KnowledgeError};
@@ -203,12 +203,17 @@ fn parse<T: DeserializeOwned>(tool: &'static str, args: &JsonObject) -> Result<T
 const NO_MATCH_HINT: &str = "No tool matched this request well. If none of these does what you need, a new skill \
                              can be created for it: ask the user (skillhost new NAME builds one; a human approves it before it runs).";
 
-/// Which ranker answered a search and, for full-text search, whether anything matched
-/// well (with, when nothing did, the hint that a skill can be created).
+/// Which ranker answered a search and, for full-text search, why it is that one and
+/// whether anything matched well (with, when nothing did, the hint that a skill can be
+/// created).
 #[derive(Serialize, JsonSchema)]
 struct Ranking {
     /// `bm25` or `hybrid` (the search index), `regex` or `exact`.
     ranker: String,
+    /// Full-text search only: why this ranker answered. A session keeps the ranker of
+    /// its first full-text search, so the same query keeps its order within a session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<String>,
     /// Full-text search only: whether no result matched well.
     #[serde(skip_serializing_if = "Option::is_none")]
     no_good_match: Option<bool>,
@@ -218,9 +223,46 @@ struct Ranking {
 }
 
 impl Ranking {
-    fn new(ranker: String, weak: Option<bool>) -> Self {
-        Self { ranker, no_good_match: weak, hint: (weak == Some(true)).then(|| NO_MATCH_HINT.to_owned()) }
+    fn new(ranker: String, why: Option<String>, weak: Option<bool>) -> Self {
+        Self { ranker, why, no_good_match: weak, hint: (weak == Some(true)).then(|| NO_MATCH_HINT.to_owned()) }
     }
+}
+
+/// The search index a session's full-text searches rank with, fixed at its first one,
+/// and why it is that one.
+#[derive(Clone)]
+pub struct SessionIndex {
+    index: Arc<SearchIndex>,
+    why: String,
+}
+
+impl SessionIndex {
+    /// Fix `index` for a session. `still_loading`: a better index was still opening after
+    /// waiting that long; `failed`: why one that was opening did not come.
+    pub fn pin(index: Arc<SearchIndex>, still_loading: Option<std::time::Duration>, failed: Option<String>) -> Self {
+        let why = match (index.ranker(), still_loading, failed) {
+            (Ranker::Hybrid, ..) => {
+                "the embedding model is loaded: words matched blended with its similarity, for the rest of this session".to_owned()
+            }
+            (Ranker::Bm25, Some(waited), _) => format!(
+                "the embedding model was still loading {} s after this session's first search; the session keeps BM25 so that a query keeps its order (a new session gets the model)",
+                waited.as_secs()
+            ),
+            (Ranker::Bm25, None, Some(failed)) => {
+                format!("the search index with the embedding model did not open ({failed}); BM25 for this session")
+            }
+            (Ranker::Bm25, None, None) => {
+                "no embedding model is installed (`skillhost setup model` installs it); BM25 for this session".to_owned()
+            }
+        };
+        Self { index, why }
+    }
+}
+
+/// Whether `args` ask `tool_search` or `skill_search` for a full-text search (the
+/// default), the one that ranks with the search index.
+pub fn is_full_text(args: &JsonObject) -> bool {
+    args.get("search_type").and_then(Value::as_str).is_none_or(|t| t == "fts")
 }
 
 /// How a tool `tool_search` found is offered to the session.
@@ -306,6 +348,7 @@ fn to_value(output: impl Serialize) -> Value {
 struct Ranked<'a, T> {
     hits: Vec<(&'a T, f64)>,
     ranker: String,
+    why: Option<String>,
     weak: Option<bool>,
 }
 
@@ -317,7 +360,7 @@ struct Ranked<'a, T> {
 fn rank<'a, T>(
     args: &SearchArgs,
     registry: &Registry,
-    index: &SearchIndex,
+    index: &SessionIndex,
     target: Target,
     items: &'a [T],
     is_hit: impl Fn(&T, &skillhost_index::Hit) -> bool,
@@ -331,10 +374,11 @@ fn rank<'a, T>(
     let mode = match args.search_type {
         SearchType::Fts => {
             let failed = |source| BuiltinError::Index { tool, source };
-            index.sync(registry).map_err(failed)?;
-            let found = index.search(&IndexQuery::new(&args.query, target).limit(limit)).map_err(failed)?;
+            index.index.sync(registry).map_err(failed)?;
+            let found = index.index.search(&IndexQuery::new(&args.query, target).limit(limit)).map_err(failed)?;
             let hits = found.hits.iter().filter_map(|h| items.iter().find(|item| is_hit(item, h)).map(|item| (item, h.score))).collect();
-            return Ok(Ranked { hits, ranker: found.ranker.as_str().to_owned(), weak: Some(found.weak()) });
+            let why = Some(index.why.clone());
+            return Ok(Ranked { hits, ranker: found.ranker.as_str().to_owned(), why, weak: Some(found.weak()) });
         }
         SearchType::Regex => Match::Regex,
         SearchType::Exact => Match::Exact,
@@ -345,21 +389,21 @@ fn rank<'a, T>(
         Match::Regex => "regex",
         Match::Exact => "exact",
     };
-    Ok(Ranked { hits: hits.iter().map(|h| (&items[h.index], h.score)).collect(), ranker: ranker.to_owned(), weak: None })
+    Ok(Ranked { hits: hits.iter().map(|h| (&items[h.index], h.score)).collect(), ranker: ranker.to_owned(), why: None, weak: None })
 }
 
 /// `tool_search`: approved tools only. Returns the response and the names found (to
 /// activate). `deferred` says how the found tools are loaded, for the response.
 pub fn tool_search(
     registry: &Registry,
-    index: &SearchIndex,
+    index: &SessionIndex,
     args: &JsonObject,
     deferred: bool,
 ) -> Result<(Value, Vec<String>), BuiltinError> {
     let args: SearchArgs = parse("tool_search", args)?;
     let tools: Vec<ToolEntry> = table(registry).into_iter().filter(ToolEntry::approved).collect();
     let loading_mode = if deferred { LoadingMode::Deferred } else { LoadingMode::Always };
-    let Ranked { hits: scored, ranker, weak } = rank(
+    let Ranked { hits: scored, ranker, why, weak } = rank(
         &args,
         registry,
         index,
@@ -389,15 +433,15 @@ pub fn tool_search(
     {
         stats.record_miss(&args.query);
     }
-    let output = ToolSearchOutput { query: args.query, search_type: args.search_type, tools, ranking: Ranking::new(ranker, weak) };
+    let output = ToolSearchOutput { query: args.query, search_type: args.search_type, tools, ranking: Ranking::new(ranker, why, weak) };
     Ok((to_value(output), found))
 }
 
 /// `skill_search`: approved skills only.
-pub fn skill_search(registry: &Registry, index: &SearchIndex, args: &JsonObject) -> Result<Value, BuiltinError> {
+pub fn skill_search(registry: &Registry, index: &SessionIndex, args: &JsonObject) -> Result<Value, BuiltinError> {
     let args: SearchArgs = parse("skill_search", args)?;
     let skills: Vec<_> = knowledge::skills(registry).into_iter().filter(|e| e.state == TrustState::Approved).collect();
-    let Ranked { hits, ranker, weak } = rank(
+    let Ranked { hits, ranker, why, weak } = rank(
         &args,
         registry,
         index,
@@ -415,7 +459,7 @@ pub fn skill_search(registry: &Registry, index: &SearchIndex, args: &JsonObject)
         .iter()
         .map(|(entry, score)| FoundSkill { name: entry.name.to_string(), description: knowledge::description(entry), score: *score })
         .collect();
-    Ok(to_value(SkillSearchOutput { query: args.query, search_type: args.search_type, skills, ranking: Ranking::new(ranker, weak) }))
+    Ok(to_value(SkillSearchOutput { query: args.query, search_type: args.search_type, skills, ranking: Ranking::new(ranker, why, weak) }))
 }
 
 /// `skill_list`.
@@ -503,9 +547,9 @@ mod tests {
         assert!(schema(Builtin::SkillSearch)["properties"]["skills"].is_object());
         assert!(schema(Builtin::ReadSkillResource)["properties"]["text"].is_object());
         // What a weak search answers: the hint only when nothing matched well.
-        let weak = to_value(Ranking::new("bm25".into(), Some(true)));
+        let weak = to_value(Ranking::new("bm25".into(), None, Some(true)));
         assert_eq!((&weak["no_good_match"], weak["hint"].as_str()), (&json!(true), Some(NO_MATCH_HINT)));
-        let regex = to_value(Ranking::new("regex".into(), None));
+        let regex = to_value(Ranking::new("regex".into(), None, None));
         assert_eq!(regex, json!({"ranker": "regex"}));
     }
 

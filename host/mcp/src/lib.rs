@@ -19,8 +19,8 @@
 //! - `search`: `regex` and `exact` matching with the search score contract and
 //!   deterministic order; `fts` goes to the search index (`skillhost-index`), synced
 //!   with the registry before each search, and responses say which `ranker` answered
-//!   and, when nothing matched well, `no_good_match` with a hint that a skill can be
-//!   created.
+//!   and `why` (a session keeps the ranker of its first full-text search) and, when
+//!   nothing matched well, `no_good_match` with a hint that a skill can be created.
 //! - `knowledge`: the L1 skill directory within a token budget ([`skills_directory`],
 //!   also the `instructions` and the `skills_directory` prompt), SKILL.md bodies within
 //!   a token budget, and resource reads that never leave a skill's folder.
@@ -47,7 +47,7 @@ mod tools;
 pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};
 pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, directory as skills_directory};
 pub use search::SearchType;
-pub use server::{McpConfig, SkillhostMcp};
+pub use server::{IndexLoading, McpConfig, SkillhostMcp};
 pub use skillhost_index::SearchIndex;
 
 /// Why the MCP server stopped or could not start.

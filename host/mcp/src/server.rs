@@ -62,11 +62,28 @@ pub struct McpConfig {
     /// How long a 2026-07-28 client has to come back with the human's answer to an
     /// approval question. Default: 10 minutes.
     pub approval_timeout: std::time::Duration,
+    /// How long a session's first `tools/list` waits for the skills found at start that
+    /// are still loading ([`Registry::ready`]), so that a client that lists once (a
+    /// script, an inspector) sees them: below the 10-60 s clients give a request. What
+    /// loads later is announced with `list_changed`. `initialize` never waits.
+    /// Default: 8 s.
+    pub first_list_wait: std::time::Duration,
+    /// How long a session's first full-text search waits for a search index that is
+    /// still opening ([`SkillhostMcp::index_loading`]), and for the skills found at start,
+    /// before it settles for the index in place. Default: 10 s.
+    pub first_search_wait: std::time::Duration,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        Self { deferred_threshold: 40, pinned: Vec::new(), elicit_approvals: true, approval_timeout: std::time::Duration::from_secs(600) }
+        Self {
+            deferred_threshold: 40,
+            pinned: Vec::new(),
+            elicit_approvals: true,
+            approval_timeout: std::time::Duration::from_secs(600),
+            first_list_wait: std::time::Duration::from_secs(8),
+            first_search_wait: std::time::Duration::from_secs(10),
+        }
     }
 }
 
@@ -80,8 +97,9 @@ pub struct SkillhostMcp {
 struct Shared {
     registry: Arc<Registry>,
     config: McpConfig,
-    /// Ranks `fts` searches; synced with the registry before each search.
-    index: parking_lot::RwLock<Arc<SearchIndex>>,
+    /// Ranks `fts` searches (synced with the registry before each search), and whether
+    /// a better one is still opening.
+    index: tokio::sync::watch::Sender<IndexSlot>,
     /// The `requestState` tokens of approvals asked of 2026-07-28 clients.
     approvals: Approvals,
     sessions: AtomicU64,
@@ -94,6 +112,61 @@ struct Session {
     activated: Mutex<BTreeSet<String>>,
     /// Fires when this session's visible tools changed (activation).
     changed: broadcast::Sender<()>,
+    /// Whether this session listed its tools already (the first list may wait).
+    listed: std::sync::atomic::AtomicBool,
+    /// The index this session's full-text searches rank with, fixed at its first one.
+    ranker: tokio::sync::OnceCell<builtin::SessionIndex>,
+}
+
+/// The search index in place, and whether a better one is on its way.
+#[derive(Clone)]
+struct IndexSlot {
+    index: Arc<SearchIndex>,
+    /// Whether [`SkillhostMcp::index_loading`]'s index is still opening.
+    loading: bool,
+    /// Why the index that was opening did not come.
+    failed: Option<String>,
+}
+
+/// A search index on its way ([`SkillhostMcp::index_loading`]): hand it over with
+/// [`ready`](Self::ready), or say it will not come with [`failed`](Self::failed) (dropping
+/// it says so too).
+pub struct IndexLoading {
+    slot: tokio::sync::watch::Sender<IndexSlot>,
+    settled: bool,
+}
+
+impl IndexLoading {
+    /// The index opened: sessions that have not searched yet rank with it.
+    pub fn ready(mut self, index: Arc<SearchIndex>) {
+        self.settled = true;
+        self.slot.send_modify(|slot| {
+            slot.index = index;
+            slot.loading = false;
+            slot.failed = None;
+        });
+    }
+
+    /// The index did not open (`why`): sessions keep the one in place.
+    pub fn failed(mut self, why: &str) {
+        self.settled = true;
+        let why = why.to_owned();
+        self.slot.send_modify(|slot| {
+            slot.loading = false;
+            slot.failed = Some(why);
+        });
+    }
+}
+
+impl Drop for IndexLoading {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.slot.send_modify(|slot| {
+                slot.loading = false;
+                slot.failed = Some("opening it was abandoned".to_owned());
+            });
+        }
+    }
 }
 
 /// The prompt with the skill directory.
@@ -121,20 +194,51 @@ impl SkillhostMcp {
     /// the registry before each search.
     pub fn with_index(registry: Arc<Registry>, config: McpConfig, index: Arc<SearchIndex>) -> Self {
         let approvals = Approvals::new(config.approval_timeout);
-        let index = parking_lot::RwLock::new(index);
+        let index = tokio::sync::watch::Sender::new(IndexSlot { index, loading: false, failed: None });
         let shared = Arc::new(Shared { registry, config, index, approvals, sessions: AtomicU64::new(0), forge: None });
         Self { session: Session::new(&shared), shared }
     }
 
-    /// Rank searches with `index` from now on, in every session: a server can answer with
-    /// a quick index (BM25 in memory) while a better one (hybrid, on disk, with the
-    /// embedding model) loads, then swap it in.
+    /// Rank searches with `index` from now on, in every session that has not searched
+    /// yet: a session keeps the ranker of its first full-text search, so that the same
+    /// query keeps its order within it.
     pub fn set_index(&self, index: Arc<SearchIndex>) {
-        *self.shared.index.write() = index;
+        self.shared.index.send_modify(|slot| slot.index = index);
     }
 
-    fn index(&self) -> Arc<SearchIndex> {
-        self.shared.index.read().clone()
+    /// Say that a better search index (hybrid, on disk, with the embedding model) is
+    /// opening while the one in place (BM25 in memory) answers: a session's first
+    /// full-text search waits for it up to [`McpConfig::first_search_wait`], then keeps
+    /// whichever index it got for the rest of the session, and its answers say which
+    /// ranker answered and why.
+    pub fn index_loading(&self) -> IndexLoading {
+        self.shared.index.send_modify(|slot| {
+            slot.loading = true;
+            slot.failed = None;
+        });
+        IndexLoading { slot: self.shared.index.clone(), settled: false }
+    }
+
+    /// The index this session's full-text searches rank with: fixed at its first search,
+    /// after waiting (bounded) for an index still opening and the skills still loading.
+    async fn session_index(&self) -> builtin::SessionIndex {
+        self.session
+            .ranker
+            .get_or_init(|| async {
+                let mut slot = self.shared.index.subscribe();
+                let wait = self.shared.config.first_search_wait;
+                // The skills found at start are searched for too. Still loading after the
+                // wait: the slot says so below.
+                let settled = async {
+                    let _ = slot.wait_for(|s| !s.loading).await;
+                    self.shared.registry.ready().await;
+                };
+                let _ = tokio::time::timeout(wait, settled).await;
+                let slot = slot.borrow().clone();
+                builtin::SessionIndex::pin(slot.index, slot.loading.then_some(wait), slot.failed)
+            })
+            .await
+            .clone()
     }
 
     /// Offer `skill_create` and `skill_update`, run by `forge` (over the same registry).
@@ -362,9 +466,14 @@ impl SkillhostMcp {
         Ok(Approval::Granted)
     }
 
-    fn call_builtin(&self, builtin: Builtin, args: &JsonObject) -> CallToolResult {
+    async fn call_builtin(&self, builtin: Builtin, args: &JsonObject) -> CallToolResult {
         let registry = &self.shared.registry;
-        let index = self.index();
+        let full_text = matches!(builtin, Builtin::ToolSearch | Builtin::SkillSearch) && builtin::is_full_text(args);
+        let index = if full_text {
+            self.session_index().await
+        } else {
+            builtin::SessionIndex::pin(self.shared.index.borrow().index.clone(), None, None)
+        };
         let result = match builtin {
             Builtin::ToolSearch => {
                 let deferred = self.deferred(&table(registry));
@@ -428,6 +537,8 @@ impl Session {
             id: shared.sessions.fetch_add(1, Ordering::Relaxed) + 1,
             activated: Mutex::default(),
             changed: broadcast::channel(16).0,
+            listed: std::sync::atomic::AtomicBool::new(false),
+            ranker: tokio::sync::OnceCell::new(),
         })
     }
 }
@@ -528,13 +639,22 @@ impl ServerHandler for SkillhostMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // A session's first list waits (bounded) for the skills found at start, so that a
+        // client that lists once sees them; later lists answer at once.
+        if !self.session.listed.swap(true, Ordering::Relaxed) {
+            let ready = tokio::time::timeout(self.shared.config.first_list_wait, self.shared.registry.ready()).await;
+            if ready.is_err() {
+                let loading: Vec<String> = self.shared.registry.loading().iter().map(ToString::to_string).collect();
+                tracing::info!(still_loading = %loading.join(", "), "first tools/list answered without the skills still loading; list_changed announces them");
+            }
+        }
         // ttl 0: the list changes with the registry and with activation.
         Ok(ListToolsResult::with_all_items(self.visible()).with_ttl_ms(0))
     }
 
     async fn call_tool(&self, params: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         if let Some(builtin) = Builtin::named(&params.name) {
-            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default()).into());
+            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default()).await.into());
         }
         if let (Some(tool), Some(forge)) = (ForgeTool::named(&params.name), &self.shared.forge) {
             let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));

@@ -232,6 +232,19 @@ impl Host {
         self.runtime.cache_stats()
     }
 
+    /// The skills whose optimised compile is queued or running in the background (see
+    /// [`HostBuilder::baseline_compile`]).
+    pub fn optimizing(&self) -> Vec<SkillName> {
+        self.runtime.optimizing()
+    }
+
+    /// Wait, up to `limit`, for the background compiles to put their optimised code in
+    /// the compiled cache: whether none is left. A server calls it as it stops (no call
+    /// is waiting by then), so that the next start does not compile them again.
+    pub async fn finish_optimizing(&self, limit: std::time::Duration) -> bool {
+        self.runtime.finish_optimizing(limit).await
+    }
+
     /// The sandbox runtime for `[server]` skills, or why there is none.
     pub fn sandbox(&self) -> Result<&BwrapRuntime, &str> {
         self.sandbox.as_ref().map_err(String::as_str)

@@ -62,8 +62,9 @@ pub struct WasmConfig {
     pub net: NetConfig,
     /// Run a component that no cache holds compiled on Winch, wasmtime's baseline
     /// compiler, for its first calls (it compiles about 6× faster than Cranelift, to code
-    /// that runs slower), while Cranelift compiles it in the background; later calls and
-    /// later loads run Cranelift's code. A component Winch cannot compile (it lacks tail
+    /// that runs slower), while Cranelift compiles it in the background (queued as the
+    /// component is first needed; [`WasmRuntime::finish_optimizing`] waits for it to reach
+    /// the cache); later calls and later loads run Cranelift's code. A component Winch cannot compile (it lacks tail
     /// calls, exceptions and GC) waits for Cranelift. Default: `false` (the host's
     /// default, `HostBuilder`, turns it on).
     pub baseline_compile: bool,
@@ -125,6 +126,9 @@ pub(crate) struct Inner {
     /// One permit: background compiles run one at a time, each on one thread (see
     /// [`engine::build`]), so at most one core works on code nobody is waiting for.
     optimizing: Semaphore,
+    /// The background compiles queued or running, by skill: what
+    /// [`WasmRuntime::finish_optimizing`] waits for.
+    in_flight: tokio::sync::watch::Sender<Vec<skillhost_core::SkillName>>,
     /// One permit per pooling-allocator slot, so calls wait instead of failing.
     pub(crate) pool: Semaphore,
 }
@@ -149,6 +153,7 @@ impl WasmRuntime {
                 net: Arc::new(config.net.clone()),
                 cache,
                 optimizing: Semaphore::new(1),
+                in_flight: tokio::sync::watch::Sender::new(Vec::new()),
                 pool: Semaphore::new(config.max_instances.max(1) as usize),
             }),
         })
@@ -157,6 +162,22 @@ impl WasmRuntime {
     /// Loads from the compiled cache and compilations so far.
     pub fn cache_stats(&self) -> CacheStats {
         self.inner.cache.stats()
+    }
+
+    /// The skills whose optimised (Cranelift) compile is queued or running in the
+    /// background ([`WasmConfig::baseline_compile`]), one entry per compile.
+    pub fn optimizing(&self) -> Vec<skillhost_core::SkillName> {
+        self.inner.in_flight.borrow().clone()
+    }
+
+    /// Wait until every background compile queued or running now or later has finished
+    /// (its code is in the compiled cache, or it failed), or `limit` has passed: whether
+    /// none is left. A process about to exit calls it, so that the next start takes the
+    /// optimised code from the cache instead of compiling it again. Nothing else waits
+    /// for it: calls never do.
+    pub async fn finish_optimizing(&self, limit: Duration) -> bool {
+        let mut in_flight = self.inner.in_flight.subscribe();
+        tokio::time::timeout(limit, in_flight.wait_for(Vec::is_empty)).await.is_ok()
     }
 
     /// Load `source` holding exactly `grant`; unlike [`SkillRuntime::load`] this returns
@@ -245,8 +266,10 @@ impl WasmRuntime {
     }
 
     /// Compile (or take from the compiled cache) and link a skill's component. With a
-    /// baseline tier and nothing cached, Winch compiles it now and Cranelift in the
-    /// background; its code replaces Winch's in `skill.optimized` when ready.
+    /// baseline tier and nothing cached, Cranelift's compile starts at once in the
+    /// background (so it is under way, and can reach the cache, however soon the process
+    /// ends) and Winch compiles the code the first calls run; Cranelift's replaces it in
+    /// `skill.optimized` when ready.
     pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill) -> Result<Prepared, LoadError> {
         let link = Linking {
             path: skill.path.clone(),
@@ -258,40 +281,17 @@ impl WasmRuntime {
         let not_component = |reason: String| LoadError::NotAComponent { path: skill.path.clone(), reason };
         if let Some(baseline) = inner.baseline.as_ref().filter(|_| !inner.cache.contains(&skill.bytes)) {
             let (engine, code) = (baseline.engine.clone(), skill.bytes.clone());
+            Self::optimize_in_background(inner, link.clone(), skill.bytes.clone(), skill.optimized.clone());
             match tokio::task::spawn_blocking(move || wasmtime::component::Component::new(&engine, &code)).await {
-                Ok(Ok(component)) => {
-                    let prepared = link.link(baseline, &component, CacheOutcome::Baseline)?;
-                    let (runtime, code, slot) = (inner.clone(), skill.bytes.clone(), skill.optimized.clone());
-                    tokio::spawn(async move {
-                        let Ok(_turn) = runtime.optimizing.acquire().await else { return };
-                        let compiled = tokio::task::spawn_blocking({
-                            let runtime = runtime.clone();
-                            move || runtime.cache.load(&runtime.optimized.engine, &code)
-                        });
-                        match compiled.await {
-                            Ok(Ok((component, outcome))) => match link.link(&runtime.optimized, &component, outcome) {
-                                Ok(prepared) => {
-                                    let _ = slot.set(prepared);
-                                    tracing::debug!(skill = %link.skill, "optimised code ready");
-                                }
-                                Err(error) => {
-                                    tracing::warn!(skill = %link.skill, %error, "the optimised code did not link; it keeps the baseline code")
-                                }
-                            },
-                            Ok(Err(error)) => {
-                                tracing::warn!(skill = %link.skill, error = %one_line(&error), "Cranelift could not compile it; it keeps the baseline code")
-                            }
-                            Err(error) => tracing::warn!(skill = %link.skill, %error, "compiling the optimised code failed"),
-                        }
-                    });
-                    return Ok(prepared);
-                }
+                Ok(Ok(component)) => return link.link(baseline, &component, CacheOutcome::Baseline),
                 Ok(Err(error)) => {
                     tracing::debug!(skill = %skill.grant.skill, error = %one_line(&error), "Winch cannot compile it; compiling with Cranelift")
                 }
                 Err(error) => tracing::debug!(skill = %skill.grant.skill, %error, "Winch compile failed; compiling with Cranelift"),
             }
         }
+        // Cranelift's code, compiled here when a call waits for it (cached, or Winch could
+        // not compile it: the queued background compile then finds it in the cache).
         let runtime = inner.clone();
         let code = skill.bytes.clone();
         let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &code))
@@ -300,10 +300,65 @@ impl WasmRuntime {
             .map_err(|e| not_component(one_line(&e)))?;
         link.link(&inner.optimized, &component, outcome)
     }
+
+    /// Compile `code` with Cranelift in the background, one compile at a time, into the
+    /// compiled cache and, linked, into `slot`. Counted in `in_flight` from now until it
+    /// is done, whatever happens to it.
+    fn optimize_in_background(inner: &Arc<Inner>, link: Linking, code: Arc<[u8]>, slot: Arc<std::sync::OnceLock<Prepared>>) {
+        let done = InFlight::start(inner, link.skill.clone());
+        let runtime = inner.clone();
+        tokio::spawn(async move {
+            let _done = done;
+            let Ok(_turn) = runtime.optimizing.acquire().await else { return };
+            let compiled = tokio::task::spawn_blocking({
+                let runtime = runtime.clone();
+                move || runtime.cache.load(&runtime.optimized.engine, &code)
+            });
+            match compiled.await {
+                Ok(Ok((component, outcome))) => match link.link(&runtime.optimized, &component, outcome) {
+                    Ok(prepared) => {
+                        let _ = slot.set(prepared);
+                        tracing::debug!(skill = %link.skill, "optimised code ready");
+                    }
+                    Err(error) => {
+                        tracing::warn!(skill = %link.skill, %error, "the optimised code did not link; it keeps the baseline code")
+                    }
+                },
+                Ok(Err(error)) => {
+                    tracing::warn!(skill = %link.skill, error = %one_line(&error), "Cranelift could not compile it; it keeps the baseline code")
+                }
+                Err(error) => tracing::warn!(skill = %link.skill, %error, "compiling the optimised code failed"),
+            }
+        });
+    }
+}
+
+/// One background compile counted in [`Inner::in_flight`] until dropped.
+struct InFlight {
+    runtime: Arc<Inner>,
+    skill: skillhost_core::SkillName,
+}
+
+impl InFlight {
+    fn start(runtime: &Arc<Inner>, skill: skillhost_core::SkillName) -> Self {
+        runtime.in_flight.send_modify(|names| names.push(skill.clone()));
+        Self { runtime: runtime.clone(), skill }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.runtime.in_flight.send_modify(|names| {
+            if let Some(at) = names.iter().position(|n| *n == self.skill) {
+                names.remove(at);
+            }
+        });
+    }
 }
 
 /// What linking a skill's component needs to know, apart from the skill (so that the
 /// background compile can link too).
+#[derive(Clone)]
 struct Linking {
     path: PathBuf,
     /// What its manifest is, for the message of a `wasi:http` import it may not use.

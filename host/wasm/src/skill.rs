@@ -151,12 +151,11 @@ impl Skill for WasmSkill {
         Some(self.optimized.get().or(self.code.get()).map_or(CacheOutcome::Deferred, |prepared| prepared.outcome))
     }
 
-    /// Our own skills' tools, as they listed them; a generic component's come from its
-    /// WIT, read again at every load.
+    /// Its tools, as our own skill listed them or as a generic component's WIT says. A
+    /// generic component's tools are read from its WIT again at every load (reading runs
+    /// none of its code); its kept listing tells the registry that loading it runs
+    /// nothing, so a restart lists its tools with the rest, at once.
     fn listing(&self) -> Option<Value> {
-        if self.reflection.is_some() {
-            return None;
-        }
         let listed: Vec<crate::ListedTool> = self.tools.iter().map(crate::ListedTool::from).collect();
         serde_json::to_value(listed).ok()
     }

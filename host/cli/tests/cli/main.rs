@@ -11,6 +11,7 @@ mod install;
 mod languages;
 mod load;
 mod mcp;
+mod session;
 mod skills_from;
 mod startup;
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::languages::{js_skill, python_skill};
 
 /// Copy the files of `from` (not its subfolders, not dotfiles) into `skills/name`.
-fn copy_folder(from: &Path, skills: &Path, name: &str) {
+pub(crate) fn copy_folder(from: &Path, skills: &Path, name: &str) {
     let dir = skills.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
