@@ -191,7 +191,12 @@ impl Isolation {
                 Layer {
                     name: "seccomp".into(),
                     available: true,
-                    detail: format!("{} system calls and namespace clones refused with EPERM", seccomp::DENIED.len()),
+                    detail: format!(
+                        "{} system calls, namespace clones and socket families other than {} refused with EPERM; system calls above number {} with ENOSYS",
+                        seccomp::DENIED.len(),
+                        seccomp::SOCKET_FAMILIES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join("/"),
+                        seccomp::HIGHEST_KNOWN
+                    ),
                     fix: None,
                 }
             }
