@@ -181,6 +181,22 @@ async fn no_direct_network() {
     assert!(result.is_err(), "reached the internet: {result:?}");
 }
 
+/// A data dir granted inside a writable one would need a mount point where the skill can
+/// plant a link, which bubblewrap before 0.12 follows while it sets up the mounts
+/// (CVE-2026-87766): such a grant is refused at load, naming both directories.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dir_granted_inside_a_writable_one_is_refused_at_load() {
+    let env = SandboxHost::new();
+    let extra = "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n[[capabilities.files]]\npath = \"out\"\nmode = \"ro\"\n";
+    let dir = python::install("sandbox-probe", env.skills.path(), extra);
+    let loaded = tokio::time::timeout(HANG_GUARD, env.host.load_path_granted(&dir)).await.expect("load hung");
+    let Err(error) = loaded else { panic!("a mount point inside a writable data dir was accepted") };
+    let error = error.to_string();
+    for needle in ["sandbox-probe", "/data/out", "inside /data", "CVE-2026-87766"] {
+        assert!(error.contains(needle), "{needle:?} missing from: {error}");
+    }
+}
+
 /// A network namespace confines only the families it owns: vsock reaches the machine
 /// (these hosts are VMs with virtio-vsock) from any namespace, and packet, alg, bluetooth,
 /// xdp and the netlink protocols other than routing are kernel surface no server needs.

@@ -327,6 +327,10 @@ impl BwrapRuntime {
         let (command, _needs_python) = self.resolve(&server.command, files).map_err(&fail)?;
         let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &command)
             .map_err(|e| fail(format!("cannot write its files: {e}")))?;
+        // Granted directories nested inside a writable one would make a mount point where
+        // the skill can plant a link (see `profile`).
+        profile::check_mounts(grant.dirs.iter().map(|d| (d.guest.as_str(), d.mode == skillhost_core::FileMode::ReadWrite)))
+            .map_err(|e| fail(e.to_string()))?;
         // A granted directory that is (or lies behind) a link is a load error; it is
         // opened again, the same way, at every start.
         for dir in &grant.dirs {
@@ -522,7 +526,7 @@ impl Launch {
         let (profile, guards, calls) = self.profile_with_calls(grant, full)?;
         let limits = isolation::CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
         let confinement = self.runtime.isolation.confine(grant.skill.as_str(), &limits)?;
-        let argv = profile.argv_with(&confinement, &self.command, &self.args);
+        let argv = profile.argv_with(&confinement, &self.command, &self.args).map_err(|e| e.to_string())?;
         tracing::trace!(skill = %grant.skill, ?argv, "starting server");
         let mut command = profile.command(&argv);
         isolation::attach(command.as_std_mut(), &confinement);
