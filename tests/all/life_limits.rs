@@ -171,6 +171,68 @@ async fn a_root_host_runs_the_sandbox_as_an_unprivileged_uid() {
     assert_eq!(std::fs::read_to_string(data.join("mine")).unwrap(), "x");
 }
 
+/// A root host whose sandbox uid cannot reach a path every sandbox binds (here its work
+/// dir, under a 0700 directory, as a venv made from a Python under /root/.pyenv would be)
+/// has no uid drop, and its servers would run as host root: their files root's. They are
+/// refused instead, with the layer's name and the fix; with the layer named in
+/// `allow_weaker` they run (as root, which the runtime then reports for every server
+/// skill, for `show` and the approval request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_host_that_cannot_drop_the_uid_refuses_to_start_servers() {
+    use std::os::unix::fs::MetadataExt;
+    if !is_root() {
+        eprintln!("SKIPPED a_root_host_that_cannot_drop_the_uid_refuses_to_start_servers: only a root host drops to another uid");
+        return;
+    }
+    let locked = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(locked.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let work_dir = locked.path().join("sandbox");
+    let rw = "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n";
+
+    let env = LimitsHost::new(|c| c.work_dir = work_dir.clone());
+    let (available, detail, _) = env.layer("uid drop");
+    assert!(!available, "uid 65534 reached a 0700 dir of root's: {detail}");
+    let dir = python::install("limits-probe", env.skills.path(), rw);
+    let loaded = tokio::time::timeout(HANG_GUARD, env.host.load_path_granted(&dir)).await.expect("load hung");
+    let refused = match loaded {
+        Ok(skill) => {
+            let written = ok(&skill, "write_file", json!({"path": "/data/whose", "text": "x"})).await;
+            let data = env.host.policy().data_dir(&DirectSkill::data_key(&skill.source.manifest.name));
+            let owner = std::fs::metadata(data.join("whose")).map(|m| m.uid());
+            panic!("a server without its uid drop started ({written}); the file it wrote belongs to uid {owner:?}");
+        }
+        Err(e) => e.to_string(),
+    };
+    for needle in ["limits-probe", "`uid drop`", "allow_weaker = [\"uid drop\"]", "[sandbox]"] {
+        assert!(refused.contains(needle), "{needle:?} missing from: {refused}");
+    }
+    assert!(env.host.sandbox().unwrap().sandbox_without().is_err());
+
+    let env = LimitsHost::new(|c| {
+        c.work_dir = work_dir.clone();
+        c.allow_weaker = vec!["uid drop".into()];
+    });
+    assert_eq!(env.host.sandbox().unwrap().sandbox_without().unwrap(), ["uid drop (opted out in config)"]);
+    let skill = env.load("weaker-probe", rw).await;
+    let written = ok(&skill, "write_file", json!({"path": "/data/whose", "text": "x"})).await;
+    assert_eq!(written["ok"], true, "{written}");
+    let data = env.host.policy().data_dir(&DirectSkill::data_key(&skill.source.manifest.name));
+    assert_eq!(std::fs::metadata(data.join("whose")).unwrap().uid(), 0, "opted out, the server runs as host root, as accepted");
+
+    let other = tempfile::tempdir().unwrap();
+    let unknown = Host::builder()
+        .data_dir(other.path())
+        .sandbox_config({
+            let mut c = python::sandbox_config(other.path());
+            c.allow_weaker = vec!["uid-drop".into()];
+            c
+        })
+        .build()
+        .unwrap();
+    let Err(error) = unknown.sandbox() else { panic!("an unknown layer name was accepted") };
+    assert!(error.contains("`uid-drop`") && error.contains("\"uid drop\""), "{error}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_tree_shares_one_memory_limit_and_dies_with_the_call() {
     let env = LimitsHost::new(|_| {});

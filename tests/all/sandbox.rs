@@ -181,6 +181,65 @@ async fn no_direct_network() {
     assert!(result.is_err(), "reached the internet: {result:?}");
 }
 
+/// A data dir granted inside a writable one would need a mount point where the skill can
+/// plant a link, which bubblewrap before 0.12 follows while it sets up the mounts
+/// (CVE-2026-87766): such a grant is refused at load, naming both directories.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dir_granted_inside_a_writable_one_is_refused_at_load() {
+    let env = SandboxHost::new();
+    let extra = "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n[[capabilities.files]]\npath = \"out\"\nmode = \"ro\"\n";
+    let dir = python::install("sandbox-probe", env.skills.path(), extra);
+    let loaded = tokio::time::timeout(HANG_GUARD, env.host.load_path_granted(&dir)).await.expect("load hung");
+    let Err(error) = loaded else { panic!("a mount point inside a writable data dir was accepted") };
+    let error = error.to_string();
+    for needle in ["sandbox-probe", "/data/out", "inside /data", "CVE-2026-87766"] {
+        assert!(error.contains(needle), "{needle:?} missing from: {error}");
+    }
+}
+
+/// A network namespace confines only the families it owns: vsock reaches the machine
+/// (these hosts are VMs with virtio-vsock) from any namespace, and packet, alg, bluetooth,
+/// xdp and the netlink protocols other than routing are kernel surface no server needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socket_families_beyond_unix_and_ip_are_refused() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "").await;
+    let out = ok(&skill, "sockets", json!({})).await;
+    for allowed in ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK/ROUTE"] {
+        assert_eq!(out[allowed], "ok", "{allowed}: {out}");
+    }
+    for refused in [
+        "AF_VSOCK",
+        "socketpair AF_VSOCK",
+        "AF_PACKET",
+        "AF_ALG",
+        "AF_BLUETOOTH",
+        "AF_XDP",
+        "AF_NETLINK/AUDIT",
+        "AF_NETLINK/KOBJECT_UEVENT",
+    ] {
+        assert_eq!(out[refused], "EPERM", "{refused}: {out}");
+    }
+    let listen = probe(ok(&skill, "vsock_listen", json!({"port": 45679})).await);
+    assert!(listen.as_ref().is_err_and(|e| e.contains("Operation not permitted")), "listened on the machine's vsock: {listen:?}");
+}
+
+/// A deny-list knows only the system calls of its day: a newer one (here `open_tree_attr`,
+/// Linux 6.15, a mount call) answers `ENOSYS` as on a kernel without it, and the mount
+/// listing calls of 6.8 are refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_calls_newer_than_the_filter_are_refused() {
+    let env = SandboxHost::new();
+    let skill = env.load("sandbox-probe", "").await;
+    for (number, expected) in [(467, "ENOSYS"), (469, "ENOSYS"), (100_000, "ENOSYS"), (457, "EPERM"), (458, "EPERM")] {
+        let out = ok(&skill, "syscall", json!({"number": number})).await;
+        assert_eq!(out["result"], expected, "system call {number}: {out}");
+    }
+    // Known calls still run (`getpid`).
+    let getpid = if cfg!(target_arch = "aarch64") { 172 } else { 39 };
+    assert_eq!(ok(&skill, "syscall", json!({"number": getpid})).await["result"], "ok");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_bomb_dies_with_its_call_and_the_host_lives_on() {
     let env = SandboxHost::new();

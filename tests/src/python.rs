@@ -30,10 +30,22 @@ pub fn install(name: &str, parent: &Path, extra: &str) -> PathBuf {
     dir
 }
 
-/// A sandbox configuration for tests: the test venv, a work dir inside `data`, and
-/// short idle times so that tests see the lifecycle.
+/// A sandbox configuration for tests: the test venv and a work dir inside `data`. The
+/// host expects its isolation layers and refuses to start servers without one: an
+/// unprivileged run without a delegated cgroup tree (scripts/test.sh runs the suites
+/// again as uid 65534) opts out of the cgroup, and of nothing else; a root run never
+/// opts out.
 pub fn sandbox_config(data: &Path) -> skillhost::BwrapConfig {
     let mut config = skillhost::BwrapConfig::new(data.join("sandbox"));
     config.venv = Some(venv());
+    if !rustix::process::geteuid().is_root() && !cgroups_usable() {
+        config.allow_weaker = vec![skillhost_sandbox::isolation::CGROUP.to_owned()];
+    }
     config
+}
+
+/// Whether this process may make a cgroup per sandbox with every controller.
+pub fn cgroups_usable() -> bool {
+    use skillhost_sandbox::isolation::{Cgroups, cgroup::CONTROLLERS};
+    Cgroups::detect().0.is_some_and(|groups| CONTROLLERS.iter().all(|c| groups.has(c)))
 }

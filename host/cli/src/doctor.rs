@@ -1,6 +1,8 @@
 //! `skillhost doctor`: what this machine gives skills, and what to do about what it lacks.
 //! The sandbox's isolation layers come from the sandbox runtime's own detection (the same
-//! the host warns about at start); this module only adds the managed venv, the embedding
+//! the host warns about at start); this module adds what bubblewrap's version means for
+//! the mounts (CVE-2026-87766), whether server skills start with every layer the host
+//! expects (or without those its config accepted), the managed venv, the embedding
 //! model and the guest toolchains, and prints.
 
 use std::path::Path;
@@ -34,7 +36,35 @@ pub fn run(host: &Host, data_dir: &Path, json: bool) -> Result<ExitCode> {
                     detail: layer.detail.clone(),
                     fix: layer.fix.clone(),
                 });
+                if layer.name == "bwrap" && layer.available {
+                    checks.push(Check {
+                        name: "bwrap mounts".into(),
+                        available: true,
+                        detail: skillhost_sandbox::isolation::mount_advisory(&layer.detail),
+                        fix: None,
+                    });
+                }
             }
+            checks.push(match runtime.sandbox_without() {
+                Ok(without) if without.is_empty() => Check {
+                    name: "server sandboxes".into(),
+                    available: true,
+                    detail: "every isolation layer this host expects is in place".into(),
+                    fix: None,
+                },
+                Ok(without) => Check {
+                    name: "server sandboxes".into(),
+                    available: true,
+                    detail: format!("start without: {} (shown with each server skill and its approval)", without.join(", ")),
+                    fix: None,
+                },
+                Err(reason) => Check {
+                    name: "server sandboxes".into(),
+                    available: false,
+                    detail: "server skills do not start: an isolation layer this host expects is missing".into(),
+                    fix: Some(reason.replacen("its sandbox would lack", "a sandbox would lack", 1)),
+                },
+            });
             checks.push(match runtime.venv() {
                 Some(venv) => Check { name: "python venv".into(), available: true, detail: venv.dir.display().to_string(), fix: None },
                 None => Check {

@@ -187,7 +187,7 @@ fn print_forged(forged: &Forged) {
 
 /// The host's config file: `DATA_DIR/config.toml`, or the file `SKILLHOST_CONFIG` names.
 /// It holds `skills_from` (other agents' skill folders to serve read-only, as
-/// `--skills-from`), `[forge]` (the forge's caps) and `[forge.llm]`.
+/// `--skills-from`), `[forge]` (the forge's caps), `[forge.llm]` and `[sandbox]`.
 #[derive(Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostConfig {
@@ -195,6 +195,27 @@ struct HostConfig {
     skills_from: Vec<crate::skills_from::Agent>,
     #[serde(default)]
     forge: ForgeSection,
+    #[serde(default)]
+    sandbox: SandboxSection,
+}
+
+/// `[sandbox]` of the host config.
+#[derive(Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SandboxSection {
+    /// Isolation layers server skills may run without when this machine lacks them
+    /// (`"uid drop"`, `"cgroup"`, `"seccomp"`); see `BwrapConfig::allow_weaker`.
+    #[serde(default)]
+    allow_weaker: Vec<String>,
+}
+
+/// `[sandbox] allow_weaker` of the host config; none, with a warning, when it cannot be
+/// read: a sandbox missing a layer then refuses to start, as with no opt-out.
+pub fn sandbox_allow_weaker(data_dir: &Path) -> Vec<String> {
+    host_config(data_dir)
+        .map(|(_, config)| config.sandbox.allow_weaker)
+        .inspect_err(|e| tracing::warn!("no `[sandbox] allow_weaker` from the host config: {e:#}"))
+        .unwrap_or_default()
 }
 
 /// `skills_from` of the host config; none, with a warning, when it cannot be read (as

@@ -66,6 +66,7 @@ fn entry_json(entry: &Entry, full: bool) -> Value {
         "tier": loaded.map(|l| l.tier),
         "tools": tools,
         "requests": loaded.map(|l| l.requests.clone()).unwrap_or_default(),
+        "sandbox_without": loaded.map(|l| l.sandbox_without.clone()).unwrap_or_default(),
         "instructions": entry.has_instructions(),
         "frontmatter": loaded.and_then(|l| l.frontmatter.as_ref()),
         "pack": loaded.and_then(|l| l.pack.as_ref()),
@@ -155,6 +156,9 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
         outln!("content hash: {}", loaded.content_hash);
         for line in &loaded.requests {
             outln!("asks: {line}");
+        }
+        for layer in &loaded.sandbox_without {
+            outln!("sandbox without: {layer}");
         }
         for tool in &loaded.tools {
             outln!("tool {}: {}", tool.name, tool.description.lines().next().unwrap_or(""));
@@ -248,6 +252,9 @@ pub fn approval_request(request: &ApprovalRequest) {
     }
     for line in &request.requests {
         errln!("  asks: {line}");
+    }
+    for layer in &request.sandbox_without {
+        errln!("  sandbox without: {layer}");
     }
     if request.content_changed {
         errln!("  its files changed since the last approval");

@@ -52,10 +52,12 @@ pub fn venv_dir(data_dir: &Path) -> PathBuf {
 }
 
 /// The sandbox configuration of every command: work dir and venv in the data dir, this
-/// binary as the egress shim.
+/// binary as the egress shim, the isolation layers the host config's `[sandbox]
+/// allow_weaker` lets server skills run without.
 pub fn config(data_dir: &Path) -> BwrapConfig {
     let mut config = BwrapConfig::new(data_dir.join("sandbox"));
     config.venv = Some(venv_dir(data_dir));
+    config.allow_weaker = crate::forge::sandbox_allow_weaker(data_dir);
     if let Ok(exe) = std::env::current_exe() {
         config.shim = Some(vec![exe.into_os_string(), shim::SUBCOMMAND.into()]);
     }

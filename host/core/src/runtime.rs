@@ -105,6 +105,13 @@ pub trait SkillRuntime: Send + Sync {
         None
     }
 
+    /// The isolation this host's configuration lets skills with `code` run without, one
+    /// line each (e.g. `uid drop (opted out in config)`), for the human who approves them
+    /// and for `skillhost show`. Default: none.
+    fn weakened(&self, _code: &SkillCode) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Load `source` from the [`Skill::listing`] an earlier load of the same bytes (and
     /// the same [`listing_stamp`](Self::listing_stamp)) recorded: none of its code runs and
     /// nothing is compiled until a call needs it. The listing is checked as a fresh one
@@ -164,6 +171,10 @@ impl SkillRuntime for Runtimes {
 
     fn listing_stamp(&self, source: &SkillSource) -> Option<String> {
         self.route(&source.code)?.listing_stamp(source)
+    }
+
+    fn weakened(&self, code: &SkillCode) -> Vec<String> {
+        self.route(code).map(|runtime| runtime.weakened(code)).unwrap_or_default()
     }
 
     async fn load_listed(&self, source: &SkillSource, grant: Grant, listing: &Value) -> Result<Arc<dyn Skill>, LoadError> {

@@ -444,7 +444,9 @@ pub(crate) async fn build(
     .map(Into::into)
     .collect();
     let cargo = toolchain.sysroot.join("bin/cargo");
-    let argv = profile.argv_with(&confinement, cargo.as_os_str(), &args);
+    let argv = profile
+        .argv_with(&confinement, cargo.as_os_str(), &args)
+        .map_err(|e| ForgeError::Setup(format!("cannot set up the build sandbox: {e}")))?;
     let mut command = profile.command(&argv);
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     skillhost_sandbox::isolation::attach(command.as_std_mut(), &confinement);

@@ -859,6 +859,9 @@ fn approval_message(request: &skillhost_registry::ApprovalRequest) -> String {
     for line in &request.requests {
         message.push_str(&format!("  - {line}\n"));
     }
+    for layer in &request.sandbox_without {
+        message.push_str(&format!("Its sandbox runs without: {layer}.\n"));
+    }
     if request.content_changed {
         message.push_str("Its files changed since the last approval.\n");
     }

@@ -73,6 +73,10 @@ pub struct Loaded {
     pub capability_digest: String,
     /// What it asks for, one line each: what an approval request shows.
     pub requests: Vec<String>,
+    /// Written by the host, not the skill: the isolation layers its sandbox runs without
+    /// because the host's configuration accepted it (e.g. `uid drop (opted out in
+    /// config)`); empty when it has every layer the host expects.
+    pub sandbox_without: Vec<String>,
     /// Its SKILL.md, when present (for a skill-pack skill, its file rendered as Markdown).
     pub instructions: Option<String>,
     /// Its SKILL.md's frontmatter, checked against the Agent Skills specification.
@@ -139,6 +143,9 @@ pub struct ApprovalRequest {
     /// What it asks for, one line each (files with modes, network rules, secrets, limits,
     /// destructive tools).
     pub requests: Vec<String>,
+    /// Written by the host: the isolation layers the skill's sandbox runs without, by the
+    /// host's configuration ([`Loaded::sandbox_without`]).
+    pub sandbox_without: Vec<String>,
     /// Against the last approval: `+ line` asked now but not then, `- line` no longer
     /// asked. Every request is `+` when it was never approved.
     pub diff: Vec<String>,

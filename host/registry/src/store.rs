@@ -8,6 +8,14 @@
 //! one transaction, so a call never waits for the disk; [`Writer::flush`] waits for what
 //! was queued before it, and dropping the writer drains the queue and joins the thread,
 //! so a short-lived process (`skillhost call`) loses nothing.
+//!
+//! The files are the owner's alone: [`connect`] creates a database 0600 (SQLite gives its
+//! `-wal` and `-shm` files the database's mode), tightens an existing one and its `-wal`,
+//! `-shm` and `-journal` files to 0600, and takes read and write away from everyone else
+//! on the directory holding them. The directory keeps its search bits: on a root host the
+//! sandbox's unprivileged uid passes through the data dir to the sandbox work dir inside
+//! it, without listing or reading it. The audit log holds every URL a skill reached; the
+//! trust store, who approved what.
 
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
@@ -19,11 +27,46 @@ use rusqlite::Connection;
 
 /// Open (or create) the database at `path`, as every store does.
 pub fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    make_private(path).map_err(|e| {
+        rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!("cannot make {} readable by its owner only: {e}", path.display())),
+        )
+    })?;
     let db = Connection::open(path)?;
     db.busy_timeout(Duration::from_secs(5))?;
     db.pragma_update(None, "journal_mode", "WAL")?;
     db.pragma_update(None, "synchronous", "NORMAL")?;
     Ok(db)
+}
+
+/// Create the database file 0600 if missing; make it and SQLite's side files 0600 and
+/// its directory unreadable and unwritable by others (see the module doc).
+fn make_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let tighten = |path: &Path, keep: u32| -> std::io::Result<()> {
+        let mode = std::fs::metadata(path)?.permissions().mode() & 0o7777;
+        if mode & !keep != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & keep))?;
+        }
+        Ok(())
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // Best effort: a directory of someone else's (a shared data dir) stays as it is.
+        if let Err(error) = tighten(dir, 0o7711) {
+            tracing::warn!(dir = %dir.display(), %error, "cannot take read access to the data dir away from other users");
+        }
+    }
+    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)?;
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        match tighten(Path::new(&side), 0o600) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            other => other?,
+        }
+    }
+    Ok(())
 }
 
 enum Message<T> {
@@ -129,5 +172,39 @@ mod tests {
         let in_order: Vec<i64> =
             db.prepare("SELECT n FROM t ORDER BY rowid").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
         assert_eq!(in_order, (0..200).collect::<Vec<_>>());
+    }
+
+    /// The databases of the data dir (trust, audit, stats) are the owner's alone, and so
+    /// are SQLite's side files; files an older host left readable are tightened at open.
+    #[test]
+    fn databases_and_their_side_files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let data = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(data.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = data.path().join("audit.db");
+        let db = connect(&path).unwrap();
+        db.execute_batch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1)").unwrap();
+        for file in ["audit.db", "audit.db-wal", "audit.db-shm"] {
+            assert_eq!(mode(&data.path().join(file)), 0o600, "{file}");
+        }
+        assert_eq!(mode(data.path()), 0o711, "others may pass through the data dir, not list or read it");
+        drop(db);
+
+        // A database an older host made with the umask's 0644, open in WAL mode.
+        let old = data.path().join("trust.db");
+        let before = Connection::open(&old).unwrap();
+        before.pragma_update(None, "journal_mode", "WAL").unwrap();
+        before.execute_batch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1)").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        for file in ["trust.db-wal", "trust.db-shm"] {
+            std::fs::set_permissions(data.path().join(file), std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let db = connect(&old).unwrap();
+        db.execute_batch("INSERT INTO t VALUES (2)").unwrap();
+        drop(before);
+        for file in ["trust.db", "trust.db-wal", "trust.db-shm"] {
+            assert_eq!(mode(&data.path().join(file)), 0o600, "{file}");
+        }
     }
 }

@@ -81,7 +81,11 @@ impl BwrapRuntime {
                     Ok(c) => c,
                     Err(e) => return report(None, vec![], Some(e)),
                 };
-                let argv = profile.argv_with(&confinement, venv.python().as_os_str(), &args.iter().map(Into::into).collect::<Vec<_>>());
+                let argv =
+                    match profile.argv_with(&confinement, venv.python().as_os_str(), &args.iter().map(Into::into).collect::<Vec<_>>()) {
+                        Ok(argv) => argv,
+                        Err(e) => return report(None, vec![], Some(e.to_string())),
+                    };
                 let command = format!("python {}", args.join(" "));
                 let mut sandbox = profile.command(&argv);
                 sandbox.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());

@@ -98,6 +98,12 @@ pub struct BwrapConfig {
     pub max_file_size: u64,
     /// Values of the secrets skills declare in `[[server.secrets]]`. Default: none.
     pub secrets: Arc<dyn SecretSource>,
+    /// Isolation layers ([`isolation::OPTIONAL_LAYERS`]: `uid drop`, `cgroup`, `seccomp`)
+    /// server skills may start without when this machine lacks them. A layer the host
+    /// expects ([`isolation::expected`]) and lacks stops every server skill from loading
+    /// unless it is named here; a named layer is shown with each skill it weakens
+    /// ([`SkillRuntime::weakened`]). Default: none.
+    pub allow_weaker: Vec<String>,
 }
 
 impl BwrapConfig {
@@ -120,6 +126,7 @@ impl BwrapConfig {
             cpu_seconds: 600,
             max_file_size: 256 << 20,
             secrets: Arc::new(NoSecrets),
+            allow_weaker: Vec::new(),
         }
     }
 }
@@ -131,6 +138,7 @@ impl std::fmt::Debug for BwrapConfig {
             .field("work_dir", &self.work_dir)
             .field("shim", &self.shim)
             .field("idle_timeout", &self.idle_timeout)
+            .field("allow_weaker", &self.allow_weaker)
             .finish_non_exhaustive()
     }
 }
@@ -146,6 +154,15 @@ pub enum SandboxError {
         program: &'static str,
         /// How to install it.
         fix: &'static str,
+    },
+    /// The opt-out list names a layer that does not exist.
+    #[error(
+        "cannot start the sandbox runtime: `allow_weaker` names `{layer}`, which is not an isolation layer; use one of {}",
+        isolation::OPTIONAL_LAYERS.iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", ")
+    )]
+    UnknownLayer {
+        /// The name given.
+        layer: String,
     },
     /// The work directory cannot be used.
     #[error("cannot start the sandbox runtime: {}: {source}", path.display())]
@@ -194,6 +211,9 @@ impl BwrapRuntime {
             .clone()
             .or_else(|| which("prlimit"))
             .ok_or(SandboxError::Missing { program: "prlimit", fix: "install util-linux" })?;
+        if let Some(layer) = config.allow_weaker.iter().find(|l| !isolation::OPTIONAL_LAYERS.contains(&l.as_str())) {
+            return Err(SandboxError::UnknownLayer { layer: layer.clone() });
+        }
         let root = rustix::process::geteuid().is_root();
         for dir in [config.work_dir.clone(), config.work_dir.join("skills"), config.work_dir.join("run")] {
             std::fs::create_dir_all(&dir).map_err(|source| SandboxError::Io { path: dir.clone(), source })?;
@@ -244,6 +264,13 @@ impl BwrapRuntime {
     /// to do).
     pub fn isolation(&self) -> &[isolation::Layer] {
         &self.inner.isolation.layers
+    }
+
+    /// The isolation layers server skills run without by this host's configuration
+    /// (`NAME (opted out in config)`), or why they do not start at all (an expected layer
+    /// missing and not opted out; see [`isolation`]).
+    pub fn sandbox_without(&self) -> Result<Vec<String>, String> {
+        self.inner.isolation.weakened(&self.inner.config.allow_weaker)
     }
 
     /// How many server processes this runtime started so far, to list tools or to serve
@@ -332,12 +359,17 @@ impl BwrapRuntime {
             return Err(fail("not a `[server]` skill".into()));
         };
         let config = &self.inner.config;
+        self.sandbox_without().map_err(&fail)?;
         if source.manifest.limits.memory.is_none() {
             grant.limits.memory = config.default_memory;
         }
         let (command, _needs_python) = self.resolve(&server.command, files).map_err(&fail)?;
         let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &command)
             .map_err(|e| fail(format!("cannot write its files: {e}")))?;
+        // Granted directories nested inside a writable one would make a mount point where
+        // the skill can plant a link (see `profile`).
+        profile::check_mounts(grant.dirs.iter().map(|d| (d.guest.as_str(), d.mode == skillhost_core::FileMode::ReadWrite)))
+            .map_err(|e| fail(e.to_string()))?;
         // A granted directory that is (or lies behind) a link is a load error; it is
         // opened again, the same way, at every start.
         for dir in &grant.dirs {
@@ -427,6 +459,14 @@ impl SkillRuntime for BwrapRuntime {
 
     async fn load_listed(&self, source: &SkillSource, grant: Grant, listing: &serde_json::Value) -> Result<Arc<dyn Skill>, LoadError> {
         Ok(self.load_inner(source, grant, Some(listing)).await?)
+    }
+
+    /// The layers this host's configuration lets server skills run without.
+    fn weakened(&self, code: &SkillCode) -> Vec<String> {
+        match code {
+            SkillCode::Server { .. } => self.sandbox_without().unwrap_or_default(),
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -536,7 +576,7 @@ impl Launch {
         let (profile, guards, calls) = self.profile_with_calls(grant, full)?;
         let limits = isolation::CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
         let confinement = self.runtime.isolation.confine(grant.skill.as_str(), &limits)?;
-        let argv = profile.argv_with(&confinement, &self.command, &self.args);
+        let argv = profile.argv_with(&confinement, &self.command, &self.args).map_err(|e| e.to_string())?;
         tracing::trace!(skill = %grant.skill, ?argv, "starting server");
         let mut command = profile.command(&argv);
         isolation::attach(command.as_std_mut(), &confinement);

@@ -20,6 +20,14 @@
 //!   (`--bind-fd`, `--ro-bind-fd`). bwrap mounts the descriptor's directory and refuses to
 //!   go on ("Race condition binding dirfd") unless the mount is that very inode, so a link
 //!   swapped in after the host opened it is never what the sandbox gets.
+//! - Nothing is created beneath what a skill can write. bubblewrap before 0.12 follows a
+//!   link planted in bound-in content while it makes the mount points beneath it
+//!   (CVE-2026-87766: a link at `/data/out` turns the mount point of `/data/out/in` into a
+//!   directory made on the host, as the user running bwrap). So no mount point, `--dir`,
+//!   `--file` or `--symlink` of a profile lies beneath one of its writable binds:
+//!   [`check_mounts`] refuses such a profile (and, at load, such a grant), and
+//!   [`Profile::argv_with`] builds none. The sandbox's own tmpfs (`/tmp`) and bwrap's root
+//!   are fresh at setup, with nothing of anyone's in them, so binds beneath them are safe.
 //! - Limits: `prlimit` (util-linux) sets them on itself before it execs `bwrap`, so every
 //!   process of the sandbox inherits them with no window: processes, CPU seconds, file
 //!   size, open files, no core dumps, and address space only where no cgroup limits the
@@ -44,6 +52,31 @@ pub const EGRESS_SOCKET: &str = "/run/skillhost/egress.sock";
 pub const SHIM_PATH: &str = "/run/skillhost/shim";
 /// The uid and gid the server runs as inside (nobody).
 pub const SANDBOX_ID: u32 = 65534;
+
+/// A profile that would make a mount point beneath a directory the skill can write (see
+/// the module doc).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "its sandbox would make the mount point {dest} inside {writable}, which it can write: a link planted there would turn bubblewrap's mount setup onto the host (CVE-2026-87766, bubblewrap before 0.12); grant such directories side by side, not inside a writable one"
+)]
+pub struct MountBeneathWritable {
+    /// The mount point, as the sandbox sees it.
+    pub dest: String,
+    /// The writable bind it lies in.
+    pub writable: String,
+}
+
+/// Refuse `mounts` (destination inside the sandbox, writable by the skill) when one lies
+/// strictly beneath a writable one.
+pub fn check_mounts<'a>(mounts: impl IntoIterator<Item = (&'a str, bool)>) -> Result<(), MountBeneathWritable> {
+    let mounts: Vec<(&str, bool)> = mounts.into_iter().collect();
+    for (writable, _) in mounts.iter().filter(|(_, writable)| *writable) {
+        if let Some((dest, _)) = mounts.iter().find(|(dest, _)| dest != writable && Path::new(dest).starts_with(writable)) {
+            return Err(MountBeneathWritable { dest: (*dest).to_owned(), writable: (*writable).to_owned() });
+        }
+    }
+    Ok(())
+}
 
 /// Resource limits set with `prlimit` on the sandbox's first process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +160,7 @@ pub struct Profile {
 impl Profile {
     /// The argv that runs `command` (absolute inside the sandbox) with `args`, with no
     /// isolation layer beyond bwrap and the rlimits (see [`argv_with`](Self::argv_with)).
-    pub fn argv(&self, command: &OsStr, args: &[OsString]) -> Vec<OsString> {
+    pub fn argv(&self, command: &OsStr, args: &[OsString]) -> Result<Vec<OsString>, MountBeneathWritable> {
         self.argv_with(&Confinement::default(), command, args)
     }
 
@@ -137,7 +170,10 @@ impl Profile {
     /// sandbox's resident memory (runtimes that reserve address space, node or a JVM,
     /// break under any address-space limit). The command must be spawned with
     /// [`isolation::attach`](crate::isolation::attach) and `confinement` kept alive.
-    pub fn argv_with(&self, confinement: &Confinement, command: &OsStr, args: &[OsString]) -> Vec<OsString> {
+    /// Refused when a mount point would lie beneath a writable bind ([`check_mounts`]).
+    pub fn argv_with(&self, confinement: &Confinement, command: &OsStr, args: &[OsString]) -> Result<Vec<OsString>, MountBeneathWritable> {
+        let mounts = self.mounts();
+        check_mounts(mounts.iter().map(|(dest, writable)| (dest.as_str(), *writable)))?;
         let mut a = Argv::default();
         let l = &self.limits;
         a.push(&self.prlimit);
@@ -250,7 +286,43 @@ impl Profile {
         for arg in args {
             a.push(arg);
         }
-        a.0
+        Ok(a.0)
+    }
+
+    /// Every path bwrap creates or mounts over inside the sandbox with this profile (bar
+    /// the fresh `/tmp` tmpfs's own contents), and whether the skill can write it.
+    pub fn mounts(&self) -> Vec<(String, bool)> {
+        let mut mounts: Vec<(String, bool)> = [
+            "/usr",
+            "/lib",
+            "/lib64",
+            "/bin",
+            "/sbin",
+            "/proc",
+            "/dev",
+            "/tmp",
+            "/etc",
+            "/etc/passwd",
+            "/etc/group",
+            "/etc/hosts",
+            "/etc/localtime",
+        ]
+        .into_iter()
+        .map(|p| (p.to_owned(), false))
+        .collect();
+        if let Some((venv, prefix)) = &self.python {
+            mounts.extend([prefix, venv].map(|dir| (dir.display().to_string(), false)));
+        }
+        mounts.push((SKILL_DIR.to_owned(), false));
+        mounts.extend(self.dirs.iter().map(|d| (d.guest.clone(), d.mode == FileMode::ReadWrite)));
+        // The probe's tmpfs is fresh at setup, like /tmp: nothing of anyone's is in it yet.
+        if self.scratch.is_some() {
+            mounts.push(("/data".to_owned(), false));
+        }
+        if self.net.is_some() {
+            mounts.extend([EGRESS_SOCKET, SHIM_PATH].map(|p| (p.to_owned(), false)));
+        }
+        mounts
     }
 
     /// The command that runs `argv` (from [`argv`](Self::argv)): no environment of the
@@ -363,7 +435,7 @@ mod tests {
     fn the_profile() {
         let p = profile();
         let (out, data) = (p.dirs[0].fd.as_raw_fd(), p.dirs[1].fd.as_raw_fd());
-        let argv = text(&p.argv(OsStr::new("/tmp/venv/bin/python"), &["server.py".into()]));
+        let argv = text(&p.argv(OsStr::new("/tmp/venv/bin/python"), &["server.py".into()]).unwrap());
         assert!(argv.starts_with("/usr/bin/prlimit --as=1073741824 --nproc=64 --cpu=60 --fsize=1048576 --nofile=256 --core=0 -- /usr/bin/bwrap --unshare-all --die-with-parent --new-session --cap-drop ALL --uid 65534 --gid 65534"), "{argv}");
         let pos = |needle: &str| argv.find(needle).unwrap_or_else(|| panic!("{needle:?} missing from {argv}"));
         assert!(pos("--tmpfs /tmp") < pos("--ro-bind /tmp/venv /tmp/venv"), "tmpfs before binds under /tmp");
@@ -387,13 +459,91 @@ mod tests {
             seccomp: vec![seccomp],
             ..Default::default()
         };
-        let argv = text(&profile().argv_with(&confinement, OsStr::new("/usr/bin/node"), &[]));
+        let argv = text(&profile().argv_with(&confinement, OsStr::new("/usr/bin/node"), &[]).unwrap());
         assert!(argv.starts_with("/usr/bin/prlimit --as=1073741824 --nproc=64"), "no cgroup: RLIMIT_AS stays: {argv}");
         assert!(
             argv.contains("--core=0 -- /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups -- /usr/bin/bwrap --unshare-all"),
             "{argv}"
         );
         assert!(argv.contains(&format!("--cap-drop ALL --add-seccomp-fd {fd} ")), "{argv}");
+    }
+
+    /// A profile over real directories: a writable data dir at `/data` (and, when
+    /// `nested`, a read-only one inside it at `/data/out/inner`), run with real bwrap.
+    fn planted_profile(root: &Path, nested: bool) -> Profile {
+        let dir = |path: &Path, guest: &str, mode| Bind::host_dir(path, guest, mode).unwrap();
+        for sub in ["data", "skill", "etc", "other"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        write_etc(&root.join("etc")).unwrap();
+        let mut dirs = vec![dir(&root.join("data"), "/data", FileMode::ReadWrite)];
+        if nested {
+            dirs.push(dir(&root.join("other"), "/data/out/inner", FileMode::ReadOnly));
+        }
+        Profile {
+            prlimit: crate::which("prlimit").unwrap(),
+            bwrap: crate::which("bwrap").unwrap(),
+            python: None,
+            skill_dir: root.join("skill"),
+            dirs,
+            etc_dir: root.join("etc"),
+            env: Vec::new(),
+            limits: ResourceLimits { address_space: 1 << 30, processes: 64, cpu_seconds: 60, file_size: 1 << 20, open_files: 256 },
+            net: Some(NetSetup { socket: root.join("etc/hosts"), shim: "/usr/bin/true".into(), shim_args: vec![], port: 3128 }),
+        }
+    }
+
+    /// bubblewrap before 0.12 follows a link planted in bound-in content while it makes
+    /// the mount points beneath it (CVE-2026-87766). A skill's writable data dir holds
+    /// links, planted by an earlier run, at every name the profile mounts anything at and
+    /// at `out` (where a nested grant would go), each pointing at a host directory through
+    /// bwrap's `/oldroot`: the sandbox starts, and nothing of the host's is made, written
+    /// or mounted over; a profile with a mount point inside the writable dir is refused.
+    #[tokio::test]
+    async fn links_planted_in_writable_dirs_are_never_followed_by_mount_setup() {
+        let root = tempfile::tempdir().unwrap();
+        let victim = tempfile::tempdir().unwrap();
+        let mut names: Vec<String> = vec!["out".into()];
+        for (dest, _) in planted_profile(root.path(), false).mounts() {
+            let first = Path::new(&dest).components().nth(1).unwrap().as_os_str().to_string_lossy().into_owned();
+            if !names.contains(&first) {
+                names.push(first);
+            }
+        }
+        // Each link leads to an empty directory of the host's, where mount setup through
+        // it would make its mount point.
+        for name in &names {
+            std::fs::create_dir(victim.path().join(name)).unwrap();
+            let target = Path::new("/oldroot").join(victim.path().strip_prefix("/").unwrap()).join(name);
+            std::os::unix::fs::symlink(&target, root.path().join("data").join(name)).unwrap();
+        }
+
+        let profile = planted_profile(root.path(), false);
+        let argv = profile.argv(OsStr::new("/usr/bin/true"), &[]).unwrap();
+        let status = profile.command(&argv).stdin(std::process::Stdio::null()).status().await.unwrap();
+        assert!(status.success(), "the sandbox did not run: {status}");
+
+        let nested = planted_profile(root.path(), true);
+        let refused = nested.argv(OsStr::new("/usr/bin/true"), &[]).unwrap_err();
+        assert_eq!((refused.dest.as_str(), refused.writable.as_str()), ("/data/out/inner", "/data"));
+        assert!(refused.to_string().contains("CVE-2026-87766"), "{refused}");
+
+        for name in &names {
+            let left: Vec<_> = std::fs::read_dir(victim.path().join(name)).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert!(left.is_empty(), "mount setup followed the link planted at /data/{name} onto the host: {left:?}");
+        }
+        for name in &names {
+            assert!(std::fs::symlink_metadata(root.path().join("data").join(name)).unwrap().is_symlink(), "{name} was replaced");
+        }
+    }
+
+    #[test]
+    fn only_mount_points_inside_writable_binds_are_refused() {
+        assert!(check_mounts([("/data", false), ("/data/out", true), ("/data/out2", false), ("/database", false)]).is_ok());
+        assert!(check_mounts([("/data", true), ("/data-ro", false), ("/tmp/venv", false)]).is_ok());
+        let e = check_mounts([("/data/out/in", false), ("/data", true)]).unwrap_err();
+        assert_eq!((e.dest.as_str(), e.writable.as_str()), ("/data/out/in", "/data"));
+        assert!(check_mounts([("/build/src", true), ("/build/src/target", true)]).is_err());
     }
 
     #[test]
@@ -405,7 +555,7 @@ mod tests {
             shim_args: vec!["__shim".into()],
             port: 3128,
         });
-        let argv = text(&p.argv(OsStr::new("/usr/bin/node"), &[]));
+        let argv = text(&p.argv(OsStr::new("/usr/bin/node"), &[]).unwrap());
         assert!(argv.contains("--ro-bind /run/x/egress.sock /run/skillhost/egress.sock"), "{argv}");
         assert!(argv.contains("--setenv HTTPS_PROXY http://127.0.0.1:3128"), "{argv}");
         assert!(argv.ends_with("-- /run/skillhost/shim __shim --socket /run/skillhost/egress.sock --port 3128 -- /usr/bin/node"), "{argv}");

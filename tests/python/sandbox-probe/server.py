@@ -190,6 +190,67 @@ def big(size: int) -> str:
 
 
 @mcp.tool()
+def sockets() -> dict:
+    """Try socket() and socketpair() of every address family the sandbox might reach the
+    world through: for each, "ok" or the error's name (EPERM, EAFNOSUPPORT...)."""
+    import errno
+
+    families = {
+        "AF_UNIX": (socket.AF_UNIX, socket.SOCK_STREAM, 0),
+        "AF_INET": (socket.AF_INET, socket.SOCK_STREAM, 0),
+        "AF_INET6": (socket.AF_INET6, socket.SOCK_STREAM, 0),
+        "AF_NETLINK/ROUTE": (16, socket.SOCK_RAW, 0),
+        "AF_NETLINK/AUDIT": (16, socket.SOCK_RAW, 9),
+        "AF_NETLINK/KOBJECT_UEVENT": (16, socket.SOCK_RAW, 15),
+        "AF_PACKET": (17, socket.SOCK_RAW, 0),
+        "AF_VSOCK": (40, socket.SOCK_STREAM, 0),
+        "AF_ALG": (38, socket.SOCK_SEQPACKET, 0),
+        "AF_BLUETOOTH": (31, socket.SOCK_STREAM, 0),
+        "AF_XDP": (44, socket.SOCK_RAW, 0),
+    }
+    out = {}
+    for name, (family, kind, proto) in families.items():
+        try:
+            socket.socket(family, kind, proto).close()
+            out[name] = "ok"
+        except OSError as e:
+            out[name] = errno.errorcode.get(e.errno, str(e.errno))
+    try:
+        a, b = socket.socketpair(40, socket.SOCK_STREAM, 0)
+        a.close()
+        b.close()
+        out["socketpair AF_VSOCK"] = "ok"
+    except OSError as e:
+        out["socketpair AF_VSOCK"] = errno.errorcode.get(e.errno, str(e.errno))
+    return out
+
+
+@mcp.tool()
+def vsock_listen(port: int) -> dict:
+    """Listen on a vsock port of the machine (any CID) and report where."""
+    def run():
+        s = socket.socket(40, socket.SOCK_STREAM, 0)
+        s.bind((0xFFFFFFFF, port))
+        s.listen(1)
+        return {"listening": s.getsockname()}
+    return attempt(run)
+
+
+@mcp.tool()
+def syscall(number: int) -> dict:
+    """Make raw system call `number` with zero arguments: "ok" or the errno's name."""
+    import ctypes
+    import errno
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(ctypes.c_long(number), 0, 0, 0, 0, 0) == -1:
+        e = ctypes.get_errno()
+        return {"result": errno.errorcode.get(e, str(e))}
+    return {"result": "ok"}
+
+
+@mcp.tool()
 def fail(message: str) -> dict:
     """Raise an error with `message`."""
     raise ValueError(message)

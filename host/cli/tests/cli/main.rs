@@ -471,3 +471,51 @@ fn show_code_never_follows_a_link_in_the_skill_folder() {
     assert!(!out.status.success(), "a folder the reader refuses is not shown as the skill's code: {stdout}");
     assert!(stderr.contains("notes.md: symbolic links are not allowed in a skill"), "{stderr}");
 }
+
+/// A root host whose sandbox uid cannot pass its data dir (a 0700 dir of root's) has no
+/// uid drop, and its servers would run as host root. They are refused, naming the layer
+/// and the setting that accepts it; once `[sandbox] allow_weaker` in the host config
+/// names it, the skill loads and `show` (text and JSON) and the approval request say what
+/// its sandbox runs without.
+#[test]
+fn a_sandbox_without_the_uid_drop_is_refused_until_the_config_accepts_it_and_then_shown() {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0) != 0 {
+        eprintln!("SKIPPED: only a root host drops the sandbox to another uid");
+        return;
+    }
+    let (skills, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::set_permissions(data.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    fixtures::python::install("sandbox-probe", skills.path(), "");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--skills")
+            .arg(skills.path())
+            .arg("--data-dir")
+            .arg(data.path())
+            .args(args)
+            .env("SKILLHOST_VENV", fixtures::python::venv())
+            .env_remove("SKILLHOST_LOG")
+            .env_remove("SKILLHOST_CONFIG")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let text = |out: &Output| format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+
+    let refused = text(&run(&["show", "sandbox-probe"]));
+    assert!(refused.contains("`uid drop`") && refused.contains("allow_weaker = [\"uid drop\"]"), "{refused}");
+    assert!(!refused.contains("sandbox without:"), "{refused}");
+
+    std::fs::write(data.path().join("config.toml"), "[sandbox]\nallow_weaker = [\"uid drop\"]\n").unwrap();
+    let shown = run(&["show", "sandbox-probe"]);
+    assert!(text(&shown).contains("sandbox without: uid drop (opted out in config)"), "{}", text(&shown));
+    let json: Value = serde_json::from_slice(&run(&["show", "sandbox-probe", "--json"]).stdout).unwrap();
+    assert_eq!(json["sandbox_without"], json!(["uid drop (opted out in config)"]), "{json}");
+    let approved = run(&["approve", "sandbox-probe", "--yes"]);
+    assert!(approved.status.success(), "{}", text(&approved));
+    assert!(String::from_utf8_lossy(&approved.stderr).contains("  sandbox without: uid drop (opted out in config)"), "{}", text(&approved));
+    let doctor = text(&run(&["doctor"]));
+    assert!(doctor.contains("start without: uid drop (opted out in config)"), "{doctor}");
+    assert!(doctor.contains("CVE-2026-87766"), "{doctor}");
+}

@@ -13,7 +13,16 @@
 //!
 //! [`Isolation::detect`] finds what works (it runs bwrap once to prove it); a layer that
 //! is unavailable is reported with what to do ([`Isolation::layers`], the `skillhost
-//! doctor` command), and the host keeps working with the others.
+//! doctor` command).
+//!
+//! **A missing layer fails closed.** The layers [`expected`] for this host (a root host:
+//! the uid drop, the cgroup, the seccomp filter; any other: the seccomp filter and the
+//! cgroup, which needs root or a delegated cgroup v2 tree) must all be there, or server
+//! skills do not start: [`Isolation::weakened`] refuses with the layer's name, what was
+//! found and the fix, unless the host's configuration names the layer in its opt-out
+//! list (`BwrapConfig::allow_weaker`, `[sandbox] allow_weaker` of the CLI's config file).
+//! An accepted weakening is shown with every skill it applies to (`skillhost show`, the
+//! approval request, `skillhost doctor`), never only logged.
 //! [`Isolation::confine`] gives one sandbox its [`Confinement`]: the argv prefix and bwrap
 //! flags ([`crate::profile::Profile::argv_with`]) and the hook that puts the first
 //! process into the cgroup and hands bwrap the filter ([`attach`]).
@@ -32,6 +41,20 @@ pub use cgroup::{CgroupLimits, Cgroups, ServerCgroup};
 
 /// The uid and gid a root host runs sandboxes as by default (nobody/nogroup).
 pub const DEFAULT_SANDBOX_ID: u32 = 65534;
+
+/// The layers that may be named in an opt-out list, as [`Layer::name`] spells them.
+pub const OPTIONAL_LAYERS: &[&str] = &[UID_DROP, CGROUP, SECCOMP];
+/// The drop from root to an unprivileged uid.
+pub const UID_DROP: &str = "uid drop";
+/// The cgroup per sandbox.
+pub const CGROUP: &str = "cgroup";
+/// The seccomp filter.
+pub const SECCOMP: &str = "seccomp";
+
+/// The layers a host running as root (`root`) or not expects every sandbox to have.
+pub fn expected(root: bool) -> &'static [&'static str] {
+    if root { &[UID_DROP, CGROUP, SECCOMP] } else { &[SECCOMP, CGROUP] }
+}
 
 /// One isolation layer as found on this machine.
 #[derive(Clone, Debug, Serialize)]
@@ -133,7 +156,7 @@ impl Isolation {
         let setpriv = crate::which("setpriv");
         let user_layer = if !root {
             Layer {
-                name: "uid drop".into(),
+                name: UID_DROP.into(),
                 available: true,
                 detail: format!("the host runs as uid {}, not root: sandboxes run as that uid", rustix::process::geteuid().as_raw()),
                 fix: None,
@@ -143,23 +166,23 @@ impl Isolation {
             match run_probe(probe, Some(&drop), None) {
                 Ok(()) => {
                     iso.user = Some(drop);
-                    Layer { name: "uid drop".into(), available: true, detail: format!("sandboxes run as uid {uid} gid {gid}"), fix: None }
+                    Layer { name: UID_DROP.into(), available: true, detail: format!("sandboxes run as uid {uid} gid {gid}"), fix: None }
                 }
                 Err(e) => Layer {
-                    name: "uid drop".into(),
+                    name: UID_DROP.into(),
                     available: false,
                     detail: format!("bwrap as uid {uid} failed: {e}"),
                     fix: Some(format!(
-                        "sandboxes run as host root; let uid {uid} use user namespaces and reach the paths sandboxes bind (every parent directory searchable: `chmod o+x`, or put the data dir under a path such as /var/lib/skillhost)"
+                        "without it sandboxes would run as host root; let uid {uid} use user namespaces and reach the paths sandboxes bind (every parent directory searchable: `chmod o+x`, or put the data dir under a path such as /var/lib/skillhost)"
                     )),
                 },
             }
         } else {
             Layer {
-                name: "uid drop".into(),
+                name: UID_DROP.into(),
                 available: false,
                 detail: "`setpriv` was not found on PATH".into(),
-                fix: Some("install util-linux (`setpriv`); until then sandboxes run as host root".into()),
+                fix: Some("install util-linux (`setpriv`); without it sandboxes would run as host root".into()),
             }
         };
         iso.layers.push(user_layer);
@@ -167,7 +190,7 @@ impl Isolation {
         let (cgroups, problems) = cgroup::Cgroups::detect();
         let missing: Vec<&str> = cgroup::CONTROLLERS.iter().copied().filter(|c| !cgroups.as_ref().is_some_and(|g| g.has(c))).collect();
         iso.layers.push(Layer {
-            name: "cgroup".into(),
+            name: CGROUP.into(),
             available: missing.is_empty(),
             detail: match &cgroups {
                 Some(g) if problems.is_empty() => g.describe().join(", "),
@@ -189,20 +212,46 @@ impl Isolation {
             Ok(programs) => {
                 iso.seccomp = Some(programs);
                 Layer {
-                    name: "seccomp".into(),
+                    name: SECCOMP.into(),
                     available: true,
-                    detail: format!("{} system calls and namespace clones refused with EPERM", seccomp::DENIED.len()),
+                    detail: format!(
+                        "{} system calls, namespace clones and socket families other than {} refused with EPERM; system calls above number {} with ENOSYS",
+                        seccomp::DENIED.len(),
+                        seccomp::SOCKET_FAMILIES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join("/"),
+                        seccomp::HIGHEST_KNOWN
+                    ),
                     fix: None,
                 }
             }
             Err(e) => Layer {
-                name: "seccomp".into(),
+                name: SECCOMP.into(),
                 available: false,
                 detail: e,
                 fix: Some("use bubblewrap 0.8 or later on a kernel with seccomp filters (CONFIG_SECCOMP_FILTER)".into()),
             },
         });
         iso
+    }
+
+    /// The [`expected`] layers this machine lacks, as `NAME (opted out in config)` lines
+    /// when `allowed` names every one of them; otherwise the refusal, naming each missing
+    /// layer with what was found and the fix.
+    pub fn weakened(&self, allowed: &[String]) -> Result<Vec<String>, String> {
+        let root = rustix::process::geteuid().is_root();
+        let missing = self.layers.iter().filter(|l| !l.available && expected(root).contains(&l.name.as_str()));
+        let (accepted, refused): (Vec<&Layer>, Vec<&Layer>) = missing.partition(|l| allowed.contains(&l.name));
+        if refused.is_empty() {
+            return Ok(accepted.iter().map(|l| format!("{} (opted out in config)", l.name)).collect());
+        }
+        let names: Vec<String> = refused.iter().map(|l| format!("\"{}\"", l.name)).collect();
+        let why: Vec<String> = refused.iter().map(|l| format!("{}: {}; {}", l.name, l.detail, l.fix.as_deref().unwrap_or(""))).collect();
+        Err(format!(
+            "its sandbox would lack the isolation layer{} {} this host expects, so it does not start ({}); fix the host, or accept a weaker sandbox for every server skill with `allow_weaker = [{}]` under `[sandbox]` in the host config (BwrapConfig::allow_weaker)",
+            if refused.len() == 1 { "" } else { "s" },
+            refused.iter().map(|l| format!("`{}`", l.name)).collect::<Vec<_>>().join(", "),
+            why.join("; "),
+            names.join(", ")
+        ))
     }
 
     /// Log every unavailable layer once, as a warning.
@@ -224,6 +273,21 @@ impl Isolation {
             seccomp.push(program_file(program).map_err(|e| format!("cannot write its seccomp filter: {e}"))?);
         }
         Ok(Confinement { user: self.user.clone(), cgroup, seccomp })
+    }
+}
+
+/// What skillhost relies on against CVE-2026-87766 for bwrap `version` (`bubblewrap
+/// 0.8.0`): before 0.12, bwrap follows a link planted in bound-in content while it sets up
+/// the mounts beneath it, so the profile creates none beneath a skill-writable directory.
+pub fn mount_advisory(version: &str) -> String {
+    let number = version.rsplit(' ').next().unwrap_or_default();
+    let mut parts = number.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let relied = "skillhost creates no mount point beneath a skill-writable directory";
+    if (major, minor) < (0, 12) {
+        format!("{version}: before 0.12, mount setup follows links in bound content (CVE-2026-87766); {relied}")
+    } else {
+        format!("{version}: mount setup does not follow links in bound content (fixed in 0.12); {relied} all the same")
     }
 }
 
