@@ -486,6 +486,7 @@ mod tests {
             python: None,
             skill_dir: root.join("skill"),
             dirs,
+            scratch: None,
             etc_dir: root.join("etc"),
             env: Vec::new(),
             limits: ResourceLimits { address_space: 1 << 30, processes: 64, cpu_seconds: 60, file_size: 1 << 20, open_files: 256 },
