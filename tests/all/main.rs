@@ -8,6 +8,7 @@ mod escape;
 mod fetch_server;
 mod generic;
 mod hostile_files;
+mod hostile_text;
 mod life_approval;
 mod life_forge;
 mod life_limits;
