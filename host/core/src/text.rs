@@ -150,8 +150,9 @@ mod tests {
 
     #[test]
     fn check_refuses_controls_and_bidi_per_kind() {
-        // (text, kind, refused character and its byte, or None when accepted)
-        let table: &[(&str, TextKind, Option<(char, usize)>)] = &[
+        /// A refused character and its byte offset; `None` when the text is accepted.
+        type Refused = Option<(char, usize)>;
+        let table: &[(&str, TextKind, Refused)] = &[
             ("1.0.0", TextKind::Line, None),
             ("grüße 日本", TextKind::Line, None),
             ("1.0\u{1b}[2K", TextKind::Line, Some(('\u{1b}', 3))),

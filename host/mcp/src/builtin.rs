@@ -110,14 +110,14 @@ impl Builtin {
 /// clients' validators warn about. The same rule as skills' schemas
 /// ([`skillhost_core::standard_formats`]).
 pub(crate) fn standard_formats(mut tool: Tool) -> Tool {
-    let standard = |schema: &Arc<JsonObject>| {
+    fn standard(schema: &Arc<JsonObject>) -> Arc<JsonObject> {
         let mut value = Value::Object((**schema).clone());
         skillhost_core::standard_formats(&mut value);
         match value {
             Value::Object(object) => Arc::new(object),
             _ => schema.clone(),
         }
-    };
+    }
     tool.input_schema = standard(&tool.input_schema);
     tool.output_schema = tool.output_schema.as_ref().map(standard);
     tool

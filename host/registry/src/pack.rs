@@ -363,12 +363,7 @@ fn parse_manifest(bytes: &[u8], path: &Path, folder: &str) -> Result<PackManifes
         return Err(bad("version \"\"".to_owned(), "set `version`, e.g. `version = \"1.0.0\"`"));
     }
     if let Err(found) = skillhost_core::text::check(&manifest.version, skillhost_core::text::TextKind::Line) {
-        return Err(RuleError::new(
-            path,
-            Rule::Text,
-            format!("`version` ({found})"),
-            skillmd::TEXT_FIX,
-        ));
+        return Err(RuleError::new(path, Rule::Text, format!("`version` ({found})"), skillmd::TEXT_FIX));
     }
     Ok(manifest)
 }

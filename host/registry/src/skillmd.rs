@@ -282,12 +282,7 @@ fn check_text(mapping: &Mapping, path: &Path) -> Result<(), RuleError> {
         let mut found = vec![(key, TextKind::Line)];
         strings(value, &mut found);
         if let Some(bad) = found.into_iter().find_map(|(s, kind)| text::check(s, kind).err()) {
-            return Err(RuleError::new(
-                path,
-                Rule::Text,
-                format!("`{}` ({bad})", text::visible(key)),
-                TEXT_FIX,
-            ));
+            return Err(RuleError::new(path, Rule::Text, format!("`{}` ({bad})", text::visible(key)), TEXT_FIX));
         }
     }
     Ok(())
