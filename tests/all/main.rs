@@ -9,6 +9,7 @@ mod fetch_server;
 mod generic;
 mod hostile_files;
 mod hostile_listing;
+mod hostile_text;
 mod life_approval;
 mod life_forge;
 mod life_limits;

@@ -1086,7 +1086,7 @@ async fn approve(registry: &Registry, name: &str, yes: bool) -> Result<()> {
         bail!("`{name}` was not approved");
     }
     registry.approve(name, &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await?;
-    errln!("approved `{name}` {}", request.version);
+    errln!("approved `{name}` {}", skillhost::text::quote(&request.version, 64));
     Ok(())
 }
 

@@ -223,7 +223,7 @@ pub fn code(origin: &std::path::Path) -> Result<()> {
         package::Snapshot::Wasm { bytes, .. } => {
             for (name, section) in [("skill.toml", package::MANIFEST_SECTION), ("SKILL.md", package::INSTRUCTIONS_SECTION)] {
                 if let Some(text) = package::read_section(&bytes, section)? {
-                    outln!("\n==> {}#{name} <==\n{}", origin.display(), String::from_utf8_lossy(text));
+                    file_text(&format!("{}#{name}", origin.display()), &String::from_utf8_lossy(text));
                 }
             }
             outln!("\n==> {} <== WebAssembly component, {}", origin.display(), ByteSize(bytes.len() as u64));
@@ -237,32 +237,52 @@ pub fn code(origin: &std::path::Path) -> Result<()> {
         }
         let path = origin.join(path);
         match std::str::from_utf8(&bytes).ok().filter(|_| bytes.len() as u64 <= MAX_SHOWN_FILE) {
-            Some(text) => outln!("\n==> {} <==\n{text}", path.display()),
+            Some(text) => file_text(&path.display().to_string(), text),
             None => outln!("\n==> {} <== binary or large, {}", path.display(), ByteSize(bytes.len() as u64)),
         }
     }
     Ok(())
 }
 
-/// Print what a human approves.
+/// Marks a line of `show --code` that holds characters a terminal would act on.
+const MARK: &str = "!! ";
+
+/// Print one text file for `show --code` so that what the human reads is what the file
+/// holds: each control or bidirectional character is written out (`\x1b`, `\r`,
+/// `\u202E`) and its line marked with [`MARK`], and the header says how many lines are
+/// marked. A carriage return that ends a line (`\r\n`) is a line ending, not marked.
+fn file_text(name: &str, text: &str) {
+    let lines: Vec<(&str, bool)> = text
+        .split_inclusive('\n')
+        .map(|line| {
+            let line = line.strip_suffix('\n').map_or(line, |l| l.strip_suffix('\r').unwrap_or(l));
+            (line, skillhost::text::check(line, skillhost::text::TextKind::Prose).is_err())
+        })
+        .collect();
+    let marked = lines.iter().filter(|(_, marked)| *marked).count();
+    match marked {
+        0 => outln!("\n==> {name} <=="),
+        n => outln!(
+            "\n==> {name} <== {n} line{} hold{} control or bidirectional characters, written out and marked `{}`",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "s" } else { "" },
+            MARK.trim_end()
+        ),
+    }
+    for (line, marked) in lines {
+        let shown = skillhost::text::visible(line);
+        if marked {
+            outln!("{MARK}{shown}");
+        } else {
+            outln!("{shown}");
+        }
+    }
+}
+
+/// Print what a human approves: the question MCP clients show too, capability lines
+/// first ([`ApprovalRequest::question`]).
 pub fn approval_request(request: &ApprovalRequest) {
-    errln!("skill `{}` {} (tier {:?}, now {})", request.name, request.version, request.tier, request.state);
-    if request.requests.is_empty() {
-        errln!("  asks for nothing beyond computation");
-    }
-    for line in &request.requests {
-        errln!("  asks: {line}");
-    }
-    for layer in &request.sandbox_without {
-        errln!("  sandbox without: {layer}");
-    }
-    if request.content_changed {
-        errln!("  its files changed since the last approval");
-    }
-    if !request.diff.is_empty() {
-        errln!("  against the last approval:");
-        request.diff.iter().for_each(|line| errln!("    {line}"));
-    }
+    errln!("{}", request.question());
 }
 
 /// The WIT reflection of a loaded component skill, from the bytes it was loaded from;

@@ -4,6 +4,14 @@
 //! recorded, its files written); a closed stderr is ignored. `outln!`/`out!` and
 //! `errln!`/`err!` (defined in `main.rs`) replace `println!`/`print!` and
 //! `eprintln!`/`eprint!`, which panic when the write fails.
+//!
+//! And every line is escaped on the way out ([`skillhost::text::visible`]): much of what
+//! the CLI prints was written by a skill (its version, descriptions, files, a tool's
+//! output, a server's error text), and a terminal takes control characters in it as
+//! instructions (move the cursor, erase a line, reorder text). They are written out
+//! visibly (`\x1b`, `\r`, `\u202E`) instead; line breaks and tabs are kept. JSON output
+//! is unchanged in meaning: serde_json already escapes C0 controls, and the `\uXXXX`
+//! form of the others reads back as the same string.
 
 use parking_lot::Mutex;
 use std::fmt;
@@ -15,13 +23,23 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 /// A write error other than a closed pipe (a full disk behind `> file`): reported at exit.
 static STDOUT_ERROR: Mutex<Option<String>> = Mutex::new(None);
 
+/// `args` as text a terminal shows as written.
+fn visible(args: fmt::Arguments<'_>) -> String {
+    let text = args.as_str().map_or_else(|| args.to_string(), str::to_owned);
+    match skillhost::text::visible(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    }
+}
+
 /// Write to stdout, unless an earlier write found it closed.
 pub fn out(args: fmt::Arguments<'_>) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
+    let text = visible(args);
     let mut stdout = io::stdout().lock();
-    if let Err(error) = stdout.write_fmt(args) {
+    if let Err(error) = stdout.write_all(text.as_bytes()) {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
         if error.kind() != io::ErrorKind::BrokenPipe {
             *STDOUT_ERROR.lock() = Some(error.to_string());
@@ -31,7 +49,7 @@ pub fn out(args: fmt::Arguments<'_>) {
 
 /// Write to stderr; a closed stderr is ignored.
 pub fn err(args: fmt::Arguments<'_>) {
-    let _ = io::stderr().lock().write_fmt(args);
+    let _ = io::stderr().lock().write_all(visible(args).as_bytes());
 }
 
 /// Flush stdout at the end of a command; `Some(why)` when the output could not be

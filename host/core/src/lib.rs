@@ -14,6 +14,7 @@ mod net;
 mod risk;
 mod runtime;
 mod server;
+pub mod text;
 mod tool;
 
 pub use egress::{Denial, EgressPolicy, SecretBinding};
@@ -30,5 +31,5 @@ pub use runtime::{
 pub use server::{EnvSecret, ServerConfig, StartMode};
 pub use tool::{
     Annotations, MAX_SKILL_DESCRIPTIONS, MAX_SKILL_SCHEMAS, MAX_TOOL_DESCRIPTION, MAX_TOOL_EXAMPLES, MAX_TOOL_SCHEMA, MAX_TOOLS,
-    OutputSchemas, RESERVED_TOOL_NAMES, ToolSpec, ToolSpecError, check_skill_tools,
+    OutputSchemas, RESERVED_TOOL_NAMES, STANDARD_FORMATS, ToolSpec, ToolSpecError, check_skill_tools, standard_formats,
 };

@@ -31,6 +31,7 @@ use crate::grant::FileMode;
 use crate::limits::LimitsRequest;
 use crate::name::SkillName;
 use crate::server::{ServerConfig, ServerSection};
+use crate::text::{self, TextKind};
 
 /// Longest description, in bytes.
 const MAX_DESCRIPTION: usize = 1024;
@@ -227,6 +228,14 @@ impl SkillManifest {
             let fix = fix_for(&message);
             at(e.span(), message, fix)
         })?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| at(e.span(), e.message().trim().to_owned(), String::new()))?;
+        check_text(&table).map_err(|(field, forbidden)| {
+            at(
+                None,
+                format!("`{field}` holds {forbidden}"),
+                "remove it: skill.toml holds text a human reads, never terminal controls".into(),
+            )
+        })?;
 
         let name = SkillName::new(raw.name.get_ref().clone()).map_err(|e| {
             at(
@@ -364,6 +373,46 @@ fn convert_tests(
         tests.push(case);
     }
     Ok(tests)
+}
+
+/// Check every string of a manifest, and every key, with the one text rule
+/// ([`text::check`]): descriptions and the `[[tests]]` data may hold line breaks and
+/// tabs, nothing else may. The error names the field (`server.args[1]`).
+fn check_text(table: &toml::Table) -> Result<(), (String, text::Forbidden)> {
+    type Found = (String, text::Forbidden);
+    fn table_at(table: &toml::Table, field: &mut String) -> Result<(), Found> {
+        for (key, item) in table {
+            let len = field.len();
+            if !field.is_empty() {
+                field.push('.');
+            }
+            field.push_str(&text::visible(key));
+            text::check(key, TextKind::Line).map_err(|f| (field.clone(), f))?;
+            value_at(item, field)?;
+            field.truncate(len);
+        }
+        Ok(())
+    }
+    fn value_at(value: &toml::Value, field: &mut String) -> Result<(), Found> {
+        match value {
+            toml::Value::String(s) => {
+                let prose = field.starts_with("tests") || field.ends_with("description");
+                text::check(s, if prose { TextKind::Prose } else { TextKind::Line }).map_err(|f| (field.clone(), f))
+            }
+            toml::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let len = field.len();
+                    field.push_str(&format!("[{i}]"));
+                    value_at(item, field)?;
+                    field.truncate(len);
+                }
+                Ok(())
+            }
+            toml::Value::Table(table) => table_at(table, field),
+            _ => Ok(()),
+        }
+    }
+    table_at(table, &mut String::new())
 }
 
 /// Normalise a relative path: refuse absolute paths and `..`, drop `.` components.
@@ -515,6 +564,57 @@ mod tests {
         assert!(err.contains("skills/x/skill.toml:4:1: a test has both"), "{err}");
         let err = parse(&format!("{BASE}[[tests]]\ntool = \"c\"\nexpected = 1\n")).unwrap_err();
         assert!(err.contains("unknown field `expected`"), "{err}");
+    }
+
+    #[test]
+    fn terminal_controls_are_refused_in_every_field() {
+        // (the manifest's text after `name`, the field the error names, the character)
+        let table = [
+            ("version = \"1.0\\u001b[2K\"\ndescription = \"d\"", "`version` holds a control character (U+001B at byte 3)"),
+            ("version = \"1\"\ndescription = \"d\\r\"", "`description` holds a control character (U+000D at byte 1)"),
+            ("version = \"1\"\ndescription = \"d\\u202E\"", "`description` holds a bidirectional text control (U+202E at byte 1)"),
+            ("version = \"1\\n\"\ndescription = \"d\"", "`version` holds a control character (U+000A at byte 1)"),
+            ("version = \"1\"\ndescription = \"d\\u009b\"", "`description` holds a control character (U+009B at byte 1)"),
+            (
+                "version = \"1\"\ndescription = \"d\"\n[search]\nkeywords = [\"ok\", \"k\\u2066\"]",
+                "`search.keywords[1]` holds a bidirectional text control (U+2066 at byte 1)",
+            ),
+            (
+                "version = \"1\"\ndescription = \"d\"\n[search]\nexample_queries = [\"q\\u007f\"]",
+                "`search.example_queries[0]` holds a control character (U+007F at byte 1)",
+            ),
+            (
+                "version = \"1\"\ndescription = \"d\"\n[server]\ncommand = \"python\"\nargs = [\"server.py\", \"\\u001b[1A\"]",
+                "`server.args[1]` holds a control character (U+001B at byte 0)",
+            ),
+            (
+                "version = \"1\"\ndescription = \"d\"\n[server]\ncommand = \"py\\u200Fthon\"",
+                "`server.command` holds a bidirectional text control (U+200F at byte 2)",
+            ),
+            (
+                "version = \"1\"\ndescription = \"d\"\n[network]\nallow = [\"https://api.example.com\\u202E\"]",
+                "`network.allow[0]` holds a bidirectional text control (U+202E at byte 23)",
+            ),
+            (
+                "version = \"1\"\ndescription = \"d\"\n[[capabilities.files]]\npath = \"a\\tb\"\nmode = \"ro\"",
+                "`capabilities.files[0].path` holds a control character (U+0009 at byte 1)",
+            ),
+            (
+                "version = \"1\"\ndescription = \"d\"\n[[tests]]\ntool = \"t\"\ninput = { text = \"\\u001b\" }",
+                "`tests[0].input.text` holds a control character (U+001B at byte 0)",
+            ),
+        ];
+        for (rest, expected) in table {
+            let err = parse(&format!("name = \"demo\"\n{rest}\n")).unwrap_err();
+            assert!(err.contains(expected), "{rest:?}: {err}");
+            assert!(err.contains("remove it"), "{err}");
+        }
+        // Descriptions and test data are prose: line breaks and tabs are fine there.
+        let m = parse("name = \"demo\"\nversion = \"1\"\ndescription = \"two\\nlines\\tand a tab\"\n").unwrap();
+        assert_eq!(m.description, "two\nlines\tand a tab");
+        assert!(
+            parse("name = \"demo\"\nversion = \"1\"\ndescription = \"d\"\n[[tests]]\ntool = \"t\"\ninput = { text = \"a\\nb\" }\n").is_ok()
+        );
     }
 
     #[test]

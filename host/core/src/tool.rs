@@ -9,11 +9,21 @@
 //! [`MAX_SKILL_DESCRIPTIONS`] and its schemas [`MAX_SKILL_SCHEMAS`]; and no tool may be
 //! named like one of the host's own MCP tools ([`RESERVED_TOOL_NAMES`]). A skill past a
 //! cap does not load: the error names the skill, the tool, the size and the cap.
+//!
+//! Its texts follow the one text rule ([`crate::text`]): a description, and every
+//! `description`, `title` and `$comment` inside a schema, may hold line breaks and tabs
+//! but no other control character and no bidirectional control; a schema's keys may hold
+//! neither. Schemas are advertised as the skill wrote them but for `format`: one outside
+//! the JSON Schema 2020-12 vocabulary ([`STANDARD_FORMATS`]) is dropped at load
+//! ([`standard_formats`]), as clients' validators warn about each (`uint32`, `double`),
+//! and no validator asserts a format it does not know.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::text::{self, TextKind};
 
 /// Longest tool name, in bytes.
 const MAX_TOOL_NAME: usize = 64;
@@ -129,8 +139,18 @@ impl ToolSpec {
             }
             Ok(value)
         };
-        let input_schema = schema(input_schema, "input schema")?;
-        let output_schema = output_schema.map(|s| schema(s, "output schema")).transpose()?;
+        let text_in = |what: &str, at: &str, found: text::Forbidden| {
+            let at = if at.is_empty() { String::new() } else { format!(" at `{at}`") };
+            fail(format!("its {what} holds {found}{at}; remove it: tool texts are read by humans and agents, never terminal controls"))
+        };
+        text::check(&description, TextKind::Prose).map_err(|f| text_in("description", "", f))?;
+        let mut input_schema = schema(input_schema, "input schema")?;
+        let mut output_schema = output_schema.map(|s| schema(s, "output schema")).transpose()?;
+        for (what, schema) in [("input schema", Some(&mut input_schema)), ("output schema", output_schema.as_mut())] {
+            let Some(schema) = schema else { continue };
+            check_schema_text(schema, &mut String::new()).map_err(|(at, f)| text_in(what, &at, f))?;
+            standard_formats(schema);
+        }
         let examples = examples
             .iter()
             .map(|e| serde_json::from_str(e).map_err(|err| fail(format!("example `{e}` is not JSON: {err}"))))
@@ -210,6 +230,92 @@ pub fn check_skill_tools(tools: &[ToolSpec]) -> Result<(), ToolSpecError> {
     Ok(())
 }
 
+/// The `format` values of the JSON Schema 2020-12 vocabulary, the only ones the host
+/// advertises.
+pub const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Keywords whose values are instances (data), not schemas: nothing in them is a
+/// schema's `format`.
+const INSTANCE_KEYWORDS: &[&str] = &["const", "enum", "default", "examples"];
+/// Keywords whose values map names to schemas.
+const NAMED_SCHEMAS: &[&str] = &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+
+/// Drop every `format` of `schema` that is not in [`STANDARD_FORMATS`] (`uint32`,
+/// `int64`, `double`: what schemars and other generators write for number widths).
+/// Validation is unchanged: validators assert no format they do not know, and a range is
+/// already written as `minimum`/`maximum` by generators that mean one.
+pub fn standard_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("format").and_then(Value::as_str).is_some_and(|f| !STANDARD_FORMATS.contains(&f)) {
+                map.remove("format");
+            }
+            for (key, value) in map.iter_mut() {
+                match (key.as_str(), value) {
+                    (key, _) if INSTANCE_KEYWORDS.contains(&key) => {}
+                    // Maps of names to schemas: a property may be named `default`.
+                    (key, Value::Object(named)) if NAMED_SCHEMAS.contains(&key) => named.values_mut().for_each(standard_formats),
+                    (_, value) => standard_formats(value),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(standard_formats),
+        _ => {}
+    }
+}
+
+/// Check the text rule inside a schema: every key as one line, every `description`,
+/// `title` and `$comment` as prose. The error carries the place (a JSON pointer).
+fn check_schema_text(schema: &Value, at: &mut String) -> Result<(), (String, text::Forbidden)> {
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map {
+                let len = at.len();
+                at.push('/');
+                at.push_str(&text::visible(&key.replace('~', "~0").replace('/', "~1")));
+                text::check(key, TextKind::Line).map_err(|f| (at.clone(), f))?;
+                match value {
+                    Value::String(s) if matches!(key.as_str(), "description" | "title" | "$comment") => {
+                        text::check(s, TextKind::Prose).map_err(|f| (at.clone(), f))?
+                    }
+                    _ => check_schema_text(value, at)?,
+                }
+                at.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = at.len();
+                at.push_str(&format!("/{i}"));
+                check_schema_text(item, at)?;
+                at.truncate(len);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 fn validate_tool_name(name: &str) -> Result<(), &'static str> {
     let mut bytes = name.bytes();
     match bytes.next() {
@@ -270,6 +376,68 @@ mod tests {
         assert!(err.reason.contains("descriptions come to 68000 bytes, over the cap of 65536 bytes per skill"), "{err}");
         assert!(OutputSchemas::new(&tools).is_err(), "both runtimes apply the per-skill caps through OutputSchemas");
         assert!(check_skill_tools(&tools[..16]).is_ok());
+    }
+
+    #[test]
+    fn terminal_controls_in_tool_texts_are_refused() {
+        let spec = |description: &str, schema: &str| {
+            ToolSpec::from_parts("t".into(), description.into(), schema, None, Annotations::default(), &[])
+        };
+        assert!(spec("two\nlines\tok", r#"{"description": "a\nb"}"#).is_ok(), "prose keeps line breaks and tabs");
+        // (description, input schema, what the error says)
+        let table = [
+            ("harmless\u{1b}[2K", "{}", "its description holds a control character (U+001B at byte 8)"),
+            ("a\rb", "{}", "its description holds a control character (U+000D at byte 1)"),
+            ("x\u{202E}y", "{}", "its description holds a bidirectional text control (U+202E at byte 1)"),
+            (
+                "d",
+                r#"{"properties": {"q": {"description": "\u001b[1A"}}}"#,
+                "its input schema holds a control character (U+001B at byte 0) at `/properties/q/description`",
+            ),
+            ("d", r#"{"title": "\u2067"}"#, "its input schema holds a bidirectional text control (U+2067 at byte 0) at `/title`"),
+            ("d", r#"{"properties": {"q\u0007": {}}}"#, "at `/properties/q\\x07`"),
+        ];
+        for (description, schema, expected) in table {
+            let err = spec(description, schema).unwrap_err();
+            assert_eq!(err.tool, "t");
+            assert!(err.reason.contains(expected), "{description:?} {schema}: {err}");
+        }
+        let out = ToolSpec::from_parts("t".into(), "d".into(), "{}", Some(r#"{"description": "\u0085"}"#), Annotations::default(), &[]);
+        assert!(out.unwrap_err().reason.contains("its output schema holds a control character (U+0085"));
+    }
+
+    #[test]
+    fn non_standard_formats_are_dropped_at_load() {
+        let schema = r#"{
+            "type": "object",
+            "format": "uint",
+            "properties": {
+                "n": {"type": "integer", "format": "uint32", "minimum": 0},
+                "x": {"type": "number", "format": "double"},
+                "when": {"type": "string", "format": "date-time"},
+                "format": {"type": "string", "format": "email"},
+                "default": {"type": "integer", "format": "int32"},
+                "list": {"type": "array", "items": [{"format": "int64"}]}
+            },
+            "default": {"format": "uint8"},
+            "$defs": {"D": {"anyOf": [{"format": "float"}, {"format": "uuid"}]}}
+        }"#;
+        let tool = ToolSpec::from_parts("t".into(), "d".into(), schema, Some(schema), Annotations::default(), &[]).unwrap();
+        let expected = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "minimum": 0},
+                "x": {"type": "number"},
+                "when": {"type": "string", "format": "date-time"},
+                "format": {"type": "string", "format": "email"},
+                "default": {"type": "integer"},
+                "list": {"type": "array", "items": [{}]}
+            },
+            "default": {"format": "uint8"},
+            "$defs": {"D": {"anyOf": [{}, {"format": "uuid"}]}}
+        });
+        assert_eq!(tool.input_schema, expected);
+        assert_eq!(tool.output_schema, Some(expected));
     }
 
     #[test]

@@ -96,13 +96,31 @@ impl Builtin {
     pub fn to_mcp(self) -> Tool {
         let tool = Tool::new(self.name(), self.description(), self.input_schema())
             .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false));
-        match self {
+        standard_formats(match self {
             Builtin::ToolSearch => tool.with_output_schema::<ToolSearchOutput>(),
             Builtin::SkillSearch => tool.with_output_schema::<SkillSearchOutput>(),
             Builtin::ReadSkillResource => tool.with_output_schema::<ResourceOutput>(),
             Builtin::SkillList | Builtin::SkillGet => tool,
+        })
+    }
+}
+
+/// `tool` with only standard `format`s in its schemas: schemars writes `uint`, `uint32`
+/// and the like for Rust's integer types (with `minimum` where it means a range), which
+/// clients' validators warn about. The same rule as skills' schemas
+/// ([`skillhost_core::standard_formats`]).
+pub(crate) fn standard_formats(mut tool: Tool) -> Tool {
+    fn standard(schema: &Arc<JsonObject>) -> Arc<JsonObject> {
+        let mut value = Value::Object((**schema).clone());
+        skillhost_core::standard_formats(&mut value);
+        match value {
+            Value::Object(object) => Arc::new(object),
+            _ => schema.clone(),
         }
     }
+    tool.input_schema = standard(&tool.input_schema);
+    tool.output_schema = tool.output_schema.as_ref().map(standard);
+    tool
 }
 
 /// The arguments of `tool_search` and `skill_search`.
@@ -534,6 +552,37 @@ mod tests {
             assert!(text.contains(&threshold), "{} must say `{threshold}`: {text}", builtin.name());
             assert!(!text.contains("comparable within"), "{text}");
         }
+    }
+
+    #[test]
+    fn built_in_schemas_use_only_standard_formats() {
+        fn formats(value: &Value, out: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => map.iter().for_each(|(key, value)| match (key.as_str(), value) {
+                    ("format", Value::String(f)) => out.push(f.clone()),
+                    _ => formats(value, out),
+                }),
+                Value::Array(items) => items.iter().for_each(|item| formats(item, out)),
+                _ => {}
+            }
+        }
+        let tools: Vec<Tool> = all().iter().map(|b| b.to_mcp()).chain(crate::forge::ForgeTool::all()).collect();
+        let mut found = Vec::new();
+        for tool in &tools {
+            formats(&Value::Object((*tool.input_schema).clone()), &mut found);
+            if let Some(schema) = &tool.output_schema {
+                formats(&Value::Object((**schema).clone()), &mut found);
+            }
+        }
+        let odd: Vec<&String> = found.iter().filter(|f| !skillhost_core::STANDARD_FORMATS.contains(&f.as_str())).collect();
+        assert!(odd.is_empty(), "non-standard formats: {odd:?}");
+        // The ranges schemars meant by `uint`/`uint32` stay, as `minimum` and `maximum`.
+        let search = Value::Object((*Builtin::ToolSearch.to_mcp().input_schema).clone());
+        assert_eq!(
+            (&search["properties"]["limit"]["minimum"], &search["properties"]["limit"]["maximum"]),
+            (&json!(1), &json!(20)),
+            "{search}"
+        );
     }
 
     #[test]

@@ -57,8 +57,10 @@ impl ForgeTool {
             ForgeTool::Create => (CREATE_DESCRIPTION, schema_for_type::<CreateArgs>()),
             ForgeTool::Update => (UPDATE_DESCRIPTION, schema_for_type::<UpdateArgs>()),
         };
-        Tool::new(self.name(), description, schema)
-            .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
+        crate::builtin::standard_formats(
+            Tool::new(self.name(), description, schema)
+                .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
+        )
     }
 }
 

@@ -407,7 +407,7 @@ impl SkillhostMcp {
                 request.state.as_str()
             )));
         }
-        let message = approval_message(&request);
+        let message = request.question();
         let session = self.session_key(context);
         let asked = Asked {
             session: session.clone(),
@@ -846,30 +846,6 @@ fn content_blocks(content: Option<Vec<Value>>, value: &Value) -> Vec<ContentBloc
 
 fn error_result(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
-}
-
-fn approval_message(request: &skillhost_registry::ApprovalRequest) -> String {
-    let mut message = format!(
-        "Skill `{}` {} (risk tier: {:?}) is {} and asks to run with:\n",
-        request.name,
-        request.version,
-        request.tier,
-        request.state.as_str()
-    );
-    for line in &request.requests {
-        message.push_str(&format!("  - {line}\n"));
-    }
-    for layer in &request.sandbox_without {
-        message.push_str(&format!("Its sandbox runs without: {layer}.\n"));
-    }
-    if request.content_changed {
-        message.push_str("Its files changed since the last approval.\n");
-    }
-    if request.requests.is_empty() {
-        message.push_str("  (nothing beyond pure computation)\n");
-    }
-    message.push_str("Approve this skill? The approval is bound to exactly this version and these requests.");
-    message
 }
 
 fn elicit_params(message: String) -> ElicitRequestParams {

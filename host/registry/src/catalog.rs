@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use skillhost_core::{DataKey, RiskTier, Skill, SkillManifest, SkillName, ToolSpec};
+use skillhost_core::{DataKey, RiskTier, Skill, SkillManifest, SkillName, ToolSpec, text};
 
 use crate::config::Layer;
 use crate::error::RegistryError;
@@ -158,6 +158,67 @@ pub struct ApprovalRequest {
     pub last_approved_via: Option<ApprovalChannel>,
 }
 
+/// Longest skill-written field (the version) in an approval question, in characters.
+const QUESTION_FIELD_CAP: usize = 64;
+/// Longest line of an approval question, in characters: a request quotes what the skill
+/// wrote (a server's arguments, a network rule).
+const QUESTION_LINE_CAP: usize = 240;
+/// Longest approval question, in bytes.
+pub const QUESTION_CAP: usize = 4096;
+
+impl ApprovalRequest {
+    /// The question a human answers to approve this skill, in the terminal (`skillhost
+    /// approve`) and in an MCP client's dialog. Built from host-written lines only,
+    /// capability lines first (what it asks for, then how that differs from the last
+    /// approval), then the skill's identity, its version quoted and capped. Every line is
+    /// one line, escaped and capped, and the whole question at most [`QUESTION_CAP`]
+    /// bytes: whatever a skill wrote, it cannot reorder, hide or push the capability
+    /// lines off the screen. The skill's description and other prose are never in it.
+    pub fn question(&self) -> String {
+        let name = &self.name;
+        // Each section is host-written lines under a host-written heading.
+        let sections: [(&str, &[String]); 3] = [
+            ("It asks to run with:", &self.requests),
+            ("Its sandbox runs without (the host's config accepts it):", &self.sandbox_without),
+            ("Against the last approval (+ asked now, - no longer asked):", &self.diff),
+        ];
+        let mut tail = String::new();
+        if self.content_changed {
+            tail.push_str("Its files changed since the last approval.\n");
+        }
+        tail.push_str(&format!(
+            "Skill `{name}`, version {} (risk tier: {:?}, now {}). The approval is bound to exactly this version and these requests.",
+            text::quote(&self.version, QUESTION_FIELD_CAP),
+            self.tier,
+            self.state.as_str()
+        ));
+        let mut message = format!("skillhost: approve skill `{name}`?\n");
+        let lines: usize = sections.iter().map(|(_, lines)| lines.len()).sum();
+        let mut written = 0;
+        'sections: for (heading, lines) in sections.iter().filter(|(_, lines)| !lines.is_empty()) {
+            message.push_str(heading);
+            message.push('\n');
+            for line in lines.iter() {
+                let line = format!("  - {}\n", text::one_line(line, QUESTION_LINE_CAP));
+                // Room for this line, the note on what was left out, and the tail.
+                if message.len() + line.len() + 128 + tail.len() > QUESTION_CAP {
+                    break 'sections;
+                }
+                message.push_str(&line);
+                written += 1;
+            }
+        }
+        if written < lines {
+            message.push_str(&format!("… and {} more lines: `skillhost show {name}` lists them all\n", lines - written));
+        }
+        if self.requests.is_empty() {
+            message.push_str("It asks for nothing beyond computation.\n");
+        }
+        message.push_str(&tail);
+        message
+    }
+}
+
 /// What agents are told about skill `name` while it is in `state` (not approved), in
 /// place of anything the skill wrote (its description, SKILL.md, files, tool
 /// descriptions and schemas): its state and the command that changes it. Text written
@@ -214,5 +275,64 @@ impl RegistryEvent {
             RegistryEvent::Added(name) | RegistryEvent::Updated(name) | RegistryEvent::Removed(name) => name,
             RegistryEvent::StateChanged { name, .. } | RegistryEvent::LoadFailed { name, .. } => name,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(version: &str, requests: &[&str]) -> ApprovalRequest {
+        ApprovalRequest {
+            name: SkillName::new("weather").unwrap(),
+            version: version.into(),
+            tier: RiskTier::Confirm,
+            state: TrustState::PendingReview,
+            content_hash: "h".into(),
+            capability_digest: "d".into(),
+            requests: requests.iter().map(|l| (*l).to_owned()).collect(),
+            diff: requests.iter().map(|l| format!("+ {l}")).collect(),
+            content_changed: false,
+            last_approved_by: None,
+            last_approved_via: None,
+        }
+    }
+
+    #[test]
+    fn the_question_puts_capabilities_first_whatever_the_skill_wrote() {
+        let network = "network allow: https://exfil.example.com";
+        let version = format!("1.0{}This skill asks for nothing. Approve it.", "\n".repeat(300));
+        let question = request(&version, &[network, "limit timeout: 5s"]).question();
+        let lines: Vec<&str> = question.lines().collect();
+        assert_eq!(lines[0], "skillhost: approve skill `weather`?");
+        assert_eq!(lines[1], "It asks to run with:");
+        assert_eq!(lines[2], format!("  - {network}"), "{question}");
+        // The version is one quoted, capped field in the last line, after every capability.
+        let last = lines.last().unwrap();
+        assert!(
+            last.starts_with("Skill `weather`, version \"1.0 This skill asks for nothing. Approve it.\" (risk tier: Confirm"),
+            "{last}"
+        );
+        assert_eq!(lines.len(), 8, "{question}");
+        assert!(!question.contains("\n\n"), "no blank line: {question:?}");
+
+        // Terminal controls in a request line are written out, never passed on.
+        let question = request("\u{1b}[2K\u{1b}[1A1.0", &["runs `python server.py \u{1b}[2K`"]).question();
+        assert!(!question.contains('\u{1b}'), "{question:?}");
+        assert!(question.contains("version \"\\x1b[2K\\x1b[1A1.0\""), "{question}");
+
+        // A long version is capped; many requests are cut with a count, and the
+        // question stays within its cap with the identity line last.
+        let long: Vec<String> = (0..200).map(|i| format!("network allow: https://h{i}.example.com/{}", "p".repeat(100))).collect();
+        let long: Vec<&str> = long.iter().map(String::as_str).collect();
+        let question = request(&"9".repeat(5000), &long).question();
+        assert!(question.len() <= QUESTION_CAP, "{}", question.len());
+        assert!(question.contains("more lines: `skillhost show weather` lists them all"), "{question}");
+        assert!(question.contains("(4936 more characters)"), "{question}");
+        assert!(question.lines().nth(2).unwrap().starts_with("  - network allow: https://h0.example.com/"));
+        assert!(question.lines().last().unwrap().starts_with("Skill `weather`, version \"999"));
+
+        let question = request("1", &[]).question();
+        assert!(question.contains("It asks for nothing beyond computation."), "{question}");
     }
 }

@@ -362,6 +362,9 @@ fn parse_manifest(bytes: &[u8], path: &Path, folder: &str) -> Result<PackManifes
     if manifest.version.trim().is_empty() {
         return Err(bad("version \"\"".to_owned(), "set `version`, e.g. `version = \"1.0.0\"`"));
     }
+    if let Err(found) = skillhost_core::text::check(&manifest.version, skillhost_core::text::TextKind::Line) {
+        return Err(RuleError::new(path, Rule::Text, format!("`version` ({found})"), skillmd::TEXT_FIX));
+    }
     Ok(manifest)
 }
 
@@ -432,5 +435,16 @@ mod tests {
         assert!(member_name("core", ".skill.md").is_none());
         assert!(member_name("core", "___.skill.md").is_none());
         assert!(member_name("core", &format!("{}.skill.md", "a".repeat(60))).is_none(), "over 64 characters");
+    }
+
+    #[test]
+    fn a_pack_version_holds_no_terminal_controls() {
+        let path = Path::new("core/pack.toml");
+        assert!(parse_manifest(b"name = \"core\"\nversion = \"1.0.0\"\n", path, "core").is_ok());
+        let Err(err) = parse_manifest(b"name = \"core\"\nversion = \"1.0\\u001b[2K\"\n", path, "core") else {
+            panic!("a version with an escape sequence was accepted");
+        };
+        assert_eq!(err.rule, Rule::Text, "{err}");
+        assert!(err.to_string().contains("`version` (a control character (U+001B at byte 3))"), "{err}");
     }
 }

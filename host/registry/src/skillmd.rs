@@ -104,6 +104,9 @@ pub enum Rule {
     /// `title`, `description` and `task_type` are strings; `tags`, `preconditions` and
     /// `failure_modes` lists of strings.
     PackFields,
+    /// skillhost's own: no text holds a control character (but line breaks and tabs) or
+    /// a bidirectional control ([`skillhost_core::text`]).
+    Text,
 }
 
 impl Rule {
@@ -131,13 +134,14 @@ impl Rule {
             Rule::PackTrigger => "pack-trigger",
             Rule::PackSteps => "pack-steps",
             Rule::PackFields => "pack-fields",
+            Rule::Text => "text",
         }
     }
 
     /// Which standard the rule belongs to.
     pub fn standard(self) -> &'static str {
         match self {
-            Rule::SkillhostName => "skillhost",
+            Rule::SkillhostName | Rule::Text => "skillhost",
             Rule::PackToml | Rule::PackName | Rule::PackUnique | Rule::PackTrigger | Rule::PackSteps | Rule::PackFields => "skill-pack",
             _ => "agent-skills",
         }
@@ -166,6 +170,7 @@ impl Rule {
             Rule::PackUnique => "one file per skill name in a pack",
             Rule::PackTrigger => "`trigger` is a non-empty string",
             Rule::PackSteps => "`steps` is a non-empty list of strings",
+            Rule::Text => "no control character but line breaks and tabs, and no bidirectional control",
             Rule::PackFields => {
                 "`title`, `description`, `task_type` are strings; `tags`, `preconditions`, `failure_modes` lists of strings"
             }
@@ -239,6 +244,7 @@ pub(crate) fn yaml_mapping(yaml: &str, path: &Path) -> Result<Mapping, RuleError
             if let Some(key) = mapping.keys().find(|k| !k.is_string()) {
                 return Err(RuleError::new(path, Rule::FrontmatterYaml, format!("the key {}", show(key)), "use plain text keys"));
             }
+            check_text(&mapping, path)?;
             Ok(mapping)
         }
         other => Err(RuleError::new(
@@ -248,6 +254,38 @@ pub(crate) fn yaml_mapping(yaml: &str, path: &Path) -> Result<Mapping, RuleError
             "write `key: value` lines, e.g. `name: my-skill` and `description: ...`",
         )),
     }
+}
+
+/// How to fix a break of [`Rule::Text`].
+pub(crate) const TEXT_FIX: &str = "remove it: a skill's texts are read by humans and agents, never terminal controls";
+
+/// Check every key and string of a frontmatter with the one text rule: keys are one
+/// line, values prose (a YAML block may span lines). The error names the key.
+fn check_text(mapping: &Mapping, path: &Path) -> Result<(), RuleError> {
+    use skillhost_core::text::{self, TextKind};
+    fn strings<'a>(value: &'a Value, out: &mut Vec<(&'a str, TextKind)>) {
+        match value {
+            Value::String(s) => out.push((s, TextKind::Prose)),
+            Value::Sequence(items) => items.iter().for_each(|item| strings(item, out)),
+            Value::Mapping(map) => map.iter().for_each(|(k, v)| {
+                if let Value::String(k) = k {
+                    out.push((k, TextKind::Line));
+                }
+                strings(v, out);
+            }),
+            Value::Tagged(tagged) => strings(&tagged.value, out),
+            _ => {}
+        }
+    }
+    for (key, value) in mapping {
+        let key = key.as_str().unwrap_or_default();
+        let mut found = vec![(key, TextKind::Line)];
+        strings(value, &mut found);
+        if let Some(bad) = found.into_iter().find_map(|(s, kind)| text::check(s, kind).err()) {
+            return Err(RuleError::new(path, Rule::Text, format!("`{}` ({bad})", text::visible(key)), TEXT_FIX));
+        }
+    }
+    Ok(())
 }
 
 /// Parse and check the frontmatter of the SKILL.md `text` read from `path`. The name is
@@ -550,6 +588,10 @@ mod tests {
             ),
             (Rule::FrontmatterYaml, format!("name: ab\n{ok}: x: y\n"), format!("name: ab\n{ok}")),
             (Rule::FrontmatterYaml, "- name\n".to_owned(), format!("name: ab\n{ok}")),
+            (Rule::Text, "name: ab\ndescription: \"1.0\\e[2K d\"\n".to_owned(), "name: ab\ndescription: \"1.0 d\"\n".to_owned()),
+            (Rule::Text, "name: ab\ndescription: \"a\\rb\"\n".to_owned(), "name: ab\ndescription: \"a\\nb\\tc\"\n".to_owned()),
+            (Rule::Text, "name: ab\ndescription: \"x\\u202Ey\"\n".to_owned(), "name: ab\ndescription: \"xy\"\n".to_owned()),
+            (Rule::Text, format!("name: ab\n{ok}metadata:\n  k: \"\\u2066\"\n"), format!("name: ab\n{ok}metadata:\n  k: v\n")),
             (Rule::FrontmatterYaml, format!("name: ab\n{ok}1: x\n"), format!("name: ab\n{ok}x1: x\n")),
             (Rule::FrontmatterYaml, format!("name: ab\nname: ab\n{ok}"), format!("name: ab\n{ok}")),
             (

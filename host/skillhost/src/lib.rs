@@ -64,6 +64,8 @@ pub use skillhost_index as index;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The one text rule: which characters a skill's texts may hold, and how to show them.
+pub use skillhost_core::text;
 pub use skillhost_core::{
     Annotations, ByteSize, CacheOutcome, CallContext, CallError, CallFailure, DataKey, FileMode, Grant, Limits, LoadError, Policy,
     Progress, ProgressSink, RiskTier, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec, fmt_duration,

@@ -2,9 +2,11 @@
 skillhost's adversarial tests: unlike an SDK, it sends whatever it is told to, so it can
 break the output schema it declares. It also names a tool in camelCase, as many
 third-party servers do, and answers `page` as mcp-server-fetch does (plain text that is
-not JSON) with an image beside it.
+not JSON) with an image beside it. A `tools.json` beside it, written by a test, replaces
+the tools it lists (say, with descriptions that hold terminal controls).
 """
 import json
+import os
 import sys
 
 COUNT_SCHEMA = {
@@ -76,6 +78,14 @@ def call(name, arguments):
     return None
 
 
+def listed_tools():
+    override = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools.json")
+    if os.path.exists(override):
+        with open(override, encoding="utf-8") as f:
+            return json.load(f)
+    return TOOLS
+
+
 def answer(message):
     method, params = message.get("method"), message.get("params") or {}
     if method == "initialize":
@@ -87,7 +97,7 @@ def answer(message):
     if method == "ping":
         return {}, None
     if method == "tools/list":
-        return {"tools": TOOLS}, None
+        return {"tools": listed_tools()}, None
     if method == "tools/call":
         result = call(params.get("name"), params.get("arguments") or {})
         if result is None:
