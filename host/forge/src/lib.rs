@@ -206,8 +206,10 @@ pub struct Forge {
     builds: Arc<tokio::sync::Semaphore>,
     toolchain: tokio::sync::Mutex<Option<rust::Toolchain>>,
     busy: Mutex<BTreeSet<SkillName>>,
-    /// Where submissions are staged, built and probed, or why those folders cannot be used.
-    work: Result<WorkDirs, String>,
+    /// Where submissions are staged, built and probed, or why those folders cannot be used:
+    /// opened at the first submission that passes its stage checks, or at start when a
+    /// host before this one left them (which sweeps what it left).
+    work: std::sync::OnceLock<Result<WorkDirs, String>>,
 }
 
 /// The folders a submission's code writes into (a build's source dir, its scratch), and
@@ -222,12 +224,14 @@ struct WorkDirs {
 }
 
 impl WorkDirs {
+    const FOLDERS: [&str; 4] = ["stage", "scratch", "builds", "private"];
+
     fn open(dir: &Path) -> std::io::Result<Self> {
         Ok(Self {
-            stage: ScratchRoot::open(&dir.join("stage"))?,
-            scratch: ScratchRoot::open(&dir.join("scratch"))?,
-            builds: ScratchRoot::open(&dir.join("builds"))?,
-            private: ScratchRoot::open(&dir.join("private"))?,
+            stage: ScratchRoot::open(&dir.join(Self::FOLDERS[0]))?,
+            scratch: ScratchRoot::open(&dir.join(Self::FOLDERS[1]))?,
+            builds: ScratchRoot::open(&dir.join(Self::FOLDERS[2]))?,
+            private: ScratchRoot::open(&dir.join(Self::FOLDERS[3]))?,
         })
     }
 }
@@ -250,10 +254,8 @@ impl Forge {
         let window = Window::new(&config.dir);
         let probe = ProbeRuntimes::new(&config.dir.join("probe"), sandbox.as_ref());
         let builds = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_builds));
-        let work =
-            WorkDirs::open(&config.dir).map_err(|e| format!("cannot open the forge's work folders in {}: {e}", config.dir.display()));
-        Self {
-            work,
+        let forge = Self {
+            work: std::sync::OnceLock::new(),
             config,
             registry,
             probe,
@@ -263,7 +265,14 @@ impl Forge {
             builds,
             toolchain: tokio::sync::Mutex::new(None),
             busy: Mutex::default(),
+        };
+        if WorkDirs::FOLDERS.iter().any(|folder| forge.config.dir.join(folder).is_dir()) {
+            // Sweeps what an earlier host left, when no other process uses them.
+            if let Err(Outcome::Error(error)) = forge.work() {
+                tracing::warn!(%error, "the forge cannot use its work folders");
+            }
         }
+        forge
     }
 
     /// Replace the values `secrets` returns (the host's secrets) wherever they appear in
@@ -644,7 +653,11 @@ fn manifest_failure(error: String) -> Outcome {
 impl Forge {
     /// The work folders, or why the forge cannot run.
     fn work(&self) -> Result<&WorkDirs, Outcome> {
-        self.work.as_ref().map_err(|e| Outcome::Error(ForgeError::Setup(e.clone())))
+        let dir = &self.config.dir;
+        let work = self
+            .work
+            .get_or_init(|| WorkDirs::open(dir).map_err(|e| format!("cannot open the forge's work folders in {}: {e}", dir.display())));
+        work.as_ref().map_err(|e| Outcome::Error(ForgeError::Setup(e.clone())))
     }
 }
 
