@@ -292,6 +292,7 @@ mod tests {
             capability_digest: "d".into(),
             requests: requests.iter().map(|l| (*l).to_owned()).collect(),
             diff: requests.iter().map(|l| format!("+ {l}")).collect(),
+            sandbox_without: Vec::new(),
             content_changed: false,
             last_approved_by: None,
             last_approved_via: None,
@@ -334,5 +335,17 @@ mod tests {
 
         let question = request("1", &[]).question();
         assert!(question.contains("It asks for nothing beyond computation."), "{question}");
+
+        // A sandbox the host's config let run without a layer says so among the
+        // capability lines, before the skill's identity.
+        let mut weakened = request("1", &[network]);
+        weakened.sandbox_without = vec!["uid drop (opted out in config)".into()];
+        let question = weakened.question();
+        let lines: Vec<&str> = question.lines().collect();
+        assert_eq!(
+            lines[3..5],
+            ["Its sandbox runs without (the host's config accepts it):", "  - uid drop (opted out in config)"],
+            "{question}"
+        );
     }
 }
