@@ -89,9 +89,10 @@ async fn endless_listing_pages_stop_at_the_tool_cap() {
     assert_eq!(processes_with(b"server.py\0endless").await, 0);
 }
 
-/// A server that writes 16 MiB to its scratch `/data` while its tools are listed: the
-/// bytes stay in the sandbox's memory (a tmpfs that dies with it), so a host killed
-/// mid-listing leaves nothing of it on disk. Watched while the server runs.
+/// A server that writes 16 MiB to its scratch `/data`, then takes 3 s to list its tools:
+/// the bytes stay in the sandbox's memory (a tmpfs that dies with it), so a host killed
+/// mid-listing leaves nothing of it on disk. Watched while the server runs; its tool's
+/// description says the write happened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_probe_writes_never_reaches_the_host_disk() {
     let (data, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -99,7 +100,7 @@ async fn what_a_probe_writes_never_reaches_the_host_disk() {
     let (host, mut config) = hostile(data.path(), workspace.path(), &format!(r#"["server.py", "fill", "{marker}"]"#));
     config.load_in_background = true;
     let registry = open(&host, config).await;
-    // Until the deadline ends the run: wherever the scratch is, the file would be there.
+    // Until its load ends: wherever the scratch is, the file would be there.
     let started = Instant::now();
     let mut found = Vec::new();
     while found.is_empty() && !registry.loading().is_empty() && started.elapsed() < HANG_GUARD {
@@ -109,7 +110,10 @@ async fn what_a_probe_writes_never_reaches_the_host_disk() {
     }
     assert!(found.is_empty(), "what the probe wrote is on the host's disk: {found:?}");
     tokio::time::timeout(HANG_GUARD, registry.ready()).await.unwrap();
-    assert!(load_error_of(&registry, "hostile-lister").contains("did not list its tools within"));
+    let entry = registry.entry("hostile-lister").unwrap();
+    let loaded = entry.loaded.as_ref().unwrap_or_else(|| panic!("did not load: {:?}", entry.error));
+    let wrote = (16 << 20) + marker.len();
+    assert_eq!(loaded.tools[0].description, format!("/data/fill holds {wrote} bytes"), "the probe did write");
 }
 
 /// A server that makes 15,000 nested directories in its scratch before it lists its

@@ -3,12 +3,14 @@ its tools, for skillhost's adversarial tests. Its one argument picks the attack:
 
 - `silent`: answers `initialize`, then never answers `tools/list`.
 - `endless`: answers every `tools/list` page with 100 tools and a `nextCursor`, forever.
-- `fill MARKER`: writes 16 MiB starting with MARKER to /data/fill, then stays silent.
+- `fill MARKER`: writes 16 MiB starting with MARKER to /data/fill, waits 3 s, then lists
+  one tool whose description says how many bytes /data/fill holds.
 - `deep`: makes 15,000 nested directories in /data, then lists one tool honestly.
 """
 import json
 import os
 import sys
+import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "silent"
 TOOL = {"name": "noop", "description": "Does nothing.", "inputSchema": {"type": "object", "properties": {}}}
@@ -49,6 +51,9 @@ def answer(message, page):
         return {"tools": tools, "nextCursor": f"page-{page + 1}"}
     if MODE == "deep":
         return {"tools": [TOOL]}
+    if MODE == "fill":
+        time.sleep(3)
+        return {"tools": [dict(TOOL, description=f"/data/fill holds {os.path.getsize('/data/fill')} bytes")]}
     return None  # silent: no answer, ever
 
 
