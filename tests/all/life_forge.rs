@@ -528,3 +528,31 @@ async fn submissions_that_never_list_their_tools_free_their_build_slots() {
     let honest = env.create(slow_python("honest")).await;
     assert!(honest.is_ok(), "{}", report(&honest));
 }
+
+/// Attack surface: a root host whose forge dir the build sandbox's unprivileged uid cannot
+/// reach (under a 0700 dir of root's) has no uid drop for builds, and a build script an
+/// agent wrote would run as host root.
+/// Expected: the build does not run; the error names the skill, the `uid drop` layer and
+/// the setting that accepts a weaker sandbox, as for server skills.
+/// Checked: nothing was built for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_without_an_expected_isolation_layer_does_not_run() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED: only a root host drops builds to another uid");
+        return;
+    }
+    let locked = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(locked.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let forge_dir = locked.path().join("forge");
+    let env = ForgeHost::with(|config| config.dir = forge_dir.clone()).await;
+    let toml = "name = \"unconfined\"\nversion = \"0.1.0\"\ndescription = \"Echoes (test fixture)\"\n";
+    let outcome = env.create(submission("unconfined", Language::Rust, &[("skill.toml", toml), ("src/lib.rs", PLAIN)])).await;
+    let error = match outcome {
+        Ok(forged) => panic!("built and installed without the uid drop: {}", serde_json::to_string(&forged).unwrap()),
+        Err(error) => error.to_string(),
+    };
+    for needle in ["`unconfined`", "its build sandbox", "`uid drop`", "allow_weaker = [\"uid drop\"]"] {
+        assert!(error.contains(needle), "{needle:?} missing from: {error}");
+    }
+    assert!(!forge_dir.join("targets/unconfined").exists(), "something was built");
+}

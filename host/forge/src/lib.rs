@@ -206,6 +206,10 @@ pub struct Forge {
     builds: Arc<tokio::sync::Semaphore>,
     toolchain: tokio::sync::Mutex<Option<rust::Toolchain>>,
     busy: Mutex<BTreeSet<SkillName>>,
+    /// The isolation layers the host's configuration lets a sandbox run without (its
+    /// sandbox runtime's `allow_weaker`): a build missing any other layer the host
+    /// expects does not run.
+    allow_weaker: Vec<String>,
     /// Where submissions are staged, built and probed, or why those folders cannot be used:
     /// opened at the first submission that passes its stage checks, or at start when a
     /// host before this one left them (which sweeps what it left).
@@ -254,7 +258,9 @@ impl Forge {
         let window = Window::new(&config.dir);
         let probe = ProbeRuntimes::new(&config.dir.join("probe"), sandbox.as_ref());
         let builds = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_builds));
+        let allow_weaker = sandbox.as_ref().map(|s| s.allow_weaker().to_vec()).unwrap_or_default();
         let forge = Self {
+            allow_weaker,
             work: std::sync::OnceLock::new(),
             config,
             registry,
@@ -593,6 +599,12 @@ impl Forge {
             }
             cached.clone().expect("set above")
         };
+        // A build runs code no human approved (build scripts, proc macros): it gets every
+        // isolation layer the host expects, or it does not run, unless the host's config
+        // accepts a weaker sandbox, as for server skills.
+        toolchain.isolation.weakened(&self.allow_weaker).map_err(|e| {
+            Outcome::Error(ForgeError::Setup(format!("cannot build `{name}`: {}", e.replacen("its sandbox", "its build sandbox", 1))))
+        })?;
         // The target dir is the name's own and kept across its attempts (its parent is the
         // host's, never mounted, so a build can change what is inside `target/` but not
         // what `target` is); a new skill of that name starts from none.

@@ -273,6 +273,13 @@ impl BwrapRuntime {
         self.inner.isolation.weakened(&self.inner.config.allow_weaker)
     }
 
+    /// The isolation layers the host's configuration lets a sandbox run without
+    /// ([`BwrapConfig::allow_weaker`]), for other users of the same layers (the forge's
+    /// builds).
+    pub fn allow_weaker(&self) -> &[String] {
+        &self.inner.config.allow_weaker
+    }
+
     /// How many server processes this runtime started so far, to list tools or to serve
     /// calls (a load from a kept listing starts none).
     pub fn servers_started(&self) -> u64 {
