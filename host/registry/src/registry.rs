@@ -457,7 +457,10 @@ impl Registry {
                 }
             }
             Err(error) => {
-                if first_report(name, &error.to_string()) {
+                if matches!(error, RegistryError::Load(LoadError::Interrupted { .. })) {
+                    // The host is stopping: nothing is wrong with the skill.
+                    tracing::debug!(skill = %name, %error, "load interrupted");
+                } else if first_report(name, &error.to_string()) {
                     tracing::warn!(skill = %name, %error, "load failed");
                 } else {
                     tracing::debug!(skill = %name, %error, "load failed again, as before");
