@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use fixtures::python;
 use skillhost::{Host, Registry, RegistryConfig, TrustState};
 
-use crate::{HANG_GUARD, sandbox_host};
+use crate::{HANG_GUARD, sandbox_host, wait_gone};
 
 /// A workspace holding `hostile-lister` run with `args`, and a host over `data`.
 fn hostile(data: &Path, workspace: &Path, args: &str) -> (Host, RegistryConfig) {
@@ -30,25 +30,6 @@ fn load_error_of(registry: &Registry, name: &str) -> String {
     let entry = registry.entry(name).unwrap();
     assert!(entry.loaded.is_none(), "`{name}` loaded");
     entry.error.as_ref().expect("a load error").to_string()
-}
-
-/// Processes whose command line holds `needle` (NUL-separated arguments), once those
-/// being killed had 5 s to go.
-async fn processes_with(needle: &[u8]) -> usize {
-    let count = || {
-        let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
-        dir.flatten()
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .filter(|cmdline| cmdline.windows(needle.len()).any(|w| w == needle))
-            .count()
-    };
-    for _ in 0..100 {
-        if count() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    count()
 }
 
 /// A pending server that answers `initialize` and never `tools/list`: its listing is cut
@@ -73,7 +54,7 @@ async fn a_listing_that_never_answers_ends_at_the_probe_deadline_and_never_holds
     let error = load_error_of(&registry, "hostile-lister");
     assert!(error.contains("did not list its tools within 10s") && error.contains("its sandbox was killed"), "{error}");
     assert_eq!(registry.entry("hostile-lister").unwrap().state, TrustState::Disabled, "the disabling made during the load holds");
-    assert_eq!(processes_with(b"server.py\0silent").await, 0, "the probe's server outlived its deadline");
+    assert_eq!(wait_gone("server.py silent").await, Vec::<u32>::new(), "the probe's server outlived its deadline");
     eprintln!("disable answered in {waited:?} while the listing hung");
 }
 
@@ -86,7 +67,7 @@ async fn endless_listing_pages_stop_at_the_tool_cap() {
     let registry = open(&host, config).await;
     let error = load_error_of(&registry, "hostile-lister");
     assert!(error.contains("tools/list refused: it lists more than 256 tools"), "{error}");
-    assert_eq!(processes_with(b"server.py\0endless").await, 0);
+    assert_eq!(wait_gone("server.py endless").await, Vec::<u32>::new());
 }
 
 /// A server that writes 16 MiB to its scratch `/data`, then takes 3 s to list its tools:

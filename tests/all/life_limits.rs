@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use skillhost::{BwrapConfig, CallContext, CallError, CallFailure, DirectSkill, Host};
 use tempfile::TempDir;
 
-use crate::{HANG_GUARD, call, call_with, ok};
+use crate::{HANG_GUARD, call, call_with, ok, processes_with, wait_gone};
 
 /// A host with the sandbox runtime on the test venv, over fresh directories that the
 /// sandbox's uid can pass through (as a deployment's data dir under /var/lib would be).
@@ -80,33 +80,11 @@ fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// Processes whose command line contains `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok().map(|pid| (pid, e.path())))
-        .filter(|(_, path)| std::fs::read(path.join("cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle)))
-        .map(|(pid, _)| pid)
-        .collect()
-}
-
 /// Wait (up to 5 s) until `count` processes' command lines contain `needle` (a forked child
 /// shows its marker only once it has exec'd); those found.
 async fn wait_running(needle: &str, count: usize) -> Vec<u32> {
     for _ in 0..50 {
         if processes_with(needle).len() >= count {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    processes_with(needle)
-}
-
-/// Wait (up to 5 s) until no process's command line contains `needle`; those left.
-async fn wait_gone(needle: &str) -> Vec<u32> {
-    for _ in 0..50 {
-        if processes_with(needle).is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -73,6 +73,31 @@ async fn status_of(addr: std::net::SocketAddr, request: String) -> String {
 /// A guard against a hung host: a call that has not returned after this is a failure.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
+/// The pids of the processes whose command line (arguments joined by spaces) contains
+/// `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok().map(|pid| (pid, e.path())))
+        .filter(|(_, path)| {
+            std::fs::read(path.join("cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Wait (up to 20 s) until no process's command line contains `needle`; those left.
+async fn wait_gone(needle: &str) -> Vec<u32> {
+    for _ in 0..200 {
+        if processes_with(needle).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    processes_with(needle)
+}
+
 /// Call `tool` of `skill` and return the result, failing the test if it hangs.
 async fn call(skill: &DirectSkill, tool: &str, input: Value) -> Result<ToolOutput, CallError> {
     call_with(skill, tool, input, CallContext::default()).await

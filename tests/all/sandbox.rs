@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use skillhost::{CallContext, CallError, CallFailure, DirectSkill, Host, Progress};
 use tempfile::TempDir;
 
-use crate::{HANG_GUARD, call, call_with, ok};
+use crate::{HANG_GUARD, call, call_with, ok, processes_with, wait_gone};
 
 /// A host with the sandbox runtime on the test venv, over fresh directories.
 struct SandboxHost {
@@ -40,28 +40,6 @@ impl SandboxHost {
 /// The probe's `{ok, value|error}` answer.
 fn probe(out: Value) -> Result<Value, String> {
     if out["ok"] == true { Ok(out["value"].clone()) } else { Err(out["error"].as_str().unwrap_or_default().to_owned()) }
-}
-
-/// Processes whose command line contains `needle`.
-fn processes_with(needle: &str) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .filter(|cmdline| String::from_utf8_lossy(cmdline).replace('\0', " ").contains(needle))
-        .count()
-}
-
-/// Wait until no process's command line contains `needle`; the count left at the end.
-async fn wait_gone(needle: &str) -> usize {
-    for _ in 0..200 {
-        if processes_with(needle) == 0 {
-            return 0;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    processes_with(needle)
 }
 
 fn timeout(d: Duration) -> CallContext {
@@ -248,7 +226,7 @@ async fn a_fork_bomb_dies_with_its_call_and_the_host_lives_on() {
     let marker = format!("0.0{}{}", std::process::id(), env.data.path().to_string_lossy().len());
     let err = call_with(&skill, "fork_bomb", json!({"count": 64, "marker": marker}), timeout(Duration::from_secs(3))).await.unwrap_err();
     assert!(matches!(err, CallError { failure: CallFailure::Timeout { .. }, .. }), "{err}");
-    assert_eq!(wait_gone(&format!("sleep 3600 {marker}")).await, 0, "processes of the bomb outlived the call");
+    assert_eq!(wait_gone(&format!("sleep 3600 {marker}")).await, Vec::<u32>::new(), "processes of the bomb outlived the call");
     assert_eq!(ok(&skill, "echo", json!({"text": "alive"})).await["text"], "alive");
 }
 
@@ -297,7 +275,7 @@ async fn a_hung_call_is_killed_at_its_deadline() {
     // The hung server was killed (its sandbox with it); a new one answers.
     let data = env.data.path().display().to_string();
     assert_eq!(ok(&skill, "echo", json!({"text": "next"})).await["text"], "next");
-    assert!(processes_with(&data) <= 2, "one server (bwrap and its monitor) at most");
+    assert!(processes_with(&data).len() <= 2, "one server (bwrap and its monitor) at most");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -337,11 +315,11 @@ async fn dropping_the_skill_kills_its_server() {
     let skill = env.load("sandbox-probe", "").await;
     ok(&skill, "echo", json!({"text": "start"})).await;
     let marker = env.data.path().display().to_string();
-    assert!(processes_with(&marker) > 0, "the server runs");
+    assert!(!processes_with(&marker).is_empty(), "the server runs");
     drop(skill);
     // The host keeps its own copy of loaded skills: a fresh host drops it for good.
     drop(env.host);
-    assert_eq!(wait_gone(&marker).await, 0, "the server outlived its skill");
+    assert_eq!(wait_gone(&marker).await, Vec::<u32>::new(), "the server outlived its skill");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
