@@ -73,6 +73,9 @@ pub fn config(data_dir: &Path) -> Result<ForgeConfig> {
             if let Some(window) = caps.attempt_window {
                 config.attempt_window = window;
             }
+            // A build runs code no human approved: it may lack only the layers a human
+            // let the sandbox run without.
+            config.allow_weaker = host.sandbox.allow_weaker;
         }
         Err(e) => tracing::warn!("the forge runs with its default caps: {e:#}"),
     }

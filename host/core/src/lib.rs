@@ -25,8 +25,8 @@ pub use name::{NameError, SkillName};
 pub use net::{AuditSink, EgressOutcome, EgressRecord, NoAudit, NoSecrets, Resolver, SecretSource};
 pub use risk::RiskTier;
 pub use runtime::{
-    CacheOutcome, CallContext, CallError, CallFailure, LoadError, ManifestHint, Progress, ProgressSink, Runtimes, Skill, SkillCode,
-    SkillRuntime, SkillSource, ToolOutput,
+    CacheOutcome, CallContext, CallError, CallFailure, LazyRuntime, LoadError, ManifestHint, Progress, ProgressSink, Runtimes, Skill,
+    SkillCode, SkillRuntime, SkillSource, TestReport, TestRun, ToolOutput,
 };
 pub use server::{EnvSecret, ServerConfig, StartMode};
 pub use tool::{

@@ -119,6 +119,111 @@ pub trait SkillRuntime: Send + Sync {
     async fn load_listed(&self, source: &SkillSource, grant: Grant, _listing: &Value) -> Result<Arc<dyn Skill>, LoadError> {
         self.load(source, grant).await
     }
+
+    /// Run the skill's own tests (a server skill's `test_server.py`, with pytest) under
+    /// `grant` (a probe grant: the skill may not be approved), then check that it starts
+    /// and lists its tools, all within `limit`. `None` when this runtime has no tests of
+    /// its own for this code (a component's cases are its `[[tests]]`, called as tools).
+    /// Default: `None`.
+    async fn own_tests(&self, _source: &SkillSource, _grant: Grant, _limit: Duration) -> Option<TestReport> {
+        None
+    }
+}
+
+/// The outcome of a skill's own tests ([`SkillRuntime::own_tests`], `skillhost test`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TestReport {
+    /// The skill.
+    pub skill: String,
+    /// Tests passed (or there were none) and the skill answered the handshake.
+    pub passed: bool,
+    /// The test run; `None` when the skill has no tests of its own.
+    pub tests: Option<TestRun>,
+    /// The tools it listed (empty when it did not start).
+    pub tools: Vec<String>,
+    /// What failed, one line.
+    pub error: Option<String>,
+}
+
+/// One run of a skill's own tests.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TestRun {
+    /// The command, as run inside the sandbox.
+    pub command: String,
+    /// Its exit code (`None` when it was killed).
+    pub exit_code: Option<i32>,
+    /// Its stdout and stderr, interleaved by stream (the tail, when long).
+    pub output: String,
+}
+
+/// A runtime made on first use: the wrapped one is built when a skill first needs it, so
+/// a host that never loads code of its kind never pays for it (an engine, the sandbox's
+/// isolation probes). A runtime that cannot be built fails each load with
+/// [`LoadError::NoRuntime`], saying why.
+pub struct LazyRuntime {
+    kind: &'static str,
+    make: Box<dyn Fn() -> Result<Arc<dyn SkillRuntime>, String> + Send + Sync>,
+    made: std::sync::OnceLock<Result<Arc<dyn SkillRuntime>, String>>,
+}
+
+impl LazyRuntime {
+    /// A runtime of `kind` that `make` builds at its first use.
+    pub fn new(kind: &'static str, make: impl Fn() -> Result<Arc<dyn SkillRuntime>, String> + Send + Sync + 'static) -> Self {
+        Self { kind, make: Box::new(make), made: std::sync::OnceLock::new() }
+    }
+
+    /// The runtime, built now if it was not yet, or why it cannot be.
+    pub fn get(&self) -> Result<&Arc<dyn SkillRuntime>, &str> {
+        self.made.get_or_init(|| (self.make)()).as_ref().map_err(String::as_str)
+    }
+
+    fn unavailable(&self, source: &SkillSource, reason: &str) -> LoadError {
+        LoadError::NoRuntime { skill: source.manifest.name.clone(), reason: format!("its {} runtime cannot start: {reason}", self.kind) }
+    }
+}
+
+impl fmt::Debug for LazyRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazyRuntime").field("kind", &self.kind).field("made", &self.made.get().map(Result::is_ok)).finish()
+    }
+}
+
+#[async_trait::async_trait]
+impl SkillRuntime for LazyRuntime {
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    async fn load(&self, source: &SkillSource, grant: Grant) -> Result<Arc<dyn Skill>, LoadError> {
+        let runtime = self.get().map_err(|reason| self.unavailable(source, reason))?;
+        runtime.load(source, grant).await
+    }
+
+    fn listing_stamp(&self, source: &SkillSource) -> Option<String> {
+        self.get().ok()?.listing_stamp(source)
+    }
+
+    fn weakened(&self, code: &SkillCode) -> Vec<String> {
+        self.get().map(|runtime| runtime.weakened(code)).unwrap_or_default()
+    }
+
+    async fn load_listed(&self, source: &SkillSource, grant: Grant, listing: &Value) -> Result<Arc<dyn Skill>, LoadError> {
+        let runtime = self.get().map_err(|reason| self.unavailable(source, reason))?;
+        runtime.load_listed(source, grant, listing).await
+    }
+
+    async fn own_tests(&self, source: &SkillSource, grant: Grant, limit: Duration) -> Option<TestReport> {
+        match self.get() {
+            Ok(runtime) => runtime.own_tests(source, grant, limit).await,
+            Err(reason) => Some(TestReport {
+                skill: source.manifest.name.to_string(),
+                passed: false,
+                tests: None,
+                tools: Vec::new(),
+                error: Some(self.unavailable(source, reason).to_string()),
+            }),
+        }
+    }
 }
 
 /// A [`SkillRuntime`] that routes each skill to the runtime for its [`SkillCode`]: the
@@ -166,7 +271,7 @@ impl SkillRuntime for Runtimes {
                 self.server_unavailable.as_deref().unwrap_or("none configured")
             ),
         };
-        Err(LoadError::Runtime { skill: source.manifest.name.clone(), reason })
+        Err(LoadError::NoRuntime { skill: source.manifest.name.clone(), reason })
     }
 
     fn listing_stamp(&self, source: &SkillSource) -> Option<String> {
@@ -182,6 +287,10 @@ impl SkillRuntime for Runtimes {
             Some(runtime) => runtime.load_listed(source, grant, listing).await,
             None => self.load(source, grant).await,
         }
+    }
+
+    async fn own_tests(&self, source: &SkillSource, grant: Grant, limit: Duration) -> Option<TestReport> {
+        self.route(&source.code)?.own_tests(source, grant, limit).await
     }
 }
 
@@ -416,6 +525,16 @@ pub enum LoadError {
         /// The skill.
         skill: SkillName,
         /// What is wrong.
+        reason: String,
+    },
+    /// This host has no runtime for the skill's kind of code (no sandbox for a server
+    /// skill), or that runtime could not start: the host's setup, not the skill, is at
+    /// fault.
+    #[error("skill `{skill}` could not be loaded: {reason}")]
+    NoRuntime {
+        /// The skill.
+        skill: SkillName,
+        /// Why, and what to install or set up.
         reason: String,
     },
     /// The runtime failed to prepare the skill.

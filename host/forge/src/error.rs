@@ -86,7 +86,7 @@ pub enum Failure {
     /// A Python skill's pytest run or handshake failed.
     Python {
         /// The pytest command, exit code and output tail, when tests ran.
-        tests: Option<skillhost_sandbox::check::TestRun>,
+        tests: Option<skillhost_core::TestRun>,
         /// What failed, one line.
         error: String,
     },

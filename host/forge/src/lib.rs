@@ -54,10 +54,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use skillhost_core::{CallContext, RiskTier, SkillCode, SkillManifest, SkillName, SkillRuntime, SkillSource};
+use skillhost_core::{CallContext, LoadError, RiskTier, SkillManifest, SkillName, SkillRuntime};
 use skillhost_package::{ScratchDir, ScratchRoot};
 use skillhost_registry::{Layer, Registry, TrustState};
-use skillhost_sandbox::BwrapRuntime;
 
 pub use error::{Failure, ForgeError, TestFailure};
 pub use probe::SecretValues;
@@ -65,7 +64,7 @@ pub use rust::{BuildFailure, Diagnostic, sdk_workspace_manifest};
 pub use stage::{Language, Refusal, StageLimits};
 
 use crate::attempts::{Attempts, Window};
-use crate::probe::{ProbeRuntimes, Redactor};
+use crate::probe::Redactor;
 
 /// How the forge is set up.
 #[derive(Clone, Debug)]
@@ -96,6 +95,10 @@ pub struct ForgeConfig {
     /// The window of [`max_attempts_per_window`](Self::max_attempts_per_window). Default:
     /// one hour.
     pub attempt_window: Duration,
+    /// The isolation layers the host's configuration lets a sandbox run without (the
+    /// sandbox's `allow_weaker`): a build missing any other layer the host expects does
+    /// not run. Default: none.
+    pub allow_weaker: Vec<String>,
 }
 
 impl ForgeConfig {
@@ -112,6 +115,7 @@ impl ForgeConfig {
             max_concurrent_builds: 2,
             max_attempts_per_window: 60,
             attempt_window: Duration::from_secs(3600),
+            allow_weaker: Vec::new(),
         }
     }
 }
@@ -157,6 +161,9 @@ pub struct Forged {
     pub warnings: Vec<Diagnostic>,
     /// Where it was installed.
     pub installed: PathBuf,
+    /// The content hash of what was tested and installed: the same bytes (see
+    /// [`Registry::install_snapshot`]).
+    pub content_hash: String,
     /// Whether it replaced a version (kept for `skillhost rollback`).
     pub replaced: bool,
     /// Milliseconds per stage (`stage`, `build`, `test`, `install`) and in all.
@@ -199,17 +206,15 @@ pub struct ApprovedTests {
 pub struct Forge {
     config: ForgeConfig,
     registry: Arc<Registry>,
-    probe: ProbeRuntimes,
+    /// What submissions run on before a human approved them: a runtime holding no
+    /// secret source and no network (see [`probe`]).
+    probe: Arc<dyn SkillRuntime>,
     secrets: Option<SecretValues>,
     attempts: Attempts,
     window: Window,
     builds: Arc<tokio::sync::Semaphore>,
     toolchain: tokio::sync::Mutex<Option<rust::Toolchain>>,
     busy: Mutex<BTreeSet<SkillName>>,
-    /// The isolation layers the host's configuration lets a sandbox run without (its
-    /// sandbox runtime's `allow_weaker`): a build missing any other layer the host
-    /// expects does not run.
-    allow_weaker: Vec<String>,
     /// Where submissions are staged, built and probed, or why those folders cannot be used:
     /// opened at the first submission that passes its stage checks, or at start when a
     /// host before this one left them (which sweeps what it left).
@@ -221,21 +226,19 @@ pub struct Forge {
 /// recursion, off the async runtime, when its run ends for any reason, and what a killed
 /// host left is swept at the next start.
 struct WorkDirs {
-    stage: Arc<ScratchRoot>,
     scratch: Arc<ScratchRoot>,
     builds: Arc<ScratchRoot>,
     private: Arc<ScratchRoot>,
 }
 
 impl WorkDirs {
-    const FOLDERS: [&str; 4] = ["stage", "scratch", "builds", "private"];
+    const FOLDERS: [&str; 3] = ["scratch", "builds", "private"];
 
     fn open(dir: &Path) -> std::io::Result<Self> {
         Ok(Self {
-            stage: ScratchRoot::open(&dir.join(Self::FOLDERS[0]))?,
-            scratch: ScratchRoot::open(&dir.join(Self::FOLDERS[1]))?,
-            builds: ScratchRoot::open(&dir.join(Self::FOLDERS[2]))?,
-            private: ScratchRoot::open(&dir.join(Self::FOLDERS[3]))?,
+            scratch: ScratchRoot::open(&dir.join(Self::FOLDERS[0]))?,
+            builds: ScratchRoot::open(&dir.join(Self::FOLDERS[1]))?,
+            private: ScratchRoot::open(&dir.join(Self::FOLDERS[2]))?,
         })
     }
 }
@@ -250,17 +253,14 @@ enum Mode {
 }
 
 impl Forge {
-    /// A forge installing into `registry`. Submissions run on the forge's own runtimes
-    /// (see [`probe`]), which hold no secret source and no network; `sandbox` is the host's
-    /// sandbox runtime, whose venv Python skills use (`None`: Python skills are refused).
-    pub fn new(config: ForgeConfig, registry: Arc<Registry>, sandbox: Option<BwrapRuntime>) -> Self {
+    /// A forge installing into `registry`. Submissions run on `probe` before a human
+    /// approved them: a runtime the caller made for the forge alone, holding no secret
+    /// source and no network (see [`probe`]; the facade's `Host::forge` makes it).
+    pub fn new(config: ForgeConfig, registry: Arc<Registry>, probe: Arc<dyn SkillRuntime>) -> Self {
         let attempts = Attempts::new(&config.dir);
         let window = Window::new(&config.dir);
-        let probe = ProbeRuntimes::new(&config.dir.join("probe"), sandbox.as_ref());
         let builds = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_builds));
-        let allow_weaker = sandbox.as_ref().map(|s| s.allow_weaker().to_vec()).unwrap_or_default();
         let forge = Self {
-            allow_weaker,
             work: std::sync::OnceLock::new(),
             config,
             registry,
@@ -333,20 +333,27 @@ impl Forge {
                 "skill `{name}` has no stored source to update (it was not made by the forge); submit it whole with skill_create under a new name"
             ))
         };
-        let origin = &entry.origin;
-        let (language, dir) = if origin.join("source").is_dir() {
-            (Language::Rust, origin.join("source"))
-        } else if origin.is_dir() && entry.loaded.as_ref().and_then(|l| l.manifest.as_ref()).is_some_and(|m| m.server.is_some()) {
-            (Language::Python, origin.clone())
+        // Read once, through the hardened reader every skill is read with (no links, size
+        // caps): the files as they are installed, not a walk that checks, then reads.
+        let snapshot = skillhost_package::Snapshot::read(&entry.origin, self.registry.limits())
+            .map_err(|e| ForgeError::Conflict(format!("the stored source of `{name}` cannot be read: {e}")))?;
+        let skillhost_package::Snapshot::Folder { files, .. } = snapshot else { return Err(no_source()) };
+        let is_server = entry.loaded.as_ref().and_then(|l| l.manifest.as_ref()).is_some_and(|m| m.server.is_some());
+        let (language, files): (Language, BTreeMap<String, Vec<u8>>) = if files.keys().any(|path| path.starts_with("source/")) {
+            let source = files.into_iter().filter_map(|(path, bytes)| Some((path.strip_prefix("source/")?.to_owned(), bytes)));
+            (Language::Rust, source.collect())
+        } else if is_server {
+            (Language::Python, files)
         } else {
             return Err(no_source());
         };
-        let files = stage::read_dir(&dir, &self.config.limits).map_err(|refused| {
-            ForgeError::Conflict(format!(
-                "the stored source of `{name}` cannot be read: {}",
-                refused.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
-            ))
-        })?;
+        let files = files
+            .into_iter()
+            .map(|(path, bytes)| match String::from_utf8(bytes) {
+                Ok(text) => Ok((path, text)),
+                Err(_) => Err(ForgeError::Conflict(format!("the stored source of `{name}` cannot be read: {path} is not UTF-8 text"))),
+            })
+            .collect::<Result<BTreeMap<_, _>, _>>()?;
         Ok((language, files))
     }
 
@@ -457,16 +464,15 @@ impl Forge {
             _ => {}
         }
         let work = self.work()?;
-        let staging = work.stage.dir(&format!("{name}-")).map_err(io("cannot create the staging directory"))?;
-        let out = staging.path().join(name.as_str());
         mark("stage", &mut timings);
 
         let mut warnings = Vec::new();
-        let source = match submission.language {
+        // What is tested and installed: one snapshot, made here in memory and never read
+        // back from a directory, so the bytes installed are the bytes tested.
+        let files: BTreeMap<String, Vec<u8>> = match submission.language {
             Language::Rust => {
                 progress("build: cargo build in the sandbox (offline)");
-                let component = self.build_rust(name, &submission.files, fresh).await?;
-                let component = match component {
+                let component = match self.build_rust(name, &submission.files, fresh).await? {
                     Ok(built) => {
                         warnings = built.warnings;
                         built.component
@@ -477,34 +483,29 @@ impl Forge {
                 let packaged = skillhost_package::pack(&component, toml.as_bytes(), md).map_err(|e| {
                     Outcome::Failure(Failure::Load { error: format!("cargo produced something that is not a component: {e}") })
                 })?;
-                let mut installed: BTreeMap<String, String> = BTreeMap::new();
-                installed.insert("skill.toml".into(), toml.clone());
+                let mut installed = BTreeMap::from([("skill.toml".to_owned(), toml.as_bytes().to_vec()), ("skill.wasm".to_owned(), packaged)]);
                 if let Some(md) = submission.files.get("SKILL.md") {
-                    installed.insert("SKILL.md".into(), md.clone());
+                    installed.insert("SKILL.md".into(), md.as_bytes().to_vec());
                 }
                 for (path, content) in &submission.files {
-                    installed.insert(format!("source/{path}"), content.clone());
+                    installed.insert(format!("source/{path}"), content.as_bytes().to_vec());
                 }
-                stage::write(&out, &installed).map_err(io("cannot stage the skill"))?;
-                std::fs::write(out.join("skill.wasm"), &packaged).map_err(io("cannot stage the skill"))?;
-                SkillSource {
-                    manifest: manifest.clone(),
-                    origin: out.clone(),
-                    code: SkillCode::Wasm { path: out.join("skill.wasm"), bytes: Arc::from(packaged) },
-                    instructions: submission.files.get("SKILL.md").cloned(),
-                }
+                installed
             }
-            Language::Python => {
-                stage::write(&out, &submission.files).map_err(io("cannot stage the skill"))?;
-                skillhost_package::read_source(&out, &Default::default())
-                    .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?
-            }
+            Language::Python => submission.files.iter().map(|(path, text)| (path.clone(), text.as_bytes().to_vec())).collect(),
         };
+        let snapshot = skillhost_package::Snapshot::from_files(self.registry.user_layer().join(name.as_str()), files, self.registry.limits())
+            .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
+        let content_hash = snapshot.content_hash();
+        let source = snapshot
+            .source()
+            .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?
+            .ok_or_else(|| Outcome::Failure(Failure::Load { error: "the submission holds no code to run".into() }))?;
         mark("build", &mut timings);
 
         progress("test: loading it and running its tests (probe grant: no network, no secrets)");
         // Everything below runs the submission's code under the probe grant, over a fresh
-        // empty scratch dir removed afterwards, on the forge's own runtimes.
+        // empty scratch dir removed afterwards, on the probe runtime (no secrets, no network).
         let scratch = work.scratch.dir(&format!("{name}-")).map_err(io("cannot create a scratch dir"))?;
         let grant =
             probe::grant(&manifest, &source.code, scratch.path()).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
@@ -512,18 +513,19 @@ impl Forge {
         // pytest (and its handshake) only when there are tests: the load below starts the
         // server and lists its tools anyway.
         if submission.language == Language::Python && submission.files.contains_key("test_server.py") {
-            let sandbox = self.probe.sandbox().map_err(Outcome::Error)?;
-            let report = sandbox.test_skill(&source, grant.clone(), self.config.test_timeout).await;
+            let report = self.probe.own_tests(&source, grant.clone(), self.config.test_timeout).await.ok_or_else(|| {
+                Outcome::Error(ForgeError::Setup("this host has no sandbox runtime (bubblewrap) for Python skills".into()))
+            })?;
             if !report.passed {
                 let error = report.error.unwrap_or_else(|| "its tests failed".into());
                 return Err(Outcome::Failure(Failure::Python { tests: report.tests, error }));
             }
         }
-        let skill = match &source.code {
-            SkillCode::Wasm { .. } => self.probe.wasm().map_err(Outcome::Error)?.load(&source, grant).await,
-            _ => self.probe.sandbox().map_err(Outcome::Error)?.load(&source, grant).await,
-        };
-        let skill = skill.map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
+        let skill = self.probe.load(&source, grant).await.map_err(|e| match e {
+            // The host's setup, not the submission, is at fault: not counted as an attempt.
+            LoadError::NoRuntime { .. } => Outcome::Error(ForgeError::Setup(e.to_string())),
+            e => Outcome::Failure(Failure::Load { error: e.to_string() }),
+        })?;
         let (results, after_approval) = match after_approval {
             Some(asks) => {
                 drop(skill);
@@ -552,7 +554,7 @@ impl Forge {
 
         progress("install: into the user layer");
         let replaced = self.registry.entry(name.as_str()).is_ok_and(|e| e.layer == Layer::User);
-        let entry = self.registry.install(&out).await.map_err(|e| Outcome::Error(e.into()))?;
+        let entry = self.registry.install_snapshot(snapshot).await.map_err(|e| Outcome::Error(e.into()))?;
         mark("install", &mut timings);
         timings.insert("total", started.elapsed().as_millis() as u64);
         let loaded = entry.loaded.as_ref();
@@ -572,6 +574,7 @@ impl Forge {
             after_approval,
             warnings,
             installed: entry.origin.clone(),
+            content_hash,
             replaced,
             timings_ms: timings,
         })
@@ -602,7 +605,7 @@ impl Forge {
         // A build runs code no human approved (build scripts, proc macros): it gets every
         // isolation layer the host expects, or it does not run, unless the host's config
         // accepts a weaker sandbox, as for server skills.
-        toolchain.isolation.weakened(&self.allow_weaker).map_err(|e| {
+        toolchain.isolation.weakened(&self.config.allow_weaker).map_err(|e| {
             Outcome::Error(ForgeError::Setup(format!("cannot build `{name}`: {}", e.replacen("its sandbox", "its build sandbox", 1))))
         })?;
         // The target dir is the name's own and kept across its attempts (its parent is the

@@ -4,10 +4,11 @@
 //!
 //! Everything the forge runs (a Python skill's pytest and handshake, listing a skill's
 //! tools, its `[[tests]]` cases) runs under [`Grant::probe`]: one fresh, empty scratch dir
-//! at `/data` instead of its data dirs, no network, no secrets, a short deadline. The
-//! runtimes are the forge's own ([`ProbeRuntimes`]): a WebAssembly runtime whose network
-//! configuration has no secret source, and a sandbox runtime with no secret source and no
-//! egress shim, so not even a mistake in a grant could hand a submission the host's secrets.
+//! at `/data` instead of its data dirs, no network, no secrets, a short deadline. It runs
+//! on the probe runtime [`Forge::new`](crate::Forge::new) is given, not the registry's:
+//! the facade makes one for the forge alone, whose WebAssembly side has no secret source
+//! and whose sandbox side has no secret source and no egress shim, so not even a mistake in
+//! a grant could hand a submission the host's secrets.
 //!
 //! A skill that asks for network or secrets cannot be tested meaningfully without them:
 //! its `[[tests]]` are not run by the forge but reported as `runs_after_approval`; once a
@@ -15,67 +16,16 @@
 //! runs them through the registry, with its real grant.
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use skillhost_core::{DataKey, Grant, GrantError, Policy, SkillCode, SkillManifest};
-use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
-use skillhost_wasm::{WasmConfig, WasmRuntime};
 
-use crate::error::{Failure, ForgeError};
+use crate::error::Failure;
 
 /// The grant `manifest`'s `code` runs with before approval, over the empty dir `scratch`
 /// ([`Grant::probe_for`]).
 pub(crate) fn grant(manifest: &SkillManifest, code: &SkillCode, scratch: &Path) -> Result<Grant, GrantError> {
     Ok(Grant::new(manifest, &Policy::new(scratch), &DataKey::named(&manifest.name))?.probe_for(code, scratch))
-}
-
-/// The runtimes the forge runs unapproved code on, made on first use.
-pub(crate) struct ProbeRuntimes {
-    dir: std::path::PathBuf,
-    venv: Option<std::path::PathBuf>,
-    has_sandbox: bool,
-    wasm: OnceLock<Result<WasmRuntime, String>>,
-    sandbox: OnceLock<Result<BwrapRuntime, String>>,
-}
-
-impl ProbeRuntimes {
-    /// Runtimes working under `dir` (`<forge>/probe`); Python skills use `venv`.
-    pub fn new(dir: &Path, sandbox: Option<&BwrapRuntime>) -> Self {
-        Self {
-            dir: dir.to_owned(),
-            venv: sandbox.and_then(BwrapRuntime::venv).map(|v| v.dir.clone()),
-            has_sandbox: sandbox.is_some(),
-            wasm: OnceLock::new(),
-            sandbox: OnceLock::new(),
-        }
-    }
-
-    /// The WebAssembly runtime: its own compiled cache, the default network configuration
-    /// (no secret source, no audit).
-    pub fn wasm(&self) -> Result<&WasmRuntime, ForgeError> {
-        self.wasm
-            .get_or_init(|| {
-                let config = WasmConfig { cache_dir: Some(self.dir.join("compiled")), max_instances: 8, ..WasmConfig::default() };
-                WasmRuntime::new(config).map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| ForgeError::Setup(e.clone()))
-    }
-
-    /// The sandbox runtime: the host's venv, no secret source, no egress shim.
-    pub fn sandbox(&self) -> Result<&BwrapRuntime, ForgeError> {
-        if !self.has_sandbox {
-            return Err(ForgeError::Setup("this host has no sandbox runtime (bubblewrap) for Python skills".into()));
-        }
-        self.sandbox
-            .get_or_init(|| {
-                let mut config = BwrapConfig::new(self.dir.join("sandbox"));
-                config.venv = self.venv.clone();
-                BwrapRuntime::new(config).map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| ForgeError::Setup(e.clone()))
-    }
 }
 
 /// The values of the host's secrets, read when a report is made.

@@ -95,6 +95,38 @@ impl Snapshot {
         Ok(Snapshot::Folder { path: path.to_owned(), files })
     }
 
+    /// A folder snapshot of `files` made in memory (relative `/`-separated path to
+    /// contents), at `path` for messages: what the forge builds and tests, then installs
+    /// as it is, so the bytes installed are the bytes tested. The reader's rules hold: each
+    /// path is plain (no empty, `.` or `..` component, nothing absolute), nothing the
+    /// content hash excludes (hidden names, a top-level `target/`), every size under
+    /// `limits`. Written out and read back, it hashes the same.
+    pub fn from_files(path: PathBuf, files: BTreeMap<String, Vec<u8>>, limits: &SizeLimits) -> Result<Self, ReadError> {
+        let mut text_total = 0;
+        for (relative, bytes) in &files {
+            let file = path.join(relative);
+            let mut parts = relative.split('/');
+            let plain = !relative.is_empty()
+                && parts.clone().all(|part| !part.is_empty() && part != ".." && !excluded(part))
+                && parts.next() != Some("target")
+                && !relative.contains('\0');
+            if !plain {
+                return Err(ReadError::BadPath {
+                    path: file,
+                    reason: "a skill's files have plain relative paths, none hidden and none under a top-level target/",
+                });
+            }
+            let component = relative.ends_with(".wasm");
+            let (cap, what) = if component { (limits.component, "the component") } else { (limits.text_file, "this file") };
+            check_size(&file, what, bytes.len() as u64, cap)?;
+            if !component {
+                text_total += bytes.len() as u64;
+                check_size(&path, "the skill's text", text_total, limits.text_total)?;
+            }
+        }
+        Ok(Snapshot::Folder { path, files })
+    }
+
     /// Where it was read from.
     pub fn path(&self) -> &Path {
         match self {
@@ -287,6 +319,27 @@ mod tests {
         assert_ne!(base, folder(&[("a", "1"), ("b/c", "3")]).content_hash());
         assert_ne!(base, folder(&[("a", "1"), ("b/d", "2")]).content_hash());
         assert_ne!(folder(&[("a", "12")]).content_hash(), folder(&[("a1", "2")]).content_hash(), "no ambiguity between path and contents");
+    }
+
+    #[test]
+    fn a_snapshot_made_in_memory_hashes_as_its_files_read_back() {
+        let files: BTreeMap<String, Vec<u8>> = [("skill.toml", "name = \"m\""), ("source/src/lib.rs", "fn f() {}"), ("SKILL.md", "# m")]
+            .into_iter()
+            .map(|(p, c)| (p.to_owned(), c.as_bytes().to_vec()))
+            .collect();
+        let made = Snapshot::from_files(PathBuf::from("m"), files, &SizeLimits::default()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        made.write_to(&dir.path().join("m")).unwrap();
+        let read = Snapshot::read(&dir.path().join("m"), &SizeLimits::default()).unwrap();
+        assert_eq!(made.content_hash(), read.content_hash());
+        for bad in ["../x", "/etc/passwd", "a//b", ".git/config", "src/.hidden", "target/x", "a/./b", ""] {
+            let files = BTreeMap::from([(bad.to_owned(), b"x".to_vec())]);
+            let err = Snapshot::from_files(PathBuf::from("m"), files, &SizeLimits::default()).unwrap_err();
+            assert!(matches!(err, ReadError::BadPath { .. }), "{bad}: {err}");
+        }
+        let limits = SizeLimits { text_file: 4, ..SizeLimits::default() };
+        let files = BTreeMap::from([("big.txt".to_owned(), b"12345".to_vec())]);
+        assert!(matches!(Snapshot::from_files(PathBuf::from("m"), files, &limits), Err(ReadError::TooLarge { .. })));
     }
 
     #[test]

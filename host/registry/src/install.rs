@@ -30,18 +30,31 @@ impl Registry {
     /// replacing an installed skill of the same name, and return its entry. Nothing is
     /// written unless the skill loads.
     pub async fn install(&self, path: &Path) -> Result<Arc<Entry>, RegistryError> {
-        let snapshot = Snapshot::read(path, &self.config.limits)?;
-        if matches!(snapshot, Snapshot::Package(package::Snapshot::Wasm { .. })) && path.extension().is_none_or(|e| e != "wasm") {
-            return Err(RegistryError::NotASkill { path: path.to_owned() });
+        match Snapshot::read(path, &self.config.limits)? {
+            Snapshot::Package(package::Snapshot::Wasm { .. }) if path.extension().is_none_or(|e| e != "wasm") => {
+                Err(RegistryError::NotASkill { path: path.to_owned() })
+            }
+            Snapshot::Package(snapshot) => self.install_snapshot(snapshot).await,
+            // Refused with its reason before anything is loaded or written.
+            Snapshot::Pack { path, .. } => Err(crate::pack::not_installable(&path)),
         }
+    }
+
+    /// Install the skill `snapshot` holds into the user layer, as [`install`](Self::install)
+    /// does: exactly its bytes are written, so the installed content hash is
+    /// `snapshot.content_hash()`. The forge installs the snapshot it built and tested in
+    /// memory this way, so what is installed is what was tested, and nothing is read back
+    /// from a directory a build could write. A folder snapshot becomes `NAME/`, a
+    /// component `NAME.wasm`, whatever its path says.
+    pub async fn install_snapshot(&self, snapshot: package::Snapshot) -> Result<Arc<Entry>, RegistryError> {
+        let snapshot = Snapshot::Package(snapshot);
         let parsed = snapshot.parse()?;
         let name = parsed.name().clone();
         let user = self.config.user.clone();
-        let target = match snapshot {
+        let target = match &snapshot {
             Snapshot::Package(package::Snapshot::Wasm { .. }) => user.join(format!("{name}.wasm")),
             Snapshot::Package(package::Snapshot::Folder { .. }) => user.join(name.as_str()),
-            // Refused with its reason before anything is loaded or written.
-            Snapshot::Pack { ref path, .. } => return Err(crate::pack::not_installable(path)),
+            Snapshot::Pack { path, .. } => return Err(crate::pack::not_installable(path)),
         };
         // Validate: the skill must load before anything is written.
         self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
@@ -58,6 +71,16 @@ impl Registry {
         self.rescan_locked(&name).await?;
         drop(_guard);
         self.entry(name.as_str())
+    }
+
+    /// The user layer: where [`install`](Self::install) puts skills.
+    pub fn user_layer(&self) -> &Path {
+        &self.config.user
+    }
+
+    /// The size caps every skill is read under.
+    pub fn limits(&self) -> &package::SizeLimits {
+        &self.config.limits
     }
 
     /// Where the version before the installed one of `name` is kept.

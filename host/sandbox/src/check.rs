@@ -7,7 +7,6 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde::Serialize;
 use skillhost_core::{Grant, SkillCode, SkillSource};
 use tokio::io::AsyncReadExt;
 
@@ -16,31 +15,7 @@ use crate::BwrapRuntime;
 /// Largest test output kept, bytes (the tail is kept).
 const MAX_OUTPUT: usize = 64 << 10;
 
-/// The outcome of `skillhost test`.
-#[derive(Clone, Debug, Serialize)]
-pub struct TestReport {
-    /// The skill.
-    pub skill: String,
-    /// Tests passed (or there were none) and the server answered the handshake.
-    pub passed: bool,
-    /// The pytest run; `None` when the skill has no `test_server.py`.
-    pub tests: Option<TestRun>,
-    /// The tools the server listed (empty when it did not start).
-    pub tools: Vec<String>,
-    /// What failed, one line.
-    pub error: Option<String>,
-}
-
-/// One run of the skill's tests.
-#[derive(Clone, Debug, Serialize)]
-pub struct TestRun {
-    /// The command, as run inside the sandbox.
-    pub command: String,
-    /// Its exit code (`None` when it was killed).
-    pub exit_code: Option<i32>,
-    /// Its stdout and stderr, interleaved by stream (the tail, when long).
-    pub output: String,
-}
+pub use skillhost_core::{TestReport, TestRun};
 
 impl BwrapRuntime {
     /// Run the tests of a `[server]` skill and check its server (see the module docs).

@@ -475,6 +475,11 @@ impl SkillRuntime for BwrapRuntime {
             _ => Vec::new(),
         }
     }
+
+    /// A server skill's `test_server.py` and handshake ([`check`]).
+    async fn own_tests(&self, source: &SkillSource, grant: Grant, limit: Duration) -> Option<skillhost_core::TestReport> {
+        Some(self.test_skill(source, grant, limit).await)
+    }
 }
 
 /// How to start one skill's server.

@@ -76,13 +76,13 @@ pub use skillhost_registry::{
     Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError,
     RegistryEvent, TrustState,
 };
-pub use skillhost_sandbox::check::{TestReport, TestRun};
+pub use skillhost_core::{TestReport, TestRun};
 pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
 pub use skillhost_wasm::{CacheStats, NetConfig, SystemResolver, WasmConfig};
 
 use crate::audit::AuditLog;
 use crate::secrets::SecretStore;
-use skillhost_core::Runtimes;
+use skillhost_core::{LazyRuntime, Runtimes};
 use skillhost_wasm::WasmRuntime;
 
 /// Why the host could not do what was asked.
@@ -294,13 +294,36 @@ impl Host {
     }
 
     /// A forge that builds and tests skills and installs them into `registry` (open it
-    /// with [`Host::open_registry`]). Submissions run on the forge's own runtimes, without
-    /// this host's secrets or network (its sandbox lends only its venv); the values of the
-    /// host's secrets are scrubbed from the forge's reports.
+    /// with [`Host::open_registry`]). Submissions run on probe runtimes made for the forge
+    /// alone (on first use, under `<config.dir>/probe`): a WebAssembly runtime with no
+    /// secret source and a sandbox runtime with no secret source and no egress shim, lending
+    /// only this host's venv and its `allow_weaker`; the values of the host's secrets are
+    /// scrubbed from the forge's reports.
     pub fn forge(&self, registry: Arc<Registry>, config: ForgeConfig) -> Forge {
+        let probe = self.probe_runtimes(&config.dir.join("probe"));
         let store = self.secrets.clone();
         let values = move || store.list().unwrap_or_default().iter().filter_map(|name| store.secret(name)).collect();
-        Forge::new(config, registry, self.sandbox.as_ref().ok().cloned()).redact_secrets(Arc::new(values))
+        Forge::new(config, registry, probe).redact_secrets(Arc::new(values))
+    }
+
+    /// The runtimes code no human approved runs on in the forge (see [`Host::forge`]).
+    fn probe_runtimes(&self, dir: &Path) -> Arc<dyn skillhost_core::SkillRuntime> {
+        let compiled = dir.join("compiled");
+        let wasm = LazyRuntime::new("wasm", move || {
+            let config = WasmConfig { cache_dir: Some(compiled.clone()), max_instances: 8, ..WasmConfig::default() };
+            Ok(Arc::new(WasmRuntime::new(config).map_err(|e| e.to_string())?) as Arc<dyn skillhost_core::SkillRuntime>)
+        });
+        let server = self.sandbox.as_ref().ok().map(|sandbox| {
+            let (work, venv, allow_weaker) = (dir.join("sandbox"), sandbox.venv().map(|v| v.dir.clone()), sandbox.allow_weaker().to_vec());
+            let runtime = LazyRuntime::new("bwrap", move || {
+                let mut config = BwrapConfig::new(work.clone());
+                config.venv = venv.clone();
+                config.allow_weaker = allow_weaker.clone();
+                Ok(Arc::new(BwrapRuntime::new(config).map_err(|e| e.to_string())?) as Arc<dyn skillhost_core::SkillRuntime>)
+            });
+            Arc::new(runtime) as Arc<dyn skillhost_core::SkillRuntime>
+        });
+        Arc::new(Runtimes { wasm: Some(Arc::new(wasm)), server, server_unavailable: self.sandbox.as_ref().err().cloned() })
     }
 
     /// Load the skill at `path` (a `.wasm` file or a skill folder, with a component or a

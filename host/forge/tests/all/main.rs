@@ -48,14 +48,16 @@ impl Env {
         sandbox.venv = Some(venv());
         let sandbox = BwrapRuntime::new(sandbox).expect("bwrap and prlimit are installed (scripts/setup.sh)");
         let runtime: Arc<dyn SkillRuntime> =
-            Arc::new(Runtimes { wasm: Some(wasm), server: Some(Arc::new(sandbox.clone())), server_unavailable: None });
+            Arc::new(Runtimes { wasm: Some(wasm), server: Some(Arc::new(sandbox)), server_unavailable: None });
         let mut config = RegistryConfig::new(data.path());
         config.watch = false;
         let registry = Registry::open(config, runtime.clone(), Policy::new(data.path().join("skills"))).await.unwrap();
         let mut forge_config = ForgeConfig::new(data.path().join("forge"));
         forge_config.sdk_workspace = Some(checkout());
         forge_config.max_attempts = max_attempts;
-        let forge = Forge::new(forge_config, registry.clone(), Some(sandbox));
+        // The registry's runtimes hold no secret source and no network here, like the
+        // probe runtimes a host makes for its forge.
+        let forge = Forge::new(forge_config, registry.clone(), runtime);
         Self { data, registry, forge }
     }
 
