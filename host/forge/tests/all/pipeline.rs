@@ -93,6 +93,37 @@ async fn rust_skill_from_compile_error_to_rollback() {
     assert_eq!(env.call("greeter", "greet", json!({"name": "Ada"})).await, json!("Howdy, Ada!"));
 }
 
+/// A build script runs code no human approved: this one writes wherever it can reach.
+const PLANTING_BUILD_RS: &str = r#"fn main() {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+    let out = std::env::var("OUT_DIR").unwrap();
+    for path in [format!("{dir}/planted.txt"), format!("{dir}/src/planted.rs"), format!("{dir}/../planted.txt"), format!("{out}/planted.txt")] {
+        let _ = std::fs::write(&path, "planted by build.rs");
+    }
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_installed_bytes_are_the_bytes_the_forge_tested() {
+    let env = Env::new(3).await;
+    let lib = greeter_lib("Hello");
+    let files = [("skill.toml", GREETER_TOML), ("src/lib.rs", lib.as_str()), ("build.rs", PLANTING_BUILD_RS)];
+    let forged = env.create(rust("greeter", &files)).await.unwrap();
+    assert_eq!(forged.tests_passed, 1, "its declared test ran on what was built");
+    let entry = env.registry.entry("greeter").unwrap();
+    let installed = entry.loaded.as_ref().expect("it loaded").content_hash.clone();
+    assert_eq!(forged.content_hash, installed, "the hash of the snapshot the forge tested is the installed content hash");
+    // Exactly the submission and what it built: nothing the build wrote beside its
+    // sources was read back into the skill.
+    let snapshot = skillhost_package::Snapshot::read(&entry.origin, &Default::default()).unwrap();
+    assert_eq!(snapshot.content_hash(), installed);
+    let skillhost_package::Snapshot::Folder { files: on_disk, .. } = snapshot else { panic!("a Rust skill is installed as a folder") };
+    let names: Vec<&str> = on_disk.keys().map(String::as_str).collect();
+    assert_eq!(names, ["skill.toml", "skill.wasm", "source/build.rs", "source/skill.toml", "source/src/lib.rs"]);
+    // The forge keeps no staged copy of what it installs.
+    assert!(!env.forge_dir().join("stage").exists(), "a staging dir was made");
+}
+
 pub const ECHO_TOML: &str = r#"name = "shouter"
 version = "0.1.0"
 description = "Repeats text loudly"
