@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Checks that the runtimes sit only below the seam, and that ARCHITECTURE.md draws the
+crate graph as it is.
+
+From `cargo metadata` (normal dependencies only: what a crate links, not what its tests
+use):
+
+1. No crate above the seam links a runtime engine: `wasmtime` is outside the dependency
+   closure of every crate in ABOVE_THE_SEAM (the MCP front, the registry, the search
+   index, the forge, and the crates they stand on). The same question as
+   `cargo tree -e normal -i wasmtime -p CRATE` printing nothing.
+2. The forge depends, among skillhost's crates, on FORGE_MAY_USE only: it gets its probe
+   runtime from the facade, and builds in the jail.
+3. The block between `<!-- crate-graph -->` and `<!-- /crate-graph -->` in ARCHITECTURE.md
+   lists every skillhost host crate once, as `skillhost-X → skillhost-Y, skillhost-Z`
+   (`→ (none)` for none), exactly its direct skillhost dependencies.
+
+Exits 1 naming what broke and what to do; 0 otherwise. `--print` prints the graph block
+as it should read. Used by scripts/test.sh before the tests.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+ABOVE_THE_SEAM = [
+    "skillhost-core",
+    "skillhost-package",
+    "skillhost-jail",
+    "skillhost-registry",
+    "skillhost-index",
+    "skillhost-forge",
+    "skillhost-mcp",
+]
+FORGE_MAY_USE = {"skillhost-core", "skillhost-package", "skillhost-registry", "skillhost-jail"}
+ENGINE = "wasmtime"
+
+
+def metadata():
+    out = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--locked"], check=True, capture_output=True, text=True
+    ).stdout
+    return json.loads(out)
+
+
+def normal_graph(meta):
+    """Package name -> names of its normal (non-dev, non-build) dependencies, resolved."""
+    names = {p["id"]: p["name"] for p in meta["packages"]}
+    graph = {}
+    for node in meta["resolve"]["nodes"]:
+        deps = set()
+        for dep in node["deps"]:
+            if any(kind["kind"] is None for kind in dep["dep_kinds"]):
+                deps.add(names[dep["pkg"]])
+        graph.setdefault(names[node["id"]], set()).update(deps)
+    return graph
+
+
+def closure(graph, start):
+    seen, stack = set(), [start]
+    while stack:
+        for dep in graph.get(stack.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return seen
+
+
+def host_crates(meta):
+    root = meta["workspace_root"]
+    members = set(meta["workspace_members"])
+    return sorted(
+        p["name"]
+        for p in meta["packages"]
+        if p["id"] in members and os.path.relpath(p["manifest_path"], root).startswith("host" + os.sep)
+    )
+
+
+def drawn(graph, crates):
+    lines = []
+    for crate in crates:
+        deps = sorted(d for d in graph[crate] if d in crates)
+        lines.append(f"{crate} → {', '.join(deps) if deps else '(none)'}")
+    return lines
+
+
+def main():
+    meta = metadata()
+    graph = normal_graph(meta)
+    crates = host_crates(meta)
+    expected = drawn(graph, crates)
+    if "--print" in sys.argv:
+        print("\n".join(expected))
+        return 0
+    problems = []
+    for crate in ABOVE_THE_SEAM:
+        if crate not in graph:
+            problems.append(f"{crate}: not in the workspace; update ABOVE_THE_SEAM in scripts/seams.py")
+        elif ENGINE in closure(graph, crate):
+            path = [d for d in sorted(graph[crate]) if d == ENGINE or ENGINE in closure(graph, d)]
+            problems.append(
+                f"{crate} links {ENGINE} (through {', '.join(path)}): a runtime leaked above the seam; "
+                f"depend on skillhost-core's SkillRuntime instead (`cargo tree -e normal -i {ENGINE} -p {crate}` shows the path)"
+            )
+    forge_uses = {d for d in graph.get("skillhost-forge", ()) if d.startswith("skillhost")} - FORGE_MAY_USE
+    if forge_uses:
+        problems.append(
+            f"skillhost-forge depends on {', '.join(sorted(forge_uses))}: it may use only {', '.join(sorted(FORGE_MAY_USE))} "
+            "(its probe runtime comes from the facade)"
+        )
+    root = meta["workspace_root"]
+    text = open(os.path.join(root, "ARCHITECTURE.md"), encoding="utf-8").read()
+    block = re.search(r"<!-- crate-graph -->\n```text\n(.*?)```\n<!-- /crate-graph -->", text, re.S)
+    if not block:
+        problems.append("ARCHITECTURE.md: no crate-graph block (see scripts/seams.py); print one with `scripts/seams.py --print`")
+    else:
+        have = [line for line in block.group(1).splitlines() if line.strip()]
+        if have != expected:
+            problems.append(
+                "ARCHITECTURE.md's crate graph differs from `cargo metadata`; replace the block with the output of "
+                "`python3 scripts/seams.py --print`:\n  "
+                + "\n  ".join(f"- {line}" for line in sorted(set(have) - set(expected)))
+                + "\n  "
+                + "\n  ".join(f"+ {line}" for line in sorted(set(expected) - set(have)))
+            )
+    for problem in problems:
+        print(f"seams: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
