@@ -71,6 +71,10 @@ pub struct SkillSource {
     pub code: SkillCode,
     /// The SKILL.md instructions, when present.
     pub instructions: Option<String>,
+    /// SHA-256 (lowercase hex) of the skill's bytes as they were read, which approvals
+    /// bind to (skillhost-package's content hash): code with the same hash is the same
+    /// code, so a tool listing kept for one describes the other.
+    pub content_hash: String,
 }
 
 /// What a component's manifest is, for [`LoadError::NeedsNetwork`].

@@ -28,7 +28,7 @@ pub fn pack(component: &[u8], manifest: &[u8], instructions: Option<&[u8]>) -> R
 /// nothing, named after the folder. A component of the skill world without an embedded
 /// manifest is refused with [`LoadError::NoManifest`], which names the skill.toml to add.
 /// `instructions` is the folder's SKILL.md, if it has one; else the embedded one is used.
-pub fn folder_component(dir: &Path, bytes: &[u8], instructions: Option<String>) -> Result<SkillSource, LoadError> {
+pub fn folder_component(dir: &Path, bytes: &[u8], instructions: Option<String>, content_hash: String) -> Result<SkillSource, LoadError> {
     let wasm_path = dir.join("skill.wasm");
     let not_component = |e: FormatError| LoadError::NotAComponent { path: wasm_path.clone(), reason: e.to_string() };
     check_component(bytes).map_err(not_component)?;
@@ -42,7 +42,7 @@ pub fn folder_component(dir: &Path, bytes: &[u8], instructions: Option<String>) 
         None => embedded_instructions(bytes, &wasm_path)?,
     };
     let code = SkillCode::Wasm { path: wasm_path, bytes: Arc::from(bytes) };
-    Ok(SkillSource { manifest, origin: dir.to_owned(), code, instructions })
+    Ok(SkillSource { manifest, origin: dir.to_owned(), code, instructions, content_hash })
 }
 
 /// The manifest of a `.wasm` file: the embedded `skill.toml`, or for a generic component

@@ -161,13 +161,16 @@ impl Snapshot {
                 let manifest = component_manifest(bytes, path)?;
                 let instructions = embedded_instructions(bytes, path)?;
                 let code = SkillCode::Wasm { path: path.clone(), bytes: Arc::from(bytes.as_slice()) };
-                Ok(Some(SkillSource { manifest, origin: path.clone(), code, instructions }))
+                Ok(Some(SkillSource { manifest, origin: path.clone(), code, instructions, content_hash: self.content_hash() }))
             }
             Snapshot::Folder { path, files } => {
                 let Some(toml) = files.get("skill.toml") else {
                     // No skill.toml: a component is read as a bare `NAME.wasm` is, named
                     // after the folder.
-                    return files.get("skill.wasm").map(|bytes| folder_component(path, bytes, instructions)).transpose();
+                    return files
+                        .get("skill.wasm")
+                        .map(|bytes| folder_component(path, bytes, instructions, self.content_hash()))
+                        .transpose();
                 };
                 let manifest = SkillManifest::parse_bytes(toml, &path.join("skill.toml"))?;
                 if manifest.server.is_some() {
@@ -181,7 +184,7 @@ impl Snapshot {
                         }));
                     }
                     let code = SkillCode::Server { dir: path.clone(), files: Arc::new(files.clone()) };
-                    return Ok(Some(SkillSource { manifest, origin: path.clone(), code, instructions }));
+                    return Ok(Some(SkillSource { manifest, origin: path.clone(), code, instructions, content_hash: self.content_hash() }));
                 }
                 let wasm_path = path.join("skill.wasm");
                 let bytes = files.get("skill.wasm").ok_or_else(|| LoadError::NotBuilt { dir: path.clone() })?;
@@ -191,7 +194,7 @@ impl Snapshot {
                     None => embedded_instructions(bytes, &wasm_path)?,
                 };
                 let code = SkillCode::Wasm { path: wasm_path, bytes: Arc::from(bytes.as_slice()) };
-                Ok(Some(SkillSource { manifest, origin: path.clone(), code, instructions }))
+                Ok(Some(SkillSource { manifest, origin: path.clone(), code, instructions, content_hash: self.content_hash() }))
             }
         }
     }

@@ -57,7 +57,8 @@ impl Registry {
             Snapshot::Pack { path, .. } => return Err(crate::pack::not_installable(path)),
         };
         // Validate: the skill must load before anything is written.
-        self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
+        let hash = snapshot.hash_of(&parsed);
+        self.load(parsed, hash, &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
 
         let staging = staging_dir(&user)?;
         let staged = staging.path().join("new");
@@ -109,7 +110,8 @@ impl Registry {
                 declared: parsed.name().to_string(),
             });
         }
-        self.load(parsed, snapshot.content_hash(), &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
+        let hash = snapshot.hash_of(&parsed);
+        self.load(parsed, hash, &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
 
         let staging = staging_dir(&user)?;
         let _guard = self.reload.lock().await;

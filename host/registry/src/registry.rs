@@ -18,14 +18,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use skillhost_core::{
-    ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, Skill, SkillName, SkillRuntime, SkillSource, ToolOutput,
+    ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, SkillName, SkillRuntime, ToolOutput,
 };
 use tokio::sync::broadcast;
 
 use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, diff_lines};
 use crate::config::{Layer, RegistryConfig};
 use crate::error::RegistryError;
-use crate::listing::Listings;
+use crate::listing::ListingCache;
 use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
 use crate::trust::{ApprovalChannel, Observation, TrustState, TrustStore};
 use crate::{pack, skillmd};
@@ -38,7 +38,8 @@ const NO_CAPABILITIES: &str = "none";
 pub struct Registry {
     pub(crate) config: RegistryConfig,
     pub(crate) layers: Vec<(Layer, PathBuf)>,
-    runtime: Arc<dyn SkillRuntime>,
+    /// The runtime skills load on, keeping their tool listings (`<data_dir>/listings`).
+    runtime: ListingCache,
     policy: Policy,
     trust: TrustStore,
     entries: RwLock<BTreeMap<SkillName, Arc<Entry>>>,
@@ -53,8 +54,6 @@ pub struct Registry {
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// Usage statistics (`<data_dir>/stats.db`); `None` when it cannot be opened.
     stats: Option<crate::stats::Stats>,
-    /// Tool listings kept from earlier loads (`<data_dir>/listings`).
-    listings: Listings,
     /// The names found at open whose first load has not finished yet.
     loading: tokio::sync::watch::Sender<BTreeSet<SkillName>>,
 }
@@ -96,7 +95,7 @@ impl Registry {
         let stats = crate::stats::Stats::open(&config.data_dir).inspect_err(|error| tracing::warn!(%error, "no usage statistics")).ok();
         let registry = Arc::new(Self {
             layers,
-            runtime,
+            runtime: ListingCache::new(runtime, &config.data_dir),
             policy,
             trust,
             entries: RwLock::new(BTreeMap::new()),
@@ -105,7 +104,6 @@ impl Registry {
             events: broadcast::channel(1024).0,
             watcher: Mutex::new(None),
             stats,
-            listings: Listings::new(&config.data_dir),
             loading: tokio::sync::watch::Sender::new(BTreeSet::new()),
             config,
         });
@@ -413,7 +411,7 @@ impl Registry {
 
         let result = match self.read_candidate(name, winner) {
             Ok((snapshot, parsed)) => {
-                let hash = snapshot.content_hash();
+                let hash = snapshot.hash_of(&parsed);
                 let unchanged =
                     old.as_ref().and_then(|e| e.loaded.as_ref()).is_some_and(|l| l.origin == winner.path && l.content_hash == hash);
                 if let (true, Some(old)) = (unchanged, &old) {
@@ -428,7 +426,7 @@ impl Registry {
                     }
                     return Ok(true);
                 }
-                if pass == Pass::RunsNothing && !self.loads_without_running(&parsed, &hash) {
+                if pass == Pass::RunsNothing && !self.loads_without_running(&parsed) {
                     return Ok(false);
                 }
                 self.load(parsed, hash, winner, &identity).await
@@ -585,7 +583,7 @@ impl Registry {
                     None => None,
                 };
                 let grant = Grant::new(&source.manifest, &self.policy, identity).map_err(LoadError::from)?;
-                let skill = self.load_code(&source, grant, &content_hash).await?;
+                let skill = self.runtime.load(&source, grant).await?;
                 let tools = skill.tools().to_vec();
                 let tier = RiskTier::of(&source.manifest).with_tools(&tools);
                 let data_dir = self.policy.data_dir(identity);
@@ -614,37 +612,11 @@ impl Registry {
 
     /// Whether loading `parsed` runs none of its code: instructions, or code whose
     /// listing an earlier load kept.
-    fn loads_without_running(&self, parsed: &Parsed, content_hash: &str) -> bool {
+    fn loads_without_running(&self, parsed: &Parsed) -> bool {
         match parsed {
             Parsed::Instructions(_) => true,
-            Parsed::Code(source) => self.listing_key(source, content_hash).is_some_and(|key| self.listings.has(&key)),
+            Parsed::Code(source) => self.runtime.is_listed(source),
         }
-    }
-
-    /// The key of `source`'s kept listing, when its runtime keeps listings of it.
-    fn listing_key(&self, source: &SkillSource, content_hash: &str) -> Option<String> {
-        let stamp = self.runtime.listing_stamp(source)?;
-        Some(Listings::key(self.runtime.kind_for(&source.code), content_hash, &stamp))
-    }
-
-    /// Load a skill's code: from the listing an earlier load of the same bytes kept when
-    /// there is one (none of its code runs), else by running it to list its tools, and
-    /// keep that listing for the next load.
-    async fn load_code(&self, source: &SkillSource, grant: Grant, content_hash: &str) -> Result<Arc<dyn Skill>, LoadError> {
-        let key = self.listing_key(source, content_hash);
-        if let Some(listing) = key.as_deref().and_then(|key| self.listings.get(key)) {
-            match self.runtime.load_listed(source, grant.clone(), &listing).await {
-                Ok(skill) => return Ok(skill),
-                // A listing this host version cannot use: list again, and keep that.
-                Err(LoadError::Tools { reason, .. }) => tracing::debug!(skill = %source.manifest.name, %reason, "listing again"),
-                Err(error) => return Err(error),
-            }
-        }
-        let skill = self.runtime.load(source, grant).await?;
-        if let (Some(key), Some(listing)) = (key, skill.listing()) {
-            self.listings.put(&key, &listing);
-        }
-        Ok(skill)
     }
 
     /// The stored state of a skill that has not loaded.

@@ -161,6 +161,15 @@ impl Snapshot {
         }
     }
 
+    /// The content hash of these bytes, parsed as `parsed`: a skill with code carries it
+    /// (computed once, as it was read), an instruction-only one is hashed now.
+    pub fn hash_of(&self, parsed: &Parsed) -> String {
+        match parsed {
+            Parsed::Code(source) => source.content_hash.clone(),
+            Parsed::Instructions(_) => self.content_hash(),
+        }
+    }
+
     /// Build the instruction-only skill these bytes describe, whatever else they hold:
     /// how a skill of an external layer (an Agent Skills folder) is read. Only a folder's
     /// SKILL.md counts; its other files (a skill.toml, a component, scripts) are
