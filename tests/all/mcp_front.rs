@@ -134,11 +134,37 @@ async fn reads_cannot_leave_the_skill_folder_whatever_the_path() {
     assert_eq!(read(&client, "notes.md").await.as_deref(), Ok("harmless"), "the skill's files still read");
 }
 
+/// Attack: once the skill loaded (and was approved: its tier is auto), its reference is
+/// rewritten on disk and a file is added, with no reload (the registry does not watch).
+/// Expected: an agent reads the bytes that were hashed and approved; the rewritten text
+/// and the new file are not served, nor listed, until a rescan hashed them.
+/// Checked: the answers carry no canary; the catalog still shows the approved hash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_serve_the_approved_bytes_not_the_live_folder() {
+    let planted = Planted::new();
+    let registry = planted.registry().await;
+    let approved = registry.entry("limits").unwrap().loaded.as_ref().unwrap().content_hash.clone();
+    let client = front(registry.clone()).await;
+    std::fs::write(planted.skill_dir().join("references/notes.md"), CANARY).unwrap();
+    std::fs::write(planted.skill_dir().join("references/added.md"), CANARY).unwrap();
+    assert_eq!(read(&client, "references/notes.md").await.as_deref(), Ok("harmless"), "the approved text is served");
+    let added = read(&client, "references/added.md").await;
+    let error = added.as_ref().expect_err("a file added since the load is not served");
+    assert!(error.contains("no such file") && !error.contains(CANARY), "{error}");
+    let listed = tokio::time::timeout(HANG_GUARD, client.list_all_resources()).await.expect("resources/list hung").unwrap();
+    assert!(!listed.iter().any(|r| r.uri.contains("added.md")), "{listed:?}");
+    let uri = "skill://limits/references/notes.md";
+    let read = tokio::time::timeout(HANG_GUARD, client.read_resource(ReadResourceRequestParams::new(uri))).await.unwrap().unwrap();
+    assert!(!format!("{read:?}").contains(CANARY), "{read:?}");
+    assert_eq!(registry.entry("limits").unwrap().loaded.as_ref().unwrap().content_hash, approved);
+}
+
 /// Attack: while an agent reads `notes.md` and `references/notes.md` in a loop, another
 /// thread keeps swapping the file for a symlink to a secret and the folder for a symlink
-/// to a secret folder (a check-then-open race against the reader).
-/// Expected: every read answers the harmless text or is refused as a symlink.
-/// Checked: over two seconds of reads racing the swaps, no answer holds the secret.
+/// to a secret folder (a check-then-open race against a reader of the live folder).
+/// Expected: every read answers the harmless text: resources are served from the files
+/// the registry hashed at load, so nothing on disk is consulted, swapped or not.
+/// Checked: over two seconds of reads racing the swaps, every answer is the approved text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn symlinks_swapped_in_during_reads_are_never_followed() {
     let planted = Planted::new();
@@ -149,26 +175,18 @@ async fn symlinks_swapped_in_during_reads_are_never_followed() {
     std::os::unix::fs::symlink(planted.secrets.path().join("ssh"), dir.join(".refs-link")).unwrap();
     let swapper = Swapper::start(&dir, &[("notes.md", ".notes-link"), ("references", ".refs-link")]);
 
-    let (mut served, mut refused) = (0, 0);
+    let mut served = 0;
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(2) {
         for path in ["notes.md", "references/notes.md"] {
-            match read(&client, path).await {
-                Ok(text) => {
-                    assert_eq!(text, "harmless", "{path} served something else");
-                    served += 1;
-                }
-                Err(error) => {
-                    assert!(!error.contains(CANARY), "{error}");
-                    assert!(error.contains("symlink") || error.contains("no such file"), "{path}: {error}");
-                    refused += 1;
-                }
-            }
+            let answer = read(&client, path).await;
+            assert_eq!(answer.as_deref(), Ok("harmless"), "{path} served something else");
+            served += 1;
         }
     }
     let swaps = swapper.stop();
-    eprintln!("{served} reads served, {refused} refused, {swaps} swap rounds");
-    assert!(served > 0 && refused > 0 && swaps > 0, "both outcomes were raced");
+    eprintln!("{served} reads served, {swaps} swap rounds");
+    assert!(served > 0 && swaps > 0, "the reads were raced");
 }
 
 /// Attack: reach the MCP front over HTTP without its token (none, wrong, a prefix of the

@@ -1,4 +1,4 @@
-//! Skill knowledge for agents (seeds 002 §3.6-3.7 and 004): the SKILL.md instructions
+//! Skill knowledge for agents: the SKILL.md instructions
 //! of each skill, disclosed progressively. The [`directory`] (the "L1" level: names and
 //! one-line descriptions within a token budget) goes into the MCP `instructions` and the
 //! `skills_directory` prompt; `skill_list` and `skill_search` give names and
@@ -17,17 +17,17 @@
 //! Token budgets are estimated at 4 bytes per token (a common approximation for English
 //! text), so a budget of N tokens is N × 4 bytes of UTF-8.
 //!
-//! Resource reads never leave the skill's folder: the path must be relative, made of
-//! plain components, and no component on the way may be a symlink: each step is opened
-//! with `openat` and `O_NOFOLLOW` from the one before (`skillhost_package::read_skill_file`),
-//! so neither `..` nor a link planted inside the folder, even one swapped in during the
-//! read, reaches another file.
+//! Resources are served from the files the registry read and hashed when it loaded the
+//! skill ([`Loaded::files`](skillhost_registry::Loaded::files)), never from the live
+//! folder: an agent reads the bytes a human approved, and nothing on disk (a `..`, a link
+//! planted in the folder, a file rewritten since) is consulted. The path must be a plain
+//! relative one all the same, so a refusal says why.
 
 use std::path::{Component, Path};
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use skillhost_registry::{Entry, INSTRUCTIONS_RUNTIME, ReadError, Registry, TrustState, withheld_description};
+use skillhost_registry::{Entry, INSTRUCTIONS_RUNTIME, Registry, TrustState, withheld_description};
 
 use crate::tools::public_name;
 
@@ -251,25 +251,27 @@ pub fn read_resource_bytes(registry: &Registry, skill: &str, path: &str) -> Resu
         return Err(refuse("only plain relative paths inside the skill folder are allowed (no `/`, `..` or `.`)"));
     }
     let loaded = entry.loaded.as_ref().ok_or_else(|| KnowledgeError::UnknownSkill(skill.to_owned()))?;
-    if !loaded.origin.is_dir() {
-        // A single `.wasm`: only its embedded SKILL.md exists.
-        return match (path, &loaded.instructions) {
-            ("SKILL.md", Some(md)) => Ok(md.clone().into_bytes()),
-            _ => Err(refuse("this skill is a single .wasm file; only SKILL.md can be read")),
-        };
+    if path == "SKILL.md"
+        && let Some(md) = &loaded.instructions
+    {
+        // Also a single `.wasm`'s embedded one.
+        return Ok(md.clone().into_bytes());
     }
-    // Read race-free: no step of the path may be a symlink, even one swapped in now.
-    skillhost_registry::read_skill_file(&loaded.origin, relative, MAX_RESOURCE_BYTES).map_err(|e| match e {
-        ReadError::Symlink { .. } => refuse("the path goes through a symlink"),
-        ReadError::SpecialFile { .. } => refuse("not a regular file"),
-        ReadError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => refuse("no such file in the skill folder"),
-        ReadError::TooLarge { size, .. } => KnowledgeError::Read {
+    if loaded.files.is_empty() && !loaded.origin.is_dir() {
+        return Err(refuse("this skill is a single .wasm file; only SKILL.md can be read"));
+    }
+    let Some(bytes) = loaded.files.get(path) else {
+        let is_folder = loaded.files.keys().any(|file| file.strip_prefix(path).is_some_and(|rest| rest.starts_with('/')));
+        return Err(refuse(if is_folder { "not a regular file" } else { "no such file in the skill folder" }));
+    };
+    if bytes.len() as u64 > MAX_RESOURCE_BYTES {
+        return Err(KnowledgeError::Read {
             skill: skill.to_owned(),
             path: path.to_owned(),
-            reason: format!("{size} bytes is over the {MAX_RESOURCE_BYTES}-byte limit for resources"),
-        },
-        e => KnowledgeError::Read { skill: skill.to_owned(), path: path.to_owned(), reason: e.to_string() },
-    })
+            reason: format!("{} bytes is over the {MAX_RESOURCE_BYTES}-byte limit for resources", bytes.len()),
+        });
+    }
+    Ok(bytes.clone())
 }
 
 /// What `resources/list` shows of a skill: `SKILL.md`, then the files under
@@ -402,34 +404,14 @@ fn known(registry: &Registry, name: &str) -> Result<std::sync::Arc<Entry>, Knowl
         .ok_or_else(|| KnowledgeError::UnknownSkill(name.to_owned()))
 }
 
-/// Readable files of a folder skill, relative, sorted; build output and hidden files left
-/// out.
+/// Readable files of a skill, relative, sorted: a folder's files as they were hashed
+/// (hidden files and build output were never read), or a single `.wasm`'s SKILL.md.
 fn resources(entry: &Entry) -> Vec<String> {
     let Some(loaded) = &entry.loaded else { return Vec::new() };
-    if !loaded.origin.is_dir() {
+    if loaded.files.is_empty() {
         return loaded.instructions.iter().map(|_| "SKILL.md".to_owned()).collect();
     }
-    let mut found = Vec::new();
-    let mut stack = vec![(loaded.origin.clone(), String::new())];
-    while let Some((dir, prefix)) = stack.pop() {
-        let Ok(read) = std::fs::read_dir(&dir) else { continue };
-        for item in read.flatten() {
-            let name = item.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || (prefix.is_empty() && (name == "target" || name == "skill.wasm")) {
-                continue;
-            }
-            let Ok(kind) = item.file_type() else { continue };
-            let relative = format!("{prefix}{name}");
-            if kind.is_dir() {
-                stack.push((item.path(), format!("{relative}/")));
-            } else if kind.is_file() {
-                found.push(relative);
-            }
-        }
-    }
-    found.sort();
-    found.truncate(MAX_LISTED_RESOURCES);
-    found
+    loaded.files.keys().take(MAX_LISTED_RESOURCES).cloned().collect()
 }
 
 /// SKILL.md without its YAML frontmatter.
@@ -515,21 +497,5 @@ mod tests {
         assert_eq!(cut_at_word("abcdefghijklmnop", 8), "abcde...");
         assert_eq!(cut_at_word("éééééé", 6), "é...");
         assert_eq!(cut_at_word("anything", 0), "");
-    }
-
-    #[test]
-    fn paths_through_symlinks_or_outside_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("references")).unwrap();
-        std::fs::write(dir.path().join("references/a.md"), "a").unwrap();
-        std::os::unix::fs::symlink("/etc", dir.path().join("etc")).unwrap();
-        std::os::unix::fs::symlink("a.md", dir.path().join("references/link.md")).unwrap();
-        let read = |p: &str| skillhost_registry::read_skill_file(dir.path(), Path::new(p), MAX_RESOURCE_BYTES);
-        assert_eq!(read("references/a.md").unwrap(), b"a");
-        assert!(matches!(read("etc/passwd"), Err(ReadError::Symlink { .. })));
-        assert!(matches!(read("references/link.md"), Err(ReadError::Symlink { .. })));
-        assert!(matches!(read("references"), Err(ReadError::SpecialFile { .. })));
-        assert!(matches!(read("../x"), Err(ReadError::BadPath { .. })));
-        assert!(matches!(read("missing.md"), Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound));
     }
 }

@@ -5,8 +5,8 @@
 //!   folder), which never follows a symlink, refuses special files, caps sizes
 //!   ([`SizeLimits`]) and hashes exactly what it read; it turns them into the
 //!   [`SkillSource`](skillhost_core::SkillSource) runtimes receive. The registry, a direct
-//!   load, `inspect`, `build` and the forge all read through it. [`read_skill_file`]
-//!   reads one file of a skill the same way, for serving it to agents.
+//!   load, `inspect`, `build` and the forge all read through it; what it read is what the
+//!   registry serves agents as a skill's resources.
 //! - The component's custom sections ([`read_section`], [`embed`], [`pack`]): a component
 //!   carries its `skill.toml` and SKILL.md, so one `.wasm` is a complete skill; its
 //!   top-level imports and exports ([`Interface`]).
@@ -26,7 +26,6 @@ mod types;
 
 pub use component::{component_manifest, embedded_instructions, folder_component, pack};
 pub use error::ReadError;
-pub use nofollow::read_skill_file;
 pub use reflect::{ExportedFunction, Reflection, RefusedFunction, SKILL_EXPORT, docs_section, reflect};
 pub use scratch::{ScratchDir, ScratchRoot, remove_in_background, remove_tree};
 pub use sections::{

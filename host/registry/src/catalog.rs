@@ -4,6 +4,7 @@
 //! state change replaces the `Arc`, so a caller holding an entry keeps a consistent view
 //! (and a running call keeps its version).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -88,6 +89,11 @@ pub struct Loaded {
     /// Its data dir on the host, which its grant's directories lie in (none for
     /// instruction-only skills).
     pub data_dir: Option<PathBuf>,
+    /// A folder skill's files exactly as they were read and hashed, except its component
+    /// (relative `/`-separated path to contents; empty for a single `.wasm` or a pack
+    /// file): what its resources are served from, so an agent reads the bytes a human
+    /// approved, never what the folder holds since.
+    pub files: Arc<BTreeMap<String, Vec<u8>>>,
     pub(crate) skill: Option<Arc<dyn Skill>>,
 }
 

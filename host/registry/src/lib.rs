@@ -74,6 +74,6 @@ pub use direct::{Access, DirectSkill};
 pub use error::RegistryError;
 pub use pack::{PACK_MANIFEST, PackRef};
 pub use registry::Registry;
-pub use skillhost_package::{ReadError, SizeLimits, read_skill_file};
+pub use skillhost_package::{ReadError, SizeLimits};
 pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError};
 pub use trust::{ApprovalChannel, ApprovedBy, TrustState};

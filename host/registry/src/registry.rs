@@ -429,7 +429,7 @@ impl Registry {
                 if pass == Pass::RunsNothing && !self.loads_without_running(&parsed) {
                     return Ok(false);
                 }
-                self.load(parsed, hash, winner, &identity).await
+                self.load(parsed, hash, snapshot.into_files(), winner, &identity).await
             }
             Err(e) => Err(e),
         };
@@ -545,6 +545,7 @@ impl Registry {
         &self,
         parsed: Parsed,
         content_hash: String,
+        files: Arc<BTreeMap<String, Vec<u8>>>,
         candidate: &Candidate,
         identity: &DataKey,
     ) -> Result<Loaded, RegistryError> {
@@ -565,6 +566,7 @@ impl Registry {
                 pack,
                 manifest: None,
                 data_dir: None,
+                files,
                 skill: None,
             }),
             Parsed::Code(source) => {
@@ -604,6 +606,7 @@ impl Registry {
                     pack: None,
                     manifest: Some(source.manifest),
                     data_dir: Some(data_dir),
+                    files,
                     skill: Some(skill),
                 })
             }

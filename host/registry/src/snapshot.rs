@@ -6,8 +6,9 @@
 //! never bind to one version while another runs. A folder without code (only SKILL.md)
 //! is an instruction-only skill.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use skillhost_core::{SkillName, SkillSource};
 use skillhost_package::{self as package, SizeLimits, excluded};
@@ -167,6 +168,19 @@ impl Snapshot {
         match parsed {
             Parsed::Code(source) => source.content_hash.clone(),
             Parsed::Instructions(_) => self.content_hash(),
+        }
+    }
+
+    /// A folder's files as read, except its component (`skill.wasm`, which its code holds):
+    /// what [`Loaded::files`](crate::Loaded::files) serves. None for a single `.wasm` or
+    /// a pack file.
+    pub fn into_files(self) -> Arc<BTreeMap<String, Vec<u8>>> {
+        match self {
+            Snapshot::Package(package::Snapshot::Folder { mut files, .. }) => {
+                files.remove("skill.wasm");
+                Arc::new(files)
+            }
+            Snapshot::Package(package::Snapshot::Wasm { .. }) | Snapshot::Pack { .. } => Arc::default(),
         }
     }
 
