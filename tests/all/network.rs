@@ -530,7 +530,8 @@ async fn a_component_without_any_skill_toml_is_told_it_has_none() {
     let manifest = SkillManifest::parse("name = \"net\"\nversion = \"0.0.0\"\ndescription = \"a component\"\n", &wasm).unwrap();
     let grant = Grant::pure(manifest.name.clone(), Limits::default());
     let content_hash = skillhost_package::Snapshot::Wasm { path: wasm.clone(), bytes: bytes.to_vec() }.content_hash();
-    let source = SkillSource { manifest, origin: wasm.clone(), code: SkillCode::Wasm { path: wasm, bytes }, instructions: None, content_hash };
+    let source =
+        SkillSource { manifest, origin: wasm.clone(), code: SkillCode::Wasm { path: wasm, bytes }, instructions: None, content_hash };
     let runtime = skillhost_wasm::WasmRuntime::new(WasmConfig::default()).unwrap();
     let err = runtime.load(&source, grant).await.err().expect("refused").to_string();
     assert!(err.contains("imports wasi:http, and it has no skill.toml (none embedded, none beside it)"), "{err}");

@@ -79,9 +79,16 @@ pub fn ensure_target() -> Result<()> {
 /// JavaScript are installed into `toolchains` on first use.
 pub async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path>) -> Result<()> {
     let lang = Lang::detect(dir)?;
-    // Check the manifest before spending a compile on it.
+    // Read the manifest and SKILL.md once (no links, size caps): checked before spending
+    // a compile, and the same bytes packaged after it.
     let manifest_path = dir.join("skill.toml");
-    let manifest = SkillManifest::from_file(&manifest_path)?;
+    let toml = skillhost_package::read_file(&manifest_path, skillhost::MAX_MANIFEST_BYTES as u64)?;
+    let manifest = SkillManifest::parse_bytes(&toml, &manifest_path)?;
+    let md = match skillhost_package::read_file(&dir.join("SKILL.md"), skillhost_package::SizeLimits::default().text_file) {
+        Ok(md) => Some(md),
+        Err(skillhost_package::ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e.into()),
+    };
     let out = out.map(Path::to_path_buf).unwrap_or_else(|| dir.join("skill.wasm"));
     let built = match lang {
         Lang::Rust => {
@@ -96,9 +103,6 @@ pub async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path
     }
     let component = component?;
 
-    let toml = std::fs::read(&manifest_path)?;
-    let md_path = dir.join("SKILL.md");
-    let md = if md_path.is_file() { Some(std::fs::read(&md_path)?) } else { None };
     // The same packaging the forge does for agents' skills.
     let packaged = skillhost_package::pack(&component, &toml, md.as_deref())
         .with_context(|| format!("{}: the {lang:?} toolchain produced something that is not a component", built.display()))?;

@@ -20,7 +20,7 @@ mod tool;
 pub use egress::{Denial, EgressPolicy, SecretBinding};
 pub use grant::{Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, PROBE_TIMEOUT, Policy, open_beneath};
 pub use limits::{ByteSize, Limits, LimitsRequest, fmt_duration, parse_duration, parse_size};
-pub use manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest, TestCase};
+pub use manifest::{FileCapability, MAX_MANIFEST_BYTES, ManifestError, SearchMeta, SkillManifest, TestCase};
 pub use name::{NameError, SkillName};
 pub use net::{AuditSink, EgressOutcome, EgressRecord, NoAudit, NoSecrets, Resolver, SecretSource};
 pub use risk::RiskTier;

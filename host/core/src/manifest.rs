@@ -183,20 +183,6 @@ struct RawFile {
 }
 
 impl SkillManifest {
-    /// Read and parse the manifest at `path`.
-    pub fn from_file(path: &Path) -> Result<Self, ManifestError> {
-        let err = |message: String, fix: &str| ManifestError { file: path.to_owned(), position: None, message, fix: fix.to_owned() };
-        let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read: {e}"), "check that the file exists and is readable"))?;
-        if meta.len() > MAX_MANIFEST_BYTES as u64 {
-            return Err(err(
-                format!("manifest is {} bytes, more than the {MAX_MANIFEST_BYTES} allowed", meta.len()),
-                "keep skill.toml small; long instructions belong in SKILL.md",
-            ));
-        }
-        let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}"), "check that the file is readable"))?;
-        Self::parse_bytes(&bytes, path)
-    }
-
     /// Parse manifest bytes; `origin` names the file in errors.
     pub fn parse_bytes(bytes: &[u8], origin: &Path) -> Result<Self, ManifestError> {
         let text = std::str::from_utf8(bytes).map_err(|e| ManifestError {

@@ -483,7 +483,8 @@ impl Forge {
                 let packaged = skillhost_package::pack(&component, toml.as_bytes(), md).map_err(|e| {
                     Outcome::Failure(Failure::Load { error: format!("cargo produced something that is not a component: {e}") })
                 })?;
-                let mut installed = BTreeMap::from([("skill.toml".to_owned(), toml.as_bytes().to_vec()), ("skill.wasm".to_owned(), packaged)]);
+                let mut installed =
+                    BTreeMap::from([("skill.toml".to_owned(), toml.as_bytes().to_vec()), ("skill.wasm".to_owned(), packaged)]);
                 if let Some(md) = submission.files.get("SKILL.md") {
                     installed.insert("SKILL.md".into(), md.as_bytes().to_vec());
                 }
@@ -494,8 +495,9 @@ impl Forge {
             }
             Language::Python => submission.files.iter().map(|(path, text)| (path.clone(), text.as_bytes().to_vec())).collect(),
         };
-        let snapshot = skillhost_package::Snapshot::from_files(self.registry.user_layer().join(name.as_str()), files, self.registry.limits())
-            .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
+        let snapshot =
+            skillhost_package::Snapshot::from_files(self.registry.user_layer().join(name.as_str()), files, self.registry.limits())
+                .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
         let content_hash = snapshot.content_hash();
         let source = snapshot
             .source()

@@ -26,6 +26,7 @@ mod types;
 
 pub use component::{component_manifest, embedded_instructions, folder_component, pack};
 pub use error::ReadError;
+pub use nofollow::read_file;
 pub use reflect::{ExportedFunction, Reflection, RefusedFunction, SKILL_EXPORT, docs_section, reflect};
 pub use scratch::{ScratchDir, ScratchRoot, remove_in_background, remove_tree};
 pub use sections::{

@@ -107,3 +107,18 @@ pub fn open_path(path: &Path) -> Result<(Seen, OwnedFd), ReadError> {
     let fd = open(CWD, &c, path, &seen)?;
     Ok((seen, fd))
 }
+
+/// Read the regular file at `path`, at most `cap` bytes, refusing a symlink (at its last
+/// step) or a special file: how a project's own `skill.toml` and SKILL.md are read when
+/// `skillhost build` packages them. A missing file is [`ReadError::Io`] of kind
+/// `NotFound`.
+pub fn read_file(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    let (seen, fd) = open_path(path)?;
+    if seen.kind != Kind::File {
+        return Err(ReadError::SpecialFile { path: path.to_owned() });
+    }
+    crate::check_size(path, "this file", seen.len, cap)?;
+    let bytes = read_capped(fd, cap, path)?;
+    crate::check_size(path, "this file", bytes.len() as u64, cap)?;
+    Ok(bytes)
+}

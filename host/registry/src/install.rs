@@ -58,7 +58,14 @@ impl Registry {
         };
         // Validate: the skill must load before anything is written.
         let hash = snapshot.hash_of(&parsed);
-        self.load(parsed, hash, snapshot.clone().into_files(), &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
+        self.load(
+            parsed,
+            hash,
+            snapshot.clone().into_files(),
+            &Candidate { layer: Layer::User, path: target.clone() },
+            &DataKey::named(&name),
+        )
+        .await?;
 
         let staging = staging_dir(&user)?;
         let staged = staging.path().join("new");
@@ -111,7 +118,14 @@ impl Registry {
             });
         }
         let hash = snapshot.hash_of(&parsed);
-        self.load(parsed, hash, snapshot.clone().into_files(), &Candidate { layer: Layer::User, path: target.clone() }, &DataKey::named(&name)).await?;
+        self.load(
+            parsed,
+            hash,
+            snapshot.clone().into_files(),
+            &Candidate { layer: Layer::User, path: target.clone() },
+            &DataKey::named(&name),
+        )
+        .await?;
 
         let staging = staging_dir(&user)?;
         let _guard = self.reload.lock().await;

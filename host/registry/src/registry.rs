@@ -17,9 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use skillhost_core::{
-    ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, SkillName, SkillRuntime, ToolOutput,
-};
+use skillhost_core::{ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, SkillName, SkillRuntime, ToolOutput};
 use tokio::sync::broadcast;
 
 use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, diff_lines};

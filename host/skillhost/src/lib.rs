@@ -67,16 +67,16 @@ use std::sync::Arc;
 /// The one text rule: which characters a skill's texts may hold, and how to show them.
 pub use skillhost_core::text;
 pub use skillhost_core::{
-    Annotations, ByteSize, CacheOutcome, CallContext, CallError, CallFailure, DataKey, FileMode, Grant, Limits, LoadError, Policy,
-    Progress, ProgressSink, RiskTier, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolOutput, ToolSpec, fmt_duration,
-    parse_duration, parse_size,
+    Annotations, ByteSize, CacheOutcome, CallContext, CallError, CallFailure, DataKey, FileMode, Grant, Limits, LoadError,
+    MAX_MANIFEST_BYTES, Policy, Progress, ProgressSink, RiskTier, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolOutput,
+    ToolSpec, fmt_duration, parse_duration, parse_size,
 };
 pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
+pub use skillhost_core::{TestReport, TestRun};
 pub use skillhost_registry::{
     Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError,
     RegistryEvent, TrustState,
 };
-pub use skillhost_core::{TestReport, TestRun};
 pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
 pub use skillhost_wasm::{CacheStats, NetConfig, SystemResolver, WasmConfig};
 
