@@ -9,7 +9,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use skillhost_index::{Query as IndexQuery, Ranker, SearchIndex, Target};
 use skillhost_registry::{Registry, TrustState};
 
@@ -98,9 +98,10 @@ impl Builtin {
             .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false));
         standard_formats(match self {
             Builtin::ToolSearch => tool.with_output_schema::<ToolSearchOutput>(),
+            Builtin::SkillList => tool.with_output_schema::<SkillListOutput>(),
+            Builtin::SkillGet => tool.with_output_schema::<SkillGetOutput>(),
             Builtin::SkillSearch => tool.with_output_schema::<SkillSearchOutput>(),
             Builtin::ReadSkillResource => tool.with_output_schema::<ResourceOutput>(),
-            Builtin::SkillList | Builtin::SkillGet => tool,
         })
     }
 }
@@ -480,25 +481,42 @@ pub fn skill_search(registry: &Registry, index: &SessionIndex, args: &JsonObject
     Ok(to_value(SkillSearchOutput { query: args.query, search_type: args.search_type, skills, ranking: Ranking::new(ranker, why, weak) }))
 }
 
+/// What `skill_list` answers.
+#[derive(Serialize, JsonSchema)]
+struct SkillListOutput {
+    /// Every skill an agent may learn about, by name.
+    skills: Vec<knowledge::SkillSummary>,
+    /// Skills found at start that have not loaded yet: they join tools/list (announced
+    /// with list_changed) when ready, and a call to one of their tools waits for it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    loading: Vec<String>,
+}
+
+/// What `skill_get` answers.
+#[derive(Serialize, JsonSchema)]
+struct SkillGetOutput {
+    /// The skills read, in the order asked.
+    skills: Vec<knowledge::SkillKnowledge>,
+    /// Why each skill that was not read was not, one line each.
+    errors: Vec<String>,
+}
+
 /// `skill_list`.
 pub fn skill_list(registry: &Registry) -> Value {
-    let skills: Vec<_> = knowledge::skills(registry).iter().filter_map(|e| knowledge::summary(e)).collect();
-    let mut value = json!({ "skills": skills });
     // Say which skills fail often, so the agent can fix them.
     let failing = registry.stats().map(|s| s.failing_map()).unwrap_or_default();
-    for item in value["skills"].as_array_mut().into_iter().flatten() {
-        if let Some(f) = item["name"].as_str().and_then(|name| failing.get(name)) {
-            item["failing"] =
-                json!(format!("failed {} of its last {} calls; fix it with skill_update if it is yours", f.failures, f.calls));
-        }
-    }
-    // Skills found at start that have not loaded yet: they join tools/list (announced
-    // with list_changed) when ready, and a call to one of their tools waits for it.
-    let loading: Vec<String> = registry.loading().iter().map(ToString::to_string).collect();
-    if !loading.is_empty() {
-        value["loading"] = json!(loading);
-    }
-    value
+    let skills = knowledge::skills(registry)
+        .iter()
+        .filter_map(|e| knowledge::summary(e))
+        .map(|mut summary| {
+            summary.failing = failing
+                .get(&summary.name)
+                .map(|f| format!("failed {} of its last {} calls; fix it with skill_update if it is yours", f.failures, f.calls));
+            summary
+        })
+        .collect();
+    let loading = registry.loading().iter().map(ToString::to_string).collect();
+    to_value(SkillListOutput { skills, loading })
 }
 
 /// `skill_get`: the budget is shared evenly between the skills asked for.
@@ -519,8 +537,8 @@ pub fn skill_get(registry: &Registry, args: &JsonObject) -> Result<Value, Builti
     if skills.is_empty() {
         return Err(BuiltinError::NoneRead(errors));
     }
-    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    Ok(json!({ "skills": skills, "errors": errors }))
+    let errors = errors.iter().map(ToString::to_string).collect();
+    Ok(to_value(SkillGetOutput { skills, errors }))
 }
 
 /// `read_skill_resource`.
@@ -533,6 +551,7 @@ pub fn read_skill_resource(registry: &Registry, args: &JsonObject) -> Result<Val
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn every_host_tool_name_is_reserved_for_skills() {
@@ -583,6 +602,13 @@ mod tests {
             (&json!(1), &json!(20)),
             "{search}"
         );
+    }
+
+    #[test]
+    fn every_built_in_has_an_output_schema() {
+        for builtin in all() {
+            assert!(builtin.to_mcp().output_schema.is_some(), "{} has no output schema", builtin.name());
+        }
     }
 
     #[test]

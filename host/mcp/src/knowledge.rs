@@ -25,8 +25,10 @@
 
 use std::path::{Component, Path};
 
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
 use skillhost_registry::{Entry, INSTRUCTIONS_RUNTIME, Registry, TrustState, withheld_description};
 
 use crate::tools::public_name;
@@ -92,13 +94,14 @@ pub enum KnowledgeError {
 }
 
 /// One line of `skill_list`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct SkillSummary {
     /// Name.
     pub name: String,
     /// What it is for.
     pub description: String,
     /// `approved`, `pending_review`, ...
+    #[schemars(with = "String")]
     pub state: TrustState,
     /// `wasm`, `bwrap`, or `instructions`.
     pub runtime: &'static str,
@@ -106,6 +109,73 @@ pub struct SkillSummary {
     pub tools: usize,
     /// Whether it carries SKILL.md instructions (read them with skill_get).
     pub has_instructions: bool,
+    /// How often its calls failed lately, when often: fix it with skill_update if it is
+    /// yours.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing: Option<String>,
+}
+
+/// What `skill_get` tells of one skill.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SkillKnowledge {
+    /// Its name.
+    pub name: String,
+    /// What it is for (host text until a human approved it).
+    pub description: String,
+    /// Its SKILL.md without the frontmatter, cut to the budget; `null` when it has none or
+    /// is not approved.
+    pub instructions: Option<String>,
+    /// Whether `instructions` was cut.
+    pub truncated: bool,
+    /// What using it requires.
+    pub requires: Requirements,
+    /// The files `read_skill_resource` can open (none until it is approved).
+    pub resources: Vec<String>,
+    /// Its Agent Skills frontmatter's other fields, when it has a SKILL.md frontmatter.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub frontmatter: Option<FrontmatterFields>,
+    /// The skill pack it comes from, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pack: Option<PackInfo>,
+    /// How to read the rest, when `instructions` was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more: Option<String>,
+}
+
+/// What using a skill requires ([`SkillKnowledge::requires`]).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Requirements {
+    /// Its tools' MCP names (names only until it is approved).
+    pub tools: Vec<String>,
+    /// Its approval state and what it means for a call.
+    pub approval: String,
+    /// The capabilities it holds, one line each; shown once it is approved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Vec<String>>,
+}
+
+/// An Agent Skills frontmatter's fields besides name and description.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FrontmatterFields {
+    /// `license`.
+    pub license: Option<String>,
+    /// `compatibility`.
+    pub compatibility: Option<String>,
+    /// `metadata`.
+    pub metadata: BTreeMap<String, String>,
+    /// `allowed-tools`.
+    pub allowed_tools: Vec<String>,
+}
+
+/// The skill pack a skill comes from.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PackInfo {
+    /// The pack's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The skill's name in the pack.
+    pub seed_name: String,
 }
 
 /// The skills an agent may learn about: loaded and not disabled, by name.
@@ -133,6 +203,7 @@ pub fn summary(entry: &Entry) -> Option<SkillSummary> {
         runtime: loaded.runtime,
         tools: loaded.tools.len(),
         has_instructions: loaded.instructions.is_some(),
+        failing: None,
     })
 }
 
@@ -162,29 +233,33 @@ pub fn search_text(entry: &Entry) -> String {
 
 /// `skill_get` for one skill: its instructions cut to `budget_tokens`, and what using it
 /// requires.
-pub fn get(registry: &Registry, name: &str, budget_tokens: usize) -> Result<Value, KnowledgeError> {
+pub fn get(registry: &Registry, name: &str, budget_tokens: usize) -> Result<SkillKnowledge, KnowledgeError> {
     let entry = known(registry, name)?;
     let loaded = entry.loaded.as_ref().ok_or_else(|| KnowledgeError::UnknownSkill(name.to_owned()))?;
-    let tools: Vec<String> = loaded.tools.iter().filter_map(|t| public_name(&entry.name, &t.name)).collect();
+    let tools: Vec<String> = if loaded.runtime == INSTRUCTIONS_RUNTIME {
+        Vec::new()
+    } else {
+        loaded.tools.iter().filter_map(|t| public_name(&entry.name, &t.name)).collect()
+    };
     if entry.state != TrustState::Approved {
         // Names and host text only: what it wrote waits for a human's approval.
-        let tools = if loaded.runtime == INSTRUCTIONS_RUNTIME { Vec::new() } else { tools };
-        return Ok(json!({
-            "name": entry.name.as_str(),
-            "description": description(&entry),
-            "instructions": null,
-            "truncated": false,
-            "requires": {
-                "tools": tools,
-                "approval": format!(
-                    "{}: the first call asks the user to approve it (or the user runs `skillhost show {}` and `skillhost approve {}`)",
-                    entry.state.as_str(),
-                    entry.name,
-                    entry.name
-                ),
-            },
-            "resources": [],
-        }));
+        let approval = format!(
+            "{}: the first call asks the user to approve it (or the user runs `skillhost show {}` and `skillhost approve {}`)",
+            entry.state.as_str(),
+            entry.name,
+            entry.name
+        );
+        return Ok(SkillKnowledge {
+            name: entry.name.to_string(),
+            description: description(&entry),
+            instructions: None,
+            truncated: false,
+            requires: Requirements { tools, approval, capabilities: None },
+            resources: Vec::new(),
+            frontmatter: None,
+            pack: None,
+            more: None,
+        });
     }
     let (instructions, truncated) = match &loaded.instructions {
         Some(md) => {
@@ -193,39 +268,31 @@ pub fn get(registry: &Registry, name: &str, budget_tokens: usize) -> Result<Valu
         }
         None => (None, false),
     };
-    let approval = "approved: its tools can be called";
-    let mut result = json!({
-        "name": entry.name.as_str(),
-        "description": loaded.description,
-        "instructions": instructions,
-        "truncated": truncated,
-        "requires": {
-            "tools": tools,
-            "approval": approval,
-            "capabilities": loaded.requests,
+    Ok(SkillKnowledge {
+        name: entry.name.to_string(),
+        description: loaded.description.clone(),
+        instructions,
+        truncated,
+        requires: Requirements {
+            tools,
+            approval: "approved: its tools can be called".to_owned(),
+            capabilities: Some(loaded.requests.clone()),
         },
-        "resources": resources(&entry),
-    });
-    if loaded.runtime == INSTRUCTIONS_RUNTIME {
-        result["requires"]["tools"] = json!([]);
-    }
-    if let Some(frontmatter) = &loaded.frontmatter {
-        // What the Agent Skills frontmatter says besides name and description.
-        result["license"] = json!(frontmatter.license);
-        result["compatibility"] = json!(frontmatter.compatibility);
-        result["metadata"] = json!(frontmatter.metadata);
-        result["allowed_tools"] = json!(frontmatter.allowed_tools);
-    }
-    if let Some(pack) = &loaded.pack {
-        result["pack"] = json!({ "name": pack.name, "version": pack.version, "seed_name": pack.seed_name });
-    }
-    if truncated {
-        result["more"] = json!(format!(
-            "the instructions were cut to about {budget_tokens} tokens; call skill_get with a larger max_tokens, or read_skill_resource {{\"skill\": \"{}\", \"path\": \"SKILL.md\"}}",
-            entry.name
-        ));
-    }
-    Ok(result)
+        resources: resources(&entry),
+        frontmatter: loaded.frontmatter.as_ref().map(|f| FrontmatterFields {
+            license: f.license.clone(),
+            compatibility: f.compatibility.clone(),
+            metadata: f.metadata.clone(),
+            allowed_tools: f.allowed_tools.clone(),
+        }),
+        pack: loaded.pack.as_ref().map(|p| PackInfo { name: p.name.clone(), version: p.version.clone(), seed_name: p.seed_name.clone() }),
+        more: truncated.then(|| {
+            format!(
+                "the instructions were cut to about {budget_tokens} tokens; call skill_get with a larger max_tokens, or read_skill_resource {{\"skill\": \"{}\", \"path\": \"SKILL.md\"}}",
+                entry.name
+            )
+        }),
+    })
 }
 
 /// One file of a skill as text: `SKILL.md` (also when embedded in a `.wasm`), or any
