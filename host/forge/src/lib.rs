@@ -436,15 +436,26 @@ impl Forge {
         }
     }
 
+    /// The pipeline, as typed steps: [`Staged`] → [`Built`] → [`Tested`] → [`Forged`].
     async fn pipeline(&self, name: &SkillName, submission: Submission, fresh: bool, progress: &Progress) -> Result<Forged, Outcome> {
-        let started = Instant::now();
-        let mut timings = BTreeMap::new();
-        let mut lap = Instant::now();
-        let mut mark = |stage: &'static str, timings: &mut BTreeMap<&'static str, u64>| {
-            timings.insert(stage, lap.elapsed().as_millis() as u64);
-            lap = Instant::now();
-        };
+        let mut timings = Timings::start();
         progress("stage: checking the files");
+        let staged = self.stage(name, submission)?;
+        timings.mark("stage");
+        if staged.submission.language == Language::Rust {
+            progress("build: cargo build in the sandbox (offline)");
+        }
+        let built = self.build(name, staged, fresh).await?;
+        timings.mark("build");
+        progress("test: loading it and running its tests (probe grant: no network, no secrets)");
+        let tested = self.test(name, built).await?;
+        timings.mark("test");
+        progress("install: into the user layer");
+        self.install(name, tested, timings).await
+    }
+
+    /// Check the submission's files and manifest; nothing is written or run.
+    fn stage(&self, name: &SkillName, submission: Submission) -> Result<Staged, Outcome> {
         let refused = stage::validate(name.as_str(), submission.language, &submission.files, &self.config.limits);
         if !refused.is_empty() {
             return Err(Outcome::Failure(Failure::Stage { refused }));
@@ -454,24 +465,23 @@ impl Forge {
         let tests = SkillManifest::test_cases(toml, Path::new("skill.toml")).map_err(|e| manifest_failure(e.to_string()))?;
         match (submission.language, &manifest.server) {
             (Language::Rust, Some(_)) => {
-                return Err(manifest_failure("a Rust skill is a component: remove `[server]` (or submit it as language `python`)".into()));
+                Err(manifest_failure("a Rust skill is a component: remove `[server]` (or submit it as language `python`)".into()))
             }
             (Language::Python, None) => {
-                return Err(manifest_failure(
-                    "a Python skill needs `[server]` with `command = \"python\"` and `args = [\"server.py\"]`".into(),
-                ));
+                Err(manifest_failure("a Python skill needs `[server]` with `command = \"python\"` and `args = [\"server.py\"]`".into()))
             }
-            _ => {}
+            _ => Ok(Staged { submission, manifest, tests }),
         }
-        let work = self.work()?;
-        mark("stage", &mut timings);
+    }
 
+    /// Build what runs (a Rust crate in the sandbox; a Python skill is its source) into
+    /// one snapshot, made in memory and never read back from a directory: what is tested
+    /// and then installed, so the bytes installed are the bytes tested.
+    async fn build(&self, name: &SkillName, staged: Staged, fresh: bool) -> Result<Built, Outcome> {
+        let Staged { submission, manifest, tests } = staged;
         let mut warnings = Vec::new();
-        // What is tested and installed: one snapshot, made here in memory and never read
-        // back from a directory, so the bytes installed are the bytes tested.
         let files: BTreeMap<String, Vec<u8>> = match submission.language {
             Language::Rust => {
-                progress("build: cargo build in the sandbox (offline)");
                 let component = match self.build_rust(name, &submission.files, fresh).await? {
                     Ok(built) => {
                         warnings = built.warnings;
@@ -479,14 +489,15 @@ impl Forge {
                     }
                     Err(failure) => return Err(Outcome::Failure(Failure::Build(failure))),
                 };
+                let toml = &submission.files["skill.toml"];
                 let md = submission.files.get("SKILL.md").map(String::as_bytes);
                 let packaged = skillhost_package::pack(&component, toml.as_bytes(), md).map_err(|e| {
                     Outcome::Failure(Failure::Load { error: format!("cargo produced something that is not a component: {e}") })
                 })?;
                 let mut installed =
                     BTreeMap::from([("skill.toml".to_owned(), toml.as_bytes().to_vec()), ("skill.wasm".to_owned(), packaged)]);
-                if let Some(md) = submission.files.get("SKILL.md") {
-                    installed.insert("SKILL.md".into(), md.as_bytes().to_vec());
+                if let Some(md) = md {
+                    installed.insert("SKILL.md".into(), md.to_vec());
                 }
                 for (path, content) in &submission.files {
                     installed.insert(format!("source/{path}"), content.as_bytes().to_vec());
@@ -498,24 +509,24 @@ impl Forge {
         let snapshot =
             skillhost_package::Snapshot::from_files(self.registry.user_layer().join(name.as_str()), files, self.registry.limits())
                 .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
-        let content_hash = snapshot.content_hash();
         let source = snapshot
             .source()
             .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?
             .ok_or_else(|| Outcome::Failure(Failure::Load { error: "the submission holds no code to run".into() }))?;
-        mark("build", &mut timings);
+        let has_own_tests = submission.language == Language::Python && submission.files.contains_key("test_server.py");
+        Ok(Built { language: submission.language, manifest, tests, snapshot, source, has_own_tests, warnings })
+    }
 
-        progress("test: loading it and running its tests (probe grant: no network, no secrets)");
-        // Everything below runs the submission's code under the probe grant, over a fresh
-        // empty scratch dir removed afterwards, on the probe runtime (no secrets, no network).
-        let scratch = work.scratch.dir(&format!("{name}-")).map_err(io("cannot create a scratch dir"))?;
-        let grant =
-            probe::grant(&manifest, &source.code, scratch.path()).map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
-        let after_approval = manifest.probe_withholds();
+    /// Load what was built and run its tests, all under the probe grant, over a fresh
+    /// empty scratch dir removed afterwards, on the probe runtime (no secrets, no network).
+    async fn test(&self, name: &SkillName, built: Built) -> Result<Tested, Outcome> {
+        let scratch = self.work()?.scratch.dir(&format!("{name}-")).map_err(io("cannot create a scratch dir"))?;
+        let grant = probe::grant(&built.manifest, &built.source.code, scratch.path())
+            .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
         // pytest (and its handshake) only when there are tests: the load below starts the
         // server and lists its tools anyway.
-        if submission.language == Language::Python && submission.files.contains_key("test_server.py") {
-            let report = self.probe.own_tests(&source, grant.clone(), self.config.test_timeout).await.ok_or_else(|| {
+        if built.has_own_tests {
+            let report = self.probe.own_tests(&built.source, grant.clone(), self.config.test_timeout).await.ok_or_else(|| {
                 Outcome::Error(ForgeError::Setup("this host has no sandbox runtime (bubblewrap) for Python skills".into()))
             })?;
             if !report.passed {
@@ -523,16 +534,16 @@ impl Forge {
                 return Err(Outcome::Failure(Failure::Python { tests: report.tests, error }));
             }
         }
-        let skill = self.probe.load(&source, grant).await.map_err(|e| match e {
+        let skill = self.probe.load(&built.source, grant).await.map_err(|e| match e {
             // The host's setup, not the submission, is at fault: not counted as an attempt.
             LoadError::NoRuntime { .. } => Outcome::Error(ForgeError::Setup(e.to_string())),
             e => Outcome::Failure(Failure::Load { error: e.to_string() }),
         })?;
-        let (results, after_approval) = match after_approval {
+        let (results, after_approval) = match built.manifest.probe_withholds() {
             Some(asks) => {
                 drop(skill);
                 let results: Vec<TestResult> =
-                    tests.iter().map(|t| TestResult { tool: t.tool.clone(), status: TestStatus::RunsAfterApproval }).collect();
+                    built.tests.iter().map(|t| TestResult { tool: t.tool.clone(), status: TestStatus::RunsAfterApproval }).collect();
                 let note = (!results.is_empty()).then(|| {
                     format!(
                         "{} declared test(s) run after approval: the skill asks for {asks}, which no code gets before a human \
@@ -543,31 +554,35 @@ impl Forge {
                 (results, note)
             }
             None => {
-                let failures = check::run_cases(skill.as_ref(), &tests).await;
+                let failures = check::run_cases(skill.as_ref(), &built.tests).await;
                 drop(skill);
                 if !failures.is_empty() {
                     return Err(Outcome::Failure(Failure::Tests { failures }));
                 }
-                (tests.iter().map(|t| TestResult { tool: t.tool.clone(), status: TestStatus::Passed }).collect(), None)
+                (built.tests.iter().map(|t| TestResult { tool: t.tool.clone(), status: TestStatus::Passed }).collect(), None)
             }
         };
         drop(scratch);
-        mark("test", &mut timings);
+        Ok(Tested { built, results, after_approval })
+    }
 
-        progress("install: into the user layer");
+    /// Install exactly the snapshot that was tested.
+    async fn install(&self, name: &SkillName, tested: Tested, mut timings: Timings) -> Result<Forged, Outcome> {
+        let Tested { built, results, after_approval } = tested;
+        let content_hash = built.snapshot.content_hash();
         let replaced = self.registry.entry(name.as_str()).is_ok_and(|e| e.layer == Layer::User);
-        let entry = self.registry.install_snapshot(snapshot).await.map_err(|e| Outcome::Error(e.into()))?;
-        mark("install", &mut timings);
-        timings.insert("total", started.elapsed().as_millis() as u64);
+        let entry = self.registry.install_snapshot(built.snapshot).await.map_err(|e| Outcome::Error(e.into()))?;
+        timings.mark("install");
         let loaded = entry.loaded.as_ref();
         let redactor = Redactor::new(self.secrets.as_ref());
+        let mut warnings = built.warnings;
         for warning in &mut warnings {
             redactor.diagnostic(warning);
         }
         Ok(Forged {
             skill: name.to_string(),
-            language: submission.language,
-            version: manifest.version.clone(),
+            language: built.language,
+            version: built.manifest.version.clone(),
             state: entry.state,
             tier: loaded.map_or(RiskTier::Auto, |l| l.tier),
             tools: loaded.map(|l| l.tools.iter().map(|t| t.name.clone()).collect()).unwrap_or_default(),
@@ -578,7 +593,7 @@ impl Forge {
             installed: entry.origin.clone(),
             content_hash,
             replaced,
-            timings_ms: timings,
+            timings_ms: timings.finish(),
         })
     }
 
@@ -655,6 +670,55 @@ fn declared_tests(name: &str, origin: &Path) -> Result<Vec<skillhost_core::TestC
     }
     let text = std::fs::read_to_string(&file).map_err(|source| ForgeError::Io { what: "cannot read the skill's manifest", source })?;
     SkillManifest::test_cases(&text, &file).map_err(|e| ForgeError::Conflict(format!("skill `{name}`: {e}")))
+}
+
+/// A submission whose files and manifest passed the checks.
+struct Staged {
+    submission: Submission,
+    manifest: SkillManifest,
+    tests: Vec<skillhost_core::TestCase>,
+}
+
+/// What the build made: the snapshot that is tested and installed, and its code.
+struct Built {
+    language: Language,
+    manifest: SkillManifest,
+    tests: Vec<skillhost_core::TestCase>,
+    snapshot: skillhost_package::Snapshot,
+    source: skillhost_core::SkillSource,
+    /// A Python skill's `test_server.py`, run with pytest before its tools are listed.
+    has_own_tests: bool,
+    warnings: Vec<Diagnostic>,
+}
+
+/// A build whose tests passed (or wait for approval).
+struct Tested {
+    built: Built,
+    results: Vec<TestResult>,
+    after_approval: Option<String>,
+}
+
+/// Milliseconds per step of the pipeline, and in all.
+struct Timings {
+    started: Instant,
+    lap: Instant,
+    laps: BTreeMap<&'static str, u64>,
+}
+
+impl Timings {
+    fn start() -> Self {
+        Self { started: Instant::now(), lap: Instant::now(), laps: BTreeMap::new() }
+    }
+
+    fn mark(&mut self, step: &'static str) {
+        self.laps.insert(step, self.lap.elapsed().as_millis() as u64);
+        self.lap = Instant::now();
+    }
+
+    fn finish(mut self) -> BTreeMap<&'static str, u64> {
+        self.laps.insert("total", self.started.elapsed().as_millis() as u64);
+        self.laps
+    }
 }
 
 /// Why the pipeline stopped: the submission's fault (counted) or the host's.
