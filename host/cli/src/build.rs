@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -13,6 +13,7 @@ use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use skillhost::{ByteSize, Host, SkillManifest};
 
+use crate::app::App;
 use crate::toolchain::{self, Toolchain};
 
 const TARGET: &str = "wasm32-wasip2";
@@ -75,9 +76,27 @@ pub fn ensure_target() -> Result<()> {
     Ok(())
 }
 
+/// The options of `build`.
+#[derive(clap::Args)]
+pub struct BuildArgs {
+    /// The skill's folder (skill.toml beside Cargo.toml, app.py or skill.js).
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Where to write the skill [default: DIR/skill.wasm].
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// Build the skill with the toolchains of the data dir.
+pub async fn run(app: &App, args: BuildArgs) -> Result<ExitCode> {
+    let host = app.host()?;
+    build(&host, &toolchain::root(&app.data_dir), &args.dir, args.out.as_deref()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Build the skill in `dir` and write the packaged skill; toolchains for Python and
 /// JavaScript are installed into `toolchains` on first use.
-pub async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path>) -> Result<()> {
+async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path>) -> Result<()> {
     let lang = Lang::detect(dir)?;
     // Read the manifest and SKILL.md once (no links, size caps): checked before spending
     // a compile, and the same bytes packaged after it.

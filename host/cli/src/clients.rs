@@ -7,10 +7,12 @@
 //! plain JSON (broken, or with the comments some clients allow) never touched.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
+use crate::app::App;
 use crate::skills_from::Agent;
 
 /// The `--help` text after the options.
@@ -198,8 +200,14 @@ fn shell_quote(word: &str) -> String {
     if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', r"'\''")) }
 }
 
-/// `skillhost mcp-config`.
-pub fn run(args: &McpConfigArgs, server: &Server) -> Result<()> {
+/// `skillhost mcp-config`: the entry for the skills and data dirs of the global options.
+pub fn run(app: &App, args: &McpConfigArgs) -> Result<ExitCode> {
+    print_or_write(args, &Server::new(app.workspace()?, &app.data_dir, &app.skills_from)?)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Print the entry for `server`, or merge it into the client's config file.
+fn print_or_write(args: &McpConfigArgs, server: &Server) -> Result<()> {
     let client = args.client;
     let entry = client.entry(server);
     let config = client.document(entry.clone());

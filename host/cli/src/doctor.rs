@@ -12,6 +12,7 @@ use anyhow::Result;
 use serde::Serialize;
 use skillhost::Host;
 
+use crate::app::App;
 use crate::toolchain::{self, Toolchain};
 
 /// One line of the report.
@@ -24,8 +25,53 @@ struct Check {
     fix: Option<String>,
 }
 
+/// The options of `doctor`.
+#[derive(clap::Args)]
+pub struct DoctorArgs {
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Print the report; exit code 0 (a missing layer is reported, not an error).
-pub fn run(host: &Host, data_dir: &Path, json: bool) -> Result<ExitCode> {
+pub fn run(app: &App, args: DoctorArgs) -> Result<ExitCode> {
+    let host = app.host()?;
+    let data_dir = &app.data_dir;
+    let mut checks = sandbox_checks(&host, data_dir);
+    let model = crate::model::model_dir(data_dir);
+    let installed = model.join(".skillhost-model").is_file();
+    checks.push(Check {
+        name: "embedding model".into(),
+        available: installed,
+        detail: model.display().to_string(),
+        fix: (!installed).then(|| "run `skillhost setup model`; until then search ranks with BM25 alone".into()),
+    });
+    let root = toolchain::root(data_dir);
+    for chain in Toolchain::ALL {
+        let found = chain.installed(&root);
+        checks.push(Check {
+            name: format!("toolchain {}", chain.tool()),
+            available: found.is_some(),
+            detail: found.map_or_else(|| format!("not installed in {}", root.display()), |p| p.display().to_string()),
+            fix: found_fix(chain, &root),
+        });
+    }
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        for check in &checks {
+            let mark = if check.available { "ok  " } else { "MISSING" };
+            outln!("{mark:8} {:18} {}", check.name, check.detail);
+            if let Some(fix) = check.fix.as_deref().filter(|_| !check.available) {
+                outln!("{:27}-> {fix}", "");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The sandbox's isolation layers, whether server skills start, and the managed venv.
+fn sandbox_checks(host: &Host, data_dir: &Path) -> Vec<Check> {
     let mut checks = Vec::new();
     match host.sandbox() {
         Ok(runtime) => {
@@ -82,36 +128,7 @@ pub fn run(host: &Host, data_dir: &Path, json: bool) -> Result<ExitCode> {
             fix: Some("install bubblewrap and util-linux; server skills cannot run without them".into()),
         }),
     }
-    let model = crate::model::model_dir(data_dir);
-    let installed = model.join(".skillhost-model").is_file();
-    checks.push(Check {
-        name: "embedding model".into(),
-        available: installed,
-        detail: model.display().to_string(),
-        fix: (!installed).then(|| "run `skillhost setup model`; until then search ranks with BM25 alone".into()),
-    });
-    let root = toolchain::root(data_dir);
-    for chain in Toolchain::ALL {
-        let found = chain.installed(&root);
-        checks.push(Check {
-            name: format!("toolchain {}", chain.tool()),
-            available: found.is_some(),
-            detail: found.map_or_else(|| format!("not installed in {}", root.display()), |p| p.display().to_string()),
-            fix: found_fix(chain, &root),
-        });
-    }
-    if json {
-        outln!("{}", serde_json::to_string_pretty(&checks)?);
-    } else {
-        for check in &checks {
-            let mark = if check.available { "ok  " } else { "MISSING" };
-            outln!("{mark:8} {:18} {}", check.name, check.detail);
-            if let Some(fix) = check.fix.as_deref().filter(|_| !check.available) {
-                outln!("{:27}-> {fix}", "");
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    checks
 }
 
 fn found_fix(chain: Toolchain, root: &Path) -> Option<String> {

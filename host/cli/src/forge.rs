@@ -1,16 +1,20 @@
 //! `skillhost forge DIR` (build, test and install a skill from its sources through the
 //! forge, as `skill_create` does for agents), `skillhost forge --generate TEXT --name
 //! NAME` (the model of `[forge.llm]` writes the sources, round after round, then a human
-//! approves), `skillhost forge --reset NAME` (a human allows a skill's attempts again)
-//! and `skillhost rollback NAME`.
+//! approves) and `skillhost forge --reset NAME` (a human allows a skill's attempts again);
+//! the forge's configuration from DATA_DIR/config.toml, which `test` and `serve` use too.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use skillhost::forge::llm::{self, LlmConfig};
 use skillhost::{Forge, ForgeConfig, ForgeError, Forged, Host, Language, Registry, Submission};
+
+use crate::app::{self, App};
+use crate::exit;
 
 /// The options of `forge`.
 #[derive(clap::Args)]
@@ -114,8 +118,16 @@ pub async fn test_approved(forge: &Forge, name: &str, json: bool) -> Result<bool
     Ok(report.failures.is_empty())
 }
 
-/// Run `skillhost forge`. Returns whether it succeeded.
-pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: ForgeArgs) -> Result<bool> {
+/// Run `skillhost forge` over the registry; exit code 1 when the forge refused the skill.
+pub async fn run(app: &App, args: ForgeArgs) -> Result<ExitCode> {
+    let host = app.host()?;
+    let registry = app.registry(&host).await?;
+    let ok = execute(&host, registry, &app.data_dir, args).await?;
+    Ok(exit::passed(ok))
+}
+
+/// Reset, generate or forge, as `args` say. Returns whether it succeeded.
+async fn execute(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: ForgeArgs) -> Result<bool> {
     let forge = forge(host, registry, data_dir)?;
     if let Some(name) = args.reset {
         forge.reset(&name)?;
@@ -141,7 +153,7 @@ pub async fn run(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
         None if files.contains_key("Cargo.toml") || files.keys().any(|p| p.starts_with("src/")) => Language::Rust,
         None => bail!("{}: cannot tell the language; pass --lang rust or --lang python", dir.display()),
     };
-    let bar = crate::progress_spinner("forge: starting");
+    let bar = app::progress_spinner("forge: starting");
     let reporter = bar.clone();
     let progress: skillhost::forge::Progress = Arc::new(move |stage: &str| reporter.set_message(stage.to_owned()));
     let submission = Submission { name: name.to_owned(), language, files };
@@ -245,7 +257,7 @@ struct ForgeSection {
 
 fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let text: Option<String> = serde::Deserialize::deserialize(d)?;
-    text.map(|t| crate::parse_duration(&t).map_err(serde::de::Error::custom)).transpose()
+    text.map(|t| app::parse_duration(&t).map_err(serde::de::Error::custom)).transpose()
 }
 
 fn host_config(data_dir: &Path) -> Result<(PathBuf, HostConfig)> {
@@ -284,7 +296,7 @@ async fn generate(forge: &Arc<Forge>, host: &Host, data_dir: &Path, requirements
     };
     let generator = llm::Generator::new(llm, api_key);
     let request = llm::Request { name: name.clone(), language, requirements: requirements.to_owned() };
-    let bar = crate::progress_spinner("generate: starting");
+    let bar = app::progress_spinner("generate: starting");
     let reporter = bar.clone();
     let json = args.json;
     let progress: Arc<dyn Fn(llm::Step) + Send + Sync> = Arc::new(move |step| match step {
@@ -319,7 +331,7 @@ async fn generate(forge: &Arc<Forge>, host: &Host, data_dir: &Path, requirements
     if generated.forged.state != skillhost::TrustState::Approved {
         use std::io::IsTerminal;
         if args.yes || std::io::stdin().is_terminal() {
-            crate::approve(forge.registry(), &name, args.yes).await?;
+            crate::approve::approve(forge.registry(), &name, args.yes).await?;
         } else {
             errln!("`{name}` waits for a human: review it with `skillhost show {name} --code`, then `skillhost approve {name}`");
         }
@@ -337,50 +349,4 @@ fn print_failure(error: &ForgeError) {
         }
     }
     errln!("error: {error}");
-}
-
-/// `skillhost rollback NAME`.
-pub async fn rollback(registry: &Registry, name: &str) -> Result<()> {
-    let entry = registry.rollback(name).await?;
-    let version = entry.loaded.as_ref().map(|l| l.version.clone()).unwrap_or_default();
-    errln!("rolled `{name}` back to {version} ({}); `skillhost rollback {name}` again rolls forward", entry.state);
-    if entry.state != skillhost::TrustState::Approved {
-        errln!("approve it with `skillhost approve {name}`");
-    }
-    Ok(())
-}
-
-/// `skillhost stats`.
-pub fn stats(registry: &Registry, json: bool) -> Result<()> {
-    let Some(stats) = registry.stats() else { bail!("no usage statistics: the stats database could not be opened (see the log)") };
-    let (tools, failing, missing) = (stats.tools()?, stats.failing()?, stats.missing()?);
-    if json {
-        let value = serde_json::json!({ "tools": tools, "failing": failing, "missing": missing });
-        outln!("{}", serde_json::to_string_pretty(&value)?);
-        return Ok(());
-    }
-    if tools.is_empty() {
-        outln!("no calls recorded yet");
-    } else {
-        outln!("{:<36} {:>7} {:>8} {:>11} {:>9} {:>9}", "TOOL", "CALLS", "FAILED", "CALLER ERR", "P50 ms", "P95 ms");
-        for t in &tools {
-            let name = format!("{}__{}", t.skill, t.tool);
-            outln!("{name:<36} {:>7} {:>8} {:>11} {:>9.1} {:>9.1}", t.calls, t.failures, t.caller_errors, t.p50_ms, t.p95_ms);
-        }
-    }
-    for f in &failing {
-        outln!("failing: `{}` failed {} of its last {} calls (not counting the callers' errors)", f.skill, f.failures, f.calls);
-    }
-    for m in &missing {
-        outln!("missing: {} searches like \"{}\" found no good tool", m.count, m.query);
-    }
-    Ok(())
-}
-
-/// After `list`: one line per skill failing more than 30 % of its last 20 calls.
-pub fn warn_failing(registry: &Registry) {
-    let Some(stats) = registry.stats() else { return };
-    for f in stats.failing().unwrap_or_default() {
-        errln!("warning: skill `{}` failed {} of its last {} calls; see `skillhost stats`", f.skill, f.failures, f.calls);
-    }
 }

@@ -1,6 +1,7 @@
 //! `skillhost index rebuild` and `skillhost index status`: the host's search index in
 //! `DATA_DIR/index`, and the sync with a progress bar that `search` shares.
 
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -8,6 +9,8 @@ use clap::Subcommand;
 use serde_json::json;
 use skillhost::index::{SearchIndex, SyncProgress, SyncStats};
 use skillhost::{Host, Registry};
+
+use crate::app::App;
 
 /// `skillhost index ...`
 #[derive(Subcommand)]
@@ -72,8 +75,11 @@ pub fn synced(host: &Host, registry: &Registry) -> Result<Arc<SearchIndex>> {
     Ok(index)
 }
 
-/// Run an index command.
-pub fn run(host: &Host, registry: &Registry, command: IndexCommand) -> Result<()> {
+/// Run an index command over the registry's skills.
+pub async fn run(app: &App, command: IndexCommand) -> Result<ExitCode> {
+    let host = app.host()?;
+    let registry = app.registry(&host).await?;
+    let (host, registry) = (&host, &*registry);
     match command {
         IndexCommand::Rebuild { json } => {
             let index = host.search_index().context("cannot open the search index")?;
@@ -81,13 +87,14 @@ pub fn run(host: &Host, registry: &Registry, command: IndexCommand) -> Result<()
             let started = std::time::Instant::now();
             let stats = index.rebuild(registry, &mut update).context("cannot rebuild the search index")?;
             bar.finish_and_clear();
-            report_rebuild(&index, stats, started.elapsed(), json)
+            report_rebuild(&index, stats, started.elapsed(), json)?;
         }
         IndexCommand::Status { json } => {
             let index = synced(host, registry)?;
-            report_status(&index, json)
+            report_status(&index, json)?;
         }
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn report_rebuild(index: &SearchIndex, stats: SyncStats, took: std::time::Duration, json: bool) -> Result<()> {

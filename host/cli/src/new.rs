@@ -3,10 +3,12 @@
 //! (componentize-js). The skill.toml and SKILL.md are the same in every language.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use skillhost::SkillName;
 
+use crate::app::App;
 use crate::build::Lang;
 
 /// Files every new skill gets, whatever its language.
@@ -23,17 +25,39 @@ const JS: [(&str, &str); 3] = [
     (".gitignore", include_str!("../templates/js/gitignore")),
 ];
 
+/// The options of `new`.
+#[derive(clap::Args)]
+pub struct NewArgs {
+    /// Skill name: lowercase letters, digits and inner hyphens.
+    name: String,
+    /// The language to write it in.
+    #[arg(long, value_enum, default_value = "rust")]
+    lang: Lang,
+    /// Directory to create [default: ./NAME].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Path of the skillhost-sdk crate [default: the one embedded in this binary, written out to DATA_DIR/sdk].
+    #[arg(long, env = "SKILLHOST_SDK", value_name = "DIR")]
+    sdk: Option<PathBuf>,
+}
+
+/// Create the skill; the embedded SDK is written out under the data dir when needed.
+pub fn run(app: &App, args: NewArgs) -> Result<ExitCode> {
+    create(&args.name, args.lang, args.dir, args.sdk, &app.data_dir)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Write skill `name` in `lang` into `dir` (default `./NAME`); a Rust skill depends on the
 /// SDK at `sdk`, or else on the one embedded in this binary, written out under `data_dir`.
 /// A bad name, a folder in the way or a wrong --sdk is a usage error (exit 2).
-pub fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>, data_dir: &Path) -> Result<()> {
-    let name = SkillName::new(name).map_err(|e| crate::usage(e.to_string()))?;
+fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>, data_dir: &Path) -> Result<()> {
+    let name = SkillName::new(name).map_err(|e| crate::exit::usage(e.to_string()))?;
     let dir = dir.unwrap_or_else(|| PathBuf::from(name.as_str()));
     if dir.exists() && !dir.is_dir() {
-        return Err(crate::usage(format!("{} already exists and is not a folder; choose another name or --dir", dir.display())));
+        return Err(crate::exit::usage(format!("{} already exists and is not a folder; choose another name or --dir", dir.display())));
     }
     if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
-        return Err(crate::usage(format!("{} already exists and is not empty; choose another name or --dir", dir.display())));
+        return Err(crate::exit::usage(format!("{} already exists and is not empty; choose another name or --dir", dir.display())));
     }
     let mut files: Vec<(&str, String)> = COMMON.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str()))).collect();
     match lang {
@@ -63,9 +87,9 @@ fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>, data_dir: &Pat
         Some(sdk) => sdk,
         None => crate::sdk::workspace(data_dir)?.join("guest-sdk"),
     };
-    let sdk = std::fs::canonicalize(&sdk).map_err(|_| crate::usage(format!("--sdk {}: no such directory", sdk.display())))?;
+    let sdk = std::fs::canonicalize(&sdk).map_err(|_| crate::exit::usage(format!("--sdk {}: no such directory", sdk.display())))?;
     if !sdk.join("Cargo.toml").is_file() {
-        return Err(crate::usage(format!("{}: not the skillhost-sdk crate (no Cargo.toml)", sdk.display())));
+        return Err(crate::exit::usage(format!("{}: not the skillhost-sdk crate (no Cargo.toml)", sdk.display())));
     }
     // Inside another workspace the crate must not declare its own (cargo refuses two
     // roots); on its own it must, or a parent workspace would claim it.

@@ -113,9 +113,17 @@ fn default_python() -> PathBuf {
     if root && usable() { system.to_owned() } else { PathBuf::from("python3") }
 }
 
+/// The arguments of the hidden `__shim`, handed to the shim's own parser.
+#[derive(Args)]
+pub struct ShimArgs {
+    /// `[--socket PATH [--port PORT]] -- COMMAND [ARG...]`
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
+}
+
 /// `skillhost __shim ARGS`: run the egress shim as this process's only work.
-pub fn run_shim(args: Vec<OsString>) -> ExitCode {
-    match shim::ShimArgs::parse_from(args) {
+pub fn run_shim(args: ShimArgs) -> ExitCode {
+    match shim::ShimArgs::parse_from(args.args) {
         Ok(args) => shim::run(args),
         Err(e) => {
             errln!("skillhost-shim: {e}");

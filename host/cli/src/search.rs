@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::json;
 use skillhost::index::{Query, Target};
-use skillhost::{Host, Registry};
+
+use crate::app::App;
 
 /// What to search for.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -48,7 +49,10 @@ pub struct SearchArgs {
 
 /// Run the search over the registry's catalog, with the host's on-disk index (hybrid
 /// when the embedding model is installed, else BM25), synced first.
-pub fn run(host: &Host, registry: &Registry, args: SearchArgs) -> Result<ExitCode> {
+pub async fn run(app: &App, args: SearchArgs) -> Result<ExitCode> {
+    let host = app.host()?;
+    let registry = app.registry(&host).await?;
+    let (host, registry) = (&host, &*registry);
     let index = crate::index::synced(host, registry)?;
     let target = match args.what {
         What::Tools => Target::Tools,

@@ -11,6 +11,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ use anyhow::{Context, Result};
 use skillhost::index::SearchIndex;
 use skillhost::mcp::{HttpConfig, McpConfig, SkillhostMcp};
 use skillhost::{Host, Registry};
+
+use crate::app::App;
 
 /// The options of `serve`.
 #[derive(clap::Args)]
@@ -31,11 +34,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub suggest_missing: bool,
 
-    /// The forge behind skill_create and skill_update (set by main, not a flag).
+    /// The forge behind skill_create and skill_update (set by [`run`], not a flag).
     #[arg(skip)]
     pub forge: Option<Arc<skillhost::Forge>>,
 
-    /// The data directory, where the generated HTTP token is kept (set by main).
+    /// The data directory, where the generated HTTP token is kept (set by [`run`]).
     #[arg(skip)]
     pub data_dir: PathBuf,
 
@@ -78,12 +81,27 @@ pub struct ServeArgs {
 /// The longest `serve` waits, as it stops, for background compiles to reach the cache.
 pub const FINISH_COMPILES: Duration = Duration::from_secs(60);
 
+/// Open the registry watching the skills directories, with the forge behind skill_create
+/// (configured from the data dir), and serve it.
+pub async fn run(app: &App, mut args: ServeArgs) -> Result<ExitCode> {
+    let host = Arc::new(app.host()?);
+    let mut config = app.registry_config(true)?;
+    config.load_in_background = true;
+    let registry = host.open_registry(config).await?;
+    let mut forge_config = crate::forge::config(&app.data_dir)?;
+    forge_config.suggest_missing = args.suggest_missing;
+    args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
+    args.data_dir = app.data_dir.clone();
+    serve(host, registry, args).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Serve `registry` (opened by `host`) until the client leaves (stdio) or the process is
 /// signalled. Nothing slow comes before the first answer: the registry loads its skills in
 /// the background, and the host's search index (with the embedding model when it is
 /// installed) opens off the request path while an in-memory BM25 index stands in; each
 /// session keeps the ranker its first search got (see `SkillhostMcp::index_loading`).
-pub async fn serve(host: Arc<Host>, registry: Arc<Registry>, args: ServeArgs) -> Result<()> {
+async fn serve(host: Arc<Host>, registry: Arc<Registry>, args: ServeArgs) -> Result<()> {
     let mut signals = Signals::new()?;
     let served = serve_until_stopped(host.clone(), registry, args, &mut signals).await;
     finish_compiles(&host, &mut signals).await;

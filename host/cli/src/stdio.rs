@@ -2,7 +2,7 @@
 //! (`skillhost inspect x.wasm | head -1`): once stdout is closed the rest of the
 //! output is dropped quietly and the command finishes as it would have (its calls
 //! recorded, its files written); a closed stderr is ignored. `outln!`/`out!` and
-//! `errln!`/`err!` (defined in `main.rs`) replace `println!`/`print!` and
+//! `errln!`/`err!` (defined here) replace `println!`/`print!` and
 //! `eprintln!`/`eprint!`, which panic when the write fails.
 //!
 //! And every line is escaped on the way out ([`skillhost::text::visible`]): much of what
@@ -17,6 +17,28 @@ use parking_lot::Mutex;
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `println!` that stops quietly once stdout is closed.
+macro_rules! outln {
+    () => { $crate::stdio::out(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdio::out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` that stops quietly once stdout is closed.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::stdio::out(format_args!($($arg)*)) };
+}
+
+/// `eprintln!` that ignores a closed stderr .
+macro_rules! errln {
+    () => { $crate::stdio::err(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdio::err(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `eprint!` that ignores a closed stderr .
+macro_rules! err {
+    ($($arg:tt)*) => { $crate::stdio::err(format_args!($($arg)*)) };
+}
 
 /// Set once a write to stdout failed: nothing more is written.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
