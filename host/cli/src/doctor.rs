@@ -40,7 +40,7 @@ pub fn run(host: &Host, data_dir: &Path, json: bool) -> Result<ExitCode> {
                     checks.push(Check {
                         name: "bwrap mounts".into(),
                         available: true,
-                        detail: skillhost_sandbox::isolation::mount_advisory(&layer.detail),
+                        detail: skillhost_jail::isolation::mount_advisory(&layer.detail),
                         fix: None,
                     });
                 }
