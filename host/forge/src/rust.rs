@@ -373,8 +373,7 @@ pub(crate) async fn build(
         // A root host builds as the sandbox's unprivileged uid: it owns the two writable
         // dirs (given through the descriptor, never a path a build could have replaced).
         if let Some(user) = &user {
-            rustix::fs::fchown(&fd, Some(rustix::fs::Uid::from_raw(user.uid)), Some(rustix::fs::Gid::from_raw(user.gid)))
-                .map_err(|e| io("cannot give a build dir to the sandbox's uid")(e.into()))?;
+            user.give(&fd).map_err(|e| io("cannot give a build dir to the sandbox's uid")(e.into()))?;
         }
         Ok(Bind { fd: Arc::new(fd), guest, mode: FileMode::ReadWrite })
     };

@@ -601,7 +601,7 @@ fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &Skill
     let user = runtime.jail.user();
     let fd = dir.open(skill, user.is_some()).map_err(|e| e.to_string())?;
     if let Some(user) = user {
-        rustix::fs::fchown(&fd, Some(rustix::fs::Uid::from_raw(user.uid)), Some(rustix::fs::Gid::from_raw(user.gid)))
+        user.give(&fd)
             .map_err(|e| format!("cannot give its data directory {} to the sandbox's uid {}: {e}", dir.host.display(), user.uid))?;
         if let Some(parent) = isolation::unreachable_parent(&dir.host, user.uid, user.gid) {
             return Err(format!(

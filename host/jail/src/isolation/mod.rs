@@ -83,6 +83,12 @@ pub struct UserDrop {
 }
 
 impl UserDrop {
+    /// Give what `fd` is open on (a directory a jail writes, a workspace) to the uid and
+    /// gid: through the descriptor, never a path a jail could have replaced.
+    pub fn give(&self, fd: impl std::os::fd::AsFd) -> rustix::io::Result<()> {
+        rustix::fs::fchown(fd, Some(rustix::fs::Uid::from_raw(self.uid)), Some(rustix::fs::Gid::from_raw(self.gid)))
+    }
+
     /// `setpriv --reuid=U --regid=G --clear-groups --`.
     pub fn argv(&self) -> Vec<OsString> {
         vec![
