@@ -39,13 +39,13 @@ pub fn sandbox_config(data: &Path) -> skillhost::BwrapConfig {
     let mut config = skillhost::BwrapConfig::new(data.join("sandbox"));
     config.venv = Some(venv());
     if !rustix::process::geteuid().is_root() && !cgroups_usable() {
-        config.allow_weaker = vec![skillhost_sandbox::isolation::CGROUP.to_owned()];
+        config.allow_weaker = vec![skillhost_jail::isolation::CGROUP.to_owned()];
     }
     config
 }
 
 /// Whether this process may make a cgroup per sandbox with every controller.
 pub fn cgroups_usable() -> bool {
-    use skillhost_sandbox::isolation::{Cgroups, cgroup::CONTROLLERS};
+    use skillhost_jail::isolation::{Cgroups, cgroup::CONTROLLERS};
     Cgroups::detect().0.is_some_and(|groups| CONTROLLERS.iter().all(|c| groups.has(c)))
 }

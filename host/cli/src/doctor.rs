@@ -86,7 +86,7 @@ fn sandbox_checks(host: &Host, data_dir: &Path) -> Vec<Check> {
                     checks.push(Check {
                         name: "bwrap mounts".into(),
                         available: true,
-                        detail: skillhost_sandbox::isolation::mount_advisory(&layer.detail),
+                        detail: skillhost_jail::isolation::mount_advisory(&layer.detail),
                         fix: None,
                     });
                 }

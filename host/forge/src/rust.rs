@@ -7,8 +7,8 @@
 //! `wit/`), and `vendor/` holds every crate the SDK depends on (`cargo vendor` of a
 //! template crate, offline when the local registry cache already has them).
 //!
-//! **The build** runs in bubblewrap through [`skillhost_sandbox::profile::Profile`], the
-//! same argv builder as sandboxed servers: all namespaces unshared (no network), no
+//! **The build** runs in the jail ([`skillhost_jail::Jail`]), the same bubblewrap
+//! profile and isolation layers as sandboxed servers: all namespaces unshared (no network), no
 //! home, `/usr` and the Rust sysroot read-only, the SDK at `/sdk` and the vendored
 //! crates at `/vendor` read-only, and two writable directories: the attempt's source
 //! copy at `/build/src` (a fresh `<forge>/builds/NAME-XXXX/src` per attempt, removed after
@@ -38,9 +38,8 @@ use std::time::Duration;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use skillhost_core::FileMode;
-use skillhost_sandbox::ResourceLimits;
-use skillhost_sandbox::isolation::{CgroupLimits, Isolation, Probe};
-use skillhost_sandbox::profile::{Bind, Profile};
+use skillhost_jail::isolation::{CgroupLimits, DEFAULT_SANDBOX_ID};
+use skillhost_jail::{Bind, Jail, JailError, Jailed, Profile, Programs, ResourceLimits};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use crate::error::ForgeError;
@@ -97,29 +96,27 @@ pub(crate) struct Toolchain {
     pub sysroot: PathBuf,
     pub sdk: PathBuf,
     pub vendor: PathBuf,
-    pub bwrap: PathBuf,
-    pub prlimit: PathBuf,
-    /// The layers under bwrap every build gets (a cgroup, the seccomp filter, and on a
-    /// root host the drop to an unprivileged uid when it can reach the build's paths), as
-    /// the sandbox runtime detects them.
-    pub isolation: Arc<Isolation>,
+    /// The jail every build runs in: bwrap, prlimit and the layers under bwrap (a cgroup,
+    /// the seccomp filter, and on a root host the drop to an unprivileged uid when it can
+    /// reach the build's paths), detected as for the sandbox runtime. Its
+    /// [`weakened`](Jail::weakened) is the gate every build passes first.
+    pub isolation: Arc<Jail>,
 }
 
 /// What one build sandbox may use at most (its cgroup): resident memory of every
 /// process of the build together, processes and threads, CPU cores.
 const BUILD_CGROUP: CgroupLimits = CgroupLimits { memory: 4 << 30, pids: 512, cpus: 2.0 };
 
-/// The isolation a build under `forge_dir` gets: the sandbox's uid must reach the
+/// The jail a build under `forge_dir` runs in: the sandbox's uid must reach the
 /// toolchain, the SDK, the vendored crates and the build dirs, or the uid drop is off.
-fn isolation(forge_dir: &Path, bwrap: &Path, sysroot: &Path, cache: &Path) -> Arc<Isolation> {
+fn jail(forge_dir: &Path, programs: Programs, sysroot: &Path, cache: &Path) -> Arc<Jail> {
     let reach = vec![sysroot.to_owned(), cache.to_owned(), forge_dir.join("builds"), forge_dir.join("targets")];
-    let id = skillhost_sandbox::isolation::DEFAULT_SANDBOX_ID;
-    let isolation = Isolation::detect(&Probe { bwrap: bwrap.to_owned(), sandbox_id: (id, id), reach });
+    let jail = Jail::new(programs, (DEFAULT_SANDBOX_ID, DEFAULT_SANDBOX_ID), reach);
     // Said once per process, like the sandbox runtime's own warnings at start (a root
     // host whose forge dir that uid cannot reach builds without the uid drop).
     static WARNED: std::sync::Once = std::sync::Once::new();
-    WARNED.call_once(|| isolation.warn_unavailable());
-    Arc::new(isolation)
+    WARNED.call_once(|| jail.isolation().warn_unavailable());
+    Arc::new(jail)
 }
 
 /// Find the Rust sysroot (with the wasm32-wasip2 standard library) and bwrap/prlimit.
@@ -146,8 +143,8 @@ fn sysroot() -> Result<PathBuf, ForgeError> {
 /// as it is, and builds run without the uid drop (the host warns once).
 fn reachable_sysroot(sysroot: PathBuf, forge_dir: &Path) -> PathBuf {
     use std::os::unix::fs::MetadataExt;
-    let id = skillhost_sandbox::isolation::DEFAULT_SANDBOX_ID;
-    if !rustix::process::geteuid().is_root() || skillhost_sandbox::isolation::unreachable_parent(&sysroot, id, id).is_none() {
+    let id = DEFAULT_SANDBOX_ID;
+    if !rustix::process::geteuid().is_root() || skillhost_jail::isolation::unreachable_parent(&sysroot, id, id).is_none() {
         return sysroot;
     }
     let link = || -> std::io::Result<PathBuf> {
@@ -203,11 +200,7 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
         let what = what.to_owned();
         move |e: std::io::Error| ForgeError::Setup(format!("{what}: {e}"))
     };
-    let bwrap = skillhost_sandbox::which("bwrap").ok_or_else(|| {
-        ForgeError::Setup("`bwrap` was not found; install bubblewrap (`apt-get install bubblewrap`) to build skills".into())
-    })?;
-    let prlimit =
-        skillhost_sandbox::which("prlimit").ok_or_else(|| ForgeError::Setup("`prlimit` was not found; install util-linux".into()))?;
+    let programs = Programs::find(None, None).map_err(|e| ForgeError::Setup(format!("cannot build skills: {e}")))?;
     let sysroot = reachable_sysroot(sysroot()?, forge_dir);
     let root_toml =
         std::fs::read_to_string(workspace.join("Cargo.toml")).map_err(setup(&format!("cannot read {}/Cargo.toml", workspace.display())))?;
@@ -219,8 +212,8 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
     let dir = forge_dir.join(format!("toolchain-{key}"));
     let (sdk, vendor) = (dir.join("sdk"), dir.join("vendor"));
     if dir.join("ready").is_file() {
-        let isolation = isolation(forge_dir, &bwrap, &sysroot, &dir);
-        return Ok(Toolchain { sysroot, sdk, vendor, bwrap, prlimit, isolation });
+        let isolation = jail(forge_dir, programs, &sysroot, &dir);
+        return Ok(Toolchain { sysroot, sdk, vendor, isolation });
     }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&sdk).map_err(setup("cannot create the toolchain cache"))?;
@@ -245,8 +238,8 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
         if out.status.success() {
             std::fs::write(dir.join("ready"), "").map_err(setup("cannot write the toolchain cache"))?;
             tracing::info!(dir = %dir.display(), "forge toolchain cache ready");
-            let isolation = isolation(forge_dir, &bwrap, &sysroot, &dir);
-            return Ok(Toolchain { sysroot, sdk, vendor, bwrap, prlimit, isolation });
+            let isolation = jail(forge_dir, programs, &sysroot, &dir);
+            return Ok(Toolchain { sysroot, sdk, vendor, isolation });
         }
         last = String::from_utf8_lossy(&out.stderr).into_owned();
     }
@@ -355,17 +348,13 @@ pub(crate) async fn build(
 ) -> Result<Result<Built, BuildFailure>, ForgeError> {
     let io = |what: &'static str| move |e: std::io::Error| ForgeError::Io { what, source: e };
     let etc = build.private.join("etc");
-    skillhost_sandbox::profile::write_etc(&etc).map_err(io("cannot write the build sandbox's /etc"))?;
+    skillhost_jail::profile::write_etc(&etc).map_err(io("cannot write the build sandbox's /etc"))?;
     let bind =
         |host: &Path, guest: &str, mode| Bind::host_dir(host, guest, mode).map_err(io("cannot open a directory of the build sandbox"));
     // The two writable dirs are opened from their parents (the host's, never mounted)
     // without following a link, `target` made if missing: what a build did below them
     // before is never followed by the host.
-    let confinement = toolchain
-        .isolation
-        .confine("forge-build", &BUILD_CGROUP)
-        .map_err(|e| ForgeError::Setup(format!("cannot confine the build sandbox: {e}")))?;
-    let user = confinement.user.clone();
+    let user = toolchain.isolation.user().cloned();
     let writable = |dir: &Path, guest: String| -> Result<Bind, ForgeError> {
         let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
             return Err(io("cannot open a directory of the build sandbox")(std::io::Error::other(format!(
@@ -384,8 +373,7 @@ pub(crate) async fn build(
         // A root host builds as the sandbox's unprivileged uid: it owns the two writable
         // dirs (given through the descriptor, never a path a build could have replaced).
         if let Some(user) = &user {
-            rustix::fs::fchown(&fd, Some(rustix::fs::Uid::from_raw(user.uid)), Some(rustix::fs::Gid::from_raw(user.gid)))
-                .map_err(|e| io("cannot give a build dir to the sandbox's uid")(e.into()))?;
+            user.give(&fd).map_err(|e| io("cannot give a build dir to the sandbox's uid")(e.into()))?;
         }
         Ok(Bind { fd: Arc::new(fd), guest, mode: FileMode::ReadWrite })
     };
@@ -402,8 +390,6 @@ pub(crate) async fn build(
         dirs.push(bind(Path::new("/etc/alternatives"), "/etc/alternatives", FileMode::ReadOnly)?);
     }
     let profile = Profile {
-        prlimit: toolchain.prlimit.clone(),
-        bwrap: toolchain.bwrap.clone(),
         python: None,
         skill_dir: build.src.clone(),
         dirs,
@@ -444,12 +430,14 @@ pub(crate) async fn build(
     .map(Into::into)
     .collect();
     let cargo = toolchain.sysroot.join("bin/cargo");
-    let argv = profile
-        .argv_with(&confinement, cargo.as_os_str(), &args)
-        .map_err(|e| ForgeError::Setup(format!("cannot set up the build sandbox: {e}")))?;
-    let mut command = profile.command(&argv);
+    let Jailed { mut command, confinement: _confinement } =
+        toolchain.isolation.command(&profile, "forge-build", &BUILD_CGROUP, cargo.as_os_str(), &args).map_err(|e| {
+            ForgeError::Setup(match e {
+                JailError::Confine(e) => format!("cannot confine the build sandbox: {e}"),
+                e => format!("cannot set up the build sandbox: {e}"),
+            })
+        })?;
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    skillhost_sandbox::isolation::attach(command.as_std_mut(), &confinement);
     let mut child = command.spawn().map_err(io("cannot start the build sandbox"))?;
     let stdout = child.stdout.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");

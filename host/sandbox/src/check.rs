@@ -50,21 +50,14 @@ impl BwrapRuntime {
                     Ok(p) => p,
                     Err(e) => return report(None, vec![], Some(e)),
                 };
-                let config = &self.inner.config;
-                let limits = crate::isolation::CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
-                let confinement = match self.inner.isolation.confine(grant.skill.as_str(), &limits) {
-                    Ok(c) => c,
-                    Err(e) => return report(None, vec![], Some(e)),
-                };
-                let argv =
-                    match profile.argv_with(&confinement, venv.python().as_os_str(), &args.iter().map(Into::into).collect::<Vec<_>>()) {
-                        Ok(argv) => argv,
-                        Err(e) => return report(None, vec![], Some(e.to_string())),
+                let argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+                let skillhost_jail::Jailed { command: mut sandbox, confinement: _confinement } =
+                    match self.inner.command(&profile, &grant, venv.python().as_os_str(), &argv) {
+                        Ok(jailed) => jailed,
+                        Err(e) => return report(None, vec![], Some(e)),
                     };
                 let command = format!("python {}", args.join(" "));
-                let mut sandbox = profile.command(&argv);
                 sandbox.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-                crate::isolation::attach(sandbox.as_std_mut(), &confinement);
                 let result = sandbox.spawn();
                 let mut child = match result {
                     Ok(child) => child,

@@ -5,16 +5,16 @@
 //! - [`BwrapRuntime`] checks a `[server]` skill, writes its files (exactly the bytes the
 //!   registry hashed) to a private directory, starts it once in the sandbox to read its
 //!   tools (`tools/list`), and returns a [`BwrapSkill`].
-//! - `profile`: the bwrap argv, built from the grant only (see [`profile`] for every
-//!   flag), with `prlimit` setting the resource limits before `bwrap` starts.
+//! - The jail (`skillhost-jail`): the bwrap argv of a server, built from the grant only
+//!   (its [`Profile`]), with `prlimit` setting the resource limits before `bwrap` starts,
+//!   and the isolation layers under bwrap (uid drop when the host is root, a cgroup per
+//!   server, a seccomp filter), detected once by [`BwrapRuntime::new`], which warns about
+//!   each one this machine lacks; [`BwrapRuntime::isolation`] lists them.
 //! - `skill`: the lifecycle (start at the first call, idle stop, restart with backoff, kill at
 //!   the deadline and on drop) and the call path (deadline, cancellation, output cap).
 //! - `server`: the process and the rmcp client over its stdio; progress notifications go
 //!   to [`CallContext::progress`](skillhost_core::CallContext).
 //! - [`python`]: the managed venv and its setup; [`check`]: `skillhost test`.
-//! - [`isolation`]: the layers under bwrap (uid drop when the host is root, a cgroup per
-//!   server, a seccomp filter), detected once by [`BwrapRuntime::new`], which warns about
-//!   each one this machine lacks; [`BwrapRuntime::isolation`] lists them.
 //!
 //! **The run that lists tools at load holds a probe grant** ([`Grant::probe`]): an empty
 //! scratch dir instead of its data dirs, no network, no secrets; the skill may not be
@@ -22,8 +22,6 @@
 //! without following links and handed to bwrap as a descriptor.
 
 pub mod check;
-pub mod isolation;
-pub mod profile;
 pub mod python;
 mod server;
 mod skill;
@@ -39,12 +37,14 @@ use skillhost_core::{
 };
 use skillhost_egress::{EgressProxy, NetConfig, ProxyCalls, ProxyConfig, SkillEgress};
 
-pub use profile::ResourceLimits;
 pub use python::Venv;
 pub use skill::BwrapSkill;
 pub use skillhost_egress::shim;
 
-use crate::profile::{NetSetup, Profile, SKILL_DIR};
+use skillhost_jail::isolation::{self, CgroupLimits};
+use skillhost_jail::profile::{self, Bind, NetSetup, Profile, ResourceLimits, SKILL_DIR};
+use skillhost_jail::{Jail, JailError, Programs};
+
 use crate::server::{Server, Spawn};
 
 /// How the sandbox runtime is set up.
@@ -98,9 +98,10 @@ pub struct BwrapConfig {
     pub max_file_size: u64,
     /// Values of the secrets skills declare in `[[server.secrets]]`. Default: none.
     pub secrets: Arc<dyn SecretSource>,
-    /// Isolation layers ([`isolation::OPTIONAL_LAYERS`]: `uid drop`, `cgroup`, `seccomp`)
-    /// server skills may start without when this machine lacks them. A layer the host
-    /// expects ([`isolation::expected`]) and lacks stops every server skill from loading
+    /// Isolation layers ([`OPTIONAL_LAYERS`](skillhost_jail::isolation::OPTIONAL_LAYERS):
+    /// `uid drop`, `cgroup`, `seccomp`) server skills may start without when this machine
+    /// lacks them. A layer the host expects
+    /// ([`expected`](skillhost_jail::isolation::expected)) and lacks stops every server skill from loading
     /// unless it is named here; a named layer is shown with each skill it weakens
     /// ([`SkillRuntime::weakened`]). Default: none.
     pub allow_weaker: Vec<String>,
@@ -147,23 +148,10 @@ impl std::fmt::Debug for BwrapConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SandboxError {
-    /// A program it needs is missing.
-    #[error("cannot start the sandbox runtime: `{program}` was not found on PATH; {fix}")]
-    Missing {
-        /// The program.
-        program: &'static str,
-        /// How to install it.
-        fix: &'static str,
-    },
-    /// The opt-out list names a layer that does not exist.
-    #[error(
-        "cannot start the sandbox runtime: `allow_weaker` names `{layer}`, which is not an isolation layer; use one of {}",
-        isolation::OPTIONAL_LAYERS.iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", ")
-    )]
-    UnknownLayer {
-        /// The name given.
-        layer: String,
-    },
+    /// A program it needs is missing ([`JailError::Missing`]), or the opt-out list names
+    /// a layer that does not exist ([`JailError::UnknownLayer`]).
+    #[error("cannot start the sandbox runtime: {0}")]
+    Jail(#[from] JailError),
     /// The work directory cannot be used.
     #[error("cannot start the sandbox runtime: {}: {source}", path.display())]
     Io {
@@ -176,11 +164,10 @@ pub enum SandboxError {
 
 pub(crate) struct Runtime {
     config: BwrapConfig,
-    bwrap: PathBuf,
-    prlimit: PathBuf,
     venv: Option<Venv>,
     venv_error: Option<String>,
-    isolation: isolation::Isolation,
+    /// bwrap, prlimit and the isolation layers every server gets.
+    jail: Jail,
     /// Server processes started so far (tool listings and calls).
     started: std::sync::atomic::AtomicU64,
 }
@@ -191,29 +178,28 @@ pub struct BwrapRuntime {
     inner: Arc<Runtime>,
 }
 
-/// Find `program` on `PATH`.
-pub fn which(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file())
+impl Runtime {
+    /// The jail that runs `program` with `args` under `profile` for `grant`'s skill: its
+    /// cgroup with the skill's memory and this runtime's processes and CPU.
+    pub(crate) fn command(
+        &self,
+        profile: &Profile,
+        grant: &Grant,
+        program: &std::ffi::OsStr,
+        args: &[OsString],
+    ) -> Result<skillhost_jail::Jailed, String> {
+        let config = &self.config;
+        let limits = CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
+        self.jail.command(profile, grant.skill.as_str(), &limits, program, args).map_err(|e| e.to_string())
+    }
 }
 
 impl BwrapRuntime {
     /// Check that bwrap and prlimit exist, open the venv (a missing venv only fails
     /// Python skills) and create the work directory.
     pub fn new(mut config: BwrapConfig) -> Result<Self, SandboxError> {
-        let bwrap = config
-            .bwrap
-            .clone()
-            .or_else(|| which("bwrap"))
-            .ok_or(SandboxError::Missing { program: "bwrap", fix: "install bubblewrap (`apt-get install bubblewrap`)" })?;
-        let prlimit = config
-            .prlimit
-            .clone()
-            .or_else(|| which("prlimit"))
-            .ok_or(SandboxError::Missing { program: "prlimit", fix: "install util-linux" })?;
-        if let Some(layer) = config.allow_weaker.iter().find(|l| !isolation::OPTIONAL_LAYERS.contains(&l.as_str())) {
-            return Err(SandboxError::UnknownLayer { layer: layer.clone() });
-        }
+        let programs = Programs::find(config.bwrap.clone(), config.prlimit.clone())?;
+        skillhost_jail::check_allow_weaker(&config.allow_weaker)?;
         let root = rustix::process::geteuid().is_root();
         for dir in [config.work_dir.clone(), config.work_dir.join("skills"), config.work_dir.join("run")] {
             std::fs::create_dir_all(&dir).map_err(|source| SandboxError::Io { path: dir.clone(), source })?;
@@ -243,13 +229,14 @@ impl BwrapRuntime {
                 Err(e) => (None, Some(e.to_string())),
             },
         };
-        let isolation = isolation::Isolation::detect(&Self::probe(&config, &bwrap, venv.as_ref()));
-        isolation.warn_unavailable();
-        Ok(Self { inner: Arc::new(Runtime { config, bwrap, prlimit, venv, venv_error, isolation, started: Default::default() }) })
+        let jail = Jail::new(programs, config.sandbox_id, Self::reach(&config, venv.as_ref()));
+        jail.isolation().warn_unavailable();
+        Ok(Self { inner: Arc::new(Runtime { config, venv, venv_error, jail, started: Default::default() }) })
     }
 
-    /// What [`isolation::Isolation::detect`] proves for `config`.
-    fn probe(config: &BwrapConfig, bwrap: &Path, venv: Option<&Venv>) -> isolation::Probe {
+    /// The host paths every sandbox of `config` binds, which the uid a root host drops to
+    /// must reach.
+    fn reach(config: &BwrapConfig, venv: Option<&Venv>) -> Vec<PathBuf> {
         let mut reach = vec![config.work_dir.join("skills"), config.work_dir.join("run")];
         if let Some(venv) = venv {
             reach.extend([venv.dir.clone(), venv.prefix.clone()]);
@@ -257,20 +244,20 @@ impl BwrapRuntime {
         if let Some(shim) = config.shim.as_ref().and_then(|s| s.first()) {
             reach.push(PathBuf::from(shim));
         }
-        isolation::Probe { bwrap: bwrap.to_owned(), sandbox_id: config.sandbox_id, reach }
+        reach
     }
 
     /// The isolation layers this runtime's sandboxes get (and those it lacks, with what
     /// to do).
-    pub fn isolation(&self) -> &[isolation::Layer] {
-        &self.inner.isolation.layers
+    pub fn isolation(&self) -> &[skillhost_jail::Layer] {
+        &self.inner.jail.isolation().layers
     }
 
     /// The isolation layers server skills run without by this host's configuration
     /// (`NAME (opted out in config)`), or why they do not start at all (an expected layer
     /// missing and not opted out; see [`isolation`]).
     pub fn sandbox_without(&self) -> Result<Vec<String>, String> {
-        self.inner.isolation.weakened(&self.inner.config.allow_weaker)
+        self.inner.jail.weakened(&self.inner.config.allow_weaker)
     }
 
     /// The isolation layers the host's configuration lets a sandbox run without
@@ -507,7 +494,7 @@ impl Launch {
             .prefix(&format!("{}-", grant.skill))
             .tempdir_in(config.work_dir.join("run"))
             .map_err(|e| format!("cannot create its runtime dir: {e}"))?;
-        let user = runtime.isolation.user.as_ref();
+        let user = runtime.jail.user();
         if user.is_some() {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o711))
@@ -560,8 +547,6 @@ impl Launch {
         let scratch = (!full).then_some(PROBE_SCRATCH_BYTES.min(grant.limits.memory));
         let profile = Profile {
             scratch,
-            prlimit: runtime.prlimit.clone(),
-            bwrap: runtime.bwrap.clone(),
             python: runtime.venv.as_ref().map(|v| (v.dir.clone(), v.prefix.clone())),
             skill_dir: self.skill_dir.clone(),
             dirs: grant.dirs.iter().map(|d| open_granted(runtime, d, &grant.skill)).collect::<Result<_, _>>()?,
@@ -586,12 +571,8 @@ impl Launch {
         let config = &self.runtime.config;
         self.runtime.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (profile, guards, calls) = self.profile_with_calls(grant, full)?;
-        let limits = isolation::CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
-        let confinement = self.runtime.isolation.confine(grant.skill.as_str(), &limits)?;
-        let argv = profile.argv_with(&confinement, &self.command, &self.args).map_err(|e| e.to_string())?;
-        tracing::trace!(skill = %grant.skill, ?argv, "starting server");
-        let mut command = profile.command(&argv);
-        isolation::attach(command.as_std_mut(), &confinement);
+        let jailed = self.runtime.command(&profile, grant, &self.command, &self.args)?;
+        let (command, confinement) = (jailed.command, jailed.confinement);
         Server::start(Spawn {
             skill: grant.skill.clone(),
             command,
@@ -621,11 +602,11 @@ type Guards = Vec<Box<dyn std::any::Any + Send + Sync>>;
 /// creates are searchable by others (0711) and the granted directory itself is handed to
 /// that uid through its descriptor (never a path a skill could have replaced), so the
 /// sandbox can use it; a read-only grant stays read-only through its bind.
-fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &SkillName) -> Result<profile::Bind, String> {
-    let user = runtime.isolation.user.as_ref();
+fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &SkillName) -> Result<Bind, String> {
+    let user = runtime.jail.user();
     let fd = dir.open(skill, user.is_some()).map_err(|e| e.to_string())?;
     if let Some(user) = user {
-        rustix::fs::fchown(&fd, Some(rustix::fs::Uid::from_raw(user.uid)), Some(rustix::fs::Gid::from_raw(user.gid)))
+        user.give(&fd)
             .map_err(|e| format!("cannot give its data directory {} to the sandbox's uid {}: {e}", dir.host.display(), user.uid))?;
         if let Some(parent) = isolation::unreachable_parent(&dir.host, user.uid, user.gid) {
             return Err(format!(
@@ -637,7 +618,7 @@ fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &Skill
             ));
         }
     }
-    Ok(profile::Bind { fd: Arc::new(fd), guest: dir.guest.clone(), mode: dir.mode })
+    Ok(Bind { fd: Arc::new(fd), guest: dir.guest.clone(), mode: dir.mode })
 }
 
 /// The egress shim `program` where the sandbox's unprivileged uid can reach it: a hard link

@@ -17,7 +17,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use skillhost_core::{MAX_SKILL_DESCRIPTIONS, MAX_SKILL_SCHEMAS, MAX_TOOLS, Progress, ProgressSink, SkillName};
 use skillhost_egress::ProxyCalls;
 
-use crate::isolation::Confinement;
+use skillhost_jail::Confinement;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Bytes of stderr kept for error messages.
@@ -116,7 +116,7 @@ pub(crate) struct Server {
 /// What a spawn needs.
 pub(crate) struct Spawn {
     pub skill: SkillName,
-    /// From [`Profile::command`](crate::profile::Profile::command); stdio is set here.
+    /// From [`Jail::command`](skillhost_jail::Jail::command); stdio is set here.
     pub command: tokio::process::Command,
     pub max_line: usize,
     pub log_cap: u64,

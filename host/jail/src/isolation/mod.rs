@@ -17,10 +17,11 @@
 //!
 //! **A missing layer fails closed.** The layers [`expected`] for this host (a root host:
 //! the uid drop, the cgroup, the seccomp filter; any other: the seccomp filter and the
-//! cgroup, which needs root or a delegated cgroup v2 tree) must all be there, or server
-//! skills do not start: [`Isolation::weakened`] refuses with the layer's name, what was
-//! found and the fix, unless the host's configuration names the layer in its opt-out
-//! list (`BwrapConfig::allow_weaker`, `[sandbox] allow_weaker` of the CLI's config file).
+//! cgroup, which needs root or a delegated cgroup v2 tree) must all be there, or no jail
+//! starts (server skills, forge builds): [`Isolation::weakened`] refuses with the layer's
+//! name, what was found and the fix, unless the host's configuration names the layer in
+//! its opt-out list (the sandbox runtime's `BwrapConfig::allow_weaker`, `[sandbox]
+//! allow_weaker` of the CLI's config file), one list for every user of the jail.
 //! An accepted weakening is shown with every skill it applies to (`skillhost show`, the
 //! approval request, `skillhost doctor`), never only logged.
 //! [`Isolation::confine`] gives one sandbox its [`Confinement`]: the argv prefix and bwrap
@@ -82,6 +83,12 @@ pub struct UserDrop {
 }
 
 impl UserDrop {
+    /// Give what `fd` is open on (a directory a jail writes, a workspace) to the uid and
+    /// gid: through the descriptor, never a path a jail could have replaced.
+    pub fn give(&self, fd: impl std::os::fd::AsFd) -> rustix::io::Result<()> {
+        rustix::fs::fchown(fd, Some(rustix::fs::Uid::from_raw(self.uid)), Some(rustix::fs::Gid::from_raw(self.gid)))
+    }
+
     /// `setpriv --reuid=U --regid=G --clear-groups --`.
     pub fn argv(&self) -> Vec<OsString> {
         vec![

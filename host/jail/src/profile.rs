@@ -1,5 +1,5 @@
-//! The sandbox profile: the exact `prlimit … -- bwrap … -- COMMAND` argv a server runs
-//! under, built from the grant and nothing else.
+//! The jail's profile: the exact `prlimit … -- bwrap … -- COMMAND` argv a jail runs
+//! under (a server skill's, built from its grant and nothing else; a forge build's).
 //!
 //! - Namespaces: `--unshare-all` (user, ipc, pid, net, uts, cgroup), `--die-with-parent`,
 //!   `--new-session` (no TIOCSTI into the host's terminal), `--cap-drop ALL`, uid and gid
@@ -42,6 +42,7 @@ use std::sync::Arc;
 
 use skillhost_core::FileMode;
 
+use crate::Programs;
 use crate::isolation::Confinement;
 
 /// Where the skill's files are inside the sandbox (also the working directory).
@@ -131,13 +132,9 @@ pub struct NetSetup {
     pub port: u16,
 }
 
-/// Everything one sandbox is built from.
+/// Everything one sandbox is built from, bar the programs it runs through ([`Programs`]).
 #[derive(Clone, Debug)]
 pub struct Profile {
-    /// `prlimit` executable.
-    pub prlimit: PathBuf,
-    /// `bwrap` executable.
-    pub bwrap: PathBuf,
     /// The venv and the Python prefix it was made from, when the host has one.
     pub python: Option<(PathBuf, PathBuf)>,
     /// The skill's files on the host, bound read-only at [`SKILL_DIR`].
@@ -158,25 +155,33 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// The argv that runs `command` (absolute inside the sandbox) with `args`, with no
-    /// isolation layer beyond bwrap and the rlimits (see [`argv_with`](Self::argv_with)).
-    pub fn argv(&self, command: &OsStr, args: &[OsString]) -> Result<Vec<OsString>, MountBeneathWritable> {
-        self.argv_with(&Confinement::default(), command, args)
+    /// The argv that runs `command` (absolute inside the sandbox) with `args` through
+    /// `programs`, with no isolation layer beyond bwrap and the rlimits (see
+    /// [`argv_with`](Self::argv_with)).
+    pub fn argv(&self, programs: &Programs, command: &OsStr, args: &[OsString]) -> Result<Vec<OsString>, MountBeneathWritable> {
+        self.argv_with(programs, &Confinement::default(), command, args)
     }
 
-    /// The argv that runs `command` with `args` under `confinement`: `setpriv` to the
+    /// The argv that runs `command` with `args` through `programs` under `confinement`: `setpriv` to the
     /// unprivileged uid between `prlimit` and `bwrap` when the host is root, bwrap's
     /// `--add-seccomp-fd` for the filter, and no `RLIMIT_AS` when a cgroup limits the
     /// sandbox's resident memory (runtimes that reserve address space, node or a JVM,
     /// break under any address-space limit). The command must be spawned with
-    /// [`isolation::attach`](crate::isolation::attach) and `confinement` kept alive.
+    /// [`isolation::attach`](crate::isolation::attach) and `confinement` kept alive
+    /// ([`Jail::command`](crate::Jail::command) does both).
     /// Refused when a mount point would lie beneath a writable bind ([`check_mounts`]).
-    pub fn argv_with(&self, confinement: &Confinement, command: &OsStr, args: &[OsString]) -> Result<Vec<OsString>, MountBeneathWritable> {
+    pub fn argv_with(
+        &self,
+        programs: &Programs,
+        confinement: &Confinement,
+        command: &OsStr,
+        args: &[OsString],
+    ) -> Result<Vec<OsString>, MountBeneathWritable> {
         let mounts = self.mounts();
         check_mounts(mounts.iter().map(|(dest, writable)| (dest.as_str(), *writable)))?;
         let mut a = Argv::default();
         let l = &self.limits;
-        a.push(&self.prlimit);
+        a.push(&programs.prlimit);
         let address_space = (!confinement.limits_memory()).then_some(("--as", l.address_space));
         for (flag, value) in address_space.into_iter().chain([
             ("--nproc", l.processes),
@@ -193,7 +198,7 @@ impl Profile {
                 a.push(arg);
             }
         }
-        a.push(&self.bwrap);
+        a.push(&programs.bwrap);
         a.args(["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
         for fd in confinement.seccomp_fds() {
             a.push("--add-seccomp-fd");
@@ -414,8 +419,6 @@ mod tests {
     fn profile() -> Profile {
         let dir = |path: &str, guest: &str, mode| Bind::host_dir(Path::new(path), guest, mode).unwrap();
         Profile {
-            prlimit: "/usr/bin/prlimit".into(),
-            bwrap: "/usr/bin/bwrap".into(),
             python: Some(("/tmp/venv".into(), "/opt/py".into())),
             skill_dir: "/tmp/skills/x".into(),
             dirs: vec![dir("/usr/share", "/data/out", FileMode::ReadWrite), dir("/usr", "/data", FileMode::ReadOnly)],
@@ -427,6 +430,10 @@ mod tests {
         }
     }
 
+    fn programs() -> Programs {
+        Programs { bwrap: "/usr/bin/bwrap".into(), prlimit: "/usr/bin/prlimit".into() }
+    }
+
     fn text(argv: &[OsString]) -> String {
         argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
     }
@@ -435,7 +442,7 @@ mod tests {
     fn the_profile() {
         let p = profile();
         let (out, data) = (p.dirs[0].fd.as_raw_fd(), p.dirs[1].fd.as_raw_fd());
-        let argv = text(&p.argv(OsStr::new("/tmp/venv/bin/python"), &["server.py".into()]).unwrap());
+        let argv = text(&p.argv(&programs(), OsStr::new("/tmp/venv/bin/python"), &["server.py".into()]).unwrap());
         assert!(argv.starts_with("/usr/bin/prlimit --as=1073741824 --nproc=64 --cpu=60 --fsize=1048576 --nofile=256 --core=0 -- /usr/bin/bwrap --unshare-all --die-with-parent --new-session --cap-drop ALL --uid 65534 --gid 65534"), "{argv}");
         let pos = |needle: &str| argv.find(needle).unwrap_or_else(|| panic!("{needle:?} missing from {argv}"));
         assert!(pos("--tmpfs /tmp") < pos("--ro-bind /tmp/venv /tmp/venv"), "tmpfs before binds under /tmp");
@@ -459,7 +466,7 @@ mod tests {
             seccomp: vec![seccomp],
             ..Default::default()
         };
-        let argv = text(&profile().argv_with(&confinement, OsStr::new("/usr/bin/node"), &[]).unwrap());
+        let argv = text(&profile().argv_with(&programs(), &confinement, OsStr::new("/usr/bin/node"), &[]).unwrap());
         assert!(argv.starts_with("/usr/bin/prlimit --as=1073741824 --nproc=64"), "no cgroup: RLIMIT_AS stays: {argv}");
         assert!(
             argv.contains("--core=0 -- /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups -- /usr/bin/bwrap --unshare-all"),
@@ -481,8 +488,6 @@ mod tests {
             dirs.push(dir(&root.join("other"), "/data/out/inner", FileMode::ReadOnly));
         }
         Profile {
-            prlimit: crate::which("prlimit").unwrap(),
-            bwrap: crate::which("bwrap").unwrap(),
             python: None,
             skill_dir: root.join("skill"),
             dirs,
@@ -519,13 +524,14 @@ mod tests {
             std::os::unix::fs::symlink(&target, root.path().join("data").join(name)).unwrap();
         }
 
+        let host = Programs::find(None, None).unwrap();
         let profile = planted_profile(root.path(), false);
-        let argv = profile.argv(OsStr::new("/usr/bin/true"), &[]).unwrap();
+        let argv = profile.argv(&host, OsStr::new("/usr/bin/true"), &[]).unwrap();
         let status = profile.command(&argv).stdin(std::process::Stdio::null()).status().await.unwrap();
         assert!(status.success(), "the sandbox did not run: {status}");
 
         let nested = planted_profile(root.path(), true);
-        let refused = nested.argv(OsStr::new("/usr/bin/true"), &[]).unwrap_err();
+        let refused = nested.argv(&host, OsStr::new("/usr/bin/true"), &[]).unwrap_err();
         assert_eq!((refused.dest.as_str(), refused.writable.as_str()), ("/data/out/inner", "/data"));
         assert!(refused.to_string().contains("CVE-2026-87766"), "{refused}");
 
@@ -556,7 +562,7 @@ mod tests {
             shim_args: vec!["__shim".into()],
             port: 3128,
         });
-        let argv = text(&p.argv(OsStr::new("/usr/bin/node"), &[]).unwrap());
+        let argv = text(&p.argv(&programs(), OsStr::new("/usr/bin/node"), &[]).unwrap());
         assert!(argv.contains("--ro-bind /run/x/egress.sock /run/skillhost/egress.sock"), "{argv}");
         assert!(argv.contains("--setenv HTTPS_PROXY http://127.0.0.1:3128"), "{argv}");
         assert!(argv.ends_with("-- /run/skillhost/shim __shim --socket /run/skillhost/egress.sock --port 3128 -- /usr/bin/node"), "{argv}");
