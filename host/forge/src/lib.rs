@@ -622,7 +622,7 @@ impl Forge {
         // A build runs code no human approved (build scripts, proc macros): it gets every
         // isolation layer the host expects, or it does not run, unless the host's config
         // accepts a weaker sandbox, as for server skills.
-        toolchain.isolation.weakened(&self.config.allow_weaker).map_err(|e| {
+        toolchain.jail.weakened(&self.config.allow_weaker).map_err(|e| {
             Outcome::Error(ForgeError::Setup(format!("cannot build `{name}`: {}", e.replacen("its sandbox", "its build sandbox", 1))))
         })?;
         // The target dir is the name's own and kept across its attempts (its parent is the

@@ -100,7 +100,7 @@ pub(crate) struct Toolchain {
     /// the seccomp filter, and on a root host the drop to an unprivileged uid when it can
     /// reach the build's paths), detected as for the sandbox runtime. Its
     /// [`weakened`](Jail::weakened) is the gate every build passes first.
-    pub isolation: Arc<Jail>,
+    pub jail: Arc<Jail>,
 }
 
 /// What one build sandbox may use at most (its cgroup): resident memory of every
@@ -212,8 +212,8 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
     let dir = forge_dir.join(format!("toolchain-{key}"));
     let (sdk, vendor) = (dir.join("sdk"), dir.join("vendor"));
     if dir.join("ready").is_file() {
-        let isolation = jail(forge_dir, programs, &sysroot, &dir);
-        return Ok(Toolchain { sysroot, sdk, vendor, isolation });
+        let jail = jail(forge_dir, programs, &sysroot, &dir);
+        return Ok(Toolchain { sysroot, sdk, vendor, jail });
     }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&sdk).map_err(setup("cannot create the toolchain cache"))?;
@@ -238,8 +238,8 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
         if out.status.success() {
             std::fs::write(dir.join("ready"), "").map_err(setup("cannot write the toolchain cache"))?;
             tracing::info!(dir = %dir.display(), "forge toolchain cache ready");
-            let isolation = jail(forge_dir, programs, &sysroot, &dir);
-            return Ok(Toolchain { sysroot, sdk, vendor, isolation });
+            let jail = jail(forge_dir, programs, &sysroot, &dir);
+            return Ok(Toolchain { sysroot, sdk, vendor, jail });
         }
         last = String::from_utf8_lossy(&out.stderr).into_owned();
     }
@@ -354,7 +354,7 @@ pub(crate) async fn build(
     // The two writable dirs are opened from their parents (the host's, never mounted)
     // without following a link, `target` made if missing: what a build did below them
     // before is never followed by the host.
-    let user = toolchain.isolation.user().cloned();
+    let user = toolchain.jail.user().cloned();
     let writable = |dir: &Path, guest: String| -> Result<Bind, ForgeError> {
         let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
             return Err(io("cannot open a directory of the build sandbox")(std::io::Error::other(format!(
@@ -431,7 +431,7 @@ pub(crate) async fn build(
     .collect();
     let cargo = toolchain.sysroot.join("bin/cargo");
     let Jailed { mut command, confinement: _confinement } =
-        toolchain.isolation.command(&profile, "forge-build", &BUILD_CGROUP, cargo.as_os_str(), &args).map_err(|e| {
+        toolchain.jail.command(&profile, "forge-build", &BUILD_CGROUP, cargo.as_os_str(), &args).map_err(|e| {
             ForgeError::Setup(match e {
                 JailError::Confine(e) => format!("cannot confine the build sandbox: {e}"),
                 e => format!("cannot set up the build sandbox: {e}"),
