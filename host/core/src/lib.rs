@@ -2,8 +2,9 @@
 //! *asks* for (capabilities), what the host *allows* (policy) and what it finally *holds*
 //! (the grant), and the seam every runtime implements ([`SkillRuntime`], [`Skill`]).
 //!
-//! This crate does no I/O beyond reading a manifest file and knows nothing of wasmtime or
-//! processes: the wasm and sandbox runtimes depend on it, never the other way round.
+//! This crate runs nothing and knows nothing of wasmtime or processes; its only I/O is
+//! opening a granted directory ([`open_beneath`], [`DirGrant::open`]). The wasm and
+//! sandbox runtimes depend on it, never the other way round.
 
 pub mod egress;
 mod grant;

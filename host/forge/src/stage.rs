@@ -1,5 +1,6 @@
-//! Staging: the checks a submission passes before anything is written or built (seed
-//! 001's extraction rules), and writing it into a fresh directory.
+//! Staging: the checks a submission passes before anything is written or built (names,
+//! paths, allow and deny lists, sizes), and writing a Rust crate into a fresh build
+//! directory.
 //!
 //! Checked in memory, in this order, every refusal naming the file and the rule:
 //!

@@ -1,6 +1,6 @@
 //! The managed Python runtime: one venv the host creates and reuses (in its data dir by
-//! default), with the packages of `python-requirements.txt` (MCP, FastMCP and what seed
-//! skills import), stamped with a hash of what was asked so a second setup is a no-op.
+//! default), with the packages of `python-requirements.txt` (MCP, FastMCP and what the
+//! bundled skills import), stamped with a hash of what was asked so a second setup is a no-op.
 //!
 //! The sandbox binds the venv and the Python prefix it was made from (`home` in
 //! `pyvenv.cfg`) read-only at their own paths.
