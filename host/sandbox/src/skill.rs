@@ -225,6 +225,9 @@ impl Drop for Pending {
                 state.server = None;
             }
         }
+        if request.is_none() && !overran {
+            return;
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let inner = self.inner.clone();
         runtime.spawn(async move {
