@@ -1,11 +1,13 @@
 //! Runtime-neutral types of skillhost: what a skill *is* (its manifest and tools), what it
 //! *asks* for (capabilities), what the host *allows* (policy) and what it finally *holds*
-//! (the grant), and the seam every runtime implements ([`SkillRuntime`], [`Skill`]).
+//! (the grant), and the seam every runtime implements ([`SkillRuntime`], [`Skill`]) with
+//! the envelope every call runs in ([`Envelope`]).
 //!
 //! This crate runs nothing and knows nothing of wasmtime or processes; its only I/O is
 //! opening a granted directory ([`open_beneath`], [`DirGrant::open`]). The wasm and
 //! sandbox runtimes depend on it, never the other way round.
 
+mod call;
 pub mod egress;
 mod grant;
 mod limits;
@@ -18,6 +20,7 @@ mod server;
 pub mod text;
 mod tool;
 
+pub use call::{Envelope, Invocation, InvokeError, Invoked, Output};
 pub use egress::{Denial, EgressPolicy, SecretBinding};
 pub use grant::{Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, PROBE_TIMEOUT, Policy, open_beneath};
 pub use limits::{ByteSize, Limits, LimitsRequest, fmt_duration, parse_duration, parse_size};

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::call::{Envelope, Invocation, InvokeError, Invoked};
 use crate::grant::{Grant, GrantError};
 use crate::limits::{ByteSize, fmt_duration};
 use crate::manifest::{ManifestError, SkillManifest};
@@ -309,19 +310,51 @@ impl Runtimes {
 }
 
 /// A loaded skill whose tools can be called.
+///
+/// A runtime implements two methods: [`envelope`](Self::envelope), what every call is held
+/// to, and [`invoke`](Self::invoke), one call run in the runtime; [`call`](Self::call), the
+/// one callers use, wraps each invocation in the envelope (`call.rs`), the same for every
+/// runtime. [`ready`](Self::ready) is for a runtime with work to do before a call's clock
+/// starts.
 #[async_trait::async_trait]
 pub trait Skill: Send + Sync {
+    /// What every call of it is held to: its grant, tools, output schemas and permits.
+    fn envelope(&self) -> &Envelope;
+
+    /// Run one call in the runtime and return its raw outcome; [`call`](Self::call) is
+    /// what callers use. The tool is one of [`tools`](Self::tools), a permit of the
+    /// skill's concurrency is held, and the envelope drops the future at
+    /// [`Invocation::deadline`] or when the caller cancels: whatever must happen then
+    /// (a server that overran is killed) happens when it is dropped.
+    async fn invoke(&self, invocation: Invocation<'_>) -> Result<Invoked, InvokeError>;
+
+    /// Get ready to call `tool` before the call's clock starts (compile the code, start a
+    /// server), bounding the wait itself: a call's deadline is `limit`. The caller's
+    /// cancellation drops it. Default: nothing to do.
+    async fn ready(&self, _tool: &str, _limit: Duration, _cx: &CallContext) -> Result<(), CallFailure> {
+        Ok(())
+    }
+
     /// The skill's name.
-    fn name(&self) -> &SkillName;
+    fn name(&self) -> &SkillName {
+        &self.envelope().grant().skill
+    }
 
     /// The tools it offers.
-    fn tools(&self) -> &[ToolSpec];
+    fn tools(&self) -> &[ToolSpec] {
+        self.envelope().tools()
+    }
 
     /// What it holds.
-    fn grant(&self) -> &Grant;
+    fn grant(&self) -> &Grant {
+        self.envelope().grant()
+    }
 
-    /// Call `tool` with `input`, under the grant's limits and `cx`.
-    async fn call(&self, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError>;
+    /// Call `tool` with `input`, under the grant's limits and `cx`: the envelope
+    /// (`call.rs`) around [`invoke`](Self::invoke).
+    async fn call(&self, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError> {
+        self.envelope().call(self, tool, input, cx).await
+    }
 
     /// What its runtime needs to load the same code again without running it
     /// ([`SkillRuntime::load_listed`]): the tools as the code listed them. `None` when its

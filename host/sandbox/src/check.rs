@@ -83,7 +83,7 @@ impl BwrapRuntime {
                 }
             }
             match self.load_server(source, grant).await {
-                Ok(loaded) => report(run, loaded.inner.tools.iter().map(|t| t.name.clone()).collect(), None),
+                Ok(loaded) => report(run, loaded.inner.envelope.tools().iter().map(|t| t.name.clone()).collect(), None),
                 Err(e) => report(run, vec![], Some(e.to_string())),
             }
         };

@@ -26,14 +26,14 @@ pub mod python;
 mod server;
 mod skill;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use skillhost_core::{
-    Annotations, Grant, LoadError, MAX_TOOLS, NoSecrets, SecretSource, Skill, SkillCode, SkillName, SkillRuntime, SkillSource, ToolSpec,
+    Annotations, Grant, LoadError, NoSecrets, SecretSource, Skill, SkillCode, SkillName, SkillRuntime, SkillSource, ToolSpec,
 };
 use skillhost_egress::{EgressProxy, NetConfig, ProxyCalls, ProxyConfig, SkillEgress};
 
@@ -300,20 +300,15 @@ impl BwrapRuntime {
             None => self.list_tools(&launch, &grant).await?,
         };
         let (tools, wrapped) = tool_specs(&name, raw.clone())?;
-        let outputs =
-            skillhost_core::OutputSchemas::new(&tools).map_err(|e| LoadError::Tools { skill: name.clone(), reason: e.to_string() })?;
         let inner = Arc::new(skill::Inner {
-            concurrency: tokio::sync::Semaphore::new(grant.limits.concurrency as usize),
-            grant,
-            tools,
+            envelope: skillhost_core::Envelope::with_tools(grant, tools)?,
             listed: raw,
             wrapped,
-            outputs,
             launch,
             state: Default::default(),
             generation: Default::default(),
         });
-        tracing::debug!(skill = %inner.grant.skill, tools = inner.tools.len(), kept = listing.is_some(), "loaded server skill");
+        tracing::debug!(skill = %inner.grant().skill, tools = inner.envelope.tools().len(), kept = listing.is_some(), "loaded server skill");
         Ok(Arc::new(BwrapSkill { inner }))
     }
 
@@ -684,20 +679,15 @@ fn materialise(root: &Path, name: &SkillName, files: &BTreeMap<String, Vec<u8>>,
     }
 }
 
-/// Check the tools a server reported; also returns those whose output FastMCP wrapped.
+/// Check each tool a server reported (how many and that no name comes twice is the
+/// envelope's check, [`skillhost_core::Envelope::set_tools`]); also returns those whose
+/// output FastMCP wrapped.
 fn tool_specs(skill: &SkillName, raw: Vec<serde_json::Value>) -> Result<(Vec<ToolSpec>, Vec<String>), LoadError> {
     let bad = |reason: String| LoadError::Tools { skill: skill.clone(), reason };
-    if raw.len() > MAX_TOOLS {
-        return Err(bad(format!("it offers {} tools, more than {MAX_TOOLS}", raw.len())));
-    }
-    let mut seen = HashSet::new();
     let mut tools = Vec::with_capacity(raw.len());
     let mut wrapped = Vec::new();
     for tool in raw {
         let name = tool["name"].as_str().unwrap_or_default().to_owned();
-        if !seen.insert(name.clone()) {
-            return Err(bad(format!("tool `{name}` is defined twice")));
-        }
         let hints = &tool["annotations"];
         // Hints are only taken when stated: MCP's defaults (destructive unless said
         // otherwise) would make every tool without annotations need explicit approval.

@@ -3,7 +3,8 @@
 //! calls concurrently up to the skill's concurrency limit, stops after the idle
 //! timeout, is restarted with backoff after a crash, is killed when a call overruns its
 //! deadline, and dies with the skill (unload, hot reload: the registry drops the old
-//! version once its last call returns).
+//! version once its last call returns). The call's envelope (deadline, permits, output
+//! cap and schema, the `(host refused: …)` note) is core's (`skillhost_core::Envelope`).
 
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,8 +12,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skillhost_core::{CallContext, CallError, CallFailure, Grant, OutputSchemas, Skill, SkillName, ToolOutput, ToolSpec};
-use tokio::sync::Semaphore;
+use skillhost_core::{CallContext, CallError, CallFailure, Envelope, Grant, Invocation, InvokeError, Invoked, Output, Skill};
 
 use crate::Launch;
 use crate::server::{RequestError, Server};
@@ -23,17 +23,14 @@ pub struct BwrapSkill {
 }
 
 pub(crate) struct Inner {
-    pub(crate) grant: Grant,
-    pub(crate) tools: Vec<ToolSpec>,
+    /// Its grant, tools, output schemas and concurrency permits.
+    pub(crate) envelope: Envelope,
     /// The tools as the server listed them (its [`Skill::listing`]).
     pub(crate) listed: Vec<Value>,
     /// Tools whose structured output FastMCP wrapped as `{"result": …}`.
     pub(crate) wrapped: Vec<String>,
-    /// The tools' output schemas, compiled: every output is checked against them.
-    pub(crate) outputs: OutputSchemas,
     pub(crate) launch: Launch,
     pub(crate) state: tokio::sync::Mutex<State>,
-    pub(crate) concurrency: Semaphore,
     pub(crate) generation: AtomicU64,
 }
 
@@ -71,6 +68,11 @@ impl BwrapSkill {
 }
 
 impl Inner {
+    /// What it holds.
+    pub(crate) fn grant(&self) -> &Grant {
+        self.envelope.grant()
+    }
+
     /// The running server, started (or restarted after the backoff) when needed.
     async fn server(self: &Arc<Self>, tool: &str) -> Result<Arc<Server>, CallError> {
         let mut state = self.state.lock().await;
@@ -78,7 +80,7 @@ impl Inner {
             if !server.is_closed() {
                 return Ok(server.clone());
             }
-            tracing::warn!(skill = %self.grant.skill, "server exited between calls: {}", server.exit_reason().await);
+            tracing::warn!(skill = %self.grant().skill, "server exited between calls: {}", server.exit_reason().await);
             state.server = None;
             state.failures += 1;
             state.last_failure = Some(Instant::now());
@@ -86,14 +88,14 @@ impl Inner {
         if let Some(at) = state.last_failure {
             let wait = backoff(state.failures).saturating_sub(at.elapsed());
             if !wait.is_zero() {
-                tracing::info!(skill = %self.grant.skill, failures = state.failures, "restarting after {wait:?}");
+                tracing::info!(skill = %self.grant().skill, failures = state.failures, "restarting after {wait:?}");
                 tokio::time::sleep(wait).await;
             }
         }
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let server = self.launch.start(&self.grant, true, generation).await.map_err(|message| {
+        let server = self.launch.start(self.grant(), true, generation).await.map_err(|message| {
             CallError::new(
-                self.grant.skill.clone(),
+                self.grant().skill.clone(),
                 tool.to_owned(),
                 CallFailure::Crashed { message: format!("the server did not start: {message}") },
             )
@@ -119,7 +121,7 @@ impl Inner {
                     Some(for_) if for_ >= idle => {
                         state.server = None;
                         drop(state);
-                        tracing::debug!(skill = %inner.grant.skill, "stopping idle server");
+                        tracing::debug!(skill = %inner.grant().skill, "stopping idle server");
                         server.kill().await;
                         return;
                     }
@@ -151,10 +153,8 @@ impl Inner {
     }
 
     /// Turn a `tools/call` result into the tool's output value and the server's own
-    /// content blocks, or its error; an output that breaks the tool's declared output
-    /// schema is an error, not an answer.
-    fn output(&self, tool: &str, mut result: Value) -> Result<(Value, Vec<Value>), CallError> {
-        let skill = self.grant.skill.clone();
+    /// content blocks, or its error.
+    fn output(&self, tool: &str, mut result: Value) -> Result<Output, CallFailure> {
         let texts = || -> String {
             result["content"]
                 .as_array()
@@ -164,7 +164,7 @@ impl Inner {
         if result["isError"].as_bool() == Some(true) {
             let message = texts();
             let message = if message.is_empty() { "the tool reported an error".to_owned() } else { message };
-            return Err(CallError::new(skill, tool.to_owned(), CallFailure::Failed { message }));
+            return Err(CallFailure::Failed { message });
         }
         let value = if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
             match structured.get("result") {
@@ -180,18 +180,12 @@ impl Inner {
                 Value::Array(content)
             }
         };
-        self.outputs.check(tool, &value).map_err(|message| CallError::new(skill, tool.to_owned(), CallFailure::BadOutput { message }))?;
         let content = match result["content"].take() {
             Value::Array(content) => content,
             _ => Vec::new(),
         };
-        Ok((value, content))
+        Ok(Output::Value { value, content })
     }
-}
-
-/// Size of `value` as JSON text, in bytes.
-fn json_len<T: serde::Serialize>(value: &T) -> usize {
-    serde_json::to_string(value).map_or(0, |t| t.len())
 }
 
 /// Marks a call in flight on a server for the idle timer, until dropped.
@@ -203,142 +197,127 @@ impl Drop for InFlight {
     }
 }
 
-/// What a call in progress got as far as, for its timeout or cancellation.
-#[derive(Default)]
-struct Progressed {
-    server: Mutex<Option<Arc<Server>>>,
+/// A request on a server until it is answered. Dropped before (the caller cancelled, or
+/// the envelope's deadline passed), it tells the server to stop the request and, past
+/// the deadline, kills the server: one that overran once cannot be trusted to be idle.
+/// The next call starts afresh.
+struct Pending {
+    inner: Arc<Inner>,
+    /// `None` once answered.
+    server: Option<Arc<Server>>,
     request: Mutex<Option<rmcp::model::RequestId>>,
+    tool: String,
+    limit: Duration,
+    deadline: Instant,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let Some(server) = self.server.take() else { return };
+        let request = self.request.lock().take();
+        let overran = Instant::now() >= self.deadline;
+        if overran {
+            tracing::warn!(skill = %self.inner.grant().skill, tool = self.tool, "call overran its deadline of {:?}; killing the server", self.limit);
+            // Forgotten at once, so that no later call is sent to it.
+            if let Ok(mut state) = self.inner.state.try_lock()
+                && state.server.as_ref().is_some_and(|s| s.generation == server.generation)
+            {
+                state.server = None;
+            }
+        }
+        if request.is_none() && !overran {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let inner = self.inner.clone();
+        runtime.spawn(async move {
+            if let Some(id) = request {
+                server.cancel(id, if overran { "deadline exceeded" } else { "cancelled by the caller" }).await;
+            }
+            if overran {
+                inner.discard(&server, false).await;
+            }
+        });
+    }
 }
 
 #[async_trait::async_trait]
 impl Skill for BwrapSkill {
-    fn name(&self) -> &SkillName {
-        &self.inner.grant.skill
-    }
-
-    fn tools(&self) -> &[ToolSpec] {
-        &self.inner.tools
-    }
-
-    fn grant(&self) -> &Grant {
-        &self.inner.grant
+    fn envelope(&self) -> &Envelope {
+        &self.inner.envelope
     }
 
     fn listing(&self) -> Option<Value> {
         Some(Value::Array(self.inner.listed.clone()))
     }
 
-    async fn call(&self, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError> {
-        let started = Instant::now();
-        let inner = &self.inner;
-        let skill = &inner.grant.skill;
-        let fail = |failure| CallError::new(skill.clone(), tool, failure);
-        if !inner.tools.iter().any(|t| t.name == tool) {
-            return Err(fail(CallFailure::UnknownTool { available: inner.tools.iter().map(|t| t.name.clone()).collect() }));
+    /// Start the server when none runs. The deadline covers the request; a server that
+    /// must start first gets its own bound (the runtime's start timeout) on top, since
+    /// starting Python with its libraries can take longer than a tool may run.
+    async fn ready(&self, tool: &str, limit: Duration, _cx: &CallContext) -> Result<(), CallFailure> {
+        let start_bound = limit + self.inner.launch.start_timeout;
+        match tokio::time::timeout(start_bound, self.inner.server(tool)).await {
+            Ok(server) => server.map(drop).map_err(|e| e.failure),
+            // The server did not start in time: its own slowness, whatever the caller's
+            // deadline.
+            Err(_) => Err(CallFailure::Timeout { limit: start_bound, skill_limit: None }),
         }
+    }
+
+    /// One `tools/call` on the running server (restarted, after its backoff, if it died
+    /// since [`ready`](Skill::ready)); a server the kernel killed at its memory limit or
+    /// that crashed is discarded.
+    async fn invoke(&self, invocation: Invocation<'_>) -> Result<Invoked, InvokeError> {
+        let Invocation { tool, input, limit, deadline, progress } = invocation;
+        let inner = &self.inner;
         let Value::Object(arguments) = input else {
-            return Err(fail(CallFailure::InvalidInput { message: "the input must be a JSON object".into() }));
+            return Err(CallFailure::InvalidInput { message: "the input must be a JSON object".into() }.into());
         };
-        let limit = cx.timeout.map_or(inner.grant.limits.timeout, |t| t.min(inner.grant.limits.timeout));
-        let progressed = Progressed::default();
-        // The deadline covers the request; a server that must start first gets its own
-        // bound (the runtime's start timeout) on top, since starting Python with its
-        // libraries can take longer than a tool may run.
-        let start_bound = limit + inner.launch.start_timeout;
-        let ready = async {
-            let permit = inner
-                .concurrency
-                .acquire()
-                .await
-                .map_err(|e| CallError::new(skill.clone(), tool.to_owned(), CallFailure::Host { message: e.to_string() }))?;
-            Ok::<_, CallError>((permit, inner.server(tool).await?))
-        };
-        let (_permit, server) = tokio::select! {
-            result = tokio::time::timeout(start_bound, ready) => match result {
-                Ok(ready) => ready?,
-                // The server did not start in time: its own slowness, whatever the
-                // caller's deadline.
-                Err(_) => return Err(fail(CallFailure::Timeout { limit: start_bound, skill_limit: None })),
-            },
-            () = cx.cancel.cancelled() => return Err(fail(CallFailure::Cancelled)),
-        };
-        *progressed.server.lock() = Some(server.clone());
+        let server = inner.server(tool).await.map_err(|e| e.failure)?;
         let oom_before = server.oom_kills();
         server.begin();
         let _in_flight = InFlight(server.clone());
         // Its egress proxy names this call's tool in the audit rows and keeps what it
         // refused while the call ran.
         let proxy_call = server.calls.as_ref().map(|calls| calls.begin(tool));
-        let work = server.call(tool, arguments, cx.progress.clone(), &progressed.request);
-        let outcome = tokio::select! {
-            result = tokio::time::timeout(limit, work) => result,
-            () = cx.cancel.cancelled() => {
-                let request = progressed.request.lock().clone();
-                if let Some(id) = request {
-                    server.cancel(id, "cancelled by the caller").await;
-                }
-                return Err(fail(CallFailure::Cancelled));
-            }
+        let mut pending = Pending {
+            inner: inner.clone(),
+            server: Some(server.clone()),
+            request: Mutex::default(),
+            tool: tool.to_owned(),
+            limit,
+            deadline,
         };
+        let result = server.call(tool, arguments, progress, &pending.request).await;
+        pending.server = None;
         if server.oom_kills() > oom_before {
             // The kernel killed a process of the sandbox at its memory limit: whatever the
             // server answered, its state is unknown. The next call starts afresh.
-            tracing::warn!(skill = %skill, tool, "the sandbox hit its memory limit; killing the server");
+            tracing::warn!(skill = %inner.grant().skill, tool, "the sandbox hit its memory limit; killing the server");
             inner.discard(&server, true).await;
-            return Err(fail(CallFailure::MemoryLimit { limit: inner.grant.limits.memory }));
+            return Err(CallFailure::MemoryLimit { limit: inner.grant().limits.memory }.into());
         }
-        let result = match outcome {
-            Ok(result) => result,
-            Err(_) => {
-                // Past the deadline: ask it to stop, then kill the sandbox: a server that
-                // overran once cannot be trusted to be idle. The next call starts afresh.
-                let request = progressed.request.lock().clone();
-                if let Some(id) = request {
-                    server.cancel(id, "deadline exceeded").await;
-                }
-                tracing::warn!(skill = %skill, tool, "call overran its deadline of {limit:?}; killing the server");
-                inner.discard(&server, false).await;
-                return Err(CallError::timeout(skill.clone(), tool, limit, inner.grant.limits.timeout));
-            }
-        };
         // What the proxy refused explains the tool's answer best; the server's own text
-        // rarely says which rule to add. Worded as for a wasm skill.
-        let refusals = proxy_call.map(|call| call.refusals()).unwrap_or_default();
-        let note = (!refusals.is_empty()).then(|| format!("(host refused: {})", refusals.join("; ")));
-        let explain = |mut error: CallError| {
-            if let (CallFailure::Failed { message }, Some(note)) = (&mut error.failure, &note) {
-                *message = format!("{message} {note}");
+        // rarely says which rule to add.
+        let denials = proxy_call.map(|call| call.refusals()).unwrap_or_default();
+        let failure = match result {
+            Ok(result) => {
+                inner.succeeded().await;
+                match inner.output(tool, result) {
+                    Ok(output) => return Ok(Invoked { output, denials }),
+                    Err(failure) => failure,
+                }
             }
-            error
-        };
-        let value = match result {
-            Ok(value) => value,
             Err(RequestError::Closed(reason)) => {
                 let message = format!("{} ({reason})", server.exit_reason().await);
                 inner.discard(&server, true).await;
-                return Err(fail(CallFailure::Crashed { message }));
+                CallFailure::Crashed { message }
             }
-            Err(RequestError::Refused(message)) => return Err(explain(fail(CallFailure::Failed { message }))),
-            Err(RequestError::Protocol { code, message }) => {
-                return Err(if code == -32602 {
-                    fail(CallFailure::InvalidInput { message })
-                } else {
-                    explain(fail(CallFailure::Failed { message }))
-                });
-            }
+            Err(RequestError::Refused(message)) => CallFailure::Failed { message },
+            Err(RequestError::Protocol { code: -32602, message }) => CallFailure::InvalidInput { message },
+            Err(RequestError::Protocol { message, .. }) => CallFailure::Failed { message },
         };
-        inner.succeeded().await;
-        let (value, mut content) = inner.output(tool, value).map_err(explain)?;
-        // Both forms leave the host (the value as structured content, the blocks as they
-        // came), so the cap holds for each.
-        let bytes = json_len(&value).max(json_len(&content));
-        if bytes as u64 > inner.grant.limits.output {
-            return Err(fail(CallFailure::OutputLimit { size: bytes as u64, limit: inner.grant.limits.output }));
-        }
-        if let Some(note) = note {
-            content.push(serde_json::json!({"type": "text", "text": note}));
-        }
-        Ok(ToolOutput { value, content: Some(content), bytes, elapsed: started.elapsed() })
+        Err(InvokeError { failure, denials })
     }
 }
 

@@ -23,12 +23,11 @@ mod value;
 #[cfg(test)]
 mod proptests;
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use skillhost_core::{Annotations, Grant, LoadError, MAX_TOOLS, OutputSchemas, Skill, SkillCode, SkillRuntime, SkillSource, ToolSpec};
+use skillhost_core::{Annotations, Envelope, Grant, LoadError, Skill, SkillCode, SkillRuntime, SkillSource, ToolSpec};
 use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -233,10 +232,7 @@ impl WasmRuntime {
         let net = http::SkillNet::new(&grant, self.inner.net.clone());
         let mut skill = WasmSkill {
             net,
-            concurrency: Semaphore::new(grant.limits.concurrency as usize),
-            grant,
-            tools: Vec::new(),
-            outputs: OutputSchemas::default(),
+            envelope: Envelope::new(grant),
             path: path.clone(),
             manifest: manifest_hint(source),
             bytes: bytes.clone(),
@@ -245,23 +241,22 @@ impl WasmRuntime {
             optimized: Arc::default(),
             runtime: self.inner.clone(),
         };
-        skill.tools = match (&skill.reflection, listing) {
+        let tools = match (&skill.reflection, listing) {
             (Some(_), _) => generic_tools,
             (None, Some(listing)) => {
                 let listed: Vec<ListedTool> = serde_json::from_value(listing.clone()).map_err(|e| LoadError::Tools {
-                    skill: skill.grant.skill.clone(),
+                    skill: skill.grant().skill.clone(),
                     reason: format!("its kept listing is unreadable: {e}"),
                 })?;
-                check_tools(&skill.grant.skill, listed)?
+                tool_specs(&skill.grant().skill, listed)?
             }
             (None, None) => {
                 skill.code().await?;
-                check_tools(&skill.grant.skill, describe(&skill).await?)?
+                tool_specs(&skill.grant().skill, describe(&skill).await?)?
             }
         };
-        skill.outputs =
-            OutputSchemas::new(&skill.tools).map_err(|e| LoadError::Tools { skill: skill.grant.skill.clone(), reason: e.to_string() })?;
-        tracing::debug!(skill = %skill.grant.skill, tools = skill.tools.len(), cache = ?skill.cache_outcome(), "loaded wasm skill");
+        skill.envelope.set_tools(tools)?;
+        tracing::debug!(skill = %skill.grant().skill, tools = skill.tools().len(), cache = ?skill.cache_outcome(), "loaded wasm skill");
         Ok(Arc::new(skill))
     }
 
@@ -274,9 +269,9 @@ impl WasmRuntime {
         let link = Linking {
             path: skill.path.clone(),
             manifest: skill.manifest,
-            skill: skill.grant.skill.clone(),
+            skill: skill.grant().skill.clone(),
             reflection: skill.reflection.clone(),
-            network: !skill.grant.network.is_empty(),
+            network: !skill.grant().network.is_empty(),
         };
         let not_component = |reason: String| LoadError::NotAComponent { path: skill.path.clone(), reason };
         if let Some(baseline) = inner.baseline.as_ref().filter(|_| !inner.cache.contains(&skill.bytes)) {
@@ -285,9 +280,9 @@ impl WasmRuntime {
             match tokio::task::spawn_blocking(move || wasmtime::component::Component::new(&engine, &code)).await {
                 Ok(Ok(component)) => return link.link(baseline, &component, CacheOutcome::Baseline),
                 Ok(Err(error)) => {
-                    tracing::debug!(skill = %skill.grant.skill, error = %one_line(&error), "Winch cannot compile it; compiling with Cranelift")
+                    tracing::debug!(skill = %skill.grant().skill, error = %one_line(&error), "Winch cannot compile it; compiling with Cranelift")
                 }
-                Err(error) => tracing::debug!(skill = %skill.grant.skill, %error, "Winch compile failed; compiling with Cranelift"),
+                Err(error) => tracing::debug!(skill = %skill.grant().skill, %error, "Winch compile failed; compiling with Cranelift"),
             }
         }
         // Cranelift's code, compiled here when a call waits for it (cached, or Winch could
@@ -296,7 +291,7 @@ impl WasmRuntime {
         let code = skill.bytes.clone();
         let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &code))
             .await
-            .map_err(|e| interrupted(&skill.grant.skill, &e))?
+            .map_err(|e| interrupted(&skill.grant().skill, &e))?
             .map_err(|e| not_component(one_line(&e)))?;
         link.link(&inner.optimized, &component, outcome)
     }
@@ -438,19 +433,12 @@ impl From<&ToolSpec> for ListedTool {
     }
 }
 
-/// Check the tools a component listed: how many, no name twice, each one valid.
-fn check_tools(name: &skillhost_core::SkillName, listed: Vec<ListedTool>) -> Result<Vec<ToolSpec>, LoadError> {
-    let bad = |reason: String| LoadError::Tools { skill: name.clone(), reason };
-    if listed.len() > MAX_TOOLS {
-        return Err(bad(format!("it offers {} tools, more than {MAX_TOOLS}", listed.len())));
-    }
-    let mut seen = HashSet::new();
-    let mut tools = Vec::with_capacity(listed.len());
-    for tool in listed {
-        if !seen.insert(tool.name.clone()) {
-            return Err(bad(format!("tool `{}` is defined twice", tool.name)));
-        }
-        tools.push(
+/// The tools a component listed, each checked; how many there are and that no name
+/// comes twice is the envelope's check ([`Envelope::set_tools`]).
+fn tool_specs(name: &skillhost_core::SkillName, listed: Vec<ListedTool>) -> Result<Vec<ToolSpec>, LoadError> {
+    listed
+        .into_iter()
+        .map(|tool| {
             ToolSpec::from_parts(
                 tool.name,
                 tool.description,
@@ -459,10 +447,9 @@ fn check_tools(name: &skillhost_core::SkillName, listed: Vec<ListedTool>) -> Res
                 tool.annotations,
                 &tool.examples,
             )
-            .map_err(|e| bad(e.to_string()))?,
-        );
-    }
-    Ok(tools)
+            .map_err(|e| LoadError::Tools { skill: name.clone(), reason: e.to_string() })
+        })
+        .collect()
 }
 
 /// Whether `source` has a skill.toml: embedded in the component, or beside it in its
@@ -491,14 +478,14 @@ const OUR_WORLD_EXPORT: &str = "skillhost:skill/guest@0.1.0";
 /// Ask the skill for its tools, in a fresh instance under a probe grant (the skill may not
 /// be approved: it gets no directory, no network and no secrets). The caller checks them.
 async fn describe(skill: &WasmSkill) -> Result<Vec<ListedTool>, LoadError> {
-    let name = skill.grant.skill.clone();
+    let name = skill.grant().skill.clone();
     let runtime_error = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
     let Some(Prepared { code: Code::Skill(pre), engine, .. }) = skill.code.get() else {
         return Err(runtime_error("its component is not of our world, or not compiled".into()));
     };
     // No directory at all: describing its tools needs none, and so nothing it does here
     // can write to the host's disk.
-    let probe = skill.grant.probe_in_memory();
+    let probe = skill.grant().probe_in_memory();
     let offline = http::SkillNet::offline(&probe, skill.runtime.net.clone());
     let (raw, _) = skill
         .with_store(engine, (&probe, &offline), "tools", probe.limits.timeout, None, async |store| {

@@ -1,6 +1,7 @@
 //! [`WasmSkill`]: a loaded component and the call path. Every call gets a fresh
 //! [`Store`] and instance (nothing survives between calls), built from the skill's
-//! grant, and runs under its deadline, memory cap, output cap and concurrency cap.
+//! grant, and runs under its memory cap and an epoch deadline; the call's envelope
+//! (`skillhost_core::Envelope`: deadline, permits, output cap and schema) is core's.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,10 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use skillhost_core::{
-    CallContext, CallError, CallFailure, Grant, LoadError, OutputSchemas, ProgressSink, Skill, SkillName, ToolOutput, ToolSpec,
+    CallContext, CallError, CallFailure, Envelope, Grant, Invocation, InvokeError, Invoked, LoadError, Output, ProgressSink, Skill,
 };
 use skillhost_package::{Reflection, RefusedFunction};
-use tokio::sync::Semaphore;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::Inner;
@@ -23,11 +23,9 @@ use crate::state::CallState;
 
 /// A WebAssembly skill, ready to call.
 pub struct WasmSkill {
-    pub(crate) grant: Grant,
+    /// Its grant, tools, output schemas and concurrency permits.
+    pub(crate) envelope: Envelope,
     pub(crate) net: SkillNet,
-    pub(crate) tools: Vec<ToolSpec>,
-    /// The tools' output schemas, compiled: every output is checked against them.
-    pub(crate) outputs: OutputSchemas,
     /// Where the component was read from, for messages.
     pub(crate) path: PathBuf,
     /// Whether it has a skill.toml, for the message of a `wasi:http` import it may not use.
@@ -44,7 +42,6 @@ pub struct WasmSkill {
     /// compile, and used from then on.
     pub(crate) optimized: Arc<std::sync::OnceLock<Prepared>>,
     pub(crate) runtime: Arc<Inner>,
-    pub(crate) concurrency: Semaphore,
 }
 
 /// A skill's component compiled for one engine, linked and ready to instantiate.
@@ -79,6 +76,16 @@ impl WasmSkill {
         self.code.get_or_try_init(|| crate::WasmRuntime::prepare(&self.runtime, self)).await
     }
 
+    /// [`code`](Self::code), for a call.
+    async fn code_for_call(&self) -> Result<&Prepared, CallFailure> {
+        self.code().await.map_err(|e| CallFailure::Host { message: format!("its component could not be prepared: {e}") })
+    }
+
+    /// What it holds.
+    pub(crate) fn grant(&self) -> &Grant {
+        self.envelope.grant()
+    }
+
     /// Run `f` in a fresh store of `engine` (the one its code was compiled for) holding
     /// `grant` (the skill's own, or a probe for code no human approved) under `limit`; `f`
     /// instantiates the component in it.
@@ -91,7 +98,7 @@ impl WasmSkill {
         progress: Option<ProgressSink>,
         f: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<(R, Vec<String>), CallError> {
-        let skill = &self.grant.skill;
+        let skill = &self.grant().skill;
         let host = |message: String| CallError::new(skill.clone(), tool.to_owned(), CallFailure::Host { message });
         let _slot = self.runtime.pool.acquire().await.map_err(|e| host(e.to_string()))?;
         let state = CallState::new(grant, net, tool, progress).map_err(|e| host(e.to_string()))?;
@@ -112,13 +119,13 @@ impl WasmSkill {
     }
 
     fn trap_error(&self, tool: &str, limit: Duration, error: wasmtime::Error, store: &Store<CallState>) -> CallError {
-        let skill = self.grant.skill.clone();
+        let skill = self.grant().skill.clone();
         let tool = tool.to_owned();
         if store.data().limiter.hit {
-            return CallError::new(skill, tool, CallFailure::MemoryLimit { limit: self.grant.limits.memory });
+            return CallError::new(skill, tool, CallFailure::MemoryLimit { limit: self.grant().limits.memory });
         }
         if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-            return CallError::timeout(skill, tool, limit, self.grant.limits.timeout);
+            return CallError::timeout(skill, tool, limit, self.grant().limits.timeout);
         }
         let mut message = match error.downcast_ref::<Trap>() {
             Some(trap) => trap.to_string(),
@@ -133,16 +140,8 @@ impl WasmSkill {
 
 #[async_trait::async_trait]
 impl Skill for WasmSkill {
-    fn name(&self) -> &SkillName {
-        &self.grant.skill
-    }
-
-    fn tools(&self) -> &[ToolSpec] {
-        &self.tools
-    }
-
-    fn grant(&self) -> &Grant {
-        &self.grant
+    fn envelope(&self) -> &Envelope {
+        &self.envelope
     }
 
     /// Whether its component was compiled, taken from the compiled cache, or is not
@@ -156,105 +155,51 @@ impl Skill for WasmSkill {
     /// none of its code); its kept listing tells the registry that loading it runs
     /// nothing, so a restart lists its tools with the rest, at once.
     fn listing(&self) -> Option<Value> {
-        let listed: Vec<crate::ListedTool> = self.tools.iter().map(crate::ListedTool::from).collect();
+        let listed: Vec<crate::ListedTool> = self.envelope.tools().iter().map(crate::ListedTool::from).collect();
         serde_json::to_value(listed).ok()
     }
 
-    async fn call(&self, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, CallError> {
-        let started = Instant::now();
-        let skill = &self.grant.skill;
-        if !self.tools.iter().any(|t| t.name == tool) {
-            return Err(CallError::new(
-                skill.clone(),
-                tool.to_owned(),
-                CallFailure::UnknownTool { available: self.tools.iter().map(|t| t.name.clone()).collect() },
-            ));
-        }
-        let limit = cx.timeout.map_or(self.grant.limits.timeout, |t| t.min(self.grant.limits.timeout));
+    /// Its first call compiles the component (or reads it from the compiled cache), and
+    /// says so to a caller that follows progress; the call's clock starts after.
+    async fn ready(&self, _tool: &str, _limit: Duration, cx: &CallContext) -> Result<(), CallFailure> {
         if self.code.get().is_none()
             && let Some(progress) = &cx.progress
         {
-            let message =
-                format!("preparing skill `{skill}` for its first call (compiling its component, or reading it from the compiled cache)");
+            let message = format!(
+                "preparing skill `{}` for its first call (compiling its component, or reading it from the compiled cache)",
+                self.grant().skill
+            );
             progress(skillhost_core::Progress { done: 0, total: None, message: Some(message) });
         }
-        let code = self.code().await.map_err(|e| {
-            CallError::new(
-                skill.clone(),
-                tool.to_owned(),
-                CallFailure::Host { message: format!("its component could not be prepared: {e}") },
-            )
-        })?;
-        // A generic component's input is checked against its WIT before anything runs.
-        let index = self.tools.iter().position(|t| t.name == tool).expect("checked above");
+        self.code_for_call().await.map(|_| ())
+    }
+
+    /// A fresh store and instance run the tool under the skill's memory cap and an epoch
+    /// deadline; a generic component's input is checked against its WIT before anything
+    /// runs.
+    async fn invoke(&self, invocation: Invocation<'_>) -> Result<Invoked, InvokeError> {
+        let Invocation { tool, input, limit, progress, .. } = invocation;
+        let code = self.code_for_call().await?;
+        let index = self.envelope.tool_index(tool).ok_or_else(|| self.envelope.unknown_tool())?;
         let args = match &code.code {
             Code::Skill(_) => Vec::new(),
-            Code::Generic(generic) => generic
-                .args(index, &input)
-                .map_err(|e| CallError::new(skill.clone(), tool.to_owned(), CallFailure::InvalidInput { message: e.to_string() }))?,
+            Code::Generic(generic) => generic.args(index, &input).map_err(|e| CallFailure::InvalidInput { message: e.to_string() })?,
         };
         let input = input.to_string();
-        let work = async {
-            let _permit = self
-                .concurrency
-                .acquire()
-                .await
-                .map_err(|e| CallError::new(skill.clone(), tool.to_owned(), CallFailure::Host { message: e.to_string() }))?;
-            self.with_store(&code.engine, (&self.grant, &self.net), tool, limit, cx.progress.clone(), async |store| match &code.code {
+        let (result, denials) = self
+            .with_store(&code.engine, (self.grant(), &self.net), tool, limit, progress, async |store| match &code.code {
                 Code::Skill(pre) => pre.instantiate_async(&mut *store).await?.skillhost_skill_guest().call_call(store, tool, &input).await,
                 Code::Generic(generic) => generic.call(store, index, args).await,
             })
             .await
+            .map_err(|e| InvokeError::from(e.failure))?;
+        let failure = match result {
+            Ok(text) => return Ok(Invoked { output: Output::Json(text), denials }),
+            Err(types::CallError::InvalidInput(message)) => CallFailure::InvalidInput { message },
+            Err(types::CallError::Failed(message)) => CallFailure::Failed { message },
+            Err(types::CallError::Denied(message)) => CallFailure::Denied { message },
+            Err(types::CallError::UnknownTool(_)) => self.envelope.unknown_tool(),
         };
-        let (result, denials) = tokio::select! {
-            result = tokio::time::timeout(limit, work) => match result {
-                Ok(result) => result?,
-                Err(_) => return Err(CallError::timeout(skill.clone(), tool, limit, self.grant.limits.timeout)),
-            },
-            () = cx.cancel.cancelled() => {
-                return Err(CallError::new(skill.clone(), tool.to_owned(), CallFailure::Cancelled));
-            }
-        };
-        let fail = |message: String| (skill.clone(), tool.to_owned(), message);
-        match result {
-            Ok(text) => {
-                if text.len() as u64 > self.grant.limits.output {
-                    return Err(CallError::new(
-                        skill.clone(),
-                        tool.to_owned(),
-                        CallFailure::OutputLimit { size: text.len() as u64, limit: self.grant.limits.output },
-                    ));
-                }
-                let bad_output = |message: String| {
-                    let (skill, tool, message) = fail(message);
-                    CallError::new(skill, tool, CallFailure::BadOutput { message })
-                };
-                let value = serde_json::from_str(&text).map_err(|e| bad_output(format!("the output is not JSON: {e}")))?;
-                self.outputs.check(tool, &value).map_err(bad_output)?;
-                Ok(ToolOutput { value, content: None, bytes: text.len(), elapsed: started.elapsed() })
-            }
-            Err(error) => {
-                let (skill, tool, _) = fail(String::new());
-                // What the host refused during the call explains the tool's error best.
-                let with_denials = |message: String| {
-                    if denials.is_empty() { message } else { format!("{message} (host refused: {})", denials.join("; ")) }
-                };
-                let error = match error {
-                    types::CallError::Denied(m) => types::CallError::Denied(with_denials(m)),
-                    types::CallError::Failed(m) => types::CallError::Failed(with_denials(m)),
-                    other => other,
-                };
-                Err(match error {
-                    types::CallError::InvalidInput(message) => CallError::new(skill, tool, CallFailure::InvalidInput { message }),
-                    types::CallError::Failed(message) => CallError::new(skill, tool, CallFailure::Failed { message }),
-                    types::CallError::Denied(message) => CallError::new(skill, tool, CallFailure::Denied { message }),
-                    types::CallError::UnknownTool(_) => CallError::new(
-                        skill,
-                        tool,
-                        CallFailure::UnknownTool { available: self.tools.iter().map(|t| t.name.clone()).collect() },
-                    ),
-                })
-            }
-        }
+        Err(InvokeError { failure, denials })
     }
 }
