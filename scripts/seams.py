@@ -40,7 +40,7 @@ ENGINE = "wasmtime"
 
 def metadata():
     out = subprocess.run(
-        ["cargo", "metadata", "--format-version", "1", "--locked"], check=True, capture_output=True, text=True
+        ["cargo", "metadata", "--format-version", "1"], check=True, capture_output=True, text=True
     ).stdout
     return json.loads(out)
 
