@@ -39,12 +39,12 @@
 //!
 //! Nothing here knows which runtime runs a skill: it speaks to the [`Skill`] trait.
 
-/// The audit log of outbound requests ([`Host::audit`]), `<data_dir>/audit.db`.
+/// The audit log of outbound requests ([`Host::audit`](crate::Host::audit)), `<data_dir>/audit.db`.
 pub mod audit {
     pub use skillhost_store::audit::{AuditError, AuditLog, AuditQuery, SqliteAuditLog, rfc3339};
 }
 
-/// The secret store the egress gate reads ([`Host::secrets`]), `<data_dir>/secrets/`.
+/// The secret store the egress gate reads ([`Host::secrets`](crate::Host::secrets)), `<data_dir>/secrets/`.
 pub mod secrets {
     pub use skillhost_store::secrets::{FileSecretStore, SecretError, SecretStore};
 }
@@ -57,7 +57,7 @@ pub mod prelude {
     };
 }
 
-/// The forge: build, test and install skills from source ([`Host::forge`]).
+/// The forge: build, test and install skills from source ([`Host::forge`](crate::Host::forge)).
 pub mod forge {
     pub use skillhost_forge::{Failure, Progress, TestStatus, sdk_workspace_manifest};
 
@@ -100,16 +100,15 @@ pub use skillhost_core::text;
 pub use skillhost_core::{
     Annotations, ByteSize, CacheOutcome, CallContext, CallError, CallFailure, DataKey, FileMode, Grant, Limits, LoadError,
     MAX_MANIFEST_BYTES, Policy, Progress, ProgressSink, RiskTier, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolOutput,
-    ToolSpec, fmt_duration, parse_duration, parse_size,
+    ToolSpec, fmt_duration, parse_duration,
 };
-pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
-pub use skillhost_core::{TestReport, TestRun};
+pub use skillhost_core::{AuditSink, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretSource};
 pub use skillhost_registry::{
     Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError,
     RegistryEvent, TrustState,
 };
 pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
-pub use skillhost_wasm::{CacheStats, NetConfig, SystemResolver, WasmConfig};
+pub use skillhost_wasm::{CacheStats, NetConfig, WasmConfig};
 
 use skillhost_core::{LazyRuntime, Runtimes};
 use skillhost_store::{AuditLog, FileSecretStore, SecretStore, SqliteAuditLog};
