@@ -19,7 +19,7 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 use skillhost::mcp::{McpConfig, SkillhostMcp};
-use skillhost::{Host, Registry, RegistryConfig, RegistryEvent};
+use skillhost::{Host, Registry, RegistryEvent};
 
 /// What the editor shows: one line per callable tool.
 fn palette(registry: &Registry) -> Vec<String> {
@@ -39,7 +39,7 @@ fn palette(registry: &Registry) -> Vec<String> {
 /// Returns what that call answered, or `None` when `skills` has no text-tools.
 pub async fn run(skills: PathBuf, data: &Path, stop: impl Future<Output = ()>) -> Result<Option<String>, Box<dyn std::error::Error>> {
     let host = Host::builder().data_dir(data).build()?;
-    let mut config = RegistryConfig::new(data);
+    let mut config = host.registry_config();
     config.workspace = Some(skills.clone());
     let registry = host.open_registry(config).await?;
     println!("palette: {:#?}", palette(&registry));

@@ -29,6 +29,7 @@ ABOVE_THE_SEAM = [
     "skillhost-core",
     "skillhost-package",
     "skillhost-jail",
+    "skillhost-store",
     "skillhost-registry",
     "skillhost-index",
     "skillhost-forge",

@@ -95,7 +95,7 @@ fn egress(c: &mut Criterion) {
 
     let audit_dir = tempfile::tempdir().unwrap();
     let net = skillhost::NetConfig {
-        audit: skillhost::audit::AuditLog::open(audit_dir.path().join("audit.db")).unwrap(),
+        audit: std::sync::Arc::new(skillhost::audit::SqliteAuditLog::open(audit_dir.path().join("audit.db")).unwrap()),
         ..skillhost::NetConfig::default()
     };
     let section =

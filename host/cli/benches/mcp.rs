@@ -12,7 +12,7 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
-use skillhost::{CallContext, Host, RegistryConfig};
+use skillhost::{CallContext, Host};
 
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -22,7 +22,7 @@ fn bench(c: &mut Criterion) {
 
     let registry = rt.block_on(async {
         let host = Host::builder().data_dir(data.path()).build().unwrap();
-        let mut config = RegistryConfig::new(data.path());
+        let mut config = host.registry_config();
         config.workspace = Some(skills.path().to_owned());
         config.watch = false;
         host.open_registry(config).await.unwrap()

@@ -59,9 +59,10 @@ impl App {
         Ok(self.workspace.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?.as_deref())
     }
 
-    /// The registry's layers; `watch` to follow changes in the skills directories.
-    pub fn registry_config(&self, watch: bool) -> Result<RegistryConfig> {
-        let mut config = RegistryConfig::new(&self.data_dir);
+    /// The registry's layers over `host`'s data dir; `watch` to follow changes in the
+    /// skills directories.
+    pub fn registry_config(&self, host: &Host, watch: bool) -> Result<RegistryConfig> {
+        let mut config = host.registry_config();
         config.workspace = self.workspace()?.map(Path::to_owned);
         config.external = skills_from::folders(&self.skills_from, &self.data_dir, config.workspace.as_deref())?;
         config.watch = watch;
@@ -70,7 +71,7 @@ impl App {
 
     /// The registry with every skill loaded, behind a spinner.
     pub async fn registry(&self, host: &Host) -> Result<Arc<Registry>> {
-        let config = self.registry_config(false)?;
+        let config = self.registry_config(host, false)?;
         let bar = progress_spinner("loading skills (a skill seen for the first time runs once to list its tools)");
         let registry = host.open_registry(config).await;
         bar.finish_and_clear();
@@ -82,7 +83,7 @@ impl App {
     /// disable), so no other skill's code (a pending server that never answers, a slow
     /// compile) holds up a human's command.
     pub async fn registry_for(&self, host: &Host, name: &str, wait: bool) -> Result<Arc<Registry>> {
-        let mut config = self.registry_config(false)?;
+        let mut config = self.registry_config(host, false)?;
         config.load_in_background = true;
         let registry = host.open_registry(config).await?;
         if wait && registry.loading().iter().any(|n| n.as_str() == name) {

@@ -273,7 +273,6 @@ fn host_config(data_dir: &Path) -> Result<(PathBuf, HostConfig)> {
 /// `skillhost forge --generate TEXT --name NAME`: the model writes, the forge builds and
 /// tests, failures go back to the model, and a human approves what it made.
 async fn generate(forge: &Arc<Forge>, host: &Host, data_dir: &Path, requirements: &str, args: &ForgeArgs) -> Result<bool> {
-    use skillhost::SecretSource as _;
     let (path, config) = host_config(data_dir)?;
     let Some(llm) = config.forge.llm else {
         bail!(

@@ -85,7 +85,7 @@ pub const FINISH_COMPILES: Duration = Duration::from_secs(60);
 /// (configured from the data dir), and serve it.
 pub async fn run(app: &App, mut args: ServeArgs) -> Result<ExitCode> {
     let host = Arc::new(app.host()?);
-    let mut config = app.registry_config(true)?;
+    let mut config = app.registry_config(&host, true)?;
     config.load_in_background = true;
     let registry = host.open_registry(config).await?;
     let mut forge_config = crate::forge::config(&app.data_dir)?;

@@ -14,7 +14,7 @@ use crate::config::Layer;
 use crate::error::RegistryError;
 use crate::pack::PackRef;
 use crate::skillmd::Frontmatter;
-use crate::trust::{ApprovalChannel, ApprovedBy, TrustState};
+use skillhost_store::{ApprovalChannel, ApprovedBy, TrustState};
 
 /// The `runtime` of an instruction-only skill.
 pub const INSTRUCTIONS_RUNTIME: &str = "instructions";

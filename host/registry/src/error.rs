@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use skillhost_core::{CallError, LoadError, NameError};
 use skillhost_package::ReadError;
 
+use skillhost_store::{StoreError, TrustState};
+
 use crate::skillmd::RuleError;
-use crate::trust::TrustState;
 
 /// Why the registry could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -96,14 +97,6 @@ pub enum RegistryError {
         /// The directory where it lives, or the user layer when it is nowhere.
         dir: PathBuf,
     },
-    /// The usage statistics database failed.
-    #[error("usage statistics {}: {message}; check that the data directory is writable, or move the file away to start over", path.display())]
-    Stats {
-        /// The database file.
-        path: PathBuf,
-        /// What failed.
-        message: String,
-    },
     /// `rollback` found no previous version.
     #[error("skill `{name}` has no previous version to roll back to (looked in {}); versions are kept when an install or `skill_update` replaces one", dir.display())]
     NoPreviousVersion {
@@ -112,16 +105,9 @@ pub enum RegistryError {
         /// Where previous versions are kept.
         dir: PathBuf,
     },
-    /// The trust store failed.
-    #[error("trust store {}: {message}; {fix}", path.display())]
-    Trust {
-        /// The database file.
-        path: PathBuf,
-        /// What failed.
-        message: String,
-        /// What to do about it.
-        fix: &'static str,
-    },
+    /// The trust store or the usage statistics failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// A file system operation failed.
     #[error("{}: {action}: {source}", path.display())]
     Io {

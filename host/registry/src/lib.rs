@@ -31,8 +31,10 @@
 //! - `pack`: skill packs: a folder with `pack.toml` whose `*.skill.md`,
 //!   `*.skill.yaml` and `*.skill.yml` files load as instruction-only skills named
 //!   `<pack>--<slug>`.
-//! - `trust`: the SQLite trust store (`<data_dir>/trust.db`) and the [`TrustState`]
-//!   rules, including why a narrowed capability also needs reapproval.
+//! - the trust store (`<data_dir>/trust.db`) with the [`TrustState`] rules, and the usage
+//!   statistics of calls (`<data_dir>/stats.db`), are `skillhost-store`'s
+//!   [`TrustStore`](skillhost_store::TrustStore) and [`Stats`](skillhost_store::Stats),
+//!   held as trait objects and opened (in SQLite) over the data dir.
 //! - `registry`, `catalog`: [`Registry`] (catalog, calls, approvals), [`Entry`],
 //!   [`RegistryEvent`].
 //! - `direct`: the trust-less mode: one skill by its path, outside the layers and the
@@ -42,10 +44,6 @@
 //! - `listing`: tool listings kept from earlier loads, so that loading the same code
 //!   again runs none of it before its first call.
 //! - `watch`: notify watcher, 150 ms debounce, one reload task.
-//! - [`store`]: how the SQLite files are opened, and the background writer of the
-//!   append-only ones (stats here, the audit log in `skillhost`).
-//! - [`stats`]: usage statistics of calls (`<data_dir>/stats.db`): per-tool latency and
-//!   failures, failing skills, searches that found nothing.
 //!
 //! The trust operations ([`Registry::approve`], [`Registry::reject`],
 //! [`Registry::disable`], [`Registry::enable`]) are for humans only: never expose them
@@ -61,9 +59,6 @@ mod pack;
 mod registry;
 mod skillmd;
 mod snapshot;
-pub mod stats;
-pub mod store;
-mod trust;
 mod watch;
 
 pub use catalog::{
@@ -75,5 +70,5 @@ pub use error::RegistryError;
 pub use pack::{PACK_MANIFEST, PackRef};
 pub use registry::Registry;
 pub use skillhost_package::{ReadError, SizeLimits};
+pub use skillhost_store::{ApprovalChannel, ApprovedBy, TrustState};
 pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError};
-pub use trust::{ApprovalChannel, ApprovedBy, TrustState};

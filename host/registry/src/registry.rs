@@ -25,9 +25,10 @@ use crate::config::{Layer, RegistryConfig};
 use crate::error::RegistryError;
 use crate::listing::ListingCache;
 use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
-use crate::trust::{ApprovalChannel, Observation, TrustState, TrustStore};
 use crate::{pack, skillmd};
 use sha2::Digest;
+use skillhost_store::stats::Outcome;
+use skillhost_store::{ApprovalChannel, Observation, SqliteStats, SqliteTrustStore, Stats, TrustState, TrustStore};
 
 /// The capability digest of an instruction-only skill, which asks for nothing.
 const NO_CAPABILITIES: &str = "none";
@@ -39,7 +40,7 @@ pub struct Registry {
     /// The runtime skills load on, keeping their tool listings (`<data_dir>/listings`).
     runtime: ListingCache,
     policy: Policy,
-    trust: TrustStore,
+    trust: Arc<dyn TrustStore>,
     entries: RwLock<BTreeMap<SkillName, Arc<Entry>>>,
     /// Held while the catalog is rescanned, so rescans apply one at a time. A rescan runs
     /// skill code (a first listing), so nothing a human's command needs waits on it.
@@ -51,7 +52,7 @@ pub struct Registry {
     events: broadcast::Sender<RegistryEvent>,
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// Usage statistics (`<data_dir>/stats.db`); `None` when it cannot be opened.
-    stats: Option<crate::stats::Stats>,
+    stats: Option<Arc<dyn Stats>>,
     /// The names found at open whose first load has not finished yet.
     loading: tokio::sync::watch::Sender<BTreeSet<SkillName>>,
 }
@@ -87,10 +88,13 @@ impl Registry {
     /// are still to come.
     pub async fn open(config: RegistryConfig, runtime: Arc<dyn SkillRuntime>, policy: Policy) -> Result<Arc<Self>, RegistryError> {
         std::fs::create_dir_all(&config.user).map_err(RegistryError::io(&config.user, "cannot create the user skills directory"))?;
-        let trust = TrustStore::open(&config.data_dir)?;
+        let trust: Arc<dyn TrustStore> = Arc::new(SqliteTrustStore::open(&config.data_dir)?);
         // Canonical paths, so watcher events map back to their layer.
         let layers = config.layers().into_iter().map(|(layer, dir)| (layer, std::fs::canonicalize(&dir).unwrap_or(dir))).collect();
-        let stats = crate::stats::Stats::open(&config.data_dir).inspect_err(|error| tracing::warn!(%error, "no usage statistics")).ok();
+        let stats = SqliteStats::open(&config.data_dir)
+            .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
+            .ok()
+            .map(|stats| Arc::new(stats) as Arc<dyn Stats>);
         let registry = Arc::new(Self {
             layers,
             runtime: ListingCache::new(runtime, &config.data_dir),
@@ -194,15 +198,15 @@ impl Registry {
         let started = std::time::Instant::now();
         let result = runnable.call(tool, input, cx).await;
         if let Some(stats) = &self.stats {
-            stats.record_call(skill, tool, crate::stats::Outcome::of(&result), started.elapsed());
+            stats.record_call(skill, tool, Outcome::of(&result), started.elapsed());
         }
         Ok(result?)
     }
 
     /// The usage statistics of calls made through [`call`](Self::call), when the store
     /// could be opened.
-    pub fn stats(&self) -> Option<&crate::stats::Stats> {
-        self.stats.as_ref()
+    pub fn stats(&self) -> Option<&dyn Stats> {
+        self.stats.as_deref()
     }
 
     /// What a human should see before approving `name`. Pass its `content_hash` and

@@ -7,7 +7,7 @@
 //! use skillhost::prelude::*;
 //!
 //! let host = Host::builder().data_dir("/var/lib/skillhost").build()?;
-//! let mut config = RegistryConfig::new("/var/lib/skillhost");
+//! let mut config = host.registry_config();
 //! config.workspace = Some("skills".into());
 //! let registry = host.open_registry(config).await?;
 //! for entry in registry.catalog() {
@@ -39,8 +39,15 @@
 //!
 //! Nothing here knows which runtime runs a skill: it speaks to the [`Skill`] trait.
 
-pub mod audit;
-pub mod secrets;
+/// The audit log of outbound requests ([`Host::audit`](crate::Host::audit)), `<data_dir>/audit.db`.
+pub mod audit {
+    pub use skillhost_store::audit::{AuditError, AuditLog, AuditQuery, SqliteAuditLog, rfc3339};
+}
+
+/// The secret store the egress gate reads ([`Host::secrets`](crate::Host::secrets)), `<data_dir>/secrets/`.
+pub mod secrets {
+    pub use skillhost_store::secrets::{FileSecretStore, SecretError, SecretStore};
+}
 
 /// The types most embedders need: `use skillhost::prelude::*;`.
 pub mod prelude {
@@ -50,16 +57,40 @@ pub mod prelude {
     };
 }
 
-/// The forge: build, test and install skills from source ([`Host::forge`]).
-pub use skillhost_forge as forge;
+/// The forge: build, test and install skills from source ([`Host::forge`](crate::Host::forge)).
+pub mod forge {
+    pub use skillhost_forge::{Failure, Progress, TestStatus, sdk_workspace_manifest};
+
+    /// The optional generator: a model writes a skill from requirements, the forge checks it.
+    pub mod llm {
+        pub use skillhost_forge::llm::{GenerateError, Generator, LlmConfig, Request, Step};
+    }
+
+    /// What a submission may hold.
+    pub mod stage {
+        pub use skillhost_forge::stage::read_dir;
+    }
+
+    /// The probe runtimes submissions run on.
+    pub mod probe {
+        pub use skillhost_forge::probe::REDACTED;
+    }
+}
 pub use skillhost_forge::{Forge, ForgeConfig, ForgeError, Forged, Language, Submission};
 
 /// The MCP front: serve a [`Registry`] to agents over stdio, streamable HTTP or any
 /// rmcp transport (an editor can serve it in-process over an in-memory pipe).
-pub use skillhost_mcp as mcp;
+pub mod mcp {
+    pub use skillhost_mcp::{
+        DIRECTORY_BUDGET, Directory, HttpConfig, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, McpConfig, SearchIndex, SkillhostMcp,
+        load_or_create_token, read_token_file, serve, serve_http, serve_stdio, skills_directory,
+    };
+}
 
 /// The search index: BM25 over skills and tools, hybrid with the local embedding model.
-pub use skillhost_index as index;
+pub mod index {
+    pub use skillhost_index::{Embedder, MODEL_DIR_ENV, MiniLm, ModelFiles, Query, SearchIndex, SyncProgress, SyncStats, Target};
+}
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -69,20 +100,18 @@ pub use skillhost_core::text;
 pub use skillhost_core::{
     Annotations, ByteSize, CacheOutcome, CallContext, CallError, CallFailure, DataKey, FileMode, Grant, Limits, LoadError,
     MAX_MANIFEST_BYTES, Policy, Progress, ProgressSink, RiskTier, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolOutput,
-    ToolSpec, fmt_duration, parse_duration, parse_size,
+    ToolSpec, fmt_duration, parse_duration,
 };
-pub use skillhost_core::{AuditSink, Denial, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretBinding, SecretSource};
-pub use skillhost_core::{TestReport, TestRun};
+pub use skillhost_core::{AuditSink, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretSource};
 pub use skillhost_registry::{
     Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError,
     RegistryEvent, TrustState,
 };
 pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
-pub use skillhost_wasm::{CacheStats, NetConfig, SystemResolver, WasmConfig};
+pub use skillhost_wasm::{CacheStats, NetConfig, WasmConfig};
 
-use crate::audit::AuditLog;
-use crate::secrets::SecretStore;
 use skillhost_core::{LazyRuntime, Runtimes};
+use skillhost_store::{AuditLog, FileSecretStore, SecretStore, SqliteAuditLog};
 use skillhost_wasm::WasmRuntime;
 
 /// Why the host could not do what was asked.
@@ -174,16 +203,17 @@ impl HostBuilder {
         if let Some(on) = self.baseline_compile {
             wasm.baseline_compile = on;
         }
-        let secrets = SecretStore::new(data_dir.join("secrets"));
-        let audit = AuditLog::open(data_dir.join("audit.db")).map_err(|e| HostError::Setup(e.to_string()))?;
-        wasm.net.secrets = Arc::new(secrets.clone());
+        let secrets: Arc<dyn SecretStore> = Arc::new(FileSecretStore::new(data_dir.join("secrets")));
+        let audit: Arc<dyn AuditLog> =
+            Arc::new(SqliteAuditLog::open(data_dir.join("audit.db")).map_err(|e| HostError::Setup(e.to_string()))?);
+        wasm.net.secrets = secrets.clone();
         wasm.net.audit = audit.clone();
         let mut sandbox_config = self.sandbox.unwrap_or_else(|| {
             let mut config = BwrapConfig::new(data_dir.join("sandbox"));
             config.venv = Some(data_dir.join("python"));
             config
         });
-        sandbox_config.secrets = Arc::new(secrets.clone());
+        sandbox_config.secrets = secrets.clone();
         // One egress for both runtimes: the same resolver, secrets and audit log.
         sandbox_config.net = Arc::new(wasm.net.clone());
         let runtime = WasmRuntime::new(wasm).map_err(|e| HostError::Setup(e.to_string()))?;
@@ -201,8 +231,8 @@ pub struct Host {
     runtime: WasmRuntime,
     sandbox: Result<BwrapRuntime, String>,
     policy: Policy,
-    secrets: SecretStore,
-    audit: Arc<AuditLog>,
+    secrets: Arc<dyn SecretStore>,
+    audit: Arc<dyn AuditLog>,
     data_dir: PathBuf,
     /// Opened on first use (one per host: the writer lock is per process).
     index: parking_lot::Mutex<Option<Arc<skillhost_index::SearchIndex>>>,
@@ -220,13 +250,20 @@ impl Host {
     }
 
     /// The secret store the egress gate reads.
-    pub fn secrets(&self) -> &SecretStore {
-        &self.secrets
+    pub fn secrets(&self) -> &dyn SecretStore {
+        &*self.secrets
     }
 
     /// The audit log of outbound requests.
-    pub fn audit(&self) -> &AuditLog {
-        &self.audit
+    pub fn audit(&self) -> &dyn AuditLog {
+        &*self.audit
+    }
+
+    /// A registry configuration over this host's data dir (its trust store, usage
+    /// statistics and user layer), with the defaults of [`RegistryConfig::new`]: set its
+    /// layers, then [`open_registry`](Self::open_registry).
+    pub fn registry_config(&self) -> RegistryConfig {
+        RegistryConfig::new(&self.data_dir)
     }
 
     /// Counters of the compiled-component cache.

@@ -1,6 +1,9 @@
 //! The host's secret store: one file per secret under `<data_dir>/secrets/`, the
 //! directory 0700 and each file 0600, written atomically. Values are never logged or
 //! printed; skills never read them (the egress gate adds them to requests).
+//!
+//! [`SecretStore`] is what the host and `skillhost secret` ask of it; [`FileSecretStore`]
+//! keeps the files.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -32,13 +35,26 @@ pub enum SecretError {
     },
 }
 
-/// Secrets kept on disk for the egress gate.
+/// Secrets kept for the egress gate: set, removed and listed by a human, read by the
+/// gate through [`SecretSource`].
+pub trait SecretStore: SecretSource {
+    /// Set secret `name` to `value` (a trailing newline is dropped).
+    fn set(&self, name: &str, value: &str) -> Result<(), SecretError>;
+
+    /// Remove secret `name`.
+    fn remove(&self, name: &str) -> Result<(), SecretError>;
+
+    /// The names of the secrets that are set, sorted.
+    fn list(&self) -> Result<Vec<String>, SecretError>;
+}
+
+/// Secrets kept on disk, one file each.
 #[derive(Clone, Debug)]
-pub struct SecretStore {
+pub struct FileSecretStore {
     dir: PathBuf,
 }
 
-impl SecretStore {
+impl FileSecretStore {
     /// The store in `dir` (created on first write).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
@@ -54,9 +70,10 @@ impl SecretStore {
     fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SecretError + '_ {
         move |source| SecretError::Io { path: path.to_owned(), source }
     }
+}
 
-    /// Set secret `name` to `value` (a trailing newline is dropped).
-    pub fn set(&self, name: &str, value: &str) -> Result<(), SecretError> {
+impl SecretStore for FileSecretStore {
+    fn set(&self, name: &str, value: &str) -> Result<(), SecretError> {
         let path = self.path(name)?;
         let value = value.strip_suffix('\n').unwrap_or(value);
         let value = value.strip_suffix('\r').unwrap_or(value);
@@ -74,8 +91,7 @@ impl SecretStore {
         })
     }
 
-    /// Remove secret `name`.
-    pub fn remove(&self, name: &str) -> Result<(), SecretError> {
+    fn remove(&self, name: &str) -> Result<(), SecretError> {
         let path = self.path(name)?;
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -84,8 +100,7 @@ impl SecretStore {
         }
     }
 
-    /// The names of the secrets that are set, sorted.
-    pub fn list(&self) -> Result<Vec<String>, SecretError> {
+    fn list(&self) -> Result<Vec<String>, SecretError> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -98,7 +113,7 @@ impl SecretStore {
     }
 }
 
-impl SecretSource for SecretStore {
+impl SecretSource for FileSecretStore {
     fn secret(&self, name: &str) -> Option<String> {
         let path = self.path(name).ok()?;
         std::fs::read_to_string(path).ok()
@@ -112,7 +127,7 @@ mod tests {
     #[test]
     fn set_list_get_remove_with_private_permissions() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SecretStore::new(dir.path().join("secrets"));
+        let store = FileSecretStore::new(dir.path().join("secrets"));
         store.set("github", "t0ken\n").unwrap();
         assert_eq!(store.secret("github").as_deref(), Some("t0ken"));
         assert_eq!(store.list().unwrap(), vec!["github"]);

@@ -1,5 +1,5 @@
 //! Usage statistics (`<data_dir>/stats.db`, SQLite in WAL mode): one row per tool call
-//! made through [`Registry::call`](crate::Registry::call) (skill, tool, [`Outcome`],
+//! made through the registry's `Registry::call` (skill, tool, [`Outcome`],
 //! latency), and the `tool_search` queries nothing matched well. Rows are written by a writer
 //! thread, so recording never blocks a call; a failure to record is logged, never
 //! returned.
@@ -16,6 +16,9 @@
 //!   queries (same words, ignoring case, order and stop words, Jaccard ≥ 0.5)
 //!   ([`Stats::missing`]), to offer "consider creating a skill for …" when the host opts
 //!   in (disabled by default).
+//!
+//! [`Stats`] is what the registry and its front ends ask of it; [`SqliteStats`] keeps it in
+//! SQLite.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,8 +28,8 @@ use rusqlite::{Connection, params};
 
 use skillhost_core::{CallError, CallFailure, ToolOutput};
 
-use crate::error::RegistryError;
-use crate::store::{self, Writer};
+use crate::error::StoreError;
+use crate::sqlite::{self, Writer};
 
 /// Calls looked at to decide whether a skill is failing.
 pub const WINDOW: usize = 20;
@@ -119,15 +122,44 @@ enum Row {
     Miss { query: String },
 }
 
-/// The usage statistics store.
-pub struct Stats {
+/// The usage statistics: calls and missed searches recorded without blocking the caller
+/// (a failure to record is logged, never returned), and what they add up to.
+pub trait Stats: Send + Sync {
+    /// Record one call.
+    fn record_call(&self, skill: &str, tool: &str, outcome: Outcome, elapsed: Duration);
+
+    /// Record a search that matched nothing well.
+    fn record_miss(&self, query: &str);
+
+    /// Wait until everything recorded so far is written.
+    fn flush(&self);
+
+    /// Per tool: calls, the skill's failures, the caller's errors, p50/p95 latency (over
+    /// each tool's last 1000 calls).
+    fn tools(&self) -> Result<Vec<ToolStats>, StoreError>;
+
+    /// Skills failing more than 30 % of their last 20 calls (with at least 5 calls),
+    /// counting only the skill's own failures and leaving out the caller's errors.
+    fn failing(&self) -> Result<Vec<Failing>, StoreError>;
+
+    /// Groups of at least 3 similar missed searches, largest first.
+    fn missing(&self) -> Result<Vec<Missing>, StoreError>;
+
+    /// Failing skills by name, for listings.
+    fn failing_map(&self) -> BTreeMap<String, Failing> {
+        self.failing().unwrap_or_default().into_iter().map(|f| (f.skill.clone(), f)).collect()
+    }
+}
+
+/// The usage statistics in SQLite, `<data_dir>/stats.db`.
+pub struct SqliteStats {
     path: PathBuf,
     writer: Writer<Row>,
 }
 
-impl Stats {
+impl SqliteStats {
     /// Open (or create) `<data_dir>/stats.db` and start its writer thread.
-    pub fn open(data_dir: &Path) -> Result<Self, RegistryError> {
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
         let path = data_dir.join("stats.db");
         let db = connect(&path)?;
         db.execute_batch(
@@ -163,35 +195,32 @@ impl Stats {
             }
             .map(drop)
         })
-        .map_err(|e| RegistryError::Stats { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
+        .map_err(|e| StoreError::Stats { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
         Ok(Self { path, writer })
-    }
-
-    /// Record one call.
-    pub fn record_call(&self, skill: &str, tool: &str, outcome: Outcome, elapsed: Duration) {
-        self.writer.send(Row::Call { skill: skill.to_owned(), tool: tool.to_owned(), outcome, ms: elapsed.as_secs_f64() * 1000.0 });
-    }
-
-    /// Record a search that matched nothing well.
-    pub fn record_miss(&self, query: &str) {
-        self.writer.send(Row::Miss { query: query.to_owned() });
     }
 
     /// A connection for reading, after everything recorded so far is written: a reader
     /// never misses a call that finished before it asked (the writer thread batches).
-    fn read(&self) -> Result<Connection, RegistryError> {
+    fn read(&self) -> Result<Connection, StoreError> {
         self.flush();
         connect(&self.path)
     }
+}
 
-    /// Wait until everything recorded so far is written.
-    pub fn flush(&self) {
+impl Stats for SqliteStats {
+    fn record_call(&self, skill: &str, tool: &str, outcome: Outcome, elapsed: Duration) {
+        self.writer.send(Row::Call { skill: skill.to_owned(), tool: tool.to_owned(), outcome, ms: elapsed.as_secs_f64() * 1000.0 });
+    }
+
+    fn record_miss(&self, query: &str) {
+        self.writer.send(Row::Miss { query: query.to_owned() });
+    }
+
+    fn flush(&self) {
         self.writer.flush();
     }
 
-    /// Per tool: calls, the skill's failures, the caller's errors, p50/p95 latency (over
-    /// each tool's last 1000 calls).
-    pub fn tools(&self) -> Result<Vec<ToolStats>, RegistryError> {
+    fn tools(&self) -> Result<Vec<ToolStats>, StoreError> {
         let db = self.read()?;
         let mut stmt = db
             .prepare(
@@ -224,9 +253,7 @@ impl Stats {
         Ok(out)
     }
 
-    /// Skills failing more than 30 % of their last 20 calls (with at least 5 calls),
-    /// counting only the skill's own failures and leaving out the caller's errors.
-    pub fn failing(&self) -> Result<Vec<Failing>, RegistryError> {
+    fn failing(&self) -> Result<Vec<Failing>, StoreError> {
         let db = self.read()?;
         let skills: Vec<String> = db
             .prepare("SELECT DISTINCT skill FROM calls ORDER BY skill")
@@ -246,8 +273,7 @@ impl Stats {
         Ok(out)
     }
 
-    /// Groups of at least 3 similar missed searches, largest first.
-    pub fn missing(&self) -> Result<Vec<Missing>, RegistryError> {
+    fn missing(&self) -> Result<Vec<Missing>, StoreError> {
         let db = self.read()?;
         let queries: Vec<String> = db
             .prepare("SELECT query FROM misses WHERE query != '' ORDER BY rowid DESC LIMIT 500")
@@ -269,19 +295,14 @@ impl Stats {
         out.sort_by_key(|m| std::cmp::Reverse(m.count));
         Ok(out)
     }
-
-    /// Failing skills by name, for listings.
-    pub fn failing_map(&self) -> BTreeMap<String, Failing> {
-        self.failing().unwrap_or_default().into_iter().map(|f| (f.skill.clone(), f)).collect()
-    }
 }
 
-fn connect(path: &Path) -> Result<Connection, RegistryError> {
-    store::connect(path).map_err(fail(path))
+fn connect(path: &Path) -> Result<Connection, StoreError> {
+    sqlite::connect(path).map_err(fail(path))
 }
 
-fn fail(path: &Path) -> impl Fn(rusqlite::Error) -> RegistryError + '_ {
-    move |e| RegistryError::Stats { path: path.to_owned(), message: e.to_string() }
+fn fail(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |e| StoreError::Stats { path: path.to_owned(), message: e.to_string() }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -318,7 +339,7 @@ mod tests {
     #[test]
     fn counts_latency_failing_and_missing() {
         let dir = tempfile::tempdir().unwrap();
-        let stats = Stats::open(dir.path()).unwrap();
+        let stats = SqliteStats::open(dir.path()).unwrap();
         for i in 0..10 {
             let flaky = if i % 2 == 0 { Outcome::Ok } else { Outcome::Failed };
             stats.record_call("flaky", "get", flaky, Duration::from_millis(10 * (i + 1)));
@@ -344,7 +365,7 @@ mod tests {
     #[test]
     fn caller_errors_are_counted_apart_and_never_flag_a_skill() {
         let dir = tempfile::tempdir().unwrap();
-        let stats = Stats::open(dir.path()).unwrap();
+        let stats = SqliteStats::open(dir.path()).unwrap();
         for _ in 0..10 {
             stats.record_call("picky", "get", Outcome::CallerError, Duration::from_millis(1));
         }
@@ -372,7 +393,7 @@ mod tests {
         )
         .unwrap();
         drop(db);
-        let stats = Stats::open(dir.path()).unwrap();
+        let stats = SqliteStats::open(dir.path()).unwrap();
         stats.record_call("old", "get", Outcome::CallerError, Duration::from_millis(1));
         let tools = stats.tools().unwrap();
         assert_eq!((tools[0].calls, tools[0].failures, tools[0].caller_errors), (3, 1, 1));

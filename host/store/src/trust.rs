@@ -2,6 +2,8 @@
 //! its [`TrustState`] and the approval it was given, bound to the skill's content hash and
 //! capability digest.
 //!
+//! [`TrustStore`] is what the registry asks of it; [`SqliteTrustStore`] keeps it in SQLite.
+//!
 //! How a state is reached ([`TrustStore::observe`] runs on every load):
 //!
 //! | situation | state |
@@ -38,7 +40,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension, params};
 use skillhost_core::RiskTier;
 
-use crate::error::RegistryError;
+use crate::error::StoreError;
 
 /// The schema version this code writes (SQLite `user_version`).
 const SCHEMA_VERSION: i64 = 3;
@@ -86,7 +88,7 @@ impl TrustState {
     }
 
     /// What the state means, after "skill `x` ".
-    pub(crate) fn describe(self) -> &'static str {
+    pub fn describe(self) -> &'static str {
         match self {
             TrustState::PendingReview => "is pending review",
             TrustState::Approved => "is approved",
@@ -96,7 +98,7 @@ impl TrustState {
     }
 
     /// The command that makes `name` callable.
-    pub(crate) fn fix(self, name: &str) -> String {
+    pub fn fix(self, name: &str) -> String {
         match self {
             TrustState::PendingReview => format!("approve it with `skillhost approve {name}`"),
             TrustState::NeedsReapproval => format!("review the changes and approve it with `skillhost approve {name}`"),
@@ -168,44 +170,80 @@ impl std::fmt::Display for ApprovalChannel {
 
 /// What one load of a skill looks like to the trust store.
 #[derive(Clone, Debug)]
-pub(crate) struct Observation<'a> {
+pub struct Observation<'a> {
+    /// The skill's identity (its name, or its data key).
     pub name: &'a str,
+    /// The content hash of what was loaded.
     pub content_hash: &'a str,
+    /// The digest of the capabilities it asks for.
     pub capability_digest: &'a str,
+    /// Its risk tier.
     pub tier: RiskTier,
 }
 
 /// A skill's row.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Record {
+pub struct Record {
+    /// Its state.
     pub state: TrustState,
+    /// The content hash its current approval was given for.
     pub approved_hash: Option<String>,
+    /// The capability digest its current approval was given for.
     pub approved_digest: Option<String>,
     /// The request lines the approval was given for (JSON array), for the next diff.
     pub approved_requests: Option<String>,
+    /// Who gave that approval.
     pub approved_by: Option<ApprovedBy>,
     /// The channel of that approval; `None` for approvals given before channels were
     /// recorded (schema 3).
     pub approved_via: Option<ApprovalChannel>,
+    /// A human declined it: it is not auto-approved again until a human approves it.
     pub rejected: bool,
 }
 
-/// The SQLite-backed store of trust states and approvals.
-pub(crate) struct TrustStore {
+/// The store of trust states and approvals, one row per skill identity.
+pub trait TrustStore: Send + Sync {
+    /// The row of `name`, if it has one.
+    fn get(&self, name: &str) -> Result<Option<Record>, StoreError>;
+
+    /// Record a load of a skill and return its state (see the module docs for the rules).
+    /// `requests` are the lines an automatic approval is recorded with.
+    fn observe(&self, seen: &Observation<'_>, requests: &[String]) -> Result<TrustState, StoreError>;
+
+    /// Approve what was observed, through `channel`.
+    fn write_approval(&self, seen: &Observation<'_>, requests: &[String], channel: ApprovalChannel) -> Result<(), StoreError>;
+
+    /// A human declined the skill: its approval is dropped and it is not auto-approved
+    /// again until a human approves it. A disabled skill stays disabled.
+    fn reject(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Set `disabled` (keeping any approval for when it is enabled again).
+    fn disable(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Lift `disabled`; the caller observes the skill again to find its new state.
+    fn enable(&self, name: &str) -> Result<(), StoreError>;
+}
+
+/// The trust store in SQLite, `<data_dir>/trust.db`.
+pub struct SqliteTrustStore {
     path: PathBuf,
     db: Mutex<Connection>,
 }
 
-impl TrustStore {
+impl SqliteTrustStore {
     /// Open (or create) `<data_dir>/trust.db`.
-    pub fn open(data_dir: &Path) -> Result<Self, RegistryError> {
-        std::fs::create_dir_all(data_dir).map_err(RegistryError::io(data_dir, "cannot create the data directory"))?;
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::Io {
+            path: data_dir.to_owned(),
+            action: "cannot create the data directory",
+            source,
+        })?;
         let path = data_dir.join("trust.db");
         let fail = |fix: &'static str| {
             let path = path.clone();
-            move |e: rusqlite::Error| RegistryError::Trust { path, message: e.to_string(), fix }
+            move |e: rusqlite::Error| StoreError::Trust { path, message: e.to_string(), fix }
         };
-        let db = crate::store::connect(&path).map_err(fail("check that the data directory is writable"))?;
+        let db = crate::sqlite::connect(&path).map_err(fail("check that the data directory is writable"))?;
         let version: i64 = db.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(fail("check the database file"))?;
         match version {
             0 => {
@@ -238,7 +276,7 @@ impl TrustStore {
             2 => migrate_to_3(&db).map_err(fail("check that the data directory is writable"))?,
             SCHEMA_VERSION => {}
             newer => {
-                return Err(RegistryError::Trust {
+                return Err(StoreError::Trust {
                     path,
                     message: format!("schema version {newer} is newer than this skillhost's ({SCHEMA_VERSION})"),
                     fix: "upgrade skillhost, or move the file away to start with no approvals",
@@ -248,12 +286,28 @@ impl TrustStore {
         Ok(Self { path, db: Mutex::new(db) })
     }
 
-    fn err(&self, fix: &'static str) -> impl Fn(rusqlite::Error) -> RegistryError + '_ {
-        move |e| RegistryError::Trust { path: self.path.clone(), message: e.to_string(), fix }
+    fn err(&self, fix: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| StoreError::Trust { path: self.path.clone(), message: e.to_string(), fix }
     }
 
-    /// The row of `name`, if it has one.
-    pub fn get(&self, name: &str) -> Result<Option<Record>, RegistryError> {
+    /// An earlier approval of exactly this hash and digest, restored as the current one.
+    fn restore_approval(&self, seen: &Observation<'_>) -> Result<bool, StoreError> {
+        let restored = self
+            .db.lock()
+            .execute(
+                "UPDATE skills SET state = 'approved', seen_hash = ?2, seen_digest = ?3, approved_hash = ?2, approved_digest = ?3,
+                     approved_requests = a.requests, approved_by = a.approved_by, approved_via = a.approved_via, approved_at = a.approved_at, updated_at = ?4
+                 FROM (SELECT requests, approved_by, approved_via, approved_at FROM approvals WHERE name = ?1 AND content_hash = ?2 AND capability_digest = ?3) AS a
+                 WHERE skills.name = ?1 AND skills.rejected = 0",
+                params![seen.name, seen.content_hash, seen.capability_digest, now()],
+            )
+            .map_err(self.err("check that the data directory is writable"))?;
+        Ok(restored > 0)
+    }
+}
+
+impl TrustStore for SqliteTrustStore {
+    fn get(&self, name: &str) -> Result<Option<Record>, StoreError> {
         self.db.lock()
             .query_row(
                 "SELECT state, approved_hash, approved_digest, approved_requests, approved_by, rejected, approved_via FROM skills WHERE name = ?1",
@@ -277,24 +331,7 @@ impl TrustStore {
             .map_err(self.err("check the database file"))
     }
 
-    /// An earlier approval of exactly this hash and digest, restored as the current one.
-    fn restore_approval(&self, seen: &Observation<'_>) -> Result<bool, RegistryError> {
-        let restored = self
-            .db.lock()
-            .execute(
-                "UPDATE skills SET state = 'approved', seen_hash = ?2, seen_digest = ?3, approved_hash = ?2, approved_digest = ?3,
-                     approved_requests = a.requests, approved_by = a.approved_by, approved_via = a.approved_via, approved_at = a.approved_at, updated_at = ?4
-                 FROM (SELECT requests, approved_by, approved_via, approved_at FROM approvals WHERE name = ?1 AND content_hash = ?2 AND capability_digest = ?3) AS a
-                 WHERE skills.name = ?1 AND skills.rejected = 0",
-                params![seen.name, seen.content_hash, seen.capability_digest, now()],
-            )
-            .map_err(self.err("check that the data directory is writable"))?;
-        Ok(restored > 0)
-    }
-
-    /// Record a load of a skill and return its state (see the module docs for the rules).
-    /// `requests` are the lines an automatic approval is recorded with.
-    pub fn observe(&self, seen: &Observation<'_>, requests: &[String]) -> Result<TrustState, RegistryError> {
+    fn observe(&self, seen: &Observation<'_>, requests: &[String]) -> Result<TrustState, StoreError> {
         let record = self.get(seen.name)?;
         let matches_approval = record.as_ref().is_some_and(|r| {
             r.approved_hash.as_deref() == Some(seen.content_hash) && r.approved_digest.as_deref() == Some(seen.capability_digest)
@@ -322,8 +359,7 @@ impl TrustStore {
         Ok(state)
     }
 
-    /// Approve what was observed, through `channel`.
-    pub fn write_approval(&self, seen: &Observation<'_>, requests: &[String], channel: ApprovalChannel) -> Result<(), RegistryError> {
+    fn write_approval(&self, seen: &Observation<'_>, requests: &[String], channel: ApprovalChannel) -> Result<(), StoreError> {
         let requests = serde_json::to_string(requests).expect("strings serialise");
         let by = match channel.approved_by() {
             ApprovedBy::Auto => "auto",
@@ -350,9 +386,7 @@ impl TrustStore {
         Ok(())
     }
 
-    /// A human declined the skill: its approval is dropped and it is not auto-approved
-    /// again until a human approves it. A disabled skill stays disabled.
-    pub fn reject(&self, name: &str) -> Result<(), RegistryError> {
+    fn reject(&self, name: &str) -> Result<(), StoreError> {
         self.db.lock()
             .execute(
                 "INSERT INTO skills (name, state, rejected, updated_at) VALUES (?1, 'pending_review', 1, ?2)
@@ -368,8 +402,7 @@ impl TrustStore {
         Ok(())
     }
 
-    /// Set `disabled` (keeping any approval for when it is enabled again).
-    pub fn disable(&self, name: &str) -> Result<(), RegistryError> {
+    fn disable(&self, name: &str) -> Result<(), StoreError> {
         self.db
             .lock()
             .execute(
@@ -381,8 +414,7 @@ impl TrustStore {
         Ok(())
     }
 
-    /// Lift `disabled`; the caller observes the skill again to find its new state.
-    pub fn enable(&self, name: &str) -> Result<(), RegistryError> {
+    fn enable(&self, name: &str) -> Result<(), StoreError> {
         self.db
             .lock()
             .execute(
@@ -482,7 +514,7 @@ mod tests {
                 .unwrap();
             }
         }
-        let store = TrustStore::open(&scratch.0).unwrap();
+        let store = SqliteTrustStore::open(&scratch.0).unwrap();
         let reviewed = store.get("reviewed").unwrap().unwrap();
         assert_eq!((reviewed.state, reviewed.approved_by, reviewed.approved_via), (TrustState::Approved, Some(ApprovedBy::Human), None));
         let pure = store.get("pure").unwrap().unwrap();
@@ -503,7 +535,7 @@ mod tests {
         assert_eq!(kept.as_deref(), Some("mcp-elicitation"));
         // Reopening finds schema 3 and changes nothing.
         drop(store);
-        let again = TrustStore::open(&scratch.0).unwrap();
+        let again = SqliteTrustStore::open(&scratch.0).unwrap();
         assert_eq!(again.get("pure").unwrap().unwrap().approved_via, Some(ApprovalChannel::Auto));
     }
 }

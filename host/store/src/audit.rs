@@ -1,15 +1,18 @@
 //! The audit log: every outbound request of every skill, in SQLite (`<data_dir>/audit.db`,
-//! WAL mode). The egress gate hands rows to [`AuditLog::record`], which only queues them;
+//! WAL mode). The egress gate hands rows to [`AuditSink::record`], which only queues them;
 //! one writer thread inserts them in batches, so auditing never slows a request down.
+//!
+//! [`AuditLog`] is the audit sink the host plugs into the egress gate, read back by
+//! `skillhost audit`; [`SqliteAuditLog`] keeps it in SQLite.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
 use skillhost_core::{AuditSink, EgressOutcome, EgressRecord};
-use skillhost_registry::store::{self, Writer};
+
+use crate::sqlite::{self, Writer};
 
 /// `time` as RFC 3339 in UTC, to the millisecond (`2026-11-24T10:11:55.440Z`), as the
 /// audit log is shown to people; a time before 1970 shows as the epoch.
@@ -48,8 +51,17 @@ pub struct AuditQuery {
     pub limit: Option<usize>,
 }
 
-/// The SQLite audit log.
-pub struct AuditLog {
+/// The audit log: an [`AuditSink`] whose rows can be read back.
+pub trait AuditLog: AuditSink {
+    /// Wait until every row recorded so far is written.
+    fn flush(&self);
+
+    /// Read rows, oldest first (after flushing what is queued).
+    fn query(&self, query: &AuditQuery) -> Result<Vec<EgressRecord>, AuditError>;
+}
+
+/// The audit log in SQLite.
+pub struct SqliteAuditLog {
     path: PathBuf,
     writer: Writer<EgressRecord>,
 }
@@ -76,14 +88,14 @@ PRAGMA user_version = 1;
 
 fn open(path: &Path) -> Result<Connection, AuditError> {
     let err = |e: rusqlite::Error| AuditError { path: path.to_owned(), message: e.to_string() };
-    let conn = store::connect(path).map_err(err)?;
+    let conn = sqlite::connect(path).map_err(err)?;
     conn.execute_batch(SCHEMA).map_err(err)?;
     Ok(conn)
 }
 
-impl AuditLog {
+impl SqliteAuditLog {
     /// Open (creating) the log at `path` and start its writer thread.
-    pub fn open(path: impl Into<PathBuf>) -> Result<Arc<Self>, AuditError> {
+    pub fn open(path: impl Into<PathBuf>) -> Result<Self, AuditError> {
         let path = path.into();
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
@@ -91,16 +103,16 @@ impl AuditLog {
         let conn = open(&path)?;
         let writer = Writer::start("skillhost-audit", &path, conn, insert)
             .map_err(|e| AuditError { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
-        Ok(Arc::new(Self { path, writer }))
+        Ok(Self { path, writer })
     }
+}
 
-    /// Wait until every row recorded so far is written.
-    pub fn flush(&self) {
+impl AuditLog for SqliteAuditLog {
+    fn flush(&self) {
         self.writer.flush();
     }
 
-    /// Read rows, oldest first (after flushing what is queued).
-    pub fn query(&self, query: &AuditQuery) -> Result<Vec<EgressRecord>, AuditError> {
+    fn query(&self, query: &AuditQuery) -> Result<Vec<EgressRecord>, AuditError> {
         self.flush();
         let err = |e: rusqlite::Error| AuditError { path: self.path.clone(), message: e.to_string() };
         let conn = open(&self.path)?;
@@ -142,7 +154,7 @@ impl AuditLog {
     }
 }
 
-impl AuditSink for AuditLog {
+impl AuditSink for SqliteAuditLog {
     fn record(&self, record: EgressRecord) {
         self.writer.send(record);
     }
@@ -213,12 +225,12 @@ mod tests {
     fn records_survive_reopening_and_filter() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.db");
-        let log = AuditLog::open(&path).unwrap();
+        let log = SqliteAuditLog::open(&path).unwrap();
         log.record(record("a", EgressOutcome::Status(200)));
         log.record(record("b", EgressOutcome::Refused("not allowed".into())));
         log.flush();
         drop(log);
-        let log = AuditLog::open(&path).unwrap();
+        let log = SqliteAuditLog::open(&path).unwrap();
         let all = log.query(&AuditQuery::default()).unwrap();
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].outcome, EgressOutcome::Status(200));
