@@ -23,7 +23,7 @@ use crate::catalog::Entry;
 use crate::config::Layer;
 use crate::error::RegistryError;
 use crate::registry::Registry;
-use crate::snapshot::{Candidate, Snapshot};
+use crate::snapshot::{Candidate, Parsed, Snapshot};
 
 impl Registry {
     /// Install the skill at `path` (a folder or a `.wasm` file) into the user layer,
@@ -56,16 +56,7 @@ impl Registry {
             Snapshot::Package(package::Snapshot::Folder { .. }) => user.join(name.as_str()),
             Snapshot::Pack { path, .. } => return Err(crate::pack::not_installable(path)),
         };
-        // Validate: the skill must load before anything is written.
-        let hash = snapshot.hash_of(&parsed);
-        self.load(
-            parsed,
-            hash,
-            snapshot.clone().into_files(),
-            &Candidate { layer: Layer::User, path: target.clone() },
-            &DataKey::named(&name),
-        )
-        .await?;
+        self.validate(&snapshot, parsed, &name, &target).await?;
 
         let staging = staging_dir(&user)?;
         let staged = staging.path().join("new");
@@ -89,6 +80,15 @@ impl Registry {
     /// The size caps every skill is read under.
     pub fn limits(&self) -> &package::SizeLimits {
         &self.config.limits
+    }
+
+    /// Load `parsed` (read from `snapshot`) as the user layer's `name` at `target` would be:
+    /// a skill must load before anything of it is written.
+    async fn validate(&self, snapshot: &Snapshot, parsed: Parsed, name: &SkillName, target: &Path) -> Result<(), RegistryError> {
+        let hash = snapshot.hash_of(&parsed);
+        let candidate = Candidate { layer: Layer::User, path: target.to_owned() };
+        self.load(parsed, hash, snapshot.clone().into_files(), &candidate, &DataKey::named(name)).await?;
+        Ok(())
     }
 
     /// Where the version before the installed one of `name` is kept.
@@ -117,15 +117,7 @@ impl Registry {
                 declared: parsed.name().to_string(),
             });
         }
-        let hash = snapshot.hash_of(&parsed);
-        self.load(
-            parsed,
-            hash,
-            snapshot.clone().into_files(),
-            &Candidate { layer: Layer::User, path: target.clone() },
-            &DataKey::named(&name),
-        )
-        .await?;
+        self.validate(&snapshot, parsed, &name, &target).await?;
 
         let staging = staging_dir(&user)?;
         let _guard = self.reload.lock().await;
