@@ -15,6 +15,7 @@ mod manifest;
 mod name;
 mod net;
 mod risk;
+pub mod run;
 mod runtime;
 mod server;
 pub mod text;
@@ -28,6 +29,7 @@ pub use manifest::{FileCapability, MAX_MANIFEST_BYTES, ManifestError, SearchMeta
 pub use name::{NameError, SkillName};
 pub use net::{AuditSink, EgressOutcome, EgressRecord, NoAudit, NoSecrets, Resolver, SecretSource};
 pub use risk::RiskTier;
+pub use run::{HostPath, RunError, RunFile, RunInput, RunOutput, RunPolicy, ScriptJob};
 pub use runtime::{
     CacheOutcome, CallContext, CallError, CallFailure, LazyRuntime, LoadError, ManifestHint, Progress, ProgressSink, Runtimes, Skill,
     SkillCode, SkillRuntime, SkillSource, TestReport, TestRun, ToolOutput,

@@ -425,7 +425,7 @@ pub(crate) fn test_manifest(extra: &str) -> SkillManifest {
     SkillManifest::parse(&text, Path::new("skill.toml")).unwrap()
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.rfind('\n').map_or(before.len(), |nl| before.len() - nl - 1) + 1;

@@ -17,6 +17,7 @@ use crate::grant::{Grant, GrantError};
 use crate::limits::{ByteSize, fmt_duration};
 use crate::manifest::{ManifestError, SkillManifest};
 use crate::name::SkillName;
+use crate::run::{RunError, RunOutput, ScriptJob};
 use crate::tool::ToolSpec;
 
 /// The code of a skill, by runtime.
@@ -133,6 +134,13 @@ pub trait SkillRuntime: Send + Sync {
     async fn own_tests(&self, _source: &SkillSource, _grant: Grant, _limit: Duration) -> Option<TestReport> {
         None
     }
+
+    /// Run a command of an approved skill's scripts in this runtime's jail (see
+    /// [`crate::run`]): the caller checked the approval and made `job`'s grant from the
+    /// skill's policy. Default: refused, this runtime runs no scripts.
+    async fn run_script(&self, job: ScriptJob, _cx: CallContext) -> Result<RunOutput, RunError> {
+        Err(RunError::Unavailable { skill: job.skill, reason: format!("the {} runtime runs no scripts", self.kind()) })
+    }
 }
 
 /// The outcome of a skill's own tests ([`SkillRuntime::own_tests`], `skillhost test`).
@@ -229,6 +237,15 @@ impl SkillRuntime for LazyRuntime {
             }),
         }
     }
+
+    async fn run_script(&self, job: ScriptJob, cx: CallContext) -> Result<RunOutput, RunError> {
+        match self.get() {
+            Ok(runtime) => runtime.run_script(job, cx).await,
+            Err(reason) => {
+                Err(RunError::Unavailable { skill: job.skill, reason: format!("its {} runtime cannot start: {reason}", self.kind) })
+            }
+        }
+    }
 }
 
 /// A [`SkillRuntime`] that routes each skill to the runtime for its [`SkillCode`]: the
@@ -296,6 +313,20 @@ impl SkillRuntime for Runtimes {
 
     async fn own_tests(&self, source: &SkillSource, grant: Grant, limit: Duration) -> Option<TestReport> {
         self.route(&source.code)?.own_tests(source, grant, limit).await
+    }
+
+    /// Scripts run in the sandbox runtime's jail.
+    async fn run_script(&self, job: ScriptJob, cx: CallContext) -> Result<RunOutput, RunError> {
+        match &self.server {
+            Some(runtime) => runtime.run_script(job, cx).await,
+            None => Err(RunError::Unavailable {
+                skill: job.skill,
+                reason: format!(
+                    "scripts run in the sandbox, and this host has none ({}); install bubblewrap",
+                    self.server_unavailable.as_deref().unwrap_or("none configured")
+                ),
+            }),
+        }
     }
 }
 

@@ -44,10 +44,12 @@
 //!
 //! **Secrets differ from the wasm gate.** The gate adds a bound secret's header to
 //! requests for its hosts, so a wasm skill never holds the value. Through `CONNECT` the
-//! proxy only sees TLS bytes and cannot add a header, and injecting into plain-HTTP
-//! requests alone would be a half measure, so the proxy never injects secrets. A
-//! sandboxed skill that declares a secret receives its value from the sandbox runtime
-//! (an environment variable); its rules still decide where the skill can send it.
+//! proxy only sees TLS bytes and cannot add a header. So a server skill that declares a
+//! secret receives its value from the sandbox runtime (an environment variable); its
+//! rules still decide where it can send it. A run of a skill's scripts holds no secret
+//! value at all: the secrets its policy binds ([`ProxyConfig::secrets`]) are added by the
+//! proxy to its plain-HTTP requests for their hosts, and a `CONNECT` to one of those hosts
+//! is refused, saying so, rather than sent without the secret.
 
 use std::convert::Infallible;
 use std::io::Write;
@@ -67,7 +69,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use skillhost_core::EgressOutcome;
+use skillhost_core::{EgressOutcome, SecretBinding};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -144,7 +146,7 @@ impl Drop for ProxyCall {
 }
 
 /// How the proxy serves, and the bounds it holds a skill to (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProxyConfig {
     /// Limits of each `CONNECT` tunnel. Default: [`TunnelLimits::default`].
     pub tunnel: TunnelLimits,
@@ -163,6 +165,9 @@ pub struct ProxyConfig {
     /// connections and `CONNECT` tunnels together. One more is answered `503` and closed.
     /// Default: 64.
     pub max_connections: usize,
+    /// Secrets the proxy adds to plain-HTTP requests for their hosts (a run of a skill's
+    /// scripts); a `CONNECT` to one of those hosts is refused. Default: none.
+    pub secrets: Vec<SecretBinding>,
 }
 
 impl Default for ProxyConfig {
@@ -173,6 +178,7 @@ impl Default for ProxyConfig {
             body_timeout: Duration::from_secs(10),
             max_head_bytes: 64 << 10,
             max_connections: 64,
+            secrets: Vec::new(),
         }
     }
 }
@@ -286,7 +292,7 @@ async fn accept(listener: UnixListener, shared: Arc<Shared>) {
 /// Serve one client connection (keep-alive: several requests, or one `CONNECT`), holding
 /// its `slot` among the proxy's connections.
 async fn serve(stream: UnixStream, shared: Arc<Shared>, slot: Arc<OwnedSemaphorePermit>) {
-    let config = shared.config;
+    let (header_timeout, max_head_bytes) = (shared.config.header_timeout, shared.config.max_head_bytes);
     // A second handle on the socket, to answer 408 when hyper gives up waiting for a head
     // (it closes the connection without a word).
     let spare = stream.as_fd().try_clone_to_owned().ok().map(std::os::unix::net::UnixStream::from);
@@ -295,10 +301,10 @@ async fn serve(stream: UnixStream, shared: Arc<Shared>, slot: Arc<OwnedSemaphore
         let (shared, slot) = (shared.clone(), slot.clone());
         async move { Ok::<_, Infallible>(shared.handle(request, slot).await) }
     });
-    let head_bytes = config.max_head_bytes.max(MIN_HEAD_BYTES);
+    let head_bytes = max_head_bytes.max(MIN_HEAD_BYTES);
     let result = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(config.header_timeout)
+        .header_read_timeout(header_timeout)
         .max_buf_size(head_bytes)
         .max_header_size(head_bytes)
         .serve_connection(TokioIo::new(stream), service)
@@ -306,10 +312,9 @@ async fn serve(stream: UnixStream, shared: Arc<Shared>, slot: Arc<OwnedSemaphore
         .await;
     match result {
         Err(e) if e.is_timeout() => {
-            tracing::debug!(%skill, "egress proxy connection sent no request head within {:?}; closed", config.header_timeout);
+            tracing::debug!(%skill, "egress proxy connection sent no request head within {header_timeout:?}; closed");
             let line = format!(
-                "skillhost egress proxy: skill `{skill}` sent no complete request head within {:?}; the connection is closed (send the head at once, and open a connection only when there is a request to send)",
-                config.header_timeout
+                "skillhost egress proxy: skill `{skill}` sent no complete request head within {header_timeout:?}; the connection is closed (send the head at once, and open a connection only when there is a request to send)"
             );
             if let Some(spare) = &spare {
                 // Non-blocking, like the socket: a client not reading loses the answer, not the proxy a task.
@@ -401,7 +406,7 @@ impl Shared {
             return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: {reason}"));
         }
         strip_hop_by_hop(request.headers_mut());
-        match self.egress.send(&self.calls.tools(), request, &[]).await {
+        match self.egress.send(&self.calls.tools(), request, &self.config.secrets).await {
             Ok(response) => {
                 let mut response = response.map(|body| body.boxed_unsync());
                 strip_hop_by_hop(response.headers_mut());
@@ -418,6 +423,16 @@ impl Shared {
             let reason = format!("`CONNECT {}` names no `host:port`", request.uri());
             return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: {reason}"));
         };
+        let target = self.egress.policy().check_url(&format!("https://{authority}")).ok();
+        let bound = |s: &&SecretBinding| target.as_ref().is_some_and(|t| s.hosts.iter().any(|rule| rule.matches(t)));
+        if let Some(secret) = self.config.secrets.iter().find(bound) {
+            let reason = format!(
+                "`CONNECT {authority}`: secret `{}` is bound to this host and the proxy cannot add its header inside TLS; reach it over plain http:// (the proxy adds the secret), or remove the secret from the skill's policy",
+                secret.name
+            );
+            let audit = self.egress.audit(&self.calls.tools(), "CONNECT");
+            return self.error(crate::SkillEgress::deny(&audit, format!("https://{authority}"), reason));
+        }
         let tunnel = match self.egress.open_tunnel(&self.calls.tools(), &authority).await {
             Ok(tunnel) => tunnel,
             Err(e) => return self.error(e),

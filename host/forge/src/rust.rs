@@ -409,6 +409,8 @@ pub(crate) async fn build(
             open_files: 1024,
         },
         net: None,
+        workspace: None,
+        init: None,
     };
     let args: Vec<OsString> = [
         "build",

@@ -51,6 +51,10 @@ pub const SKILL_DIR: &str = "/skill";
 pub const EGRESS_SOCKET: &str = "/run/skillhost/egress.sock";
 /// Where the shim executable is bound inside the sandbox.
 pub const SHIM_PATH: &str = "/run/skillhost/shim";
+/// Where a run's init program (`Profile::init`) is bound inside.
+pub const INIT_PATH: &str = "/run/skillhost/init";
+/// The per-run workspace (`Profile::workspace`): a tmpfs, the working directory.
+pub const WORKSPACE_DIR: &str = "/workspace";
 /// The uid and gid the server runs as inside (nobody).
 pub const SANDBOX_ID: u32 = 65534;
 
@@ -152,6 +156,12 @@ pub struct Profile {
     pub limits: ResourceLimits,
     /// The proxy, for networked servers.
     pub net: Option<NetSetup>,
+    /// A fresh tmpfs of this many bytes at [`WORKSPACE_DIR`], made the working directory
+    /// (a run of a skill's scripts): what the run writes stays in the sandbox's memory,
+    /// capped, and is gone with it.
+    pub workspace: Option<u64>,
+    /// A program on the host bound read-only at [`INIT_PATH`] (a run's init).
+    pub init: Option<PathBuf>,
 }
 
 impl Profile {
@@ -263,6 +273,9 @@ impl Profile {
         if let Some(bytes) = self.scratch {
             a.args(["--size", &bytes.to_string(), "--tmpfs", "/data"]);
         }
+        if let Some(bytes) = self.workspace {
+            a.args(["--size", &bytes.to_string(), "--tmpfs", WORKSPACE_DIR]);
+        }
         if let Some(net) = &self.net {
             a.push("--ro-bind");
             a.push(&net.socket);
@@ -271,9 +284,15 @@ impl Profile {
             a.push(&net.shim);
             a.push(SHIM_PATH);
         }
+        if let Some(init) = &self.init {
+            a.push("--ro-bind");
+            a.push(init);
+            a.push(INIT_PATH);
+        }
         // The root itself (bwrap's private tmpfs holding the mount points) read-only.
         a.args(["--remount-ro", "/"]);
-        a.args(["--chdir", SKILL_DIR, "--clearenv"]);
+        let workdir = if self.workspace.is_some() { WORKSPACE_DIR } else { SKILL_DIR };
+        a.args(["--chdir", workdir, "--clearenv"]);
         for (key, value) in self.env() {
             a.push("--setenv");
             a.push(key);
@@ -324,8 +343,14 @@ impl Profile {
         if self.scratch.is_some() {
             mounts.push(("/data".to_owned(), false));
         }
+        if self.workspace.is_some() {
+            mounts.push((WORKSPACE_DIR.to_owned(), false));
+        }
         if self.net.is_some() {
             mounts.extend([EGRESS_SOCKET, SHIM_PATH].map(|p| (p.to_owned(), false)));
+        }
+        if self.init.is_some() {
+            mounts.push((INIT_PATH.to_owned(), false));
         }
         mounts
     }
@@ -427,6 +452,8 @@ mod tests {
             env: vec![("API_KEY".into(), "v".into())],
             limits: ResourceLimits { address_space: 1 << 30, processes: 64, cpu_seconds: 60, file_size: 1 << 20, open_files: 256 },
             net: None,
+            workspace: None,
+            init: None,
         }
     }
 
@@ -496,6 +523,8 @@ mod tests {
             env: Vec::new(),
             limits: ResourceLimits { address_space: 1 << 30, processes: 64, cpu_seconds: 60, file_size: 1 << 20, open_files: 256 },
             net: Some(NetSetup { socket: root.join("etc/hosts"), shim: "/usr/bin/true".into(), shim_args: vec![], port: 3128 }),
+            workspace: None,
+            init: None,
         }
     }
 

@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use skillhost_core::{Grant, LoadError, Skill, SkillCode, SkillRuntime, SkillSource, TestReport};
+use skillhost_core::{
+    CallContext, Grant, LoadError, RunError, RunOutput, ScriptJob, Skill, SkillCode, SkillRuntime, SkillSource, TestReport,
+};
 
 /// A runtime that keeps the tool listings of the code it loads (see the module docs).
 pub(crate) struct ListingCache {
@@ -92,6 +94,10 @@ impl SkillRuntime for ListingCache {
 
     async fn own_tests(&self, source: &SkillSource, grant: Grant, limit: Duration) -> Option<TestReport> {
         self.inner.own_tests(source, grant, limit).await
+    }
+
+    async fn run_script(&self, job: ScriptJob, cx: CallContext) -> Result<RunOutput, RunError> {
+        self.inner.run_script(job, cx).await
     }
 }
 

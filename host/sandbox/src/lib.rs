@@ -23,6 +23,7 @@
 
 pub mod check;
 pub mod python;
+pub mod run;
 mod server;
 mod skill;
 
@@ -64,6 +65,10 @@ pub struct BwrapConfig {
     /// [`skillhost_egress::shim`]): the first process of a networked sandbox, bound into
     /// it read-only. Default: none, and a networked skill's calls fail saying so.
     pub shim: Option<Vec<OsString>>,
+    /// A run's init as a command line (`["/usr/bin/skillhost", "__run"]`, see
+    /// [`run::init`]): the program a run of a skill's scripts starts in the jail, bound
+    /// into it read-only. Default: none, and runs fail saying so.
+    pub init: Option<Vec<OsString>>,
     /// How networked skills reach the network: the egress proxy each of their servers
     /// gets applies these (resolver, audit sink, timeouts, caps). Default:
     /// [`NetConfig::default`] (system resolver, no audit).
@@ -116,6 +121,7 @@ impl BwrapConfig {
             bwrap: None,
             prlimit: None,
             shim: None,
+            init: None,
             net: Arc::new(NetConfig::default()),
             idle_timeout: Duration::from_secs(300),
             start_timeout: Duration::from_secs(30),
@@ -138,6 +144,7 @@ impl std::fmt::Debug for BwrapConfig {
             .field("venv", &self.venv)
             .field("work_dir", &self.work_dir)
             .field("shim", &self.shim)
+            .field("init", &self.init)
             .field("idle_timeout", &self.idle_timeout)
             .field("allow_weaker", &self.allow_weaker)
             .finish_non_exhaustive()
@@ -210,14 +217,14 @@ impl BwrapRuntime {
                     .map_err(|source| SandboxError::Io { path: dir.clone(), source })?;
             }
         }
-        if root && let Some(shim) = config.shim.as_mut().and_then(|s| s.first_mut()) {
-            let (uid, gid) = config.sandbox_id;
-            if isolation::unreachable_parent(Path::new(shim), uid, gid).is_some() {
-                match reachable_shim(Path::new(shim), &config.work_dir.join("bin")) {
-                    Ok(reachable) => *shim = reachable.into_os_string(),
+        let (uid, gid) = config.sandbox_id;
+        for program in [config.shim.as_mut(), config.init.as_mut()].into_iter().flatten().filter_map(|c| c.first_mut()) {
+            if root && isolation::unreachable_parent(Path::new(program), uid, gid).is_some() {
+                match reachable_program(Path::new(program), &config.work_dir.join("bin")) {
+                    Ok(reachable) => *program = reachable.into_os_string(),
                     // The uid drop's detection below names the unreachable path.
                     Err(e) => {
-                        tracing::warn!(shim = %Path::new(shim).display(), "cannot make the egress shim reachable by the sandbox's uid: {e}")
+                        tracing::warn!(program = %Path::new(program).display(), "cannot make the program reachable by the sandbox's uid: {e}")
                     }
                 }
             }
@@ -241,8 +248,8 @@ impl BwrapRuntime {
         if let Some(venv) = venv {
             reach.extend([venv.dir.clone(), venv.prefix.clone()]);
         }
-        if let Some(shim) = config.shim.as_ref().and_then(|s| s.first()) {
-            reach.push(PathBuf::from(shim));
+        for program in [&config.shim, &config.init].into_iter().flatten().filter_map(|c| c.first()) {
+            reach.push(PathBuf::from(program));
         }
         reach
     }
@@ -353,7 +360,8 @@ impl BwrapRuntime {
             grant.limits.memory = config.default_memory;
         }
         let (command, _needs_python) = self.resolve(&server.command, files).map_err(&fail)?;
-        let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &command)
+        let executable = Path::new(&command).strip_prefix(SKILL_DIR).ok().map(Path::to_owned);
+        let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &|path| executable.as_deref() == Some(Path::new(path)))
             .map_err(|e| fail(format!("cannot write its files: {e}")))?;
         // Granted directories nested inside a writable one would make a mount point where
         // the skill can plant a link (see `profile`).
@@ -462,6 +470,15 @@ impl SkillRuntime for BwrapRuntime {
     async fn own_tests(&self, source: &SkillSource, grant: Grant, limit: Duration) -> Option<skillhost_core::TestReport> {
         Some(self.test_skill(source, grant, limit).await)
     }
+
+    /// A command of a skill's scripts, in a jail of its own ([`run`]).
+    async fn run_script(
+        &self,
+        job: skillhost_core::ScriptJob,
+        cx: skillhost_core::CallContext,
+    ) -> Result<skillhost_core::RunOutput, skillhost_core::RunError> {
+        self.run(job, cx).await
+    }
 }
 
 /// How to start one skill's server.
@@ -482,7 +499,7 @@ impl Launch {
     }
 
     /// [`profile`](Self::profile), and the calls register of its egress proxy when it has one.
-    fn profile_with_calls(&self, grant: &Grant, full: bool) -> Result<(Profile, Guards, Option<ProxyCalls>), String> {
+    pub(crate) fn profile_with_calls(&self, grant: &Grant, full: bool) -> Result<(Profile, Guards, Option<ProxyCalls>), String> {
         let runtime = &self.runtime;
         let config = &runtime.config;
         let run_dir = tempfile::Builder::new()
@@ -516,8 +533,9 @@ impl Launch {
             })?;
             let socket = run_dir.path().join("egress.sock");
             let egress = SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), config.net.clone());
-            let proxy =
-                EgressProxy::bind(&socket, egress, ProxyConfig::default()).map_err(|e| format!("cannot start its egress proxy: {e}"))?;
+            // A server's grant binds no header secrets (its manifest cannot); a run's policy may.
+            let proxy_config = ProxyConfig { secrets: grant.secrets.clone(), ..ProxyConfig::default() };
+            let proxy = EgressProxy::bind(&socket, egress, proxy_config).map_err(|e| format!("cannot start its egress proxy: {e}"))?;
             if let Some(user) = user {
                 // Connecting needs write permission on the socket.
                 rustix::fs::chownat(
@@ -555,6 +573,8 @@ impl Launch {
                 open_files: 1024,
             },
             net,
+            workspace: None,
+            init: None,
         };
         guards.push(Box::new(run_dir));
         Ok((profile, guards, calls))
@@ -616,14 +636,16 @@ fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &Skill
     Ok(Bind { fd: Arc::new(fd), guest: dir.guest.clone(), mode: dir.mode })
 }
 
-/// The egress shim `program` where the sandbox's unprivileged uid can reach it: a hard link
-/// (a copy across file systems) in `dir`, made once per build of the program (its inode,
-/// size and modification time), the links to earlier builds removed. A root host's
-/// binary often lives where that uid cannot go (root's private `~/.cargo/bin`).
-fn reachable_shim(program: &Path, dir: &Path) -> std::io::Result<PathBuf> {
+/// A program bound into sandboxes (the egress shim, a run's init) where the sandbox's
+/// unprivileged uid can reach it: a hard link (a copy across file systems) in `dir`, made
+/// once per build of the program (its inode, size and modification time), the links to
+/// earlier builds removed. A root host's binary often lives where that uid cannot go
+/// (root's private `~/.cargo/bin`).
+fn reachable_program(program: &Path, dir: &Path) -> std::io::Result<PathBuf> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let meta = std::fs::metadata(program)?;
-    let name = format!("shim-{}-{}-{}.{}", meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec());
+    let stem = program.file_name().map_or_else(|| "program".into(), |n| n.to_string_lossy().into_owned());
+    let name = format!("{stem}@{}-{}-{}.{}", meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec());
     let target = dir.join(&name);
     if target.is_file() {
         return Ok(target);
@@ -631,7 +653,7 @@ fn reachable_shim(program: &Path, dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
     for entry in std::fs::read_dir(dir)?.flatten() {
-        if entry.file_name().to_string_lossy().starts_with("shim-") {
+        if entry.file_name().to_string_lossy().starts_with(&format!("{stem}@")) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -645,9 +667,14 @@ fn reachable_shim(program: &Path, dir: &Path) -> std::io::Result<PathBuf> {
     Ok(target)
 }
 
-/// Write a skill's files to `<root>/<name>-<hash>/` (once per content), read-only, the
-/// command executable. Returns the directory.
-fn materialise(root: &Path, name: &SkillName, files: &BTreeMap<String, Vec<u8>>, command: &OsString) -> std::io::Result<PathBuf> {
+/// Write a skill's files to `<root>/<name>-<hash>/` (once per content), read-only, those
+/// `executable` names executable. Returns the directory.
+pub(crate) fn materialise(
+    root: &Path,
+    name: &SkillName,
+    files: &BTreeMap<String, Vec<u8>>,
+    executable: &dyn Fn(&str) -> bool,
+) -> std::io::Result<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     // The skill's content hash, as the registry computes it.
     let hash = skillhost_package::folder_hash(files.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())));
@@ -656,14 +683,13 @@ fn materialise(root: &Path, name: &SkillName, files: &BTreeMap<String, Vec<u8>>,
         return Ok(dir);
     }
     let staging = tempfile::Builder::new().prefix(".staging-").tempdir_in(root)?;
-    let executable = Path::new(command).strip_prefix(SKILL_DIR).ok().map(Path::to_owned);
     for (relative, bytes) in files {
         let file = staging.path().join(relative);
         if let Some(parent) = file.parent() {
             std::fs::create_dir_all(parent)?;
         }
         std::fs::write(&file, bytes)?;
-        let mode = if executable.as_deref() == Some(Path::new(relative)) { 0o555 } else { 0o444 };
+        let mode = if executable(relative) { 0o555 } else { 0o444 };
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode))?;
     }
     std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))?;

@@ -265,6 +265,15 @@ impl ServerCgroup {
         count.saturating_sub(self.oom_at_start)
     }
 
+    /// Times a fork or clone in it failed at its `pids.max` since it was made.
+    pub fn pids_max_hits(&self) -> u64 {
+        self.dirs
+            .iter()
+            .filter_map(|(dir, _)| std::fs::read_to_string(dir.join("pids.events")).ok())
+            .filter_map(|text| text.lines().find_map(|l| l.strip_prefix("max")?.trim().parse::<u64>().ok()))
+            .sum()
+    }
+
     /// Peak resident memory of the tree, bytes, where the kernel reports it.
     pub fn memory_peak(&self) -> Option<u64> {
         let (dir, tree) = self.memory.as_ref()?;
