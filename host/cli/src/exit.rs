@@ -67,8 +67,14 @@ pub fn report(message: &str, kind: &str, code: Option<&str>, exit_code: u8, json
 /// Report a command's error and say which exit code it gets.
 pub fn failed(error: &anyhow::Error, json: bool) -> ExitCode {
     let call = call_error(error);
+    let run = match error.downcast_ref::<RegistryError>() {
+        Some(RegistryError::Run(run)) => Some(run),
+        _ => None,
+    };
     let (kind, code) = match call {
         _ if error.downcast_ref::<Usage>().is_some() => ("usage", USAGE),
+        _ if matches!(run, Some(skillhost::RunError::Limit { .. })) => ("limit", LIMIT),
+        _ if matches!(run, Some(skillhost::RunError::Refused { .. })) => ("usage", USAGE),
         Some(call) if call.is_tool_error() => ("tool", TOOL_ERROR),
         Some(call) if call.is_limit() => ("limit", LIMIT),
         _ => ("host", HOST),

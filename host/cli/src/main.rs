@@ -33,9 +33,11 @@ mod list;
 mod model;
 mod new;
 mod output;
+mod policy;
 mod reject;
 mod remove;
 mod rollback;
+mod run;
 mod sandbox;
 mod sdk;
 mod search;
@@ -175,6 +177,33 @@ Examples:
   skillhost call skills/csv-summary summarize --input '{\"path\": \"sales.csv\"}' --grant")]
     Call(call::CallArgs),
 
+    /// Run a command of a SKILL.md skill's scripts in the sandbox, as its instructions write it
+    #[command(after_help = "The skill must be approved (`skillhost show SKILL`, `skillhost approve SKILL`): its
+scripts are code. The command runs in a jail as an unprivileged user: the skill's approved
+files read-only at /skill (a word naming one of them, like scripts/fill.py, points there),
+a fresh workspace as the working directory (--input files are put there; what the run
+writes there is returned, and saved with --out), no network, secrets, data or host paths
+unless the skill's policy grants them (`skillhost policy SKILL`), its limits on time,
+memory, processes, output and workspace size.
+Exit codes: the command's own, or 2 refused, 3 limit hit, 4 not runnable or host error.
+
+Examples:
+  skillhost run csv-report -- python scripts/report.py data.csv report.md --input ./data.csv --out ./report
+  skillhost run csv-report --json -- bash scripts/check.sh")]
+    Run(run::RunArgs),
+
+    /// Show or change what a skill's scripts may have (network, secrets, data, host paths, limits)
+    #[command(after_help = "Without flags it shows the policy. Flags add to it (--reset starts from nothing).
+The policy lives in DATA_DIR/policies, never in the skill's folder; a changed policy
+changes what the skill asks for, so it waits for `skillhost approve` again.
+
+Examples:
+  skillhost policy csv-report
+  skillhost policy csv-report --allow https://api.example.com --timeout 2m
+  skillhost policy csv-report --secret api-token=Authorization:Bearer {}@http://127.0.0.1:8080 --allow http://127.0.0.1:8080
+  skillhost policy csv-report --path ./reports:rw=reports --data rw")]
+    Policy(policy::PolicyArgs),
+
     /// Show a skill's manifest, grant and tools with their schemas, and a component's WIT
     #[command(after_help = "Any component works: one that does not export skillhost's world is a generic
 skill whose exported functions are its tools (`INTERFACE-FUNCTION`, input schema from
@@ -298,6 +327,10 @@ Examples:
     #[command(name = "__shim", hide = true)]
     Shim(sandbox::ShimArgs),
 
+    /// The init of a run of a skill's scripts, inside its jail (internal)
+    #[command(name = "__run", hide = true)]
+    RunInit(sandbox::RunInitArgs),
+
     /// Build, test and install a skill from its sources, as an agent's skill_create does
     #[command(after_help = "Checks the files (relative paths, allow and deny lists, no symlinks, 1 MiB per
 file, 10 MiB in all) before anything is built; builds a Rust crate for wasm32-wasip2 in
@@ -387,8 +420,10 @@ fn main() -> ExitCode {
         // ignores a closed pipe.
         Err(error) => error.exit(),
     };
-    if let Command::Shim(args) = cli.command {
-        return sandbox::run_shim(args);
+    match cli.command {
+        Command::Shim(args) => return sandbox::run_shim(args),
+        Command::RunInit(args) => return sandbox::run_init(args),
+        _ => {}
     }
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -451,7 +486,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Index(command) => index::run(app, command).await,
         Command::Setup(args) => setup::run(app, args).await,
         Command::Test(args) => test::run(app, args).await,
-        Command::Shim(_) => unreachable!("handled before the runtime starts"),
+        Command::Shim(_) | Command::RunInit(_) => unreachable!("handled before the runtime starts"),
+        Command::Run(args) => run::run(app, args).await,
+        Command::Policy(args) => policy::run(app, args).await,
         Command::Forge(args) => forge::run(app, args).await,
         Command::Doctor(args) => doctor::run(app, args),
         Command::Stats(args) => stats::run(app, args).await,

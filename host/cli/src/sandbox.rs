@@ -59,6 +59,7 @@ pub fn config(data_dir: &Path) -> BwrapConfig {
     config.venv = Some(venv_dir(data_dir));
     config.allow_weaker = crate::forge::sandbox_allow_weaker(data_dir);
     if let Ok(exe) = std::env::current_exe() {
+        config.init = Some(vec![exe.clone().into_os_string(), skillhost_sandbox::run::init::SUBCOMMAND.into()]);
         config.shim = Some(vec![exe.into_os_string(), shim::SUBCOMMAND.into()]);
     }
     config
@@ -130,6 +131,19 @@ pub fn run_shim(args: ShimArgs) -> ExitCode {
             ExitCode::from(shim::EXIT_SHIM_FAILED)
         }
     }
+}
+
+/// The arguments of the hidden `__run`: `-- COMMAND [ARG...]`.
+#[derive(Args)]
+pub struct RunInitArgs {
+    /// `-- COMMAND [ARG...]`
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
+}
+
+/// `skillhost __run -- COMMAND ARGS`: a run's init, inside its jail.
+pub fn run_init(args: RunInitArgs) -> ExitCode {
+    skillhost_sandbox::run::init::main(args.args)
 }
 
 /// `skillhost test SKILL`: the skill's tests in a throwaway sandbox, then its handshake.

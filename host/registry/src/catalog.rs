@@ -18,6 +18,17 @@ use skillhost_store::{ApprovalChannel, ApprovedBy, TrustState};
 
 /// The `runtime` of an instruction-only skill.
 pub const INSTRUCTIONS_RUNTIME: &str = "instructions";
+/// The `runtime` of a SKILL.md skill with scripts, run in the jail (`Registry::run`).
+pub const SCRIPTS_RUNTIME: &str = "scripts";
+
+/// What makes a SKILL.md skill runnable code: its scripts and the policy they run under.
+#[derive(Clone, Debug)]
+pub struct Scripts {
+    /// Each script (under `scripts/`, or with a script's extension) and its SHA-256.
+    pub files: Vec<(String, String)>,
+    /// What its runs may have: the host-side policy a human wrote, or nothing.
+    pub policy: skillhost_core::RunPolicy,
+}
 
 /// One skill name in the catalog.
 #[derive(Clone, Debug)]
@@ -58,7 +69,8 @@ pub struct Shadowed {
 pub struct Loaded {
     /// The file or folder it was loaded from.
     pub origin: PathBuf,
-    /// The runtime that runs it (`wasm`, `bwrap`), or [`INSTRUCTIONS_RUNTIME`].
+    /// The runtime that runs it (`wasm`, `bwrap`), [`SCRIPTS_RUNTIME`] or
+    /// [`INSTRUCTIONS_RUNTIME`].
     pub runtime: &'static str,
     /// The manifest's version (empty for instruction-only skills).
     pub version: String,
@@ -94,6 +106,8 @@ pub struct Loaded {
     /// file): what its resources are served from, so an agent reads the bytes a human
     /// approved, never what the folder holds since.
     pub files: Arc<BTreeMap<String, Vec<u8>>>,
+    /// For a SKILL.md skill with scripts: what `Registry::run` runs, and under what.
+    pub scripts: Option<Scripts>,
     pub(crate) skill: Option<Arc<dyn Skill>>,
 }
 
@@ -121,7 +135,11 @@ impl Entry {
         if self.state != TrustState::Approved {
             return Err(RegistryError::NotCallable { name, state: self.state });
         }
-        loaded.skill.clone().ok_or(RegistryError::InstructionsOnly { name })
+        match (&loaded.skill, &loaded.scripts) {
+            (Some(skill), _) => Ok(skill.clone()),
+            (None, Some(_)) => Err(RegistryError::ScriptsOnly { name }),
+            (None, None) => Err(RegistryError::InstructionsOnly { name }),
+        }
     }
 
     /// Whether the skill has SKILL.md instructions.

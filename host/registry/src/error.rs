@@ -34,6 +34,35 @@ pub enum RegistryError {
         /// The skill.
         name: String,
     },
+    /// The skill is a SKILL.md skill with scripts: it has no tools, its scripts run.
+    #[error(
+        "skill `{name}` has scripts and no tools; run them with `skillhost run {name} -- COMMAND` (or the `skill_run` tool), as its SKILL.md says"
+    )]
+    ScriptsOnly {
+        /// The skill.
+        name: String,
+    },
+    /// The skill has nothing to run (no scripts).
+    #[error("skill `{name}` has no scripts to run: {reason}")]
+    NotRunnable {
+        /// The skill.
+        name: String,
+        /// What it is instead, and what to do.
+        reason: String,
+    },
+    /// A run of its scripts was refused or stopped.
+    #[error(transparent)]
+    Run(#[from] skillhost_core::RunError),
+    /// Its run policy cannot be read or written.
+    #[error("skill `{name}`: its run policy {}: {reason}", path.display())]
+    Policy {
+        /// The skill.
+        name: String,
+        /// The policy file.
+        path: PathBuf,
+        /// What is wrong, and the fix.
+        reason: String,
+    },
     /// The skill has never loaded, so there is nothing to call or approve.
     #[error("skill `{name}` is not loaded: {reason}")]
     NotLoaded {

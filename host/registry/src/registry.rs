@@ -13,14 +13,17 @@
 
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use skillhost_core::{ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, SkillName, SkillRuntime, ToolOutput};
+use skillhost_core::{
+    ByteSize, CallContext, DataKey, FileMode, Grant, LoadError, Policy, RiskTier, RunPolicy, SkillCode, SkillName, SkillRuntime,
+    ToolOutput, text,
+};
 use tokio::sync::broadcast;
 
-use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, Shadowed, diff_lines};
+use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, SCRIPTS_RUNTIME, Scripts, Shadowed, diff_lines};
 use crate::config::{Layer, RegistryConfig};
 use crate::error::RegistryError;
 use crate::listing::ListingCache;
@@ -201,6 +204,78 @@ impl Registry {
             stats.record_call(skill, tool, Outcome::of(&result), started.elapsed());
         }
         Ok(result?)
+    }
+
+    /// Run `command` of `skill`'s scripts, with `inputs` in its workspace, in the jail
+    /// (see [`skillhost_core::run`]). Fails without running anything unless the skill is a
+    /// SKILL.md skill with scripts, loaded and approved; what runs is the snapshot its
+    /// approval covered, under the policy that approval showed. Counted in the statistics
+    /// like a call (tool `run`).
+    pub async fn run(
+        &self,
+        skill: &str,
+        command: Vec<String>,
+        inputs: Vec<skillhost_core::RunInput>,
+        cx: CallContext,
+    ) -> Result<skillhost_core::RunOutput, RegistryError> {
+        self.wait_loaded(skill).await;
+        let entry = self.entry(skill)?;
+        let loaded = loaded(&entry)?;
+        let Some(scripts) = &loaded.scripts else {
+            let reason = match loaded.runtime {
+                INSTRUCTIONS_RUNTIME => "it is instructions only; read its SKILL.md".to_owned(),
+                _ => format!("it is a {} skill; call its tools (`skillhost call {skill} TOOL`)", loaded.runtime),
+            };
+            return Err(RegistryError::NotRunnable { name: skill.to_owned(), reason });
+        };
+        if entry.state != TrustState::Approved {
+            return Err(RegistryError::NotCallable { name: skill.to_owned(), state: entry.state });
+        }
+        let grant = scripts.policy.grant(&entry.name, &self.policy, &entry.identity).map_err(LoadError::from)?;
+        let job = skillhost_core::ScriptJob {
+            skill: entry.name.clone(),
+            content_hash: loaded.content_hash.clone(),
+            files: loaded.files.clone(),
+            grant,
+            workspace: scripts.policy.workspace,
+            command,
+            inputs,
+        };
+        let started = std::time::Instant::now();
+        let result = self.runtime.run_script(job, cx).await;
+        if let Some(stats) = &self.stats {
+            let outcome = match &result {
+                Ok(_) => Outcome::Ok,
+                Err(skillhost_core::RunError::Refused { .. } | skillhost_core::RunError::Cancelled { .. }) => Outcome::CallerError,
+                Err(_) => Outcome::Failed,
+            };
+            stats.record_call(skill, "run", outcome, started.elapsed());
+        }
+        Ok(result?)
+    }
+
+    /// Where the run policy of the skill identified by `identity` is kept: in the host's
+    /// data dir, outside every skill folder.
+    pub fn policy_path(&self, identity: &DataKey) -> PathBuf {
+        self.config.data_dir.join("policies").join(format!("{identity}.toml"))
+    }
+
+    /// Write `name`'s run policy (a human's command, like [`approve`](Self::approve)) and
+    /// load the skill again: a policy that grants something else changes its capability
+    /// digest, so it needs approval again. Returns the policy file.
+    pub async fn set_policy(&self, name: &str, policy: &RunPolicy) -> Result<PathBuf, RegistryError> {
+        let (_, identity) = self.identity_of(name)?;
+        let path = self.policy_path(&identity);
+        let fail = |e: std::io::Error| RegistryError::Policy { name: name.to_owned(), path: path.clone(), reason: e.to_string() };
+        let dir = path.parent().map(Path::to_owned).unwrap_or_default();
+        std::fs::create_dir_all(&dir).map_err(fail)?;
+        let text = format!("# The run policy of skill `{name}`, written by `skillhost policy`.\n{}", policy.to_toml());
+        let staged = tempfile::NamedTempFile::new_in(&dir).map_err(fail)?;
+        std::fs::write(staged.path(), text).map_err(fail)?;
+        staged.persist(&path).map_err(|e| fail(e.error))?;
+        let name = SkillName::new(name).map_err(|e| RegistryError::UnknownSkill { name: e.name })?;
+        self.rescan(&BTreeSet::from([name])).await?;
+        Ok(path)
     }
 
     /// The usage statistics of calls made through [`call`](Self::call), when the store
@@ -552,25 +627,56 @@ impl Registry {
         identity: &DataKey,
     ) -> Result<Loaded, RegistryError> {
         match parsed {
-            Parsed::Instructions(Instructions { description, text, frontmatter, pack, .. }) => Ok(Loaded {
-                origin: candidate.path.clone(),
-                runtime: INSTRUCTIONS_RUNTIME,
-                version: String::new(),
-                description,
-                tier: RiskTier::Auto,
-                tools: Vec::new(),
-                content_hash,
-                capability_digest: NO_CAPABILITIES.to_owned(),
-                requests: Vec::new(),
-                sandbox_without: Vec::new(),
-                instructions: Some(text),
-                frontmatter,
-                pack,
-                manifest: None,
-                data_dir: None,
-                files,
-                skill: None,
-            }),
+            Parsed::Instructions(Instructions { description, text, frontmatter, pack, .. }) => {
+                // Scripts are code: a human approves them, with the policy they run under.
+                let scripts: Vec<(String, String)> =
+                    skillhost_core::run::scripts_of(&files).into_iter().map(|(path, hash)| (path.to_owned(), hash)).collect();
+                let scripts = if scripts.is_empty() {
+                    None
+                } else {
+                    let path = self.policy_path(identity);
+                    let policy = RunPolicy::read(&path).map_err(|e| RegistryError::Policy {
+                        name: candidate_name(candidate),
+                        path: path.clone(),
+                        reason: e.to_string(),
+                    })?;
+                    Some(Scripts { files: scripts, policy })
+                };
+                let (runtime, tier, capability_digest, requests, sandbox_without) = match &scripts {
+                    None => (INSTRUCTIONS_RUNTIME, RiskTier::Auto, NO_CAPABILITIES.to_owned(), Vec::new(), Vec::new()),
+                    Some(scripts) => {
+                        let tier = if scripts.policy.grants_writes_or_secrets() { RiskTier::Explicit } else { RiskTier::Confirm };
+                        let jail = SkillCode::Server { dir: candidate.path.clone(), files: files.clone() };
+                        (
+                            SCRIPTS_RUNTIME,
+                            tier,
+                            scripts.policy.digest(),
+                            script_requests(scripts, &self.policy),
+                            self.runtime.weakened(&jail),
+                        )
+                    }
+                };
+                Ok(Loaded {
+                    origin: candidate.path.clone(),
+                    runtime,
+                    version: String::new(),
+                    description,
+                    tier,
+                    tools: Vec::new(),
+                    content_hash,
+                    capability_digest,
+                    requests,
+                    sandbox_without,
+                    instructions: Some(text),
+                    frontmatter,
+                    pack,
+                    manifest: None,
+                    data_dir: None,
+                    files,
+                    scripts,
+                    skill: None,
+                })
+            }
             Parsed::Code(source) => {
                 // Its SKILL.md follows the standard too, and names this skill.
                 let frontmatter = match &source.instructions {
@@ -609,6 +715,7 @@ impl Registry {
                     manifest: Some(source.manifest),
                     data_dir: Some(data_dir),
                     files,
+                    scripts: None,
                     skill: Some(skill),
                 })
             }
@@ -678,6 +785,28 @@ fn data_held(manifest: &skillhost_core::SkillManifest, data_dir: &std::path::Pat
             if held == 1 { "y" } else { "ies" }
         )
     })
+}
+
+/// What a SKILL.md skill with scripts asks for, one line each: every script with its
+/// hash, then what its policy grants and the limits of each run.
+fn script_requests(scripts: &Scripts, host: &skillhost_core::Policy) -> Vec<String> {
+    let mut lines = vec![format!("runs its scripts in the jail ({} script(s), each below with its SHA-256)", scripts.files.len())];
+    for (path, hash) in &scripts.files {
+        lines.push(format!("script `{}` sha256 {hash}", text::quote(path, 120)));
+    }
+    lines.extend(scripts.policy.requests());
+    let limits = &scripts.policy.limits;
+    let timeout = limits.timeout.unwrap_or(skillhost_core::run::DEFAULT_RUN_TIMEOUT.min(host.max.timeout));
+    let memory = limits.memory.unwrap_or(skillhost_core::run::DEFAULT_RUN_MEMORY.min(host.max.memory));
+    lines.push(format!("limit timeout of each run: {timeout:?}"));
+    lines.push(format!("limit memory of each run (whole process tree): {}", ByteSize(memory)));
+    lines.push(format!("limit output of each run: {}", ByteSize(limits.output.unwrap_or(host.default.output))));
+    lines
+}
+
+/// The skill name a candidate stands for, for messages.
+fn candidate_name(candidate: &Candidate) -> String {
+    snapshot::entry_name(&candidate.path).map_or_else(|| candidate.path.display().to_string(), |n| n.to_string())
 }
 
 fn requests(

@@ -31,8 +31,10 @@ pub const SUBCOMMAND: &str = "__run";
 
 /// Run the init with `args` (after the subcommand: `-- COMMAND ARGS...`).
 pub fn main(args: Vec<OsString>) -> ExitCode {
+    // A parser in front may have taken the `--` already.
     let command: Vec<OsString> = match args.split_first() {
         Some((dashes, rest)) if dashes == "--" && !rest.is_empty() => rest.to_vec(),
+        Some((first, _)) if first != "--" => args,
         _ => {
             eprintln!("skillhost-run: usage: {SUBCOMMAND} -- COMMAND [ARG...]");
             return ExitCode::from(125);
