@@ -1,6 +1,7 @@
 //! The tools skillhost itself offers on MCP, always listed: `tool_search` (find and
 //! activate deferred tools), and the skill knowledge tools `skill_list`, `skill_search`,
-//! `skill_get` and `read_skill_resource`. None of them changes what a skill may do.
+//! `skill_get` and `read_skill_resource`, and `skill_run` (`run.rs`), which runs what a
+//! human approved. None of them changes what a skill may do.
 
 use std::sync::Arc;
 
@@ -33,9 +34,12 @@ pub enum Builtin {
     SkillGet,
     /// One file of a skill's folder.
     ReadSkillResource,
+    /// A command of an approved skill's scripts, in the jail.
+    SkillRun,
 }
 
-const ALL: [Builtin; 5] = [Builtin::ToolSearch, Builtin::SkillList, Builtin::SkillSearch, Builtin::SkillGet, Builtin::ReadSkillResource];
+const ALL: [Builtin; 6] =
+    [Builtin::ToolSearch, Builtin::SkillList, Builtin::SkillSearch, Builtin::SkillGet, Builtin::ReadSkillResource, Builtin::SkillRun];
 
 /// Every built-in tool.
 pub fn all() -> &'static [Builtin] {
@@ -56,6 +60,7 @@ impl Builtin {
             Builtin::SkillSearch => "skill_search",
             Builtin::SkillGet => "skill_get",
             Builtin::ReadSkillResource => "read_skill_resource",
+            Builtin::SkillRun => "skill_run",
         }
     }
 
@@ -79,6 +84,13 @@ impl Builtin {
                  frontmatter's license, compatibility, metadata and allowed-tools, or the skill pack it comes from."
             }
             Builtin::ReadSkillResource => "Read one file of a skill's folder (e.g. references/api.md) by its path relative to the folder.",
+            Builtin::SkillRun => {
+                "Run a command of a skill's scripts (runtime `scripts` in skill_list) the way its SKILL.md says, e.g. \
+                 [\"python\", \"scripts/fill.py\", \"in.pdf\", \"out.pdf\"], in a sandbox instead of your own shell: the \
+                 skill's files read-only (their paths work as written), a fresh workspace as the working directory holding \
+                 `inputs`, no network, secrets or host files beyond what the user granted the skill. Returns the exit code, \
+                 stdout, stderr and the files the run wrote (text inline, images as image content). The skill must be approved."
+            }
         }
     }
 
@@ -89,19 +101,25 @@ impl Builtin {
             Builtin::SkillList => schema_for_type::<NoArgs>(),
             Builtin::SkillGet => schema_for_type::<GetArgs>(),
             Builtin::ReadSkillResource => schema_for_type::<ResourceArgs>(),
+            Builtin::SkillRun => crate::run::input_schema(),
         }
     }
 
     /// The MCP tool definition, with the output schema of the answers typed here.
     pub fn to_mcp(self) -> Tool {
-        let tool = Tool::new(self.name(), self.description(), self.input_schema())
-            .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false));
+        let annotations = match self {
+            // It runs code, whose effects its policy bounds.
+            Builtin::SkillRun => ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(true),
+            _ => ToolAnnotations::new().read_only(true).idempotent(true).open_world(false),
+        };
+        let tool = Tool::new(self.name(), self.description(), self.input_schema()).with_annotations(annotations);
         standard_formats(match self {
             Builtin::ToolSearch => tool.with_output_schema::<ToolSearchOutput>(),
             Builtin::SkillList => tool.with_output_schema::<SkillListOutput>(),
             Builtin::SkillGet => tool.with_output_schema::<SkillGetOutput>(),
             Builtin::SkillSearch => tool.with_output_schema::<SkillSearchOutput>(),
             Builtin::ReadSkillResource => tool.with_output_schema::<ResourceOutput>(),
+            Builtin::SkillRun => tool.with_output_schema::<crate::run::RunAnswer>(),
         })
     }
 }

@@ -40,6 +40,7 @@ mod builtin;
 mod forge;
 mod http;
 mod knowledge;
+mod run;
 mod search;
 mod server;
 mod tools;

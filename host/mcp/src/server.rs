@@ -488,6 +488,13 @@ impl SkillhostMcp {
             Builtin::SkillSearch => builtin::skill_search(registry, &index, args),
             Builtin::SkillGet => builtin::skill_get(registry, args),
             Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
+            Builtin::SkillRun => {
+                let cx = CallContext { caller: "mcp".into(), ..CallContext::default() };
+                return match serde_json::from_value::<crate::run::RunArgs>(Value::Object(args.clone())) {
+                    Ok(args) => crate::run::skill_run(registry, args, cx).await.unwrap_or_else(error_result),
+                    Err(e) => error_result(format!("skill_run: invalid input: {e}; see the tool's input schema")),
+                };
+            }
         };
         // Opt-in: repeated searches nothing matched become suggestions.
         let result = match (builtin, result, &self.shared.forge) {
