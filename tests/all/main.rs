@@ -21,6 +21,7 @@ mod load_errors;
 mod mcp_front;
 mod network;
 mod sandbox;
+mod scripts;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -49,6 +50,7 @@ fn sandbox_host(data: &Path) -> skillhost::Host {
         .sandbox_config({
             let mut config = fixtures::python::sandbox_config(data);
             config.shim = Some(vec![env!("CARGO_BIN_EXE_skillhost-shim").into()]);
+            config.init = Some(vec![env!("CARGO_BIN_EXE_skillhost-run-init").into()]);
             config
         })
         .build()

@@ -496,7 +496,7 @@ pub fn check_relative(path: &str) -> Result<(), &'static str> {
 }
 
 /// A file a run left in its workspace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct RunFile {
     /// Its path in the workspace.
     pub path: String,
@@ -509,8 +509,14 @@ pub struct RunFile {
     pub bytes: Vec<u8>,
 }
 
+impl std::fmt::Debug for RunFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunFile").field("path", &self.path).field("size", &self.size).field("sha256", &self.sha256).finish_non_exhaustive()
+    }
+}
+
 /// What a run left: how its command ended, what it printed and wrote.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Serialize)]
 pub struct RunOutput {
     /// The command's exit code, when it exited.
     pub exit_code: Option<i32>,
@@ -539,6 +545,22 @@ pub struct RunOutput {
     /// How long it ran.
     #[serde(serialize_with = "ser_millis")]
     pub duration: Duration,
+}
+
+impl std::fmt::Debug for RunOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = |bytes: &[u8]| crate::text::quote(&String::from_utf8_lossy(bytes), 400);
+        f.debug_struct("RunOutput")
+            .field("exit_code", &self.exit_code)
+            .field("signal", &self.signal)
+            .field("stdout", &text(&self.stdout))
+            .field("stderr", &text(&self.stderr))
+            .field("files", &self.files)
+            .field("skipped", &self.skipped)
+            .field("workspace", &self.workspace)
+            .field("duration", &self.duration)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a run has nothing to show. Each names the skill, what was refused and what to do.

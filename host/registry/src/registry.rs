@@ -489,8 +489,15 @@ impl Registry {
         let result = match self.read_candidate(name, winner) {
             Ok((snapshot, parsed)) => {
                 let hash = snapshot.hash_of(&parsed);
-                let unchanged =
-                    old.as_ref().and_then(|e| e.loaded.as_ref()).is_some_and(|l| l.origin == winner.path && l.content_hash == hash);
+                // A skill's scripts run under its policy, kept apart from its files: a
+                // changed policy is a changed skill.
+                let same_policy = |l: &Loaded| {
+                    l.scripts.as_ref().is_none_or(|s| RunPolicy::read(&self.policy_path(&identity)).ok().as_ref() == Some(&s.policy))
+                };
+                let unchanged = old
+                    .as_ref()
+                    .and_then(|e| e.loaded.as_ref())
+                    .is_some_and(|l| l.origin == winner.path && l.content_hash == hash && same_policy(l));
                 if let (true, Some(old)) = (unchanged, &old) {
                     // The entry as it is now: a human may have changed its state meanwhile.
                     let _trust = self.trust_ops.lock();

@@ -93,6 +93,11 @@ impl BwrapRuntime {
         let grant = job.grant.clone();
         let (mut profile, guards, _calls) = launch.profile_with_calls(&grant, true).map_err(&jail_failed)?;
         profile.workspace = Some(job.workspace);
+        if self.inner.jail.isolation().cgroups.is_some() {
+            // The jail's own cgroup binds first (RLIMIT_NPROC counts every process of the
+            // sandbox's uid, other jails' too), so that a run past it is told apart.
+            profile.limits.processes = config.max_processes.saturating_mul(2);
+        }
         profile.init = Some(PathBuf::from(init));
         profile.env.push(("SKILL_DIR".into(), SKILL_DIR.into()));
         let mut args: Vec<OsString> = init_args.to_vec();

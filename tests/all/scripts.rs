@@ -1,0 +1,327 @@
+//! Agent Skills that run: a SKILL.md skill's scripts, written in the test (Python, shell,
+//! node), approved by a "human" through the registry, run in the jail with
+//! `Registry::run` (what `skillhost run` and `skill_run` call), with real bubblewrap,
+//! cgroups and seccomp. Then the attacks a script can try, each refused with an error
+//! naming the skill, what was refused and what to change, the host serving on.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use skillhost::{Host, Registry, RegistryConfig, RegistryError, RunError, RunInput, RunOutput, RunPolicy, TrustState};
+use tempfile::TempDir;
+
+use crate::HANG_GUARD;
+
+/// A host with the sandbox runtime and a workspace layer of SKILL.md skills.
+struct Env {
+    host: Host,
+    data: TempDir,
+    skills: TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        let data = tempfile::tempdir().unwrap();
+        Self { host: crate::sandbox_host(data.path()), data, skills: tempfile::tempdir().unwrap() }
+    }
+
+    /// A skill `name` with SKILL.md and `files` (path, contents).
+    fn skill(&self, name: &str, files: &[(&str, &str)]) -> PathBuf {
+        let dir = self.skills.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let md = format!("---\nname: {name}\ndescription: A test skill with scripts. Use it in tests.\n---\nRun its scripts.\n");
+        std::fs::write(dir.join("SKILL.md"), md).unwrap();
+        for (path, text) in files {
+            let file = dir.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        dir
+    }
+
+    async fn open(&self) -> Arc<Registry> {
+        let mut config = RegistryConfig::new(self.data.path());
+        config.workspace = Some(self.skills.path().to_owned());
+        config.watch = false;
+        tokio::time::timeout(HANG_GUARD, self.host.open_registry(config)).await.expect("open hung").expect("registry opens")
+    }
+}
+
+/// Approve `name` as a human would after reading its request.
+async fn approve(registry: &Registry, name: &str) {
+    let request = registry.approval_request(name).unwrap();
+    registry.approve(name, &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
+}
+
+async fn run(registry: &Registry, skill: &str, command: &[&str], inputs: Vec<RunInput>) -> Result<RunOutput, RegistryError> {
+    let command = command.iter().map(|w| (*w).to_owned()).collect();
+    tokio::time::timeout(HANG_GUARD, registry.run(skill, command, inputs, Default::default()))
+        .await
+        .unwrap_or_else(|_| panic!("run of {skill} did not return within {HANG_GUARD:?}: the host hung"))
+}
+
+fn stdout(out: &RunOutput) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The refusal of a run stopped at a limit: its text, checked to name the skill and a fix.
+fn limit(result: Result<RunOutput, RegistryError>, skill: &str) -> String {
+    match result {
+        Err(RegistryError::Run(error @ RunError::Limit { .. })) => {
+            let text = error.to_string();
+            assert!(text.contains(&format!("`{skill}`")), "names the skill: {text}");
+            assert!(text.contains("skillhost policy") || text.contains("limit"), "says what to change: {text}");
+            text
+        }
+        other => panic!("expected a limit refusal, got {other:?}"),
+    }
+}
+
+const TRANSFORM: &str = r#"
+import sys, json, os
+src, dst = sys.argv[1], sys.argv[2]
+rows = [line.split(",") for line in open(src).read().splitlines()]
+total = sum(int(r[1]) for r in rows)
+os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+open(dst, "w").write(json.dumps({"rows": len(rows), "total": total}))
+print("cwd", os.getcwd(), "script", __file__)
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scripts_in_python_shell_and_node_transform_inputs_into_files() {
+    let env = Env::new();
+    env.skill(
+        "report",
+        &[
+            ("scripts/sum.py", TRANSFORM),
+            ("scripts/count.sh", "#!/bin/sh\nwc -l < \"$1\" > lines.txt\necho counted\n"),
+            ("scripts/upper.mjs", "import fs from 'node:fs';\nconst t = fs.readFileSync(process.argv[2], 'utf8');\nfs.writeFileSync('upper.txt', t.toUpperCase());\nconsole.log('node', process.version.startsWith('v'));\n"),
+            ("references/format.md", "# rows\nname,value\n"),
+        ],
+    );
+    let registry = env.open().await;
+    let entry = registry.entry("report").unwrap();
+    assert_eq!(entry.state, TrustState::PendingReview, "scripts are code: they wait for a human");
+    let request = registry.approval_request("report").unwrap();
+    for script in ["scripts/sum.py", "scripts/count.sh", "scripts/upper.mjs"] {
+        assert!(
+            request.requests.iter().any(|l| l.contains(script) && l.contains("sha256")),
+            "the request lists {script}: {:?}",
+            request.requests
+        );
+    }
+    approve(&registry, "report").await;
+
+    let csv = RunInput { path: "in/sales.csv".into(), bytes: b"apples,3\npears,4\n".to_vec() };
+    let out = run(&registry, "report", &["python", "scripts/sum.py", "in/sales.csv", "out/summary.json"], vec![csv.clone()]).await.unwrap();
+    assert_eq!(out.exit_code, Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("cwd /workspace script /skill/scripts/sum.py"), "{}", stdout(&out));
+    let summary = out.files.iter().find(|f| f.path == "out/summary.json").expect("the output file comes back");
+    assert_eq!(summary.bytes, br#"{"rows": 2, "total": 7}"#);
+    assert_eq!(summary.size, summary.bytes.len() as u64);
+    assert_eq!(summary.sha256, hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&summary.bytes)));
+    assert!(out.files.iter().any(|f| f.path == "in/sales.csv"), "inputs are in the workspace");
+
+    let out = run(&registry, "report", &["sh", "scripts/count.sh", "sales.csv"], vec![RunInput { path: "sales.csv".into(), ..csv }])
+        .await
+        .unwrap();
+    assert_eq!(stdout(&out).trim(), "counted");
+    assert_eq!(out.files.iter().find(|f| f.path == "lines.txt").map(|f| f.bytes.clone()), Some(b"2\n".to_vec()));
+
+    let out = run(&registry, "report", &["node", "scripts/upper.mjs", "references/format.md"], Vec::new()).await.unwrap();
+    assert_eq!(out.exit_code, Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.files.iter().find(|f| f.path == "upper.txt").map(|f| f.bytes.clone()), Some(b"# ROWS\nNAME,VALUE\n".to_vec()));
+
+    let png = "import zlib, struct\ndef chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))\nraw = b'\\x00\\xff\\x00\\x00'\nopen('dot.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))\n";
+    let out = run(&registry, "report", &["python", "-c", png], Vec::new()).await.unwrap();
+    let image = out.files.iter().find(|f| f.path == "dot.png").expect("the image comes back");
+    assert!(image.bytes.starts_with(b"\x89PNG"), "as written");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_script_reaches_an_allowed_loopback_host_with_a_secret_it_never_sees() {
+    let env = Env::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = stream.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok").await.unwrap();
+        String::from_utf8_lossy(&head).into_owned()
+    });
+    let fetch = format!(
+        "import os, urllib.request\nprint(urllib.request.urlopen('http://127.0.0.1:{port}/data').read().decode())\nprint('env holds secret:', any('s3cr3t' in v for v in os.environ.values()))\n"
+    );
+    env.skill("fetcher", &[("scripts/fetch.py", &fetch)]);
+    env.host.secrets().set("api-token", "s3cr3t-value-77").unwrap();
+    let registry = env.open().await;
+    let origin = format!("http://127.0.0.1:{port}");
+    let policy = RunPolicy::parse(
+        &format!("[network]\nallow = [\"{origin}\"]\n[[secrets]]\nname = \"api-token\"\nheader = \"Authorization\"\nformat = \"Bearer {{}}\"\nhosts = [\"{origin}\"]\n"),
+        Path::new("policy"),
+    )
+    .unwrap();
+    registry.set_policy("fetcher", &policy).await.unwrap();
+    let request = registry.approval_request("fetcher").unwrap();
+    assert!(request.requests.iter().any(|l| l.contains("secret `api-token`")), "the policy is shown: {:?}", request.requests);
+    assert!(request.requests.iter().any(|l| l.contains(&format!("network allow: {origin}"))));
+    approve(&registry, "fetcher").await;
+    let out = run(&registry, "fetcher", &["python", "scripts/fetch.py"], Vec::new()).await.unwrap();
+    assert_eq!(stdout(&out), "ok\nenv holds secret: False\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let head = tokio::time::timeout(HANG_GUARD, server).await.unwrap().unwrap();
+    assert!(head.to_ascii_lowercase().contains("authorization: bearer s3cr3t-value-77"), "the proxy added it: {head}");
+
+    // A changed policy is a change: back to review before anything runs.
+    let wider = RunPolicy::parse(&format!("[network]\nallow = [\"{origin}\", \"http://127.0.0.1:1\"]\n"), Path::new("policy")).unwrap();
+    registry.set_policy("fetcher", &wider).await.unwrap();
+    assert_eq!(registry.entry("fetcher").unwrap().state, TrustState::NeedsReapproval);
+    let refused = run(&registry, "fetcher", &["python", "scripts/fetch.py"], Vec::new()).await.unwrap_err();
+    assert!(matches!(refused, RegistryError::NotCallable { .. }), "{refused}");
+}
+
+const PROBE: &str = r#"
+import os, sys, socket
+def attempt(what, f):
+    try:
+        f()
+        print(what, "ALLOWED")
+    except Exception as e:
+        print(what, "denied", type(e).__name__)
+for path in sys.argv[1:]:
+    attempt("read " + path, lambda: open(path).read())
+attempt("write /skill/scripts/evil.py", lambda: open("/skill/scripts/evil.py", "w").write("x"))
+attempt("write /usr/evil", lambda: open("/usr/evil", "w").write("x"))
+attempt("write /etc/evil", lambda: open("/etc/evil", "w").write("x"))
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    s.close()
+attempt("connect host loopback", lambda: connect(int(os.environ.get("PROBE_PORT", "22"))))
+import urllib.request
+attempt("fetch through no proxy", lambda: urllib.request.urlopen("http://example.com/", timeout=2).read())
+os.symlink("/etc/passwd", "leak-passwd")
+os.symlink("/skill", "leak-skill")
+os.mkdir("d")
+os.symlink("/proc/1/environ", "d/leak-env")
+print("home", os.environ.get("HOME"), "user", os.getuid())
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_script_cannot_reach_the_host_other_skills_or_the_network_and_its_links_are_never_followed() {
+    let env = Env::new();
+    // What a script must never read: the host's home, a secret file, another skill's data.
+    let outside = tempfile::tempdir().unwrap();
+    let secret_file = outside.path().join("secret.txt");
+    std::fs::write(&secret_file, "ROOT-ONLY").unwrap();
+    let other_data = env.data.path().join("skills").join("notes");
+    std::fs::create_dir_all(&other_data).unwrap();
+    std::fs::write(other_data.join("diary.txt"), "private").unwrap();
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dir = env.skill("prober", &[("scripts/probe.py", PROBE)]);
+    let registry = env.open().await;
+
+    let refused = run(&registry, "prober", &["python", "scripts/probe.py"], Vec::new()).await.unwrap_err();
+    assert!(matches!(refused, RegistryError::NotCallable { state: TrustState::PendingReview, .. }), "runs before approval: {refused}");
+    assert!(refused.to_string().contains("skillhost approve prober"), "{refused}");
+
+    approve(&registry, "prober").await;
+    let paths = [
+        format!("{home}/.bashrc"),
+        format!("{home}/.ssh/id_rsa"),
+        secret_file.display().to_string(),
+        other_data.join("diary.txt").display().to_string(),
+    ];
+    let mut command = vec!["env".to_owned(), format!("PROBE_PORT={}", listener.local_addr().unwrap().port())];
+    command.extend(["python", "scripts/probe.py"].map(str::to_owned));
+    command.extend(paths.iter().cloned());
+    let words: Vec<&str> = command.iter().map(String::as_str).collect();
+    let out = run(&registry, "prober", &words, Vec::new()).await.unwrap();
+    let text = stdout(&out);
+    assert!(!text.contains("ALLOWED"), "every attempt is refused:\n{text}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.matches("denied").count(), paths.len() + 5, "{text}");
+    assert!(text.contains("home /tmp user 65534"), "{text}");
+    // Links it planted are listed as left out, never followed or returned.
+    let names: Vec<&str> = out.files.iter().map(|f| f.path.as_str()).collect();
+    assert!(names.is_empty(), "no file comes back through a link: {names:?}");
+    assert_eq!(out.skipped.iter().filter(|l| l.contains("a link")).count(), 3, "{:?}", out.skipped);
+    assert!(!dir.join("scripts/evil.py").exists() && !Path::new("/usr/evil").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_that_floods_forks_fills_overruns_or_outlives_its_deadline_is_stopped() {
+    let env = Env::new();
+    env.skill("hostile", &[("scripts/noop.sh", "#!/bin/sh\necho fine\n")]);
+    let registry = env.open().await;
+    let policy = RunPolicy::parse("workspace = \"1MiB\"\n[limits]\ntimeout = \"3s\"\nmemory = \"256MiB\"\n", Path::new("policy")).unwrap();
+    registry.set_policy("hostile", &policy).await.unwrap();
+    approve(&registry, "hostile").await;
+
+    let text = limit(run(&registry, "hostile", &["sh", "-c", "yes flood"], Vec::new()).await, "hostile");
+    assert!(text.contains("without end"), "{text}");
+
+    let text = limit(run(&registry, "hostile", &["sh", "-c", "head -c 4000000 /dev/zero > big; echo done"], Vec::new()).await, "hostile");
+    assert!(text.contains("filled its workspace"), "{text}");
+
+    let text =
+        limit(run(&registry, "hostile", &["sh", "-c", "for i in $(seq 1 400); do sleep 1 & done; wait"], Vec::new()).await, "hostile");
+    assert!(text.contains("processes"), "{text}");
+
+    let text = limit(run(&registry, "hostile", &["python", "-c", "x = bytearray(600 << 20); print(len(x))"], Vec::new()).await, "hostile");
+    assert!(text.contains("memory"), "{text}");
+
+    // A grandchild that would outlive the deadline dies with the run.
+    let marker = "299.7";
+    let text = limit(run(&registry, "hostile", &["sh", "-c", &format!("(sleep {marker}) & sleep {marker}")], Vec::new()).await, "hostile");
+    assert!(text.contains("timeout"), "{text}");
+    assert_eq!(crate::wait_gone(&format!("sleep {marker}")).await, Vec::<u32>::new(), "nothing of the run is left");
+    // And when the command itself exits, what it left running dies too.
+    let out = run(&registry, "hostile", &["sh", "-c", "(sleep 298.3) & echo left"], Vec::new()).await.unwrap();
+    assert_eq!(stdout(&out), "left\n");
+    assert_eq!(crate::wait_gone("sleep 298.3").await, Vec::<u32>::new());
+
+    // Installing a package at run time fails: no network, a read-only venv.
+    let out = run(
+        &registry,
+        "hostile",
+        &["python", "-m", "pip", "install", "--no-cache-dir", "--force-reinstall", "--no-deps", "--timeout", "3", "--retries", "0", "six"],
+        Vec::new(),
+    )
+    .await
+    .unwrap();
+    assert_ne!(out.exit_code, Some(0), "pip cannot install: {}", stdout(&out));
+
+    // The host serves on.
+    let out = run(&registry, "hostile", &["sh", "scripts/noop.sh"], Vec::new()).await.unwrap();
+    assert_eq!(stdout(&out), "fine\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_script_is_a_new_version_that_waits_for_a_human() {
+    let env = Env::new();
+    let dir = env.skill("drifter", &[("scripts/say.sh", "echo approved\n")]);
+    let registry = env.open().await;
+    approve(&registry, "drifter").await;
+    assert_eq!(stdout(&run(&registry, "drifter", &["sh", "scripts/say.sh"], Vec::new()).await.unwrap()), "approved\n");
+    // Changed on disk: until a rescan, the approved snapshot is what runs.
+    std::fs::write(dir.join("scripts/say.sh"), "echo changed\n").unwrap();
+    assert_eq!(stdout(&run(&registry, "drifter", &["sh", "scripts/say.sh"], Vec::new()).await.unwrap()), "approved\n");
+    drop(registry);
+    let registry = env.open().await;
+    assert_eq!(registry.entry("drifter").unwrap().state, TrustState::NeedsReapproval);
+    let refused = run(&registry, "drifter", &["sh", "scripts/say.sh"], Vec::new()).await.unwrap_err();
+    assert!(refused.to_string().contains("skillhost approve drifter"), "{refused}");
+    // A bad request is refused before anything runs.
+    approve(&registry, "drifter").await;
+    let bad = RunInput { path: "../escape".into(), bytes: Vec::new() };
+    let refused = run(&registry, "drifter", &["sh", "scripts/say.sh"], vec![bad]).await.unwrap_err();
+    assert!(matches!(refused, RegistryError::Run(RunError::Refused { .. })), "{refused}");
+}
