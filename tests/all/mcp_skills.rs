@@ -10,7 +10,10 @@ use std::sync::Arc;
 
 use fixtures::{LIMITS, TEXT_TOOLS};
 use rmcp::ServiceExt;
-use rmcp::model::{GetSkillRequestParams, PaginatedRequestParams, ReadResourceRequestParams, ResourceContents, Skill, SkillResources};
+use rmcp::model::{
+    GetSkillRequestParams, PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceRequestParams, ResourceContents, Skill,
+    SkillResources,
+};
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::Value;
 use skillhost::mcp::{HttpConfig, McpConfig, SkillhostMcp, serve_http};
@@ -133,6 +136,7 @@ async fn approved_skills_are_served_with_manifests_of_the_bytes_read() {
     let client = front(registry.clone()).await;
     let info = client.peer_info().expect("initialized");
     assert!(info.capabilities.supports_skills() && info.capabilities.resources.is_some(), "{:?}", info.capabilities);
+    assert!(info.capabilities.supports_directory_read(), "{:?}", info.capabilities);
 
     let (listed, _) = list_all(&client).await;
     let names: Vec<&str> = listed.iter().map(|s| s.name()).collect();
@@ -171,6 +175,24 @@ async fn approved_skills_are_served_with_manifests_of_the_bytes_read() {
         assert!(error.contains(says), "{uri}: {error}");
         assert!(error.contains("`limits`") || error.contains("`text-tools`"), "{uri}: names the skill: {error}");
     }
+
+    // Folders, among the files served.
+    let children = |uri: &'static str| {
+        let client = &client;
+        async move {
+            let read = client.read_resource_directory(ReadResourceDirectoryRequestParams::new(uri)).await.map_err(|e| e.to_string())?;
+            Ok::<_, String>(read.resources.iter().map(|r| (r.name.clone(), r.is_directory())).collect::<Vec<_>>())
+        }
+    };
+    let top = children("skill://limits").await.expect("the top folder");
+    let expected = [("SKILL.md", false), ("assets", true), ("references", true), ("scripts", true), ("skill.toml", false)];
+    assert_eq!(top, expected.map(|(n, d)| (n.to_owned(), d)), "no component, folders marked");
+    let references = children("skill://limits/references").await.expect("a folder");
+    assert_eq!(references, [("notes.md".to_owned(), false)], "the file over the limit is not served");
+    let pending = children("skill://text-tools").await.expect_err("pending");
+    assert!(pending.contains("skillhost approve text-tools"), "{pending}");
+    let file = children("skill://limits/SKILL.md").await.expect_err("a file is not a folder");
+    assert!(file.contains("`limits`") && file.contains("not a folder"), "{file}");
 
     // Clients without the extension keep the built-in tools.
     let tools = client.list_all_tools().await.unwrap();

@@ -30,8 +30,8 @@ use rmcp::model::{
     ElicitationAction, ElicitationSchema, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
     GetSkillResult, Implementation, InputRequest, InputRequiredResult, JsonObject, ListPromptsResult, ListResourcesResult,
     ListSkillsResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -569,8 +569,9 @@ impl ServerHandler for SkillhostMcp {
             .enable_resources()
             .enable_resources_list_changed()
             .enable_prompts()
-            // The Skills extension: skills/list, skills/get, files by resources/read.
-            .enable_skills()
+            // The Skills extension: skills/list, skills/get, files by resources/read,
+            // folders by resources/directory/read.
+            .enable_skills_with_directory_read()
             .build();
         let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
@@ -744,6 +745,14 @@ impl ServerHandler for SkillhostMcp {
 
     async fn get_skill(&self, request: GetSkillRequestParams, _context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData> {
         skills::get(&self.shared.registry, &self.shared.manifests, &request.uri)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        skills::read_directory(&self.shared.registry, &request.uri)
     }
 
     async fn list_prompts(

@@ -6,7 +6,9 @@
 //!
 //! Only skills a human approved, and that have SKILL.md instructions, are served: a
 //! skill pending review, rejected or disabled is absent from `skills/list`, and
-//! `skills/get` refuses it naming the command that approves it. What a file is, and
+//! `skills/get` refuses it naming the command that approves it.
+//! `resources/directory/read` of `skill://NAME` or `skill://NAME/FOLDER` lists a
+//! folder's files and subfolders among those the manifest serves. What a file is, and
 //! whether it is served, is decided in one place ([`knowledge::served`]), for reads and
 //! manifests alike, so a manifest hashes exactly the bytes a read returns: the snapshot
 //! the registry read and hashed when it loaded the skill, never the live folder.
@@ -26,7 +28,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use rmcp::ErrorData;
-use rmcp::model::{GetSkillResult, ListSkillsResult, MetaObject, Skill, SkillFrontmatter, SkillResource, SkillResources};
+use rmcp::model::{
+    DIRECTORY_MIME_TYPE, GetSkillResult, ListResourcesResult, ListSkillsResult, MetaObject, Resource, Skill, SkillFrontmatter,
+    SkillResource, SkillResources,
+};
 use serde_json::{Value, json};
 use skillhost_registry::{Entry, Registry, TrustState};
 
@@ -145,4 +150,41 @@ pub fn get(registry: &Registry, manifests: &Manifests, uri: &str) -> Result<GetS
     let entry = knowledge::known(registry, name).map_err(|e| refuse(e.to_string()))?;
     let skill = skill(&entry, manifests).map_err(|e| refuse(e.to_string()))?;
     Ok(GetSkillResult::new(skill).with_ttl_ms(0))
+}
+
+/// `resources/directory/read` of `uri` (`skill://NAME` for the skill's folder, or
+/// `skill://NAME/FOLDER`): the files and folders directly inside, among the files its
+/// manifest serves (at most [`knowledge::MAX_MANIFEST_FILES`]), by name.
+pub fn read_directory(registry: &Registry, uri: &str) -> Result<ListResourcesResult, ErrorData> {
+    let refuse = |why: String| ErrorData::invalid_params(why, None);
+    let rest = uri
+        .strip_prefix("skill://")
+        .ok_or_else(|| refuse(format!("`{uri}` is not a skill folder: folders are skill://NAME or skill://NAME/FOLDER")))?;
+    let (name, folder) = rest.trim_end_matches('/').split_once('/').unwrap_or((rest.trim_end_matches('/'), ""));
+    let entry = knowledge::known(registry, name).map_err(|e| refuse(e.to_string()))?;
+    let served = knowledge::served_files(&entry).map_err(|e| refuse(e.to_string()))?;
+    let prefix = if folder.is_empty() { String::new() } else { format!("{folder}/") };
+    let mut children: Vec<Resource> = Vec::new();
+    let mut folders = std::collections::BTreeSet::new();
+    for (path, bytes) in &served.files {
+        let Some(inside) = path.strip_prefix(prefix.as_str()) else { continue };
+        match inside.split_once('/') {
+            None => children.push(
+                Resource::new(self::uri(name, path), inside).with_mime_type(knowledge::mime_type(path)).with_size(bytes.len() as u64),
+            ),
+            Some((sub, _)) => {
+                folders.insert(sub.to_owned());
+            }
+        }
+    }
+    if children.is_empty() && folders.is_empty() {
+        return Err(refuse(format!(
+            "skill `{name}`: `{folder}` is not a folder of the skill; read skills/get's manifest for its files, or skill://{name} for its top folder"
+        )));
+    }
+    children.extend(
+        folders.into_iter().map(|sub| Resource::new(self::uri(name, &format!("{prefix}{sub}")), sub).with_mime_type(DIRECTORY_MIME_TYPE)),
+    );
+    children.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(ListResourcesResult::with_all_items(children).with_ttl_ms(0))
 }
