@@ -39,6 +39,11 @@ const BYTES_PER_TOKEN: usize = 4;
 pub const MAX_RESOURCE_BYTES: u64 = 256 * 1024;
 /// Most resource paths listed per skill in `skill_get` and `resources/list`.
 const MAX_LISTED_RESOURCES: usize = 64;
+/// Most files in a skill's Skills extension manifest ([`served_files`]), SKILL.md
+/// included: what one `skills/list` entry makes the host hash and send is bounded.
+pub const MAX_MANIFEST_FILES: usize = 256;
+/// The file holding a skill's instructions.
+pub const SKILL_MD: &str = "SKILL.md";
 /// The folders of the Agent Skills layout whose files `resources/list` shows.
 const RESOURCE_FOLDERS: [&str; 3] = ["references/", "scripts/", "assets/"];
 /// The directory's default budget, in tokens (used for the MCP `instructions`).
@@ -64,7 +69,9 @@ pub enum KnowledgeError {
     #[error("no skill named `{0}`; call skill_list or skill_search to see the skills")]
     UnknownSkill(String),
     /// The path is not a plain relative path inside the folder.
-    #[error("skill `{skill}`: refused `{path}`: {reason}; give a path relative to the skill folder, as listed by skill_get")]
+    #[error(
+        "skill `{skill}`: refused `{path}`: {reason}; give a path relative to the skill folder, as listed by skill_get (or the manifest of skills/get)"
+    )]
     Refused {
         /// The skill.
         skill: String,
@@ -81,6 +88,11 @@ pub enum KnowledgeError {
         /// Its state.
         state: TrustState,
     },
+    /// The skill has no SKILL.md, so the Skills extension does not serve it.
+    #[error(
+        "skill `{0}` has no SKILL.md instructions, so it is not served as an Agent Skill; call its tools (tool_search) or read it with skill_get"
+    )]
+    NoInstructions(String),
     /// The file could not be read.
     #[error("skill `{skill}`: cannot read `{path}`: {reason}")]
     Read {
@@ -309,6 +321,17 @@ pub fn read_resource(registry: &Registry, skill: &str, path: &str) -> Result<Str
 /// One file of a skill, as bytes: the same checks as [`read_resource`].
 pub fn read_resource_bytes(registry: &Registry, skill: &str, path: &str) -> Result<Vec<u8>, KnowledgeError> {
     let entry = known(registry, skill)?;
+    Ok(served(&entry, path)?.to_vec())
+}
+
+/// The bytes `resources/read` and `read_skill_resource` serve for `path` of `entry`: only
+/// once a human approved it, only a plain relative path, only a file the registry read
+/// and hashed when it loaded the skill (`SKILL.md` also from a single `.wasm` or a
+/// pack), within [`MAX_RESOURCE_BYTES`] (but `SKILL.md`). The one place that decides
+/// what a skill's files are to an agent: reads and the Skills extension's manifests
+/// ([`served_files`]) both go through it.
+pub fn served<'a>(entry: &'a Entry, path: &str) -> Result<&'a [u8], KnowledgeError> {
+    let skill = entry.name.as_str();
     if entry.state != TrustState::Approved {
         return Err(KnowledgeError::NotApproved { skill: skill.to_owned(), state: entry.state });
     }
@@ -318,11 +341,12 @@ pub fn read_resource_bytes(registry: &Registry, skill: &str, path: &str) -> Resu
         return Err(refuse("only plain relative paths inside the skill folder are allowed (no `/`, `..` or `.`)"));
     }
     let loaded = entry.loaded.as_ref().ok_or_else(|| KnowledgeError::UnknownSkill(skill.to_owned()))?;
-    if path == "SKILL.md"
-        && let Some(md) = &loaded.instructions
-    {
-        // Also a single `.wasm`'s embedded one.
-        return Ok(md.clone().into_bytes());
+    if path == SKILL_MD {
+        // The folder's own bytes, as hashed; else a single `.wasm`'s embedded SKILL.md
+        // or a pack skill's rendered one. Never over a limit: the registry capped it.
+        if let Some(md) = loaded.files.get(SKILL_MD).map(Vec::as_slice).or(loaded.instructions.as_ref().map(String::as_bytes)) {
+            return Ok(md);
+        }
     }
     if loaded.files.is_empty() && !loaded.origin.is_dir() {
         return Err(refuse("this skill is a single .wasm file; only SKILL.md can be read"));
@@ -338,7 +362,44 @@ pub fn read_resource_bytes(registry: &Registry, skill: &str, path: &str) -> Resu
             reason: format!("{} bytes is over the {MAX_RESOURCE_BYTES}-byte limit for resources", bytes.len()),
         });
     }
-    Ok(bytes.clone())
+    Ok(bytes)
+}
+
+/// Every file of `entry` as [`served`] serves it, for a Skills extension manifest:
+/// `SKILL.md` first, then the others in path order, at most [`MAX_MANIFEST_FILES`]; the
+/// files left out (over a limit), each with why. Refused as [`served`] refuses a skill
+/// not approved, and for a skill without SKILL.md.
+pub fn served_files(entry: &Entry) -> Result<ServedFiles<'_>, KnowledgeError> {
+    let skill = entry.name.as_str();
+    let loaded = entry.loaded.as_ref().ok_or_else(|| KnowledgeError::UnknownSkill(skill.to_owned()))?;
+    if entry.state != TrustState::Approved {
+        return Err(KnowledgeError::NotApproved { skill: skill.to_owned(), state: entry.state });
+    }
+    if loaded.instructions.is_none() {
+        return Err(KnowledgeError::NoInstructions(skill.to_owned()));
+    }
+    let mut files = vec![(SKILL_MD, served(entry, SKILL_MD)?)];
+    let mut withheld = Vec::new();
+    for path in loaded.files.keys().map(String::as_str).filter(|p| *p != SKILL_MD) {
+        if files.len() >= MAX_MANIFEST_FILES {
+            withheld.push((path, format!("more than {MAX_MANIFEST_FILES} files in the skill")));
+            continue;
+        }
+        match served(entry, path) {
+            Ok(bytes) => files.push((path, bytes)),
+            Err(e) => withheld.push((path, e.to_string())),
+        }
+    }
+    Ok(ServedFiles { files, withheld })
+}
+
+/// What [`served_files`] found: the files served, and those left out with why.
+#[derive(Debug)]
+pub struct ServedFiles<'a> {
+    /// Path relative to the skill folder, and the bytes served.
+    pub files: Vec<(&'a str, &'a [u8])>,
+    /// Path, and why it is not served.
+    pub withheld: Vec<(&'a str, String)>,
 }
 
 /// What `resources/list` shows of a skill: `SKILL.md`, then the files under
@@ -463,7 +524,8 @@ fn cut_at_word(text: &str, max: usize) -> String {
     format!("{}...", text[..end].trim_end_matches([',', ';', ':', '.', ' ']))
 }
 
-fn known(registry: &Registry, name: &str) -> Result<std::sync::Arc<Entry>, KnowledgeError> {
+/// The loaded, not disabled skill `name`.
+pub fn known(registry: &Registry, name: &str) -> Result<std::sync::Arc<Entry>, KnowledgeError> {
     registry
         .entry(name)
         .ok()

@@ -12,6 +12,9 @@
 //! - `server`: [`SkillhostMcp`], the rmcp handler: tools as `SKILL__TOOL`, calls with
 //!   progress and cancellation, deferred tools, list changes, approvals by elicitation,
 //!   SKILL.md files as `skill://NAME/PATH` resources.
+//! - `skills`: the MCP Skills extension (`skills/list`, `skills/get`): each approved
+//!   skill with SKILL.md as its frontmatter and a manifest of its files (SHA-256 digest
+//!   and size of the bytes `resources/read` serves), paged and bounded.
 //! - `tools`: the tool table and its conversion to MCP tools (schemas, annotations,
 //!   structured output).
 //! - `builtin`: `tool_search`, `skill_list`, `skill_search`, `skill_get`,
@@ -43,6 +46,7 @@ mod knowledge;
 mod run;
 mod search;
 mod server;
+mod skills;
 mod tools;
 
 pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};

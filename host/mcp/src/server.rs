@@ -27,9 +27,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationSchema, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InputRequest,
-    InputRequiredResult, JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ElicitationAction, ElicitationSchema, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
+    GetSkillResult, Implementation, InputRequest, InputRequiredResult, JsonObject, ListPromptsResult, ListResourcesResult,
+    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -45,6 +46,7 @@ use crate::approval::{Approvals, Asked};
 use crate::builtin::{self, Builtin};
 use crate::forge::ForgeTool;
 use crate::knowledge;
+use crate::skills;
 use crate::tools::{SEPARATOR, ToolEntry, public_name, table, tool_count};
 
 /// How the MCP front behaves.
@@ -105,6 +107,8 @@ struct Shared {
     sessions: AtomicU64,
     /// Serves `skill_create` and `skill_update` when set.
     forge: Option<Arc<skillhost_forge::Forge>>,
+    /// The Skills extension's manifests, hashed once per skill version.
+    manifests: skills::Manifests,
 }
 
 struct Session {
@@ -195,7 +199,15 @@ impl SkillhostMcp {
     pub fn with_index(registry: Arc<Registry>, config: McpConfig, index: Arc<SearchIndex>) -> Self {
         let approvals = Approvals::new(config.approval_timeout);
         let index = tokio::sync::watch::Sender::new(IndexSlot { index, loading: false, failed: None });
-        let shared = Arc::new(Shared { registry, config, index, approvals, sessions: AtomicU64::new(0), forge: None });
+        let shared = Arc::new(Shared {
+            registry,
+            config,
+            index,
+            approvals,
+            sessions: AtomicU64::new(0),
+            forge: None,
+            manifests: skills::Manifests::default(),
+        });
         Self { session: Session::new(&shared), shared }
     }
 
@@ -564,6 +576,9 @@ impl ServerHandler for SkillhostMcp {
             .enable_resources()
             .enable_resources_list_changed()
             .enable_prompts()
+            // The Skills extension: skills/list, skills/get, files by resources/read,
+            // folders by resources/directory/read.
+            .enable_skills_with_directory_read()
             .build();
         let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
@@ -724,6 +739,27 @@ impl ServerHandler for SkillhostMcp {
             }
         };
         Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]).into())
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        skills::list(&self.shared.registry, &self.shared.manifests, cursor)
+    }
+
+    async fn get_skill(&self, request: GetSkillRequestParams, _context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData> {
+        skills::get(&self.shared.registry, &self.shared.manifests, &request.uri)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        skills::read_directory(&self.shared.registry, &request.uri)
     }
 
     async fn list_prompts(
