@@ -188,8 +188,9 @@ memory, processes, output and workspace size.
 Exit codes: the command's own, or 2 refused, 3 limit hit, 4 not runnable or host error.
 
 Examples:
-  skillhost run csv-report -- python scripts/report.py data.csv report.md --input ./data.csv --out ./report
-  skillhost run csv-report --json -- bash scripts/check.sh")]
+  skillhost approve csv-report --yes
+  skillhost run csv-report --input examples/sales.csv --out ./report -- python scripts/report.py sales.csv report.md
+  skillhost run csv-report --input examples/sales.csv --json -- sh scripts/check.sh sales.csv")]
     Run(run::RunArgs),
 
     /// Show or change what a skill's scripts may have (network, secrets, data, host paths, limits)
@@ -200,8 +201,9 @@ changes what the skill asks for, so it waits for `skillhost approve` again.
 Examples:
   skillhost policy csv-report
   skillhost policy csv-report --allow https://api.example.com --timeout 2m
-  skillhost policy csv-report --secret api-token=Authorization:Bearer {}@http://127.0.0.1:8080 --allow http://127.0.0.1:8080
-  skillhost policy csv-report --path ./reports:rw=reports --data rw")]
+  skillhost policy csv-report --allow http://127.0.0.1:8080 --secret 'api-token=Authorization:Bearer {}@http://127.0.0.1:8080'
+  skillhost policy csv-report --path ./report=reports --data rw
+  skillhost policy csv-report --reset")]
     Policy(policy::PolicyArgs),
 
     /// Show a skill's manifest, grant and tools with their schemas, and a component's WIT

@@ -153,7 +153,7 @@ fn apply(base: &RunPolicy, args: &PolicyArgs) -> Result<RunPolicy> {
         if let Some(name) = name {
             path.insert("as".into(), name.into());
         }
-        path.insert("mode".into(), if rw { "read-write" } else { "read-only" }.into());
+        path.insert("mode".into(), if rw { "rw" } else { "ro" }.into());
         push(&mut table, &["paths"], toml::Value::Table(path));
     }
     for package in &args.packages {
@@ -182,8 +182,8 @@ fn set(table: &mut toml::Table, section: &str, key: &str, value: String) {
 
 fn mode(text: &str) -> Result<&'static str> {
     match text {
-        "ro" | "read-only" => Ok("read-only"),
-        "rw" | "read-write" => Ok("read-write"),
+        "ro" | "read-only" => Ok("ro"),
+        "rw" | "read-write" => Ok("rw"),
         other => Err(exit::usage(format!("--data {other:?}: write `ro` or `rw`"))),
     }
 }

@@ -78,7 +78,7 @@ pub struct HostPath {
     /// Its name inside (`/host/NAME`); default: the directory's own name.
     #[serde(default, rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// `read-only` or `read-write`.
+    /// `ro` or `rw`.
     pub mode: FileMode,
 }
 
@@ -119,7 +119,7 @@ struct RawPolicy {
 /// Its file is TOML:
 ///
 /// ```toml
-/// data = "read-write"                    # its data dir at /data
+/// data = "rw"                            # its data dir at /data (`ro` or `rw`)
 /// workspace = "128MiB"                   # the per-run workspace
 /// packages = ["requests==2.32.3"]        # added to what its scripts declare
 /// [network]
@@ -131,7 +131,7 @@ struct RawPolicy {
 /// hosts = ["https://api.example.com"]
 /// [[paths]]                              # seen at /host/reports
 /// host = "/home/me/reports"
-/// mode = "read-only"
+/// mode = "ro"
 /// [limits]
 /// timeout = "60s"
 /// memory = "1GiB"
@@ -350,10 +350,10 @@ impl RunPolicy {
     pub fn requests(&self) -> Vec<String> {
         let mut lines = Vec::new();
         if let Some(mode) = self.data {
-            lines.push(format!("its data dir at /data: {}", mode_name(mode)));
+            lines.push(format!("its data dir at /data: {}", mode_words(mode)));
         }
         for path in &self.paths {
-            lines.push(format!("host directory {} at {}: {}", path.host.display(), path.guest(), mode_name(path.mode)));
+            lines.push(format!("host directory {} at {}: {}", path.host.display(), path.guest(), mode_words(path.mode)));
         }
         for (kind, rules) in
             [("allow", &self.network.allow), ("deny", &self.network.deny), ("private address allowed", &self.network.private)]
@@ -400,7 +400,15 @@ fn check_host_path(path: &HostPath) -> Result<(), String> {
     Ok(())
 }
 
+/// The mode as policy files and skill.toml write it.
 fn mode_name(mode: FileMode) -> &'static str {
+    match mode {
+        FileMode::ReadOnly => "ro",
+        FileMode::ReadWrite => "rw",
+    }
+}
+
+fn mode_words(mode: FileMode) -> &'static str {
     match mode {
         FileMode::ReadOnly => "read-only",
         FileMode::ReadWrite => "read-write",

@@ -620,7 +620,10 @@ type Guards = Vec<Box<dyn std::any::Any + Send + Sync>>;
 fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &SkillName) -> Result<Bind, String> {
     let user = runtime.jail.user();
     let fd = dir.open(skill, user.is_some()).map_err(|e| e.to_string())?;
-    if let Some(user) = user {
+    // A skill's data dir is handed to the sandbox's uid; a host directory a human granted
+    // (opened from `/`) stays its owner's, reached with the permissions it has.
+    let own_data = dir.root != Path::new("/");
+    if let Some(user) = user.filter(|_| own_data) {
         user.give(&fd)
             .map_err(|e| format!("cannot give its data directory {} to the sandbox's uid {}: {e}", dir.host.display(), user.uid))?;
         if let Some(parent) = isolation::unreachable_parent(&dir.host, user.uid, user.gid) {

@@ -39,6 +39,7 @@ impl World {
             guest.folder(&skills);
         }
         copy_dir(&checkout().join("skills/site-check"), &skills.join("site-check"));
+        copy_dir(&checkout().join("skills/csv-report"), &skills.join("csv-report"));
         std::fs::create_dir_all(world.work().join("examples")).unwrap();
         std::fs::copy(checkout().join("examples/sales.csv"), world.work().join("examples/sales.csv")).unwrap();
         std::fs::create_dir_all(world.root.path().join("home/my-skills")).unwrap();
