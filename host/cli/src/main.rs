@@ -189,8 +189,9 @@ Exit codes: the command's own, or 2 refused, 3 limit hit, 4 not runnable or host
 
 Examples:
   skillhost approve csv-report --yes
-  skillhost run csv-report --input examples/sales.csv --out ./report -- python scripts/report.py sales.csv report.md
-  skillhost run csv-report --input examples/sales.csv --json -- sh scripts/check.sh sales.csv")]
+  skillhost run csv-report -i examples/sales.csv -- python scripts/report.py sales.csv r.md
+  skillhost run csv-report -i examples/sales.csv --out report -- sh scripts/check.sh sales.csv
+  skillhost run csv-report -i examples/sales.csv --json -- sh scripts/check.sh sales.csv")]
     Run(run::RunArgs),
 
     /// Show or change what a skill's scripts may have (network, secrets, data, host paths, limits)
@@ -201,7 +202,8 @@ changes what the skill asks for, so it waits for `skillhost approve` again.
 Examples:
   skillhost policy csv-report
   skillhost policy csv-report --allow https://api.example.com --timeout 2m
-  skillhost policy csv-report --allow http://127.0.0.1:8080 --secret 'api-token=Authorization:Bearer {}@http://127.0.0.1:8080'
+  skillhost policy csv-report --allow http://127.0.0.1:8080
+  skillhost policy csv-report --secret token=Authorization@http://127.0.0.1:8080
   skillhost policy csv-report --path ./report=reports --data rw
   skillhost policy csv-report --reset")]
     Policy(policy::PolicyArgs),

@@ -224,6 +224,8 @@ fn copy_dir(from: &Path, to: &Path) {
         let entry = entry.unwrap();
         if entry.file_type().unwrap().is_file() {
             std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        } else if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()));
         }
     }
 }

@@ -116,8 +116,15 @@ async fn claude_skills_are_served_read_only_as_instructions() {
         };
         assert_eq!(entry["layer"], layer, "{entry}");
         assert_eq!(entry["origin"], canonical(&origin), "{entry}");
-        assert_eq!((entry["runtime"].as_str(), entry["state"].as_str()), (Some("instructions"), Some("approved")), "{entry}");
         assert_eq!(entry["tools"], json!([]), "{entry}");
+        if name == "foo" {
+            // Its scripts are code: runnable in the jail once a human approves them,
+            // never run by the host on its own.
+            assert_eq!((entry["runtime"].as_str(), entry["state"].as_str()), (Some("scripts"), Some("pending_review")), "{entry}");
+            assert!(entry["requests"].to_string().contains("scripts/run.sh"), "its script is shown: {entry}");
+            continue;
+        }
+        assert_eq!((entry["runtime"].as_str(), entry["state"].as_str()), (Some("instructions"), Some("approved")), "{entry}");
         assert_eq!(entry["requests"], json!([]), "nothing is granted: {entry}");
     }
     let show = run(&["--skills-from", "claude", "show", "foo"]);
@@ -133,6 +140,15 @@ async fn claude_skills_are_served_read_only_as_instructions() {
     let out = run(&["remove", "foo", "--yes"]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).contains("not installed in the user layer"), "{}", stderr(&out));
+
+    // Its script runs only once a human approves it, and then in the jail: it cannot
+    // touch the marker in the host's home (checked at the end).
+    let out = run(&["--skills-from", "claude", "run", "foo", "--", "sh", "scripts/run.sh"]);
+    assert!(stderr(&out).contains("skillhost approve foo"), "{}", stderr(&out));
+    let out = run(&["--skills-from", "claude", "approve", "foo", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&["--skills-from", "claude", "run", "foo", "--", "sh", "scripts/run.sh"]);
+    assert_eq!(out.status.code(), Some(1), "touch fails inside the jail: {}", stderr(&out));
 
     // Over MCP: the instructions and the script as text, no tools of its own.
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillhost"));
