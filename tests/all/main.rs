@@ -45,6 +45,11 @@ fn test_host() -> TestHost {
 /// A host over `data` with the sandbox runtime (the test venv, the egress shim) and the
 /// shared compiled cache; fails the test if bubblewrap or the venv is missing.
 fn sandbox_host(data: &Path) -> skillhost::Host {
+    sandbox_host_with(data, |_| {})
+}
+
+/// [`sandbox_host`], its sandbox's configuration changed by `adjust` first.
+fn sandbox_host_with(data: &Path, adjust: impl FnOnce(&mut skillhost::BwrapConfig)) -> skillhost::Host {
     let host = skillhost::Host::builder()
         .data_dir(data)
         .cache_dir(shared_cache().join("compiled"))
@@ -52,6 +57,7 @@ fn sandbox_host(data: &Path) -> skillhost::Host {
             let mut config = fixtures::python::sandbox_config(data);
             config.shim = Some(vec![env!("CARGO_BIN_EXE_skillhost-shim").into()]);
             config.init = Some(vec![env!("CARGO_BIN_EXE_skillhost-run-init").into()]);
+            adjust(&mut config);
             config
         })
         .build()

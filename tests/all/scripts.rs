@@ -21,8 +21,13 @@ struct Env {
 
 impl Env {
     fn new() -> Self {
+        Self::with(|_| {})
+    }
+
+    /// An environment whose sandbox configuration `adjust` changes.
+    fn with(adjust: impl FnOnce(&mut skillhost::BwrapConfig)) -> Self {
         let data = tempfile::tempdir().unwrap();
-        Self { host: crate::sandbox_host(data.path()), data, skills: tempfile::tempdir().unwrap() }
+        Self { host: crate::sandbox_host_with(data.path(), adjust), data, skills: tempfile::tempdir().unwrap() }
     }
 
     /// A skill `name` with SKILL.md and `files` (path, contents).
@@ -324,4 +329,65 @@ async fn a_changed_script_is_a_new_version_that_waits_for_a_human() {
     let bad = RunInput { path: "../escape".into(), bytes: Vec::new() };
     let refused = run(&registry, "drifter", &["sh", "scripts/say.sh"], vec![bad]).await.unwrap_err();
     assert!(matches!(refused, RegistryError::Run(RunError::Refused { .. })), "{refused}");
+}
+
+/// A wheel of a pure-Python package `tinypkg` 1.2.3, written into `dir` (a package index
+/// of one file, so the test needs no network).
+fn tiny_wheel(dir: &Path) {
+    let script = r#"
+import zipfile, hashlib, base64, sys
+name, ver = "tinypkg", "1.2.3"
+files = {
+    f"{name}/__init__.py": b"VALUE = 'tiny 1.2.3'\n",
+    f"{name}-{ver}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {ver}\n".encode(),
+    f"{name}-{ver}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+digest = lambda d: "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode()
+record = "".join(f"{p},{digest(d)},{len(d)}\n" for p, d in files.items()) + f"{name}-{ver}.dist-info/RECORD,,\n"
+with zipfile.ZipFile(f"{sys.argv[1]}/{name}-{ver}-py3-none-any.whl", "w") as z:
+    for p, d in files.items():
+        z.writestr(p, d)
+    z.writestr(f"{name}-{ver}.dist-info/RECORD", record)
+"#;
+    let status = std::process::Command::new(fixtures::python::venv().join("bin/python")).args(["-c", script]).arg(dir).status().unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn packages_a_script_declares_are_installed_at_approval_and_used_offline() {
+    let index = tempfile::tempdir().unwrap();
+    tiny_wheel(index.path());
+    let find_links = index.path().to_owned();
+    let env = Env::with(|config| config.package_index = vec!["--no-index".into(), "--find-links".into(), find_links.into()]);
+    let use_it = "# /// script\n# dependencies = [\"tinypkg>=1.0\"]\n# ///\nimport tinypkg\nprint(tinypkg.VALUE)\n";
+    env.skill("tiny", &[("scripts/use.py", use_it)]);
+    env.skill("direct", &[("scripts/evil.py", "# /// script\n# dependencies = [\"evil @ https://example.com/evil.whl\"]\n# ///\n")]);
+    let registry = env.open().await;
+
+    // A direct reference is refused at load, naming the file.
+    let direct = registry.entry("direct").unwrap();
+    let error = direct.error.as_ref().map(ToString::to_string).unwrap_or_default();
+    assert!(error.contains("scripts/evil.py") && error.contains("direct reference"), "{error}");
+
+    let request = registry.approval_request("tiny").unwrap();
+    assert!(request.requests.iter().any(|l| l.contains("not resolved yet") && l.contains("tinypkg>=1.0")), "{:?}", request.requests);
+    approve(&registry, "tiny").await;
+    let refused = run(&registry, "tiny", &["python", "scripts/use.py"], Vec::new()).await.unwrap_err();
+    assert!(refused.to_string().contains("skillhost approve tiny"), "nothing is installed at run time: {refused}");
+
+    // The approval step: resolved to exact versions, installed, then shown and approved.
+    let scripts = registry.entry("tiny").unwrap().loaded.as_ref().unwrap().scripts.clone().unwrap();
+    let lock = env.host.sandbox().unwrap().install_packages(&scripts.packages).await.unwrap();
+    assert_eq!(lock.packages, ["tinypkg==1.2.3"]);
+    registry.set_lock("tiny", &lock).await.unwrap();
+    assert_eq!(registry.entry("tiny").unwrap().state, TrustState::NeedsReapproval, "the exact set is a change a human sees");
+    let request = registry.approval_request("tiny").unwrap();
+    assert!(request.requests.iter().any(|l| l.starts_with("package tinypkg==1.2.3")), "{:?}", request.requests);
+    approve(&registry, "tiny").await;
+    let out = run(&registry, "tiny", &["python", "scripts/use.py"], Vec::new()).await.unwrap();
+    assert_eq!(stdout(&out), "tiny 1.2.3\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
+
+    // A second skill with the same set shares the environment.
+    let again = env.host.sandbox().unwrap().install_packages(&scripts.packages).await.unwrap();
+    assert_eq!(again.env, lock.env);
 }

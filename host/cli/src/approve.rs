@@ -23,8 +23,27 @@ pub struct ApproveArgs {
 pub async fn run(app: &App, args: ApproveArgs) -> Result<ExitCode> {
     let host = app.host()?;
     let registry = app.registry_for(&host, &args.name, true).await?;
+    install_packages(&host, &registry, &args.name).await?;
     approve(&registry, &args.name, args.yes).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// For a skill whose scripts declare packages: resolve them to exact versions and install
+/// them (from the package index, before the human is asked), so that the request shows
+/// what will run, and a run never installs anything.
+async fn install_packages(host: &skillhost::Host, registry: &Registry, name: &str) -> Result<()> {
+    let entry = registry.entry(name)?;
+    let Some(scripts) = entry.loaded.as_ref().and_then(|l| l.scripts.as_ref()) else { return Ok(()) };
+    if scripts.packages.is_empty() {
+        return Ok(());
+    }
+    let sandbox = host.sandbox().map_err(|e| anyhow::anyhow!("cannot install the packages of `{name}`: {e}"))?;
+    errln!("resolving and installing {} package(s) of `{name}` with uv: {}", scripts.packages.len(), scripts.packages.join(", "));
+    let lock = sandbox.install_packages(&scripts.packages).await?;
+    if scripts.lock.as_ref() != Some(&lock) {
+        registry.set_lock(name, &lock).await?;
+    }
+    Ok(())
 }
 
 /// Show what approving `name` grants, ask, and approve exactly what was shown.

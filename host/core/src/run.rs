@@ -68,6 +68,132 @@ pub fn scripts_of(files: &BTreeMap<String, Vec<u8>>) -> Vec<(&str, String)> {
         .collect()
 }
 
+/// The largest number of packages a skill may declare (its scripts and policy together).
+pub const MAX_PACKAGES: usize = 64;
+
+/// The Python packages a skill's scripts declare, the standard ways: PEP 723 inline
+/// metadata in any `.py` file (`# /// script` … `dependencies = [...]` … `# ///`) and a
+/// `requirements.txt` at the skill's root or in `scripts/`, plus those `policy` adds;
+/// sorted and deduplicated. Only plain requirements count (`name[extras] SPECIFIERS;
+/// markers`): an option (`-r`, `--index-url`), a URL or a direct reference is refused,
+/// naming the file, so nothing but the host's package index is ever asked.
+pub fn declared_packages(files: &BTreeMap<String, Vec<u8>>, policy: &RunPolicy) -> Result<Vec<String>, String> {
+    let mut found: Vec<String> = policy.packages.clone();
+    for (path, bytes) in files {
+        let Ok(text) = std::str::from_utf8(bytes) else { continue };
+        if path.ends_with(".py") {
+            for dep in pep723_dependencies(text).map_err(|e| format!("{path}: its `# /// script` block {e}"))?.unwrap_or_default() {
+                check_requirement(&dep).map_err(|e| format!("{path}: {e}"))?;
+                found.push(dep);
+            }
+        } else if path == "requirements.txt" || path == "scripts/requirements.txt" {
+            for (n, line) in text.lines().enumerate() {
+                let line = line.split(" #").next().unwrap_or_default().trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                check_requirement(line).map_err(|e| format!("{path}:{}: {e}", n + 1))?;
+                found.push(line.to_owned());
+            }
+        }
+    }
+    for requirement in &found {
+        check_requirement(requirement)?;
+    }
+    found.sort();
+    found.dedup();
+    if found.len() > MAX_PACKAGES {
+        return Err(format!("it declares {} packages, more than the {MAX_PACKAGES} a skill may", found.len()));
+    }
+    Ok(found)
+}
+
+/// The `dependencies` of a PEP 723 `script` block, if `text` has one.
+fn pep723_dependencies(text: &str) -> Result<Option<Vec<String>>, String> {
+    let mut lines = text.lines().skip_while(|l| l.trim_end() != "# /// script");
+    if lines.next().is_none() {
+        return Ok(None);
+    }
+    let mut toml_text = String::new();
+    for line in lines {
+        if line.trim_end() == "# ///" {
+            #[derive(Deserialize)]
+            struct Script {
+                #[serde(default)]
+                dependencies: Vec<String>,
+            }
+            let script: Script = toml::from_str(&toml_text).map_err(|e| format!("is not valid TOML: {}", e.message()))?;
+            return Ok(Some(script.dependencies));
+        }
+        let content = line.strip_prefix("# ").or_else(|| line.strip_prefix('#')).ok_or("has a line not starting with `#`")?;
+        toml_text.push_str(content);
+        toml_text.push('\n');
+    }
+    Err("is not closed with `# ///`".into())
+}
+
+/// Whether `requirement` is a plain one: a name, extras, version specifiers and markers,
+/// no option, URL or direct reference.
+fn check_requirement(requirement: &str) -> Result<(), String> {
+    let bad = |why: &str| Err(format!("`{}` {why}; write `NAME==VERSION` or `NAME>=VERSION`", crate::text::quote(requirement, 80)));
+    if requirement.is_empty() || requirement.len() > 200 {
+        return bad("is empty or longer than 200 bytes");
+    }
+    if requirement.starts_with('-') {
+        return bad("is an installer option, which a skill may not give");
+    }
+    if requirement.contains("://") || requirement.contains('@') {
+        return bad("names a URL or a direct reference; packages come from the host's index only");
+    }
+    if !requirement.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        || !requirement.chars().all(|c| c.is_ascii_alphanumeric() || " ._-[],<>=!~;'\"()*".contains(c))
+    {
+        return bad("is not a requirement");
+    }
+    Ok(())
+}
+
+/// The packages a skill's scripts declared, resolved to exact versions when a human
+/// approved them, and the environment they were installed into (kept beside its policy;
+/// written by the host, never by the skill).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackageLock {
+    /// SHA-256 of the declared requirements (one per line) it was resolved from: a
+    /// changed declaration makes it stale.
+    pub declared: String,
+    /// Every package installed, `name==version`, sorted.
+    pub packages: Vec<String>,
+    /// The environment's name (`py-HASH`, by the hash of `packages`): shared by skills
+    /// with the same set.
+    pub env: String,
+}
+
+impl PackageLock {
+    /// The hash a lock of `declared` records.
+    pub fn declared_hash(declared: &[String]) -> String {
+        hex::encode(sha2::Sha256::digest(declared.join("\n")))
+    }
+
+    /// Read the lock at `path`, if there is one.
+    pub fn read(path: &Path) -> Result<Option<Self>, String> {
+        match std::fs::read(path) {
+            Ok(bytes) if bytes.len() <= MAX_POLICY_BYTES * 4 => {
+                let text = std::str::from_utf8(&bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
+                toml::from_str(text).map(Some).map_err(|e| format!("{}: {}", path.display(), e.message()))
+            }
+            Ok(_) => Err(format!("{}: too large", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// Its file's text.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+}
+
 /// A host directory a human granted to a skill's scripts, seen at `/host/NAME`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -447,6 +573,9 @@ pub struct ScriptJob {
     pub command: Vec<String>,
     /// Files put into the workspace before the command starts.
     pub inputs: Vec<RunInput>,
+    /// The environment its declared packages were installed into at approval
+    /// ([`PackageLock::env`]), used instead of the host's managed venv.
+    pub env: Option<String>,
 }
 
 impl ScriptJob {
@@ -627,3 +756,73 @@ pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(60);
 /// The memory of a run's whole process tree when its policy names none (never above the
 /// host's maximum).
 pub const DEFAULT_RUN_MEMORY: u64 = 512 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(list: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
+        list.iter().map(|(p, t)| ((*p).to_owned(), t.as_bytes().to_vec())).collect()
+    }
+
+    #[test]
+    fn packages_come_from_pep_723_requirements_and_the_policy() {
+        let skill = files(&[
+            (
+                "scripts/a.py",
+                "#!/usr/bin/env python3\n# /// script\n# requires-python = \">=3.10\"\n# dependencies = [\n#   \"requests>=2\",\n#   \"rich\",\n# ]\n# ///\nimport requests\n",
+            ),
+            ("scripts/requirements.txt", "# pinned\nrich==13.7.1  # tables\n\nPyYAML>=6 ; python_version >= '3.8'\n"),
+            ("README.py.txt", "# /// script\n# dependencies = [\"ignored\"]\n# ///\n"),
+        ]);
+        let policy = RunPolicy { packages: vec!["requests>=2".into(), "six==1.16.0".into()], ..RunPolicy::none() };
+        assert_eq!(
+            declared_packages(&skill, &policy).unwrap(),
+            ["PyYAML>=6 ; python_version >= '3.8'", "requests>=2", "rich", "rich==13.7.1", "six==1.16.0"]
+        );
+        assert_eq!(declared_packages(&files(&[("scripts/x.sh", "echo")]), &RunPolicy::none()).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn options_urls_and_broken_blocks_are_refused_naming_the_file() {
+        for (path, text, says) in [
+            ("requirements.txt", "-r other.txt\n", "requirements.txt:1"),
+            ("requirements.txt", "ok\n--index-url https://evil.example/simple\n", "requirements.txt:2"),
+            ("scripts/x.py", "# /// script\n# dependencies = [\"pkg @ git+https://x/y\"]\n# ///\n", "scripts/x.py"),
+            ("scripts/x.py", "# /// script\n# dependencies = [\"a\"]\n", "not closed"),
+            ("scripts/x.py", "# /// script\n# dependencies = [\"a\"\n# ///\n", "not valid TOML"),
+        ] {
+            let error = declared_packages(&files(&[(path, text)]), &RunPolicy::none()).unwrap_err();
+            assert!(error.contains(says), "{path}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_policy_reads_back_what_it_writes_and_its_digest_follows_every_grant() {
+        let text = "data = \"rw\"\nworkspace = \"8MiB\"\npackages = [\"six==1.16.0\"]\n[network]\nallow = [\"http://127.0.0.1:8080\"]\n[[secrets]]\nname = \"tok\"\nheader = \"Authorization\"\nformat = \"Bearer {}\"\nhosts = [\"http://127.0.0.1:8080\"]\n[[paths]]\nhost = \"/srv/reports\"\nas = \"reports\"\nmode = \"ro\"\n[limits]\ntimeout = \"90s\"\n";
+        let policy = RunPolicy::parse(text, Path::new("p.toml")).unwrap();
+        let again = RunPolicy::parse(&policy.to_toml(), Path::new("p.toml")).unwrap();
+        assert_eq!(policy, again);
+        assert_eq!(policy.digest(), again.digest());
+        assert_ne!(policy.digest(), RunPolicy::none().digest());
+        let wider = RunPolicy::parse(&text.replace("\"ro\"", "\"rw\""), Path::new("p.toml")).unwrap();
+        assert_ne!(policy.digest(), wider.digest());
+        assert!(policy.grants_writes_or_secrets());
+        assert_eq!(policy.paths[0].guest(), "/host/reports");
+        for bad in [
+            "[[paths]]\nhost = \"relative\"\nmode = \"ro\"\n",
+            "workspace = \"2GiB\"\n",
+            "unknown = 1\n",
+            "[[secrets]]\nname = \"t\"\nheader = \"A\"\nhosts = [\"http://not-allowed\"]\n",
+        ] {
+            assert!(RunPolicy::parse(bad, Path::new("p.toml")).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn scripts_are_files_under_scripts_or_with_a_scripts_extension() {
+        let skill = files(&[("SKILL.md", ""), ("scripts/data.csv", ""), ("tool.py", ""), ("references/a.md", "")]);
+        let paths: Vec<&str> = scripts_of(&skill).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(paths, ["scripts/data.csv", "tool.py"]);
+    }
+}

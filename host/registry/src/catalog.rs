@@ -28,6 +28,24 @@ pub struct Scripts {
     pub files: Vec<(String, String)>,
     /// What its runs may have: the host-side policy a human wrote, or nothing.
     pub policy: skillhost_core::RunPolicy,
+    /// The Python packages its scripts (and policy) declare, sorted.
+    pub packages: Vec<String>,
+    /// Those packages as resolved and installed when a human approved them; `None` until
+    /// then, or when the declaration changed since.
+    pub lock: Option<skillhost_core::PackageLock>,
+}
+
+impl Scripts {
+    /// What an approval binds to besides the content hash: the policy and the exact
+    /// packages (or, before they are resolved, what is declared).
+    pub fn digest(&self) -> String {
+        if self.packages.is_empty() {
+            return self.policy.digest();
+        }
+        let resolved = self.lock.as_ref().map_or_else(|| format!("unresolved {}", self.packages.join(" ")), |l| l.packages.join(" "));
+        let both = format!("{}\n{resolved}", self.policy.digest());
+        format!("scripts-{}", hex::encode(<sha2::Sha256 as sha2::Digest>::digest(both)))
+    }
 }
 
 /// One skill name in the catalog.

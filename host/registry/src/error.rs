@@ -50,6 +50,14 @@ pub enum RegistryError {
         /// What it is instead, and what to do.
         reason: String,
     },
+    /// Its scripts declare packages that cannot be installed as written.
+    #[error("skill `{name}`: its declared packages: {reason}")]
+    Packages {
+        /// The skill.
+        name: String,
+        /// Which file and what to change.
+        reason: String,
+    },
     /// A run of its scripts was refused or stopped.
     #[error(transparent)]
     Run(#[from] skillhost_core::RunError),

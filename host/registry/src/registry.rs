@@ -231,6 +231,19 @@ impl Registry {
         if entry.state != TrustState::Approved {
             return Err(RegistryError::NotCallable { name: skill.to_owned(), state: entry.state });
         }
+        let env = match (&scripts.lock, scripts.packages.is_empty()) {
+            (_, true) => None,
+            (Some(lock), false) => Some(lock.env.clone()),
+            (None, false) => {
+                return Err(RegistryError::NotRunnable {
+                    name: skill.to_owned(),
+                    reason: format!(
+                        "its packages ({}) are not resolved and installed yet; `skillhost approve {skill}` does both, showing the exact versions",
+                        scripts.packages.join(", ")
+                    ),
+                });
+            }
+        };
         let grant = scripts.policy.grant(&entry.name, &self.policy, &entry.identity).map_err(LoadError::from)?;
         let job = skillhost_core::ScriptJob {
             skill: entry.name.clone(),
@@ -240,6 +253,7 @@ impl Registry {
             workspace: scripts.policy.workspace,
             command,
             inputs,
+            env,
         };
         let started = std::time::Instant::now();
         let result = self.runtime.run_script(job, cx).await;
@@ -266,16 +280,49 @@ impl Registry {
     pub async fn set_policy(&self, name: &str, policy: &RunPolicy) -> Result<PathBuf, RegistryError> {
         let (_, identity) = self.identity_of(name)?;
         let path = self.policy_path(&identity);
-        let fail = |e: std::io::Error| RegistryError::Policy { name: name.to_owned(), path: path.clone(), reason: e.to_string() };
+        let text = format!("# The run policy of skill `{name}`, written by `skillhost policy`.\n{}", policy.to_toml());
+        self.write_beside(name, &path, &text).await?;
+        Ok(path)
+    }
+
+    /// Where the resolved packages of the skill identified by `identity` are kept, beside
+    /// its policy.
+    pub fn lock_path(&self, identity: &DataKey) -> PathBuf {
+        self.config.data_dir.join("policies").join(format!("{identity}.lock"))
+    }
+
+    /// The policy and the package lock of the skill identified by `identity`.
+    fn run_inputs(&self, identity: &DataKey, name: &str) -> Result<(RunPolicy, Option<skillhost_core::PackageLock>), RegistryError> {
+        let path = self.policy_path(identity);
+        let policy = RunPolicy::read(&path).map_err(|e| RegistryError::Policy {
+            name: name.to_owned(),
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let path = self.lock_path(identity);
+        let lock =
+            skillhost_core::PackageLock::read(&path).map_err(|reason| RegistryError::Policy { name: name.to_owned(), path, reason })?;
+        Ok((policy, lock))
+    }
+
+    /// Record the packages of `name`'s scripts as resolved and installed (the host's step
+    /// before a human is asked to approve) and load the skill again, so that its approval
+    /// request shows the exact versions.
+    pub async fn set_lock(&self, name: &str, lock: &skillhost_core::PackageLock) -> Result<(), RegistryError> {
+        let (_, identity) = self.identity_of(name)?;
+        self.write_beside(name, &self.lock_path(&identity), &lock.to_toml()).await
+    }
+
+    /// Write `text` to `path` atomically, then load `name` again.
+    async fn write_beside(&self, name: &str, path: &Path, text: &str) -> Result<(), RegistryError> {
+        let fail = |e: std::io::Error| RegistryError::Policy { name: name.to_owned(), path: path.to_owned(), reason: e.to_string() };
         let dir = path.parent().map(Path::to_owned).unwrap_or_default();
         std::fs::create_dir_all(&dir).map_err(fail)?;
-        let text = format!("# The run policy of skill `{name}`, written by `skillhost policy`.\n{}", policy.to_toml());
         let staged = tempfile::NamedTempFile::new_in(&dir).map_err(fail)?;
         std::fs::write(staged.path(), text).map_err(fail)?;
-        staged.persist(&path).map_err(|e| fail(e.error))?;
+        staged.persist(path).map_err(|e| fail(e.error))?;
         let name = SkillName::new(name).map_err(|e| RegistryError::UnknownSkill { name: e.name })?;
-        self.rescan(&BTreeSet::from([name])).await?;
-        Ok(path)
+        self.rescan(&BTreeSet::from([name])).await
     }
 
     /// The usage statistics of calls made through [`call`](Self::call), when the store
@@ -491,8 +538,16 @@ impl Registry {
                 let hash = snapshot.hash_of(&parsed);
                 // A skill's scripts run under its policy, kept apart from its files: a
                 // changed policy is a changed skill.
+                // A skill's scripts run under its policy and packages, kept apart from
+                // its files: a changed policy or lock is a changed skill.
                 let same_policy = |l: &Loaded| {
-                    l.scripts.as_ref().is_none_or(|s| RunPolicy::read(&self.policy_path(&identity)).ok().as_ref() == Some(&s.policy))
+                    l.scripts.as_ref().is_none_or(|s| {
+                        let fresh = |lock: &skillhost_core::PackageLock| {
+                            !s.packages.is_empty() && lock.declared == skillhost_core::PackageLock::declared_hash(&s.packages)
+                        };
+                        self.run_inputs(&identity, name.as_str())
+                            .is_ok_and(|(policy, lock)| policy == s.policy && lock.filter(fresh) == s.lock)
+                    })
                 };
                 let unchanged = old
                     .as_ref()
@@ -641,26 +696,19 @@ impl Registry {
                 let scripts = if scripts.is_empty() {
                     None
                 } else {
-                    let path = self.policy_path(identity);
-                    let policy = RunPolicy::read(&path).map_err(|e| RegistryError::Policy {
-                        name: candidate_name(candidate),
-                        path: path.clone(),
-                        reason: e.to_string(),
-                    })?;
-                    Some(Scripts { files: scripts, policy })
+                    let (policy, lock) = self.run_inputs(identity, &candidate_name(candidate))?;
+                    let packages = skillhost_core::run::declared_packages(&files, &policy)
+                        .map_err(|reason| RegistryError::Packages { name: candidate_name(candidate), reason })?;
+                    let fresh = |l: &skillhost_core::PackageLock| l.declared == skillhost_core::PackageLock::declared_hash(&packages);
+                    let lock = lock.filter(|l| !packages.is_empty() && fresh(l));
+                    Some(Scripts { files: scripts, policy, packages, lock })
                 };
                 let (runtime, tier, capability_digest, requests, sandbox_without) = match &scripts {
                     None => (INSTRUCTIONS_RUNTIME, RiskTier::Auto, NO_CAPABILITIES.to_owned(), Vec::new(), Vec::new()),
                     Some(scripts) => {
                         let tier = if scripts.policy.grants_writes_or_secrets() { RiskTier::Explicit } else { RiskTier::Confirm };
                         let jail = SkillCode::Server { dir: candidate.path.clone(), files: files.clone() };
-                        (
-                            SCRIPTS_RUNTIME,
-                            tier,
-                            scripts.policy.digest(),
-                            script_requests(scripts, &self.policy),
-                            self.runtime.weakened(&jail),
-                        )
+                        (SCRIPTS_RUNTIME, tier, scripts.digest(), script_requests(scripts, &self.policy), self.runtime.weakened(&jail))
                     }
                 };
                 Ok(Loaded {
@@ -802,6 +850,18 @@ fn script_requests(scripts: &Scripts, host: &skillhost_core::Policy) -> Vec<Stri
         lines.push(format!("script `{}` sha256 {hash}", text::quote(path, 120)));
     }
     lines.extend(scripts.policy.requests());
+    match &scripts.lock {
+        Some(lock) => {
+            for package in &lock.packages {
+                lines.push(format!("package {package} (resolved at approval, installed into environment {})", lock.env));
+            }
+        }
+        None if !scripts.packages.is_empty() => lines.push(format!(
+            "packages declared, not resolved yet (`skillhost approve` resolves them and shows exact versions): {}",
+            scripts.packages.join(", ")
+        )),
+        None => {}
+    }
     let limits = &scripts.policy.limits;
     let timeout = limits.timeout.unwrap_or(skillhost_core::run::DEFAULT_RUN_TIMEOUT.min(host.max.timeout));
     let memory = limits.memory.unwrap_or(skillhost_core::run::DEFAULT_RUN_MEMORY.min(host.max.memory));

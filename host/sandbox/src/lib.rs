@@ -69,6 +69,10 @@ pub struct BwrapConfig {
     /// [`run::init`]): the program a run of a skill's scripts starts in the jail, bound
     /// into it read-only. Default: none, and runs fail saying so.
     pub init: Option<Vec<OsString>>,
+    /// Extra arguments for uv when it resolves and installs a skill's packages at
+    /// approval (`--index-url URL`, or `--no-index --find-links DIR`). Default: none, uv's
+    /// own defaults (PyPI, or `UV_INDEX_URL`).
+    pub package_index: Vec<OsString>,
     /// How networked skills reach the network: the egress proxy each of their servers
     /// gets applies these (resolver, audit sink, timeouts, caps). Default:
     /// [`NetConfig::default`] (system resolver, no audit).
@@ -122,6 +126,7 @@ impl BwrapConfig {
             prlimit: None,
             shim: None,
             init: None,
+            package_index: Vec::new(),
             net: Arc::new(NetConfig::default()),
             idle_timeout: Duration::from_secs(300),
             start_timeout: Duration::from_secs(30),
@@ -208,7 +213,7 @@ impl BwrapRuntime {
         let programs = Programs::find(config.bwrap.clone(), config.prlimit.clone())?;
         skillhost_jail::check_allow_weaker(&config.allow_weaker)?;
         let root = rustix::process::geteuid().is_root();
-        for dir in [config.work_dir.clone(), config.work_dir.join("skills"), config.work_dir.join("run")] {
+        for dir in [config.work_dir.clone(), config.work_dir.join("skills"), config.work_dir.join("run"), config.work_dir.join("envs")] {
             std::fs::create_dir_all(&dir).map_err(|source| SandboxError::Io { path: dir.clone(), source })?;
             if root {
                 // The sandbox's uid must pass through (not list) the host's work dir.

@@ -21,6 +21,9 @@
 
 mod frames;
 pub mod init;
+mod packages;
+
+pub use packages::PackagesError;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -92,6 +95,15 @@ impl BwrapRuntime {
         };
         let grant = job.grant.clone();
         let (mut profile, guards, _calls) = launch.profile_with_calls(&grant, true).map_err(&jail_failed)?;
+        if let Some(env) = &job.env {
+            let dir = self.package_env(env).ok_or_else(|| {
+                unavailable(format!(
+                    "the environment of its packages ({env}) is not on this host; `skillhost approve {skill}` installs it again"
+                ))
+            })?;
+            let prefix = self.venv().map(|v| v.prefix.clone()).unwrap_or_else(|| PathBuf::from("/usr"));
+            profile.python = Some((dir, prefix));
+        }
         profile.workspace = Some(job.workspace);
         if self.inner.jail.isolation().cgroups.is_some() {
             // The jail's own cgroup binds first (RLIMIT_NPROC counts every process of the
