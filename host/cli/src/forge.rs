@@ -53,6 +53,8 @@ pub struct ForgeArgs {
 enum Lang {
     Rust,
     Python,
+    /// An Agent Skills folder: SKILL.md and its scripts.
+    Scripts,
 }
 
 /// The forge's configuration for this host: its caps from `[forge]` in the host config
@@ -142,17 +144,26 @@ async fn execute(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
         let lines: Vec<String> = refused.iter().map(|r| format!("  {r}")).collect();
         anyhow::anyhow!("{}: refused before any build:\n{}", dir.display(), lines.join("\n"))
     })?;
-    let manifest =
-        files.get("skill.toml").with_context(|| format!("{}: no skill.toml; a skill starts with its manifest", dir.display()))?;
-    let parsed = skillhost::SkillManifest::parse(manifest, &dir.join("skill.toml"))?;
-    let name = parsed.name.as_str();
-    let language = match args.lang {
-        Some(Lang::Rust) => Language::Rust,
-        Some(Lang::Python) => Language::Python,
-        None if parsed.server.is_some() => Language::Python,
-        None if files.contains_key("Cargo.toml") || files.keys().any(|p| p.starts_with("src/")) => Language::Rust,
-        None => bail!("{}: cannot tell the language; pass --lang rust or --lang python", dir.display()),
+    let scripts = matches!(args.lang, Some(Lang::Scripts))
+        || (args.lang.is_none() && !files.contains_key("skill.toml") && files.contains_key("SKILL.md"));
+    let (name, language) = if scripts {
+        // An Agent Skills folder is named by its folder (and its SKILL.md says the same).
+        let name = std::path::absolute(&dir)?.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        (name, Language::Scripts)
+    } else {
+        let manifest =
+            files.get("skill.toml").with_context(|| format!("{}: no skill.toml; a skill starts with its manifest", dir.display()))?;
+        let parsed = skillhost::SkillManifest::parse(manifest, &dir.join("skill.toml"))?;
+        let language = match args.lang {
+            Some(Lang::Rust) => Language::Rust,
+            Some(Lang::Python) => Language::Python,
+            None if parsed.server.is_some() => Language::Python,
+            None if files.contains_key("Cargo.toml") || files.keys().any(|p| p.starts_with("src/")) => Language::Rust,
+            _ => bail!("{}: cannot tell the language; pass --lang rust, python or scripts", dir.display()),
+        };
+        (parsed.name.to_string(), language)
     };
+    let name = name.as_str();
     let bar = app::progress_spinner("forge: starting");
     let reporter = bar.clone();
     let progress: skillhost::forge::Progress = Arc::new(move |stage: &str| reporter.set_message(stage.to_owned()));
@@ -291,6 +302,7 @@ async fn generate(forge: &Arc<Forge>, host: &Host, data_dir: &Path, requirements
     let name = args.name.clone().expect("clap requires --name with --generate");
     let language = match args.lang {
         Some(Lang::Python) => Language::Python,
+        Some(Lang::Scripts) => Language::Scripts,
         Some(Lang::Rust) | None => Language::Rust,
     };
     let generator = llm::Generator::new(llm, api_key);

@@ -192,6 +192,10 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
         outln!("since the last approval:");
         request.diff.iter().for_each(|line| outln!("  {line}"));
     }
+    if let Some(request) = request.filter(|r| !r.files.is_empty()) {
+        outln!("files since the last approval (+ added, ~ changed, - removed):");
+        request.files.iter().for_each(|line| outln!("  {line}"));
+    }
     Ok(())
 }
 

@@ -56,7 +56,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use skillhost_core::{CallContext, LoadError, RiskTier, SkillManifest, SkillName, SkillRuntime};
 use skillhost_package::{ScratchDir, ScratchRoot};
-use skillhost_registry::{Layer, Registry, TrustState};
+use skillhost_registry::{Layer, Registry, RegistryError, TrustState};
 
 pub use error::{Failure, ForgeError, TestFailure};
 pub use probe::SecretValues;
@@ -339,7 +339,10 @@ impl Forge {
             .map_err(|e| ForgeError::Conflict(format!("the stored source of `{name}` cannot be read: {e}")))?;
         let skillhost_package::Snapshot::Folder { files, .. } = snapshot else { return Err(no_source()) };
         let is_server = entry.loaded.as_ref().and_then(|l| l.manifest.as_ref()).is_some_and(|m| m.server.is_some());
-        let (language, files): (Language, BTreeMap<String, Vec<u8>>) = if files.keys().any(|path| path.starts_with("source/")) {
+        let is_scripts = entry.loaded.as_ref().is_some_and(|l| l.scripts.is_some());
+        let (language, files): (Language, BTreeMap<String, Vec<u8>>) = if is_scripts {
+            (Language::Scripts, files)
+        } else if files.keys().any(|path| path.starts_with("source/")) {
             let source = files.into_iter().filter_map(|(path, bytes)| Some((path.strip_prefix("source/")?.to_owned(), bytes)));
             (Language::Rust, source.collect())
         } else if is_server {
@@ -438,6 +441,9 @@ impl Forge {
 
     /// The pipeline, as typed steps: [`Staged`] → [`Built`] → [`Tested`] → [`Forged`].
     async fn pipeline(&self, name: &SkillName, submission: Submission, fresh: bool, progress: &Progress) -> Result<Forged, Outcome> {
+        if submission.language == Language::Scripts {
+            return self.scripts(name, submission, progress).await;
+        }
         let mut timings = Timings::start();
         progress("stage: checking the files");
         let staged = self.stage(name, submission)?;
@@ -452,6 +458,47 @@ impl Forge {
         timings.mark("test");
         progress("install: into the user layer");
         self.install(name, tested, timings).await
+    }
+
+    /// An Agent Skills folder: checked, made into one snapshot in memory and installed.
+    /// Nothing of it runs here: its scripts are code a human approves (with each script's
+    /// hash, its packages and the policy the human gives it) before any run, and the
+    /// install checks its SKILL.md and declared packages as every load does.
+    async fn scripts(&self, name: &SkillName, submission: Submission, progress: &Progress) -> Result<Forged, Outcome> {
+        let mut timings = Timings::start();
+        progress("stage: checking the files");
+        let refused = stage::validate(name.as_str(), submission.language, &submission.files, &self.config.limits);
+        if !refused.is_empty() {
+            return Err(Outcome::Failure(Failure::Stage { refused }));
+        }
+        timings.mark("stage");
+        let snapshot = self.snapshot(name, bytes_of(&submission.files))?;
+        let content_hash = snapshot.content_hash();
+        let replaced = self.registry.entry(name.as_str()).is_ok_and(|e| e.layer == Layer::User);
+        progress("install: into the user layer (its scripts run only once the user approves them)");
+        let entry = self.registry.install_snapshot(snapshot).await.map_err(|e| match e {
+            RegistryError::Store(_) | RegistryError::Io { .. } => Outcome::Error(e.into()),
+            e => Outcome::Failure(Failure::Load { error: e.to_string() }),
+        })?;
+        timings.mark("install");
+        Ok(Forged {
+            skill: name.to_string(),
+            language: Language::Scripts,
+            version: String::new(),
+            state: entry.state,
+            tier: entry.loaded.as_ref().map_or(RiskTier::Confirm, |l| l.tier),
+            tools: Vec::new(),
+            tests_passed: 0,
+            tests: Vec::new(),
+            after_approval: Some(format!(
+                "its scripts run only once the user approves them (`skillhost show {name}`, `skillhost approve {name}`), then with `skill_run`"
+            )),
+            warnings: Vec::new(),
+            installed: entry.origin.clone(),
+            content_hash,
+            replaced,
+            timings_ms: timings.finish(),
+        })
     }
 
     /// Check the submission's files and manifest; nothing is written or run.
@@ -504,17 +551,21 @@ impl Forge {
                 }
                 installed
             }
-            Language::Python => submission.files.iter().map(|(path, text)| (path.clone(), text.as_bytes().to_vec())).collect(),
+            Language::Python | Language::Scripts => bytes_of(&submission.files),
         };
-        let snapshot =
-            skillhost_package::Snapshot::from_files(self.registry.user_layer().join(name.as_str()), files, self.registry.limits())
-                .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?;
+        let snapshot = self.snapshot(name, files)?;
         let source = snapshot
             .source()
             .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))?
             .ok_or_else(|| Outcome::Failure(Failure::Load { error: "the submission holds no code to run".into() }))?;
         let has_own_tests = submission.language == Language::Python && submission.files.contains_key("test_server.py");
         Ok(Built { language: submission.language, manifest, tests, snapshot, source, has_own_tests, warnings })
+    }
+
+    /// `files` as the one snapshot of `name` that is tested and installed, made in memory.
+    fn snapshot(&self, name: &SkillName, files: BTreeMap<String, Vec<u8>>) -> Result<skillhost_package::Snapshot, Outcome> {
+        skillhost_package::Snapshot::from_files(self.registry.user_layer().join(name.as_str()), files, self.registry.limits())
+            .map_err(|e| Outcome::Failure(Failure::Load { error: e.to_string() }))
     }
 
     /// Load what was built and run its tests, all under the probe grant, over a fresh
@@ -725,6 +776,11 @@ impl Timings {
 enum Outcome {
     Failure(Failure),
     Error(ForgeError),
+}
+
+/// A submission's text files as bytes.
+fn bytes_of(files: &BTreeMap<String, String>) -> BTreeMap<String, Vec<u8>> {
+    files.iter().map(|(path, text)| (path.clone(), text.as_bytes().to_vec())).collect()
 }
 
 fn manifest_failure(error: String) -> Outcome {

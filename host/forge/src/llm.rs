@@ -319,6 +319,14 @@ def word_count(text: str) -> dict:
 if __name__ == "__main__":
     mcp.run()"#
         }
+        Language::Scripts => {
+            r#"Language: scripts, an Agent Skills folder run in skillhost's sandbox once the user approves it. Files: SKILL.md (YAML frontmatter with name and description, then instructions that say which script to run, e.g. `python scripts/count.py INPUT`), scripts/*.py or scripts/*.sh, optionally references/*.md. No skill.toml: the user decides what the scripts may reach. Scripts read their inputs from the working directory and write their results there; they have no network.
+Example scripts/count.py:
+import sys
+
+words = open(sys.argv[1], encoding="utf-8").read().split()
+print(len(words))"#
+        }
     };
     format!("{common}\n\n{example}")
 }

@@ -16,6 +16,9 @@
 //!    - Python: `skill.toml`, `SKILL.md`, `**.py`, `references/**.md|.txt`. No
 //!      `requirements.txt`: Python skills run with the host's managed venv, whose packages
 //!      the host chooses (`skillhost setup python --with`);
+//!    - Scripts (an Agent Skills folder: SKILL.md and the scripts it runs): `SKILL.md`,
+//!      `scripts/**` (text), `references/**`, `assets/**` (text), `requirements.txt`; no
+//!      skill.toml (what its scripts may reach is the human's policy, never the skill's);
 //! 5. sizes: 1 MiB per file, 10 MiB in all, 200 files.
 //!
 //! Files arrive as path → text, so a submission cannot hold a symlink; a directory given
@@ -38,6 +41,8 @@ pub enum Language {
     Rust,
     /// A FastMCP server run in bubblewrap.
     Python,
+    /// An Agent Skills folder: SKILL.md and its scripts, run in the jail once approved.
+    Scripts,
 }
 
 impl Language {
@@ -46,6 +51,7 @@ impl Language {
         match self {
             Language::Rust => "rust",
             Language::Python => "python",
+            Language::Scripts => "scripts",
         }
     }
 }
@@ -141,6 +147,16 @@ pub fn validate(name: &str, language: Language, files: &BTreeMap<String, String>
             prefix.push_str(part);
         }
     }
+    if language == Language::Scripts {
+        if !files.contains_key("SKILL.md") {
+            refused.push(refusal(
+                "SKILL.md",
+                "missing: a skill of scripts is an Agent Skills folder",
+                "add SKILL.md with name and description",
+            ));
+        }
+        return refused;
+    }
     match files.get("skill.toml") {
         None => {
             refused.push(refusal("skill.toml", "missing: every skill has a manifest", "add skill.toml with name, version and description"))
@@ -209,6 +225,14 @@ fn check_path(path: &str, language: Language) -> Option<Refusal> {
                 || text_doc(&parts)
         }
         Language::Python => matches!(path, "skill.toml" | "SKILL.md") || file.ends_with(".py") || text_doc(&parts),
+        Language::Scripts => {
+            const TEXT: [&str; 14] =
+                [".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".md", ".txt", ".json", ".csv", ".toml", ".yaml", ".svg"];
+            matches!(path, "SKILL.md" | "requirements.txt")
+                || (matches!(parts[0], "scripts" | "references" | "assets")
+                    && parts.len() > 1
+                    && TEXT.iter().any(|ext| file.ends_with(ext)))
+        }
     };
     if allowed {
         return None;
@@ -216,6 +240,9 @@ fn check_path(path: &str, language: Language) -> Option<Refusal> {
     let list = match language {
         Language::Rust => "skill.toml, SKILL.md, Cargo.toml, build.rs, src/**.rs, tests/**.rs, references/**.md|.txt",
         Language::Python => "skill.toml, SKILL.md, **.py, references/**.md|.txt (packages come from the host's managed venv)",
+        Language::Scripts => {
+            "SKILL.md, requirements.txt, and text files (.py .sh .js .mjs .ts .md .txt .json .csv .toml .yaml .svg) under scripts/, references/, assets/ (no skill.toml: its policy is the user's)"
+        }
     };
     Some(refusal(path, format!("not on the {} allow list", language.as_str()), format!("a {} skill holds only: {list}", language.as_str())))
 }

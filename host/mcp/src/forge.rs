@@ -85,7 +85,9 @@ struct CreateArgs {
     /// Cargo.toml (depend on `skillhost-sdk = { path = "/sdk/guest-sdk" }`; without one the
     /// forge writes it), build.rs, tests/**.rs. Python: skill.toml (with [server] command =
     /// "python", args = ["server.py"]), server.py (FastMCP), test_server.py (pytest), other
-    /// *.py. Plus references/**.md.
+    /// *.py. Plus references/**.md. Scripts (an Agent Skills folder, run with skill_run once
+    /// the user approves it): SKILL.md, scripts/** (.py .sh .js .mjs ...), references/**,
+    /// assets/**, requirements.txt; no skill.toml.
     files: BTreeMap<String, String>,
     /// Test cases added to skill.toml as [[tests]].
     #[serde(default)]

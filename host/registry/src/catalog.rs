@@ -193,6 +193,10 @@ pub struct ApprovalRequest {
     pub diff: Vec<String>,
     /// Whether its files changed since the last approval (false when never approved).
     pub content_changed: bool,
+    /// Against the files of the last approval (a folder skill): `+ PATH` added, `~ PATH`
+    /// changed, `- PATH` removed, each with its SHA-256; empty when never approved or
+    /// unchanged.
+    pub files: Vec<String>,
     /// Who gave the last approval, if any.
     pub last_approved_by: Option<ApprovedBy>,
     /// Through which channel (`None` when never approved, or approved before channels
@@ -219,10 +223,11 @@ impl ApprovalRequest {
     pub fn question(&self) -> String {
         let name = &self.name;
         // Each section is host-written lines under a host-written heading.
-        let sections: [(&str, &[String]); 3] = [
+        let sections: [(&str, &[String]); 4] = [
             ("It asks to run with:", &self.requests),
             ("Its sandbox runs without (the host's config accepts it):", &self.sandbox_without),
             ("Against the last approval (+ asked now, - no longer asked):", &self.diff),
+            ("Its files against the last approval (+ added, ~ changed, - removed):", &self.files),
         ];
         let mut tail = String::new();
         if self.content_changed {
@@ -336,6 +341,7 @@ mod tests {
             diff: requests.iter().map(|l| format!("+ {l}")).collect(),
             sandbox_without: Vec::new(),
             content_changed: false,
+            files: Vec::new(),
             last_approved_by: None,
             last_approved_via: None,
         }

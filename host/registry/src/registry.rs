@@ -354,6 +354,7 @@ impl Registry {
             sandbox_without: loaded.sandbox_without.clone(),
             diff: diff_lines(approved.as_deref().unwrap_or_default(), &loaded.requests),
             content_changed: record.as_ref().and_then(|r| r.approved_hash.as_deref()).is_some_and(|hash| hash != loaded.content_hash),
+            files: self.approved_files(&entry.identity).map(|approved| file_diff(&approved, &loaded.files)).unwrap_or_default(),
             last_approved_by: record.as_ref().and_then(|r| r.approved_by),
             last_approved_via: record.and_then(|r| r.approved_via),
         })
@@ -390,8 +391,41 @@ impl Registry {
             }
         }
         self.trust.write_approval(&observation(&entry.identity, loaded), &loaded.requests, channel)?;
+        self.record_approved_files(&entry.identity, loaded);
         self.set_state(&entry, TrustState::Approved);
         Ok(())
+    }
+
+    /// Where the files of `identity`'s last approval are listed (path → SHA-256).
+    fn approved_files_path(&self, identity: &DataKey) -> PathBuf {
+        self.config.data_dir.join("policies").join(format!("{identity}.approved-files.json"))
+    }
+
+    /// Keep what a folder skill's approval covered, file by file, so that the request for
+    /// a later version can say which files changed. Best effort: the approval itself is
+    /// in the trust store.
+    fn record_approved_files(&self, identity: &DataKey, loaded: &Loaded) {
+        if loaded.files.is_empty() {
+            return;
+        }
+        let hashes: BTreeMap<&str, String> =
+            loaded.files.iter().map(|(path, bytes)| (path.as_str(), hex::encode(sha2::Sha256::digest(bytes)))).collect();
+        let path = self.approved_files_path(identity);
+        let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let staged = tempfile::NamedTempFile::new_in(dir)?;
+            std::fs::write(staged.path(), serde_json::to_vec(&hashes).unwrap_or_default())?;
+            staged.persist(&path).map(drop).map_err(|e| e.error)
+        });
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), "cannot record the approved files: {e}");
+        }
+    }
+
+    /// The files of `identity`'s last approval, when recorded.
+    fn approved_files(&self, identity: &DataKey) -> Option<BTreeMap<String, String>> {
+        let bytes = std::fs::read(self.approved_files_path(identity)).ok()?;
+        serde_json::from_slice(&bytes).ok()
     }
 
     /// **Human only** (see the module docs). Decline `name`: its approval is dropped, it
@@ -868,6 +902,24 @@ fn script_requests(scripts: &Scripts, host: &skillhost_core::Policy) -> Vec<Stri
     lines.push(format!("limit timeout of each run: {timeout:?}"));
     lines.push(format!("limit memory of each run (whole process tree): {}", ByteSize(memory)));
     lines.push(format!("limit output of each run: {}", ByteSize(limits.output.unwrap_or(host.default.output))));
+    lines
+}
+
+/// `files` against `approved` (path → SHA-256): one line per file added, changed or
+/// removed, in path order.
+fn file_diff(approved: &BTreeMap<String, String>, files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
+    let now: BTreeMap<&str, String> = files.iter().map(|(p, b)| (p.as_str(), hex::encode(sha2::Sha256::digest(b)))).collect();
+    let mut lines = Vec::new();
+    let paths: BTreeSet<&str> = now.keys().copied().chain(approved.keys().map(String::as_str)).collect();
+    for path in paths {
+        let shown = text::quote(path, 120);
+        match (approved.get(path), now.get(path)) {
+            (None, Some(hash)) => lines.push(format!("+ {shown} (sha256 {hash})")),
+            (Some(old), None) => lines.push(format!("- {shown} (was sha256 {old})")),
+            (Some(old), Some(new)) if old != new => lines.push(format!("~ {shown} (sha256 {old} → {new})")),
+            _ => {}
+        }
+    }
     lines
 }
 

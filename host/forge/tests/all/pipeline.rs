@@ -192,3 +192,43 @@ async fn attempts_run_out_until_a_human_resets() {
     let err = env.create(rust("counted", &bad)).await.unwrap_err();
     assert!(matches!(err, ForgeError::Failed { attempt: 1, .. }), "{err}");
 }
+
+/// An agent creates an Agent Skills folder (SKILL.md and a script), then fixes its script
+/// through skill_update: each version waits for a human, nothing of it runs in the forge,
+/// and the request for the fix says which file changed, from which hash to which.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_of_scripts_is_created_and_fixed_through_the_forge_and_waits_for_a_human() {
+    let env = Env::new(3).await;
+    let md =
+        "---\nname: counter\ndescription: Counts words of a file. Use when asked to count.\n---\nRun `python scripts/count.py FILE`.\n";
+    let v1 = "import sys\nprint(len(open(sys.argv[1]).read().split()))\n";
+    let submission = skillhost_forge::Submission {
+        name: "counter".into(),
+        language: skillhost_forge::Language::Scripts,
+        files: crate::files_of(&[("SKILL.md", md), ("scripts/count.py", v1)]),
+    };
+    let forged = env.create(submission).await.unwrap();
+    assert_eq!(forged.state, skillhost_registry::TrustState::PendingReview, "scripts are code: {forged:?}");
+    let request = env.registry.approval_request("counter").unwrap();
+    assert!(request.requests.iter().any(|l| l.contains("scripts/count.py") && l.contains("sha256")), "{:?}", request.requests);
+    assert!(request.files.is_empty(), "never approved: no file diff");
+    env.approve("counter").await;
+
+    let v2 = "import sys\nprint(len(open(sys.argv[1], encoding='utf-8').read().split()))\n";
+    let forged = env.update("counter", &[("scripts/count.py", v2), ("references/usage.md", "# usage\n")]).await.unwrap();
+    assert_eq!(forged.state, skillhost_registry::TrustState::NeedsReapproval, "{forged:?}");
+    let request = env.registry.approval_request("counter").unwrap();
+    let hash = |text: &str| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()));
+    assert_eq!(
+        request.files,
+        [
+            format!("+ \"references/usage.md\" (sha256 {})", hash("# usage\n")),
+            format!("~ \"scripts/count.py\" (sha256 {} → {})", hash(v1), hash(v2))
+        ],
+    );
+    assert!(request.question().contains("~ \"scripts/count.py\""), "{}", request.question());
+
+    // The folder may hold only what a human can review: no manifest, no binaries.
+    let refused = env.update("counter", &[("skill.toml", "name = \"counter\"\n")]).await.unwrap_err();
+    assert!(refused.to_string().contains("not on the scripts allow list"), "{refused}");
+}
