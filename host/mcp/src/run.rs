@@ -2,12 +2,17 @@
 //! through the registry (`Registry::run`), as the skill's instructions write it. Inputs
 //! come by content (text or base64, capped); the answer is structured (exit code, capped
 //! stdout and stderr, every file the run left with its size and SHA-256, small text files
-//! inline) and carries images as image content and other files, up to a cap, as embedded
-//! resources. An agent runs what a human approved under the policy the human approved;
-//! it can grant nothing (no path, no host, no secret).
+//! inline) and carries images as image content; every file that is not inlined is kept
+//! in the session as a resource (`skillhost-run://RUN/PATH`, linked from the answer) until
+//! the run is collected ([`RunFiles`]: the oldest runs go first past a cap, all of them
+//! with the session). An agent runs what a human approved under the policy the human
+//! approved; it can grant nothing (no path, no host, no secret).
+
+use std::collections::{BTreeMap, VecDeque};
 
 use base64::Engine;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents};
+use parking_lot::Mutex;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use skillhost_core::{CallContext, RunInput, RunOutput};
@@ -15,8 +20,61 @@ use skillhost_registry::Registry;
 
 /// Text files up to this size are inlined in the structured answer.
 const INLINE_TEXT: usize = 16 << 10;
-/// Images and other files returned as content blocks, all together.
+/// Images returned as content blocks in one answer, all together.
 const CONTENT_CAP: usize = 8 << 20;
+/// Runs whose files a session keeps readable.
+const KEPT_RUNS: usize = 16;
+/// Bytes of run files a session keeps readable, all runs together.
+const KEPT_BYTES: usize = 64 << 20;
+/// The URI scheme of a run's files.
+pub(crate) const SCHEME: &str = "skillhost-run://";
+
+/// The files of a session's runs, readable as resources until collected: past
+/// [`KEPT_RUNS`] runs or [`KEPT_BYTES`] bytes the oldest run is dropped, and all go with
+/// the session.
+#[derive(Default)]
+pub(crate) struct RunFiles {
+    inner: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    next: u64,
+    runs: VecDeque<(u64, BTreeMap<String, Vec<u8>>)>,
+    bytes: usize,
+}
+
+impl RunFiles {
+    /// Keep `files` (each under the cap alone); the run's id.
+    fn keep(&self, files: BTreeMap<String, Vec<u8>>) -> u64 {
+        let mut kept = self.inner.lock();
+        kept.next += 1;
+        let id = kept.next;
+        kept.bytes += files.values().map(Vec::len).sum::<usize>();
+        kept.runs.push_back((id, files));
+        while kept.runs.len() > KEPT_RUNS || (kept.bytes > KEPT_BYTES && kept.runs.len() > 1) {
+            if let Some((_, dropped)) = kept.runs.pop_front() {
+                kept.bytes -= dropped.values().map(Vec::len).sum::<usize>();
+            }
+        }
+        id
+    }
+
+    /// The bytes of `uri` (`skillhost-run://RUN/PATH`).
+    pub(crate) fn read(&self, uri: &str) -> Result<Vec<u8>, String> {
+        let rest = uri.strip_prefix(SCHEME).ok_or_else(|| format!("`{uri}` is not a run's file ({SCHEME}RUN/PATH)"))?;
+        let (run, path) = rest.split_once('/').ok_or_else(|| format!("`{uri}` names no file of the run"))?;
+        let kept = self.inner.lock();
+        let files = run.parse::<u64>().ok().and_then(|id| kept.runs.iter().find(|(r, _)| *r == id)).map(|(_, files)| files);
+        let files = files.ok_or_else(|| {
+            format!(
+                "run {run} is no longer kept (a session keeps the files of its last {KEPT_RUNS} runs, {} MiB in all); run it again",
+                KEPT_BYTES >> 20
+            )
+        })?;
+        files.get(path).cloned().ok_or_else(|| format!("run {run} left no file `{path}`"))
+    }
+}
 
 /// The arguments of `skill_run`.
 #[derive(Deserialize, JsonSchema)]
@@ -86,9 +144,13 @@ pub(crate) struct FileAnswer {
     /// Its content, for a small text file.
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<String>,
-    /// How its bytes are returned: `inline`, `image` or `resource` (a content block of this
-    /// answer, URI `skillhost-run:///PATH`), or `omitted` (past the answer's cap).
+    /// How its bytes are returned: `inline` (in `text`), `image` (an image block of this
+    /// answer, also readable at `uri`), `resource` (read it at `uri` with resources/read),
+    /// or `omitted` (larger than a session keeps).
     returned: &'static str,
+    /// Where its bytes can be read until the run is collected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uri: Option<String>,
 }
 
 /// The input schema of `skill_run`.
@@ -97,7 +159,7 @@ pub(crate) fn input_schema() -> std::sync::Arc<JsonObject> {
 }
 
 /// Run it and build the answer; `Err` is the tool's error text.
-pub(crate) async fn skill_run(registry: &Registry, args: RunArgs, cx: CallContext) -> Result<CallToolResult, String> {
+pub(crate) async fn skill_run(registry: &Registry, runs: &RunFiles, args: RunArgs, cx: CallContext) -> Result<CallToolResult, String> {
     let mut inputs = Vec::with_capacity(args.inputs.len());
     for input in args.inputs {
         let bytes = match (input.text, input.base64) {
@@ -115,43 +177,40 @@ pub(crate) async fn skill_run(registry: &Registry, args: RunArgs, cx: CallContex
         inputs.push(RunInput { path: input.path, bytes });
     }
     let output = registry.run(&args.skill, args.command, inputs, cx).await.map_err(|e| e.to_string())?;
-    Ok(answer(output))
+    Ok(answer(output, runs))
 }
 
-/// The structured answer and its content blocks.
-fn answer(output: RunOutput) -> CallToolResult {
+/// The structured answer and its content blocks; the files not inlined are kept in `runs`.
+fn answer(output: RunOutput, runs: &RunFiles) -> CallToolResult {
     let mut blocks = Vec::new();
     let mut budget = CONTENT_CAP;
+    let inline = |bytes: &[u8]| std::str::from_utf8(bytes).ok().filter(|t| t.len() <= INLINE_TEXT && !t.contains('\0')).map(str::to_owned);
+    let kept: BTreeMap<String, Vec<u8>> = output
+        .files
+        .iter()
+        .filter(|f| inline(&f.bytes).is_none() && f.bytes.len() <= KEPT_BYTES)
+        .map(|f| (f.path.clone(), f.bytes.clone()))
+        .collect();
+    let run = (!kept.is_empty()).then(|| runs.keep(kept));
     let mut files = Vec::with_capacity(output.files.len());
     for file in &output.files {
-        let text = std::str::from_utf8(&file.bytes).ok().filter(|t| t.len() <= INLINE_TEXT && !t.contains('\0'));
-        let image = image_type(&file.bytes);
-        let returned = if text.is_some() {
-            "inline"
-        } else if file.bytes.len() > budget {
-            "omitted"
-        } else {
-            budget -= file.bytes.len();
-            let data = base64::engine::general_purpose::STANDARD.encode(&file.bytes);
-            match image {
-                Some(mime) => {
-                    blocks.push(ContentBlock::image(data, mime));
-                    "image"
-                }
-                None => {
-                    let uri = format!("skillhost-run:///{}", file.path);
-                    blocks.push(ContentBlock::resource(ResourceContents::blob(data, uri).with_mime_type("application/octet-stream")));
-                    "resource"
-                }
+        let text = inline(&file.bytes);
+        let uri = run.filter(|_| text.is_none() && file.bytes.len() <= KEPT_BYTES).map(|id| format!("{SCHEME}{id}/{}", file.path));
+        let returned = match (&text, &uri, image_type(&file.bytes)) {
+            (Some(_), _, _) => "inline",
+            (None, None, _) => "omitted",
+            (None, Some(_), Some(mime)) if file.bytes.len() <= budget => {
+                budget -= file.bytes.len();
+                blocks.push(ContentBlock::image(base64::engine::general_purpose::STANDARD.encode(&file.bytes), mime));
+                "image"
+            }
+            (None, Some(uri), _) => {
+                let link = Resource::new(uri.clone(), file.path.clone()).with_size(file.size);
+                blocks.push(ContentBlock::resource_link(link));
+                "resource"
             }
         };
-        files.push(FileAnswer {
-            path: file.path.clone(),
-            size: file.size,
-            sha256: file.sha256.clone(),
-            text: text.map(str::to_owned),
-            returned,
-        });
+        files.push(FileAnswer { path: file.path.clone(), size: file.size, sha256: file.sha256.clone(), text, returned, uri });
     }
     let value = RunAnswer {
         exit_code: output.exit_code,
@@ -178,4 +237,64 @@ fn image_type(bytes: &[u8]) -> Option<&'static str> {
         return Some("image/webp");
     }
     SIGNATURES.iter().find(|(magic, _)| bytes.starts_with(magic)).map(|(_, mime)| *mime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(files: &[(&str, Vec<u8>)]) -> RunOutput {
+        let files = files
+            .iter()
+            .map(|(path, bytes)| skillhost_core::RunFile {
+                path: (*path).to_owned(),
+                size: bytes.len() as u64,
+                sha256: String::new(),
+                bytes: bytes.clone(),
+            })
+            .collect();
+        RunOutput {
+            exit_code: Some(0),
+            signal: None,
+            stdout: b"ok\n".to_vec(),
+            stderr: Vec::new(),
+            stdout_bytes: 3,
+            stderr_bytes: 0,
+            output_cap: 1 << 20,
+            files,
+            skipped: Vec::new(),
+            workspace: (0, 0),
+            duration: std::time::Duration::from_millis(5),
+        }
+    }
+
+    #[test]
+    fn text_is_inlined_images_are_image_content_and_the_rest_stays_readable() {
+        let runs = RunFiles::default();
+        let png = b"\x89PNG\r\n\x1a\nrest".to_vec();
+        let blob = vec![0u8, 159, 146, 150];
+        let result = answer(output(&[("a.txt", b"hello".to_vec()), ("dot.png", png.clone()), ("data.bin", blob.clone())]), &runs);
+        let value = result.structured_content.clone().unwrap();
+        let files = value["files"].as_array().unwrap();
+        assert_eq!(files[0]["returned"], "inline");
+        assert_eq!(files[0]["text"], "hello");
+        assert_eq!(files[1]["returned"], "image");
+        assert_eq!(files[2]["returned"], "resource");
+        assert!(matches!(&result.content[1], ContentBlock::Image(image) if image.mime_type == "image/png"));
+        assert!(matches!(&result.content[2], ContentBlock::ResourceLink(link) if link.uri == files[2]["uri"]));
+        assert_eq!(runs.read(files[2]["uri"].as_str().unwrap()).unwrap(), blob);
+        assert_eq!(runs.read(files[1]["uri"].as_str().unwrap()).unwrap(), png);
+        assert!(runs.read("skillhost-run://1/none").unwrap_err().contains("no file"));
+    }
+
+    #[test]
+    fn the_oldest_runs_are_collected_first() {
+        let runs = RunFiles::default();
+        let first = runs.keep(BTreeMap::from([("x".to_owned(), vec![1])]));
+        for _ in 0..KEPT_RUNS {
+            runs.keep(BTreeMap::from([("x".to_owned(), vec![2])]));
+        }
+        assert!(runs.read(&format!("{SCHEME}{first}/x")).unwrap_err().contains("no longer kept"));
+        assert_eq!(runs.read(&format!("{SCHEME}{}/x", first + 1)).unwrap(), vec![2]);
+    }
 }

@@ -120,6 +120,8 @@ struct Session {
     listed: std::sync::atomic::AtomicBool,
     /// The index this session's full-text searches rank with, fixed at its first one.
     ranker: tokio::sync::OnceCell<builtin::SessionIndex>,
+    /// The files of its `skill_run`s, readable until collected.
+    runs: crate::run::RunFiles,
 }
 
 /// The search index in place, and whether a better one is on its way.
@@ -478,7 +480,8 @@ impl SkillhostMcp {
         Ok(Approval::Granted)
     }
 
-    async fn call_builtin(&self, builtin: Builtin, args: &JsonObject) -> CallToolResult {
+    /// A built-in tool; `cancel` is the request's (a run of `skill_run` stops with it).
+    async fn call_builtin(&self, builtin: Builtin, args: &JsonObject, cancel: tokio_util::sync::CancellationToken) -> CallToolResult {
         let registry = &self.shared.registry;
         let full_text = matches!(builtin, Builtin::ToolSearch | Builtin::SkillSearch) && builtin::is_full_text(args);
         let index = if full_text {
@@ -501,9 +504,9 @@ impl SkillhostMcp {
             Builtin::SkillGet => builtin::skill_get(registry, args),
             Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
             Builtin::SkillRun => {
-                let cx = CallContext { caller: "mcp".into(), ..CallContext::default() };
+                let cx = CallContext { cancel, caller: format!("mcp:{}", self.session.id), ..CallContext::default() };
                 return match serde_json::from_value::<crate::run::RunArgs>(Value::Object(args.clone())) {
-                    Ok(args) => crate::run::skill_run(registry, args, cx).await.unwrap_or_else(error_result),
+                    Ok(args) => crate::run::skill_run(registry, &self.session.runs, args, cx).await.unwrap_or_else(error_result),
                     Err(e) => error_result(format!("skill_run: invalid input: {e}; see the tool's input schema")),
                 };
             }
@@ -558,6 +561,7 @@ impl Session {
             changed: broadcast::channel(16).0,
             listed: std::sync::atomic::AtomicBool::new(false),
             ranker: tokio::sync::OnceCell::new(),
+            runs: crate::run::RunFiles::default(),
         })
     }
 }
@@ -676,7 +680,7 @@ impl ServerHandler for SkillhostMcp {
 
     async fn call_tool(&self, params: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         if let Some(builtin) = Builtin::named(&params.name) {
-            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default()).await.into());
+            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default(), context.ct.clone()).await.into());
         }
         if let (Some(tool), Some(forge)) = (ForgeTool::named(&params.name), &self.shared.forge) {
             let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
@@ -723,6 +727,10 @@ impl ServerHandler for SkillhostMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = |why: String| ErrorData::resource_not_found(why, None);
+        if request.uri.starts_with(crate::run::SCHEME) {
+            let bytes = self.session.runs.read(&request.uri).map_err(not_found)?;
+            return Ok(ReadResourceResult::new(vec![contents_of(bytes, &request.uri)]).into());
+        }
         let rest = request
             .uri
             .strip_prefix("skill://")
@@ -731,14 +739,7 @@ impl ServerHandler for SkillhostMcp {
         // Read, never run: a script is served as text like any other file.
         let bytes = knowledge::read_resource_bytes(&self.shared.registry, skill, path).map_err(|e| not_found(e.to_string()))?;
         let mime = knowledge::mime_type(path);
-        let contents = match String::from_utf8(bytes) {
-            Ok(text) => ResourceContents::text(text, request.uri.clone()),
-            Err(binary) => {
-                use base64::Engine as _;
-                ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(binary.into_bytes()), request.uri.clone())
-            }
-        };
-        Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]).into())
+        Ok(ReadResourceResult::new(vec![contents_of(bytes, &request.uri).with_mime_type(mime)]).into())
     }
 
     async fn list_skills(
@@ -884,6 +885,17 @@ fn content_blocks(content: Option<Vec<Value>>, value: &Value) -> Vec<ContentBloc
             .map(|block| serde_json::from_value(block.clone()).unwrap_or_else(|_| ContentBlock::text(block.to_string())))
             .collect(),
         None => vec![ContentBlock::text(value.as_str().map_or_else(|| value.to_string(), str::to_owned))],
+    }
+}
+
+/// A resource's bytes as text when they are UTF-8, else as base64.
+fn contents_of(bytes: Vec<u8>, uri: &str) -> ResourceContents {
+    match String::from_utf8(bytes) {
+        Ok(text) => ResourceContents::text(text, uri),
+        Err(binary) => {
+            use base64::Engine as _;
+            ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(binary.into_bytes()), uri)
+        }
     }
 }
 
