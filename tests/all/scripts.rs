@@ -391,3 +391,26 @@ async fn packages_a_script_declares_are_installed_at_approval_and_used_offline()
     let again = env.host.sandbox().unwrap().install_packages(&scripts.packages).await.unwrap();
     assert_eq!(again.env, lock.env);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_skill_toml_beside_the_scripts_says_what_they_ask_until_a_human_writes_a_policy() {
+    let env = Env::new();
+    let toml = "name = \"asker\"\nversion = \"0.1.0\"\ndescription = \"Asks for a host\"\n[network]\nallow = [\"http://127.0.0.1:9\"]\n[limits]\ntimeout = \"7s\"\n";
+    env.skill("asker", &[("skill.toml", toml), ("scripts/go.sh", "echo $HTTP_PROXY\n")]);
+    let registry = env.open().await;
+    let request = registry.approval_request("asker").unwrap();
+    assert!(request.requests[0].contains("what its skill.toml asks"), "{:?}", request.requests);
+    assert!(request.requests.iter().any(|l| l == "network allow: http://127.0.0.1:9"), "{:?}", request.requests);
+    assert!(request.requests.iter().any(|l| l == "limit timeout of each run: 7s"), "{:?}", request.requests);
+    approve(&registry, "asker").await;
+    let out = run(&registry, "asker", &["sh", "scripts/go.sh"], Vec::new()).await.unwrap();
+    assert!(stdout(&out).starts_with("http://127.0.0.1:"), "its run goes through the egress proxy: {}", stdout(&out));
+
+    // A human's policy wins over what the skill asks, and is a change to review.
+    registry.set_policy("asker", &RunPolicy::none()).await.unwrap();
+    assert_eq!(registry.entry("asker").unwrap().state, TrustState::NeedsReapproval);
+    assert!(registry.approval_request("asker").unwrap().requests[0].contains("written on this host"));
+    approve(&registry, "asker").await;
+    let out = run(&registry, "asker", &["sh", "scripts/go.sh"], Vec::new()).await.unwrap();
+    assert_eq!(stdout(&out), "\n", "no proxy, no network");
+}

@@ -364,6 +364,14 @@ impl RunPolicy {
         Ok(Self { network, secrets, data: raw.data, paths, limits: raw.limits, workspace, packages: raw.packages })
     }
 
+    /// What a skill's own skill.toml asks for its scripts: its network rules, secrets,
+    /// data dir (its `[[capabilities.files]]`, as the whole data dir with the widest mode
+    /// asked) and limits; never host paths or packages, which only a human gives.
+    pub fn asked_by(manifest: &SkillManifest) -> Self {
+        let data = manifest.files.iter().map(|f| f.mode).max_by_key(|m| *m == FileMode::ReadWrite);
+        Self { network: manifest.network.clone(), secrets: manifest.secrets.clone(), data, limits: manifest.limits.clone(), ..Self::none() }
+    }
+
     /// Read the policy at `path`; none there is the default ([`none`](Self::none)).
     pub fn read(path: &Path) -> Result<Self, ManifestError> {
         let bad = |message: String| ManifestError {

@@ -151,7 +151,8 @@ impl Snapshot {
     }
 
     /// The code these bytes describe, ready for a runtime; `None` for a folder without
-    /// code (only SKILL.md and resources).
+    /// code (SKILL.md and resources, or SKILL.md with `scripts/` and a skill.toml asking
+    /// for what they need: a skill of scripts, run in the jail, not by a runtime).
     pub fn source(&self) -> Result<Option<SkillSource>, LoadError> {
         let instructions = self.skill_md()?;
         match self {
@@ -185,6 +186,12 @@ impl Snapshot {
                     }
                     let code = SkillCode::Server { dir: path.clone(), files: Arc::new(files.clone()) };
                     return Ok(Some(SkillSource { manifest, origin: path.clone(), code, instructions, content_hash: self.content_hash() }));
+                }
+                // SKILL.md with scripts/ and a skill.toml but no component: an Agent
+                // Skills folder whose skill.toml says what its scripts ask for. No code
+                // here: the registry reads it as a skill of scripts.
+                if !files.contains_key("skill.wasm") && instructions.is_some() && files.keys().any(|p| p.starts_with("scripts/")) {
+                    return Ok(None);
                 }
                 let wasm_path = path.join("skill.wasm");
                 let bytes = files.get("skill.wasm").ok_or_else(|| LoadError::NotBuilt { dir: path.clone() })?;

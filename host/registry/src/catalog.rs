@@ -26,13 +26,38 @@ pub const SCRIPTS_RUNTIME: &str = "scripts";
 pub struct Scripts {
     /// Each script (under `scripts/`, or with a script's extension) and its SHA-256.
     pub files: Vec<(String, String)>,
-    /// What its runs may have: the host-side policy a human wrote, or nothing.
+    /// What its runs may have.
     pub policy: skillhost_core::RunPolicy,
+    /// Where `policy` comes from.
+    pub policy_from: PolicyFrom,
     /// The Python packages its scripts (and policy) declare, sorted.
     pub packages: Vec<String>,
     /// Those packages as resolved and installed when a human approved them; `None` until
     /// then, or when the declaration changed since.
     pub lock: Option<skillhost_core::PackageLock>,
+}
+
+/// Where the policy of a skill's scripts comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyFrom {
+    /// A human wrote it on the host (`skillhost policy`); it wins over a skill.toml.
+    Host,
+    /// What the skill's own skill.toml asks (network, secrets, data dir, limits).
+    Manifest,
+    /// Nothing: no network, secrets, data dir or host paths.
+    Default,
+}
+
+impl PolicyFrom {
+    /// For a human: which policy it is.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PolicyFrom::Host => "the policy written on this host (`skillhost policy`)",
+            PolicyFrom::Manifest => "what its skill.toml asks (write a host policy with `skillhost policy` to change it)",
+            PolicyFrom::Default => "the default policy: no network, secrets, data dir or host paths",
+        }
+    }
 }
 
 impl Scripts {

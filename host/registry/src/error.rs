@@ -50,9 +50,9 @@ pub enum RegistryError {
         /// What it is instead, and what to do.
         reason: String,
     },
-    /// Its scripts declare packages that cannot be installed as written.
-    #[error("skill `{name}`: its declared packages: {reason}")]
-    Packages {
+    /// Its scripts cannot run as written: a declared package or its skill.toml is wrong.
+    #[error("skill `{name}` cannot run its scripts as written: {reason}")]
+    BadScripts {
         /// The skill.
         name: String,
         /// Which file and what to change.

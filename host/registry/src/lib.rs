@@ -62,8 +62,8 @@ mod snapshot;
 mod watch;
 
 pub use catalog::{
-    ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, SCRIPTS_RUNTIME, Scripts, Shadowed, withheld_description,
-    withheld_tool_description,
+    ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, PolicyFrom, RegistryEvent, SCRIPTS_RUNTIME, Scripts, Shadowed,
+    withheld_description, withheld_tool_description,
 };
 pub use config::{Layer, RegistryConfig};
 pub use direct::{Access, DirectSkill};

@@ -23,7 +23,9 @@ use skillhost_core::{
 };
 use tokio::sync::broadcast;
 
-use crate::catalog::{ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, RegistryEvent, SCRIPTS_RUNTIME, Scripts, Shadowed, diff_lines};
+use crate::catalog::{
+    ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, PolicyFrom, RegistryEvent, SCRIPTS_RUNTIME, Scripts, Shadowed, diff_lines,
+};
 use crate::config::{Layer, RegistryConfig};
 use crate::error::RegistryError;
 use crate::listing::ListingCache;
@@ -291,18 +293,37 @@ impl Registry {
         self.config.data_dir.join("policies").join(format!("{identity}.lock"))
     }
 
-    /// The policy and the package lock of the skill identified by `identity`.
-    fn run_inputs(&self, identity: &DataKey, name: &str) -> Result<(RunPolicy, Option<skillhost_core::PackageLock>), RegistryError> {
+    /// What makes the SKILL.md skill `name` (identified by `identity`, holding `files`)
+    /// runnable code, if anything: its scripts; the policy they run under, the host's
+    /// (`skillhost policy`) when a human wrote one, else what its skill.toml asks, else
+    /// nothing; the packages they declare and, when still fresh, their lock.
+    fn scripts_of(&self, identity: &DataKey, name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<Option<Scripts>, RegistryError> {
+        let scripts: Vec<(String, String)> =
+            skillhost_core::run::scripts_of(files).into_iter().map(|(path, hash)| (path.to_owned(), hash)).collect();
+        if scripts.is_empty() {
+            return Ok(None);
+        }
+        let policy_error = |path: &Path, reason: String| RegistryError::Policy { name: name.to_owned(), path: path.to_owned(), reason };
         let path = self.policy_path(identity);
-        let policy = RunPolicy::read(&path).map_err(|e| RegistryError::Policy {
-            name: name.to_owned(),
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let (policy, policy_from) = if path.exists() {
+            (RunPolicy::read(&path).map_err(|e| policy_error(&path, e.to_string()))?, PolicyFrom::Host)
+        } else if let Some(toml) = files.get("skill.toml") {
+            let manifest = skillhost_core::SkillManifest::parse_bytes(toml, Path::new("skill.toml"))
+                .map_err(|e| RegistryError::BadScripts { name: name.to_owned(), reason: format!("its skill.toml: {e}") })?;
+            if manifest.name.as_str() != name {
+                let reason = format!("its skill.toml names `{}`; write `name = \"{name}\"`", manifest.name);
+                return Err(RegistryError::BadScripts { name: name.to_owned(), reason });
+            }
+            (RunPolicy::asked_by(&manifest), PolicyFrom::Manifest)
+        } else {
+            (RunPolicy::none(), PolicyFrom::Default)
+        };
+        let packages = skillhost_core::run::declared_packages(files, &policy)
+            .map_err(|reason| RegistryError::BadScripts { name: name.to_owned(), reason })?;
         let path = self.lock_path(identity);
-        let lock =
-            skillhost_core::PackageLock::read(&path).map_err(|reason| RegistryError::Policy { name: name.to_owned(), path, reason })?;
-        Ok((policy, lock))
+        let lock = skillhost_core::PackageLock::read(&path).map_err(|reason| policy_error(&path, reason))?;
+        let lock = lock.filter(|l| !packages.is_empty() && l.declared == skillhost_core::PackageLock::declared_hash(&packages));
+        Ok(Some(Scripts { files: scripts, policy, policy_from, packages, lock }))
     }
 
     /// Record the packages of `name`'s scripts as resolved and installed (the host's step
@@ -570,17 +591,12 @@ impl Registry {
         let result = match self.read_candidate(name, winner) {
             Ok((snapshot, parsed)) => {
                 let hash = snapshot.hash_of(&parsed);
-                // A skill's scripts run under its policy, kept apart from its files: a
-                // changed policy is a changed skill.
                 // A skill's scripts run under its policy and packages, kept apart from
                 // its files: a changed policy or lock is a changed skill.
                 let same_policy = |l: &Loaded| {
                     l.scripts.as_ref().is_none_or(|s| {
-                        let fresh = |lock: &skillhost_core::PackageLock| {
-                            !s.packages.is_empty() && lock.declared == skillhost_core::PackageLock::declared_hash(&s.packages)
-                        };
-                        self.run_inputs(&identity, name.as_str())
-                            .is_ok_and(|(policy, lock)| policy == s.policy && lock.filter(fresh) == s.lock)
+                        self.scripts_of(&identity, name.as_str(), &l.files)
+                            .is_ok_and(|now| now.is_some_and(|now| now.policy == s.policy && now.lock == s.lock))
                     })
                 };
                 let unchanged = old
@@ -725,18 +741,7 @@ impl Registry {
         match parsed {
             Parsed::Instructions(Instructions { description, text, frontmatter, pack, .. }) => {
                 // Scripts are code: a human approves them, with the policy they run under.
-                let scripts: Vec<(String, String)> =
-                    skillhost_core::run::scripts_of(&files).into_iter().map(|(path, hash)| (path.to_owned(), hash)).collect();
-                let scripts = if scripts.is_empty() {
-                    None
-                } else {
-                    let (policy, lock) = self.run_inputs(identity, &candidate_name(candidate))?;
-                    let packages = skillhost_core::run::declared_packages(&files, &policy)
-                        .map_err(|reason| RegistryError::Packages { name: candidate_name(candidate), reason })?;
-                    let fresh = |l: &skillhost_core::PackageLock| l.declared == skillhost_core::PackageLock::declared_hash(&packages);
-                    let lock = lock.filter(|l| !packages.is_empty() && fresh(l));
-                    Some(Scripts { files: scripts, policy, packages, lock })
-                };
+                let scripts = self.scripts_of(identity, &candidate_name(candidate), &files)?;
                 let (runtime, tier, capability_digest, requests, sandbox_without) = match &scripts {
                     None => (INSTRUCTIONS_RUNTIME, RiskTier::Auto, NO_CAPABILITIES.to_owned(), Vec::new(), Vec::new()),
                     Some(scripts) => {
@@ -879,7 +884,11 @@ fn data_held(manifest: &skillhost_core::SkillManifest, data_dir: &std::path::Pat
 /// What a SKILL.md skill with scripts asks for, one line each: every script with its
 /// hash, then what its policy grants and the limits of each run.
 fn script_requests(scripts: &Scripts, host: &skillhost_core::Policy) -> Vec<String> {
-    let mut lines = vec![format!("runs its scripts in the jail ({} script(s), each below with its SHA-256)", scripts.files.len())];
+    let mut lines = vec![format!(
+        "runs its scripts in the jail ({} script(s), each below with its SHA-256) under {}",
+        scripts.files.len(),
+        scripts.policy_from.describe()
+    )];
     for (path, hash) in &scripts.files {
         lines.push(format!("script `{}` sha256 {hash}", text::quote(path, 120)));
     }
