@@ -164,7 +164,8 @@ async fn a_script_reaches_an_allowed_loopback_host_with_a_secret_it_never_sees()
         String::from_utf8_lossy(&head).into_owned()
     });
     let fetch = format!(
-        "import os, urllib.request\nprint(urllib.request.urlopen('http://127.0.0.1:{port}/data').read().decode())\nprint('env holds secret:', any('s3cr3t' in v for v in os.environ.values()))\n"
+        "import os, urllib.request, urllib.error\nprint(urllib.request.urlopen('http://127.0.0.1:{port}/data').read().decode())\nprint('env holds secret:', any('s3cr3t' in v for v in os.environ.values()))\ntry:\n    urllib.request.urlopen('http://127.0.0.1:{}/other')\n    print('undeclared host reached')\nexcept urllib.error.HTTPError as e:\n    print('undeclared host refused', e.code)\n",
+        port + 1
     );
     env.skill("fetcher", &[("scripts/fetch.py", &fetch)]);
     env.host.secrets().set("api-token", "s3cr3t-value-77").unwrap();
@@ -181,7 +182,12 @@ async fn a_script_reaches_an_allowed_loopback_host_with_a_secret_it_never_sees()
     assert!(request.requests.iter().any(|l| l.contains(&format!("network allow: {origin}"))));
     approve(&registry, "fetcher").await;
     let out = run(&registry, "fetcher", &["python", "scripts/fetch.py"], Vec::new()).await.unwrap();
-    assert_eq!(stdout(&out), "ok\nenv holds secret: False\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        stdout(&out),
+        "ok\nenv holds secret: False\nundeclared host refused 403\n",
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let head = tokio::time::timeout(HANG_GUARD, server).await.unwrap().unwrap();
     assert!(head.to_ascii_lowercase().contains("authorization: bearer s3cr3t-value-77"), "the proxy added it: {head}");
 

@@ -45,7 +45,7 @@ const MAX_TOOL_EXAMPLE: usize = 4 * 1024;
 /// MCP names skill tools `SKILL__TOOL`, but agents, clients that show bare tool names and
 /// `tool_search`'s `exact` mode (which matches bare names) would take it for the host's.
 pub const RESERVED_TOOL_NAMES: &[&str] =
-    &["tool_search", "skill_list", "skill_search", "skill_get", "read_skill_resource", "skill_create", "skill_update"];
+    &["tool_search", "skill_list", "skill_search", "skill_get", "read_skill_resource", "skill_run", "skill_create", "skill_update"];
 
 /// Behaviour hints, mirrored to MCP tool annotations. Hints only: the grant decides.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -17,8 +17,9 @@
 //!      `requirements.txt`: Python skills run with the host's managed venv, whose packages
 //!      the host chooses (`skillhost setup python --with`);
 //!    - Scripts (an Agent Skills folder: SKILL.md and the scripts it runs): `SKILL.md`,
-//!      `scripts/**` (text), `references/**`, `assets/**` (text), `requirements.txt`; no
-//!      skill.toml (what its scripts may reach is the human's policy, never the skill's);
+//!      `scripts/**` (text), `references/**`, `assets/**` (text), `requirements.txt`, and
+//!      an optional `skill.toml` saying what the scripts ask for (hosts, secrets, its data
+//!      dir, limits): an ask a human sees, with what changed, before anything runs;
 //! 5. sizes: 1 MiB per file, 10 MiB in all, 200 files.
 //!
 //! Files arrive as path → text, so a submission cannot hold a symlink; a directory given
@@ -228,7 +229,7 @@ fn check_path(path: &str, language: Language) -> Option<Refusal> {
         Language::Scripts => {
             const TEXT: [&str; 14] =
                 [".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".md", ".txt", ".json", ".csv", ".toml", ".yaml", ".svg"];
-            matches!(path, "SKILL.md" | "requirements.txt")
+            matches!(path, "SKILL.md" | "skill.toml" | "requirements.txt")
                 || (matches!(parts[0], "scripts" | "references" | "assets")
                     && parts.len() > 1
                     && TEXT.iter().any(|ext| file.ends_with(ext)))
@@ -241,7 +242,7 @@ fn check_path(path: &str, language: Language) -> Option<Refusal> {
         Language::Rust => "skill.toml, SKILL.md, Cargo.toml, build.rs, src/**.rs, tests/**.rs, references/**.md|.txt",
         Language::Python => "skill.toml, SKILL.md, **.py, references/**.md|.txt (packages come from the host's managed venv)",
         Language::Scripts => {
-            "SKILL.md, requirements.txt, and text files (.py .sh .js .mjs .ts .md .txt .json .csv .toml .yaml .svg) under scripts/, references/, assets/ (no skill.toml: its policy is the user's)"
+            "SKILL.md, skill.toml (what the scripts ask for), requirements.txt, and text files (.py .sh .js .mjs .ts .md .txt .json .csv .toml .yaml .svg) under scripts/, references/, assets/"
         }
     };
     Some(refusal(path, format!("not on the {} allow list", language.as_str()), format!("a {} skill holds only: {list}", language.as_str())))

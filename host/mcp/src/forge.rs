@@ -87,7 +87,8 @@ struct CreateArgs {
     /// "python", args = ["server.py"]), server.py (FastMCP), test_server.py (pytest), other
     /// *.py. Plus references/**.md. Scripts (an Agent Skills folder, run with skill_run once
     /// the user approves it): SKILL.md, scripts/** (.py .sh .js .mjs ...), references/**,
-    /// assets/**, requirements.txt; no skill.toml.
+    /// assets/**, requirements.txt, and an optional skill.toml asking for what the scripts
+    /// need ([network], [[secrets]], [limits]), which the user reviews.
     files: BTreeMap<String, String>,
     /// Test cases added to skill.toml as [[tests]].
     #[serde(default)]

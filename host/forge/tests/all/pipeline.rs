@@ -228,7 +228,18 @@ async fn a_skill_of_scripts_is_created_and_fixed_through_the_forge_and_waits_for
     );
     assert!(request.question().contains("~ \"scripts/count.py\""), "{}", request.question());
 
-    // The folder may hold only what a human can review: no manifest, no binaries.
-    let refused = env.update("counter", &[("skill.toml", "name = \"counter\"\n")]).await.unwrap_err();
+    // A host the agent's fix asks for is an escalation the human sees before it runs.
+    env.approve("counter").await;
+    let asks =
+        "name = \"counter\"\nversion = \"0.1.0\"\ndescription = \"Counts words\"\n[network]\nallow = [\"https://api.example.com\"]\n";
+    let forged = env.update("counter", &[("skill.toml", asks)]).await.unwrap();
+    assert_eq!(forged.state, skillhost_registry::TrustState::NeedsReapproval, "{forged:?}");
+    let request = env.registry.approval_request("counter").unwrap();
+    assert!(request.diff.contains(&"+ network allow: https://api.example.com".to_owned()), "{:?}", request.diff);
+
+    // The folder may hold only what a human can review: no binaries, no other files.
+    let refused = env.update("counter", &[("scripts/helper.so", "\u{7f}ELF")]).await.unwrap_err();
+    assert!(refused.to_string().contains("binaries"), "{refused}");
+    let refused = env.update("counter", &[("Makefile", "all:\n")]).await.unwrap_err();
     assert!(refused.to_string().contains("not on the scripts allow list"), "{refused}");
 }
