@@ -325,3 +325,66 @@ async fn a_changed_script_is_a_new_version_that_waits_for_a_human() {
     let refused = run(&registry, "drifter", &["sh", "scripts/say.sh"], vec![bad]).await.unwrap_err();
     assert!(matches!(refused, RegistryError::Run(RunError::Refused { .. })), "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_run_is_in_the_audit_log_with_its_command_exit_bytes_and_requests() {
+    use skillhost::audit::{AuditQuery, RunOutcome};
+    let env = Env::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = stream.read(&mut buf).await.unwrap();
+        stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello").await.unwrap();
+    });
+    let script = format!(
+        "import sys, urllib.request\nbody = urllib.request.urlopen('http://127.0.0.1:{port}/ping').read()\ndata = open(sys.argv[1], 'rb').read() + open(sys.argv[2], 'rb').read()\nopen('out.bin', 'wb').write(data * 3 + body)\nprint('wrote', len(data) * 3 + len(body))\nsys.exit(3)\n"
+    );
+    env.skill("audited", &[("scripts/work.py", &script)]);
+    let registry = env.open().await;
+    let policy =
+        RunPolicy::parse(&format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n[limits]\ntimeout = \"3s\"\n"), Path::new("policy"))
+            .unwrap();
+    registry.set_policy("audited", &policy).await.unwrap();
+    let runs = || env.host.audit().runs(&AuditQuery { skill: Some("audited".into()), ..AuditQuery::default() }).unwrap();
+
+    // Before approval: refused, and recorded as refused.
+    run(&registry, "audited", &["python", "scripts/work.py", "a.txt", "b.bin"], Vec::new()).await.unwrap_err();
+    let rows = runs();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(matches!(&rows[0].outcome, RunOutcome::Refused(why) if why.contains("skillhost approve audited")), "{rows:?}");
+
+    approve(&registry, "audited").await;
+    let inputs =
+        vec![RunInput { path: "a.txt".into(), bytes: b"0123456789".to_vec() }, RunInput { path: "b.bin".into(), bytes: vec![7u8; 1000] }];
+    let out = run(&registry, "audited", &["python", "scripts/work.py", "a.txt", "b.bin"], inputs).await.unwrap();
+    assert_eq!(out.exit_code, Some(3), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout(&out), "wrote 3035\n");
+    tokio::time::timeout(HANG_GUARD, server).await.unwrap().unwrap();
+    let rows = runs();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let row = &rows[1];
+    assert_eq!(row.command, r#""python" "scripts/work.py" "a.txt" "b.bin""#, "the command as the caller gave it");
+    assert_eq!(row.outcome, RunOutcome::Exit(3));
+    assert_eq!(row.bytes_in, 1010, "the input files' bytes");
+    let files: u64 = out.files.iter().map(|f| f.size).sum();
+    assert_eq!(files, 1010 + 3035, "the inputs and out.bin come back");
+    assert_eq!(row.bytes_out, out.stdout_bytes + out.stderr_bytes + files, "printed and written");
+    assert!(row.duration >= out.duration && row.duration < HANG_GUARD, "{:?} vs the run's {:?}", row.duration, out.duration);
+    // Its outbound request is a row of its own, made after the run started.
+    let requests = env.host.audit().query(&AuditQuery { skill: Some("audited".into()), ..AuditQuery::default() }).unwrap();
+    let request = requests.iter().find(|r| r.url.contains(&format!("127.0.0.1:{port}/ping"))).expect("the run's request is audited");
+    assert_eq!(request.bytes_in, 5);
+    assert!(request.time >= row.time, "{request:?} {row:?}");
+
+    // Stopped at a limit: recorded with the refusal.
+    let text = limit(run(&registry, "audited", &["sh", "-c", "sleep 30"], Vec::new()).await, "audited");
+    let rows = runs();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[2].command, r#""sh" "-c" "sleep 30""#);
+    assert!(matches!(&rows[2].outcome, RunOutcome::Refused(why) if why == &text && why.contains("timeout")), "{rows:?}");
+    assert_eq!((rows[2].bytes_in, rows[2].bytes_out), (0, 0));
+    assert!(rows[2].duration >= std::time::Duration::from_secs(3), "{:?}", rows[2].duration);
+}
