@@ -379,12 +379,18 @@ async fn every_run_is_in_the_audit_log_with_its_command_exit_bytes_and_requests(
     assert_eq!(request.bytes_in, 5);
     assert!(request.time >= row.time, "{request:?} {row:?}");
 
+    // A value of the host's secrets in a command is never recorded.
+    env.host.secrets().set("api-token", "s3cr3t-value-77").unwrap();
+    run(&registry, "audited", &["sh", "-c", "true", "--token=s3cr3t-value-77"], Vec::new()).await.unwrap();
+    let rows = runs();
+    assert_eq!(rows[2].command, r#""sh" "-c" "true" "--token=[redacted secret]""#, "{rows:?}");
+
     // Stopped at a limit: recorded with the refusal.
     let text = limit(run(&registry, "audited", &["sh", "-c", "sleep 30"], Vec::new()).await, "audited");
     let rows = runs();
-    assert_eq!(rows.len(), 3, "{rows:?}");
-    assert_eq!(rows[2].command, r#""sh" "-c" "sleep 30""#);
-    assert!(matches!(&rows[2].outcome, RunOutcome::Refused(why) if why == &text && why.contains("timeout")), "{rows:?}");
-    assert_eq!((rows[2].bytes_in, rows[2].bytes_out), (0, 0));
-    assert!(rows[2].duration >= std::time::Duration::from_secs(3), "{:?}", rows[2].duration);
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows[3].command, r#""sh" "-c" "sleep 30""#);
+    assert!(matches!(&rows[3].outcome, RunOutcome::Refused(why) if why == &text && why.contains("timeout")), "{rows:?}");
+    assert_eq!((rows[3].bytes_in, rows[3].bytes_out), (0, 0));
+    assert!(rows[3].duration >= std::time::Duration::from_secs(3), "{:?}", rows[3].duration);
 }

@@ -30,7 +30,7 @@ use crate::listing::ListingCache;
 use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
 use crate::{pack, skillmd};
 use sha2::Digest;
-use skillhost_store::audit::{RunOutcome, RunRecord};
+use skillhost_store::audit::{RunAudit, RunOutcome, RunRecord};
 use skillhost_store::stats::Outcome;
 use skillhost_store::{ApprovalChannel, Observation, SqliteStats, SqliteTrustStore, Stats, TrustState, TrustStore};
 
@@ -81,12 +81,12 @@ struct RunAuditRow {
 }
 
 impl RunAuditRow {
-    fn start(skill: &str, command: &[String], inputs: &[skillhost_core::RunInput]) -> Self {
+    fn start(log: &RunAudit, skill: &str, command: &[String], inputs: &[skillhost_core::RunInput]) -> Self {
         Self {
             time: std::time::SystemTime::now(),
             started: std::time::Instant::now(),
             skill: skill.to_owned(),
-            command: skillhost_store::audit::command_text(command),
+            command: log.command(command),
             bytes_in: inputs.iter().map(|i| i.bytes.len() as u64).sum(),
         }
     }
@@ -287,7 +287,7 @@ impl Registry {
             return Err(RegistryError::NotRunnable { name: skill.to_owned(), reason });
         };
         // From here on the request is a run of this skill's scripts: audited, refused or not.
-        let audit = RunAuditRow::start(skill, &command, &inputs);
+        let audit = self.config.audit.as_ref().map(|log| RunAuditRow::start(log, skill, &command, &inputs));
         let result = async {
             if entry.state != TrustState::Approved {
                 return Err(RegistryError::NotCallable { name: skill.to_owned(), state: entry.state });
@@ -315,8 +315,8 @@ impl Registry {
             Ok(result?)
         }
         .await;
-        if let Some(log) = &self.config.audit {
-            log.0.record_run(audit.finish(&result));
+        if let (Some(log), Some(row)) = (&self.config.audit, audit) {
+            log.log.record_run(row.finish(&result));
         }
         result
     }

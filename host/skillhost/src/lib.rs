@@ -329,9 +329,10 @@ impl Host {
     /// reload. This is how an application serves skills; [`Host::load_path`] is for
     /// loading one skill directly (development, `inspect`), outside the trust store.
     /// Whatever `config.audit` says, runs of skills' scripts are recorded in this host's
-    /// audit log ([`Host::audit`]), beside their outbound requests.
+    /// audit log ([`Host::audit`]), beside their outbound requests, with the values of its
+    /// secrets kept out of the commands recorded.
     pub async fn open_registry(&self, mut config: RegistryConfig) -> Result<Arc<Registry>, HostError> {
-        config.audit = Some(skillhost_store::audit::RunAudit(self.audit.clone()));
+        config.audit = Some(skillhost_store::audit::RunAudit { log: self.audit.clone(), secrets: Some(self.secrets.clone()) });
         let runtime: Arc<dyn skillhost_core::SkillRuntime> = Arc::new(self.runtimes());
         Ok(Registry::open(config, runtime, self.policy.clone()).await?)
     }

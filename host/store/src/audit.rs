@@ -18,7 +18,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
 use serde::Serialize;
+use skillhost_core::text::SecretRedactor;
 use skillhost_core::{AuditSink, EgressOutcome, EgressRecord};
+
+use crate::secrets::SecretStore;
 
 use crate::sqlite::{self, Writer};
 
@@ -141,13 +144,42 @@ pub trait AuditLog: AuditSink {
     fn runs(&self, query: &AuditQuery) -> Result<Vec<RunRecord>, AuditError>;
 }
 
-/// Where a registry records the runs of skills' scripts: the host's audit log.
+/// Where a registry records the runs of skills' scripts: the host's audit log, and the
+/// host's secrets, whose values never reach it.
 #[derive(Clone)]
-pub struct RunAudit(pub Arc<dyn AuditLog>);
+pub struct RunAudit {
+    /// The audit log.
+    pub log: Arc<dyn AuditLog>,
+    /// The host's secrets: a command holding one's value is recorded with
+    /// [`REDACTED`](skillhost_core::text::REDACTED) in its place.
+    pub secrets: Option<Arc<dyn SecretStore>>,
+}
 
 impl std::fmt::Debug for RunAudit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RunAudit(..)")
+        f.debug_struct("RunAudit").finish_non_exhaustive()
+    }
+}
+
+impl RunAudit {
+    /// `command` as the log keeps it ([`command_text`]), each word's secret values
+    /// replaced before it is quoted and cut (so no cut leaves part of one).
+    pub fn command(&self, command: &[String]) -> String {
+        let values: Option<Vec<String>> =
+            self.secrets.as_ref().map(|store| store.list().unwrap_or_default().iter().filter_map(|n| store.secret(n)).collect());
+        let redactor = SecretRedactor::new(values.unwrap_or_default());
+        if redactor.is_empty() {
+            return command_text(command);
+        }
+        let words: Vec<String> = command
+            .iter()
+            .map(|word| {
+                let mut word = word.clone();
+                redactor.text(&mut word);
+                word
+            })
+            .collect();
+        command_text(&words)
     }
 }
 
