@@ -299,7 +299,10 @@ async fn a_run_that_floods_forks_fills_overruns_or_outlives_its_deadline_is_stop
     assert_eq!(stdout(&out), "left\n");
     assert_eq!(crate::wait_gone("sleep 298.3").await, Vec::<u32>::new());
 
-    // Installing a package at run time fails: no network, a read-only venv.
+    // Installing a package at run time fails: no network, a read-only venv (with the
+    // default time limit: pip's own start takes seconds on a loaded machine).
+    registry.set_policy("hostile", &RunPolicy::none()).await.unwrap();
+    approve(&registry, "hostile").await;
     let out = run(
         &registry,
         "hostile",
@@ -419,4 +422,73 @@ async fn a_skill_toml_beside_the_scripts_says_what_they_ask_until_a_human_writes
     approve(&registry, "asker").await;
     let out = run(&registry, "asker", &["sh", "scripts/go.sh"], Vec::new()).await.unwrap();
     assert_eq!(stdout(&out), "\n", "no proxy, no network");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_run_is_in_the_audit_log_with_its_command_exit_bytes_and_requests() {
+    use skillhost::audit::{AuditQuery, RunOutcome};
+    let env = Env::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = stream.read(&mut buf).await.unwrap();
+        stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello").await.unwrap();
+    });
+    let script = format!(
+        "import sys, urllib.request\nbody = urllib.request.urlopen('http://127.0.0.1:{port}/ping').read()\ndata = open(sys.argv[1], 'rb').read() + open(sys.argv[2], 'rb').read()\nopen('out.bin', 'wb').write(data * 3 + body)\nprint('wrote', len(data) * 3 + len(body))\nsys.exit(3)\n"
+    );
+    env.skill("audited", &[("scripts/work.py", &script)]);
+    let registry = env.open().await;
+    let policy =
+        RunPolicy::parse(&format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n[limits]\ntimeout = \"3s\"\n"), Path::new("policy"))
+            .unwrap();
+    registry.set_policy("audited", &policy).await.unwrap();
+    let runs = || env.host.audit().runs(&AuditQuery { skill: Some("audited".into()), ..AuditQuery::default() }).unwrap();
+
+    // Before approval: refused, and recorded as refused.
+    run(&registry, "audited", &["python", "scripts/work.py", "a.txt", "b.bin"], Vec::new()).await.unwrap_err();
+    let rows = runs();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(matches!(&rows[0].outcome, RunOutcome::Refused(why) if why.contains("skillhost approve audited")), "{rows:?}");
+
+    approve(&registry, "audited").await;
+    let inputs =
+        vec![RunInput { path: "a.txt".into(), bytes: b"0123456789".to_vec() }, RunInput { path: "b.bin".into(), bytes: vec![7u8; 1000] }];
+    let out = run(&registry, "audited", &["python", "scripts/work.py", "a.txt", "b.bin"], inputs).await.unwrap();
+    assert_eq!(out.exit_code, Some(3), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout(&out), "wrote 3035\n");
+    tokio::time::timeout(HANG_GUARD, server).await.unwrap().unwrap();
+    let rows = runs();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let row = &rows[1];
+    assert_eq!(row.command, r#""python" "scripts/work.py" "a.txt" "b.bin""#, "the command as the caller gave it");
+    assert_eq!(row.outcome, RunOutcome::Exit(3));
+    assert_eq!(row.bytes_in, 1010, "the input files' bytes");
+    let files: u64 = out.files.iter().map(|f| f.size).sum();
+    assert_eq!(files, 1010 + 3035, "the inputs and out.bin come back");
+    assert_eq!(row.bytes_out, out.stdout_bytes + out.stderr_bytes + files, "printed and written");
+    assert!(row.duration >= out.duration && row.duration < HANG_GUARD, "{:?} vs the run's {:?}", row.duration, out.duration);
+    // Its outbound request is a row of its own, made after the run started.
+    let requests = env.host.audit().query(&AuditQuery { skill: Some("audited".into()), ..AuditQuery::default() }).unwrap();
+    let request = requests.iter().find(|r| r.url.contains(&format!("127.0.0.1:{port}/ping"))).expect("the run's request is audited");
+    assert_eq!(request.bytes_in, 5);
+    assert!(request.time >= row.time, "{request:?} {row:?}");
+
+    // A value of the host's secrets in a command is never recorded.
+    env.host.secrets().set("api-token", "s3cr3t-value-77").unwrap();
+    run(&registry, "audited", &["sh", "-c", "true", "--token=s3cr3t-value-77"], Vec::new()).await.unwrap();
+    let rows = runs();
+    assert_eq!(rows[2].command, r#""sh" "-c" "true" "--token=[redacted secret]""#, "{rows:?}");
+
+    // Stopped at a limit: recorded with the refusal.
+    let text = limit(run(&registry, "audited", &["sh", "-c", "sleep 30"], Vec::new()).await, "audited");
+    let rows = runs();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows[3].command, r#""sh" "-c" "sleep 30""#);
+    assert!(matches!(&rows[3].outcome, RunOutcome::Refused(why) if why == &text && why.contains("timeout")), "{rows:?}");
+    assert_eq!((rows[3].bytes_in, rows[3].bytes_out), (0, 0));
+    assert!(rows[3].duration >= std::time::Duration::from_secs(3), "{:?}", rows[3].duration);
 }

@@ -1,4 +1,4 @@
-//! `skillhost audit`: the log of skills' outbound requests, newest first.
+//! `skillhost audit`: the log of skills' outbound requests and runs of their scripts.
 
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -11,13 +11,13 @@ use crate::output;
 /// The options of `audit`.
 #[derive(clap::Args)]
 pub struct AuditArgs {
-    /// Only this skill's requests.
+    /// Only this skill's requests and runs.
     #[arg(long)]
     skill: Option<String>,
-    /// Only requests newer than this (e.g. 30m, 2h, 7d).
+    /// Only requests and runs newer than this (e.g. 30m, 2h, 7d).
     #[arg(long, value_name = "DURATION", value_parser = app::parse_duration)]
     since: Option<Duration>,
-    /// At most this many rows (the newest).
+    /// At most this many rows (the newest), requests and runs together.
     #[arg(long, default_value_t = 100)]
     limit: usize,
     /// Print JSON for scripts.
@@ -25,11 +25,20 @@ pub struct AuditArgs {
     json: bool,
 }
 
-/// Query the audit log and print the rows.
+/// Query the audit log and print its rows, requests and runs together, oldest first.
 pub fn run(app: &App, args: AuditArgs) -> Result<ExitCode> {
     let AuditArgs { skill, since, limit, json } = args;
     let host = app.host()?;
     let query = skillhost::audit::AuditQuery { skill, since: since.map(|ago| SystemTime::now() - ago), limit: Some(limit) };
-    output::audit(&host.audit().query(&query)?, json)?;
+    let (mut requests, mut runs) = (host.audit().query(&query)?, host.audit().runs(&query)?);
+    // The newest `limit` rows of both together: drop the oldest of the two lists' tails.
+    while requests.len() + runs.len() > limit {
+        match (requests.first(), runs.first()) {
+            (Some(request), Some(run)) if run.time < request.time => drop(runs.remove(0)),
+            (Some(_), _) => drop(requests.remove(0)),
+            (None, _) => drop(runs.remove(0)),
+        }
+    }
+    output::audit(&requests, &runs, json)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -262,7 +262,7 @@ Examples:
     )]
     Secret(secret::SecretCommand),
 
-    /// Show the audit log of skills' outbound requests
+    /// Show the audit log of skills' outbound requests and runs of their scripts
     #[command(after_help = "Examples:
   skillhost audit
   skillhost audit --skill uptime --since 1h

@@ -401,38 +401,65 @@ pub fn inspect(loaded: &DirectSkill, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// Print audit rows.
-pub fn audit(records: &[skillhost::EgressRecord], json: bool) -> Result<()> {
+/// The audit log's rows, outbound requests and runs of scripts together, oldest first
+/// (by the time each started: a run comes before the requests its scripts made).
+pub fn audit(requests: &[skillhost::EgressRecord], runs: &[skillhost::audit::RunRecord], json: bool) -> Result<()> {
+    enum Row<'a> {
+        Request(&'a skillhost::EgressRecord),
+        Run(&'a skillhost::audit::RunRecord),
+    }
+    let mut rows: Vec<(std::time::SystemTime, Row<'_>)> =
+        requests.iter().map(|r| (r.time, Row::Request(r))).chain(runs.iter().map(|r| (r.time, Row::Run(r)))).collect();
+    rows.sort_by_key(|(time, _)| *time);
+    let millis = |time: std::time::SystemTime| time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     if json {
-        let rows: Vec<Value> = records
+        let rows: Vec<Value> = rows
             .iter()
-            .map(|r| {
-                let mut row = serde_json::to_value(r).unwrap_or(Value::Null);
-                row["time"] = json!(r.time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
-                row["duration_ms"] = json!(r.duration.as_secs_f64() * 1000.0);
-                row
+            .map(|(time, row)| {
+                let (kind, mut value, duration) = match row {
+                    Row::Request(r) => ("request", serde_json::to_value(r).unwrap_or(Value::Null), r.duration),
+                    Row::Run(r) => ("run", serde_json::to_value(r).unwrap_or(Value::Null), r.duration),
+                };
+                value["record"] = json!(kind);
+                value["time"] = json!(millis(*time));
+                value["duration_ms"] = json!(duration.as_secs_f64() * 1000.0);
+                value
             })
             .collect();
         outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
-    if records.is_empty() {
-        outln!("no outbound requests recorded");
+    if rows.is_empty() {
+        outln!("no outbound requests or runs recorded");
     }
-    for r in records {
-        let secs = skillhost::audit::rfc3339(r.time);
-        let ip = r.ip.map(|ip| ip.to_string()).unwrap_or_else(|| "-".into());
-        outln!(
-            "{secs} {:<16} {:<12} {:<6} {} [{ip}] {} out={} in={} {:.1}ms",
-            r.skill,
-            r.tool,
-            r.method,
-            r.url,
-            r.outcome,
-            r.bytes_out,
-            r.bytes_in,
-            r.duration.as_secs_f64() * 1000.0
-        );
+    for (time, row) in rows {
+        let secs = skillhost::audit::rfc3339(time);
+        match row {
+            Row::Request(r) => {
+                let ip = r.ip.map(|ip| ip.to_string()).unwrap_or_else(|| "-".into());
+                outln!(
+                    "{secs} {:<16} {:<12} {:<6} {} [{ip}] {} out={} in={} {:.1}ms",
+                    r.skill,
+                    r.tool,
+                    r.method,
+                    r.url,
+                    r.outcome,
+                    r.bytes_out,
+                    r.bytes_in,
+                    r.duration.as_secs_f64() * 1000.0
+                );
+            }
+            Row::Run(r) => outln!(
+                "{secs} {:<16} {:<12} {} {} in={} out={} {:.1}ms",
+                r.skill,
+                "run",
+                r.command,
+                r.outcome,
+                r.bytes_in,
+                r.bytes_out,
+                r.duration.as_secs_f64() * 1000.0
+            ),
+        }
     }
     Ok(())
 }

@@ -144,6 +144,45 @@ fn collapse(text: &str, cap: usize, quoted: bool) -> String {
     out
 }
 
+/// What a secret's value is replaced with in text the host reports or records.
+pub const REDACTED: &str = "[redacted secret]";
+
+/// Values shorter than this are not replaced (they would turn ordinary words into noise).
+const MIN_SECRET_LEN: usize = 4;
+
+/// Replaces the values of the host's secrets wherever they appear in text the host
+/// reports or records (the forge's reports, the commands in the audit log) with
+/// [`REDACTED`]. It holds the values: it has no `Debug`.
+#[derive(Clone, Default)]
+pub struct SecretRedactor {
+    values: Vec<String>,
+}
+
+impl SecretRedactor {
+    /// A redactor of `values` (trimmed; those under 4 bytes are left alone).
+    pub fn new(values: impl IntoIterator<Item = String>) -> Self {
+        let mut values: Vec<String> = values.into_iter().map(|v| v.trim().to_owned()).filter(|v| v.len() >= MIN_SECRET_LEN).collect();
+        // Longest first, so that a secret containing another is replaced whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.dedup();
+        Self { values }
+    }
+
+    /// Whether it replaces nothing.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Replace every value in `text`.
+    pub fn text(&self, text: &mut String) {
+        for value in &self.values {
+            if text.contains(value.as_str()) {
+                *text = text.replace(value.as_str(), REDACTED);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use skillhost_core::text::SecretRedactor;
 use skillhost_core::{DataKey, Grant, GrantError, Policy, SkillCode, SkillManifest};
 
 use crate::error::Failure;
@@ -31,38 +32,22 @@ pub(crate) fn grant(manifest: &SkillManifest, code: &SkillCode, scratch: &Path) 
 /// The values of the host's secrets, read when a report is made.
 pub type SecretValues = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
-/// Replaces secret values in text the forge reports.
+/// Replaces secret values in what the forge reports (text, JSON, failures), with
+/// [`SecretRedactor`].
 pub(crate) struct Redactor {
-    values: Vec<String>,
+    secrets: SecretRedactor,
 }
 
 /// What a secret's value is replaced with.
-pub const REDACTED: &str = "[redacted secret]";
-
-/// Values shorter than this are not replaced (they would turn ordinary words into noise).
-const MIN_SECRET_LEN: usize = 4;
+pub use skillhost_core::text::REDACTED;
 
 impl Redactor {
     pub fn new(source: Option<&SecretValues>) -> Self {
-        let mut values: Vec<String> = source
-            .map(|s| s())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|v| v.trim().to_owned())
-            .filter(|v| v.len() >= MIN_SECRET_LEN)
-            .collect();
-        // Longest first, so that a secret containing another is replaced whole.
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-        values.dedup();
-        Self { values }
+        Self { secrets: SecretRedactor::new(source.map(|s| s()).unwrap_or_default()) }
     }
 
     pub fn text(&self, text: &mut String) {
-        for value in &self.values {
-            if text.contains(value.as_str()) {
-                *text = text.replace(value.as_str(), REDACTED);
-            }
-        }
+        self.secrets.text(text);
     }
 
     pub fn json(&self, value: &mut serde_json::Value) {
@@ -84,7 +69,7 @@ impl Redactor {
     }
 
     pub fn failure(&self, failure: &mut Failure) {
-        if self.values.is_empty() {
+        if self.secrets.is_empty() {
             return;
         }
         match failure {

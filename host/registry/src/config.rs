@@ -79,6 +79,11 @@ pub struct RegistryConfig {
     /// load them in the background (a server answering its first request at once).
     /// Default: `false` (open returns with every skill loaded).
     pub load_in_background: bool,
+    /// The audit log each run of a skill's scripts is recorded in
+    /// ([`Registry::run`](crate::Registry::run)): its command, exit code or refusal, the
+    /// bytes that went in and came out, its duration. Default: `None` (runs are not
+    /// audited); the host plugs in its audit log (`Host::open_registry`).
+    pub audit: Option<skillhost_store::audit::RunAudit>,
 }
 
 impl RegistryConfig {
@@ -95,6 +100,7 @@ impl RegistryConfig {
             debounce: Duration::from_millis(150),
             limits: SizeLimits::default(),
             load_in_background: false,
+            audit: None,
         }
     }
 

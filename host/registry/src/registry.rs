@@ -32,6 +32,7 @@ use crate::listing::ListingCache;
 use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
 use crate::{pack, skillmd};
 use sha2::Digest;
+use skillhost_store::audit::{RunAudit, RunOutcome, RunRecord};
 use skillhost_store::stats::Outcome;
 use skillhost_store::{ApprovalChannel, Observation, SqliteStats, SqliteTrustStore, Stats, TrustState, TrustStore};
 
@@ -69,6 +70,63 @@ pub struct Registry {
 fn first_report(skill: &SkillName, error: &str) -> bool {
     static REPORTED: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
     REPORTED.lock().insert((skill.as_str().to_owned(), error.to_owned()))
+}
+
+/// The audit row of one run, begun when the request arrives (its time, command and
+/// input bytes) and finished with what became of it.
+struct RunAuditRow {
+    time: std::time::SystemTime,
+    started: std::time::Instant,
+    skill: String,
+    command: String,
+    bytes_in: u64,
+}
+
+impl RunAuditRow {
+    fn start(log: &RunAudit, skill: &str, command: &[String], inputs: &[skillhost_core::RunInput]) -> Self {
+        Self {
+            time: std::time::SystemTime::now(),
+            started: std::time::Instant::now(),
+            skill: skill.to_owned(),
+            command: log.command(command),
+            bytes_in: inputs.iter().map(|i| i.bytes.len() as u64).sum(),
+        }
+    }
+
+    /// The row: exit code or signal and the bytes that came out (printed, and the files
+    /// of its workspace), or the refusal or failure as its error says it.
+    fn finish(self, result: &Result<skillhost_core::RunOutput, RegistryError>) -> RunRecord {
+        use skillhost_core::RunError;
+        let (outcome, bytes_out) = match result {
+            Ok(out) => {
+                let outcome = match (out.exit_code, out.signal) {
+                    (Some(code), _) => RunOutcome::Exit(code),
+                    (None, Some(signal)) => RunOutcome::Signal(signal),
+                    (None, None) => RunOutcome::Failed("it ended with neither an exit code nor a signal".into()),
+                };
+                (outcome, out.stdout_bytes + out.stderr_bytes + out.files.iter().map(|f| f.size).sum::<u64>())
+            }
+            Err(error) => {
+                let text = skillhost_core::text::one_line(&error.to_string(), 600);
+                let outcome = match error {
+                    RegistryError::Run(RunError::Unavailable { .. } | RunError::Jail { .. } | RunError::Cancelled { .. }) => {
+                        RunOutcome::Failed(text)
+                    }
+                    _ => RunOutcome::Refused(text),
+                };
+                (outcome, 0)
+            }
+        };
+        RunRecord {
+            time: self.time,
+            skill: self.skill,
+            command: self.command,
+            outcome,
+            bytes_in: self.bytes_in,
+            bytes_out,
+            duration: self.started.elapsed(),
+        }
+    }
 }
 
 /// Which skills a rescan loads.
@@ -230,44 +288,53 @@ impl Registry {
             };
             return Err(RegistryError::NotRunnable { name: skill.to_owned(), reason });
         };
-        if entry.state != TrustState::Approved {
-            return Err(RegistryError::NotCallable { name: skill.to_owned(), state: entry.state });
-        }
-        let env = match (&scripts.lock, scripts.packages.is_empty()) {
-            (_, true) => None,
-            (Some(lock), false) => Some(lock.env.clone()),
-            (None, false) => {
-                return Err(RegistryError::NotRunnable {
-                    name: skill.to_owned(),
-                    reason: format!(
-                        "its packages ({}) are not resolved and installed yet; `skillhost approve {skill}` does both, showing the exact versions",
-                        scripts.packages.join(", ")
-                    ),
-                });
+        // From here on the request is a run of this skill's scripts: audited, refused or not.
+        let audit = self.config.audit.as_ref().map(|log| RunAuditRow::start(log, skill, &command, &inputs));
+        let result = async {
+            if entry.state != TrustState::Approved {
+                return Err(RegistryError::NotCallable { name: skill.to_owned(), state: entry.state });
             }
-        };
-        let grant = scripts.policy.grant(&entry.name, &self.policy, &entry.identity).map_err(LoadError::from)?;
-        let job = skillhost_core::ScriptJob {
-            skill: entry.name.clone(),
-            content_hash: loaded.content_hash.clone(),
-            files: loaded.files.clone(),
-            grant,
-            workspace: scripts.policy.workspace,
-            command,
-            inputs,
-            env,
-        };
-        let started = std::time::Instant::now();
-        let result = self.runtime.run_script(job, cx).await;
-        if let Some(stats) = &self.stats {
-            let outcome = match &result {
-                Ok(_) => Outcome::Ok,
-                Err(skillhost_core::RunError::Refused { .. } | skillhost_core::RunError::Cancelled { .. }) => Outcome::CallerError,
-                Err(_) => Outcome::Failed,
+            let env = match (&scripts.lock, scripts.packages.is_empty()) {
+                (_, true) => None,
+                (Some(lock), false) => Some(lock.env.clone()),
+                (None, false) => {
+                    return Err(RegistryError::NotRunnable {
+                        name: skill.to_owned(),
+                        reason: format!(
+                            "its packages ({}) are not resolved and installed yet; `skillhost approve {skill}` does both, showing the exact versions",
+                            scripts.packages.join(", ")
+                        ),
+                    });
+                }
             };
-            stats.record_call(skill, "run", outcome, started.elapsed());
+            let grant = scripts.policy.grant(&entry.name, &self.policy, &entry.identity).map_err(LoadError::from)?;
+            let job = skillhost_core::ScriptJob {
+                skill: entry.name.clone(),
+                content_hash: loaded.content_hash.clone(),
+                files: loaded.files.clone(),
+                grant,
+                workspace: scripts.policy.workspace,
+                command,
+                inputs,
+                env,
+            };
+            let started = std::time::Instant::now();
+            let result = self.runtime.run_script(job, cx).await;
+            if let Some(stats) = &self.stats {
+                let outcome = match &result {
+                    Ok(_) => Outcome::Ok,
+                    Err(skillhost_core::RunError::Refused { .. } | skillhost_core::RunError::Cancelled { .. }) => Outcome::CallerError,
+                    Err(_) => Outcome::Failed,
+                };
+                stats.record_call(skill, "run", outcome, started.elapsed());
+            }
+            Ok(result?)
         }
-        Ok(result?)
+        .await;
+        if let (Some(log), Some(row)) = (&self.config.audit, audit) {
+            log.log.record_run(row.finish(&result));
+        }
+        result
     }
 
     /// Where the run policy of the skill identified by `identity` is kept: in the host's

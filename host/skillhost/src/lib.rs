@@ -39,9 +39,11 @@
 //!
 //! Nothing here knows which runtime runs a skill: it speaks to the [`Skill`] trait.
 
-/// The audit log of outbound requests ([`Host::audit`](crate::Host::audit)), `<data_dir>/audit.db`.
+/// The audit log of outbound requests and runs of scripts ([`Host::audit`](crate::Host::audit)), `<data_dir>/audit.db`.
 pub mod audit {
-    pub use skillhost_store::audit::{AuditError, AuditLog, AuditQuery, SqliteAuditLog, rfc3339};
+    pub use skillhost_store::audit::{
+        AuditError, AuditLog, AuditQuery, RunAudit, RunOutcome, RunRecord, SqliteAuditLog, command_text, rfc3339,
+    };
 }
 
 /// The secret store the egress gate reads ([`Host::secrets`](crate::Host::secrets)), `<data_dir>/secrets/`.
@@ -255,7 +257,7 @@ impl Host {
         &*self.secrets
     }
 
-    /// The audit log of outbound requests.
+    /// The audit log of outbound requests and of runs of skills' scripts.
     pub fn audit(&self) -> &dyn AuditLog {
         &*self.audit
     }
@@ -326,7 +328,11 @@ impl Host {
     /// runtime under its policy: discovery, the trust store, approvals, install and hot
     /// reload. This is how an application serves skills; [`Host::load_path`] is for
     /// loading one skill directly (development, `inspect`), outside the trust store.
-    pub async fn open_registry(&self, config: RegistryConfig) -> Result<Arc<Registry>, HostError> {
+    /// Whatever `config.audit` says, runs of skills' scripts are recorded in this host's
+    /// audit log ([`Host::audit`]), beside their outbound requests, with the values of its
+    /// secrets kept out of the commands recorded.
+    pub async fn open_registry(&self, mut config: RegistryConfig) -> Result<Arc<Registry>, HostError> {
+        config.audit = Some(skillhost_store::audit::RunAudit { log: self.audit.clone(), secrets: Some(self.secrets.clone()) });
         let runtime: Arc<dyn skillhost_core::SkillRuntime> = Arc::new(self.runtimes());
         Ok(Registry::open(config, runtime, self.policy.clone()).await?)
     }

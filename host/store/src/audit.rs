@@ -1,16 +1,27 @@
-//! The audit log: every outbound request of every skill, in SQLite (`<data_dir>/audit.db`,
-//! WAL mode). The egress gate hands rows to [`AuditSink::record`], which only queues them;
-//! one writer thread inserts them in batches, so auditing never slows a request down.
+//! The audit log: every outbound request of every skill, and every run of a skill's
+//! scripts, in SQLite (`<data_dir>/audit.db`, WAL mode). The egress gate hands request
+//! rows to [`AuditSink::record`], the registry hands run rows to [`AuditLog::record_run`];
+//! both only queue them, and one writer thread inserts them in batches, so auditing never
+//! slows a request or a run down.
 //!
-//! [`AuditLog`] is the audit sink the host plugs into the egress gate, read back by
-//! `skillhost audit`; [`SqliteAuditLog`] keeps it in SQLite.
+//! [`AuditLog`] is the audit sink the host plugs into the egress gate and into the
+//! registry ([`RunAudit`]), read back by `skillhost audit`; [`SqliteAuditLog`] keeps it in
+//! SQLite: requests in table `egress`, runs in table `runs` (a run is no HTTP request:
+//! its own row type, [`RunRecord`], with its command, exit code or refusal, and the bytes
+//! that went in and came out; the outbound requests a run's scripts make are `egress`
+//! rows of their own, tool `run`).
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
+use serde::Serialize;
+use skillhost_core::text::SecretRedactor;
 use skillhost_core::{AuditSink, EgressOutcome, EgressRecord};
+
+use crate::secrets::SecretStore;
 
 use crate::sqlite::{self, Writer};
 
@@ -51,19 +62,137 @@ pub struct AuditQuery {
     pub limit: Option<usize>,
 }
 
-/// The audit log: an [`AuditSink`] whose rows can be read back.
+/// How a run of a skill's scripts ended, as the audit log keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum RunOutcome {
+    /// The command exited with this code.
+    Exit(i32),
+    /// A signal ended the command.
+    Signal(i32),
+    /// The host refused the run or stopped it at a limit (its sandbox killed), for this
+    /// reason: a rule of the request, a skill not approved, a limit reached.
+    Refused(String),
+    /// The run did not happen or did not finish for another reason: no jail on this host,
+    /// the jail failed, the caller cancelled.
+    Failed(String),
+}
+
+impl std::fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunOutcome::Exit(code) => write!(f, "exit {code}"),
+            RunOutcome::Signal(signal) => write!(f, "signal {signal}"),
+            RunOutcome::Refused(reason) => write!(f, "refused: {reason}"),
+            RunOutcome::Failed(reason) => write!(f, "failed: {reason}"),
+        }
+    }
+}
+
+/// One row of the audit log for a run of a skill's scripts (`skillhost run`, `skill_run`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunRecord {
+    /// When the run was asked for.
+    pub time: SystemTime,
+    /// The skill whose scripts ran.
+    pub skill: String,
+    /// The command as the caller gave it, each word quoted and capped ([`command_text`]).
+    pub command: String,
+    /// Exit code, signal, refusal or failure.
+    pub outcome: RunOutcome,
+    /// Bytes that went into the run: its input files.
+    pub bytes_in: u64,
+    /// Bytes that came out of it: what it printed on stdout and stderr, and the files its
+    /// workspace held at the end.
+    pub bytes_out: u64,
+    /// From the request to the answer (the jail's start, the command, the read-back).
+    pub duration: Duration,
+}
+
+/// Words of a command the audit log shows; the rest are counted.
+const COMMAND_WORDS: usize = 32;
+/// Characters of one word of a command the audit log shows; the rest are counted.
+const COMMAND_WORD_CHARS: usize = 200;
+
+/// A command as the audit log keeps it, on one line: each word between double quotes,
+/// its line breaks shown as spaces and other control characters escaped
+/// ([`skillhost_core::text::quote`]), cut past 200 characters, and past 32 words the rest
+/// counted. Only the words: never the run's environment, its input
+/// files' contents or the secrets its proxy adds (which no script sees either).
+pub fn command_text(command: &[String]) -> String {
+    let mut words: Vec<String> =
+        command.iter().take(COMMAND_WORDS).map(|word| skillhost_core::text::quote(word, COMMAND_WORD_CHARS)).collect();
+    if command.len() > COMMAND_WORDS {
+        words.push(format!("… ({} more words)", command.len() - COMMAND_WORDS));
+    }
+    words.join(" ")
+}
+
+/// The audit log: an [`AuditSink`] whose rows can be read back, and which keeps the runs
+/// of skills' scripts beside their outbound requests.
 pub trait AuditLog: AuditSink {
+    /// Record one run of a skill's scripts.
+    fn record_run(&self, record: RunRecord);
+
     /// Wait until every row recorded so far is written.
     fn flush(&self);
 
-    /// Read rows, oldest first (after flushing what is queued).
+    /// Read outbound requests, oldest first (after flushing what is queued).
     fn query(&self, query: &AuditQuery) -> Result<Vec<EgressRecord>, AuditError>;
+
+    /// Read runs of skills' scripts, oldest first (after flushing what is queued).
+    fn runs(&self, query: &AuditQuery) -> Result<Vec<RunRecord>, AuditError>;
+}
+
+/// Where a registry records the runs of skills' scripts: the host's audit log, and the
+/// host's secrets, whose values never reach it.
+#[derive(Clone)]
+pub struct RunAudit {
+    /// The audit log.
+    pub log: Arc<dyn AuditLog>,
+    /// The host's secrets: a command holding one's value is recorded with
+    /// [`REDACTED`](skillhost_core::text::REDACTED) in its place.
+    pub secrets: Option<Arc<dyn SecretStore>>,
+}
+
+impl std::fmt::Debug for RunAudit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunAudit").finish_non_exhaustive()
+    }
+}
+
+impl RunAudit {
+    /// `command` as the log keeps it ([`command_text`]), each word's secret values
+    /// replaced before it is quoted and cut (so no cut leaves part of one).
+    pub fn command(&self, command: &[String]) -> String {
+        let values: Option<Vec<String>> =
+            self.secrets.as_ref().map(|store| store.list().unwrap_or_default().iter().filter_map(|n| store.secret(n)).collect());
+        let redactor = SecretRedactor::new(values.unwrap_or_default());
+        if redactor.is_empty() {
+            return command_text(command);
+        }
+        let words: Vec<String> = command
+            .iter()
+            .map(|word| {
+                let mut word = word.clone();
+                redactor.text(&mut word);
+                word
+            })
+            .collect();
+        command_text(&words)
+    }
+}
+
+/// A row the writer inserts.
+enum Row {
+    Request(EgressRecord),
+    Run(RunRecord),
 }
 
 /// The audit log in SQLite.
 pub struct SqliteAuditLog {
     path: PathBuf,
-    writer: Writer<EgressRecord>,
+    writer: Writer<Row>,
 }
 
 const SCHEMA: &str = "
@@ -83,7 +212,20 @@ CREATE TABLE IF NOT EXISTS egress (
     duration_us INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS egress_skill_time ON egress (skill, time_ms);
-PRAGMA user_version = 1;
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    time_ms INTEGER NOT NULL,
+    skill TEXT NOT NULL,
+    command TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    code INTEGER,
+    reason TEXT,
+    bytes_in INTEGER NOT NULL,
+    bytes_out INTEGER NOT NULL,
+    duration_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_skill_time ON runs (skill, time_ms);
+PRAGMA user_version = 2;
 ";
 
 fn open(path: &Path) -> Result<Connection, AuditError> {
@@ -108,8 +250,49 @@ impl SqliteAuditLog {
 }
 
 impl AuditLog for SqliteAuditLog {
+    fn record_run(&self, record: RunRecord) {
+        self.writer.send(Row::Run(record));
+    }
+
     fn flush(&self) {
         self.writer.flush();
+    }
+
+    fn runs(&self, query: &AuditQuery) -> Result<Vec<RunRecord>, AuditError> {
+        self.flush();
+        let err = |e: rusqlite::Error| AuditError { path: self.path.clone(), message: e.to_string() };
+        let conn = open(&self.path)?;
+        let mut statement = conn
+            .prepare(
+                "SELECT time_ms, skill, command, outcome, code, reason, bytes_in, bytes_out, duration_us
+                 FROM runs WHERE (?1 IS NULL OR skill = ?1) AND time_ms >= ?2 ORDER BY id DESC LIMIT ?3",
+            )
+            .map_err(err)?;
+        let limit = query.limit.map_or(i64::MAX, |l| l as i64);
+        let rows = statement
+            .query_map(params![query.skill, query.since.map_or(0, millis), limit], |row| {
+                let outcome: String = row.get(3)?;
+                let code: Option<i64> = row.get(4)?;
+                let reason: Option<String> = row.get(5)?;
+                Ok(RunRecord {
+                    time: UNIX_EPOCH + Duration::from_millis(row.get::<_, i64>(0)? as u64),
+                    skill: row.get(1)?,
+                    command: row.get(2)?,
+                    outcome: match outcome.as_str() {
+                        "exit" => RunOutcome::Exit(code.unwrap_or(0) as i32),
+                        "signal" => RunOutcome::Signal(code.unwrap_or(0) as i32),
+                        "refused" => RunOutcome::Refused(reason.unwrap_or_default()),
+                        _ => RunOutcome::Failed(reason.unwrap_or_default()),
+                    },
+                    bytes_in: row.get::<_, i64>(6)? as u64,
+                    bytes_out: row.get::<_, i64>(7)? as u64,
+                    duration: Duration::from_micros(row.get::<_, i64>(8)? as u64),
+                })
+            })
+            .map_err(err)?;
+        let mut records = rows.collect::<Result<Vec<_>, _>>().map_err(err)?;
+        records.reverse();
+        Ok(records)
     }
 
     fn query(&self, query: &AuditQuery) -> Result<Vec<EgressRecord>, AuditError> {
@@ -156,7 +339,7 @@ impl AuditLog for SqliteAuditLog {
 
 impl AuditSink for SqliteAuditLog {
     fn record(&self, record: EgressRecord) {
-        self.writer.send(record);
+        self.writer.send(Row::Request(record));
     }
 }
 
@@ -165,7 +348,11 @@ fn millis(time: SystemTime) -> i64 {
 }
 
 /// Write one row (inside the writer's transaction).
-fn insert(tx: &rusqlite::Transaction<'_>, r: &EgressRecord) -> rusqlite::Result<()> {
+fn insert(tx: &rusqlite::Transaction<'_>, row: &Row) -> rusqlite::Result<()> {
+    let r = match row {
+        Row::Request(r) => r,
+        Row::Run(r) => return insert_run(tx, r),
+    };
     let (outcome, status, reason) = match &r.outcome {
         EgressOutcome::Status(s) => ("status", Some(i64::from(*s)), None),
         EgressOutcome::Refused(why) => ("refused", None, Some(why.as_str())),
@@ -187,6 +374,31 @@ fn insert(tx: &rusqlite::Transaction<'_>, r: &EgressRecord) -> rusqlite::Result<
         reason,
         r.bytes_out as i64,
         r.bytes_in as i64,
+        r.duration.as_micros() as i64,
+    ])
+    .map(drop)
+}
+
+fn insert_run(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> rusqlite::Result<()> {
+    let (outcome, code, reason) = match &r.outcome {
+        RunOutcome::Exit(code) => ("exit", Some(i64::from(*code)), None),
+        RunOutcome::Signal(signal) => ("signal", Some(i64::from(*signal)), None),
+        RunOutcome::Refused(why) => ("refused", None, Some(why.as_str())),
+        RunOutcome::Failed(why) => ("failed", None, Some(why.as_str())),
+    };
+    tx.prepare_cached(
+        "INSERT INTO runs (time_ms, skill, command, outcome, code, reason, bytes_in, bytes_out, duration_us)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        millis(r.time),
+        r.skill,
+        r.command,
+        outcome,
+        code,
+        reason,
+        r.bytes_in as i64,
+        r.bytes_out as i64,
         r.duration.as_micros() as i64,
     ])
     .map(drop)
@@ -239,5 +451,47 @@ mod tests {
         assert_eq!(b[0].outcome, EgressOutcome::Refused("not allowed".into()));
         let future = log.query(&AuditQuery { since: Some(SystemTime::now() + Duration::from_secs(60)), ..AuditQuery::default() }).unwrap();
         assert!(future.is_empty());
+    }
+
+    #[test]
+    fn runs_are_kept_apart_from_requests_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.db");
+        let log = SqliteAuditLog::open(&path).unwrap();
+        let run = |skill: &str, outcome: RunOutcome| RunRecord {
+            time: SystemTime::now(),
+            skill: skill.into(),
+            command: command_text(&["python".into(), "scripts/x.py".into()]),
+            outcome,
+            bytes_in: 5,
+            bytes_out: 70,
+            duration: Duration::from_millis(30),
+        };
+        log.record(record("a", EgressOutcome::Status(200)));
+        log.record_run(run("a", RunOutcome::Exit(3)));
+        log.record_run(run("b", RunOutcome::Refused("stopped at its timeout".into())));
+        log.record_run(run("b", RunOutcome::Signal(9)));
+        drop(log);
+        let log = SqliteAuditLog::open(&path).unwrap();
+        assert_eq!(log.query(&AuditQuery::default()).unwrap().len(), 1, "runs are no requests");
+        let runs = log.runs(&AuditQuery::default()).unwrap();
+        assert_eq!(runs.len(), 3);
+        assert_eq!(runs[0], RunRecord { time: runs[0].time, ..run("a", RunOutcome::Exit(3)) });
+        assert_eq!(runs[0].command, r#""python" "scripts/x.py""#);
+        let b = log.runs(&AuditQuery { skill: Some("b".into()), limit: Some(1), ..AuditQuery::default() }).unwrap();
+        assert_eq!(b.iter().map(|r| &r.outcome).collect::<Vec<_>>(), [&RunOutcome::Signal(9)], "the newest of b's");
+        let all = log.runs(&AuditQuery { skill: Some("b".into()), ..AuditQuery::default() }).unwrap();
+        assert_eq!(all[0].outcome.to_string(), "refused: stopped at its timeout");
+    }
+
+    #[test]
+    fn a_command_is_quoted_word_by_word_and_capped() {
+        let words: Vec<String> = ["sh", "-c", "echo \"a\"\nrm x\u{1b}[2J"].map(str::to_owned).into();
+        assert_eq!(command_text(&words), r#""sh" "-c" "echo \"a\" rm x\x1b[2J""#, "one line, nothing a terminal obeys");
+        let long: Vec<String> = (0..40).map(|n| n.to_string()).collect();
+        let text = command_text(&long);
+        assert!(text.ends_with(r#""31" … (8 more words)"#), "{text}");
+        let text = command_text(&["x".repeat(500)]);
+        assert!(text.len() < 260 && text.contains("(300 more characters)"), "{text}");
     }
 }

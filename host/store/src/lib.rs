@@ -6,7 +6,7 @@
 //! | --- | --- | --- |
 //! | [`TrustStore`]: trust states and approvals | [`SqliteTrustStore`] | `trust.db` |
 //! | [`Stats`]: usage statistics of calls and missed searches | [`SqliteStats`] | `stats.db` |
-//! | [`AuditLog`]: every outbound request of every skill | [`SqliteAuditLog`] | `audit.db` |
+//! | [`AuditLog`]: every outbound request, and every run of scripts | [`SqliteAuditLog`] | `audit.db` |
 //! | [`SecretStore`]: secrets the egress gate adds to requests | [`FileSecretStore`] | `secrets/` |
 //!
 //! - `sqlite`: how the SQLite files are opened (WAL, busy timeout, owner-only 0600
@@ -15,7 +15,8 @@
 //!   capability also needs reapproval.
 //! - [`stats`]: per-tool latency and failures, failing skills, searches that found
 //!   nothing.
-//! - [`audit`]: the egress audit log, an [`AuditSink`](skillhost_core::AuditSink).
+//! - [`audit`]: the audit log of outbound requests (an [`AuditSink`](skillhost_core::AuditSink))
+//!   and of runs of skills' scripts.
 //! - [`secrets`]: one file per secret, a [`SecretSource`](skillhost_core::SecretSource).
 //! - `error`: [`StoreError`], the trust store's and the statistics' errors.
 
@@ -26,7 +27,7 @@ mod sqlite;
 pub mod stats;
 pub mod trust;
 
-pub use audit::{AuditError, AuditLog, AuditQuery, SqliteAuditLog};
+pub use audit::{AuditError, AuditLog, AuditQuery, RunAudit, RunOutcome, RunRecord, SqliteAuditLog};
 pub use error::StoreError;
 pub use secrets::{FileSecretStore, SecretError, SecretStore};
 pub use stats::{SqliteStats, Stats};

@@ -1,0 +1,119 @@
+//! `skill_run` over MCP, driven by the official Python SDK (`mcp_run.py`) over streamable
+//! HTTP against a host with the real jail: a SKILL.md skill whose Python script turns an
+//! input given as text and one given as base64 into a text report and a PNG it builds
+//! itself, approved through the registry as a human would; the client checks the tool's
+//! listed schemas, the structured answer, the report inlined with its SHA-256, the PNG as
+//! image content whose bytes and pixels are right, the binary input as an embedded
+//! resource, and the refusal of a skill still waiting for approval. Both runs are then in
+//! the host's audit log.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use sha2::Digest;
+use skillhost::audit::{AuditQuery, RunOutcome};
+use skillhost::mcp::{HttpConfig, McpConfig, SkillhostMcp, serve_http};
+use skillhost::{ApprovalChannel, RegistryConfig, TrustState};
+
+use crate::HANG_GUARD;
+
+const PLOT: &str = r#"import hashlib, struct, sys, zlib
+notes, pixels = sys.argv[1], sys.argv[2]
+text = open(notes, encoding="utf-8").read()
+data = open(pixels, "rb").read()
+open("report.txt", "w", encoding="utf-8").write(f"{text.upper()}pixels {hashlib.sha256(data).hexdigest()}\n")
+def chunk(kind, body):
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+width, height = 2, 2
+rows = b"".join(b"\x00" + data[r * 3 * width:(r + 1) * 3 * width] for r in range(height))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+png += chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+open("chart.png", "wb").write(png)
+print("wrote report.txt and chart.png")
+"#;
+
+fn skill(root: &Path, name: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    let md = format!(
+        "---\nname: {name}\ndescription: Plots a tiny chart from pixels. Use it in tests.\n---\nRun `python scripts/plot.py NOTES PIXELS`.\n"
+    );
+    std::fs::write(dir.join("SKILL.md"), md).unwrap();
+    std::fs::write(dir.join("scripts/plot.py"), PLOT).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_runs_a_skills_script_and_gets_its_files_and_image() {
+    let data = tempfile::tempdir().unwrap();
+    let host = crate::sandbox_host(data.path());
+    let workspace = tempfile::tempdir().unwrap();
+    skill(workspace.path(), "plotter");
+    skill(workspace.path(), "waiting");
+    let mut config = RegistryConfig::new(data.path());
+    config.workspace = Some(workspace.path().to_owned());
+    config.watch = false;
+    let registry = tokio::time::timeout(HANG_GUARD, host.open_registry(config)).await.expect("open hung").expect("opens");
+    let request = registry.approval_request("plotter").unwrap();
+    registry.approve("plotter", &request.content_hash, &request.capability_digest, ApprovalChannel::Cli).await.unwrap();
+    assert_eq!(registry.entry("waiting").unwrap().state, TrustState::PendingReview);
+
+    let token = "run-2700-token";
+    let config = HttpConfig { addr: "127.0.0.1:0".parse().unwrap(), token: Some(token.into()), ..HttpConfig::default() };
+    let (ready, bound) = tokio::sync::oneshot::channel();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let serving =
+        tokio::spawn(serve_http(SkillhostMcp::new(registry, McpConfig::default()).unwrap(), config, shutdown.clone(), Some(ready)));
+    let addr = tokio::time::timeout(HANG_GUARD, bound).await.expect("the front did not start").unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("all/mcp_run.py");
+    let python = fixtures::python::venv().join("bin/python");
+    for mode in ["auto", "legacy"] {
+        let mut command = std::process::Command::new(&python);
+        command.arg(&script).args([mode, &format!("http://{addr}/mcp"), token, "plotter", "waiting"]);
+        let out = tokio::time::timeout(HANG_GUARD, tokio::task::spawn_blocking(move || command.output()))
+            .await
+            .expect("the client hung")
+            .unwrap()
+            .expect("python runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {stderr}");
+        let facts: Value = serde_json::from_slice(out.stdout.trim_ascii()).unwrap_or_else(|e| panic!("{mode}: {e}: {stderr}"));
+        assert_eq!(facts["input_properties"], json!(["command", "inputs", "skill"]), "{mode}");
+        assert_eq!(facts["input_required"], json!(["command", "skill"]), "{mode}");
+        assert_eq!(
+            facts["output_properties"],
+            json!([
+                "duration_ms",
+                "exit_code",
+                "files",
+                "output_cap",
+                "signal",
+                "skipped",
+                "stderr",
+                "stderr_bytes",
+                "stdout",
+                "stdout_bytes"
+            ]),
+            "{mode}"
+        );
+        assert_eq!(facts["file_properties"], json!(["path", "returned", "sha256", "size", "text"]), "{mode}");
+        assert_eq!(facts["stdout"], "wrote report.txt and chart.png\n", "{mode}");
+        let png = hex::decode(facts["png"].as_str().unwrap()).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{mode}");
+        assert_eq!(facts["files"]["chart.png"]["sha256"], hex::encode(sha2::Sha256::digest(&png)), "{mode}");
+        assert_eq!(facts["files"]["chart.png"]["returned"], "image", "{mode}");
+        assert_eq!(facts["files"]["report.txt"]["returned"], "inline", "{mode}");
+        let refusal = facts["refusal"].as_str().unwrap();
+        assert!(refusal.contains("`waiting`") && refusal.contains("skillhost approve waiting"), "{mode}: {refusal}");
+    }
+    shutdown.cancel();
+    tokio::time::timeout(HANG_GUARD, serving).await.expect("the front did not stop").unwrap().unwrap();
+
+    // Both clients' runs and refusals are in the audit log, with the bytes that went in.
+    let runs = host.audit().runs(&AuditQuery::default()).unwrap();
+    let ran: Vec<&RunOutcome> = runs.iter().filter(|r| r.skill == "plotter").map(|r| &r.outcome).collect();
+    assert_eq!(ran, [&RunOutcome::Exit(0), &RunOutcome::Exit(0)], "{runs:?}");
+    let notes = "Quarterly notes: é, ✓ and 3 rows.\n".len() as u64;
+    assert!(runs.iter().filter(|r| r.skill == "plotter").all(|r| r.bytes_in == notes + 12 && r.bytes_out > notes + 12), "{runs:?}");
+    let refused = runs.iter().filter(|r| r.skill == "waiting").count();
+    assert_eq!(refused, 2, "{runs:?}");
+}
