@@ -10,7 +10,7 @@ the script writing a text report and a PNG it builds with zlib and struct; check
 structured answer against the output schema (the SDK does too), the report inlined with
 its SHA-256 (hashlib), the PNG as an `image` content block whose base64 decodes to bytes
 with the listed SHA-256 and whose pixels are the base64 input's bytes, the binary input
-as an embedded resource; then runs PENDING (never approved) and checks the refusal.
+as a resource link read back with resources/read; then runs PENDING (never approved) and checks the refusal.
 Prints one JSON line of facts; any failure exits non-zero with the reason.
 """
 
@@ -129,10 +129,16 @@ async def main(mode, url, token, approved, pending):
         width, height, pixels = png_pixels(png)
         check((width, height, pixels) == (2, 2, PIXELS), f"the image's pixels: {width}x{height} {pixels.hex()}")
 
-        resources = [c.resource for c in result.content if isinstance(c, types.EmbeddedResource)]
-        blobs = {r.uri: base64.b64decode(r.blob) for r in resources if isinstance(r, types.BlobResourceContents)}
-        check(blobs.get("skillhost-run:///data/pixels.bin") == PIXELS, f"the binary input as a resource: {list(blobs)}")
-        check(files["data/pixels.bin"]["returned"] == "resource", f"{files['data/pixels.bin']}")
+        links = [c for c in result.content if isinstance(c, types.ResourceLink)]
+        binary = files["data/pixels.bin"]
+        check(binary["returned"] == "resource", f"{binary}")
+        check([str(link.uri) for link in links] == [binary["uri"]], f"the binary input is linked: {links}")
+        read = await client.read_resource(binary["uri"])
+        blobs = [base64.b64decode(c.blob) for c in read.contents if isinstance(c, types.BlobResourceContents)]
+        check(blobs == [PIXELS], f"the binary input read back as a resource: {read}")
+        chart_read = await client.read_resource(chart["uri"])
+        chart_blobs = [base64.b64decode(c.blob) for c in chart_read.contents if isinstance(c, types.BlobResourceContents)]
+        check(chart_blobs == [png], "the image is readable as a resource too")
 
         refused = await client.call_tool("skill_run", {"skill": pending, "command": ["python", "scripts/plot.py"]})
         refusal = " ".join(c.text for c in refused.content if isinstance(c, types.TextContent))

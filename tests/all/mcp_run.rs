@@ -95,7 +95,7 @@ async fn the_python_sdk_runs_a_skills_script_and_gets_its_files_and_image() {
             ]),
             "{mode}"
         );
-        assert_eq!(facts["file_properties"], json!(["path", "returned", "sha256", "size", "text"]), "{mode}");
+        assert_eq!(facts["file_properties"], json!(["path", "returned", "sha256", "size", "text", "uri"]), "{mode}");
         assert_eq!(facts["stdout"], "wrote report.txt and chart.png\n", "{mode}");
         let png = hex::decode(facts["png"].as_str().unwrap()).unwrap();
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{mode}");

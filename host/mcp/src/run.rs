@@ -3,9 +3,9 @@
 //! come by content (text or base64, capped); the answer is structured (exit code, capped
 //! stdout and stderr, every file the run left with its size and SHA-256, small text files
 //! inline) and carries images as image content; every file that is not inlined is kept
-//! in the session as a resource (`skillhost-run://RUN/PATH`, linked from the answer) until
-//! the run is collected ([`RunFiles`]: the oldest runs go first past a cap, all of them
-//! with the session). An agent runs what a human approved under the policy the human
+//! by the server as a resource (`skillhost-run://RUN/PATH`, linked from the answer, `RUN`
+//! an unguessable id) until the run is collected ([`RunFiles`]: the oldest runs go first
+//! past a cap). An agent runs what a human approved under the policy the human
 //! approved; it can grant nothing (no path, no host, no secret).
 
 use std::collections::{BTreeMap, VecDeque};
@@ -29,35 +29,44 @@ const KEPT_BYTES: usize = 64 << 20;
 /// The URI scheme of a run's files.
 pub(crate) const SCHEME: &str = "skillhost-run://";
 
-/// The files of a session's runs, readable as resources until collected: past
-/// [`KEPT_RUNS`] runs or [`KEPT_BYTES`] bytes the oldest run is dropped, and all go with
-/// the session.
-#[derive(Default)]
+/// The files of the server's runs, readable as resources until collected: past
+/// [`KEPT_RUNS`] runs or [`KEPT_BYTES`] bytes the oldest run is dropped. Kept by the
+/// server, not a session (over streamable HTTP a client's next request may be a session
+/// of its own), each run under a random id no other client can guess.
 pub(crate) struct RunFiles {
+    random: ring::rand::SystemRandom,
     inner: Mutex<Kept>,
+}
+
+impl Default for RunFiles {
+    fn default() -> Self {
+        Self { random: ring::rand::SystemRandom::new(), inner: Mutex::default() }
+    }
 }
 
 #[derive(Default)]
 struct Kept {
-    next: u64,
-    runs: VecDeque<(u64, BTreeMap<String, Vec<u8>>)>,
+    runs: VecDeque<(String, BTreeMap<String, Vec<u8>>)>,
     bytes: usize,
 }
 
 impl RunFiles {
-    /// Keep `files` (each under the cap alone); the run's id.
-    fn keep(&self, files: BTreeMap<String, Vec<u8>>) -> u64 {
+    /// Keep `files` (each under the cap alone); the run's id, or `None` when the OS
+    /// random source failed (the files are then not kept).
+    fn keep(&self, files: BTreeMap<String, Vec<u8>>) -> Option<String> {
+        use ring::rand::SecureRandom;
+        let mut id = [0u8; 16];
+        self.random.fill(&mut id).ok()?;
+        let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
         let mut kept = self.inner.lock();
-        kept.next += 1;
-        let id = kept.next;
         kept.bytes += files.values().map(Vec::len).sum::<usize>();
-        kept.runs.push_back((id, files));
+        kept.runs.push_back((id.clone(), files));
         while kept.runs.len() > KEPT_RUNS || (kept.bytes > KEPT_BYTES && kept.runs.len() > 1) {
             if let Some((_, dropped)) = kept.runs.pop_front() {
                 kept.bytes -= dropped.values().map(Vec::len).sum::<usize>();
             }
         }
-        id
+        Some(id)
     }
 
     /// The bytes of `uri` (`skillhost-run://RUN/PATH`).
@@ -65,10 +74,10 @@ impl RunFiles {
         let rest = uri.strip_prefix(SCHEME).ok_or_else(|| format!("`{uri}` is not a run's file ({SCHEME}RUN/PATH)"))?;
         let (run, path) = rest.split_once('/').ok_or_else(|| format!("`{uri}` names no file of the run"))?;
         let kept = self.inner.lock();
-        let files = run.parse::<u64>().ok().and_then(|id| kept.runs.iter().find(|(r, _)| *r == id)).map(|(_, files)| files);
+        let files = kept.runs.iter().find(|(id, _)| id == run).map(|(_, files)| files);
         let files = files.ok_or_else(|| {
             format!(
-                "run {run} is no longer kept (a session keeps the files of its last {KEPT_RUNS} runs, {} MiB in all); run it again",
+                "run {run} is not kept (the server keeps the files of the last {KEPT_RUNS} runs, {} MiB in all); run it again",
                 KEPT_BYTES >> 20
             )
         })?;
@@ -191,11 +200,11 @@ fn answer(output: RunOutput, runs: &RunFiles) -> CallToolResult {
         .filter(|f| inline(&f.bytes).is_none() && f.bytes.len() <= KEPT_BYTES)
         .map(|f| (f.path.clone(), f.bytes.clone()))
         .collect();
-    let run = (!kept.is_empty()).then(|| runs.keep(kept));
+    let run = if kept.is_empty() { None } else { runs.keep(kept) };
     let mut files = Vec::with_capacity(output.files.len());
     for file in &output.files {
         let text = inline(&file.bytes);
-        let uri = run.filter(|_| text.is_none() && file.bytes.len() <= KEPT_BYTES).map(|id| format!("{SCHEME}{id}/{}", file.path));
+        let uri = run.as_ref().filter(|_| text.is_none() && file.bytes.len() <= KEPT_BYTES).map(|id| format!("{SCHEME}{id}/{}", file.path));
         let returned = match (&text, &uri, image_type(&file.bytes)) {
             (Some(_), _, _) => "inline",
             (None, None, _) => "omitted",
@@ -284,17 +293,20 @@ mod tests {
         assert!(matches!(&result.content[2], ContentBlock::ResourceLink(link) if link.uri == files[2]["uri"]));
         assert_eq!(runs.read(files[2]["uri"].as_str().unwrap()).unwrap(), blob);
         assert_eq!(runs.read(files[1]["uri"].as_str().unwrap()).unwrap(), png);
-        assert!(runs.read("skillhost-run://1/none").unwrap_err().contains("no file"));
+        let uri = files[2]["uri"].as_str().unwrap();
+        assert!(runs.read(&uri.replace("data.bin", "none")).unwrap_err().contains("no file"));
+        assert!(runs.read("skillhost-run://1/data.bin").unwrap_err().contains("not kept"), "ids are not guessable");
     }
 
     #[test]
     fn the_oldest_runs_are_collected_first() {
         let runs = RunFiles::default();
-        let first = runs.keep(BTreeMap::from([("x".to_owned(), vec![1])]));
-        for _ in 0..KEPT_RUNS {
-            runs.keep(BTreeMap::from([("x".to_owned(), vec![2])]));
+        let first = runs.keep(BTreeMap::from([("x".to_owned(), vec![1])])).unwrap();
+        let second = runs.keep(BTreeMap::from([("x".to_owned(), vec![2])])).unwrap();
+        for _ in 1..KEPT_RUNS {
+            runs.keep(BTreeMap::from([("x".to_owned(), vec![3])])).unwrap();
         }
-        assert!(runs.read(&format!("{SCHEME}{first}/x")).unwrap_err().contains("no longer kept"));
-        assert_eq!(runs.read(&format!("{SCHEME}{}/x", first + 1)).unwrap(), vec![2]);
+        assert!(runs.read(&format!("{SCHEME}{first}/x")).unwrap_err().contains("not kept"));
+        assert_eq!(runs.read(&format!("{SCHEME}{second}/x")).unwrap(), vec![2]);
     }
 }

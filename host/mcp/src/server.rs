@@ -109,6 +109,8 @@ struct Shared {
     forge: Option<Arc<skillhost_forge::Forge>>,
     /// The Skills extension's manifests, hashed once per skill version.
     manifests: skills::Manifests,
+    /// The files of `skill_run`s, readable until collected.
+    runs: crate::run::RunFiles,
 }
 
 struct Session {
@@ -120,8 +122,6 @@ struct Session {
     listed: std::sync::atomic::AtomicBool,
     /// The index this session's full-text searches rank with, fixed at its first one.
     ranker: tokio::sync::OnceCell<builtin::SessionIndex>,
-    /// The files of its `skill_run`s, readable until collected.
-    runs: crate::run::RunFiles,
 }
 
 /// The search index in place, and whether a better one is on its way.
@@ -209,6 +209,7 @@ impl SkillhostMcp {
             sessions: AtomicU64::new(0),
             forge: None,
             manifests: skills::Manifests::default(),
+            runs: crate::run::RunFiles::default(),
         });
         Self { session: Session::new(&shared), shared }
     }
@@ -506,7 +507,7 @@ impl SkillhostMcp {
             Builtin::SkillRun => {
                 let cx = CallContext { cancel, caller: format!("mcp:{}", self.session.id), ..CallContext::default() };
                 return match serde_json::from_value::<crate::run::RunArgs>(Value::Object(args.clone())) {
-                    Ok(args) => crate::run::skill_run(registry, &self.session.runs, args, cx).await.unwrap_or_else(error_result),
+                    Ok(args) => crate::run::skill_run(registry, &self.shared.runs, args, cx).await.unwrap_or_else(error_result),
                     Err(e) => error_result(format!("skill_run: invalid input: {e}; see the tool's input schema")),
                 };
             }
@@ -561,7 +562,6 @@ impl Session {
             changed: broadcast::channel(16).0,
             listed: std::sync::atomic::AtomicBool::new(false),
             ranker: tokio::sync::OnceCell::new(),
-            runs: crate::run::RunFiles::default(),
         })
     }
 }
@@ -728,7 +728,7 @@ impl ServerHandler for SkillhostMcp {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = |why: String| ErrorData::resource_not_found(why, None);
         if request.uri.starts_with(crate::run::SCHEME) {
-            let bytes = self.session.runs.read(&request.uri).map_err(not_found)?;
+            let bytes = self.shared.runs.read(&request.uri).map_err(not_found)?;
             return Ok(ReadResourceResult::new(vec![contents_of(bytes, &request.uri)]).into());
         }
         let rest = request
