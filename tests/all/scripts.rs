@@ -492,3 +492,44 @@ async fn every_run_is_in_the_audit_log_with_its_command_exit_bytes_and_requests(
     assert_eq!((rows[3].bytes_in, rows[3].bytes_out), (0, 0));
     assert!(rows[3].duration >= std::time::Duration::from_secs(3), "{:?}", rows[3].duration);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_directory_a_human_granted_is_seen_at_host_name_with_its_mode_and_never_followed_out() {
+    let env = Env::new();
+    let granted = tempfile::tempdir().unwrap();
+    std::fs::write(granted.path().join("in.txt"), "from the host\n").unwrap();
+    std::os::unix::fs::symlink("/etc", granted.path().join("etc-link")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(granted.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(granted.path().join("in.txt"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let script = "cat /host/docs/in.txt\nif echo x > /host/docs/new.txt 2>/dev/null; then echo wrote; else echo read-only; fi\nls /host/docs/etc-link/ | head -3\n";
+    env.skill("reader", &[("scripts/read.sh", script)]);
+    let registry = env.open().await;
+    let policy =
+        RunPolicy::parse(&format!("[[paths]]\nhost = \"{}\"\nas = \"docs\"\nmode = \"ro\"\n", granted.path().display()), Path::new("p"))
+            .unwrap();
+    registry.set_policy("reader", &policy).await.unwrap();
+    let request = registry.approval_request("reader").unwrap();
+    assert!(
+        request.requests.iter().any(|l| l == &format!("host directory {} at /host/docs: read-only", granted.path().display())),
+        "the grant is shown: {:?}",
+        request.requests
+    );
+    approve(&registry, "reader").await;
+    let out = run(&registry, "reader", &["sh", "scripts/read.sh"], Vec::new()).await.unwrap();
+    let text = stdout(&out);
+    assert!(text.starts_with("from the host\nread-only\n"), "{text}");
+    // The link inside resolves inside the jail (its synthetic /etc), never to the host's /etc.
+    assert!(!text.contains("shadow") && !text.contains("ssh"), "{text}");
+    assert!(!granted.path().join("new.txt").exists());
+    // A granted directory that is itself a link is refused, naming it.
+    let link = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(granted.path(), link.path().join("docs")).unwrap();
+    let via_link =
+        RunPolicy::parse(&format!("[[paths]]\nhost = \"{}\"\nmode = \"ro\"\n", link.path().join("docs").display()), Path::new("p"))
+            .unwrap();
+    registry.set_policy("reader", &via_link).await.unwrap();
+    approve(&registry, "reader").await;
+    let refused = run(&registry, "reader", &["sh", "scripts/read.sh"], Vec::new()).await.unwrap_err();
+    assert!(refused.to_string().contains("reader") && refused.to_string().contains("link"), "{refused}");
+}
