@@ -386,7 +386,13 @@ async fn packages_a_script_declares_are_installed_at_approval_and_used_offline()
 
     // The approval step: resolved to exact versions, installed, then shown and approved.
     let scripts = registry.entry("tiny").unwrap().loaded.as_ref().unwrap().scripts.clone().unwrap();
-    let lock = env.host.sandbox().unwrap().install_packages(&scripts.packages).await.unwrap();
+    let lock = env
+        .host
+        .sandbox()
+        .unwrap()
+        .install_packages(&scripts.packages, &registry.entry("tiny").unwrap().loaded.as_ref().unwrap().files)
+        .await
+        .unwrap();
     assert_eq!(lock.packages, ["tinypkg==1.2.3"]);
     registry.set_lock("tiny", &lock).await.unwrap();
     assert_eq!(registry.entry("tiny").unwrap().state, TrustState::NeedsReapproval, "the exact set is a change a human sees");
@@ -397,7 +403,13 @@ async fn packages_a_script_declares_are_installed_at_approval_and_used_offline()
     assert_eq!(stdout(&out), "tiny 1.2.3\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
 
     // A second skill with the same set shares the environment.
-    let again = env.host.sandbox().unwrap().install_packages(&scripts.packages).await.unwrap();
+    let again = env
+        .host
+        .sandbox()
+        .unwrap()
+        .install_packages(&scripts.packages, &registry.entry("tiny").unwrap().loaded.as_ref().unwrap().files)
+        .await
+        .unwrap();
     assert_eq!(again.env, lock.env);
 }
 
@@ -532,4 +544,66 @@ async fn a_host_directory_a_human_granted_is_seen_at_host_name_with_its_mode_and
     approve(&registry, "reader").await;
     let refused = run(&registry, "reader", &["sh", "scripts/read.sh"], Vec::new()).await.unwrap_err();
     assert!(refused.to_string().contains("reader") && refused.to_string().contains("link"), "{refused}");
+}
+
+/// A node package `tinynode` 1.0.0, packed with npm and put into npm's cache at `cache`
+/// (a registry of one package, so the test needs no network); its lockfile entry.
+fn tiny_node_package(dir: &Path, cache: &Path) -> String {
+    let package = dir.join("tinynode");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(package.join("package.json"), r#"{"name": "tinynode", "version": "1.0.0", "main": "index.js"}"#).unwrap();
+    std::fs::write(package.join("index.js"), "module.exports = { shout: (s) => s.toUpperCase() + '!' };\n").unwrap();
+    let npm = |args: &[&str], cwd: &Path| {
+        let out = std::process::Command::new("npm").args(args).current_dir(cwd).output().expect("npm is installed with node");
+        assert!(out.status.success(), "npm {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    npm(&["pack", "--silent"], &package);
+    let tarball = package.join("tinynode-1.0.0.tgz");
+    npm(&["cache", "add", tarball.to_str().unwrap(), "--cache", cache.to_str().unwrap()], dir);
+    use base64::Engine;
+    use sha2::Digest;
+    let digest = sha2::Sha512::digest(std::fs::read(&tarball).unwrap());
+    let integrity = format!("sha512-{}", base64::engine::general_purpose::STANDARD.encode(digest));
+    format!(
+        r#"{{"name": "skill", "version": "0.0.0", "lockfileVersion": 3, "requires": true, "packages": {{
+  "": {{"name": "skill", "version": "0.0.0", "dependencies": {{"tinynode": "1.0.0"}}}},
+  "node_modules/tinynode": {{"version": "1.0.0", "resolved": "https://registry.npmjs.org/tinynode/-/tinynode-1.0.0.tgz", "integrity": "{integrity}"}}
+}}}}"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn node_packages_of_a_lockfile_are_installed_at_approval_and_found_by_scripts() {
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("npm-cache");
+    let lock = tiny_node_package(work.path(), &cache);
+    let npm_args = vec!["--offline".into(), "--cache".into(), cache.into_os_string()];
+    let env = Env::with(|config| config.npm_args = npm_args);
+    let manifest = r#"{"name": "skill", "version": "0.0.0", "private": true, "dependencies": {"tinynode": "1.0.0"}}"#;
+    let script = "import tiny from 'tinynode';\nconsole.log(tiny.shout('hi'));\n";
+    env.skill("noder", &[("package.json", manifest), ("package-lock.json", &lock), ("scripts/shout.mjs", script)]);
+    env.skill("unlocked", &[("package.json", manifest), ("scripts/x.js", "")]);
+    let git = lock.replace("https://registry.npmjs.org/tinynode/-/tinynode-1.0.0.tgz", "git+ssh://git@example.com/evil.git");
+    env.skill("gitdep", &[("package.json", manifest), ("package-lock.json", &git), ("scripts/x.js", "")]);
+    let registry = env.open().await;
+
+    for (name, says) in [("unlocked", "no package-lock.json"), ("gitdep", "not a registry tarball")] {
+        let error = registry.entry(name).unwrap().error.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(error.contains(says), "{name}: {error}");
+    }
+    let request = registry.approval_request("noder").unwrap();
+    assert!(request.requests.iter().any(|l| l.contains("not installed yet") && l.contains("tinynode@1.0.0")), "{:?}", request.requests);
+    approve(&registry, "noder").await;
+    let refused = run(&registry, "noder", &["node", "scripts/shout.mjs"], Vec::new()).await.unwrap_err();
+    assert!(refused.to_string().contains("skillhost approve noder"), "{refused}");
+
+    let files = registry.entry("noder").unwrap().loaded.as_ref().unwrap().files.clone();
+    let lock = env.host.sandbox().unwrap().install_packages(&[], &files).await.unwrap();
+    assert_eq!(lock.node.as_ref().map(|n| n.packages.clone()), Some(vec!["tinynode@1.0.0".to_owned()]));
+    registry.set_lock("noder", &lock).await.unwrap();
+    let request = registry.approval_request("noder").unwrap();
+    assert!(request.requests.iter().any(|l| l.starts_with("node package tinynode@1.0.0")), "{:?}", request.requests);
+    approve(&registry, "noder").await;
+    let out = run(&registry, "noder", &["node", "scripts/shout.mjs"], Vec::new()).await.unwrap();
+    assert_eq!(stdout(&out), "HI!\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
 }

@@ -34,12 +34,19 @@ pub async fn run(app: &App, args: ApproveArgs) -> Result<ExitCode> {
 async fn install_packages(host: &skillhost::Host, registry: &Registry, name: &str) -> Result<()> {
     let entry = registry.entry(name)?;
     let Some(scripts) = entry.loaded.as_ref().and_then(|l| l.scripts.as_ref()) else { return Ok(()) };
-    if scripts.packages.is_empty() {
+    if !scripts.declares_packages() {
         return Ok(());
     }
     let sandbox = host.sandbox().map_err(|e| anyhow::anyhow!("cannot install the packages of `{name}`: {e}"))?;
-    errln!("resolving and installing {} package(s) of `{name}` with uv: {}", scripts.packages.len(), scripts.packages.join(", "));
-    let lock = sandbox.install_packages(&scripts.packages).await?;
+    let node = scripts.node.as_ref().map(|n| n.packages.clone()).unwrap_or_default();
+    let all: Vec<&String> = scripts.packages.iter().chain(&node).collect();
+    errln!(
+        "resolving and installing {} package(s) of `{name}` (uv, npm): {}",
+        all.len(),
+        all.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    let files = entry.loaded.as_ref().map(|l| l.files.clone()).unwrap_or_default();
+    let lock = sandbox.install_packages(&scripts.packages, &files).await?;
     if scripts.lock.as_ref() != Some(&lock) {
         registry.set_lock(name, &lock).await?;
     }

@@ -29,7 +29,7 @@ pub use manifest::{FileCapability, MAX_MANIFEST_BYTES, ManifestError, SearchMeta
 pub use name::{NameError, SkillName};
 pub use net::{AuditSink, EgressOutcome, EgressRecord, NoAudit, NoSecrets, Resolver, SecretSource};
 pub use risk::RiskTier;
-pub use run::{HostPath, PackageLock, RunError, RunFile, RunInput, RunOutput, RunPolicy, ScriptJob};
+pub use run::{HostPath, NodeLock, NodePackages, PackageLock, RunError, RunFile, RunInput, RunOutput, RunPolicy, ScriptJob};
 pub use runtime::{
     CacheOutcome, CallContext, CallError, CallFailure, LazyRuntime, LoadError, ManifestHint, Progress, ProgressSink, Runtimes, Skill,
     SkillCode, SkillRuntime, SkillSource, TestReport, TestRun, ToolOutput,

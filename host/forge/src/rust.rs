@@ -411,6 +411,7 @@ pub(crate) async fn build(
         net: None,
         workspace: None,
         init: None,
+        node_modules: None,
     };
     let args: Vec<OsString> = [
         "build",

@@ -162,6 +162,9 @@ pub struct Profile {
     pub workspace: Option<u64>,
     /// A program on the host bound read-only at [`INIT_PATH`] (a run's init).
     pub init: Option<PathBuf>,
+    /// A `node_modules` directory on the host bound read-only at `/node_modules`, where
+    /// node's module resolution finds it from any script (a run's node packages).
+    pub node_modules: Option<PathBuf>,
 }
 
 impl Profile {
@@ -289,6 +292,11 @@ impl Profile {
             a.push(init);
             a.push(INIT_PATH);
         }
+        if let Some(modules) = &self.node_modules {
+            a.push("--ro-bind");
+            a.push(modules);
+            a.push("/node_modules");
+        }
         // The root itself (bwrap's private tmpfs holding the mount points) read-only.
         a.args(["--remount-ro", "/"]);
         let workdir = if self.workspace.is_some() { WORKSPACE_DIR } else { SKILL_DIR };
@@ -351,6 +359,9 @@ impl Profile {
         }
         if self.init.is_some() {
             mounts.push((INIT_PATH.to_owned(), false));
+        }
+        if self.node_modules.is_some() {
+            mounts.push(("/node_modules".to_owned(), false));
         }
         mounts
     }
@@ -454,6 +465,7 @@ mod tests {
             net: None,
             workspace: None,
             init: None,
+            node_modules: None,
         }
     }
 
@@ -525,6 +537,7 @@ mod tests {
             net: Some(NetSetup { socket: root.join("etc/hosts"), shim: "/usr/bin/true".into(), shim_args: vec![], port: 3128 }),
             workspace: None,
             init: None,
+            node_modules: None,
         }
     }
 

@@ -32,6 +32,8 @@ pub struct Scripts {
     pub policy_from: PolicyFrom,
     /// The Python packages its scripts (and policy) declare, sorted.
     pub packages: Vec<String>,
+    /// The node packages its `package.json` and lockfile declare.
+    pub node: Option<skillhost_core::NodePackages>,
     /// Those packages as resolved and installed when a human approved them; `None` until
     /// then, or when the declaration changed since.
     pub lock: Option<skillhost_core::PackageLock>,
@@ -64,12 +66,22 @@ impl Scripts {
     /// What an approval binds to besides the content hash: the policy and the exact
     /// packages (or, before they are resolved, what is declared).
     pub fn digest(&self) -> String {
-        if self.packages.is_empty() {
+        if !self.declares_packages() {
             return self.policy.digest();
         }
-        let resolved = self.lock.as_ref().map_or_else(|| format!("unresolved {}", self.packages.join(" ")), |l| l.packages.join(" "));
+        let node = self.node.as_ref().map_or_else(String::new, |n| n.packages.join(" "));
+        let resolved = self.lock.as_ref().map_or_else(
+            || format!("unresolved {} node {node}", self.packages.join(" ")),
+            |l| format!("{} node {node}", l.packages.join(" ")),
+        );
         let both = format!("{}\n{resolved}", self.policy.digest());
         format!("scripts-{}", hex::encode(<sha2::Sha256 as sha2::Digest>::digest(both)))
+    }
+
+    /// Whether its scripts declare packages (Python or node): then they run only once
+    /// those are installed.
+    pub fn declares_packages(&self) -> bool {
+        !self.packages.is_empty() || self.node.is_some()
     }
 }
 

@@ -294,15 +294,16 @@ impl Registry {
             if entry.state != TrustState::Approved {
                 return Err(RegistryError::NotCallable { name: skill.to_owned(), state: entry.state });
             }
-            let env = match (&scripts.lock, scripts.packages.is_empty()) {
-                (_, true) => None,
-                (Some(lock), false) => Some(lock.env.clone()),
-                (None, false) => {
+            let (env, node_env) = match (&scripts.lock, scripts.declares_packages()) {
+                (_, false) => (None, None),
+                (Some(lock), true) => ((!lock.env.is_empty()).then(|| lock.env.clone()), lock.node.as_ref().map(|n| n.env.clone())),
+                (None, true) => {
+                    let node = scripts.node.as_ref().map(|n| n.packages.clone()).unwrap_or_default();
                     return Err(RegistryError::NotRunnable {
                         name: skill.to_owned(),
                         reason: format!(
                             "its packages ({}) are not resolved and installed yet; `skillhost approve {skill}` does both, showing the exact versions",
-                            scripts.packages.join(", ")
+                            scripts.packages.iter().chain(&node).cloned().collect::<Vec<_>>().join(", ")
                         ),
                     });
                 }
@@ -317,6 +318,7 @@ impl Registry {
                 command,
                 inputs,
                 env,
+                node_env,
             };
             let started = std::time::Instant::now();
             let result = self.runtime.run_script(job, cx).await;
@@ -387,10 +389,13 @@ impl Registry {
         };
         let packages = skillhost_core::run::declared_packages(files, &policy)
             .map_err(|reason| RegistryError::BadScripts { name: name.to_owned(), reason })?;
+        let node =
+            skillhost_core::run::declared_node(files).map_err(|reason| RegistryError::BadScripts { name: name.to_owned(), reason })?;
         let path = self.lock_path(identity);
         let lock = skillhost_core::PackageLock::read(&path).map_err(|reason| policy_error(&path, reason))?;
-        let lock = lock.filter(|l| !packages.is_empty() && l.declared == skillhost_core::PackageLock::declared_hash(&packages));
-        Ok(Some(Scripts { files: scripts, policy, policy_from, packages, lock }))
+        let declared = skillhost_core::PackageLock::declared_hash(&packages, node.as_ref());
+        let lock = lock.filter(|l| (!packages.is_empty() || node.is_some()) && l.declared == declared);
+        Ok(Some(Scripts { files: scripts, policy, policy_from, packages, node, lock }))
     }
 
     /// Record the packages of `name`'s scripts as resolved and installed (the host's step
@@ -965,11 +970,27 @@ fn script_requests(scripts: &Scripts, host: &skillhost_core::Policy) -> Vec<Stri
             for package in &lock.packages {
                 lines.push(format!("package {package} (resolved at approval, installed into environment {})", lock.env));
             }
+            if let Some(node) = &lock.node {
+                for package in &node.packages {
+                    lines.push(format!("node package {package} (from its package-lock.json, installed into environment {})", node.env));
+                }
+            }
         }
-        None if !scripts.packages.is_empty() => lines.push(format!(
-            "packages declared, not resolved yet (`skillhost approve` resolves them and shows exact versions): {}",
-            scripts.packages.join(", ")
-        )),
+        None if scripts.declares_packages() => {
+            if !scripts.packages.is_empty() {
+                lines.push(format!(
+                    "packages declared, not resolved yet (`skillhost approve` resolves them and shows exact versions): {}",
+                    scripts.packages.join(", ")
+                ));
+            }
+            if let Some(node) = &scripts.node {
+                lines.push(format!(
+                    "node packages declared by its {}package-lock.json, not installed yet (`skillhost approve` installs them): {}",
+                    node.dir,
+                    node.packages.join(", ")
+                ));
+            }
+        }
         None => {}
     }
     let limits = &scripts.policy.limits;

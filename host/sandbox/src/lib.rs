@@ -73,6 +73,10 @@ pub struct BwrapConfig {
     /// approval (`--index-url URL`, or `--no-index --find-links DIR`). Default: none, uv's
     /// own defaults (PyPI, or `UV_INDEX_URL`).
     pub package_index: Vec<OsString>,
+    /// Extra arguments for `npm ci` when it installs a skill's node packages at approval
+    /// (`--registry URL`, or `--offline --cache DIR`). Default: none, npm's own
+    /// configuration.
+    pub npm_args: Vec<OsString>,
     /// How networked skills reach the network: the egress proxy each of their servers
     /// gets applies these (resolver, audit sink, timeouts, caps). Default:
     /// [`NetConfig::default`] (system resolver, no audit).
@@ -127,6 +131,7 @@ impl BwrapConfig {
             shim: None,
             init: None,
             package_index: Vec::new(),
+            npm_args: Vec::new(),
             net: Arc::new(NetConfig::default()),
             idle_timeout: Duration::from_secs(300),
             start_timeout: Duration::from_secs(30),
@@ -580,6 +585,7 @@ impl Launch {
             net,
             workspace: None,
             init: None,
+            node_modules: None,
         };
         guards.push(Box::new(run_dir));
         Ok((profile, guards, calls))

@@ -104,6 +104,14 @@ impl BwrapRuntime {
             let prefix = self.venv().map(|v| v.prefix.clone()).unwrap_or_else(|| PathBuf::from("/usr"));
             profile.python = Some((dir, prefix));
         }
+        if let Some(env) = &job.node_env {
+            let dir = self.package_env(env).ok_or_else(|| {
+                unavailable(format!(
+                    "the environment of its node packages ({env}) is not on this host; `skillhost approve {skill}` installs it again"
+                ))
+            })?;
+            profile.node_modules = Some(dir.join("node_modules"));
+        }
         profile.workspace = Some(job.workspace);
         if self.inner.jail.isolation().cgroups.is_some() {
             // The jail's own cgroup binds first (RLIMIT_NPROC counts every process of the

@@ -1,12 +1,19 @@
 //! The packages a skill's scripts declare, resolved and installed when a human approves
-//! the skill, never at run time: [`BwrapRuntime::install_packages`] asks uv (from PyPI,
-//! installed into the managed venv by `skillhost setup python`) to resolve the
-//! requirements to exact versions for the managed venv's Python, then installs exactly
-//! that set, wheels only (no package's build code runs on the host), into an
-//! environment named by the hash of the set: `<work_dir>/envs/py-HASH`, shared by every
-//! skill with the same set, bound read-only into the jails of their runs.
+//! the skill, never at run time ([`BwrapRuntime::install_packages`]):
 //!
-//! uv was chosen over pip: it resolves a set to exact versions without installing it
+//! - Python: uv (from PyPI, installed into the managed venv by `skillhost setup python`)
+//!   resolves the requirements to exact versions for the managed venv's Python, then
+//!   installs exactly that set, wheels only (no package's build code runs on the host),
+//!   into `<work_dir>/envs/py-HASH`, named by the hash of the set and shared by every
+//!   skill with the same set; a run uses it instead of the managed venv.
+//! - Node: `npm ci --ignore-scripts --omit=dev` installs exactly what the skill's
+//!   `package-lock.json` names (no install script runs) into `<work_dir>/envs/node-HASH`,
+//!   named by the hash of its `package.json` and lockfile; a run sees it at
+//!   `/node_modules`, where node's resolution finds it from any script under `/skill`.
+//!
+//! Both are bound read-only into the jails of their runs.
+//!
+//! uv was chosen over pip for Python: it resolves a set to exact versions without installing it
 //! (`uv pip compile`), refuses source builds with one flag, is one static binary from
 //! PyPI, and installs a resolved set in well under a second from its cache.
 
@@ -14,8 +21,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
 
+use std::collections::BTreeMap;
+
 use sha2::Digest;
-use skillhost_core::PackageLock;
+use skillhost_core::{NodeLock, NodePackages, PackageLock};
 use tokio::io::AsyncWriteExt;
 
 use crate::BwrapRuntime;
@@ -29,11 +38,23 @@ pub struct PackagesError(String);
 const COMPLETE: &str = ".skillhost-complete";
 
 impl BwrapRuntime {
-    /// Resolve `declared` (plain requirements, see
-    /// [`declared_packages`](skillhost_core::run::declared_packages)) to exact versions
-    /// and install them into their shared environment (kept when it is already there):
-    /// the lock to record for the skill.
-    pub async fn install_packages(&self, declared: &[String]) -> Result<PackageLock, PackagesError> {
+    /// Resolve and install what a skill's scripts declare: `python` (plain requirements,
+    /// see [`declared_packages`](skillhost_core::run::declared_packages)) and the node
+    /// packages of its `files` ([`declared_node`](skillhost_core::run::declared_node)),
+    /// each into its shared environment (kept when it is already there): the lock to
+    /// record for the skill.
+    pub async fn install_packages(&self, python: &[String], files: &BTreeMap<String, Vec<u8>>) -> Result<PackageLock, PackagesError> {
+        let node = skillhost_core::run::declared_node(files).map_err(PackagesError)?;
+        let (packages, env) = if python.is_empty() { (Vec::new(), String::new()) } else { self.install_python(python).await? };
+        let node_lock = match &node {
+            Some(node) => Some(self.install_node(node, files).await?),
+            None => None,
+        };
+        Ok(PackageLock { declared: PackageLock::declared_hash(python, node.as_ref()), packages, env, node: node_lock })
+    }
+
+    /// Resolve `declared` with uv and install the set: its packages and environment.
+    async fn install_python(&self, declared: &[String]) -> Result<(Vec<String>, String), PackagesError> {
         let fail = |what: String| PackagesError(what);
         let venv = self.venv().ok_or_else(|| fail("this host has no managed Python venv; run `skillhost setup python`".into()))?;
         let uv = venv.dir.join("bin/uv");
@@ -48,7 +69,7 @@ impl BwrapRuntime {
                 .into();
         compile.push(python.clone().into_os_string());
         compile.extend(index.iter().cloned());
-        let resolved = uv_run(&uv, &compile, Some(declared.join("\n")))
+        let resolved = run_tool(&uv, &compile, Some(declared.join("\n")), None)
             .await
             .map_err(|e| fail(format!("uv could not resolve {}: {e}", declared.join(", "))))?;
         let mut packages: Vec<String> =
@@ -64,32 +85,75 @@ impl BwrapRuntime {
             let mut make: Vec<OsString> = ["venv", "--quiet", "--python"].map(OsString::from).into();
             make.push(python.into_os_string());
             make.push(dir.clone().into_os_string());
-            uv_run(&uv, &make, None).await.map_err(|e| fail(format!("uv could not make {}: {e}", dir.display())))?;
+            run_tool(&uv, &make, None, None).await.map_err(|e| fail(format!("uv could not make {}: {e}", dir.display())))?;
             let mut install: Vec<OsString> =
                 ["pip", "install", "--quiet", "--no-deps", "--only-binary", ":all:", "--python"].map(OsString::from).into();
             install.push(dir.join("bin/python").into_os_string());
             install.extend(index.iter().cloned());
             install.extend(packages.iter().map(OsString::from));
-            uv_run(&uv, &install, None).await.map_err(|e| fail(format!("uv could not install {}: {e}", packages.join(", "))))?;
+            run_tool(&uv, &install, None, None).await.map_err(|e| fail(format!("uv could not install {}: {e}", packages.join(", "))))?;
             std::fs::write(dir.join(COMPLETE), packages.join("\n")).map_err(|e| fail(e.to_string()))?;
         }
-        Ok(PackageLock { declared: PackageLock::declared_hash(declared), packages, env })
+        Ok((packages, env))
     }
 
-    /// The directory of the environment `name` (a [`PackageLock::env`]), if it is complete.
+    /// Install what `node`'s lockfile names with `npm ci`, into its shared environment.
+    async fn install_node(&self, node: &NodePackages, files: &BTreeMap<String, Vec<u8>>) -> Result<NodeLock, PackagesError> {
+        let fail = |what: String| PackagesError(what);
+        let npm = skillhost_jail::which("npm").ok_or_else(|| fail("`npm` was not found on PATH; install node and npm".into()))?;
+        let env = format!("node-{}", &node.hash[..16]);
+        let envs = self.inner.config.work_dir.join("envs");
+        let dir = envs.join(&env);
+        if !dir.join(COMPLETE).is_file() {
+            std::fs::create_dir_all(&envs).map_err(|e| fail(e.to_string()))?;
+            // Made aside and renamed: npm ci's tree has no absolute paths.
+            let staging = tempfile::Builder::new().prefix(".staging-node-").tempdir_in(&envs).map_err(|e| fail(e.to_string()))?;
+            for file in ["package.json", "package-lock.json"] {
+                std::fs::write(staging.path().join(file), &files[&format!("{}{file}", node.dir)]).map_err(|e| fail(e.to_string()))?;
+            }
+            let mut args: Vec<OsString> =
+                ["ci", "--ignore-scripts", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"].map(OsString::from).into();
+            args.extend(self.inner.config.npm_args.iter().cloned());
+            run_tool(&npm, &args, None, Some(staging.path()))
+                .await
+                .map_err(|e| fail(format!("npm could not install {}: {e}", node.packages.join(", "))))?;
+            std::fs::write(staging.path().join(COMPLETE), node.packages.join("\n")).map_err(|e| fail(e.to_string()))?;
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).map_err(|e| fail(format!("cannot clear the unfinished {}: {e}", dir.display())))?;
+            }
+            let staged = staging.keep();
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755));
+            std::fs::rename(&staged, &dir).map_err(|e| fail(format!("cannot move the environment into place: {e}")))?;
+        }
+        Ok(NodeLock { packages: node.packages.clone(), env })
+    }
+
+    /// The directory of the environment `name` (a [`PackageLock::env`] or
+    /// [`NodeLock::env`]), if it is complete.
     pub(crate) fn package_env(&self, name: &str) -> Option<PathBuf> {
-        let valid = name.strip_prefix("py-").is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        let hash = name.strip_prefix("py-").or_else(|| name.strip_prefix("node-"));
+        let valid = hash.is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()));
         let dir = self.inner.config.work_dir.join("envs").join(name);
         (valid && dir.join(COMPLETE).is_file()).then_some(dir)
     }
 }
 
-/// Run uv with `args` (stdin `input`), its stdout, or its stderr's last lines.
-async fn uv_run(uv: &std::path::Path, args: &[OsString], input: Option<String>) -> Result<String, String> {
-    let mut command = tokio::process::Command::new(uv);
+/// Run `program` (uv, npm) with `args` (stdin `input`, in `cwd`): its stdout, or its
+/// stderr's last lines.
+async fn run_tool(
+    program: &std::path::Path,
+    args: &[OsString],
+    input: Option<String>,
+    cwd: Option<&std::path::Path>,
+) -> Result<String, String> {
+    let mut command = tokio::process::Command::new(program);
     command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
     command.env("UV_NO_PROGRESS", "1");
-    let mut child = command.spawn().map_err(|e| format!("cannot start {}: {e}", uv.display()))?;
+    let mut child = command.spawn().map_err(|e| format!("cannot start {}: {e}", program.display()))?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(input.unwrap_or_default().as_bytes()).await;
     }
