@@ -82,6 +82,30 @@ fn limit(result: Result<RunOutput, RegistryError>, skill: &str) -> String {
     }
 }
 
+/// An HTTP server on 127.0.0.1 that answers one request with `body`: its port, and the
+/// request's head once answered.
+async fn one_request_server(body: &'static str) -> (u16, tokio::task::JoinHandle<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = stream.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+        stream.write_all(answer.as_bytes()).await.unwrap();
+        String::from_utf8_lossy(&head).into_owned()
+    });
+    (port, server)
+}
+
 const TRANSFORM: &str = r#"
 import sys, json, os
 src, dst = sys.argv[1], sys.argv[2]
@@ -146,23 +170,7 @@ async fn scripts_in_python_shell_and_node_transform_inputs_into_files() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_script_reaches_an_allowed_loopback_host_with_a_secret_it_never_sees() {
     let env = Env::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let (mut stream, _) = listener.accept().await.unwrap();
-        let mut head = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = stream.read(&mut buf).await.unwrap();
-            if n == 0 {
-                break;
-            }
-            head.extend_from_slice(&buf[..n]);
-        }
-        stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok").await.unwrap();
-        String::from_utf8_lossy(&head).into_owned()
-    });
+    let (port, server) = one_request_server("ok").await;
     let fetch = format!(
         "import os, urllib.request, urllib.error\nprint(urllib.request.urlopen('http://127.0.0.1:{port}/data').read().decode())\nprint('env holds secret:', any('s3cr3t' in v for v in os.environ.values()))\ntry:\n    urllib.request.urlopen('http://127.0.0.1:{}/other')\n    print('undeclared host reached')\nexcept urllib.error.HTTPError as e:\n    print('undeclared host refused', e.code)\n",
         port + 1
@@ -440,15 +448,7 @@ async fn a_skill_toml_beside_the_scripts_says_what_they_ask_until_a_human_writes
 async fn every_run_is_in_the_audit_log_with_its_command_exit_bytes_and_requests() {
     use skillhost::audit::{AuditQuery, RunOutcome};
     let env = Env::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let (mut stream, _) = listener.accept().await.unwrap();
-        let mut buf = [0u8; 4096];
-        let _ = stream.read(&mut buf).await.unwrap();
-        stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello").await.unwrap();
-    });
+    let (port, server) = one_request_server("hello").await;
     let script = format!(
         "import sys, urllib.request\nbody = urllib.request.urlopen('http://127.0.0.1:{port}/ping').read()\ndata = open(sys.argv[1], 'rb').read() + open(sys.argv[2], 'rb').read()\nopen('out.bin', 'wb').write(data * 3 + body)\nprint('wrote', len(data) * 3 + len(body))\nsys.exit(3)\n"
     );
