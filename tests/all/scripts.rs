@@ -394,13 +394,9 @@ async fn packages_a_script_declares_are_installed_at_approval_and_used_offline()
 
     // The approval step: resolved to exact versions, installed, then shown and approved.
     let scripts = registry.entry("tiny").unwrap().loaded.as_ref().unwrap().scripts.clone().unwrap();
-    let lock = env
-        .host
-        .sandbox()
-        .unwrap()
-        .install_packages(&scripts.packages, &registry.entry("tiny").unwrap().loaded.as_ref().unwrap().files)
-        .await
-        .unwrap();
+    let files = registry.entry("tiny").unwrap().loaded.as_ref().unwrap().files.clone();
+    let sandbox = env.host.sandbox().unwrap();
+    let lock = sandbox.install_packages(&scripts.packages, &files).await.unwrap();
     assert_eq!(lock.packages, ["tinypkg==1.2.3"]);
     registry.set_lock("tiny", &lock).await.unwrap();
     assert_eq!(registry.entry("tiny").unwrap().state, TrustState::NeedsReapproval, "the exact set is a change a human sees");
@@ -410,14 +406,8 @@ async fn packages_a_script_declares_are_installed_at_approval_and_used_offline()
     let out = run(&registry, "tiny", &["python", "scripts/use.py"], Vec::new()).await.unwrap();
     assert_eq!(stdout(&out), "tiny 1.2.3\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
 
-    // A second skill with the same set shares the environment.
-    let again = env
-        .host
-        .sandbox()
-        .unwrap()
-        .install_packages(&scripts.packages, &registry.entry("tiny").unwrap().loaded.as_ref().unwrap().files)
-        .await
-        .unwrap();
+    // The same set installed again (another skill declaring it) reuses the environment.
+    let again = sandbox.install_packages(&scripts.packages, &files).await.unwrap();
     assert_eq!(again.env, lock.env);
 }
 
