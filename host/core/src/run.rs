@@ -200,6 +200,10 @@ pub fn declared_node(files: &BTreeMap<String, Vec<u8>>) -> Result<Option<NodePac
         let (Some(version), Some(resolved), Some(_)) = (field("version"), field("resolved"), field("integrity")) else {
             return Err(format!("{lock_path}: {shown} has no version, resolved URL or integrity; only registry packages can be installed"));
         };
+        let plain = |text: &str| !text.is_empty() && text.len() <= 214 && text.chars().all(|c| c.is_ascii_graphic());
+        if !plain(name) || !plain(version) {
+            return Err(format!("{lock_path}: {shown} is not a plain package name and version"));
+        }
         if !resolved.starts_with("https://") || entry.get("link").is_some() {
             return Err(format!("{lock_path}: {shown} comes from `{}`, not a registry tarball", crate::text::quote(resolved, 120)));
         }
@@ -927,6 +931,10 @@ mod tests {
             (files(&[("package.json", manifest)]), "no package-lock.json"),
             (files(&[("package.json", manifest), ("package-lock.json", &entry("file:../a.tgz"))]), "not a registry tarball"),
             (files(&[("package.json", manifest), ("package-lock.json", r#"{"lockfileVersion": 1, "dependencies": {}}"#)]), "npm 6"),
+            (
+                files(&[("package.json", manifest), ("package-lock.json", &entry("https://r/a.tgz").replace("1.2.0", "1.2.0\\u001b[2J"))]),
+                "not a plain package name",
+            ),
         ] {
             assert!(declared_node(&files).unwrap_err().contains(says), "{says}");
         }
