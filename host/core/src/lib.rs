@@ -14,6 +14,7 @@ mod limits;
 mod manifest;
 mod name;
 mod net;
+mod provenance;
 mod risk;
 pub mod run;
 mod runtime;
@@ -28,6 +29,7 @@ pub use limits::{ByteSize, Limits, LimitsRequest, fmt_duration, parse_duration, 
 pub use manifest::{FileCapability, MAX_MANIFEST_BYTES, ManifestError, SearchMeta, SkillManifest, TestCase};
 pub use name::{NameError, SkillName};
 pub use net::{AuditSink, EgressOutcome, EgressRecord, NoAudit, NoSecrets, Resolver, SecretSource};
+pub use provenance::{Provenance, SignatureStatus};
 pub use risk::RiskTier;
 pub use run::{HostPath, NodeLock, NodePackages, PackageLock, RunError, RunFile, RunInput, RunOutput, RunPolicy, ScriptJob};
 pub use runtime::{

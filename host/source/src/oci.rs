@@ -1,0 +1,4 @@
+//! placeholder: oci
+/// Registry credentials.
+#[derive(Clone, Debug, Default)]
+pub struct Auth;
