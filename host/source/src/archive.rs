@@ -179,7 +179,7 @@ fn plain_path(name: &str) -> Result<Option<String>, &'static str> {
     }
     let name = name.trim_start_matches("./");
     let parts: Vec<&str> = name.split('/').collect();
-    if parts.iter().any(|p| *p == "..") {
+    if parts.contains(&"..") {
         return Err("a `..` in a path");
     }
     if name.is_empty() || parts.iter().any(|p| p.is_empty() || *p == ".") {
