@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use skillhost_core::{DataKey, RiskTier, Skill, SkillManifest, SkillName, ToolSpec, text};
+use skillhost_core::{DataKey, Provenance, RiskTier, Skill, SkillManifest, SkillName, ToolSpec, text};
 
 use crate::config::Layer;
 use crate::error::RegistryError;
@@ -234,6 +234,9 @@ pub struct ApprovalRequest {
     /// changed, `- PATH` removed, each with its SHA-256; empty when never approved or
     /// unchanged.
     pub files: Vec<String>,
+    /// Where its files came from, when fetched from a remote source (registry and digest,
+    /// git URL and commit, index and SHA-256) and whether a signature was verified.
+    pub provenance: Option<Provenance>,
     /// Who gave the last approval, if any.
     pub last_approved_by: Option<ApprovedBy>,
     /// Through which channel (`None` when never approved, or approved before channels
@@ -260,11 +263,13 @@ impl ApprovalRequest {
     pub fn question(&self) -> String {
         let name = &self.name;
         // Each section is host-written lines under a host-written heading.
-        let sections: [(&str, &[String]); 4] = [
+        let source = self.provenance.as_ref().map(Provenance::lines).unwrap_or_default();
+        let sections: [(&str, &[String]); 5] = [
             ("It asks to run with:", &self.requests),
             ("Its sandbox runs without (the host's config accepts it):", &self.sandbox_without),
             ("Against the last approval (+ asked now, - no longer asked):", &self.diff),
             ("Its files against the last approval (+ added, ~ changed, - removed):", &self.files),
+            ("Where its files came from:", &source),
         ];
         let mut tail = String::new();
         if self.content_changed {

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use skillhost_core::{DataKey, SkillName};
+use skillhost_core::{DataKey, Provenance, SkillName};
 use skillhost_package as package;
 
 use crate::catalog::Entry;
@@ -70,6 +70,40 @@ impl Registry {
         self.rescan_locked(&name).await?;
         drop(_guard);
         self.entry(name.as_str())
+    }
+
+    /// Install `snapshot` as [`install_snapshot`](Self::install_snapshot) does, fetched
+    /// from a remote source: `provenance` is kept beside the content hash it describes
+    /// (`<data_dir>/provenance/HASH.toml`), so `show` and the approval request of exactly
+    /// these bytes display it, whichever version of the skill serves. It moves no trust:
+    /// the trust state comes from the content hash and capability digest as for any
+    /// install. On failure nothing is left behind.
+    pub async fn install_fetched(&self, snapshot: package::Snapshot, provenance: &Provenance) -> Result<Arc<Entry>, RegistryError> {
+        let path = self.provenance_path(&snapshot.content_hash());
+        let existed = path.exists();
+        let text = toml::to_string(provenance).map_err(|e| RegistryError::Io {
+            path: path.clone(),
+            action: "cannot write",
+            source: std::io::Error::other(e),
+        })?;
+        write_atomic(&path, text.as_bytes())?;
+        let installed = self.install_snapshot(snapshot).await;
+        if installed.is_err() && !existed {
+            let _ = std::fs::remove_file(&path);
+        }
+        installed
+    }
+
+    /// Where a remote source's [`Provenance`] of the bytes hashing to `content_hash` is kept.
+    pub fn provenance_path(&self, content_hash: &str) -> PathBuf {
+        self.config.data_dir.join("provenance").join(format!("{content_hash}.toml"))
+    }
+
+    /// The provenance of the bytes hashing to `content_hash`, when they were fetched from
+    /// a remote source.
+    pub fn provenance(&self, content_hash: &str) -> Option<Provenance> {
+        let text = std::fs::read_to_string(self.provenance_path(content_hash)).ok()?;
+        toml::from_str(&text).inspect_err(|e| tracing::warn!(content_hash, "unreadable provenance: {e}")).ok()
     }
 
     /// The user layer: where [`install`](Self::install) puts skills.
@@ -214,4 +248,14 @@ fn commit(staged: &Path, target: &Path, old: &[PathBuf], staging: &Path) -> Resu
         }
     }
     result
+}
+
+/// Write `bytes` to `path` through a temporary file beside it, creating its folder.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
+    let io = |source| RegistryError::Io { path: path.to_owned(), action: "cannot write", source };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let staged = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    std::fs::write(staged.path(), bytes).map_err(io)?;
+    staged.persist(path).map(drop).map_err(|e| io(e.error))
 }

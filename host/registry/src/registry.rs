@@ -448,6 +448,7 @@ impl Registry {
             diff: diff_lines(approved.as_deref().unwrap_or_default(), &loaded.requests),
             content_changed: record.as_ref().and_then(|r| r.approved_hash.as_deref()).is_some_and(|hash| hash != loaded.content_hash),
             files: self.approved_files(&entry.identity).map(|approved| file_diff(&approved, &loaded.files)).unwrap_or_default(),
+            provenance: self.provenance(&loaded.content_hash),
             last_approved_by: record.as_ref().and_then(|r| r.approved_by),
             last_approved_via: record.and_then(|r| r.approved_via),
         })
