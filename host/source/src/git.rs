@@ -128,6 +128,8 @@ impl Clone {
             // No work tree: nothing is checked out, so no filter, hook or submodule runs.
             "--bare".into(),
             "--no-recurse-submodules".into(),
+            // No template directory: no sample hooks or other files copied in.
+            "--template=".into(),
             "--quiet".into(),
             // Everything after this is an address or a path, never an option.
             "--".into(),
