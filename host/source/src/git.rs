@@ -40,18 +40,19 @@ const EXACT_ATTRIBUTES: &str = "* -text -eol -filter -ident -export-ignore -expo
 /// The skill folder `addr` names, at the commit its `rev` names now.
 pub async fn fetch(addr: &GitAddr, options: &FetchOptions) -> Result<Fetched, SourceError> {
     let deadline = Instant::now() + options.caps.timeout;
-    let clone = Clone::make(addr, options, deadline).await?;
-    let commit = clone.commit(&addr.rev).await?;
+    let staged = Staged::make(addr, options, deadline).await?;
+    let commit = staged.commit(&addr.rev).await?;
     let tree = if addr.path.is_empty() { commit.clone() } else { format!("{commit}:{}", addr.path) };
     let what = format!("{addr} at {commit}");
+    // tar+gzip, the form the archive rules read; git gzips it itself (no external command).
     let args = [OsString::from("archive"), "--format=tar.gz".into(), tree.into()];
-    let tar = clone.git.run(&args, Some(clone.dir()), options.caps.download, deadline).await.map_err(|e| match e {
+    let tar = staged.git.run(&args, Some(staged.dir()), options.caps.download, deadline).await.map_err(|e| match e {
         Failure::Exit(stderr) if stderr.contains("not a valid object name") || stderr.contains("not a tree object") => {
-            clone.git.error(format!("path={} is not a folder at commit {commit}; check the path in the address", addr.path))
+            staged.git.error(format!("path={} is not a folder at commit {commit}; check the path in the address", addr.path))
         }
-        other => clone.git.failed("git archive", other, &what),
+        other => staged.git.failed("git archive", other, &what),
     })?;
-    drop(clone);
+    drop(staged);
     let files = crate::archive::unpack(&tar, &what, &options.caps)?;
     Ok(Fetched {
         artifact: Artifact::Folder(files),
@@ -80,8 +81,8 @@ pub async fn resolve(addr: &GitAddr, options: &FetchOptions) -> Result<String, S
     if let Some(commit) = pick_ref(&String::from_utf8_lossy(&listing), &addr.rev) {
         return Ok(commit);
     }
-    let clone = Clone::make(addr, options, deadline).await?;
-    clone.commit(&addr.rev).await
+    let staged = Staged::make(addr, options, deadline).await?;
+    staged.commit(&addr.rev).await
 }
 
 /// Whether `rev` is a full commit id (SHA-1 or SHA-256).
@@ -105,14 +106,14 @@ fn pick_ref(listing: &str, rev: &str) -> Option<String> {
 }
 
 /// A bare clone in its staging directory, removed when this is dropped.
-struct Clone {
+struct Staged {
     git: Git,
     /// The staging directory (0700); its removal is the guard.
     staging: tempfile::TempDir,
     deadline: Instant,
 }
 
-impl Clone {
+impl Staged {
     /// Clone `addr.url` bare into a fresh directory under `options.staging`, refused past
     /// `caps.download` bytes on disk.
     async fn make(addr: &GitAddr, options: &FetchOptions, deadline: Instant) -> Result<Self, SourceError> {
@@ -122,7 +123,7 @@ impl Clone {
         // tempfile makes the directory 0700 under a fresh random name, and removes it with
         // everything in it when the guard drops: on success, on error and on a panic.
         let staging = tempfile::Builder::new().prefix("git-").tempdir_in(root).map_err(|e| SourceError::io(root, e))?;
-        let clone = Self { git, staging, deadline };
+        let staged = Self { git, staging, deadline };
         let args = [
             OsString::from("clone"),
             // No work tree: nothing is checked out, so no filter, hook or submodule runs.
@@ -134,18 +135,18 @@ impl Clone {
             // Everything after this is an address or a path, never an option.
             "--".into(),
             addr.url.clone().into(),
-            clone.dir().as_os_str().to_owned(),
+            staged.dir().as_os_str().to_owned(),
         ];
         let cap = options.caps.download;
-        clone.git.run(&args, None, cap, deadline).await.map_err(|e| clone.git.failed("git clone", e, &addr.url))?;
-        let size = disk_size(clone.dir()).map_err(|e| SourceError::io(clone.dir(), e))?;
+        staged.git.run(&args, None, cap, deadline).await.map_err(|e| staged.git.failed("git clone", e, &addr.url))?;
+        let size = disk_size(staged.dir()).map_err(|e| SourceError::io(staged.dir(), e))?;
         if size > cap {
             return Err(SourceError::TooLarge { what: format!("the clone of {} ({size} bytes on disk)", addr.url), limit: cap });
         }
-        let attributes = clone.dir().join("info").join("attributes");
-        std::fs::create_dir_all(clone.dir().join("info")).map_err(|e| SourceError::io(clone.dir(), e))?;
+        let attributes = staged.dir().join("info").join("attributes");
+        std::fs::create_dir_all(staged.dir().join("info")).map_err(|e| SourceError::io(staged.dir(), e))?;
         std::fs::write(&attributes, EXACT_ATTRIBUTES).map_err(|e| SourceError::io(&attributes, e))?;
-        Ok(clone)
+        Ok(staged)
     }
 
     /// The bare repository.
