@@ -213,7 +213,7 @@ fn print_forged(forged: &Forged) {
 
 /// The host's config file: `DATA_DIR/config.toml`, or the file `SKILLHOST_CONFIG` names.
 /// It holds `skills_from` (other agents' skill folders to serve read-only, as
-/// `--skills-from`), `[forge]` (the forge's caps), `[forge.llm]` and `[sandbox]`.
+/// `--skills-from`), `[forge]` (the forge's caps), `[forge.llm]`, `[sandbox]` and `[sources]`.
 #[derive(Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostConfig {
@@ -223,6 +223,8 @@ struct HostConfig {
     forge: ForgeSection,
     #[serde(default)]
     sandbox: SandboxSection,
+    #[serde(default)]
+    sources: crate::sources::SourcesSection,
 }
 
 /// `[sandbox]` of the host config.
@@ -242,6 +244,12 @@ pub fn sandbox_allow_weaker(data_dir: &Path) -> Vec<String> {
         .map(|(_, config)| config.sandbox.allow_weaker)
         .inspect_err(|e| tracing::warn!("no `[sandbox] allow_weaker` from the host config: {e:#}"))
         .unwrap_or_default()
+}
+
+/// `[sources]` of the host config, or why it cannot be read (a verification policy that
+/// cannot be read stops a remote install rather than letting it go unverified).
+pub fn sources_config(data_dir: &Path) -> Result<(PathBuf, crate::sources::SourcesSection)> {
+    host_config(data_dir).map(|(path, config)| (path, config.sources))
 }
 
 /// `skills_from` of the host config; none, with a warning, when it cannot be read (as

@@ -154,6 +154,9 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
         outln!("{} {}: {}", loaded.runtime, loaded.version, loaded.description);
         outln!("tier: {:?}", loaded.tier);
         outln!("content hash: {}", loaded.content_hash);
+        for line in request.and_then(|r| r.provenance.as_ref()).map(skillhost::Provenance::lines).unwrap_or_default() {
+            outln!("{line}");
+        }
         for line in &loaded.requests {
             outln!("asks: {line}");
         }

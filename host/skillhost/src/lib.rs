@@ -94,6 +94,15 @@ pub mod index {
     pub use skillhost_index::{Embedder, MODEL_DIR_ENV, MiniLm, ModelFiles, Query, SearchIndex, SyncProgress, SyncStats, Target};
 }
 
+/// Skills from remote sources: OCI registries (with cosign-format signatures), git, the
+/// Agent Skills well-known index, and `skills.lock`.
+pub mod source {
+    pub use skillhost_source::{
+        Artifact, Caps, FetchOptions, FetchProgress, Fetched, Installed, Installer, KeyPolicy, Outdated, Quiet, SourceAddr, SourceError,
+        Synced, address, archive, fetch, index, lock, oci, resolve, sign,
+    };
+}
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -105,6 +114,7 @@ pub use skillhost_core::{
     ToolSpec, fmt_duration, parse_duration,
 };
 pub use skillhost_core::{AuditSink, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretSource};
+pub use skillhost_core::{Provenance, SignatureStatus};
 pub use skillhost_core::{HostPath, RunError, RunFile, RunInput, RunOutput, RunPolicy, run};
 pub use skillhost_registry::{
     Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError,

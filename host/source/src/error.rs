@@ -97,6 +97,12 @@ pub enum SourceError {
         /// What is wrong, and what to do.
         reason: String,
     },
+    /// The fetched skill does not read as a skill.
+    #[error(transparent)]
+    Read(#[from] skillhost_package::ReadError),
+    /// The registry refused to install it.
+    #[error(transparent)]
+    Registry(#[from] skillhost_registry::RegistryError),
     /// A local file.
     #[error("{path}: {source}")]
     Io {

@@ -20,6 +20,7 @@ pub mod error;
 pub mod git;
 pub mod http;
 pub mod index;
+pub mod install;
 pub mod lock;
 pub mod oci;
 pub mod sign;
@@ -30,6 +31,7 @@ use std::time::Duration;
 
 pub use address::SourceAddr;
 pub use error::SourceError;
+pub use install::{Installed, Installer, KeyPolicy, Outdated, Synced};
 pub use skillhost_core::{Provenance, SignatureStatus};
 
 /// What every download and unpacking is held to.
@@ -100,4 +102,24 @@ pub struct FetchOptions {
     pub auth: oci::Auth,
     /// Where a git clone is staged (removed after the fetch).
     pub staging: std::path::PathBuf,
+}
+
+/// Fetch the skill `addr` names, checked (its digest, and its signature when
+/// `options.verify_keys` is not empty).
+pub async fn fetch(addr: &SourceAddr, options: &FetchOptions) -> Result<Fetched, SourceError> {
+    match addr {
+        SourceAddr::Oci(oci) => oci::pull(oci, options).await,
+        SourceAddr::Git(git) => git::fetch(git, options).await,
+        SourceAddr::Index(index) => index::fetch(index, options).await,
+    }
+}
+
+/// The digest `addr` names now (an OCI manifest, a git commit, an index entry's sha256),
+/// fetching nothing else.
+pub async fn resolve(addr: &SourceAddr, options: &FetchOptions) -> Result<String, SourceError> {
+    match addr {
+        SourceAddr::Oci(oci) => oci::resolve(oci, options).await,
+        SourceAddr::Git(git) => git::resolve(git, options).await,
+        SourceAddr::Index(index) => index::resolve(index, options).await,
+    }
 }
