@@ -28,7 +28,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
 use oci_client::manifest::{IMAGE_MANIFEST_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
@@ -393,8 +393,8 @@ fn is_not_found(error: &OciDistributionError) -> bool {
 /// A client error as a refusal naming the artifact and what to do.
 fn oci_error(reference: &str, what: &str, error: OciDistributionError) -> SourceError {
     let reason = match &error {
-        OciDistributionError::DigestError(digest) => {
-            return SourceError::Digest { what: format!("{reference}: {what}"), expected: String::new(), actual: digest.to_string() };
+        OciDistributionError::DigestError(DigestError::VerificationError { expected, actual }) => {
+            return SourceError::Digest { what: format!("{reference}: {what}"), expected: expected.clone(), actual: actual.clone() };
         }
         OciDistributionError::UnauthorizedError { .. } | OciDistributionError::AuthenticationFailure(_) => {
             format!("{what}: the registry refused the credentials ({error}); log in with `docker login` (read from ~/.docker/config.json)")

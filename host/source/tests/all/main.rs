@@ -1,1 +1,2 @@
-mod placeholder {}
+//! The integration tests of `skillhost-source`, one binary: real registries, repositories
+//! and servers started by each test on loopback.
