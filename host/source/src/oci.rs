@@ -15,8 +15,9 @@
 //! Any other layout is refused, naming its media types.
 //!
 //! What a pull holds to: HTTPS, unless the registry is loopback or the caps allow plain
-//! HTTP; the manifest and every blob at most `caps.download` bytes (a layer declaring more
-//! is refused before it is downloaded); every blob's SHA-256 checked against its
+//! HTTP; every blob at most `caps.download` bytes, counted as it arrives (a layer declaring
+//! more is refused before it is downloaded), and the manifest too (the client library
+//! reads a manifest whole, so it is checked once read); every blob's SHA-256 checked against its
 //! descriptor here, whatever the client library also checks; a manifest pulled by digest
 //! hashing to that digest; the whole fetch under `caps.timeout`.
 
@@ -50,6 +51,9 @@ pub const SKILL_ARTIFACT_TYPE: &str = "application/vnd.skillhost.skill.v1+json";
 pub const SKILL_LAYER_MEDIA_TYPE: &str = "application/vnd.skillhost.skill.folder.v1.tar+gzip";
 /// Config media type of a signature manifest, as cosign writes it.
 const SIGNATURE_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
+/// Signature layers tried before a verification gives up: a registry cannot make a pull
+/// download signatures without end.
+const MAX_SIGNATURES: usize = 256;
 /// The manifest media types asked for.
 const MANIFEST_MEDIA_TYPES: [&str; 2] = [OCI_IMAGE_MEDIA_TYPE, IMAGE_MANIFEST_MEDIA_TYPE];
 
@@ -95,7 +99,7 @@ impl Auth {
     /// (those registries are anonymous here).
     pub fn from_docker_config(path: &Path) -> Result<Self, SourceError> {
         let text = std::fs::read(path).map_err(|e| SourceError::io(path, e))?;
-        let bad = |reason: String| SourceError::Key { path: path.to_owned(), reason };
+        let bad = |reason: String| SourceError::Oci { reference: path.display().to_string(), reason };
         let config: DockerConfig = serde_json::from_slice(&text).map_err(|e| bad(format!("not a docker config file: {e}")))?;
         let mut auth = Self::default();
         for (host, entry) in config.auths {
@@ -103,7 +107,8 @@ impl Auth {
                 (Some(encoded), _, _) if !encoded.is_empty() => {
                     let decoded = BASE64.decode(encoded.trim()).map_err(|e| bad(format!("`auths.{host}.auth` is not base64: {e}")))?;
                     let decoded = String::from_utf8(decoded).map_err(|_| bad(format!("`auths.{host}.auth` is not text")))?;
-                    let (user, password) = decoded.split_once(':').ok_or_else(|| bad(format!("`auths.{host}.auth` is not USER:PASSWORD")))?;
+                    let (user, password) =
+                        decoded.split_once(':').ok_or_else(|| bad(format!("`auths.{host}.auth` is not USER:PASSWORD")))?;
                     (user.to_owned(), password.to_owned())
                 }
                 (_, Some(user), Some(password)) => (user, password),
@@ -157,11 +162,7 @@ pub struct PushMeta {
 /// The protocol a client uses for `registry`: plain HTTP only to loopback, or anywhere when
 /// a human allowed it; HTTPS otherwise.
 fn protocol(registry: &str, allow_http: bool) -> ClientProtocol {
-    if allow_http || is_loopback(registry) {
-        ClientProtocol::HttpsExcept(vec![registry.to_owned()])
-    } else {
-        ClientProtocol::Https
-    }
+    if allow_http || is_loopback(registry) { ClientProtocol::HttpsExcept(vec![registry.to_owned()]) } else { ClientProtocol::Https }
 }
 
 /// One registry repository talked to: its client, reference, credentials.
@@ -185,7 +186,8 @@ impl<'a> Session<'a> {
             user_agent: concat!("skillhost/", env!("CARGO_PKG_VERSION")),
             ..ClientConfig::default()
         };
-        let client = Client::try_from(config).map_err(|e| SourceError::Oci { reference: name.clone(), reason: format!("cannot make a registry client: {e}") })?;
+        let client = Client::try_from(config)
+            .map_err(|e| SourceError::Oci { reference: name.clone(), reason: format!("cannot make a registry client: {e}") })?;
         let session = Self { client, addr, name, options };
         let auth = options.auth.for_registry(&addr.registry);
         session.client.store_auth_if_needed(session.reference(None).resolve_registry(), &auth).await;
@@ -223,7 +225,11 @@ impl<'a> Session<'a> {
         if let Some(expected) = reference.digest()
             && expected != digest
         {
-            return Err(SourceError::Digest { what: format!("{}: the manifest", self.name), expected: expected.to_owned(), actual: digest });
+            return Err(SourceError::Digest {
+                what: format!("{}: the manifest", self.name),
+                expected: expected.to_owned(),
+                actual: digest,
+            });
         }
         Ok(Some((body.to_vec(), digest)))
     }
@@ -237,7 +243,10 @@ impl<'a> Session<'a> {
             return Err(SourceError::TooLarge { what: format!("{what} ({} bytes, says the manifest)", descriptor.size), limit: cap });
         }
         if !is_sha256(&descriptor.digest) {
-            return Err(SourceError::Oci { reference: self.name.clone(), reason: format!("{what} is named by `{}`, not a sha256: digest", descriptor.digest) });
+            return Err(SourceError::Oci {
+                reference: self.name.clone(),
+                reason: format!("{what} is named by `{}`, not a sha256: digest", descriptor.digest),
+            });
         }
         let mut stream = self.client.pull_blob_stream(&self.reference(None), descriptor).await.map_err(|e| self.failed(&what, e))?;
         let mut body = Vec::with_capacity(descriptor.size as usize);
@@ -281,7 +290,10 @@ impl<'a> Session<'a> {
         let body = serde_json::to_vec(manifest).expect("a manifest serializes");
         let digest = sha256(&body);
         let content_type = OCI_IMAGE_MEDIA_TYPE.parse().expect("a media type is a header value");
-        self.client.push_manifest_raw(reference, body, content_type).await.map_err(|e| self.failed(&format!("the manifest {reference}"), e))?;
+        self.client
+            .push_manifest_raw(reference, body, content_type)
+            .await
+            .map_err(|e| self.failed(&format!("the manifest {reference}"), e))?;
         Ok(digest)
     }
 
@@ -303,11 +315,12 @@ impl<'a> Session<'a> {
                 self.docker_reference()
             )));
         };
-        let manifest: OciImageManifest =
-            serde_json::from_slice(&body).map_err(|e| refuse(format!("the signature manifest at {tag} is not an OCI image manifest: {e}")))?;
+        let manifest: OciImageManifest = serde_json::from_slice(&body)
+            .map_err(|e| refuse(format!("the signature manifest at {tag} is not an OCI image manifest: {e}")))?;
         let mut mismatches = Vec::new();
         let mut signatures = 0;
-        for layer in manifest.layers.iter().filter(|l| l.media_type == sign::SIMPLE_SIGNING_MEDIA_TYPE) {
+        let layers = manifest.layers.iter().filter(|l| l.media_type == sign::SIMPLE_SIGNING_MEDIA_TYPE);
+        for layer in layers.take(MAX_SIGNATURES) {
             let Some(signature) = layer.annotations.as_ref().and_then(|a| a.get(sign::SIGNATURE_ANNOTATION)) else {
                 continue;
             };
@@ -320,7 +333,9 @@ impl<'a> Session<'a> {
             }
         }
         Err(refuse(match (signatures, mismatches.is_empty()) {
-            (0, _) => format!("no signature: the manifest at {tag} holds no cosign signature layer; the publisher signs with `skillhost publish --sign KEY`"),
+            (0, _) => format!(
+                "no signature: the manifest at {tag} holds no cosign signature layer; the publisher signs with `skillhost publish --sign KEY`"
+            ),
             (_, true) => format!("signed, but not by any of the keys {tried}; ask the publisher which key signed it, or pass that key"),
             (_, false) => format!("signed, but not for this artifact: {}", mismatches.join("; ")),
         }))
@@ -334,7 +349,9 @@ impl<'a> Session<'a> {
             Some((body, _)) => serde_json::from_slice::<OciImageManifest>(&body)
                 .map_err(|e| SourceError::Signature {
                     reference: self.name.clone(),
-                    reason: format!("the signature manifest at {tag} is not an OCI image manifest ({e}); delete that tag before signing again"),
+                    reason: format!(
+                        "the signature manifest at {tag} is not an OCI image manifest ({e}); delete that tag before signing again"
+                    ),
                 })?
                 .layers
                 .into_iter()
@@ -355,7 +372,9 @@ impl<'a> Session<'a> {
             "os": "",
             "rootfs": {"type": "layers", "diff_ids": layers.iter().map(|l| l.digest.clone()).collect::<Vec<_>>()},
         });
-        let config = self.push_blob(SIGNATURE_CONFIG_MEDIA_TYPE, serde_json::to_vec(&config).expect("JSON serializes"), "the signature config").await?;
+        let config = self
+            .push_blob(SIGNATURE_CONFIG_MEDIA_TYPE, serde_json::to_vec(&config).expect("JSON serializes"), "the signature config")
+            .await?;
         let manifest = OciImageManifest {
             schema_version: 2,
             media_type: Some(OCI_IMAGE_MEDIA_TYPE.to_owned()),
@@ -376,7 +395,9 @@ fn sha256(bytes: &[u8]) -> String {
 }
 
 fn is_sha256(digest: &str) -> bool {
-    digest.strip_prefix("sha256:").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+    digest
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
 }
 
 fn is_not_found(error: &OciDistributionError) -> bool {
@@ -399,7 +420,9 @@ fn oci_error(reference: &str, what: &str, error: OciDistributionError) -> Source
         OciDistributionError::UnauthorizedError { .. } | OciDistributionError::AuthenticationFailure(_) => {
             format!("{what}: the registry refused the credentials ({error}); log in with `docker login` (read from ~/.docker/config.json)")
         }
-        OciDistributionError::RequestError(e) if e.is_timeout() => format!("{what}: timed out; raise the fetch timeout if the registry is slow"),
+        OciDistributionError::RequestError(e) if e.is_timeout() => {
+            format!("{what}: timed out; raise the fetch timeout if the registry is slow")
+        }
         OciDistributionError::RequestError(e) => {
             let mut text = format!("{what}: {e}");
             let mut source = std::error::Error::source(e);
@@ -419,7 +442,10 @@ fn oci_error(reference: &str, what: &str, error: OciDistributionError) -> Source
 async fn timed<T>(addr: &OciAddr, options: &FetchOptions, future: impl Future<Output = Result<T, SourceError>>) -> Result<T, SourceError> {
     let limit = options.caps.timeout;
     tokio::time::timeout(limit, future).await.unwrap_or_else(|_| {
-        Err(SourceError::Oci { reference: addr.to_string(), reason: format!("timed out after {limit:?}; raise the fetch timeout if the registry is slow") })
+        Err(SourceError::Oci {
+            reference: addr.to_string(),
+            reason: format!("timed out after {limit:?}; raise the fetch timeout if the registry is slow"),
+        })
     })
 }
 
@@ -473,12 +499,8 @@ async fn pull_untimed(addr: &OciAddr, options: &FetchOptions) -> Result<Fetched,
         let bytes = session.blob(layer, "the skill folder archive").await?;
         Artifact::Folder(crate::archive::unpack(&bytes, &session.name, &options.caps)?)
     };
-    let provenance = Provenance {
-        source: session.name.clone(),
-        pinned: SourceAddr::Oci(addr.clone()).pinned(&digest).to_string(),
-        digest,
-        signature,
-    };
+    let provenance =
+        Provenance { source: session.name.clone(), pinned: SourceAddr::Oci(addr.clone()).pinned(&digest).to_string(), digest, signature };
     Ok(Fetched { artifact, provenance })
 }
 
@@ -488,9 +510,13 @@ pub async fn resolve(addr: &OciAddr, options: &FetchOptions) -> Result<String, S
     timed(addr, options, async {
         let session = Session::new(addr, options).await?;
         let auth = options.auth.for_registry(&addr.registry);
-        let digest = session.client.fetch_manifest_digest(&session.reference(None), &auth).await.map_err(|e| session.failed("the manifest", e))?;
+        let digest =
+            session.client.fetch_manifest_digest(&session.reference(None), &auth).await.map_err(|e| session.failed("the manifest", e))?;
         if !is_sha256(&digest) {
-            return Err(SourceError::Oci { reference: session.name.clone(), reason: format!("the registry named the manifest `{digest}`, not a sha256: digest") });
+            return Err(SourceError::Oci {
+                reference: session.name.clone(),
+                reason: format!("the registry named the manifest `{digest}`, not a sha256: digest"),
+            });
         }
         Ok(digest)
     })
@@ -518,9 +544,18 @@ struct SkillConfig<'a> {
 /// Publish `artifact` at `addr` (a tag), its config and annotations from `meta`; with
 /// `sign_with`, also store a cosign-format signature beside it (appended to any already
 /// there). Returns the manifest digest.
-pub async fn push(artifact: &Artifact, meta: &PushMeta, addr: &OciAddr, options: &FetchOptions, sign_with: Option<&PrivateKey>) -> Result<String, SourceError> {
+pub async fn push(
+    artifact: &Artifact,
+    meta: &PushMeta,
+    addr: &OciAddr,
+    options: &FetchOptions,
+    sign_with: Option<&PrivateKey>,
+) -> Result<String, SourceError> {
     if let OciRef::Digest(_) = addr.reference {
-        return Err(SourceError::Oci { reference: addr.to_string(), reason: "publish to a tag (oci://REGISTRY/REPO:TAG), not a digest".into() });
+        return Err(SourceError::Oci {
+            reference: addr.to_string(),
+            reason: "publish to a tag (oci://REGISTRY/REPO:TAG), not a digest".into(),
+        });
     }
     timed(addr, options, async {
         let session = Session::new(addr, options).await?;
@@ -528,7 +563,8 @@ pub async fn push(artifact: &Artifact, meta: &PushMeta, addr: &OciAddr, options:
         let (layer, config, artifact_type) = match artifact {
             Artifact::Component(bytes) => {
                 let layer = session.push_blob(COMPONENT_LAYER_MEDIA_TYPE, bytes.clone(), "the component").await?;
-                let config = ComponentConfig { created: created.clone(), architecture: "wasm", os: "wasip2", layer_digests: [&layer.digest] };
+                let config =
+                    ComponentConfig { created: created.clone(), architecture: "wasm", os: "wasip2", layer_digests: [&layer.digest] };
                 let config = serde_json::to_vec(&config).expect("a config serializes");
                 (layer.clone(), session.push_blob(COMPONENT_CONFIG_MEDIA_TYPE, config, "the config").await?, None)
             }

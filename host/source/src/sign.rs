@@ -118,23 +118,28 @@ impl PrivateKey {
     /// `path` names it in errors.
     pub fn from_pem(text: &str, password: Option<&str>, path: &Path) -> Result<Self, SourceError> {
         let refuse = |reason: String| SourceError::Key { path: path.to_owned(), reason };
-        let (label, der) = p256::pkcs8::der::pem::decode_vec(text.trim().as_bytes())
-            .map_err(|e| refuse(format!("not a PEM private key: {e}")))?;
+        let (label, der) =
+            p256::pkcs8::der::pem::decode_vec(text.trim().as_bytes()).map_err(|e| refuse(format!("not a PEM private key: {e}")))?;
         let key = match label {
             "PRIVATE KEY" => SigningKey::from_pkcs8_der(&der).map_err(|e| refuse(format!("not a P-256 PKCS#8 key: {e}")))?,
-            "EC PRIVATE KEY" => p256::SecretKey::from_sec1_der(&der)
-                .map(SigningKey::from)
-                .map_err(|e| refuse(format!("not a P-256 SEC1 key: {e}")))?,
+            "EC PRIVATE KEY" => {
+                p256::SecretKey::from_sec1_der(&der).map(SigningKey::from).map_err(|e| refuse(format!("not a P-256 SEC1 key: {e}")))?
+            }
             label if COSIGN_ENCRYPTED_LABELS.contains(&label) => {
                 let plain = decrypt_cosign(&der, password.unwrap_or("")).map_err(refuse)?;
                 SigningKey::from_pkcs8_der(&plain).map_err(|e| refuse(format!("the decrypted key is not a P-256 PKCS#8 key: {e}")))?
             }
             "ENCRYPTED PRIVATE KEY" => {
                 return Err(refuse(
-                    "an encrypted PKCS#8 key is not read; decrypt it with `openssl pkcs8 -in KEY -out plain.pem` (or use a cosign key)".into(),
+                    "an encrypted PKCS#8 key is not read; decrypt it with `openssl pkcs8 -in KEY -out plain.pem` (or use a cosign key)"
+                        .into(),
                 ));
             }
-            other => return Err(refuse(format!("`{other}` PEM is not a private key; use a P-256 key (`PRIVATE KEY`, `EC PRIVATE KEY`, or cosign's)"))),
+            other => {
+                return Err(refuse(format!(
+                    "`{other}` PEM is not a private key; use a P-256 key (`PRIVATE KEY`, `EC PRIVATE KEY`, or cosign's)"
+                )));
+            }
         };
         Ok(Self { key })
     }
@@ -192,12 +197,17 @@ fn decrypt_cosign(body: &[u8], password: &str) -> Result<Vec<u8>, String> {
     use crypto_secretbox::aead::{Aead as _, KeyInit as _};
     let data: Encrypted = serde_json::from_slice(body).map_err(|e| format!("not a cosign encrypted key: {e}"))?;
     if data.kdf.name != "scrypt" || data.cipher.name != "nacl/secretbox" {
-        return Err(format!("key derivation `{}` with cipher `{}` is not cosign's (scrypt, nacl/secretbox)", data.kdf.name, data.cipher.name));
+        return Err(format!(
+            "key derivation `{}` with cipher `{}` is not cosign's (scrypt, nacl/secretbox)",
+            data.kdf.name, data.cipher.name
+        ));
     }
     let log_n = match (data.kdf.params.n, data.kdf.params.r, data.kdf.params.p) {
         (32768, 8, 1) => 15,
         (65536, 8, 1) => 16,
-        (n, r, p) => return Err(format!("scrypt parameters N={n} r={r} p={p} are not cosign's; re-create the key with `cosign generate-key-pair`")),
+        (n, r, p) => {
+            return Err(format!("scrypt parameters N={n} r={r} p={p} are not cosign's; re-create the key with `cosign generate-key-pair`"));
+        }
     };
     let decode = |what: &str, text: &str| BASE64.decode(text).map_err(|e| format!("the {what} is not base64: {e}"));
     let salt = decode("salt", &data.kdf.salt)?;
@@ -277,7 +287,8 @@ pub enum PayloadRefusal {
 pub fn verify_payload(payload: &[u8], signature: &str, digest: &str, keys: &[PublicKey]) -> Result<String, PayloadRefusal> {
     let key = keys.iter().find(|key| key.verifies(payload, signature)).ok_or(PayloadRefusal::NotByKeys)?;
     let mismatch = |reason: String| PayloadRefusal::Mismatch { key: key.fingerprint.clone(), reason };
-    let parsed: Payload = serde_json::from_slice(payload).map_err(|e| mismatch(format!("its payload is not a simple-signing payload: {e}")))?;
+    let parsed: Payload =
+        serde_json::from_slice(payload).map_err(|e| mismatch(format!("its payload is not a simple-signing payload: {e}")))?;
     if parsed.critical.kind != SIGNATURE_TYPE {
         return Err(mismatch(format!("its payload's type is `{}`, not `{SIGNATURE_TYPE}`", parsed.critical.kind)));
     }
@@ -381,7 +392,8 @@ N0ZSd2syZzY1cFZnSGMwVWV1L1N1OUs0Zmc9PSJ9
     #[test]
     fn other_pem_is_refused_saying_what_to_use() {
         let path = Path::new("k.pem");
-        let error = PrivateKey::from_pem("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n", None, path).unwrap_err();
+        let error = PrivateKey::from_pem("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n", None, path)
+            .unwrap_err();
         assert!(error.to_string().contains("openssl pkcs8"), "{error}");
         let error = PublicKey::from_pem("not a key", Path::new("k.pub")).unwrap_err();
         assert!(error.to_string().contains("k.pub"), "{error}");

@@ -1,2 +1,4 @@
 //! The integration tests of `skillhost-source`, one binary: real registries, repositories
 //! and servers started by each test on loopback.
+
+mod oci;
