@@ -358,3 +358,23 @@ async fn signatures_are_verified_and_refused() {
     let error = oci::pull(&unsigned, &options(vec![alice.public()])).await.unwrap_err();
     assert!(error.to_string().contains("not for this artifact"), "{error}");
 }
+
+#[tokio::test]
+async fn a_registry_that_never_answers_times_out() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    // Accepts connections and holds them, answering nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let addr = OciAddr { registry: host, repository: "skills/slow".into(), reference: OciRef::Tag("1".into()) };
+    let mut slow = options(Vec::new());
+    slow.caps.timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let error = oci::pull(&addr, &slow).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(matches!(error, SourceError::Oci { .. }) && error.to_string().contains("timed out"), "{error}");
+}
