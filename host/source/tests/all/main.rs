@@ -3,3 +3,4 @@
 
 mod git;
 mod index;
+mod oci;
