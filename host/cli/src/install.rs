@@ -1,27 +1,128 @@
-//! `skillhost install PATH`: a skill folder or `.wasm` into the user layer, where it waits
-//! for approval unless it asks for nothing risky.
+//! `skillhost install SOURCE`: a skill into the user layer, where it waits for approval
+//! unless it asks for nothing risky. SOURCE is a local folder or `.wasm`, or a remote
+//! address (`oci://`, `git+`, an `https://` well-known index); a remote skill is fetched,
+//! checked (digest, and signature when a key is asked for), installed from memory with
+//! its provenance, and pinned in `skills.lock`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
+use skillhost::source::address::{SourceAddr, is_remote};
+use skillhost::source::lock::Lockfile;
+use skillhost::source::{Installed, Installer, index};
 
 use crate::app::App;
+use crate::sources::SourceArgs;
 
 /// The options of `install`.
 #[derive(clap::Args)]
 pub struct InstallArgs {
-    /// A skill folder or .wasm file.
-    path: PathBuf,
+    /// A skill folder or .wasm file, or a remote source: oci://REGISTRY/REPO:TAG (or
+    /// @sha256:DIGEST), git+URL#path=DIR&rev=REV, https://HOST/ (a well-known index).
+    source: String,
+    /// Of a well-known index: the skill to install (repeatable); without it, the skills
+    /// the index offers are listed.
+    #[arg(long, value_name = "NAME")]
+    skill: Vec<String>,
+    /// Do not record a remote skill in the lockfile.
+    #[arg(long)]
+    no_lock: bool,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    sources: SourceArgs,
 }
 
 /// Install the skill and say what is left to do.
 pub async fn run(app: &App, args: InstallArgs) -> Result<ExitCode> {
+    if !is_remote(&args.source) {
+        let host = app.host()?;
+        let entry = app.registry(&host).await?.install(&PathBuf::from(&args.source)).await?;
+        errln!("installed `{}` into {} ({})", entry.name, entry.origin.display(), entry.state);
+        after_install(&entry);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let addr: SourceAddr = args.source.parse()?;
     let host = app.host()?;
-    let entry = app.registry(&host).await?.install(&args.path).await?;
+    let options = args.sources.options(app, &host)?;
+    let addrs = match &addr {
+        SourceAddr::Index(index) if index.skill.is_none() => {
+            let listed = index::read(index, &options).await?;
+            if args.skill.is_empty() {
+                list_index(&listed, args.json)?;
+                errln!("install one with `skillhost install {} --skill NAME`", args.source);
+                return Ok(ExitCode::from(2));
+            }
+            args.skill
+                .iter()
+                .map(|name| SourceAddr::Index(skillhost::source::address::IndexAddr { skill: Some(name.clone()), ..index.clone() }))
+                .collect()
+        }
+        _ if !args.skill.is_empty() => {
+            bail!("--skill chooses skills of a well-known index (https://HOST/); {} names one skill", args.source)
+        }
+        _ => vec![addr],
+    };
+    let registry = app.registry(&host).await?;
+    let installer = Installer::new(&registry, options, args.sources.keys(app)?);
+    let lock_path = args.sources.lock_path(app);
+    let mut lock = if args.no_lock { Lockfile::new() } else { Lockfile::read(&lock_path)? };
+    let mut done = Vec::new();
+    for addr in &addrs {
+        let installed = installer.install(addr).await?;
+        if !args.no_lock {
+            lock.upsert(installed.locked.clone());
+            lock.write(&lock_path)?;
+        }
+        if !args.json {
+            report(&installed);
+        }
+        done.push(installed);
+    }
+    if args.json {
+        let rows: Vec<_> = done
+            .iter()
+            .map(|i| serde_json::json!({"name": i.entry.name, "state": i.entry.state.as_str(), "provenance": i.provenance, "locked": i.locked}))
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
+    }
+    if !args.no_lock {
+        errln!("pinned in {}", lock_path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(installed: &Installed) {
+    let entry = &installed.entry;
     errln!("installed `{}` into {} ({})", entry.name, entry.origin.display(), entry.state);
+    for line in installed.provenance.lines() {
+        errln!("  {line}");
+    }
+    after_install(entry);
+}
+
+fn after_install(entry: &skillhost::Entry) {
     if entry.state != skillhost::TrustState::Approved {
         errln!("review and approve it with `skillhost approve {}`", entry.name);
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// The skills a well-known index offers.
+fn list_index(listed: &index::Index, json: bool) -> Result<()> {
+    if json {
+        let rows: Vec<_> = listed
+            .skills
+            .iter()
+            .map(|e| serde_json::json!({"name": e.name, "type": e.kind.as_str(), "description": e.description, "url": e.url.as_str(), "digest": e.digest}))
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    outln!("{} offers {} skills:", listed.url, listed.skills.len());
+    for entry in &listed.skills {
+        outln!("  {} ({}): {}", entry.name, entry.kind.as_str(), skillhost::text::one_line(&entry.description, 100));
+    }
+    Ok(())
 }

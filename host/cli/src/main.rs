@@ -34,6 +34,7 @@ mod model;
 mod new;
 mod output;
 mod policy;
+mod publish;
 mod reject;
 mod remove;
 mod rollback;
@@ -46,7 +47,9 @@ mod serve;
 mod setup;
 mod show;
 mod skills_from;
+mod sources;
 mod stats;
+mod sync;
 mod test;
 mod toolchain;
 
@@ -149,15 +152,63 @@ Examples:
     /// Enable a disabled skill (it returns to its earlier trust state)
     Enable(enable::EnableArgs),
 
-    /// Install a skill folder or .wasm into the user layer (it waits for approval unless
-    /// it asks for nothing risky)
+    /// Install a skill into the user layer, from a folder, a .wasm, an OCI registry, git
+    /// or a well-known index (it waits for approval unless it asks for nothing risky)
     #[command(after_help = "Validates the name and the files (no symlinks, no paths out of the folder, size
 caps), stages a copy and moves it into place atomically.
 
+A remote SOURCE is downloaded into memory under size, count and time caps and checked
+before anything is written: an OCI artifact against its manifest digest (and, with
+--verify KEY.pub or a [[sources.verify]] rule of the host config, its cosign-format
+signature), a git folder at the commit its rev names, an index archive against the
+sha256 the index lists (no links, absolute paths or `..`; size and count caps). The
+source, digest and signature status are recorded (`skillhost show` and the approval
+request display them) and the skill is pinned in skills.lock. Plain HTTP only to a
+loopback host, unless --allow-http.
+
 Examples:
   skillhost install ./word-tools                 a folder: skill.toml beside skill.wasm
-  skillhost install word-tools/skill.wasm && skillhost approve word-tools")]
+  skillhost install word-tools/skill.wasm && skillhost approve word-tools
+  skillhost install oci://registry.example.com/team/csv-report:1.0 --verify team.pub
+  skillhost install 'git+https://git.example.com/skills.git#path=skills/lint&rev=v1.2'
+  skillhost install https://skills.example.com/                 list what the index offers
+  skillhost install https://skills.example.com/ --skill code-review")]
     Install(install::InstallArgs),
+
+    /// Publish a skill folder or component to an OCI registry, signed with --sign KEY
+    #[command(after_help = "A folder (SKILL.md, skill.toml, scripts, server code) is one tar+gzip layer of
+media type application/vnd.skillhost.skill.folder.v1.tar+gzip; a .wasm component uses
+the layout wasm-pkg-tools (wkg) use, so wkg can pull it and skillhost installs what wkg
+published. --sign stores a cosign-format signature beside it (cosign verify --key reads
+it). Prints the pinned address (oci://…@sha256:…).
+
+Examples:
+  skillhost key generate --out team              team.key (secret) and team.pub
+  skillhost publish skills/csv-report oci://registry.example.com/team/csv-report:1.0 --sign team.key")]
+    Publish(publish::PublishArgs),
+
+    /// Make a key pair for signing published skills
+    #[command(subcommand)]
+    Key(publish::KeyCommand),
+
+    /// Install exactly the remote skills skills.lock pins (--update moves the pins)
+    #[command(after_help = "Each locked skill whose installed files are not the locked ones is fetched at
+its pinned digest (an OCI digest, a git commit, an index sha256); bytes that do not
+give the locked digest and content hash are refused, never installed. Each skill is
+installed atomically or not at all; skills the lock does not name are left alone. A
+new skill waits for approval as after `install`. --update asks each source what it
+names now (a tag, a branch, an index entry), installs that and rewrites the lock.
+
+Examples:
+  skillhost sync --lock team/skills.lock --data-dir /srv/agent-data
+  skillhost sync --lock team/skills.lock --update --verify team.pub")]
+    Sync(sync::SyncArgs),
+
+    /// List the locked skills whose source moved upstream, changing nothing
+    #[command(after_help = "Examples:
+  skillhost outdated --lock team/skills.lock
+  skillhost outdated --lock team/skills.lock --json | jq '.[] | select(.status == \"moved\")'")]
+    Outdated(sync::OutdatedArgs),
 
     /// Remove a skill from the user layer
     Remove(remove::RemoveArgs),
@@ -479,6 +530,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Enable(args) => enable::run(app, args).await,
         Command::Install(args) => install::run(app, args).await,
         Command::Remove(args) => remove::run(app, args).await,
+        Command::Publish(args) => publish::run(app, args).await,
+        Command::Key(command) => publish::key(command),
+        Command::Sync(args) => sync::sync(app, args).await,
+        Command::Outdated(args) => sync::outdated(app, args).await,
         Command::Call(args) => call::run(app, args).await,
         Command::Inspect(args) => inspect::run(app, args).await,
         Command::Build(args) => build::run(app, args).await,

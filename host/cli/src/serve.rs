@@ -63,6 +63,12 @@ pub struct ServeArgs {
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
 
+    /// With --http: also publish the approved instruction-only skills as an Agent Skills
+    /// well-known index at /.well-known/agent-skills/index.json (read without the token),
+    /// for `skillhost install http://HOST:PORT/ --skill NAME`.
+    #[arg(long, requires = "http")]
+    publish_skills: bool,
+
     /// Above this many skill tools, list only built-ins, pinned and activated tools;
     /// agents find the rest with tool_search.
     #[arg(long, default_value_t = McpConfig::default().deferred_threshold, value_name = "N")]
@@ -221,7 +227,13 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         // Off loopback the token is the user's choice: serve_http says how to give one.
         (None, None) => None,
     };
-    let config = HttpConfig { addr, token, allowed_hosts: args.allowed_hosts, allowed_origins: args.allowed_origins };
+    let config = HttpConfig {
+        addr,
+        token,
+        allowed_hosts: args.allowed_hosts,
+        allowed_origins: args.allowed_origins,
+        publish_skills: args.publish_skills,
+    };
     let shutdown = tokio_util::sync::CancellationToken::new();
     let (ready, bound) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {

@@ -70,8 +70,7 @@ impl SourceArgs {
                 .secrets()
                 .secret(secret)
                 .with_context(|| format!("secret `{secret}` is not set; set it with `skillhost secret set {secret}` (USER:PASSWORD)"))?;
-            let (user, password) =
-                value.trim_end().split_once(':').with_context(|| format!("secret `{secret}` is not USER:PASSWORD"))?;
+            let (user, password) = value.trim_end().split_once(':').with_context(|| format!("secret `{secret}` is not USER:PASSWORD"))?;
             auth.insert(registry, user, password);
         }
         let staging = app.data_dir.join("staging");

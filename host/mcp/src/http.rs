@@ -35,11 +35,20 @@ pub struct HttpConfig {
     pub allowed_hosts: Vec<String>,
     /// Browser origins accepted besides loopback ones (`https://app.example.com:443`).
     pub allowed_origins: Vec<String>,
+    /// Also publish the approved instruction-only skills as an Agent Skills well-known
+    /// index (`GET /.well-known/agent-skills/…`, no token asked for those reads).
+    pub publish_skills: bool,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        Self { addr: SocketAddr::from(([127, 0, 0, 1], 8787)), token: None, allowed_hosts: Vec::new(), allowed_origins: Vec::new() }
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8787)),
+            token: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            publish_skills: false,
+        }
     }
 }
 
@@ -71,6 +80,7 @@ pub async fn serve_http(
         .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token());
+    let published = config.publish_skills.then(|| server.registry().clone());
     let service =
         StreamableHttpService::new(move || Ok(server.session()), std::sync::Arc::new(LocalSessionManager::default()), rmcp_config);
     let token = config.token.filter(|t| !t.is_empty()).map(|t| format!("Bearer {t}"));
@@ -92,11 +102,18 @@ pub async fn serve_http(
         let service = service.clone();
         let token = token.clone();
         let stop = shutdown.clone();
+        let published = published.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 let service = service.clone();
                 let token = token.clone();
-                async move { Ok::<_, Infallible>(handle(&service, token.as_deref(), request).await) }
+                let published = published.clone();
+                async move {
+                    if let Some(registry) = published.as_deref().filter(|_| well_known(&request)) {
+                        return Ok::<_, Infallible>(well_known_response(registry, request.uri().path()));
+                    }
+                    Ok::<_, Infallible>(handle(&service, token.as_deref(), request).await)
+                }
             });
             let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
             tokio::select! {
@@ -110,6 +127,19 @@ pub async fn serve_http(
 }
 
 type Service = StreamableHttpService<SkillhostMcp, LocalSessionManager>;
+
+/// Whether `request` reads the well-known skills index (a `GET` under its path).
+fn well_known<B>(request: &hyper::Request<B>) -> bool {
+    request.method() == hyper::Method::GET && request.uri().path().starts_with(skillhost_source::index::WELL_KNOWN)
+}
+
+fn well_known_response(registry: &skillhost_registry::Registry, path: &str) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    let (status, content_type, body) = crate::wellknown::respond(registry, path);
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    response
+}
 
 /// Who sent an HTTP request, for binding approval questions to the asker: its MCP
 /// session when it has one (`Mcp-Session-Id`), else the bearer token (a 2026-07-28

@@ -48,6 +48,7 @@ mod search;
 mod server;
 mod skills;
 mod tools;
+mod wellknown;
 
 pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};
 pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, directory as skills_directory};

@@ -72,4 +72,4 @@ pub use pack::{PACK_MANIFEST, PackRef};
 pub use registry::Registry;
 pub use skillhost_package::{ReadError, SizeLimits};
 pub use skillhost_store::{ApprovalChannel, ApprovedBy, TrustState};
-pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError};
+pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError, parse as parse_skill_md};

@@ -114,11 +114,11 @@ pub use skillhost_core::{
     ToolSpec, fmt_duration, parse_duration,
 };
 pub use skillhost_core::{AuditSink, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretSource};
-pub use skillhost_core::{Provenance, SignatureStatus};
 pub use skillhost_core::{HostPath, RunError, RunFile, RunInput, RunOutput, RunPolicy, run};
+pub use skillhost_core::{Provenance, SignatureStatus};
 pub use skillhost_registry::{
     Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError,
-    RegistryEvent, SCRIPTS_RUNTIME, Scripts, TrustState,
+    RegistryEvent, SCRIPTS_RUNTIME, Scripts, TrustState, parse_skill_md,
 };
 pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
 pub use skillhost_wasm::{CacheStats, NetConfig, WasmConfig};

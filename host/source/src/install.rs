@@ -185,18 +185,20 @@ impl<'a> Installer<'a> {
         if update {
             let now = crate::resolve(&source, &self.options).await?;
             if now != locked.digest {
-                let fetched = self.fetch_with(&source.pinned(&now), keys).await?;
+                let mut fetched = self.fetch_with(&source.pinned(&now), keys).await?;
                 expect_digest(locked, &fetched, &now)?;
-                let mut installed = self.put(fetched).await?;
-                installed.locked.source = locked.source.clone();
+                fetched.provenance.source = locked.source.clone();
+                let installed = self.put(fetched).await?;
                 return Ok((Synced::Updated { entry: installed.entry, from: locked.digest.clone() }, Some(installed.locked)));
             }
         }
         if self.installed_hash(&locked.name).as_deref() == Some(locked.content.as_str()) {
             return Ok((Synced::UpToDate, None));
         }
-        let fetched = self.fetch_with(&locked.pinned()?, keys).await?;
+        let mut fetched = self.fetch_with(&locked.pinned()?, keys).await?;
         expect_digest(locked, &fetched, &locked.digest)?;
+        // Fetched by its pin; its source is still what the lock asked for.
+        fetched.provenance.source = locked.source.clone();
         let snapshot = snapshot(&fetched, self.registry)?;
         let content = snapshot.content_hash();
         if content != locked.content {

@@ -18,6 +18,8 @@ use fixtures::{CSV_SUMMARY, GITHUB, TEXT_TOOLS, UNIT_CONVERT, UPTIME};
 const NEEDS_NETWORK: &[(&str, &str)] = &[
     ("forge --generate", "asks the model server of [forge.llm] over HTTP"),
     ("https://example.com", "fetches https://example.com"),
+    (".example.com/", "fetches from a remote OCI registry, git repository or skills index"),
+    ("team/skills.lock", "the team's lockfile pins skills of a remote registry"),
     ("serve --http 0.0.0.0", "listens on every interface (tests listen on 127.0.0.1 only)"),
     ("skillhost setup", "installs from PyPI and npm (scripts/setup.sh runs setup python, model and toolchains for real)"),
 ];

@@ -1,0 +1,132 @@
+//! `skillhost sync` and `skillhost outdated`: a data dir made to hold exactly the remote
+//! skills `skills.lock` pins, and what moved upstream since, without changing anything.
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use skillhost::source::lock::Lockfile;
+use skillhost::source::{Installer, Synced};
+
+use crate::app::App;
+use crate::sources::SourceArgs;
+
+/// The options of `sync`.
+#[derive(clap::Args)]
+pub struct SyncArgs {
+    /// Move each pin to what its source names now (a tag, a branch, an index entry),
+    /// install that, and rewrite the lockfile.
+    #[arg(long)]
+    update: bool,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    sources: SourceArgs,
+}
+
+/// The options of `outdated`.
+#[derive(clap::Args)]
+pub struct OutdatedArgs {
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    sources: SourceArgs,
+}
+
+/// The lockfile `args` names, which must exist and pin something.
+fn read_lock(app: &App, sources: &SourceArgs) -> Result<(std::path::PathBuf, Lockfile)> {
+    let path = sources.lock_path(app);
+    if !path.exists() {
+        bail!("no lockfile at {}; `skillhost install SOURCE` writes one (or pass --lock FILE)", path.display());
+    }
+    let lock = Lockfile::read(&path)?;
+    Ok((path, lock))
+}
+
+/// Install what the lock pins; with `--update`, move the pins first.
+pub async fn sync(app: &App, args: SyncArgs) -> Result<ExitCode> {
+    let (path, mut lock) = read_lock(app, &args.sources)?;
+    let host = app.host()?;
+    let options = args.sources.options(app, &host)?;
+    let registry = app.registry(&host).await?;
+    let installer = Installer::new(&registry, options, args.sources.keys(app)?);
+    let outcomes = installer.sync(&mut lock, args.update).await;
+    if args.update {
+        lock.write(&path)?;
+    }
+    let mut failed = 0;
+    let mut rows = Vec::new();
+    for (name, outcome) in &outcomes {
+        let (status, detail) = match outcome {
+            Ok(Synced::UpToDate) => ("up-to-date", String::new()),
+            Ok(Synced::Installed(entry)) => ("installed", entry.state.to_string()),
+            Ok(Synced::Updated { entry, from }) => ("updated", format!("from {from}, {}", entry.state)),
+            Err(e) => {
+                failed += 1;
+                ("failed", e.to_string())
+            }
+        };
+        if !args.json {
+            errln!("{name}: {status}{}{detail}", if detail.is_empty() { "" } else { ": " });
+        }
+        rows.push(serde_json::json!({"name": name, "status": status, "detail": detail}));
+    }
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
+    }
+    let pending: Vec<&str> = outcomes
+        .iter()
+        .filter_map(|(name, o)| match o {
+            Ok(Synced::Installed(e) | Synced::Updated { entry: e, .. }) if e.state != skillhost::TrustState::Approved => {
+                Some(name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    if !pending.is_empty() {
+        errln!("waiting for approval: {}; review each with `skillhost approve NAME`", pending.join(", "));
+    }
+    if failed > 0 {
+        bail!("{failed} of {} locked skills did not sync; nothing of a skill that failed was written", outcomes.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// List, for each locked skill, whether its source moved; change nothing.
+pub async fn outdated(app: &App, args: OutdatedArgs) -> Result<ExitCode> {
+    let (_, lock) = read_lock(app, &args.sources)?;
+    let host = app.host()?;
+    let options = args.sources.options(app, &host)?;
+    let registry = app.registry(&host).await?;
+    let installer = Installer::new(&registry, options, args.sources.keys(app)?);
+    let rows = installer.outdated(&lock).await;
+    let mut failed = 0;
+    let mut json = Vec::new();
+    for (name, row) in &rows {
+        match row {
+            Ok(row) => {
+                let status = if row.moved() { "moved" } else { "current" };
+                if !args.json {
+                    let upstream = if row.moved() { format!(" -> {}", row.upstream) } else { String::new() };
+                    outln!("{name}: {status} ({}{upstream}) {}", row.locked, row.source);
+                }
+                json.push(serde_json::json!({"name": name, "status": status, "source": row.source, "locked": row.locked, "upstream": row.upstream}));
+            }
+            Err(e) => {
+                failed += 1;
+                if !args.json {
+                    outln!("{name}: unknown ({e})");
+                }
+                json.push(serde_json::json!({"name": name, "status": "unknown", "error": e.to_string()}));
+            }
+        }
+    }
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&json)?);
+    }
+    if failed > 0 {
+        bail!("{failed} of {} sources could not be asked", rows.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
