@@ -2,7 +2,9 @@
 //! `build.rs`, and the helpers that turn them into installed skills.
 
 pub mod figures;
+pub mod git;
 pub mod python;
+pub mod registry;
 mod server;
 
 use std::path::{Path, PathBuf};

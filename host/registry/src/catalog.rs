@@ -384,9 +384,28 @@ mod tests {
             sandbox_without: Vec::new(),
             content_changed: false,
             files: Vec::new(),
+            provenance: None,
             last_approved_by: None,
             last_approved_via: None,
         }
+    }
+
+    #[test]
+    fn the_question_says_where_the_files_came_from_escaped() {
+        let mut asked = request("1.0", &["network allow: https://api.example.com"]);
+        asked.provenance = Some(Provenance {
+            source: "oci://r.example.com/team/x:1.0\u{1b}[2K".into(),
+            pinned: format!("oci://r.example.com/team/x@sha256:{}", "a".repeat(64)),
+            digest: format!("sha256:{}", "a".repeat(64)),
+            signature: skillhost_core::SignatureStatus::Verified { key: format!("sha256:{}", "b".repeat(64)) },
+        });
+        let question = asked.question();
+        let lines: Vec<&str> = question.lines().collect();
+        assert_eq!(lines[2], "  - network allow: https://api.example.com", "capabilities still come first: {question}");
+        let from = lines.iter().position(|l| *l == "Where its files came from:").unwrap_or_else(|| panic!("{question}"));
+        assert!(lines[from + 1].starts_with("  - source: oci://r.example.com/team/x:1.0"), "{question}");
+        assert!(!question.contains('\u{1b}'), "{question:?}");
+        assert!(lines[from + 4].starts_with("  - signature: verified with key sha256:bbbb"), "{question}");
     }
 
     #[test]

@@ -237,7 +237,7 @@ impl<'a> Installer<'a> {
         let Some(fingerprint) = &locked.key else {
             return Ok(self.keys.keys_for(source));
         };
-        match self.keys.all().find(|key| &key.fingerprint() == fingerprint) {
+        match self.keys.all().find(|key| key.fingerprint() == fingerprint) {
             Some(key) => Ok(vec![key.clone()]),
             None => Err(SourceError::Signature {
                 reference: locked.source.clone(),

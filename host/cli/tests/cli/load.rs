@@ -6,10 +6,12 @@
 use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use fixtures::LIMITS;
+
+use crate::Served;
 use serde_json::Value;
 
 const CALLS: usize = 1000;
@@ -76,30 +78,7 @@ impl LoadEnv {
 
     /// `skillhost serve --http 127.0.0.1:0`, and the URL it serves.
     fn serve(&self) -> (Served, String) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
-            .arg("--skills")
-            .arg(self.skills.path())
-            .arg("--data-dir")
-            .arg(self.data.path())
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .env_remove("SKILLHOST_MCP_TOKEN")
-            .env("SKILLHOST_VENV", fixtures::python::venv())
-            .env("SKILLHOST_LOG", "warn")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            assert!(stderr.read_line(&mut line).unwrap() > 0, "serve exited before listening");
-            if let Some(rest) = line.trim().strip_prefix("skillhost: serving MCP at ") {
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        (Served(child), url)
+        crate::serve_http(self.skills.path(), self.data.path(), &[])
     }
 
     fn driver(&self, url: &str, calls: usize, tag: &str, killed: bool) -> Command {
@@ -126,26 +105,6 @@ impl LoadEnv {
 
 /// A `skillhost serve` child, killed when dropped, so a failed assertion does not leave
 /// it running (holding the test's output pipe open).
-struct Served(Child);
-
-impl Served {
-    fn id(&self) -> u32 {
-        self.0.id()
-    }
-
-    /// SIGKILL, and reap.
-    fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 fn find(dir: &Path, name: &str) -> Option<PathBuf> {
     for entry in std::fs::read_dir(dir).ok()? {
         let path = entry.ok()?.path();

@@ -14,6 +14,7 @@ mod load;
 mod mcp;
 mod session;
 mod skills_from;
+mod sources;
 mod startup;
 
 use std::path::Path;
@@ -586,4 +587,56 @@ fn approve_shows_capability_lines_before_anything_the_skill_wrote() {
     let identity = lines.iter().position(|l| l.starts_with("Skill `limits`, version \"0.1.0 999")).expect("the identity line");
     assert!(identity > 2 && lines[identity].contains("more characters)"), "{stderr}");
     assert!(!stderr.contains("\n\n"), "{stderr:?}");
+}
+
+/// `skillhost serve --http 127.0.0.1:0 EXTRA...` over `skills` and `data`, and the URL it
+/// serves MCP at; killed on drop.
+fn serve_http(skills: &Path, data: &Path, extra: &[&str]) -> (Served, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--skills")
+        .arg(skills)
+        .arg("--data-dir")
+        .arg(data)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .env_remove("SKILLHOST_MCP_TOKEN")
+        .env("SKILLHOST_VENV", fixtures::python::venv())
+        .env("SKILLHOST_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "serve exited before listening");
+        if let Some(rest) = line.trim().strip_prefix("skillhost: serving MCP at ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (Served(child), url)
+}
+
+/// A `skillhost serve` child, killed (SIGKILL) and reaped on drop.
+struct Served(std::process::Child);
+
+impl Served {
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// SIGKILL, and reap.
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }

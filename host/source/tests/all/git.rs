@@ -3,56 +3,34 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
+use fixtures::git::GitRepo;
 use skillhost_source::address::GitAddr;
 use skillhost_source::{Artifact, Caps, FetchOptions, Quiet, SignatureStatus, SourceAddr, SourceError, git};
 
-/// A work repository and the bare repository it pushes to, which is what fetches read.
+/// A repository of the tests (work tree and bare remote) and the staging folder fetches use.
 struct Repo {
-    _dir: tempfile::TempDir,
+    repo: GitRepo,
     work: PathBuf,
     bare: PathBuf,
     staging: PathBuf,
 }
 
 fn run(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"])
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    fixtures::git::git(dir, args)
 }
 
 impl Repo {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let work = dir.path().join("work");
-        let bare = dir.path().join("repo.git");
-        let staging = dir.path().join("staging");
-        std::fs::create_dir(&work).unwrap();
-        run(&work, &["init", "-q"]);
-        run(dir.path(), &["init", "-q", "--bare", bare.to_str().unwrap()]);
-        Self { _dir: dir, work, bare, staging }
+        let repo = GitRepo::new();
+        let staging = repo.dir().join("staging");
+        Self { work: repo.work.clone(), bare: repo.bare.clone(), staging, repo }
     }
 
     /// Write `files` into the work tree, commit them all and push; the commit id.
     fn commit(&self, files: &[(&str, &[u8])]) -> String {
-        for (path, bytes) in files {
-            let path = self.work.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, bytes).unwrap();
-        }
-        run(&self.work, &["add", "-A"]);
-        run(&self.work, &["commit", "-q", "-m", "change"]);
-        run(&self.work, &["push", "-q", self.bare.to_str().unwrap(), "HEAD:refs/heads/main"]);
-        run(&self.work, &["rev-parse", "HEAD"])
+        self.repo.commit(files)
     }
 
     fn addr(&self, path: &str, rev: &str) -> GitAddr {
@@ -102,7 +80,12 @@ async fn installs_the_files_of_a_commit_exactly() {
         (".gitattributes", attributes),
     ]);
     let blob = |path: &str| {
-        Command::new("git").current_dir(&repo.work).args(["cat-file", "blob", &format!("{commit}:{path}")]).output().unwrap().stdout
+        std::process::Command::new("git")
+            .current_dir(&repo.work)
+            .args(["cat-file", "blob", &format!("{commit}:{path}")])
+            .output()
+            .unwrap()
+            .stdout
     };
     let stored = blob("scripts/run.sh");
     // Stored with plain line ends, which `eol=crlf` would turn into CRLF on the way out.

@@ -3,10 +3,6 @@
 //! temporary folder, so a test can also tamper with what it stores.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,75 +15,17 @@ use skillhost_source::oci::{self, COMPONENT_CONFIG_MEDIA_TYPE, COMPONENT_LAYER_M
 use skillhost_source::sign::{self, PrivateKey};
 use skillhost_source::{Artifact, Caps, FetchOptions, Quiet, SignatureStatus, SourceAddr, SourceError};
 
-const REGISTRY_BINARY: &str = "/usr/bin/docker-registry";
+/// The registry of these tests, and what they ask of it.
+use fixtures::registry::OciRegistry as Registry;
 
-/// A `docker-registry` on a free loopback port, killed on drop.
-struct Registry {
-    child: Child,
-    dir: tempfile::TempDir,
-    host: String,
+trait RegistryExt {
+    fn addr(&self, repository: &str, tag: &str) -> OciAddr;
+    fn client(&self) -> Client;
 }
 
-impl Registry {
-    fn start() -> Self {
-        assert!(
-            Path::new(REGISTRY_BINARY).exists(),
-            "{REGISTRY_BINARY} is missing: the OCI tests need a real registry; run `apt-get install docker-registry` (scripts/setup.sh installs it)"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let host = format!("127.0.0.1:{port}");
-        let config = format!(
-            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {host}\n",
-            dir.path().display()
-        );
-        let config_path = dir.path().join("config.yml");
-        std::fs::write(&config_path, config).unwrap();
-        let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
-        let child = Command::new(REGISTRY_BINARY)
-            .arg("serve")
-            .arg(&config_path)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let mut registry = Self { child, dir, host };
-        registry.wait_ready();
-        registry
-    }
-
-    /// Until `GET /v2/` answers 200.
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                let log = std::fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default();
-                panic!("docker-registry exited ({status}) before answering: {log}");
-            }
-            if let Ok(mut stream) = TcpStream::connect(&self.host) {
-                let request = format!("GET /v2/ HTTP/1.0\r\nHost: {}\r\n\r\n", self.host);
-                let mut answer = String::new();
-                if stream.write_all(request.as_bytes()).is_ok()
-                    && stream.read_to_string(&mut answer).is_ok()
-                    && answer.starts_with("HTTP/1.0 200")
-                {
-                    return;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("docker-registry did not answer GET /v2/ on {} within 30 s", self.host);
-    }
-
+impl RegistryExt for Registry {
     fn addr(&self, repository: &str, tag: &str) -> OciAddr {
         OciAddr { registry: self.host.clone(), repository: repository.to_owned(), reference: OciRef::Tag(tag.to_owned()) }
-    }
-
-    /// Where the registry stores the blob `digest` (manifests are blobs too).
-    fn blob_file(&self, digest: &str) -> PathBuf {
-        let hex = digest.strip_prefix("sha256:").unwrap();
-        self.dir.path().join("docker/registry/v2/blobs/sha256").join(&hex[..2]).join(hex).join("data")
     }
 
     /// A client of the library the registry speaks with, to lay out artifacts as other
@@ -95,13 +33,6 @@ impl Registry {
     fn client(&self) -> Client {
         skillhost_source::http::install_crypto_provider();
         Client::new(ClientConfig { protocol: ClientProtocol::HttpsExcept(vec![self.host.clone()]), ..ClientConfig::default() })
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
