@@ -7,6 +7,21 @@ set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/system.sh"
 
+# The remote-source tests start a real OCI registry on 127.0.0.1: Debian's docker-registry
+# (the CNCF distribution registry). Its service is never started; each test runs its own.
+if [ ! -x /usr/bin/docker-registry ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing docker-registry (a real OCI registry for the tests)" >&2
+        apt-get install -y docker-registry >&2 || { apt-get update >&2 && apt-get install -y docker-registry >&2; }
+        # The package starts a system registry on :5000 where systemd runs; the tests need none.
+        if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet docker-registry 2>/dev/null; then
+            systemctl disable --now docker-registry >&2 || true
+        fi
+    else
+        echo "setup: docker-registry is missing; install it (apt-get install docker-registry) for the OCI tests" >&2
+    fi
+fi
+
 # The venv the tests run Python skills with, made by the host's own setup code
 # (`skillhost setup python`); quick when the stamp in the venv matches the requirements.
 setup_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

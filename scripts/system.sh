@@ -34,6 +34,12 @@ if [ "$(id -u)" = 0 ] && [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'impor
     apt-get install -y python3-venv >&2 || { apt-get update >&2 && apt-get install -y python3-venv >&2; } || true
 fi
 
+# git: `skillhost install git+URL` fetches through the system git (never a shell).
+if ! command -v git >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing git (for git skill sources)" >&2
+    apt-get install -y git >&2 || { apt-get update >&2 && apt-get install -y git >&2; } || true
+fi
+
 # jq: the `--help` examples pipe `--json` output through it (their test runs them).
 if ! command -v jq >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing jq" >&2

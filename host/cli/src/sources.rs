@@ -20,8 +20,9 @@ pub struct SourceArgs {
     /// writes) one of which must have signed an OCI skill; repeatable.
     #[arg(long, value_name = "KEY.pub")]
     verify: Vec<PathBuf>,
-    /// The lockfile to keep [default: DATA_DIR/skills.lock, beside the user layer].
-    #[arg(long, value_name = "FILE", env = "SKILLHOST_LOCK")]
+    /// The lockfile to keep [default: SKILLHOST_LOCK, else DATA_DIR/skills.lock, beside
+    /// the user layer].
+    #[arg(long, value_name = "FILE")]
     lock: Option<PathBuf>,
     /// Allow plain HTTP to a registry or index that is not on loopback (unprotected:
     /// anyone on the path can change what you download).
@@ -57,7 +58,7 @@ struct VerifyRule {
 impl SourceArgs {
     /// Where the lockfile is.
     pub fn lock_path(&self, app: &App) -> PathBuf {
-        self.lock.clone().unwrap_or_else(|| app.data_dir.join(lock::LOCK_FILE))
+        self.lock.clone().unwrap_or_else(|| default_lock(app))
     }
 
     /// The fetch options: caps, progress, credentials, staging under the data dir.
@@ -91,6 +92,11 @@ impl SourceArgs {
         }
         Ok(keys)
     }
+}
+
+/// The lockfile when no `--lock` is given: `SKILLHOST_LOCK`, else `DATA_DIR/skills.lock`.
+pub fn default_lock(app: &App) -> PathBuf {
+    std::env::var_os("SKILLHOST_LOCK").map(PathBuf::from).unwrap_or_else(|| app.data_dir.join(lock::LOCK_FILE))
 }
 
 /// The public key at `path`.
