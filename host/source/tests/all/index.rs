@@ -267,6 +267,16 @@ async fn hostile_indexes_are_refused() {
     let base = serve(BTreeMap::new()).await;
     let err = index::read(&addr(&base, None), &options(Caps::default())).await.unwrap_err();
     assert!(err.to_string().contains("404"), "{err}");
+
+    // A remote index naming a file on the reader's own disk, with its true digest.
+    let local = tempfile::tempdir().unwrap();
+    let secret = local.path().join("SKILL.md");
+    std::fs::write(&secret, b"---\nname: a1\ndescription: mine.\n---\nprivate\n").unwrap();
+    let url = format!("file://{}", secret.display());
+    let reach = index_json(vec![entry("a1", "skill-md", &url, &std::fs::read(&secret).unwrap())]);
+    let base = site(reach, vec![]).await;
+    let err = index::fetch(&addr(&base, Some("a1")), &options(Caps::default())).await.unwrap_err();
+    assert!(err.to_string().contains("is not an https:// download"), "a remote index reads no local file: {err}");
 }
 
 #[tokio::test]
