@@ -1,6 +1,6 @@
 //! Skills from remote sources through the `skillhost` binary, against real sources the
 //! test starts: a `docker-registry` on loopback (publish signed, install by tag and by
-//! digest, a wrong or missing key refused, `sync` reproducing the set byte for byte in a
+//! digest, a component that installs and runs, a wrong or missing key refused, `sync` reproducing the set byte for byte in a
 //! second data dir, `outdated` and `sync --update` when the tag moves), a bare git
 //! repository over `file://` (a moved branch not followed without `sync --update`), and
 //! `serve --http --publish-skills` as a well-known index another host installs from.
@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use fixtures::TEXT_TOOLS;
 use fixtures::git::GitRepo;
 use fixtures::registry::OciRegistry;
 use serde_json::Value;
@@ -170,6 +171,21 @@ fn oci_publish_signed_install_verify_and_sync_byte_for_byte() {
     let err = third.refused(&["sync", "--lock", lock_arg, "--verify", public.to_str().unwrap()]);
     assert!(err.contains("is not the expected"), "{err}");
     assert!(tree(&third.user_layer()).is_empty());
+}
+
+#[test]
+fn a_published_component_installs_and_runs() {
+    let registry = OciRegistry::start();
+    let author = Host::new();
+    let wasm = TEXT_TOOLS.packaged(author.skills.path());
+    let tag = format!("oci://{}/components/text-tools:0.1.0", registry.host);
+    let pinned = author.ok(&["publish", wasm.to_str().unwrap(), &tag, "--json"]);
+    let pinned: Value = serde_json::from_str(&pinned).unwrap();
+    let user = Host::new();
+    user.ok(&["install", pinned["pinned"].as_str().unwrap(), "--no-lock"]);
+    assert_eq!(std::fs::read(user.user_layer().join("text-tools.wasm")).unwrap(), std::fs::read(&wasm).unwrap());
+    let out: Value = serde_json::from_str(&user.ok(&["call", "text-tools", "text_stats", "--input", r#"{"text": "one two"}"#])).unwrap();
+    assert_eq!(out["words"], 2, "{out}");
 }
 
 #[test]
