@@ -28,6 +28,9 @@ use crate::{Artifact, FetchOptions, Fetched, Provenance, SignatureStatus};
 /// Most bytes of a git's standard error kept for a message.
 const STDERR_CAP: usize = 8 << 10;
 
+/// How often a clone's size on disk is checked while git writes it.
+const CLONE_WATCH: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Characters of a git's standard error shown in a message.
 const STDERR_SHOWN: usize = 600;
 
@@ -114,8 +117,8 @@ struct Staged {
 }
 
 impl Staged {
-    /// Clone `addr.url` bare into a fresh directory under `options.staging`, refused past
-    /// `caps.download` bytes on disk.
+    /// Clone `addr.url` bare into a fresh directory under `options.staging`, stopped as
+    /// soon as it passes `caps.download` bytes on disk.
     async fn make(addr: &GitAddr, options: &FetchOptions, deadline: Instant) -> Result<Self, SourceError> {
         let git = Git::new(&addr.url)?;
         let root = &options.staging;
@@ -138,7 +141,21 @@ impl Staged {
             staged.dir().as_os_str().to_owned(),
         ];
         let cap = options.caps.download;
-        staged.git.run(&args, None, cap, deadline).await.map_err(|e| staged.git.failed("git clone", e, &addr.url))?;
+        let clone = staged.git.run(&args, None, cap, deadline);
+        // The clone's size on disk is watched while git writes it: a repository larger than
+        // the cap stops the clone (git is killed) rather than filling the disk first.
+        let watch = async {
+            loop {
+                tokio::time::sleep(CLONE_WATCH).await;
+                if disk_size(staged.dir()).is_ok_and(|size| size > cap) {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            cloned = clone => cloned.map_err(|e| staged.git.failed("git clone", e, &addr.url))?,
+            () = watch => return Err(SourceError::TooLarge { what: format!("the clone of {} on disk", addr.url), limit: cap }),
+        };
         let size = disk_size(staged.dir()).map_err(|e| SourceError::io(staged.dir(), e))?;
         if size > cap {
             return Err(SourceError::TooLarge { what: format!("the clone of {} ({size} bytes on disk)", addr.url), limit: cap });

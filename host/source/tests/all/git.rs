@@ -219,3 +219,46 @@ async fn a_silent_server_is_stopped_at_the_timeout() {
     repo.assert_staging_empty();
     hold.abort();
 }
+
+#[tokio::test]
+async fn a_clone_past_the_cap_is_stopped_while_it_is_written() {
+    // 8 MiB that do not compress, served over git's plain ("dumb") HTTP protocol by a slow
+    // loopback server: the clone writes the object into the staging folder as it arrives.
+    let repo = Repo::new();
+    let mut noise = vec![0u8; 8 << 20];
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    for byte in noise.iter_mut() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        *byte = state as u8;
+    }
+    repo.commit(&[("SKILL.md", b"---\nname: big\ndescription: Big.\n---\n"), ("noise.bin", &noise)]);
+    run(&repo.bare, &["update-server-info"]);
+    let mut routes = BTreeMap::new();
+    let mut pending = vec![repo.bare.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(&repo.bare).unwrap().display().to_string();
+                routes.insert(format!("/r.git/{relative}"), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let total: u64 = routes.values().map(|b| b.len() as u64).sum();
+    let site = crate::loopback::serve_with(routes, Some(std::time::Duration::from_millis(20))).await;
+    let addr = match format!("git+{}/r.git#rev=main", site.base).parse::<SourceAddr>().unwrap() {
+        SourceAddr::Git(git) => git,
+        other => panic!("{other:?}"),
+    };
+    let cap = 1 << 20;
+    let err = git::fetch(&addr, &repo.options(Caps { download: cap, ..Caps::default() })).await.unwrap_err();
+    assert!(matches!(err, SourceError::TooLarge { limit, .. } if limit == cap), "{err}");
+    let sent = site.sent.load(std::sync::atomic::Ordering::Relaxed);
+    // Stopped near the cap: the server never had to send the rest of the repository.
+    assert!(sent < total / 2, "the clone ran to {sent} of {total} bytes before it was stopped");
+    repo.assert_staging_empty();
+}

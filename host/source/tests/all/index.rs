@@ -11,41 +11,8 @@ use skillhost_core::SkillName;
 use skillhost_source::address::IndexAddr;
 use skillhost_source::index::{self, PublishedSkill, SCHEMA, WELL_KNOWN};
 use skillhost_source::{Artifact, Caps, FetchOptions, Quiet, SignatureStatus, SourceAddr, SourceError};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// A loopback HTTP/1.1 server answering GETs of fixed paths with fixed bytes (404 for any
-/// other), one request per connection.
-async fn serve(routes: BTreeMap<String, Vec<u8>>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let routes = Arc::new(routes);
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let routes = routes.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 16 << 10 {
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let line = String::from_utf8_lossy(&request).lines().next().unwrap_or_default().to_owned();
-                let path = line.split(' ').nth(1).unwrap_or_default();
-                let (status, body) = match routes.get(path) {
-                    Some(body) => ("200 OK", body.as_slice()),
-                    None => ("404 Not Found", &b"not found"[..]),
-                };
-                let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                let _ = stream.write_all(head.as_bytes()).await;
-                let _ = stream.write_all(body).await;
-                let _ = stream.shutdown().await;
-            });
-        }
-    });
-    base
-}
+use crate::loopback::serve;
 
 fn options(caps: Caps) -> FetchOptions {
     FetchOptions { caps, progress: Arc::new(Quiet), verify_keys: Vec::new(), auth: Default::default(), staging: std::env::temp_dir() }

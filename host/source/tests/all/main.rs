@@ -3,4 +3,5 @@
 
 mod git;
 mod index;
+mod loopback;
 mod oci;
