@@ -46,7 +46,8 @@ pub async fn serve_with(routes: BTreeMap<String, Vec<u8>>, pause: Option<Duratio
                     }
                 }
                 let line = String::from_utf8_lossy(&request).lines().next().unwrap_or_default().to_owned();
-                let path = line.split(' ').nth(1).unwrap_or_default();
+                // The query (git asks `info/refs?service=…`) is not part of the route.
+                let path = line.split(' ').nth(1).unwrap_or_default().split('?').next().unwrap_or_default();
                 let (status, body) = match routes.get(path) {
                     Some(body) => ("200 OK", body.as_slice()),
                     None => ("404 Not Found", &b"not found"[..]),
