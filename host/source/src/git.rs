@@ -144,10 +144,14 @@ impl Staged {
         let clone = staged.git.run(&args, None, cap, deadline);
         // The clone's size on disk is watched while git writes it: a repository larger than
         // the cap stops the clone (git is killed) rather than filling the disk first.
+        // Its size is also the clone's progress, for a terminal.
+        let what = format!("the clone of {}", addr.url);
         let watch = async {
             loop {
                 tokio::time::sleep(CLONE_WATCH).await;
-                if disk_size(staged.dir()).is_ok_and(|size| size > cap) {
+                let Ok(size) = disk_size(staged.dir()) else { continue };
+                options.progress.bytes(&what, size, None);
+                if size > cap {
                     return;
                 }
             }

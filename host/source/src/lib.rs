@@ -106,20 +106,42 @@ pub struct FetchOptions {
 
 /// Fetch the skill `addr` names, checked (its digest, and its signature when
 /// `options.verify_keys` is not empty).
+/// The whole fetch (an index and its artifact, a clone and its archive) within
+/// `options.caps.timeout`.
 pub async fn fetch(addr: &SourceAddr, options: &FetchOptions) -> Result<Fetched, SourceError> {
-    match addr {
-        SourceAddr::Oci(oci) => oci::pull(oci, options).await,
-        SourceAddr::Git(git) => git::fetch(git, options).await,
-        SourceAddr::Index(index) => index::fetch(index, options).await,
-    }
+    let fetch = async {
+        match addr {
+            SourceAddr::Oci(oci) => oci::pull(oci, options).await,
+            SourceAddr::Git(git) => git::fetch(git, options).await,
+            SourceAddr::Index(index) => index::fetch(index, options).await,
+        }
+    };
+    within(addr, options, fetch).await
 }
 
 /// The digest `addr` names now (an OCI manifest, a git commit, an index entry's sha256),
 /// fetching nothing else.
 pub async fn resolve(addr: &SourceAddr, options: &FetchOptions) -> Result<String, SourceError> {
-    match addr {
-        SourceAddr::Oci(oci) => oci::resolve(oci, options).await,
-        SourceAddr::Git(git) => git::resolve(git, options).await,
-        SourceAddr::Index(index) => index::resolve(index, options).await,
-    }
+    let resolve = async {
+        match addr {
+            SourceAddr::Oci(oci) => oci::resolve(oci, options).await,
+            SourceAddr::Git(git) => git::resolve(git, options).await,
+            SourceAddr::Index(index) => index::resolve(index, options).await,
+        }
+    };
+    within(addr, options, resolve).await
+}
+
+/// `work` on `addr`, stopped at `options.caps.timeout`.
+async fn within<T>(
+    addr: &SourceAddr,
+    options: &FetchOptions,
+    work: impl std::future::Future<Output = Result<T, SourceError>>,
+) -> Result<T, SourceError> {
+    tokio::time::timeout(options.caps.timeout, work).await.unwrap_or_else(|_| {
+        Err(SourceError::Http {
+            url: addr.to_string(),
+            reason: format!("timed out after {:?}; raise --timeout if the source is slow", options.caps.timeout),
+        })
+    })
 }

@@ -138,6 +138,19 @@ fn oci_publish_signed_install_verify_and_sync_byte_for_byte() {
     assert!(err.contains("signature refused") && err.contains("not by any of the keys"), "{err}");
     assert!(tree(&refused.user_layer()).is_empty(), "nothing written on a refused signature");
 
+    // A verification policy in the host config binds without --verify: under its prefix an
+    // unsigned artifact is refused, a signed one installs verified.
+    let unsigned_tag = format!("oci://{}/team/unsigned:1.0", registry.host);
+    author.ok(&["publish", folder.to_str().unwrap(), &unsigned_tag]);
+    let ruled = Host::new();
+    let config = format!("[[sources.verify]]\nprefix = \"oci://{}/team/\"\nkey = \"{}\"\n", registry.host, public.display());
+    std::fs::write(ruled.data.path().join("config.toml"), config).unwrap();
+    let err = ruled.refused(&["install", &unsigned_tag, "--no-lock"]);
+    assert!(err.contains("no signature is stored"), "{err}");
+    assert!(tree(&ruled.user_layer()).is_empty());
+    ruled.ok(&["install", &tag, "--no-lock"]);
+    assert_eq!(ruled.show("say-hello")["approval"]["provenance"]["signature"]["status"], "verified");
+
     // sync into a second data dir: the same set, byte for byte; without the locked key it
     // is refused; a second sync has nothing to do.
     let second = Host::new();
