@@ -541,9 +541,19 @@ struct SkillConfig<'a> {
     description: &'a str,
 }
 
+/// The `created` time a published artifact records: `SOURCE_DATE_EPOCH` when set (the
+/// reproducible-builds convention), else the Unix epoch, so publishing the same files
+/// twice gives the same manifest, and the same digest (a signature made for one still
+/// verifies the other).
+fn created_time() -> String {
+    let seconds = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(0);
+    let time = chrono::DateTime::from_timestamp(seconds, 0).unwrap_or_default();
+    time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 /// Publish `artifact` at `addr` (a tag), its config and annotations from `meta`; with
 /// `sign_with`, also store a cosign-format signature beside it (appended to any already
-/// there). Returns the manifest digest.
+/// there). Returns the manifest digest, the same for the same artifact and `meta`.
 pub async fn push(
     artifact: &Artifact,
     meta: &PushMeta,
@@ -559,7 +569,7 @@ pub async fn push(
     }
     timed(addr, options, async {
         let session = Session::new(addr, options).await?;
-        let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let created = created_time();
         let (layer, config, artifact_type) = match artifact {
             Artifact::Component(bytes) => {
                 let layer = session.push_blob(COMPONENT_LAYER_MEDIA_TYPE, bytes.clone(), "the component").await?;

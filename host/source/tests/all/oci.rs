@@ -72,6 +72,10 @@ async fn a_published_folder_installs_by_tag_and_by_digest() {
     let options = options(Vec::new());
     let digest = oci::push(&Artifact::Folder(folder()), &meta(), &addr, &options, None).await.unwrap();
     assert_eq!(oci::resolve(&addr, &options).await.unwrap(), digest);
+    // Publishing the same files again (a second later) names the same manifest.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let again = oci::push(&Artifact::Folder(folder()), &meta(), &addr, &options, None).await.unwrap();
+    assert_eq!(again, digest, "the same files publish to the same digest");
 
     let fetched = oci::pull(&addr, &options).await.unwrap();
     assert_eq!(fetched.artifact, Artifact::Folder(folder()));
