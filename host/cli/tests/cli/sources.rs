@@ -6,38 +6,24 @@
 //! `serve --http --publish-skills` as a well-known index another host installs from.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use fixtures::TEXT_TOOLS;
 use fixtures::git::GitRepo;
 use fixtures::registry::OciRegistry;
 use serde_json::Value;
 
-/// One data dir of its own (and an empty skills dir), run with the binary.
-struct Host {
-    skills: tempfile::TempDir,
-    data: tempfile::TempDir,
+/// A host of its own: [`Env`]'s skills and data dirs, and what these tests ask of it.
+use crate::Env as Host;
+
+trait Remote {
+    fn ok(&self, args: &[&str]) -> String;
+    fn refused(&self, args: &[&str]) -> String;
+    fn user_layer(&self) -> PathBuf;
+    fn show(&self, skill: &str) -> Value;
 }
 
-impl Host {
-    fn new() -> Self {
-        Self { skills: tempfile::tempdir().unwrap(), data: tempfile::tempdir().unwrap() }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_skillhost"))
-            .arg("--skills")
-            .arg(self.skills.path())
-            .arg("--data-dir")
-            .arg(self.data.path())
-            .args(args)
-            .env_remove("SKILLHOST_LOG")
-            .env_remove("SKILLHOST_LOCK")
-            .env("HOME", self.data.path())
-            .output()
-            .expect("the skillhost binary runs")
-    }
-
+impl Remote for Host {
+    /// `args` must succeed; its stdout.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert!(out.status.success(), "skillhost {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
