@@ -451,13 +451,15 @@ Examples:
   skillhost rollback word-tools         after a second `skillhost install ./word-tools`")]
     Rollback(rollback::RollbackArgs),
 
-    /// Create a new skill (Rust, Python or JavaScript) that builds out of the box
+    /// Create a new skill (Rust, Python, JavaScript, or a Python MCP server) that works out
+    /// of the box
     #[command(after_help = "Examples:
   skillhost new weather                creates ./weather, a Rust crate with one example tool
   skillhost new weather-py --lang python   app.py with a Guest class (componentize-py)
   skillhost new weather-js --lang js   skill.js exporting guest (componentize-js)
   skillhost new weather-2 --dir skills/weather-2
-  skillhost build weather && skillhost call ./weather hello --input '{\"name\": \"Ada\"}'")]
+  skillhost build weather && skillhost call ./weather hello --input '{\"name\": \"Ada\"}'
+  skillhost new greeter --lang python-server && skillhost test ./greeter   a FastMCP server")]
     New(new::NewArgs),
 }
 

@@ -1,6 +1,8 @@
 //! `skillhost new`: write a skill with one example tool that builds out of the box, in
 //! Rust (a crate on the skillhost-sdk), Python (componentize-py) or JavaScript
-//! (componentize-js). The skill.toml and SKILL.md are the same in every language.
+//! (componentize-js), or a server skill (`python-server`: a FastMCP `server.py` with its
+//! test, run in the sandbox). The SKILL.md is the same in every language, and so is the
+//! skill.toml of a component.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +11,6 @@ use anyhow::{Context, Result};
 use skillhost::SkillName;
 
 use crate::app::App;
-use crate::build::Lang;
 
 /// Files every new skill gets, whatever its language.
 const COMMON: [(&str, &str); 2] =
@@ -18,6 +19,15 @@ const PYTHON: [(&str, &str); 3] = [
     ("app.py", include_str!("../templates/python/app.py")),
     ("README.md", include_str!("../templates/python/README.md")),
     (".gitignore", include_str!("../templates/python/gitignore")),
+];
+/// A server skill: an MCP server in Python (FastMCP), run in the sandbox; its own
+/// skill.toml (with `[server]`) in place of the common one.
+const PYTHON_SERVER: [(&str, &str); 5] = [
+    ("server.py", include_str!("../templates/python-server/server.py")),
+    ("test_server.py", include_str!("../templates/python-server/test_server.py")),
+    ("skill.toml", include_str!("../templates/python-server/skill.toml")),
+    ("README.md", include_str!("../templates/python-server/README.md")),
+    (".gitignore", include_str!("../templates/python-server/gitignore")),
 ];
 const JS: [(&str, &str); 3] = [
     ("skill.js", include_str!("../templates/js/skill.js")),
@@ -32,13 +42,26 @@ pub struct NewArgs {
     name: String,
     /// The language to write it in.
     #[arg(long, value_enum, default_value = "rust")]
-    lang: Lang,
+    lang: Template,
     /// Directory to create [default: ./NAME].
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Path of the skillhost-sdk crate [default: the one embedded in this binary, written out to DATA_DIR/sdk].
     #[arg(long, env = "SKILLHOST_SDK", value_name = "DIR")]
     sdk: Option<PathBuf>,
+}
+
+/// What `new` writes: a component in one of the build languages, or a server skill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Template {
+    /// A Rust crate on the skillhost-sdk (`Cargo.toml`).
+    Rust,
+    /// A Python module `app.py` (componentize-py).
+    Python,
+    /// A JavaScript module `skill.js` (componentize-js).
+    Js,
+    /// An MCP server in Python (FastMCP `server.py`), run in the sandbox; nothing to build.
+    PythonServer,
 }
 
 /// Create the skill; the embedded SDK is written out under the data dir when needed.
@@ -50,7 +73,7 @@ pub fn run(app: &App, args: NewArgs) -> Result<ExitCode> {
 /// Write skill `name` in `lang` into `dir` (default `./NAME`); a Rust skill depends on the
 /// SDK at `sdk`, or else on the one embedded in this binary, written out under `data_dir`.
 /// A bad name, a folder in the way or a wrong --sdk is a usage error (exit 2).
-fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>, data_dir: &Path) -> Result<()> {
+fn create(name: &str, lang: Template, dir: Option<PathBuf>, sdk: Option<PathBuf>, data_dir: &Path) -> Result<()> {
     let name = SkillName::new(name).map_err(|e| crate::exit::usage(e.to_string()))?;
     let dir = dir.unwrap_or_else(|| PathBuf::from(name.as_str()));
     if dir.exists() && !dir.is_dir() {
@@ -60,10 +83,17 @@ fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>, da
         return Err(crate::exit::usage(format!("{} already exists and is not empty; choose another name or --dir", dir.display())));
     }
     let mut files: Vec<(&str, String)> = COMMON.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str()))).collect();
+    let filled = |templates: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
+        templates.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str()))).collect()
+    };
     match lang {
-        Lang::Rust => files.extend(rust_files(&name, &dir, sdk, data_dir)?),
-        Lang::Python => files.extend(PYTHON.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str())))),
-        Lang::Js => files.extend(JS.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str())))),
+        Template::Rust => files.extend(rust_files(&name, &dir, sdk, data_dir)?),
+        Template::Python => files.extend(filled(&PYTHON)),
+        Template::Js => files.extend(filled(&JS)),
+        Template::PythonServer => {
+            files.retain(|(path, _)| *path != "skill.toml");
+            files.extend(filled(&PYTHON_SERVER));
+        }
     }
     for (path, content) in files {
         let path = dir.join(path);
@@ -72,12 +102,15 @@ fn create(name: &str, lang: Lang, dir: Option<PathBuf>, sdk: Option<PathBuf>, da
         }
         std::fs::write(&path, content).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    errln!(
-        "created skill `{name}` in {}\nnext: skillhost build {} && skillhost call {}/skill.wasm hello --input '{{\"name\": \"Ada\"}}'",
-        dir.display(),
-        dir.display(),
-        dir.display()
-    );
+    let next = match lang {
+        // A folder named without a `/` would be read as a skill's name.
+        Template::PythonServer => {
+            let path = if dir.is_relative() { Path::new(".").join(&dir) } else { dir.clone() };
+            format!("skillhost test {0} && skillhost call {0} hello --input '{{\"name\": \"Ada\"}}'", path.display())
+        }
+        _ => format!("skillhost build {0} && skillhost call {0}/skill.wasm hello --input '{{\"name\": \"Ada\"}}'", dir.display()),
+    };
+    errln!("created skill `{name}` in {}\nnext: {next}", dir.display());
     Ok(())
 }
 

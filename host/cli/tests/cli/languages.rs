@@ -221,6 +221,58 @@ fn new_python_and_js_skills_build_and_answer() {
     assert!(stderr(&out).contains("no Cargo.toml, app.py or skill.js"), "{}", stderr(&out));
 }
 
+/// `skillhost new --lang python-server` writes a FastMCP 4 server skill that passes
+/// `skillhost test` out of the box (its pytest in the sandbox, then the handshake) and
+/// answers in the sandbox; the same skill written against the MCP Python SDK 2's
+/// `MCPServer` answers too (the managed venv has both generations).
+#[test]
+fn the_python_server_template_passes_its_tests_and_both_server_generations_answer() {
+    let data = data_dir();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("greeter");
+    let venv = fixtures::python::venv();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--data-dir")
+            .arg(data.path())
+            .args(args)
+            .env("SKILLHOST_VENV", &venv)
+            .env_remove("SKILLHOST_LOG")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["new", "greeter", "--lang", "python-server", "--dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for name in ["server.py", "test_server.py", "skill.toml", "SKILL.md", "README.md"] {
+        assert!(dir.join(name).is_file(), "no {name}");
+    }
+    let out = run(&["test", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "skillhost test failed on the template:\n{}\n{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"), "{}", String::from_utf8_lossy(&out.stdout));
+
+    let mcpserver = work.path().join("v2/greeter");
+    std::fs::create_dir_all(&mcpserver).unwrap();
+    std::fs::copy(dir.join("skill.toml"), mcpserver.join("skill.toml")).unwrap();
+    std::fs::write(
+        mcpserver.join("server.py"),
+        "from mcp.server import MCPServer\n\nmcp = MCPServer(\"greeter\")\n\n\n@mcp.tool()\ndef hello(name: str) -> dict:\n    \"\"\"Greet someone by name.\"\"\"\n    return {\"greeting\": f\"Hello, {name}!\"}\n\n\nif __name__ == \"__main__\":\n    mcp.run()\n",
+    )
+    .unwrap();
+    for (generation, folder) in [("FastMCP 4", &dir), ("MCPServer", &mcpserver)] {
+        let out = run(&["inspect", folder.to_str().unwrap(), "--json"]);
+        assert!(out.status.success(), "{generation}: {}", stderr(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("\"hello\""),
+            "{generation} lists hello: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let out = run(&["call", folder.to_str().unwrap(), "hello", "--input", r#"{"name": "Ada"}"#]);
+        assert!(out.status.success(), "{generation}: {}", stderr(&out));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(answer["greeting"], "Hello, Ada!", "{generation}: {answer}");
+    }
+}
+
 /// Both skills served over MCP (stdio) and called with rmcp's client.
 #[tokio::test]
 async fn python_and_js_skills_answer_through_mcp() {
