@@ -162,11 +162,14 @@ fn componentize(lang: Lang, toolchains: &Path, dir: &Path, manifest: &SkillManif
     command.current_dir(dir);
     match lang {
         Lang::Python => {
-            command.arg("-d").arg(&wit).args(["-w", "skill", "componentize", "app", "-p", ".", "-o"]).arg(&built);
+            // The skill's folder first (a skill may ship its own packages), then the SDK.
+            let sdk = crate::sdk::python_sdk(toolchains)?;
+            command.arg("-d").arg(&wit).args(["-w", "skill", "componentize", "app", "-p", "."]).arg("-p").arg(&sdk).arg("-o").arg(&built);
             // Keep __pycache__ out of the skill's folder.
             command.env("PYTHONDONTWRITEBYTECODE", "1");
         }
         Lang::Js => {
+            crate::sdk::write_js_sdk(dir, !manifest.network.is_empty())?;
             command.arg("skill.js").arg("--wit").arg(&wit).args(["--world-name", "skill", "-o"]).arg(&built);
             // StarlingMonkey links wasi:http for fetch(); only a skill granted network may
             // import it (behind the egress gate), so the others are built without it.

@@ -4,6 +4,12 @@
 //! installed binary works from any directory with nothing of the checkout it was built
 //! from; `--sdk`/`SKILLHOST_SDK` (for `new`) and `SKILLHOST_SDK_WORKSPACE` (for the forge)
 //! still point at a checkout of your own.
+//!
+//! The Python and JavaScript guest SDKs are embedded too. `skillhost build` hands the
+//! Python package `skillhost` (`guest-sdk/python/skillhost/`) to componentize-py as a
+//! search path ([`python_sdk`], written once per version under the toolchains folder),
+//! and writes the JavaScript module (`guest-sdk/js/`) beside a skill's `skill.js`
+//! ([`write_js_sdk`]), where componentize-js resolves the import `./skillhost.js` itself.
 
 use std::path::{Path, PathBuf};
 
@@ -38,24 +44,31 @@ const ROOT_MANIFEST: &str = include_str!("../../../Cargo.toml");
 /// directory beside it before it takes that name, so it is either whole or absent.
 pub fn workspace(data_dir: &Path) -> Result<PathBuf> {
     let manifest = skillhost::forge::sdk_workspace_manifest(ROOT_MANIFEST)?;
+    let files: Vec<(&str, &str)> = std::iter::once(("Cargo.toml", manifest.as_str())).chain(FILES.iter().copied()).collect();
+    write_once(&data_dir.join("sdk"), "Cargo.toml", &files)
+}
+
+/// `files` (path, text) written under `root` in a folder named by their version and hash,
+/// unless a complete one is there (its `marker` file exists); written into a scratch
+/// folder and renamed, so a reader never sees half of it. Returns the folder.
+fn write_once(root: &Path, marker: &str, files: &[(&str, &str)]) -> Result<PathBuf> {
     let mut hasher = Sha256::new();
-    for (path, text) in std::iter::once(&("Cargo.toml", manifest.as_str())).chain(FILES) {
+    for (path, text) in files {
         hasher.update(path.as_bytes());
         hasher.update([0]);
         hasher.update(text.len().to_le_bytes());
         hasher.update(text.as_bytes());
     }
-    let root = data_dir.join("sdk");
     let dir = root.join(format!("{}-{}", env!("CARGO_PKG_VERSION"), &format!("{:x}", hasher.finalize())[..16]));
-    if dir.join("Cargo.toml").is_file() {
+    if dir.join(marker).is_file() {
         return Ok(dir);
     }
-    std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     let scratch = tempfile::Builder::new()
         .prefix(".writing-")
-        .tempdir_in(&root)
+        .tempdir_in(root)
         .with_context(|| format!("cannot write the SDK's sources into {}", root.display()))?;
-    for (path, text) in std::iter::once(&("Cargo.toml", manifest.as_str())).chain(FILES) {
+    for (path, text) in files {
         let file = scratch.path().join(path);
         if let Some(parent) = file.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
@@ -69,9 +82,72 @@ pub fn workspace(data_dir: &Path) -> Result<PathBuf> {
             Ok(dir)
         }
         // Another process wrote the same version first: its copy is as good as ours.
-        Err(_) if dir.join("Cargo.toml").is_file() => Ok(dir),
+        Err(_) if dir.join(marker).is_file() => Ok(dir),
         Err(e) => Err(e).with_context(|| format!("cannot move the SDK's sources into {}", dir.display())),
     }
+}
+
+/// The JavaScript guest SDK: the module a skill imports, and the one its Node tests import
+/// first (it stands in for the host interface, which exists only inside a component).
+const JS_SDK: [(&str, &str); 2] = [
+    ("skillhost.js", include_str!("../../../guest-sdk/js/skillhost.js")),
+    ("skillhost-native.js", include_str!("../../../guest-sdk/js/skillhost-native.js")),
+];
+
+/// The Python guest SDK, the package `skillhost` (pure Python), by its path in the package.
+const PY_SDK: [(&str, &str); 7] = [
+    ("skillhost/__init__.py", include_str!("../../../guest-sdk/python/skillhost/__init__.py")),
+    ("skillhost/_runtime.py", include_str!("../../../guest-sdk/python/skillhost/_runtime.py")),
+    ("skillhost/_schema.py", include_str!("../../../guest-sdk/python/skillhost/_schema.py")),
+    ("skillhost/_tool.py", include_str!("../../../guest-sdk/python/skillhost/_tool.py")),
+    ("skillhost/errors.py", include_str!("../../../guest-sdk/python/skillhost/errors.py")),
+    ("skillhost/files.py", include_str!("../../../guest-sdk/python/skillhost/files.py")),
+    ("skillhost/log.py", include_str!("../../../guest-sdk/python/skillhost/log.py")),
+];
+
+/// The folder holding the Python SDK's package `skillhost`, for componentize-py's `-p`:
+/// written once per SDK version under `root` (`TOOLCHAINS/python-sdk/VERSION-HASH`),
+/// whole or not at all.
+pub fn python_sdk(root: &Path) -> Result<PathBuf> {
+    write_once(&root.join("python-sdk"), "skillhost/__init__.py", &PY_SDK)
+}
+
+/// What the first line of every file of the JavaScript SDK says: a file of that name
+/// without it is the author's own, never overwritten.
+const JS_SDK_MARK: &str = "skillhost JavaScript guest SDK";
+
+/// The line of `skillhost.js` that says whether `fetch()` is linked: a skill built without
+/// network has a `fetch` that traps, so the SDK must know not to call it.
+const JS_NETWORK_LINE: &str = "const NETWORK_LINKED = true;";
+
+/// Write the JavaScript SDK beside the skill in `dir` for componentize-js (`network`: the
+/// skill's manifest asks for hosts, so `fetch()` is linked). A file of the same name that
+/// is not the SDK's is the author's, and refused rather than overwritten.
+pub fn write_js_sdk(dir: &Path, network: bool) -> Result<()> {
+    for (name, text) in JS_SDK {
+        let path = dir.join(name);
+        if let Ok(existing) = std::fs::read_to_string(&path)
+            && !first_line_marks(&existing)
+        {
+            anyhow::bail!(
+                "{} is not the skillhost SDK (its first line does not say `{JS_SDK_MARK}`); rename your file: `skillhost build` writes the SDK there",
+                path.display()
+            );
+        }
+        let text = if name == "skillhost.js" && !network {
+            anyhow::ensure!(text.contains(JS_NETWORK_LINE), "the embedded JavaScript SDK lacks `{JS_NETWORK_LINE}`");
+            text.replace(JS_NETWORK_LINE, "const NETWORK_LINKED = false;")
+        } else {
+            text.to_owned()
+        };
+        std::fs::write(&path, text).with_context(|| format!("cannot write the JavaScript SDK to {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Whether `text`'s first line names the JavaScript SDK.
+fn first_line_marks(text: &str) -> bool {
+    text.lines().next().is_some_and(|line| line.starts_with("//") && line.contains(JS_SDK_MARK))
 }
 
 #[cfg(test)]
@@ -90,7 +166,10 @@ mod tests {
                 for entry in std::fs::read_dir(&dir).unwrap() {
                     let entry = entry.unwrap();
                     let name = entry.file_name();
-                    if name.to_string_lossy().starts_with('.') || name == "target" {
+                    // The Python and JavaScript SDKs are embedded apart (below).
+                    if name.to_string_lossy().starts_with('.') || name == "target" || entry.path() == checkout.join("guest-sdk/js")
+                        || entry.path() == checkout.join("guest-sdk/python")
+                    {
                         continue;
                     }
                     if entry.file_type().unwrap().is_dir() {
@@ -107,6 +186,46 @@ mod tests {
         for (path, text) in FILES {
             assert_eq!(std::fs::read_to_string(checkout.join(path)).unwrap(), *text, "{path}");
         }
+    }
+
+    /// The embedded JavaScript SDK is the checkout's, each file starting with the mark that
+    /// tells it from an author's file.
+    #[test]
+    fn the_js_sdk_is_embedded_as_in_the_checkout() {
+        let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest-sdk/js");
+        for (name, text) in JS_SDK {
+            assert_eq!(std::fs::read_to_string(checkout.join(name)).unwrap(), text, "{name}");
+            assert!(first_line_marks(text), "{name}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        write_js_sdk(dir.path(), false).unwrap();
+        let written = std::fs::read_to_string(dir.path().join("skillhost.js")).unwrap();
+        assert!(written.contains("const NETWORK_LINKED = false;") && !written.contains(JS_NETWORK_LINE));
+        std::fs::write(dir.path().join("skillhost.js"), "export const mine = 1;\n").unwrap();
+        assert!(write_js_sdk(dir.path(), true).unwrap_err().to_string().contains("is not the skillhost SDK"));
+    }
+
+    /// The embedded Python SDK is every module of the package in the checkout, and is
+    /// written out once.
+    #[test]
+    fn the_python_sdk_is_embedded_as_in_the_checkout() {
+        let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest-sdk/python/skillhost");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&package)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".py"))
+            .map(|name| format!("skillhost/{name}"))
+            .collect();
+        on_disk.sort();
+        let embedded: Vec<&str> = PY_SDK.iter().map(|(path, _)| *path).collect();
+        assert_eq!(embedded, on_disk, "PY_SDK in sdk.rs must list every module of guest-sdk/python/skillhost");
+        for (path, text) in PY_SDK {
+            assert_eq!(std::fs::read_to_string(package.join("..").join(path)).unwrap(), text, "{path}");
+        }
+        let root = tempfile::tempdir().unwrap();
+        let dir = python_sdk(root.path()).unwrap();
+        assert_eq!(python_sdk(root.path()).unwrap(), dir);
+        assert_eq!(std::fs::read_to_string(dir.join("skillhost/_tool.py")).unwrap(), PY_SDK[3].1);
     }
 
     /// Written out once per version, whole, and found again.

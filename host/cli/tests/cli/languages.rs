@@ -197,7 +197,6 @@ fn js_skill_reverses_text_and_summarises_numbers() {
 #[test]
 fn new_python_and_js_skills_build_and_answer() {
     // The Python template checks its input with the guest SDK, which names the field's path.
-    let refusals = [("python", "invalid input: name: expected a string, got an integer"), ("js", "invalid input: `name` must be a string")];
     for (lang, file) in [("python", "app.py"), ("js", "skill.js")] {
         let data = data_dir();
         let work = tempfile::tempdir().unwrap();
@@ -212,8 +211,8 @@ fn new_python_and_js_skills_build_and_answer() {
         assert_eq!(out["greeting"], "Hello, Ada!", "{lang}: {out}");
         let (code, _, stderr) = call(data.path(), &wasm, "hello", json!({"name": 7}));
         assert_eq!(code, 1, "{lang}: {stderr}");
-        let refusal = refusals.iter().find(|(l, _)| *l == lang).map(|(_, m)| *m).unwrap();
-        assert!(stderr.contains(refusal), "{lang}: {stderr}");
+        // Both SDKs check the input against its schema and name the field.
+        assert!(stderr.contains("invalid input: name: expected a string"), "{lang}: {stderr}");
     }
 
     let data = data_dir();
