@@ -167,7 +167,9 @@ mod tests {
                     let entry = entry.unwrap();
                     let name = entry.file_name();
                     // The Python and JavaScript SDKs are embedded apart (below).
-                    if name.to_string_lossy().starts_with('.') || name == "target" || entry.path() == checkout.join("guest-sdk/js")
+                    if name.to_string_lossy().starts_with('.')
+                        || name == "target"
+                        || entry.path() == checkout.join("guest-sdk/js")
                         || entry.path() == checkout.join("guest-sdk/python")
                     {
                         continue;

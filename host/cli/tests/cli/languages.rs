@@ -381,3 +381,101 @@ fn python_guest_on_older_wasi_cannot_plant_a_symlink_out() {
     let out = ok(data.path(), &wasm, "link", json!({"target": "notes.txt"}));
     assert_eq!(out["made"], "notes.txt", "a link inside is allowed: {out}");
 }
+
+/// Skills written with the Python and JavaScript guest SDKs (`guest-sdk/*/example`), built
+/// with `skillhost build`: typed input with a nested type, an optional field, an enum and
+/// a list; a tool error; files inside and outside the grant (Python: componentize-js gives
+/// JavaScript no file API); an HTTP request to a host the skill may not reach (JavaScript:
+/// the Python world has no HTTP client). Called with `skillhost call`, then over MCP with
+/// the official Python SDK, which checks the schemas an agent sees (`sdk_client.py`).
+#[test]
+fn sdk_skills_answer_through_the_cli_and_the_official_mcp_client() {
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest-sdk");
+    let (Some(python), Some(js)) =
+        (build(&sdk.join("python/example"), "py-sdk-example", "python"), build(&sdk.join("js/example"), "sdk-example", "js"))
+    else {
+        return;
+    };
+    let data = data_dir();
+
+    // Python through the CLI.
+    let out = ok(data.path(), &python, "hello", json!({"name": "Ada", "tone": "warm"}));
+    assert_eq!(out["greeting"], "Hello, dear Ada!", "{out}");
+    let (code, _, err) = call(data.path(), &python, "hello", json!({"name": "Ada", "tone": "loud"}));
+    assert!(code == 1 && err.contains("tone: expected one of"), "{err}");
+    let (code, _, err) = call(data.path(), &python, "divide", json!({"a": 1, "b": 0}));
+    assert!(code == 1 && err.contains("ZeroDivisionError"), "an unexpected exception is a tool failure: {err}");
+    let notes = data.path().join("skills/.dev/py-sdk-example");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("todo.txt"), "buy milk").unwrap();
+    let out = ok(data.path(), &python, "read_note", json!({"path": "todo.txt"}));
+    assert_eq!(out["result"], "buy milk", "{out}");
+    let (code, _, err) = call(data.path(), &python, "read_note", json!({"path": "../../trust.db"}));
+    assert!(code == 1 && err.contains("denied"), "a file outside the grant is refused: {err}");
+    let (code, _, err) = call(data.path(), &python, "save_note", json!({"path": "x.txt", "text": "x"}));
+    assert!(code == 1 && err.contains("rw"), "a read-only grant refuses a write, naming the mode: {err}");
+
+    // JavaScript through the CLI.
+    let out = ok(data.path(), &js, "hello", json!({"name": "Ada", "places": [{"city": "Oslo"}]}));
+    assert_eq!(out["greeting"], "Hello, Ada, traveller of Oslo!", "{out}");
+    let (code, _, err) = call(data.path(), &js, "hello", json!({"name": "Ada", "places": [{"city": 3}]}));
+    assert!(code == 1 && err.contains("places[0].city: expected a string"), "{err}");
+
+    // JavaScript HTTP: a host outside `[network] allow` is refused by the host, and the
+    // SDK says which host and what to add.
+    let fetcher = scratch().join("sdk-fetch-src");
+    let _ = std::fs::remove_dir_all(&fetcher);
+    std::fs::create_dir_all(&fetcher).unwrap();
+    std::fs::write(
+        fetcher.join("skill.toml"),
+        "name = \"sdk-fetch\"\nversion = \"0.1.0\"\ndescription = \"Fetches a URL\"\n\n[network]\nallow = [\"https://allowed.example\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        fetcher.join("skill.js"),
+        "import { tool, skill, s, http } from \"./skillhost.js\";\n\nconst get = tool({\n  name: \"get\",\n  description: \"Fetch a URL.\",\n  input: s.object({ url: s.string(\"The URL.\") }),\n  output: s.object({ status: s.integer() }),\n  openWorld: true,\n  async run({ url }) {\n    const response = await http.get(url);\n    return { status: response.status };\n  },\n});\n\nexport const guest = skill(get);\n",
+    )
+    .unwrap();
+    let fetch_wasm = build(&fetcher, "sdk-fetch", "js").expect("the js toolchain was ready a moment ago");
+    let (code, _, err) = call(data.path(), &fetch_wasm, "get", json!({"url": "https://elsewhere.example/x"}));
+    assert!(code == 1 && err.contains("elsewhere.example") && err.contains("[network] allow"), "{err}");
+
+    // Over MCP, with the official Python SDK.
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::copy(&python, skills.path().join("py-sdk-example.wasm")).unwrap();
+    std::fs::copy(&js, skills.path().join("sdk-example.wasm")).unwrap();
+    let served = data_dir();
+    // Reading its data dir waits for a human.
+    let approved = skillhost(served.path(), &["--skills", skills.path().to_str().unwrap(), "approve", "py-sdk-example", "--yes"]);
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    let python_bin = fixtures::python::venv().join("bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/sdk_client.py");
+    let out = Command::new(python_bin)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_skillhost"))
+        .arg(skills.path())
+        .arg(served.path())
+        .env("SKILLHOST_TOOLCHAINS", toolchains())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the official MCP client:\n{}\n{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+}
+
+/// The Python and JavaScript SDKs' own unit tests, run natively (no component): pytest
+/// with the test venv, `node --test`.
+#[test]
+fn sdk_unit_tests_pass_natively() {
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest-sdk");
+    let python = fixtures::python::venv().join("bin/python");
+    let out = Command::new(python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(sdk.join("python/tests"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains(" passed"), "pytest guest-sdk/python/tests:\n{text}\n{}", stderr(&out));
+    let out = Command::new("node").arg("--test").arg(sdk.join("js/test")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("# pass"), "node --test guest-sdk/js/test:\n{text}\n{}", stderr(&out));
+}
