@@ -459,7 +459,7 @@ Examples:
   skillhost new weather-js --lang js   skill.js exporting guest (componentize-js)
   skillhost new weather-2 --dir skills/weather-2
   skillhost build weather && skillhost call ./weather hello --input '{\"name\": \"Ada\"}'
-  skillhost new greeter --lang python-server && skillhost test ./greeter   a FastMCP server")]
+  skillhost new hello-server --lang python-server && skillhost test ./hello-server")]
     New(new::NewArgs),
 }
 
