@@ -1,6 +1,6 @@
 """skillhost guest SDK for Python: write a skill's tools as plain typed functions.
 
-    from skillhost import tool, ToolError, files, log, progress, Guest
+    from skillhost import tool, ToolError, files, http, log, progress, Guest
 
     @tool(read_only=True, examples=[{"name": "Ada"}])
     def hello(name: str) -> dict:
@@ -20,14 +20,15 @@ Outside a component (plain CPython, for unit tests) everything works the same: `
 runs the functions directly, ``log``/``progress`` write to stderr, and ``files`` reads the
 directory set with ``files.with_data_dir(path)``.
 
-Outbound HTTP is not offered: the ``skillhost:skill`` world does not import ``wasi:http``,
-so componentize-py generates no bindings for it, and Python's sockets are refused in the
-sandbox.
+Outbound HTTP: ``http.get``/``http.post``/``http.request`` go over ``wasi:http`` through
+the host's egress gate, for a skill whose skill.toml asks for hosts (``skillhost build``
+then builds it against the world that imports ``wasi:http``); a host the grant refuses is
+``ToolError.denied`` naming it. Python's own sockets are refused in the sandbox.
 """
 
-from . import files, log
+from . import files, http, log
 from ._runtime import IN_COMPONENT, progress
 from ._tool import Annotations, Guest, ToolInfo, registered, tool
 from .errors import ToolError
 
-__all__ = ["tool", "ToolError", "files", "log", "progress", "Guest", "Annotations", "ToolInfo", "registered", "IN_COMPONENT"]
+__all__ = ["tool", "ToolError", "files", "http", "log", "progress", "Guest", "Annotations", "ToolInfo", "registered", "IN_COMPONENT"]

@@ -194,7 +194,10 @@ def dispatch(name: str, input_text: str) -> str:
 if _runtime.IN_COMPONENT:
     from componentize_py_types import Err
     from wit_world import exports as _exports
-    from wit_world.imports import types as _types
+    try:
+        from wit_world.imports import types as _types
+    except ImportError:  # The world with wasi:http names our `types` apart from its own.
+        from wit_world.imports import skillhost_skill_types as _types
 
     _ERRORS = {
         "invalid-input": _types.CallError_InvalidInput,

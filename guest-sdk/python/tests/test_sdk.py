@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import skillhost  # noqa: E402
-from skillhost import Guest, ToolError, files, log, progress, tool  # noqa: E402
+from skillhost import Guest, ToolError, files, http, log, progress, tool  # noqa: E402
 from skillhost import _tool  # noqa: E402
 from skillhost._schema import parse_docstring, schema_for  # noqa: E402
 
@@ -479,3 +479,35 @@ def test_a_tool_using_files_maps_errors(tmp_path):
     with files.with_data_dir(tmp_path):
         assert call("read_note", {"path": "n.txt"}) == {"result": "note"}
         assert error_of("read_note", {"path": "/etc/passwd"}).kind == "denied"
+
+
+# HTTP natively: no host to ask, so a request is refused saying how to get network, or
+# answered by the handler a test sets; a URL that is not http(s) is invalid input.
+
+
+def test_http_without_network_is_denied_with_the_fix():
+    with pytest.raises(ToolError) as refused:
+        http.get("https://api.example.com/items")
+    assert refused.value.kind == "denied"
+    assert '"https://api.example.com"' in refused.value.message and "[network] allow" in refused.value.message
+
+
+def test_http_answers_from_a_test_handler():
+    seen = []
+
+    def handler(request):
+        seen.append((request.method, request.url, dict(request.headers), request.body))
+        return http.Response(200, [("Content-Type", "application/json")], b'{"ok": true}')
+
+    with http.with_handler(handler):
+        response = http.post("https://api.example.com/items", {"name": "x"})
+    assert response.status == 200 and response.json() == {"ok": True}
+    assert response.header("content-type") == "application/json"
+    assert seen == [("POST", "https://api.example.com/items", {"content-type": "application/json"}, b'{"name": "x"}')]
+
+
+def test_http_refuses_a_url_that_is_not_http():
+    for url in ["file:///etc/passwd", "ftp://example.com/x", "not a url"]:
+        with pytest.raises(ToolError) as refused:
+            http.get(url)
+        assert refused.value.kind == "invalid-input", url

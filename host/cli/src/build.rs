@@ -162,9 +162,13 @@ fn componentize(lang: Lang, toolchains: &Path, dir: &Path, manifest: &SkillManif
     command.current_dir(dir);
     match lang {
         Lang::Python => {
+            // A skill that asks for hosts gets the world with wasi:http (the SDK's `http`);
+            // the host refuses that import from any other.
+            let (wit, world) =
+                if manifest.network.is_empty() { (wit, "skill") } else { (toolchain::wit_http_dir(toolchains)?, toolchain::HTTP_WORLD) };
             // The skill's folder first (a skill may ship its own packages), then the SDK.
             let sdk = crate::sdk::python_sdk(toolchains)?;
-            command.arg("-d").arg(&wit).args(["-w", "skill", "componentize", "app", "-p", "."]).arg("-p").arg(&sdk).arg("-o").arg(&built);
+            command.arg("-d").arg(&wit).args(["-w", world, "componentize", "app", "-p", "."]).arg("-p").arg(&sdk).arg("-o").arg(&built);
             // Keep __pycache__ out of the skill's folder.
             command.env("PYTHONDONTWRITEBYTECODE", "1");
         }

@@ -51,7 +51,7 @@ pub fn workspace(data_dir: &Path) -> Result<PathBuf> {
 /// `files` (path, text) written under `root` in a folder named by their version and hash,
 /// unless a complete one is there (its `marker` file exists); written into a scratch
 /// folder and renamed, so a reader never sees half of it. Returns the folder.
-fn write_once(root: &Path, marker: &str, files: &[(&str, &str)]) -> Result<PathBuf> {
+pub fn write_once(root: &Path, marker: &str, files: &[(&str, &str)]) -> Result<PathBuf> {
     let mut hasher = Sha256::new();
     for (path, text) in files {
         hasher.update(path.as_bytes());
@@ -95,13 +95,14 @@ const JS_SDK: [(&str, &str); 2] = [
 ];
 
 /// The Python guest SDK, the package `skillhost` (pure Python), by its path in the package.
-const PY_SDK: [(&str, &str); 7] = [
+const PY_SDK: [(&str, &str); 8] = [
     ("skillhost/__init__.py", include_str!("../../../guest-sdk/python/skillhost/__init__.py")),
     ("skillhost/_runtime.py", include_str!("../../../guest-sdk/python/skillhost/_runtime.py")),
     ("skillhost/_schema.py", include_str!("../../../guest-sdk/python/skillhost/_schema.py")),
     ("skillhost/_tool.py", include_str!("../../../guest-sdk/python/skillhost/_tool.py")),
     ("skillhost/errors.py", include_str!("../../../guest-sdk/python/skillhost/errors.py")),
     ("skillhost/files.py", include_str!("../../../guest-sdk/python/skillhost/files.py")),
+    ("skillhost/http.py", include_str!("../../../guest-sdk/python/skillhost/http.py")),
     ("skillhost/log.py", include_str!("../../../guest-sdk/python/skillhost/log.py")),
 ];
 
@@ -227,7 +228,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = python_sdk(root.path()).unwrap();
         assert_eq!(python_sdk(root.path()).unwrap(), dir);
-        assert_eq!(std::fs::read_to_string(dir.join("skillhost/_tool.py")).unwrap(), PY_SDK[3].1);
+        for (path, text) in PY_SDK {
+            assert_eq!(std::fs::read_to_string(dir.join(path)).unwrap(), text, "{path}");
+        }
     }
 
     /// Written out once per version, whole, and found again.

@@ -247,6 +247,29 @@ pub fn wit_dir(root: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The WIT a Python skill with network is built against: [`SKILL_WIT`], the world
+/// `skill-http` (it plus `wasi:http`'s outgoing handler) and the WASI 0.2.12 packages it
+/// needs, the versions the host implements.
+const HTTP_WIT: [(&str, &str); 9] = [
+    ("skill.wit", SKILL_WIT),
+    ("skill-http.wit", include_str!("../wit-http/skill-http.wit")),
+    ("deps/cli.wit", include_str!("../wit-http/deps/cli.wit")),
+    ("deps/clocks.wit", include_str!("../wit-http/deps/clocks.wit")),
+    ("deps/filesystem.wit", include_str!("../wit-http/deps/filesystem.wit")),
+    ("deps/http.wit", include_str!("../wit-http/deps/http.wit")),
+    ("deps/io.wit", include_str!("../wit-http/deps/io.wit")),
+    ("deps/random.wit", include_str!("../wit-http/deps/random.wit")),
+    ("deps/sockets.wit", include_str!("../wit-http/deps/sockets.wit")),
+];
+
+/// The world name of [`HTTP_WIT`].
+pub const HTTP_WORLD: &str = "skill-http";
+
+/// Write [`HTTP_WIT`] under `root` (once per version, whole) and return its directory.
+pub fn wit_http_dir(root: &Path) -> Result<PathBuf> {
+    crate::sdk::write_once(&root.join("wit-http"), "skill-http.wit", &HTTP_WIT)
+}
+
 /// `skillhost setup toolchains` options.
 #[derive(Args, Default)]
 pub struct SetupArgs {

@@ -385,8 +385,8 @@ fn python_guest_on_older_wasi_cannot_plant_a_symlink_out() {
 /// Skills written with the Python and JavaScript guest SDKs (`guest-sdk/*/example`), built
 /// with `skillhost build`: typed input with a nested type, an optional field, an enum and
 /// a list; a tool error; files inside and outside the grant (Python: componentize-js gives
-/// JavaScript no file API); an HTTP request to a host the skill may not reach (JavaScript:
-/// the Python world has no HTTP client). Called with `skillhost call`, then over MCP with
+/// JavaScript no file API); HTTP, a request to a host the skill may not reach refused by
+/// name (both), and one to the host it may reach answered (Python, a loopback server). Called with `skillhost call`, then over MCP with
 /// the official Python SDK, which checks the schemas an agent sees (`sdk_client.py`).
 #[test]
 fn sdk_skills_answer_through_the_cli_and_the_official_mcp_client() {
@@ -439,6 +439,32 @@ fn sdk_skills_answer_through_the_cli_and_the_official_mcp_client() {
     let fetch_wasm = build(&fetcher, "sdk-fetch", "js").expect("the js toolchain was ready a moment ago");
     let (code, _, err) = call(data.path(), &fetch_wasm, "get", json!({"url": "https://elsewhere.example/x"}));
     assert!(code == 1 && err.contains("elsewhere.example") && err.contains("[network] allow"), "{err}");
+
+    // Python HTTP: a skill that asks for a host is built against the world with wasi:http;
+    // a request to that host (a loopback server) answers, one elsewhere is denied by name.
+    let server = fixtures::TestServer::start();
+    let py_fetcher = scratch().join("py-fetch-src");
+    let _ = std::fs::remove_dir_all(&py_fetcher);
+    std::fs::create_dir_all(&py_fetcher).unwrap();
+    std::fs::write(
+        py_fetcher.join("skill.toml"),
+        format!(
+            "name = \"py-fetch\"\nversion = \"0.1.0\"\ndescription = \"Fetches a URL\"\n\n[network]\nallow = [\"http://127.0.0.1:{}\"]\n",
+            server.port()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        py_fetcher.join("app.py"),
+        "from typing import TypedDict\n\nfrom skillhost import Guest, http, tool  # noqa: F401\n\n\nclass Fetched(TypedDict):\n    status: int\n    length: int\n\n\n@tool(open_world=True)\ndef get(url: str) -> Fetched:\n    \"\"\"Fetch a URL.\n\n    Args:\n        url: The URL.\n    \"\"\"\n    response = http.get(url)\n    return {\"status\": response.status, \"length\": len(response.body)}\n",
+    )
+    .unwrap();
+    let py_fetch = build(&py_fetcher, "py-fetch", "python").expect("the python toolchain was ready a moment ago");
+    let out = ok(data.path(), &py_fetch, "get", json!({"url": format!("http://127.0.0.1:{}/ok", server.port())}));
+    assert_eq!(out["status"], 200, "{out}");
+    assert_eq!(out["length"], 1024, "{out}");
+    let (code, _, err) = call(data.path(), &py_fetch, "get", json!({"url": "https://elsewhere.example/x"}));
+    assert!(code == 1 && err.contains("was denied") && err.contains("\"https://elsewhere.example\" to `[network] allow`"), "{err}");
 
     // Over MCP, with the official Python SDK.
     let skills = tempfile::tempdir().unwrap();
