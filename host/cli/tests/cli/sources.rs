@@ -149,8 +149,12 @@ fn oci_publish_signed_install_verify_and_sync_byte_for_byte() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("say-hello: up-to-date"), "{}", String::from_utf8_lossy(&again.stderr));
     assert_eq!(second.show("say-hello")["approval"]["provenance"]["source"], tag.as_str(), "a synced skill's source is the lock's");
 
-    // The tag moves: `outdated` says so and changes nothing; `sync` keeps the pin;
-    // `sync --update` moves it.
+    // A human approves what was synced: the approval is bound to those bytes.
+    second.ok(&["approve", "say-hello", "--yes"]);
+    assert_eq!(second.show("say-hello")["state"], "approved");
+
+    // The tag moves: `outdated` says so and changes nothing; `sync` keeps the pin (and the
+    // approval); `sync --update` moves it, and the new digest needs a human again.
     let changed = skill_folder(&work.path().join("v2"), "say-hello", "hello again");
     author.ok(&["publish", changed.to_str().unwrap(), &tag, "--sign", key.to_str().unwrap()]);
     let rows: Value = serde_json::from_str(&second.ok(&["outdated", "--lock", lock_arg, "--json"])).unwrap();
@@ -158,10 +162,11 @@ fn oci_publish_signed_install_verify_and_sync_byte_for_byte() {
     assert_eq!(lock_of(&lock), locked, "outdated changes nothing");
     second.ok(&["sync", "--lock", lock_arg, "--verify", public.to_str().unwrap()]);
     assert_eq!(tree(&second.user_layer()), tree(&first.user_layer()), "a moved tag is not followed without --update");
+    assert_eq!(second.show("say-hello")["state"], "approved", "sync of the pinned bytes keeps their approval");
     second.ok(&["sync", "--lock", lock_arg, "--verify", public.to_str().unwrap(), "--update"]);
     assert_eq!(tree(&second.user_layer().join("say-hello")), tree(&changed));
     assert_ne!(lock_of(&lock), locked, "--update rewrote the pin");
-    assert_eq!(second.show("say-hello")["state"], "pending_review", "a new digest is a new version, back to review");
+    assert_eq!(second.show("say-hello")["state"], "needs_reapproval", "a new digest is a new version, back to review");
 
     // A lock whose content no longer matches its digest is an error, never an update.
     let tampered = lock_of(&lock).replace("content = \"", "content = \"0");
