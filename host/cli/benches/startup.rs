@@ -25,6 +25,11 @@
 //! next `list_changed`, or after 500 ms without one) until it succeeds, and the time
 //! of the success is the figure.
 //!
+//! Last, (e) an idle `serve`: with no skills and with the set above on warm caches, three
+//! spawns each are left alone for five seconds once nothing is loading; then their
+//! resident memory is read from `/proc/PID/status` and two `tool_search` calls are
+//! timed, the first after the idle against the one right after it.
+//!
 //! One spawn yields all four figures of its case, so the `first_call`, `python_call`
 //! and `tools_listed` benchmarks replay, in order, the figures taken from the spawns
 //! their case's `initialize` benchmark made, one spawn per sample (criterion's one
@@ -231,6 +236,21 @@ impl Server {
         }
     }
 
+    /// Ask `method` and wait for its answer (notifications in between are skipped): when
+    /// it was read, and the answer.
+    fn answer(&mut self, method: &str, params: &str, start: Instant) -> (Instant, Value) {
+        let id = self.request(method, params);
+        loop {
+            let Some((at, message)) = self.next(Duration::from_secs(1)) else {
+                assert!(start.elapsed() < GIVE_UP, "no answer to {method} after {GIVE_UP:?}; log:\n{}", self.log_tail());
+                continue;
+            };
+            if message["id"] == id {
+                return (at, message);
+            }
+        }
+    }
+
     /// Close stdin (the server's cue to stop) and wait for it; kill it if it lingers.
     fn stop(mut self) {
         drop(self.stdin.take());
@@ -382,6 +402,60 @@ fn measure(skills: &Path, data: &Path, log: &Path, first: (&str, &str), python: 
     }
 }
 
+/// What an idle `serve` holds, and how its first search after the idle answers.
+#[derive(Clone, Debug)]
+struct Idle {
+    /// `VmRSS`, `RssAnon` and `RssFile` of `/proc/PID/status`, in bytes.
+    rss: [u64; 3],
+    /// A `tool_search` (with the query embedding, when the model is installed) sent
+    /// after the idle, and a second one right after it.
+    first_search: Duration,
+    second_search: Duration,
+}
+
+/// How long `serve` is left alone, once nothing is loading, before its memory is read.
+const IDLE: Duration = Duration::from_secs(5);
+
+/// The query of the search after the idle.
+const IDLE_QUERY: &str = r#"{"name":"tool_search","arguments":{"query":"count the words in a piece of text"}}"#;
+
+/// One spawn over `skills` and `data` left idle: initialize, `skill_list` until nothing
+/// is loading, [`IDLE`] without a request, its resident memory, then two searches.
+fn idle(skills: &Path, data: &Path, log: &Path) -> Idle {
+    let (start, mut server) = Server::spawn(skills, data, log);
+    server.initialize(start);
+    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let skill_list = format!(r#"{{"name":"{}","arguments":{}}}"#, BUILTIN_TOOL.0, BUILTIN_TOOL.1);
+    loop {
+        let (_, answer) = server.answer("tools/call", &skill_list, start);
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+        let value = match &answer["result"]["structuredContent"] {
+            Value::Null => serde_json::from_str(&text).unwrap_or_else(|e| panic!("skill_list is not JSON: {answer}: {e}")),
+            value => value.clone(),
+        };
+        if value.get("loading").is_none() {
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    std::thread::sleep(IDLE);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let field = |name: &str| {
+        let line = status.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in /proc/PID/status"));
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    };
+    let rss = [field("VmRSS:"), field("RssAnon:"), field("RssFile:")];
+    let mut search = || {
+        let asked = Instant::now();
+        let (at, answer) = server.answer("tools/call", IDLE_QUERY, start);
+        assert!(answer.get("result").is_some() && answer["result"]["isError"] != true, "tool_search failed: {answer}");
+        at - asked
+    };
+    let (first_search, second_search) = (search(), search());
+    server.stop();
+    Idle { rss, first_search, second_search }
+}
+
 /// Where a case's spawns keep their figures for the replaying benchmarks.
 #[derive(Default)]
 struct Recorded {
@@ -446,6 +520,7 @@ fn bench(c: &mut Criterion) {
 
     let cases: [(&str, Option<tempfile::TempDir>); 3] = [("baseline", None), ("cold", None), ("warm", Some(tempfile::tempdir().unwrap()))];
     let mut recorded: Vec<(&str, Recorded)> = Vec::new();
+    let mut idles: Vec<(&str, Vec<Idle>)> = Vec::new();
     for (case, warm_data) in &cases {
         let record = Recorded::default();
         let (skills_dir, first, python) = match *case {
@@ -476,9 +551,62 @@ fn bench(c: &mut Criterion) {
         }
         group.bench_function(format!("{case}/tools_listed"), |b| b.iter_custom(|iters| record.replay(2, |s| Some(s.tools_listed), iters)));
         recorded.push((case, record));
+        if *case != "cold" {
+            let data = warm_data.as_ref().map_or_else(|| scratch.path().to_owned(), |d| d.path().to_owned());
+            let spawns: Vec<Idle> = (0..IDLE_SPAWNS).map(|_| idle(skills_dir, &data, &log)).collect();
+            eprintln!("startup/{case}: idle {spawns:?}");
+            idles.push((case, spawns));
+        }
     }
     group.finish();
     report(&recorded);
+    report_idle(&idles);
+}
+
+/// Idle spawns per case (baseline and warm).
+const IDLE_SPAWNS: usize = 3;
+
+/// The median of `pick` over `spawns`.
+fn median<T: Copy + PartialOrd>(spawns: &[Idle], pick: impl Fn(&Idle) -> T) -> T {
+    let mut values: Vec<T> = spawns.iter().map(pick).collect();
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    values[values.len() / 2]
+}
+
+/// The idle figures, printed and recorded for `bench-report`: resident memory against
+/// `serve` with no skills, and the first search after the idle against the next one.
+fn report_idle(idles: &[(&str, Vec<Idle>)]) {
+    let find = |case: &str| idles.iter().find(|(c, _)| *c == case).map(|(_, s)| s.as_slice());
+    let (Some(base), Some(warm)) = (find("baseline"), find("warm")) else { return };
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let mut figures = Vec::new();
+    for (what, i) in [("resident memory (VmRSS)", 0), ("of it anonymous (RssAnon)", 1), ("of it file-backed (RssFile)", 2)] {
+        let (value, baseline) = (mb(median(warm, |s| s.rss[i])), mb(median(base, |s| s.rss[i])));
+        eprintln!("  idle {what}: {value:.1} MB with the skills, {baseline:.1} MB with none");
+        let mut figure = Figure::new(
+            format!("serve idle {IDLE:?} after loading, 20 wasm + 2 server + Python + JS skills, warm caches: {what}"),
+            value,
+            "MB",
+        )
+        .against(format!("serve idle, no skills: {what}"), baseline);
+        if i == 0 {
+            figure = figure.goal("≤ 100 MB");
+        }
+        figures.push(figure);
+    }
+    for (case, spawns) in [("no skills", base), ("20 wasm + 2 server + Python + JS skills", warm)] {
+        let (first, second) = (ms(median(spawns, |s| s.first_search)), ms(median(spawns, |s| s.second_search)));
+        eprintln!("  {case}: first tool_search after the idle {first:.1} ms, the next {second:.1} ms");
+        figures.push(
+            Figure::new(format!("serve, {case}: first tool_search after {IDLE:?} idle"), first, "ms")
+                .against("the tool_search right after it", second)
+                .goal("≤ 50 ms"),
+        );
+    }
+    if let Err(e) = fixtures::figures::record(env!("CARGO_TARGET_TMPDIR"), "startup-idle", &figures) {
+        eprintln!("startup: cannot record figures: {e}");
+    }
 }
 
 /// Medians (and ranges) of every spawn made, against the baseline's, printed and
