@@ -32,6 +32,7 @@
 //!   BM25 and cosine rankings), without one the words matched (ties by BM25).
 //! - `minilm` (feature `embed`, on by default): [`MiniLm`], all-MiniLM-L6-v2 through
 //!   fastembed with ONNX Runtime loaded from a file at run time; never downloads.
+//!   `int8` rewrites its graph so that its int8 weights stay int8 in memory.
 //! - `rank`: the score contract: absolute scores in `[0, 1]` (the same query and
 //!   document score the same whatever the limit and the rest of the catalogue),
 //!   deterministic order, and the "no tool matched well" signal ([`WEAK_MATCH`]).
@@ -45,6 +46,8 @@ mod doc;
 mod embed;
 mod index;
 #[cfg(feature = "embed")]
+mod int8;
+#[cfg(feature = "embed")]
 mod minilm;
 mod rank;
 mod store;
@@ -53,6 +56,8 @@ mod text;
 pub use doc::{SideEffects, SkillDoc, ToolDoc};
 pub use embed::{EmbedError, Embedder};
 pub use index::{IndexError, IndexStatus, Query, SearchIndex, SyncProgress, SyncStats, Target};
+#[cfg(feature = "embed")]
+pub use int8::Rewritten;
 #[cfg(feature = "embed")]
 pub use minilm::{MODEL_DIR_ENV, MiniLm, ModelError, ModelFiles, find as find_model, from_env as embedder_from_env};
 pub use rank::{Hit, Ranker, SearchResults, WEAK_MATCH};

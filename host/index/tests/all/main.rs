@@ -8,6 +8,7 @@
 mod basics;
 mod eval;
 mod follow;
+mod model;
 mod persist;
 
 use std::path::Path;
