@@ -379,6 +379,19 @@ pub fn open_beneath(root: &Path, below: &Path, shared: bool) -> Result<OwnedFd, 
         opened => opened,
     }
     .map_err(|e| Beneath::Io(e.into()))?;
+    // One lookup for the whole path when it is all there: the kernel refuses a link
+    // anywhere in it (`RESOLVE_NO_SYMLINKS`, magic links included) and any step out of
+    // `root` (`RESOLVE_BENEATH`), the walls of the walk below. The walk runs when the
+    // lookup fails: to create a missing component, to name the link, or on a kernel
+    // without `openat2` (before 5.6).
+    let normal = below.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+    if normal && !below.as_os_str().is_empty() {
+        use rustix::fs::ResolveFlags;
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::BENEATH;
+        if let Ok(opened) = rustix::fs::openat2(&dir, below, flags | OFlags::NOFOLLOW, Mode::empty(), resolve) {
+            return Ok(opened);
+        }
+    }
     let mut at = PathBuf::new();
     for component in below.components() {
         let std::path::Component::Normal(name) = component else {
@@ -457,6 +470,19 @@ mod tests {
             }
         }
         assert!(!outside.join("x").exists(), "nothing was created through the link");
+        // Whole paths that exist: the single lookup refuses a link in them as the walk does.
+        std::fs::create_dir(outside.join("there")).unwrap();
+        std::fs::write(root.join("a/file"), "").unwrap();
+        for below in ["a/link/there", "a/link", "a/file"] {
+            match open_beneath(&root, Path::new(below), false) {
+                Err(Beneath::Link(_)) => {}
+                other => panic!("{below}: {other:?}"),
+            }
+        }
+        use std::os::unix::fs::MetadataExt;
+        let opened = open_beneath(&root, Path::new("a/b"), false).unwrap();
+        let opened = rustix::fs::fstat(&opened).unwrap();
+        assert_eq!(opened.st_ino, std::fs::metadata(root.join("a/b")).unwrap().ino(), "the directory itself is opened");
         std::fs::remove_dir_all(&root).unwrap();
         std::fs::remove_dir_all(&outside).unwrap();
     }
