@@ -8,7 +8,10 @@
 //! - `egress/gated` is a skill's GET of a 1 KiB response from a local server through the
 //!   host's gate (rule check, pinned connect, audit row) inside a tool call;
 //!   `egress/direct` is the same request made by the host itself with hyper, no skill and
-//!   no gate, to the same server. Both open a new connection per request, as the gate does.
+//!   no gate, to the same server, on a new connection per request; `egress/direct_kept`
+//!   the same on one connection kept open. The gate keeps a skill's connections (a
+//!   response read to its end leaves its connection for the next request), so `gated` and
+//!   `gate` measure kept connections after their first request.
 //!   `egress/gate` is the same request sent through the gate from the host
 //!   (`SkillEgress::send`: rules, pinned connect, caps, an audit row in SQLite), no wasm:
 //!   against `direct` it is the gate's own cost, against `gated` what the wasm call and
@@ -78,7 +81,7 @@ fn call(c: &mut Criterion) {
 
 fn egress(c: &mut Criterion) {
     let rt = runtime();
-    let server = fixtures::TestServer::start();
+    let server = fixtures::TestServer::start_keep_alive();
     let url = format!("http://127.0.0.1:{}/ok", server.port());
     let mut group = c.benchmark_group("egress");
 
@@ -113,7 +116,29 @@ fn egress(c: &mut Criterion) {
         })
     });
 
+    // The host's direct request on one kept connection: what a client that pools pays.
     let uri: hyper::Uri = url.parse().unwrap();
+    let mut kept = rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let (sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await.unwrap();
+        tokio::spawn(conn);
+        sender
+    });
+    group.bench_function("direct_kept", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                kept.ready().await.unwrap();
+                let request = hyper::Request::get(uri.path())
+                    .header("host", uri.authority().unwrap().as_str())
+                    .body(http_body_util::Empty::<bytes::Bytes>::new())
+                    .unwrap();
+                let response = kept.send_request(request).await.unwrap();
+                let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+                assert_eq!(body.len(), 1024);
+            })
+        })
+    });
+
     group.bench_function("direct", |b| {
         b.iter(|| {
             rt.block_on(async {

@@ -41,8 +41,19 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Start a server on 127.0.0.1 and an ephemeral port.
+    /// Start a server on 127.0.0.1 and an ephemeral port; it closes each connection after
+    /// one answer.
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// [`start`](Self::start), but answering any number of requests per connection
+    /// (HTTP/1.1 keep-alive), for clients that keep their connections.
+    pub fn start_keep_alive() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(keep_alive: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let addr = listener.local_addr().unwrap();
         let received: Arc<Mutex<Vec<Received>>> = Arc::default();
@@ -55,7 +66,7 @@ impl TestServer {
                 }
                 let Ok(stream) = stream else { continue };
                 let log = log.clone();
-                std::thread::spawn(move || serve(stream, &log));
+                std::thread::spawn(move || serve(stream, &log, keep_alive));
             }
         });
         Self { addr, received, stop }
@@ -79,12 +90,17 @@ impl Drop for TestServer {
     }
 }
 
-fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
+fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, keep_alive: bool) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let mut reader = BufReader::new(stream.try_clone().unwrap());
+    while serve_one(&stream, &mut reader, log, keep_alive) && keep_alive {}
+}
+
+/// Read one request and answer it; whether the connection may carry another.
+fn serve_one(stream: &TcpStream, reader: &mut BufReader<TcpStream>, log: &Mutex<Vec<Received>>, keep_alive: bool) -> bool {
     let mut line = String::new();
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return;
+        return false;
     }
     let mut parts = line.split_whitespace();
     let (method, target) = (parts.next().unwrap_or("").to_owned(), parts.next().unwrap_or("").to_owned());
@@ -104,6 +120,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
     log.lock().unwrap().push(Received { method, target: target.clone(), headers });
 
     let mut stream = stream;
+    let respond = |status, headers: &[(&str, &str)], body: &[u8]| respond(status, headers, body, keep_alive);
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
     let param = |key: &str| query.split('&').find_map(|kv| kv.strip_prefix(key)?.strip_prefix('=')).unwrap_or("");
     let response = match path {
@@ -113,15 +130,16 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
         "/hang" => {
             let mut sink = [0; 1];
             let _ = stream.read(&mut sink);
-            return;
+            return false;
         }
         _ => respond(404, &[], b"not found"),
     };
-    let _ = stream.write_all(&response);
+    stream.write_all(&response).is_ok()
 }
 
-fn respond(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+fn respond(status: u16, headers: &[(&str, &str)], body: &[u8], keep_alive: bool) -> Vec<u8> {
+    let connection = if keep_alive { "keep-alive" } else { "close" };
+    let mut out = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: {connection}\r\n", body.len());
     for (name, value) in headers {
         out.push_str(&format!("{name}: {value}\r\n"));
     }

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http::header::{HOST, HeaderName, HeaderValue};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use skillhost_core::egress::{Scheme, Target, TargetHost};
 use skillhost_core::{EgressOutcome, EgressPolicy, SecretBinding, SkillName};
@@ -40,13 +41,19 @@ pub const MAX_REQUEST_BYTES: usize = 16 << 20;
 ///    ([`CappedBody`]), and concurrent requests per skill are limited;
 /// 6. redirects are not followed: the skill sees the 3xx, and its next request is checked
 ///    again;
-/// 7. every request, refused or not, is written to the audit log.
+/// 7. a connection whose response was read to its end is kept for a while ([`Pool`]) and
+///    reused by the skill's next request that passed every step above to the same
+///    address, name, port and scheme: never by another skill, never to an address not
+///    checked for that request;
+/// 8. every request, refused or not, is written to the audit log.
 #[derive(Clone)]
 pub struct SkillEgress {
     skill: SkillName,
     policy: Arc<EgressPolicy>,
     net: Arc<NetConfig>,
     permits: Arc<Semaphore>,
+    /// Its idle connections, for its next requests to the same checked address.
+    pool: Arc<Pool>,
 }
 
 impl std::fmt::Debug for SkillEgress {
@@ -64,7 +71,7 @@ impl SkillEgress {
     /// [`NetConfig::max_concurrent_per_skill`] requests and tunnels open at once.
     pub fn new(skill: SkillName, policy: Arc<EgressPolicy>, net: Arc<NetConfig>) -> Self {
         let permits = Arc::new(Semaphore::new(net.max_concurrent_per_skill.max(1)));
-        Self { skill, policy, net, permits }
+        Self { skill, policy, net, permits, pool: Arc::default() }
     }
 
     /// The skill.
@@ -214,8 +221,8 @@ impl SkillEgress {
         let bytes_out = body.remaining;
         let request = http::Request::from_parts(parts, body);
 
-        let response = match tokio::time::timeout_at(deadline, self.exchange(&target, ip, request)).await {
-            Ok(Ok(response)) => response,
+        let (response, reuse) = match tokio::time::timeout_at(deadline, self.exchange(&target, ip, request)).await {
+            Ok(Ok(exchanged)) => exchanged,
             Ok(Err(e)) => return Err(Self::failed(&audit, url, Some(ip), bytes_out, e)),
             Err(_) => return Err(Self::failed(&audit, url, Some(ip), bytes_out, EgressError::TotalTimeout(self.net.total_timeout))),
         };
@@ -227,6 +234,7 @@ impl SkillEgress {
             total: self.net.total_timeout,
             deadline: Box::pin(tokio::time::sleep_until(deadline)),
             audit: Some(pending),
+            reuse: Some(reuse),
         }))
     }
 
@@ -288,13 +296,38 @@ impl SkillEgress {
         Ok(buffered)
     }
 
-    /// Connect to the checked address, speak TLS when asked, send, and wait for the head.
+    /// Send on an idle connection to the checked address when the skill has one (and it
+    /// is still open), else on a new one; wait for the head. The connection comes back
+    /// with the response, to be kept once its body is read to the end.
     async fn exchange(
         &self,
         target: &Target,
         ip: IpAddr,
         request: http::Request<Buffered>,
-    ) -> Result<http::Response<hyper::body::Incoming>, EgressError> {
+    ) -> Result<(http::Response<hyper::body::Incoming>, Reuse), EgressError> {
+        let key = ConnKey { scheme: target.scheme, host: target.host.to_string(), port: target.port, ip };
+        let mut request = request;
+        if let Some(mut sender) = self.pool.take(&key).await {
+            match tokio::time::timeout(self.net.first_byte_timeout, sender.try_send_request(request)).await {
+                Ok(Ok(response)) => return Ok((response, Reuse { pool: self.pool.clone(), key, sender })),
+                // Closed by the server before the request left: sent again on a new connection.
+                Ok(Err(mut failed)) => match failed.take_message() {
+                    Some(unsent) => request = unsent,
+                    None => return Err(EgressError::Http(failed.into_error())),
+                },
+                Err(_) => return Err(EgressError::FirstByteTimeout(self.net.first_byte_timeout)),
+            }
+        }
+        let mut sender = self.connect(target, ip).await?;
+        match tokio::time::timeout(self.net.first_byte_timeout, sender.send_request(request)).await {
+            Ok(Ok(response)) => Ok((response, Reuse { pool: self.pool.clone(), key, sender })),
+            Ok(Err(e)) => Err(EgressError::Http(e)),
+            Err(_) => Err(EgressError::FirstByteTimeout(self.net.first_byte_timeout)),
+        }
+    }
+
+    /// A new connection to the checked address, speaking TLS when asked.
+    async fn connect(&self, target: &Target, ip: IpAddr) -> Result<SendRequest<Buffered>, EgressError> {
         let tcp = self.connect_tcp(target, ip).await?;
         let stream: Box<dyn Stream> = match target.scheme {
             Scheme::Http => Box::new(tcp),
@@ -314,19 +347,78 @@ impl SkillEgress {
                 Box::new(tls)
             }
         };
-        let (mut sender, conn) = hyper::client::conn::http1::Builder::new().handshake(TokioIo::new(stream)).await?;
-        // The connection is driven by its own task; it ends when the response body is
-        // dropped or the total deadline passes.
+        let (sender, conn) = hyper::client::conn::http1::Builder::new().handshake(TokioIo::new(stream)).await?;
+        // The connection is driven by its own task; it ends when its sender is dropped
+        // (a body not read to its end, a pool entry evicted) or the total deadline passes,
+        // so no connection, kept or not, outlives one request's total timeout.
         let total = self.net.total_timeout;
         tokio::spawn(async move {
             let _ = tokio::time::timeout(total, conn).await;
         });
-        match tokio::time::timeout(self.net.first_byte_timeout, sender.send_request(request)).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(e)) => Err(EgressError::Http(e)),
-            Err(_) => Err(EgressError::FirstByteTimeout(self.net.first_byte_timeout)),
+        Ok(sender)
+    }
+}
+
+/// Idle connections kept per skill, at most.
+const MAX_IDLE: usize = 8;
+
+/// How long an idle connection is kept for the skill's next request.
+const IDLE_KEPT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// How long a kept connection may take to say it is ready for the next request.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Where a connection goes: the address that was checked, and the name it was checked
+/// for (its TLS certificate's, for https), port and scheme.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ConnKey {
+    scheme: Scheme,
+    host: String,
+    port: u16,
+    ip: IpAddr,
+}
+
+/// One skill's idle connections, each taken by one request at a time.
+#[derive(Default)]
+pub(crate) struct Pool {
+    idle: parking_lot::Mutex<VecDeque<(ConnKey, SendRequest<Buffered>, std::time::Instant)>>,
+}
+
+impl Pool {
+    /// An open connection to `key` that is ready for a request, if one is kept.
+    async fn take(&self, key: &ConnKey) -> Option<SendRequest<Buffered>> {
+        loop {
+            let mut sender = {
+                let mut idle = self.idle.lock();
+                idle.retain(|(_, sender, since)| !sender.is_closed() && since.elapsed() < IDLE_KEPT);
+                let at = idle.iter().rposition(|(k, _, _)| k == key)?;
+                idle.remove(at)?.1
+            };
+            if let Ok(Ok(())) = tokio::time::timeout(READY_WAIT, sender.ready()).await {
+                return Some(sender);
+            }
         }
     }
+
+    /// Keep `sender`, the oldest kept connection making room.
+    fn put(&self, key: ConnKey, sender: SendRequest<Buffered>) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock();
+        idle.push_back((key, sender, std::time::Instant::now()));
+        while idle.len() > MAX_IDLE {
+            idle.pop_front();
+        }
+    }
+}
+
+/// The connection a response came on: kept by [`CappedBody`] once the body is read to its
+/// end within the cap, closed (dropped) otherwise.
+struct Reuse {
+    pool: Arc<Pool>,
+    key: ConnKey,
+    sender: SendRequest<Buffered>,
 }
 
 /// A request body read whole, sent chunk by chunk; its room in the host's body budget is
@@ -380,6 +472,8 @@ pub struct CappedBody {
     total: std::time::Duration,
     deadline: Pin<Box<tokio::time::Sleep>>,
     audit: Option<PendingRecord>,
+    /// Its connection, kept for the skill's next request when the body ends cleanly.
+    reuse: Option<Reuse>,
 }
 
 impl std::fmt::Debug for CappedBody {
@@ -394,6 +488,7 @@ impl CappedBody {
             pending.fail(error.to_string());
         }
         self.audit = None;
+        self.reuse = None;
         Poll::Ready(Some(Err(error)))
     }
 }
@@ -414,6 +509,9 @@ impl Body for CappedBody {
             Poll::Pending => Poll::Pending,
             Poll::Ready(None) => {
                 self.audit = None;
+                if let Some(Reuse { pool, key, sender }) = self.reuse.take() {
+                    pool.put(key, sender);
+                }
                 Poll::Ready(None)
             }
             Poll::Ready(Some(Err(e))) => self.fail(EgressError::Http(e)),

@@ -2,6 +2,7 @@
 //! 127.0.0.1 and a Unix socket in a temporary directory, and the shim as a real process.
 
 mod proxy;
+mod reuse;
 mod shim;
 
 use std::collections::HashMap;
