@@ -12,7 +12,7 @@
 //! itself anything.
 
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -61,6 +61,9 @@ pub struct Registry {
     stats: Option<Arc<dyn Stats>>,
     /// The names found at open whose first load has not finished yet.
     loading: tokio::sync::watch::Sender<BTreeSet<SkillName>>,
+    /// The names of the background first load not started yet, in the order they start:
+    /// smallest code first, except that a name a call waits for moves to the front.
+    queued: Mutex<VecDeque<SkillName>>,
 }
 
 /// Whether this is the first time this process sees `skill` fail to load with `error`:
@@ -170,6 +173,7 @@ impl Registry {
             watcher: Mutex::new(None),
             stats,
             loading: tokio::sync::watch::Sender::new(BTreeSet::new()),
+            queued: Mutex::new(VecDeque::new()),
             config,
         });
         // Watch first: a change made while the layers load is applied after.
@@ -190,13 +194,15 @@ impl Registry {
         };
         registry.loading.send_replace(later.clone());
         let loader = registry.clone();
+        // Smallest code first: compiles share the cores, and a large component started
+        // first would hold up every small one behind it. A call waiting for a skill moves
+        // it to the front ([`wait_loaded`](Self::wait_loaded)).
+        let mut later: Vec<SkillName> = later.into_iter().collect();
+        later.sort_by_cached_key(|name| snapshot::code_size(&registry.layers, name));
+        *registry.queued.lock() = later.into();
         tokio::spawn(async move {
             let _guard = loader.reload.lock().await;
-            // Smallest code first: compiles share the cores, and a large component
-            // started first would hold up every small one behind it.
-            let mut later: Vec<SkillName> = later.into_iter().collect();
-            later.sort_by_cached_key(|name| snapshot::code_size(&loader.layers, name));
-            if let Err(error) = loader.rescan_names(later, Pass::All).await {
+            if let Err(error) = loader.rescan_queue(&loader.queued, Pass::All).await {
                 tracing::error!(%error, "loading the skills failed");
             }
             loader.loading.send_replace(BTreeSet::new());
@@ -213,6 +219,15 @@ impl Registry {
     /// Wait until `name` is no longer loading (at once if it is not): then its entry, if
     /// it has one, is what the first load made of it.
     pub async fn wait_loaded(&self, name: &str) {
+        {
+            // Not started yet: it starts next, ahead of every skill nobody waits for.
+            let mut queued = self.queued.lock();
+            if let Some(at) = queued.iter().position(|n| n.as_str() == name)
+                && let Some(wanted) = queued.remove(at)
+            {
+                queued.push_front(wanted);
+            }
+        }
         let mut loading = self.loading.subscribe();
         let _ = loading.wait_for(|names| !names.iter().any(|n| n.as_str() == name)).await;
     }
@@ -595,30 +610,34 @@ impl Registry {
     /// instantiating overlap across cores), each announced as soon as it is done; the
     /// first failure of the trust store is reported after all ran.
     async fn rescan_names(&self, names: impl IntoIterator<Item = SkillName>, pass: Pass) -> Result<BTreeSet<SkillName>, RegistryError> {
-        use futures::StreamExt as _;
-        let mut done = futures::stream::iter(names)
-            .map(|name| async move {
-                let result = self.rescan_pass(&name, pass).await;
-                (name, result)
-            })
-            .buffer_unordered(RESCAN_CONCURRENCY);
-        let mut later = BTreeSet::new();
-        let mut first_error = None;
-        while let Some((name, result)) = done.next().await {
-            match result {
-                Ok(true) => {
-                    self.loading.send_if_modified(|loading| loading.remove(&name));
-                }
-                Ok(false) => {
-                    later.insert(name);
-                }
-                Err(error) => {
-                    self.loading.send_if_modified(|loading| loading.remove(&name));
-                    first_error.get_or_insert(error);
+        self.rescan_queue(&Mutex::new(names.into_iter().collect()), pass).await
+    }
+
+    /// [`rescan_names`](Self::rescan_names) over `queue`, taking each next name from its
+    /// front when a load slot frees, so that a name moved to the front meanwhile starts
+    /// next.
+    async fn rescan_queue(&self, queue: &Mutex<VecDeque<SkillName>>, pass: Pass) -> Result<BTreeSet<SkillName>, RegistryError> {
+        let later = Mutex::new(BTreeSet::new());
+        let first_error = Mutex::new(None);
+        let worker = || async {
+            loop {
+                let Some(name) = queue.lock().pop_front() else { return };
+                match self.rescan_pass(&name, pass).await {
+                    Ok(true) => {
+                        self.loading.send_if_modified(|loading| loading.remove(&name));
+                    }
+                    Ok(false) => {
+                        later.lock().insert(name);
+                    }
+                    Err(error) => {
+                        self.loading.send_if_modified(|loading| loading.remove(&name));
+                        first_error.lock().get_or_insert(error);
+                    }
                 }
             }
-        }
-        first_error.map_or(Ok(later), Err)
+        };
+        futures::future::join_all((0..RESCAN_CONCURRENCY).map(|_| worker())).await;
+        first_error.into_inner().map_or(Ok(later.into_inner()), Err)
     }
 
     /// Rescan the given names. A name that is a skill pack's (its folder changed) stands

@@ -146,3 +146,65 @@ async fn content_hash(env: &Env) -> String {
     let registry = env.open().await;
     registry.entry("text-tools").unwrap().loaded.as_ref().unwrap().content_hash.clone()
 }
+
+/// A runtime that records the order loads start in and holds each until released.
+struct Gated {
+    inner: std::sync::Arc<dyn skillhost_core::SkillRuntime>,
+    started: parking_lot::Mutex<Vec<String>>,
+    gate: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl skillhost_core::SkillRuntime for Gated {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    async fn load(
+        &self,
+        source: &skillhost_core::SkillSource,
+        grant: skillhost_core::Grant,
+    ) -> Result<std::sync::Arc<dyn skillhost_core::Skill>, LoadError> {
+        self.started.lock().push(grant.skill.to_string());
+        self.gate.acquire().await.expect("the gate stays open").forget();
+        self.inner.load(source, grant).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_a_call_waits_for_loads_ahead_of_the_background_queue() {
+    let env = Env::new();
+    let names: Vec<String> = (0..12).map(|i| format!("queued-{i:02}")).collect();
+    for name in &names {
+        let dir = LIMITS.folder(env.ws());
+        let manifest = std::fs::read_to_string(dir.join("skill.toml")).unwrap().replace("name = \"limits\"", &format!("name = \"{name}\""));
+        assert!(manifest.contains(name.as_str()), "the fixture manifest names itself `limits`");
+        std::fs::write(dir.join("skill.toml"), manifest).unwrap();
+        std::fs::rename(&dir, env.ws().join(name)).unwrap();
+    }
+    let gated = std::sync::Arc::new(Gated {
+        inner: crate::runtime(),
+        started: parking_lot::Mutex::default(),
+        gate: tokio::sync::Semaphore::new(0),
+    });
+    let mut config = env.config(false);
+    config.load_in_background = true;
+    let policy = skillhost_core::Policy::new(env.data.path().join("skill-data"));
+    let registry = skillhost_registry::Registry::open(config, gated.clone(), policy).await.unwrap();
+    // Every load slot holds a skill, the rest queue (same size: in name order).
+    let deadline = std::time::Instant::now() + crate::HANG_GUARD;
+    while gated.started.lock().len() < 8 {
+        assert!(std::time::Instant::now() < deadline, "the background load did not start");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let last = names.last().unwrap().as_str();
+    let mut waiting = std::pin::pin!(registry.wait_loaded(last));
+    assert!(futures::poll!(&mut waiting).is_pending(), "{last} is still loading");
+    gated.gate.add_permits(names.len());
+    tokio::time::timeout(crate::HANG_GUARD, waiting).await.expect("the waited-for skill loads");
+    let started = gated.started.lock().clone();
+    assert_eq!(started[..8], names[..8], "the first slots take the queue in order");
+    assert_eq!(started[8], last, "the skill a call waits for starts next: {started:?}");
+    assert!(registry.entry(last).unwrap().loaded.is_some());
+    tokio::time::timeout(crate::HANG_GUARD, registry.ready()).await.expect("the rest loads");
+}
