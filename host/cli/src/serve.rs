@@ -183,6 +183,13 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         Some(forge) => server.with_forge(forge),
         None => server,
     };
+    // Once every skill found at start has loaded, what loading read and let go of (the
+    // components' files, their hashing copies) goes back to the kernel.
+    let settled = registry.clone();
+    tokio::spawn(async move {
+        settled.ready().await;
+        skillhost::give_back_freed_memory();
+    });
     // Sessions that search before it opened wait for it, a bounded while.
     let loading = server.index_loading();
     let _follow = tokio::spawn(async move {

@@ -201,6 +201,8 @@ impl MiniLm {
             idle,
         });
         release_when_idle(Arc::downgrade(&shared), idle);
+        // The file and its rewrite, read for the identity, go back.
+        skillhost_core::give_back_freed_memory();
         Ok(Self { shared })
     }
 
@@ -274,24 +276,13 @@ fn release_when_idle(shared: Weak<Shared>, idle: Duration) {
             };
             if let Some(model) = released {
                 drop(model);
-                give_back_heap();
+                skillhost_core::give_back_freed_memory();
                 tracing::debug!("embedding model released after {idle:?} without a search");
             }
         }
     });
     if let Err(e) = spawned {
         tracing::warn!("cannot start the thread that releases the idle embedding model: {e}; it stays loaded once used");
-    }
-}
-
-/// Return the heap pages freed by a dropped session to the kernel: glibc keeps them
-/// otherwise, and the process would stay as large as with the model.
-#[allow(unsafe_code, reason = "malloc_trim has no safe wrapper")]
-fn give_back_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes the allocator's own locks and touches no memory of ours.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
@@ -311,7 +302,7 @@ impl Embedder for MiniLm {
             let started = Instant::now();
             session.model = Some(self.shared.session().map_err(|e| failed(e.to_string()))?);
             // What making it allocated and freed (the file, the rewritten graph) goes back.
-            give_back_heap();
+            skillhost_core::give_back_freed_memory();
             tracing::debug!("embedding model session made in {:?}", started.elapsed());
         }
         session.last_used = Some(Instant::now());

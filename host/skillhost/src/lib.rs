@@ -115,7 +115,7 @@ pub use skillhost_core::{
 };
 pub use skillhost_core::{AuditSink, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretSource};
 pub use skillhost_core::{HostPath, RunError, RunFile, RunInput, RunOutput, RunPolicy, run};
-pub use skillhost_core::{Provenance, SignatureStatus};
+pub use skillhost_core::{Provenance, SignatureStatus, give_back_freed_memory};
 pub use skillhost_registry::{
     Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError,
     RegistryEvent, SCRIPTS_RUNTIME, Scripts, TrustState, parse_skill_md,
