@@ -106,15 +106,30 @@ fn language_component(name: &str) -> PathBuf {
     dir
 }
 
-/// Copy a built component's folder (manifest, SKILL.md, component) into `skills`.
+/// Copy a built component's folder (manifest, SKILL.md, component) into `skills`, its
+/// manifest without `[[capabilities.files]]`: a skill that asks for data waits for a
+/// human's approval, and the tools the bench calls need none.
 fn install_component(built: &Path, skills: &Path, folder: &str) {
     let dir = skills.join(folder);
     std::fs::create_dir_all(&dir).unwrap();
-    for file in ["skill.toml", "SKILL.md", "skill.wasm"] {
+    for file in ["SKILL.md", "skill.wasm"] {
         if built.join(file).exists() {
             std::fs::copy(built.join(file), dir.join(file)).unwrap();
         }
     }
+    let manifest = std::fs::read_to_string(built.join("skill.toml")).unwrap();
+    let mut kept = String::new();
+    let mut skipping = false;
+    for line in manifest.lines() {
+        if line.trim_start().starts_with('[') {
+            skipping = line.trim() == "[[capabilities.files]]";
+        }
+        if !skipping {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    std::fs::write(dir.join("skill.toml"), kept).unwrap();
 }
 
 /// The measured skill set: 20 distinct wasm skills, 2 FastMCP servers, the Python and
