@@ -202,7 +202,10 @@ impl Registry {
         *registry.queued.lock() = later.into();
         tokio::spawn(async move {
             let _guard = loader.reload.lock().await;
-            if let Err(error) = loader.rescan_queue(&loader.queued, Pass::All).await {
+            // First listings compile: as many at once as there are cores, so that the
+            // skill a call moves to the front gets a slot soon.
+            let slots = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).clamp(2, RESCAN_CONCURRENCY);
+            if let Err(error) = loader.rescan_queue(&loader.queued, Pass::All, slots).await {
                 tracing::error!(%error, "loading the skills failed");
             }
             loader.loading.send_replace(BTreeSet::new());
@@ -610,13 +613,18 @@ impl Registry {
     /// instantiating overlap across cores), each announced as soon as it is done; the
     /// first failure of the trust store is reported after all ran.
     async fn rescan_names(&self, names: impl IntoIterator<Item = SkillName>, pass: Pass) -> Result<BTreeSet<SkillName>, RegistryError> {
-        self.rescan_queue(&Mutex::new(names.into_iter().collect()), pass).await
+        self.rescan_queue(&Mutex::new(names.into_iter().collect()), pass, RESCAN_CONCURRENCY).await
     }
 
-    /// [`rescan_names`](Self::rescan_names) over `queue`, taking each next name from its
-    /// front when a load slot frees, so that a name moved to the front meanwhile starts
-    /// next.
-    async fn rescan_queue(&self, queue: &Mutex<VecDeque<SkillName>>, pass: Pass) -> Result<BTreeSet<SkillName>, RegistryError> {
+    /// [`rescan_names`](Self::rescan_names) over `queue` with `slots` loads at once, taking
+    /// each next name from its front when a slot frees, so that a name moved to the front
+    /// meanwhile starts next.
+    async fn rescan_queue(
+        &self,
+        queue: &Mutex<VecDeque<SkillName>>,
+        pass: Pass,
+        slots: usize,
+    ) -> Result<BTreeSet<SkillName>, RegistryError> {
         let later = Mutex::new(BTreeSet::new());
         let first_error = Mutex::new(None);
         let worker = || async {
@@ -636,7 +644,7 @@ impl Registry {
                 }
             }
         };
-        futures::future::join_all((0..RESCAN_CONCURRENCY).map(|_| worker())).await;
+        futures::future::join_all((0..slots).map(|_| worker())).await;
         first_error.into_inner().map_or(Ok(later.into_inner()), Err)
     }
 
