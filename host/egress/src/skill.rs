@@ -307,9 +307,9 @@ impl SkillEgress {
     ) -> Result<(http::Response<hyper::body::Incoming>, Reuse), EgressError> {
         let key = ConnKey { scheme: target.scheme, host: target.host.to_string(), port: target.port, ip };
         let mut request = request;
-        if let Some(mut sender) = self.pool.take(&key).await {
+        if let Some((mut sender, opened)) = self.pool.take(&key).await {
             match tokio::time::timeout(self.net.first_byte_timeout, sender.try_send_request(request)).await {
-                Ok(Ok(response)) => return Ok((response, Reuse { pool: self.pool.clone(), key, sender })),
+                Ok(Ok(response)) => return Ok((response, Reuse { pool: self.pool.clone(), key, sender, opened })),
                 // Closed by the server before the request left: sent again on a new connection.
                 Ok(Err(mut failed)) => match failed.take_message() {
                     Some(unsent) => request = unsent,
@@ -318,9 +318,9 @@ impl SkillEgress {
                 Err(_) => return Err(EgressError::FirstByteTimeout(self.net.first_byte_timeout)),
             }
         }
-        let mut sender = self.connect(target, ip).await?;
+        let (mut sender, opened) = (self.connect(target, ip).await?, std::time::Instant::now());
         match tokio::time::timeout(self.net.first_byte_timeout, sender.send_request(request)).await {
-            Ok(Ok(response)) => Ok((response, Reuse { pool: self.pool.clone(), key, sender })),
+            Ok(Ok(response)) => Ok((response, Reuse { pool: self.pool.clone(), key, sender, opened })),
             Ok(Err(e)) => Err(EgressError::Http(e)),
             Err(_) => Err(EgressError::FirstByteTimeout(self.net.first_byte_timeout)),
         }
@@ -349,11 +349,12 @@ impl SkillEgress {
         };
         let (sender, conn) = hyper::client::conn::http1::Builder::new().handshake(TokioIo::new(stream)).await?;
         // The connection is driven by its own task; it ends when its sender is dropped
-        // (a body not read to its end, a pool entry evicted) or the total deadline passes,
-        // so no connection, kept or not, outlives one request's total timeout.
-        let total = self.net.total_timeout;
+        // (a body not read to its end, a pool entry evicted) or, at the latest, after
+        // [`IDLE_KEPT`] and the total timeout: a connection is reused only within
+        // `IDLE_KEPT` of opening, so every request on it has its whole total timeout.
+        let lifetime = IDLE_KEPT + self.net.total_timeout;
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(total, conn).await;
+            let _ = tokio::time::timeout(lifetime, conn).await;
         });
         Ok(sender)
     }
@@ -362,7 +363,7 @@ impl SkillEgress {
 /// Idle connections kept per skill, at most.
 const MAX_IDLE: usize = 8;
 
-/// How long an idle connection is kept for the skill's next request.
+/// How long after it opened a connection may take another request.
 const IDLE_KEPT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// How long a kept connection may take to say it is ready for the next request.
@@ -381,32 +382,33 @@ struct ConnKey {
 /// One skill's idle connections, each taken by one request at a time.
 #[derive(Default)]
 pub(crate) struct Pool {
+    /// Each connection's key, sender and when it opened.
     idle: parking_lot::Mutex<VecDeque<(ConnKey, SendRequest<Buffered>, std::time::Instant)>>,
 }
 
 impl Pool {
     /// An open connection to `key` that is ready for a request, if one is kept.
-    async fn take(&self, key: &ConnKey) -> Option<SendRequest<Buffered>> {
+    async fn take(&self, key: &ConnKey) -> Option<(SendRequest<Buffered>, std::time::Instant)> {
         loop {
-            let mut sender = {
+            let (_, mut sender, opened) = {
                 let mut idle = self.idle.lock();
-                idle.retain(|(_, sender, since)| !sender.is_closed() && since.elapsed() < IDLE_KEPT);
+                idle.retain(|(_, sender, opened)| !sender.is_closed() && opened.elapsed() < IDLE_KEPT);
                 let at = idle.iter().rposition(|(k, _, _)| k == key)?;
-                idle.remove(at)?.1
+                idle.remove(at)?
             };
             if let Ok(Ok(())) = tokio::time::timeout(READY_WAIT, sender.ready()).await {
-                return Some(sender);
+                return Some((sender, opened));
             }
         }
     }
 
-    /// Keep `sender`, the oldest kept connection making room.
-    fn put(&self, key: ConnKey, sender: SendRequest<Buffered>) {
-        if sender.is_closed() {
+    /// Keep `sender` (opened at `opened`), the oldest kept connection making room.
+    fn put(&self, key: ConnKey, sender: SendRequest<Buffered>, opened: std::time::Instant) {
+        if sender.is_closed() || opened.elapsed() >= IDLE_KEPT {
             return;
         }
         let mut idle = self.idle.lock();
-        idle.push_back((key, sender, std::time::Instant::now()));
+        idle.push_back((key, sender, opened));
         while idle.len() > MAX_IDLE {
             idle.pop_front();
         }
@@ -419,6 +421,7 @@ struct Reuse {
     pool: Arc<Pool>,
     key: ConnKey,
     sender: SendRequest<Buffered>,
+    opened: std::time::Instant,
 }
 
 /// A request body read whole, sent chunk by chunk; its room in the host's body budget is
@@ -509,8 +512,8 @@ impl Body for CappedBody {
             Poll::Pending => Poll::Pending,
             Poll::Ready(None) => {
                 self.audit = None;
-                if let Some(Reuse { pool, key, sender }) = self.reuse.take() {
-                    pool.put(key, sender);
+                if let Some(Reuse { pool, key, sender, opened }) = self.reuse.take() {
+                    pool.put(key, sender, opened);
                 }
                 Poll::Ready(None)
             }
