@@ -220,6 +220,7 @@ impl MiniLm {
 impl Shared {
     /// A session made from the files, as [`MiniLm::open`] found them.
     fn session(&self) -> Result<TextEmbedding, ModelError> {
+        let started = Instant::now();
         let onnx = read(&self.files.onnx)?;
         if FileStamp::of(&self.files.onnx) != Some(self.stamp) && short_hash(&onnx) != self.short_hash {
             return Err(ModelError::Model(format!(
@@ -235,9 +236,15 @@ impl Shared {
                 .ok_or_else(|| ModelError::Model("the model's graph no longer rewrites as it did".to_owned()))?,
             None => onnx,
         };
+        let rewritten = started.elapsed();
         let model = UserDefinedEmbeddingModel::new(onnx, tokenizer_files(&self.files.tokenizer_dir)?).with_pooling(Pooling::Mean);
         let options = InitOptionsUserDefined::new().with_max_length(MAX_LENGTH).with_intra_threads(1);
-        TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| ModelError::Model(e.to_string()))
+        let made = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| ModelError::Model(e.to_string()));
+        tracing::debug!(
+            "embedding model read (and rewritten) in {rewritten:?}, session and tokenizer made in {:?}",
+            started.elapsed() - rewritten
+        );
+        made
     }
 }
 
@@ -301,9 +308,10 @@ impl Embedder for MiniLm {
         if session.model.is_none() {
             let started = Instant::now();
             session.model = Some(self.shared.session().map_err(|e| failed(e.to_string()))?);
+            let made = started.elapsed();
             // What making it allocated and freed (the file, the rewritten graph) goes back.
             skillhost_core::give_back_freed_memory();
-            tracing::debug!("embedding model session made in {:?}", started.elapsed());
+            tracing::debug!("embedding model session made in {made:?}, heap given back in {:?}", started.elapsed() - made);
         }
         session.last_used = Some(Instant::now());
         let model = session.model.as_mut().expect("made above");
