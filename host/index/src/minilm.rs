@@ -103,7 +103,7 @@ fn load_runtime(path: &Path) -> Result<(), ModelError> {
 /// all-MiniLM-L6-v2 as an [`Embedder`]. Its ONNX Runtime session (about 40 MB) is made
 /// when a text is first embedded and dropped again after [`MiniLm::DEFAULT_IDLE`] without
 /// one (its heap given back to the kernel); the next embedding makes it again from the
-/// same files, in about the time of one search.
+/// same files (about 90 ms on two cores).
 pub struct MiniLm {
     shared: Arc<Shared>,
 }
