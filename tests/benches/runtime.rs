@@ -128,13 +128,7 @@ fn egress(c: &mut Criterion) {
         b.iter(|| {
             rt.block_on(async {
                 kept.ready().await.unwrap();
-                let request = hyper::Request::get(uri.path())
-                    .header("host", uri.authority().unwrap().as_str())
-                    .body(http_body_util::Empty::<bytes::Bytes>::new())
-                    .unwrap();
-                let response = kept.send_request(request).await.unwrap();
-                let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
-                assert_eq!(body.len(), 1024);
+                get_1k(&mut kept, &uri).await;
             })
         })
     });
@@ -145,17 +139,22 @@ fn egress(c: &mut Criterion) {
                 let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
                 let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await.unwrap();
                 tokio::spawn(conn);
-                let request = hyper::Request::get(uri.path())
-                    .header("host", uri.authority().unwrap().as_str())
-                    .body(http_body_util::Empty::<bytes::Bytes>::new())
-                    .unwrap();
-                let response = sender.send_request(request).await.unwrap();
-                let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
-                assert_eq!(body.len(), 1024);
+                get_1k(&mut sender, &uri).await;
             })
         })
     });
     group.finish();
+}
+
+/// The host's own GET of `uri` (a 1 KiB answer) on `sender`, read to its end.
+async fn get_1k(sender: &mut hyper::client::conn::http1::SendRequest<http_body_util::Empty<bytes::Bytes>>, uri: &hyper::Uri) {
+    let request = hyper::Request::get(uri.path())
+        .header("host", uri.authority().unwrap().as_str())
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    assert_eq!(body.len(), 1024);
 }
 
 criterion_group!(benches, load, call, egress);
