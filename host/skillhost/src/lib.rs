@@ -221,6 +221,7 @@ impl HostBuilder {
             Arc::new(SqliteAuditLog::open(data_dir.join("audit.db")).map_err(|e| HostError::Setup(e.to_string()))?);
         wasm.net.secrets = secrets.clone();
         wasm.net.audit = audit.clone();
+        let cache_dir = wasm.cache_dir.clone();
         let mut sandbox_config = self.sandbox.unwrap_or_else(|| {
             let mut config = BwrapConfig::new(data_dir.join("sandbox"));
             config.venv = Some(data_dir.join("python"));
@@ -235,7 +236,7 @@ impl HostBuilder {
             tracing::debug!("no sandbox runtime: {e}");
         }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host { runtime, sandbox, policy, secrets, audit, data_dir, index: parking_lot::Mutex::default() })
+        Ok(Host { runtime, sandbox, policy, secrets, audit, data_dir, cache_dir, index: parking_lot::Mutex::default() })
     }
 }
 
@@ -247,6 +248,9 @@ pub struct Host {
     secrets: Arc<dyn SecretStore>,
     audit: Arc<dyn AuditLog>,
     data_dir: PathBuf,
+    /// The compiled-component cache (`None`: off); the embedding model's optimised graph
+    /// is kept in its `model` folder.
+    cache_dir: Option<PathBuf>,
     /// Opened on first use (one per host: the writer lock is per process).
     index: parking_lot::Mutex<Option<Arc<skillhost_index::SearchIndex>>>,
 }
@@ -319,7 +323,8 @@ impl Host {
 
     /// This host's search index, opened on first use: on disk in `<data_dir>/index`,
     /// hybrid when the embedding model is installed (see [`Host::model_dir`]), BM25
-    /// otherwise (said once in the log). Sync it with a registry before searching
+    /// otherwise (said once in the log); the model's optimised graph is kept in the
+    /// compiled cache's `model` folder. Sync it with a registry before searching
     /// (`SearchIndex::sync` or `follow`). What is on disk never stops it from opening
     /// (see `SearchIndex::open`).
     pub fn search_index(&self) -> Result<Arc<skillhost_index::SearchIndex>, HostError> {
@@ -327,7 +332,7 @@ impl Host {
         if let Some(index) = &*slot {
             return Ok(index.clone());
         }
-        let model = skillhost_index::find_model(Some(&self.model_dir()));
+        let model = skillhost_index::find_model(Some(&self.model_dir()), self.cache_dir.as_ref().map(|dir| dir.join("model")).as_deref());
         let embedder = model.map(|m| Arc::new(m) as Arc<dyn skillhost_index::Embedder>);
         let index =
             skillhost_index::SearchIndex::open(self.data_dir.join("index"), embedder).map_err(|e| HostError::Setup(e.to_string()))?;

@@ -1,12 +1,13 @@
-//! The embedding model as the host runs it: its graph rewritten so that the int8 weights
-//! stay int8, a session made at the first embedding and dropped when idle, and a model
-//! file changed under a running host refused. Skipped (with a line saying so) when the
-//! model is not installed.
+//! The embedding model as the host runs it: a session made at the first embedding and
+//! dropped when idle, made again from the optimised graph in the cache (and from the
+//! model file when that graph is damaged), and a model file changed under a running host
+//! refused. Skipped (with a line saying so) when the model is not installed. (The
+//! pipeline against fastembed, and the int8 graph against the float one, are unit tests
+//! of `minilm.rs`.)
 
 use std::time::{Duration, Instant};
 
-use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
-use skillhost_index::{Embedder, MiniLm, ModelFiles, Rewritten};
+use skillhost_index::{Embedder, MiniLm, ModelFiles};
 
 fn files(test: &str) -> Option<ModelFiles> {
     let files = crate::eval::site_packages().map(|dir| ModelFiles::in_site_packages(&dir)).filter(|f| f.onnx.is_file());
@@ -16,59 +17,14 @@ fn files(test: &str) -> Option<ModelFiles> {
     files
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (norm(a) * norm(b))
-}
-
-/// The graph as the file has it, through fastembed directly (what the host ran before).
-fn float_graph(files: &ModelFiles) -> TextEmbedding {
-    let read = |name: &str| std::fs::read(files.tokenizer_dir.join(name)).unwrap();
-    let tokenizer = TokenizerFiles {
-        tokenizer_file: read("tokenizer.json"),
-        config_file: read("config.json"),
-        special_tokens_map_file: read("special_tokens_map.json"),
-        tokenizer_config_file: read("tokenizer_config.json"),
-    };
-    let model = UserDefinedEmbeddingModel::new(std::fs::read(&files.onnx).unwrap(), tokenizer).with_pooling(Pooling::Mean);
-    TextEmbedding::try_new_from_user_defined(model, InitOptionsUserDefined::new().with_max_length(256).with_intra_threads(1)).unwrap()
-}
-
-#[test]
-fn the_int8_graph_embeds_like_the_float_one() {
-    let Some(files) = files("int8 graph") else { return };
-    let model = MiniLm::load(&files).unwrap();
-    assert_eq!(model.rewritten(), Some(Rewritten { matmuls: 36, gathers: 2 }), "every weight of the pinned model is kept int8");
-    assert!(model.identity().ends_with("+int8-matmul.1"), "{}", model.identity());
-    let mut float = float_graph(&files);
-    let texts: Vec<String> = crate::eval::catalogue()
-        .iter()
-        .flat_map(|s| std::iter::once(s.description.clone()).chain(s.tools.iter().map(|t| t.description.clone())))
-        .take(120)
-        .collect();
-    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let ours = model.embed(&texts).unwrap();
-    let theirs = float.embed(&texts, Some(1)).unwrap();
-    let cosines: Vec<f32> = ours.iter().zip(&theirs).map(|(a, b)| cosine(a, b)).collect();
-    let least = cosines.iter().copied().fold(1.0f32, f32::min);
-    let mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
-    println!("int8 graph against the float graph over {} texts: cosine mean {mean:.4}, least {least:.4}", texts.len());
-    assert!(least >= 0.97 && mean >= 0.99, "cosine mean {mean}, least {least}");
-}
-
 #[test]
 fn the_session_is_made_by_the_first_embedding_and_released_when_idle() {
     let Some(files) = files("idle release") else { return };
-    let model = MiniLm::open(&files, Duration::from_millis(300)).unwrap();
+    let model = MiniLm::open(&files, None, Duration::from_millis(300)).unwrap();
     assert!(!model.is_loaded(), "opening makes no session");
     let first = model.embed(&["is my site down?"]).unwrap();
     assert!(model.is_loaded());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while model.is_loaded() {
-        assert!(Instant::now() < deadline, "the session was not released after 20 s idle");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    released(&model);
     let again = model.embed(&["is my site down?"]).unwrap();
     assert_eq!(first, again, "a session made again embeds the same");
 }
@@ -80,17 +36,71 @@ fn a_model_file_changed_under_the_host_is_refused() {
     let onnx = dir.path().join("model.onnx");
     std::fs::copy(&files.onnx, &onnx).unwrap();
     let copied = ModelFiles { onnx: onnx.clone(), ..files };
-    let model = MiniLm::open(&copied, Duration::from_millis(200)).unwrap();
+    // With the optimised graph in a cache, which the session would be made from.
+    let model = MiniLm::open(&copied, Some(&dir.path().join("cache")), Duration::from_millis(200)).unwrap();
+    assert!(model.is_prepared());
     model.embed(&["hello"]).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while model.is_loaded() {
-        assert!(Instant::now() < deadline, "the session was not released after 20 s idle");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    released(&model);
     let mut bytes = std::fs::read(&onnx).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
     std::fs::write(&onnx, bytes).unwrap();
     let err = model.embed(&["hello"]).unwrap_err();
     assert!(err.to_string().contains("changed since the host opened it"), "{err}");
+}
+
+/// Waits (up to 20 s) for `model` to drop its session.
+fn released(model: &MiniLm) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while model.is_loaded() {
+        assert!(Instant::now() < deadline, "the session was not released after 20 s idle");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sessions_are_made_from_the_optimised_graph_in_the_cache_and_embed_the_same() {
+    let Some(files) = files("optimised graph") else { return };
+    let texts = ["is my site down?", "convert a CSV file to JSON", "when does the TLS certificate of example.com expire"];
+    let from_file = MiniLm::load(&files).unwrap().embed(&texts).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let model = MiniLm::open(&files, Some(cache.path()), Duration::from_millis(200)).unwrap();
+    assert!(model.is_prepared());
+    let saved: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(saved.len(), 1, "one optimised graph, no partial file left: {saved:?}");
+    assert!(!model.is_loaded(), "opening makes no session");
+    let from_cache = model.embed(&texts).unwrap();
+    for (a, b) in from_cache.iter().zip(&from_file) {
+        let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+        assert!(worst <= 1e-5, "the optimised graph embeds differently: largest difference {worst}");
+    }
+    // A second host finds the graph and does not save it again.
+    let modified = std::fs::metadata(&saved[0]).unwrap().modified().unwrap();
+    let again = MiniLm::open(&files, Some(cache.path()), Duration::from_millis(200)).unwrap();
+    assert!(again.is_prepared());
+    assert_eq!(std::fs::metadata(&saved[0]).unwrap().modified().unwrap(), modified);
+    assert_eq!(again.embed(&texts).unwrap(), from_cache);
+}
+
+#[test]
+fn a_damaged_or_changed_optimised_graph_is_not_used() {
+    let Some(files) = files("damaged optimised graph") else { return };
+    let cache = tempfile::tempdir().unwrap();
+    let expected = MiniLm::open(&files, Some(cache.path()), Duration::from_millis(200)).unwrap().embed(&["hello"]).unwrap();
+    let graph = std::fs::read_dir(cache.path()).unwrap().next().unwrap().unwrap().path();
+
+    // Damaged before a host opens it: ONNX Runtime refuses it; the model file is used.
+    std::fs::write(&graph, b"not a graph").unwrap();
+    let model = MiniLm::open(&files, Some(cache.path()), Duration::from_millis(200)).unwrap();
+    assert_eq!(model.embed(&["hello"]).unwrap(), expected, "made from the model file");
+
+    // Changed after the host opened it, to a graph that loads but embeds differently
+    // (the model file as it is, without the int8 rewrite): not loaded.
+    std::fs::remove_file(&graph).unwrap();
+    let model = MiniLm::open(&files, Some(cache.path()), Duration::from_millis(200)).unwrap();
+    assert_eq!(model.embed(&["hello"]).unwrap(), expected);
+    released(&model);
+    std::fs::remove_file(&graph).unwrap();
+    std::fs::copy(&files.onnx, &graph).unwrap();
+    assert_eq!(model.embed(&["hello"]).unwrap(), expected, "made from the model file, not the changed graph");
 }
