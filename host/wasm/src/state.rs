@@ -2,7 +2,6 @@
 //! grant, the memory limiter, the capped log and the progress sink, plus the host side of
 //! the `skillhost:skill/host` interface and the guard on `symlink-at`.
 
-use std::os::fd::AsRawFd;
 use std::path::{Component, Path};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -13,10 +12,11 @@ use skillhost_core::{FileMode, Grant, Progress, ProgressSink};
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreContextMut};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::filesystem::Dir;
 use wasmtime_wasi::filesystem::WasiFilesystemView;
 use wasmtime_wasi::p2::bindings::filesystem::types::{Descriptor, ErrorCode, HostDescriptor};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, OpenMode, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -29,6 +29,9 @@ const STDERR_TAIL: usize = 8;
 /// Everything a call's store holds.
 pub(crate) struct CallState {
     wasi: WasiCtx,
+    /// The granted directories, as opened for this call, and their guest paths: what
+    /// `wasi:filesystem/preopens` gives the guest (see [`add_to_linker`]).
+    preopens: Vec<(Dir, String)>,
     table: ResourceTable,
     http: WasiHttpCtx,
     pub(crate) gate: HttpGate,
@@ -52,21 +55,20 @@ impl CallState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        let mut preopens = Vec::with_capacity(grant.dirs.len());
         for dir in &grant.dirs {
-            let perms = match dir.mode {
-                FileMode::ReadOnly => FsPerms::ReadOnly,
-                FileMode::ReadWrite => FsPerms::ReadWrite,
+            let (perms, mode) = match dir.mode {
+                FileMode::ReadOnly => (FsPerms::ReadOnly, OpenMode::READ),
+                FileMode::ReadWrite => (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE),
             };
-            // Opened without following a link below the data root; wasmtime then opens the
-            // descriptor's own directory through `/proc/self/fd` (a link to the open file,
-            // not a path resolved again), and the descriptor is closed when this returns.
+            // Opened without following a link below the data root, and that descriptor
+            // is the guest's directory: no path is resolved again.
             let fd = dir.open(&grant.skill, false).map_err(std::io::Error::other)?;
-            builder
-                .preopened_dir(format!("/proc/self/fd/{}", fd.as_raw_fd()), &dir.guest, perms)
-                .map_err(|e| std::io::Error::other(format!("cannot open granted directory {}: {e}", dir.host.display())))?;
+            preopens.push((Dir::new(std::fs::File::from(fd), perms, mode, false), dir.guest.clone()));
         }
         Ok(Self {
             wasi: builder.build(),
+            preopens,
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
             gate,
@@ -353,8 +355,10 @@ fn symlink_target_allowed(target: &str) -> bool {
 }
 
 /// Link the host interface and WASI p2, with `symlink-at` guarded so that a guest cannot
-/// plant a link pointing outside its directories. (Following such a link is refused by
-/// WASI anyway, but the link would stay on disk for other programs to follow.)
+/// plant a link pointing outside its directories (following such a link is refused by
+/// WASI anyway, but the link would stay on disk for other programs to follow), and
+/// `get-directories` answering with the descriptors [`CallState::new`] opened
+/// (wasmtime's own takes paths, which it opens again).
 ///
 /// With `http`, `wasi:http` is linked too (for skills granted network access).
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>, http: bool) -> wasmtime::Result<()> {
@@ -382,6 +386,17 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>, http: bool) -> wasmt
                     Err(e) => Ok((Err(e.downcast()?),)),
                 }
             })
+        },
+    )?;
+    linker.instance("wasi:filesystem/preopens@0.2.12")?.func_wrap(
+        "get-directories",
+        |mut store: StoreContextMut<'_, CallState>, (): ()| {
+            let CallState { preopens, table, .. } = store.data_mut();
+            let directories = preopens
+                .iter()
+                .map(|(dir, guest)| Ok((table.push(Descriptor::Dir(dir.clone()))?, guest.clone())))
+                .collect::<wasmtime::Result<Vec<_>>>()?;
+            Ok((directories,))
         },
     )?;
     linker.allow_shadowing(false);
