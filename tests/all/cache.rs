@@ -68,3 +68,62 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     assert_eq!(loaded.cache_outcome(), Some(CacheOutcome::Compiled));
     assert_eq!(ok(&loaded, "echo", json!({"value": "fine"})).await, json!("fine"));
 }
+
+/// A component's bytes stay in memory only until the compiled cache holds its code; a
+/// compile that needs them later reads the file again and takes exactly the bytes that
+/// were loaded, never others put there since (the next reload picks those up, and asks
+/// a human as any change does).
+#[tokio::test]
+async fn a_cached_components_bytes_are_let_go_and_read_again_only_as_they_were() {
+    use skillhost_core::{Skill, SkillRuntime};
+    let data = tempfile::tempdir().unwrap();
+    let skills = tempfile::tempdir().unwrap();
+    let dir = LIMITS.folder(skills.path());
+    let runtime = || {
+        let config = WasmConfig { cache_dir: Some(data.path().join("cache")), ..WasmConfig::default() };
+        skillhost_wasm::WasmRuntime::new(config).unwrap()
+    };
+    let source = || skillhost_package::read_source(&dir, &Default::default()).unwrap();
+    let policy = skillhost::Policy::new(data.path().join("skills"));
+    let grant = || {
+        let source = source();
+        skillhost::Grant::new(&source.manifest, &policy, &skillhost::DataKey::named(&source.manifest.name)).unwrap()
+    };
+    let call = async |skill: &dyn Skill, value: i64| {
+        tokio::time::timeout(crate::HANG_GUARD, skill.call("echo", json!({"value": value}), Default::default()))
+            .await
+            .expect("the call hung")
+    };
+
+    // Loading asked the component for its tools: compiled, stored, and let go.
+    let first = runtime().load_wasm(&source(), grant()).await.unwrap();
+    assert_eq!(first.cache_outcome(), Some(CacheOutcome::Compiled));
+    assert!(!first.holds_component_bytes(), "the cache holds its code");
+    let listing = first.listing().unwrap();
+
+    // A restart with the kept listing compiles nothing and holds no bytes; the first call
+    // reads the code from the cache.
+    let restarted = runtime();
+    let skill = restarted.load_wasm_listed(&source(), grant(), &listing).await.unwrap();
+    assert_eq!(skill.cache_outcome(), Some(CacheOutcome::Deferred));
+    assert!(!skill.holds_component_bytes());
+    assert_eq!(call(&*skill, 1).await.unwrap().value, json!(1));
+    assert_eq!(skill.cache_outcome(), Some(CacheOutcome::Hit));
+
+    // The cache entry gone, the file unchanged: read again, checked, compiled.
+    let entry = || walk(data.path()).into_iter().find(|p| p.extension().is_some_and(|e| e == "cwasm")).unwrap();
+    let again = runtime();
+    let skill = again.load_listed(&source(), grant(), &listing).await.unwrap();
+    std::fs::remove_file(entry()).unwrap();
+    assert_eq!(call(&*skill, 2).await.unwrap().value, json!(2));
+    assert_eq!(skill.cache_outcome(), Some(CacheOutcome::Compiled));
+
+    // The cache entry gone and the file now another component: refused, nothing runs.
+    let swapped = runtime();
+    let skill = swapped.load_listed(&source(), grant(), &listing).await.unwrap();
+    std::fs::remove_file(entry()).unwrap();
+    std::fs::copy(fixtures::ESCAPE.wasm, dir.join("skill.wasm")).unwrap();
+    let err = call(&*skill, 3).await.unwrap_err();
+    assert!(err.to_string().contains("holds other bytes than the ones loaded"), "{err}");
+    assert_eq!(swapped.cache_stats().compiled, 0, "the other component was not compiled");
+}

@@ -5,8 +5,13 @@
 //! Layout: `<dir>/<engine fingerprint>/<sha256 of the component>.cwasm`. Entries are
 //! written to a temporary file and renamed into place, so a crash never leaves a torn
 //! entry; an entry that fails to load is deleted and recompiled.
+//!
+//! A component's bytes ([`ComponentBytes`]) are held in memory only until the cache
+//! holds its code: a skill nobody calls then costs its hash, not its size.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
@@ -36,23 +41,28 @@ impl ComponentCache {
     }
 
     /// Whether the cache holds `bytes` compiled (then a load is a cheap read).
-    pub(crate) fn contains(&self, bytes: &[u8]) -> bool {
-        self.dir.as_ref().is_some_and(|dir| dir.join(format!("{}.cwasm", hex::encode(Sha256::digest(bytes)))).is_file())
+    pub(crate) fn contains(&self, bytes: &ComponentBytes) -> bool {
+        self.entry(bytes).is_some_and(|entry| entry.is_file())
+    }
+
+    fn entry(&self, bytes: &ComponentBytes) -> Option<PathBuf> {
+        self.dir.as_ref().map(|dir| dir.join(format!("{}.cwasm", hex::encode(bytes.hash))))
     }
 
     pub(crate) fn stats(&self) -> CacheStats {
         CacheStats { hits: self.hits.load(Ordering::Relaxed), compiled: self.compiled.load(Ordering::Relaxed) }
     }
 
-    /// The compiled form of `bytes`, from the cache or compiled now.
-    pub(crate) fn load(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let Some(dir) = &self.dir else {
-            return self.compile(engine, bytes).map(|c| (c, CacheOutcome::Compiled));
+    /// The compiled form of `bytes`, from the cache or compiled now (and then stored, and
+    /// the bytes let go).
+    pub(crate) fn load(&self, engine: &Engine, bytes: &ComponentBytes) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let (Some(dir), Some(entry)) = (&self.dir, self.entry(bytes)) else {
+            return self.compile(engine, &bytes.get()?).map(|c| (c, CacheOutcome::Compiled));
         };
-        let entry = dir.join(format!("{}.cwasm", hex::encode(Sha256::digest(bytes))));
         if entry.exists() {
             match deserialize(engine, &entry) {
                 Ok(component) => {
+                    bytes.release();
                     self.hits.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(entry = %entry.display(), "compiled component cache hit");
                     return Ok((component, CacheOutcome::Hit));
@@ -63,9 +73,10 @@ impl ComponentCache {
                 }
             }
         }
-        let component = self.compile(engine, bytes)?;
-        if let Err(e) = store(&component, dir, &entry) {
-            tracing::warn!(dir = %dir.display(), "cannot write the compiled cache: {e}");
+        let component = self.compile(engine, &bytes.get()?)?;
+        match store(&component, dir, &entry) {
+            Ok(()) => bytes.release(),
+            Err(e) => tracing::warn!(dir = %dir.display(), "cannot write the compiled cache: {e}"),
         }
         Ok((component, CacheOutcome::Compiled))
     }
@@ -100,4 +111,62 @@ fn store(component: &Component, dir: &Path, entry: &Path) -> std::io::Result<()>
 fn rand_suffix() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A component's bytes and their SHA-256 (its key in the cache), held in memory until
+/// the cache holds its code ([`release`](Self::release)). A compile that needs them after
+/// that (the entry was removed, or is unusable) reads the file again, and takes it only
+/// if it hashes the same: what compiles is always what was loaded.
+pub(crate) struct ComponentBytes {
+    path: PathBuf,
+    len: usize,
+    hash: [u8; 32],
+    held: parking_lot::Mutex<Option<Arc<[u8]>>>,
+}
+
+impl ComponentBytes {
+    /// `bytes`, read from `path`.
+    pub(crate) fn new(path: &Path, bytes: Arc<[u8]>) -> Self {
+        let hash = Sha256::digest(&bytes).into();
+        Self { path: path.to_owned(), len: bytes.len(), hash, held: parking_lot::Mutex::new(Some(bytes)) }
+    }
+
+    /// The bytes: held, or read again from the file when it still holds exactly them
+    /// (opened without following a link, read no further than one byte past their
+    /// length).
+    pub(crate) fn get(&self) -> std::io::Result<Arc<[u8]>> {
+        if let Some(bytes) = &*self.held.lock() {
+            return Ok(bytes.clone());
+        }
+        let gone = |why: String| {
+            std::io::Error::other(format!(
+                "the component's compiled code is no longer cached and {} {why}; reload the skill",
+                self.path.display()
+            ))
+        };
+        use rustix::fs::{CWD, Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let file = rustix::fs::openat(CWD, &self.path, flags, Mode::empty())
+            .map(std::fs::File::from)
+            .map_err(|e| gone(format!("cannot be read again ({e})")))?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(gone("is no longer a file".into()));
+        }
+        let mut read = Vec::with_capacity(self.len);
+        file.take(self.len as u64 + 1).read_to_end(&mut read).map_err(|e| gone(format!("cannot be read again ({e})")))?;
+        if read.len() != self.len || <[u8; 32]>::from(Sha256::digest(&read)) != self.hash {
+            return Err(gone("holds other bytes than the ones loaded".into()));
+        }
+        Ok(read.into())
+    }
+
+    /// Let the bytes go: the cache holds their code.
+    pub(crate) fn release(&self) {
+        self.held.lock().take();
+    }
+
+    /// Whether the bytes are held in memory.
+    pub(crate) fn is_held(&self) -> bool {
+        self.held.lock().is_some()
+    }
 }

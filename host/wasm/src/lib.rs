@@ -37,7 +37,7 @@ pub use skill::WasmSkill;
 pub use skillhost_egress::{NetConfig, SystemResolver};
 
 use crate::bindings::SkillPre;
-use crate::cache::ComponentCache;
+use crate::cache::{ComponentBytes, ComponentCache};
 use crate::generic::GenericPre;
 use crate::skill::{Code, Prepared};
 use crate::state::CallState;
@@ -187,6 +187,18 @@ impl WasmRuntime {
         self.load_inner(source, grant, None).await
     }
 
+    /// Load `source` with `listing`, what [`Skill::listing`] of an earlier load of the
+    /// same bytes returned: nothing compiles (see [`SkillRuntime::load_listed`]); unlike
+    /// it, this returns the concrete type.
+    pub async fn load_wasm_listed(
+        &self,
+        source: &SkillSource,
+        grant: Grant,
+        listing: &serde_json::Value,
+    ) -> Result<Arc<WasmSkill>, LoadError> {
+        self.load_inner(source, grant, Some(listing)).await
+    }
+
     /// Load `source` with `listing` (what [`Skill::listing`] of an earlier load of the
     /// same bytes returned) or, without one, by asking the component.
     async fn load_inner(
@@ -235,7 +247,7 @@ impl WasmRuntime {
             envelope: Envelope::new(grant),
             path: path.clone(),
             manifest: manifest_hint(source),
-            bytes: bytes.clone(),
+            bytes: Arc::new(ComponentBytes::new(path, bytes.clone())),
             reflection,
             code: tokio::sync::OnceCell::new(),
             optimized: Arc::default(),
@@ -256,6 +268,11 @@ impl WasmRuntime {
             }
         };
         skill.envelope.set_tools(tools)?;
+        // Code the compiled cache holds is read from there by the first call, without the
+        // bytes (a compile still under way lets them go when it stores its code).
+        if skill.code.get().is_none() && self.inner.cache.contains(&skill.bytes) {
+            skill.bytes.release();
+        }
         tracing::debug!(skill = %skill.grant().skill, tools = skill.tools().len(), cache = ?skill.cache_outcome(), "loaded wasm skill");
         Ok(Arc::new(skill))
     }
@@ -275,7 +292,8 @@ impl WasmRuntime {
         };
         let not_component = |reason: String| LoadError::NotAComponent { path: skill.path.clone(), reason };
         if let Some(baseline) = inner.baseline.as_ref().filter(|_| !inner.cache.contains(&skill.bytes)) {
-            let (engine, code) = (baseline.engine.clone(), skill.bytes.clone());
+            let code = skill.bytes.get().map_err(|e| not_component(e.to_string()))?;
+            let engine = baseline.engine.clone();
             Self::optimize_in_background(inner, link.clone(), skill.bytes.clone(), skill.optimized.clone());
             match tokio::task::spawn_blocking(move || wasmtime::component::Component::new(&engine, &code)).await {
                 Ok(Ok(component)) => return link.link(baseline, &component, CacheOutcome::Baseline),
@@ -299,7 +317,7 @@ impl WasmRuntime {
     /// Compile `code` with Cranelift in the background, one compile at a time, into the
     /// compiled cache and, linked, into `slot`. Counted in `in_flight` from now until it
     /// is done, whatever happens to it.
-    fn optimize_in_background(inner: &Arc<Inner>, link: Linking, code: Arc<[u8]>, slot: Arc<std::sync::OnceLock<Prepared>>) {
+    fn optimize_in_background(inner: &Arc<Inner>, link: Linking, code: Arc<ComponentBytes>, slot: Arc<std::sync::OnceLock<Prepared>>) {
         let done = InFlight::start(inner, link.skill.clone());
         let runtime = inner.clone();
         tokio::spawn(async move {
@@ -405,7 +423,7 @@ impl SkillRuntime for WasmRuntime {
     }
 
     async fn load_listed(&self, source: &SkillSource, grant: Grant, listing: &serde_json::Value) -> Result<Arc<dyn Skill>, LoadError> {
-        Ok(self.load_inner(source, grant, Some(listing)).await?)
+        Ok(self.load_wasm_listed(source, grant, listing).await?)
     }
 }
 

@@ -17,6 +17,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use crate::Inner;
 use crate::bindings::{SkillPre, types};
 use crate::cache::CacheOutcome;
+use crate::cache::ComponentBytes;
 use crate::generic::GenericPre;
 use crate::http::SkillNet;
 use crate::state::CallState;
@@ -30,8 +31,9 @@ pub struct WasmSkill {
     pub(crate) path: PathBuf,
     /// Whether it has a skill.toml, for the message of a `wasi:http` import it may not use.
     pub(crate) manifest: skillhost_core::ManifestHint,
-    /// The component's bytes, compiled when first needed ([`code`](Self::code)).
-    pub(crate) bytes: Arc<[u8]>,
+    /// The component's bytes, compiled when first needed ([`code`](Self::code)); let go
+    /// once the compiled cache holds its code.
+    pub(crate) bytes: Arc<ComponentBytes>,
     /// For a component not of our world, what its WIT says: its tools and how to call
     /// them. `None` for our own skills.
     pub(crate) reflection: Option<Reflection>,
@@ -79,6 +81,12 @@ impl WasmSkill {
     /// [`code`](Self::code), for a call.
     async fn code_for_call(&self) -> Result<&Prepared, CallFailure> {
         self.code().await.map_err(|e| CallFailure::Host { message: format!("its component could not be prepared: {e}") })
+    }
+
+    /// Whether its component's bytes are held in memory: until the compiled cache holds
+    /// its code (a skill nobody calls then costs its hash, not its size).
+    pub fn holds_component_bytes(&self) -> bool {
+        self.bytes.is_held()
     }
 
     /// What it holds.
