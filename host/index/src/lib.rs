@@ -30,9 +30,9 @@
 //! - `embed`: the [`Embedder`] trait; with one, ranking is hybrid (a fixed blend of the
 //!   words matched and the cosine similarity, ties broken by reciprocal rank fusion of
 //!   BM25 and cosine rankings), without one the words matched (ties by BM25).
-//! - `minilm` (feature `embed`, on by default): [`MiniLm`], all-MiniLM-L6-v2 through
-//!   fastembed with ONNX Runtime loaded from a file at run time; never downloads.
-//!   `int8` rewrites its graph so that its int8 weights stay int8 in memory.
+//! - `minilm` (feature `embed`, on by default): [`MiniLm`], all-MiniLM-L6-v2 run by ONNX
+//!   Runtime loaded from a file at run time, its text split by `tokenizers`; never
+//!   downloads. `int8` rewrites its graph so that its int8 weights stay int8 in memory.
 //! - `rank`: the score contract: absolute scores in `[0, 1]` (the same query and
 //!   document score the same whatever the limit and the rest of the catalogue),
 //!   deterministic order, and the "no tool matched well" signal ([`WEAK_MATCH`]).

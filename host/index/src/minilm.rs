@@ -482,10 +482,13 @@ impl Embedder for MiniLm {
             let started = Instant::now();
             let made = self.shared.session(&mut held.prepared).map_err(|e| failed(e.to_string()))?;
             held.model = Some(made);
-            let made = started.elapsed();
-            // What making it allocated and freed (a file read, a graph rewritten) goes back.
-            skillhost_core::give_back_freed_memory();
-            tracing::debug!("embedding model session made in {made:?}, heap given back in {:?}", started.elapsed() - made);
+            tracing::debug!("embedding model session made in {:?}", started.elapsed());
+            // What making it allocated and freed (the graph read) goes back, off this
+            // search's path.
+            let trim = std::thread::Builder::new().name("skillhost-model-trim".into()).spawn(skillhost_core::give_back_freed_memory);
+            if trim.is_err() {
+                skillhost_core::give_back_freed_memory();
+            }
         }
         held.last_used = Some(Instant::now());
         let model = held.model.as_mut().expect("made above");
