@@ -106,7 +106,8 @@ fn load_runtime(path: &Path) -> Result<Environment, ModelError> {
 /// when a text is first embedded and dropped again after [`MiniLm::DEFAULT_IDLE`] without
 /// one (its heap given back to the kernel); the next embedding makes it again, from the
 /// optimised graph in the cache when there is one (about 25 ms on two cores), else from
-/// the model file (about 70 ms). The tokenizer (a few MB) is kept.
+/// the model file (about 70 ms). The tokenizer (about 8 MB) and ONNX Runtime's
+/// environment are kept, ready for the first search after an idle.
 pub struct MiniLm {
     shared: Arc<Shared>,
 }
@@ -235,7 +236,7 @@ impl MiniLm {
             idle,
         });
         release_when_idle(Arc::downgrade(&shared), idle);
-        // The file, its rewrite and the optimising session go back.
+        // The file and its rewrite, read for the identity, go back.
         skillhost_core::give_back_freed_memory();
         Ok(Self { shared })
     }
