@@ -1,6 +1,7 @@
 //! The state of one call's [`Store`](wasmtime::Store): the WASI context built from the
 //! grant, the memory limiter, the capped log and the progress sink, plus the host side of
-//! the `skillhost:skill/host` interface and the guard on `symlink-at`.
+//! the `skillhost:skill/host` interface, the guard on `symlink-at`, and `get-directories`
+//! handing the guest the granted directories as the descriptors the host opened.
 
 use std::path::{Component, Path};
 use std::pin::Pin;
