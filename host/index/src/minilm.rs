@@ -266,26 +266,40 @@ fn prepared_name(identity: &str, runtime: &Path) -> String {
     let runtime_len = std::fs::metadata(runtime).map_or(0, |m| m.len());
     let runtime_name = runtime.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let key = Sha256::digest(format!("{identity}\0{runtime_name}\0{runtime_len}"));
-    format!("minilm-{}.onnx", hex(&key[..8]))
+    format!("minilm-{}.onnx", hex::encode(&key[..8]))
 }
 
 /// A session of `graph`, with ONNX Runtime's hardware-independent optimisations (level
-/// 2), which saves the graph it optimised to `path` (renamed into place whole) and says
-/// its stamp.
-fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Result<(Session, FileStamp), String> {
-    let dir = path.parent().ok_or("no folder")?;
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+/// 2), which saves the graph it optimised to `path` (renamed into place whole): the
+/// session, and the saved file's stamp or why it was not saved. `None` when the folder
+/// cannot be made or the session not made this way.
+fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<(Session, Result<FileStamp, String>)> {
+    let dir = path.parent()?;
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", dir.display());
+        return None;
+    }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("graph");
     let partial = dir.join(format!(".{name}.{}.partial", std::process::id()));
-    let saved = builder(environment, GraphOptimizationLevel::Level2)
+    let made = builder(environment, GraphOptimizationLevel::Level2)
         .and_then(|b| b.with_optimized_model_path(&partial).map_err(|e| e.to_string()))
-        .and_then(|mut b| b.commit_from_memory(graph).map_err(|e| e.to_string()))
-        .and_then(|session| std::fs::rename(&partial, path).map(|()| session).map_err(|e| e.to_string()));
-    let session = saved.inspect_err(|_| {
+        .and_then(|mut b| b.commit_from_memory(graph).map_err(|e| e.to_string()));
+    let saved = match &made {
+        Ok(_) => std::fs::rename(&partial, path)
+            .map_err(|e| e.to_string())
+            .and_then(|()| FileStamp::of(path).ok_or_else(|| format!("{} vanished", path.display()))),
+        Err(e) => Err(e.clone()),
+    };
+    if saved.is_err() {
         let _ = std::fs::remove_file(&partial);
-    })?;
-    let stamp = FileStamp::of(path).ok_or_else(|| format!("{} vanished", path.display()))?;
-    Ok((session, stamp))
+    }
+    match made {
+        Ok(session) => Some((session, saved)),
+        Err(e) => {
+            tracing::warn!("embedding model: cannot optimise its graph into {}: {e}", path.display());
+            None
+        }
+    }
 }
 
 fn builder(environment: &Environment, level: GraphOptimizationLevel) -> Result<SessionBuilder, String> {
@@ -347,17 +361,20 @@ impl Shared {
             None => onnx,
         };
         if let (Some(path), None) = (&self.prepared, *prepared) {
-            match prepare(&self.environment, &graph, path) {
-                Ok((session, stamp)) => {
-                    *prepared = Some(stamp);
-                    tracing::debug!(
-                        "embedding model session made, and its optimised graph saved to {}, in {:?}",
-                        path.display(),
-                        started.elapsed()
-                    );
-                    return Ok(Loaded::new(session));
+            // A session made but whose graph could not be saved is used all the same.
+            if let Some((session, saved)) = prepare(&self.environment, &graph, path) {
+                match saved {
+                    Ok(stamp) => {
+                        *prepared = Some(stamp);
+                        tracing::debug!(
+                            "embedding model session made, and its optimised graph saved to {}, in {:?}",
+                            path.display(),
+                            started.elapsed()
+                        );
+                    }
+                    Err(e) => tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", path.display()),
                 }
-                Err(e) => tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", path.display()),
+                return Ok(Loaded::new(session));
             }
         }
         let session = builder(&self.environment, GraphOptimizationLevel::Level3)
@@ -416,13 +433,9 @@ fn read(path: &Path) -> Result<Vec<u8>, ModelError> {
     std::fs::read(path).map_err(|_| ModelError::Missing(path.to_owned()))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn short_hash(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    hex(&Sha256::digest(bytes)[..8])
+    hex::encode(&Sha256::digest(bytes)[..8])
 }
 
 /// The word-piece tokenizer in `dir`: `tokenizer.json`, inputs cut at
