@@ -62,8 +62,12 @@ pub struct Registry {
     /// The names found at open whose first load has not finished yet.
     loading: tokio::sync::watch::Sender<BTreeSet<SkillName>>,
     /// The names of the background first load not started yet, in the order they start:
-    /// smallest code first, except that a name a call waits for moves to the front.
+    /// smallest code first, except that a name a call waits for ([`wanted`](Self::wanted))
+    /// starts before any other.
     queued: Mutex<VecDeque<SkillName>>,
+    /// The loading names calls wait for, and how many calls wait for each: while one is
+    /// waited for, the background load starts no skill nobody waits for.
+    wanted: tokio::sync::watch::Sender<BTreeMap<SkillName, usize>>,
 }
 
 /// Whether this is the first time this process sees `skill` fail to load with `error`:
@@ -141,6 +145,33 @@ enum Pass {
     All,
 }
 
+/// One call waiting for a loading skill, counted in [`Registry::wanted`] until dropped
+/// (the call answered, or given up).
+struct Wanted<'a> {
+    wanted: &'a tokio::sync::watch::Sender<BTreeMap<SkillName, usize>>,
+    name: SkillName,
+}
+
+impl<'a> Wanted<'a> {
+    fn new(wanted: &'a tokio::sync::watch::Sender<BTreeMap<SkillName, usize>>, name: SkillName) -> Self {
+        wanted.send_modify(|w| *w.entry(name.clone()).or_default() += 1);
+        Self { wanted, name }
+    }
+}
+
+impl Drop for Wanted<'_> {
+    fn drop(&mut self) {
+        self.wanted.send_modify(|w| {
+            if let Some(count) = w.get_mut(&self.name) {
+                *count -= 1;
+                if *count == 0 {
+                    w.remove(&self.name);
+                }
+            }
+        });
+    }
+}
+
 /// Skills loaded at once by a full rescan.
 const RESCAN_CONCURRENCY: usize = 8;
 
@@ -174,6 +205,7 @@ impl Registry {
             stats,
             loading: tokio::sync::watch::Sender::new(BTreeSet::new()),
             queued: Mutex::new(VecDeque::new()),
+            wanted: tokio::sync::watch::Sender::new(BTreeMap::new()),
             config,
         });
         // Watch first: a change made while the layers load is applied after.
@@ -195,8 +227,8 @@ impl Registry {
         registry.loading.send_replace(later.clone());
         let loader = registry.clone();
         // Smallest code first: compiles share the cores, and a large component started
-        // first would hold up every small one behind it. A call waiting for a skill moves
-        // it to the front ([`wait_loaded`](Self::wait_loaded)).
+        // first would hold up every small one behind it. A skill a call waits for starts
+        // first, and alone ([`wait_loaded`](Self::wait_loaded)).
         let mut later: Vec<SkillName> = later.into_iter().collect();
         later.sort_by_cached_key(|name| snapshot::code_size(&registry.layers, name));
         *registry.queued.lock() = later.into();
@@ -221,18 +253,15 @@ impl Registry {
 
     /// Wait until `name` is no longer loading (at once if it is not): then its entry, if
     /// it has one, is what the first load made of it.
+    ///
+    /// The wait has the cores: a skill not started yet starts next, ahead of every skill
+    /// nobody waits for, and until it has loaded the background load starts no other
+    /// (what is already loading finishes).
     pub async fn wait_loaded(&self, name: &str) {
-        {
-            // Not started yet: it starts next, ahead of every skill nobody waits for.
-            let mut queued = self.queued.lock();
-            if let Some(at) = queued.iter().position(|n| n.as_str() == name)
-                && let Some(wanted) = queued.remove(at)
-            {
-                queued.push_front(wanted);
-            }
-        }
+        let Some(name) = self.loading.borrow().iter().find(|n| n.as_str() == name).cloned() else { return };
+        let _wanted = Wanted::new(&self.wanted, name.clone());
         let mut loading = self.loading.subscribe();
-        let _ = loading.wait_for(|names| !names.iter().any(|n| n.as_str() == name)).await;
+        let _ = loading.wait_for(|names| !names.contains(&name)).await;
     }
 
     /// Wait until every skill found at open has loaded (or failed to).
@@ -628,8 +657,30 @@ impl Registry {
         let later = Mutex::new(BTreeSet::new());
         let first_error = Mutex::new(None);
         let worker = || async {
+            let (mut wanted, mut loading) = (self.wanted.subscribe(), self.loading.subscribe());
             loop {
-                let Some(name) = queue.lock().pop_front() else { return };
+                // A skill a call waits for starts first; while one loads, nothing else starts.
+                let next = loop {
+                    let pick = {
+                        let (wanted, loading) = (wanted.borrow_and_update(), loading.borrow_and_update());
+                        let mut queue = queue.lock();
+                        let waited = |name: &SkillName| wanted.contains_key(name) && loading.contains(name);
+                        match queue.iter().position(waited) {
+                            _ if queue.is_empty() => break None,
+                            Some(at) => queue.remove(at),
+                            None if !wanted.keys().any(|name| loading.contains(name)) => queue.pop_front(),
+                            None => None,
+                        }
+                    };
+                    if pick.is_some() {
+                        break pick;
+                    }
+                    tokio::select! {
+                        _ = wanted.changed() => {}
+                        _ = loading.changed() => {}
+                    }
+                };
+                let Some(name) = next else { return };
                 match self.rescan_pass(&name, pass).await {
                     Ok(true) => {
                         self.loading.send_if_modified(|loading| loading.remove(&name));

@@ -323,7 +323,7 @@ impl WasmRuntime {
         tokio::spawn(async move {
             let _done = done;
             let Ok(_turn) = runtime.optimizing.acquire().await else { return };
-            let compiled = tokio::task::spawn_blocking({
+            let compiled = in_the_background({
                 let runtime = runtime.clone();
                 move || runtime.cache.load(&runtime.optimized.engine, &code)
             });
@@ -345,6 +345,31 @@ impl WasmRuntime {
         });
     }
 }
+
+/// Run `work` on a thread of its own at a lower scheduling priority (nice 10): a compile
+/// nobody waits for takes the cores only when the compiles and calls someone waits for
+/// leave them idle. The result comes back like a blocking task's (an error if `work`
+/// panicked).
+fn in_the_background<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> impl Future<Output = Result<T, Box<dyn std::error::Error + Send + Sync>>> {
+    let (done, result) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new().name("skillhost-optimize".into()).spawn(move || {
+        // Linux applies the nice value to the calling thread alone. Without it the
+        // compile still runs, at normal priority.
+        if let Err(error) = rustix::process::setpriority_process(None, BACKGROUND_NICE) {
+            tracing::debug!(%error, "cannot lower the background compile's priority");
+        }
+        let _ = done.send(work());
+    });
+    async move {
+        spawned?;
+        Ok(result.await.map_err(|_| "the background compile thread panicked")?)
+    }
+}
+
+/// The nice value of background compiles (0 is normal, 19 the lowest priority).
+const BACKGROUND_NICE: i32 = 10;
 
 /// One background compile counted in [`Inner::in_flight`] until dropped.
 struct InFlight {

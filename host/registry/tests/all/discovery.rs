@@ -172,7 +172,7 @@ impl skillhost_core::SkillRuntime for Gated {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_skill_a_call_waits_for_loads_ahead_of_the_background_queue() {
+async fn a_skill_a_call_waits_for_loads_ahead_of_the_background_queue_and_alone() {
     let env = Env::new();
     let names: Vec<String> = (0..12).map(|i| format!("queued-{i:02}")).collect();
     for name in &names {
@@ -208,11 +208,22 @@ async fn a_skill_a_call_waits_for_loads_ahead_of_the_background_queue() {
     let last = names.last().unwrap().as_str();
     let mut waiting = std::pin::pin!(registry.wait_loaded(last));
     assert!(futures::poll!(&mut waiting).is_pending(), "{last} is still loading");
-    gated.gate.add_permits(names.len());
-    tokio::time::timeout(crate::HANG_GUARD, waiting).await.expect("the waited-for skill loads");
+    // The loads under way finish; the waited-for skill starts in a slot they free, and no
+    // slot starts a skill nobody waits for while it loads.
+    gated.gate.add_permits(slots);
+    let deadline = std::time::Instant::now() + crate::HANG_GUARD;
+    while gated.started.lock().len() <= slots {
+        assert!(std::time::Instant::now() < deadline, "the waited-for skill did not start");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let started = gated.started.lock().clone();
     assert_eq!(started[..slots], names[..slots], "the first slots take the queue in order");
-    assert_eq!(started[slots], last, "the skill a call waits for starts next: {started:?}");
+    assert_eq!(started[slots..], [last], "the skill a call waits for starts next, and alone");
+    assert!(futures::poll!(&mut waiting).is_pending(), "{last} is held at the gate");
+    gated.gate.add_permits(1);
+    tokio::time::timeout(crate::HANG_GUARD, waiting).await.expect("the waited-for skill loads");
     assert!(registry.entry(last).unwrap().loaded.is_some());
+    gated.gate.add_permits(names.len());
     tokio::time::timeout(crate::HANG_GUARD, registry.ready()).await.expect("the rest loads");
 }
