@@ -171,3 +171,20 @@ async fn a_file_without_a_grant_names_the_missing_grant_not_a_missing_file() {
         "{err:?}"
     );
 }
+
+/// Attack: a guest that never drops a handle makes the host hold an entry in the call's
+/// resource table for each, host memory outside the guest's memory limit (wasmtime's
+/// default allows a million). The call stops at the host's limit with an error that says
+/// so, and the next call starts clean.
+#[tokio::test]
+async fn a_guest_hoarding_handles_stops_at_the_hosts_limit() {
+    let (_t, skill) = setup().await;
+    let report = ok(&skill, "hoard_handles", json!({"n": 1000})).await;
+    assert_eq!(report["value"], 1000, "a thousand handles at once are within the limit: {report}");
+    let err = crate::call(&skill, "hoard_handles", json!({"n": 200_000})).await.unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err.failure, skillhost::CallFailure::Crashed { .. }), "{err:?}");
+    assert!(message.contains("held 10000 host resources at once") && message.contains("drop the handles"), "{message}");
+    let report = ok(&skill, "hoard_handles", json!({"n": 1000})).await;
+    assert_eq!(report["value"], 1000, "the next call starts with an empty table: {report}");
+}

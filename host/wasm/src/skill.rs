@@ -135,9 +135,19 @@ impl WasmSkill {
         if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
             return CallError::timeout(skill, tool, limit, self.grant().limits.timeout);
         }
+        if CallState::resources_full(&error) {
+            let message = format!(
+                "it held {} host resources at once (open files, streams, pollables, HTTP requests and responses), \
+                 the most a call may hold; the tool must drop the handles it no longer needs",
+                crate::state::MAX_RESOURCES
+            );
+            return CallError::new(skill, tool, CallFailure::Crashed { message });
+        }
         let mut message = match error.downcast_ref::<Trap>() {
             Some(trap) => trap.to_string(),
-            None => format!("{error}"),
+            // The cause, not the context wasmtime wraps it in ("error while executing at
+            // wasm backtrace: ..."), which says only where.
+            None => error.root_cause().to_string(),
         };
         if let Some(tail) = store.data().stderr_tail() {
             message.push_str(&format!(" (stderr: {tail})"));

@@ -27,6 +27,14 @@ use crate::http::{HttpGate, SkillNet};
 /// Lines of stderr kept for crash reports.
 const STDERR_TAIL: usize = 8;
 
+/// The most host resources (open files and directories, streams, pollables, HTTP requests
+/// and responses) a call may hold at once. Each is an entry in the store's resource table,
+/// host memory outside the guest's memory limit: under wasmtime's default (1,000,000) a
+/// guest that never dropped a handle held 100,000 pollables, ~25 MB of the host's, in one
+/// call, and every concurrent call could do the same. Past it, the call traps
+/// ([`CallState::resources_full`] tells the error apart).
+pub(crate) const MAX_RESOURCES: usize = 10_000;
+
 /// Everything a call's store holds.
 pub(crate) struct CallState {
     wasi: WasiCtx,
@@ -70,7 +78,11 @@ impl CallState {
         Ok(Self {
             wasi: builder.build(),
             preopens,
-            table: ResourceTable::new(),
+            table: {
+                let mut table = ResourceTable::new();
+                table.set_max_capacity(MAX_RESOURCES);
+                table
+            },
             http: WasiHttpCtx::new(),
             gate,
             limiter: MemoryLimiter::new(grant.limits.memory),
@@ -81,6 +93,11 @@ impl CallState {
 }
 
 impl CallState {
+    /// Whether `error` stopped the call at [`MAX_RESOURCES`]: its resource table is full.
+    pub(crate) fn resources_full(error: &wasmtime::Error) -> bool {
+        matches!(error.downcast_ref(), Some(wasmtime::component::ResourceTableError::Full))
+    }
+
     /// What the guest last wrote to stderr, on one line: the panic message, when it
     /// panicked (Rust's hint about `RUST_BACKTRACE` left out).
     pub(crate) fn stderr_tail(&self) -> Option<String> {

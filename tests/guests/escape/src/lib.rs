@@ -171,4 +171,30 @@ fn resolve(input: ResolveInput) -> Result<Report, ToolError> {
     Report::from(addrs)
 }
 
-skillhost_sdk::skill!(read_file, read_data, write_file, symlink, list_dir, env, connect, resolve);
+/// How many host handles to hold.
+#[derive(Deserialize, JsonSchema)]
+struct HoardInput {
+    /// Handles to create, all kept until the call returns.
+    n: u32,
+}
+
+/// Hold `n` host resources at once (clock pollables, none dropped before the call
+/// returns); `value` is how many it held. Each costs the guest 4 bytes and the host an
+/// entry in its resource table: host memory, outside the guest's memory limit.
+#[tool(read_only, example = r#"{"n": 10}"#)]
+fn hoard_handles(input: HoardInput) -> Result<Report, ToolError> {
+    Report::from(hoard(input.n))
+}
+
+#[cfg(target_os = "wasi")]
+fn hoard(n: u32) -> io::Result<u32> {
+    let held: Vec<_> = (0..n).map(|_| wasi::clocks::monotonic_clock::subscribe_duration(3_600_000_000_000)).collect();
+    u32::try_from(held.len()).map_err(io::Error::other)
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn hoard(_n: u32) -> io::Result<u32> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "only built for wasi"))
+}
+
+skillhost_sdk::skill!(read_file, read_data, write_file, symlink, list_dir, env, connect, resolve, hoard_handles);
