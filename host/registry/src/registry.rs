@@ -646,8 +646,9 @@ impl Registry {
     }
 
     /// [`rescan_names`](Self::rescan_names) over `queue` with `slots` loads at once, taking
-    /// each next name from its front when a slot frees, so that a name moved to the front
-    /// meanwhile starts next.
+    /// each next name from its front when a slot frees; but a loading name a call waits
+    /// for ([`wait_loaded`](Self::wait_loaded)) starts before any other, and while one
+    /// loads, a freed slot starts nothing else.
     async fn rescan_queue(
         &self,
         queue: &Mutex<VecDeque<SkillName>>,
