@@ -82,6 +82,26 @@ fn refusals(t: &TestHost) -> Vec<String> {
         .collect()
 }
 
+/// The audit log's writer gathers rows for a few milliseconds before it writes them. A
+/// request's row is still in the log once the host is gone, even while a loaded skill
+/// (and through it the log) outlives the host: dropping the host writes what gathered.
+#[tokio::test]
+async fn a_requests_audit_row_is_written_when_the_host_is_dropped() {
+    let server = TestServer::start();
+    let t = host_with(TestResolver::with(&[]), |_| {});
+    let port = server.port();
+    let skill = net_skill(&t, &format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n")).await;
+    let report = fetch(&skill, &format!("http://127.0.0.1:{port}/ok")).await;
+    assert_eq!(report["status"], 200, "{report}");
+    let TestHost { host, data, skills: _skills } = t;
+    drop(host);
+    let log = skillhost::audit::SqliteAuditLog::open(data.path().join("audit.db")).unwrap();
+    let rows = skillhost::audit::AuditLog::query(&log, &Default::default()).unwrap();
+    assert_eq!(rows.len(), 1, "the request's row, written before the host was gone: {rows:?}");
+    assert_eq!(rows[0].outcome, EgressOutcome::Status(200));
+    drop(skill);
+}
+
 #[tokio::test]
 async fn allowed_rule_works_and_is_audited() {
     let server = TestServer::start();

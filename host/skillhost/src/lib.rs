@@ -255,6 +255,15 @@ pub struct Host {
     index: parking_lot::Mutex<Option<Arc<skillhost_index::SearchIndex>>>,
 }
 
+impl Drop for Host {
+    /// The audit log's writer gathers rows for a few milliseconds; what it holds is
+    /// written now, even if a loaded skill or a background compile still holds the log
+    /// (and keeps its writer from draining when the host goes).
+    fn drop(&mut self) {
+        self.audit.flush();
+    }
+}
+
 impl Host {
     /// Start building a host.
     pub fn builder() -> HostBuilder {
