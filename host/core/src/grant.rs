@@ -15,7 +15,9 @@
 //!
 //! A [`DirGrant`] is never opened by its path: [`DirGrant::open`] walks down from the
 //! host's own root one component at a time without following a link (see [`open_beneath`]),
-//! and runtimes hand the sandbox the directory so opened.
+//! and runtimes hand the sandbox the directory so opened. A runtime that opens them at
+//! every call holds the root open between calls ([`HeldRoots`], [`DirGrant::open_held`]):
+//! one lookup below it that refuses links, the same walls.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -345,10 +347,62 @@ impl DirGrant {
             host: self.host.clone(),
             source: std::io::Error::other(format!("it is not below {}", self.root.display())),
         })?;
-        open_beneath(&self.root, below, shared).map_err(|e| match e {
+        open_beneath(&self.root, below, shared).map_err(|e| self.error(skill, e))
+    }
+
+    /// [`open`](Self::open) with `root` [held open](HeldRoots) between calls: one lookup
+    /// below the held root (`openat2` refusing links, as `open` does) instead of a walk
+    /// from `/` first. When that lookup fails (a component is missing, is a link, or the
+    /// held root was deleted) the directory is opened as `open` does, with the root opened
+    /// again by its path (and held from then on), so a refusal reads the same.
+    pub fn open_held(&self, skill: &SkillName, shared: bool, roots: &HeldRoots) -> Result<OwnedFd, DirError> {
+        // A probe's scratch dir is its own root: nothing below it to look up, and it is
+        // not kept open past its probe.
+        let Some(below) = self.host.strip_prefix(&self.root).ok().filter(|below| !below.as_os_str().is_empty()) else {
+            return self.open(skill, shared);
+        };
+        if let Some(root) = roots.get(&self.root)
+            && let Some(opened) = lookup_below(&root, below)
+        {
+            return Ok(opened);
+        }
+        let root = open_root(&self.root).map_err(|e| self.error(skill, e))?;
+        let opened = walk_below(root.try_clone().map_err(|e| self.error(skill, Beneath::Io(e)))?, below, shared)
+            .map_err(|e| self.error(skill, e))?;
+        roots.put(&self.root, root);
+        Ok(opened)
+    }
+
+    fn error(&self, skill: &SkillName, error: Beneath) -> DirError {
+        match error {
             Beneath::Link(at) => DirError::Link { skill: skill.clone(), host: self.host.clone(), at: self.root.join(at) },
             Beneath::Io(source) => DirError::Io { skill: skill.clone(), host: self.host.clone(), source },
-        })
+        }
+    }
+}
+
+/// The roots of granted directories a runtime keeps open between calls
+/// ([`DirGrant::open_held`]), as the host keeps its databases open: the host's own
+/// directories, opened by their paths once. At most [`HeldRoots::MAX`], the most recently
+/// opened kept.
+#[derive(Debug, Default)]
+pub struct HeldRoots(parking_lot::Mutex<Vec<(PathBuf, std::sync::Arc<OwnedFd>)>>);
+
+impl HeldRoots {
+    /// The most roots held at once.
+    pub const MAX: usize = 8;
+
+    fn get(&self, root: &Path) -> Option<std::sync::Arc<OwnedFd>> {
+        self.0.lock().iter().find(|(path, _)| path == root).map(|(_, fd)| fd.clone())
+    }
+
+    fn put(&self, root: &Path, fd: OwnedFd) {
+        let mut held = self.0.lock();
+        held.retain(|(path, _)| path != root);
+        if held.len() >= Self::MAX {
+            held.remove(0);
+        }
+        held.push((root.to_owned(), std::sync::Arc::new(fd)));
     }
 }
 
@@ -367,38 +421,56 @@ pub enum Beneath {
 /// or anything but a directory, so a link planted anywhere below `root` (even swapped in
 /// between two calls) is refused, never followed.
 pub fn open_beneath(root: &Path, below: &Path, shared: bool) -> Result<OwnedFd, Beneath> {
-    use rustix::fs::{CWD, Mode, OFlags};
-    use rustix::io::Errno;
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let open_root = || rustix::fs::openat(CWD, root, flags, Mode::empty());
-    let mut dir = match open_root() {
-        Err(Errno::NOENT) => {
+    walk_below(open_root(root)?, below, shared)
+}
+
+const DIR_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY.union(rustix::fs::OFlags::DIRECTORY).union(rustix::fs::OFlags::CLOEXEC);
+
+/// `root`, opened by its path (it is the host's own), created when missing.
+fn open_root(root: &Path) -> Result<OwnedFd, Beneath> {
+    use rustix::fs::{CWD, Mode};
+    let open = || rustix::fs::openat(CWD, root, DIR_FLAGS, Mode::empty());
+    match open() {
+        Err(rustix::io::Errno::NOENT) => {
             std::fs::create_dir_all(root).map_err(Beneath::Io)?;
-            open_root()
+            open()
         }
         opened => opened,
     }
-    .map_err(|e| Beneath::Io(e.into()))?;
-    // One lookup for the whole path when it is all there: the kernel refuses a link
-    // anywhere in it (`RESOLVE_NO_SYMLINKS`, magic links included) and any step out of
-    // `root` (`RESOLVE_BENEATH`), the walls of the walk below. The walk runs when the
-    // lookup fails: to create a missing component, to name the link, or on a kernel
-    // without `openat2` (before 5.6).
+    .map_err(|e| Beneath::Io(e.into()))
+}
+
+/// `below` opened from `root` in one lookup when it is all there: the kernel refuses a
+/// link anywhere in it (`RESOLVE_NO_SYMLINKS`, magic links included) and any step out of
+/// `root` (`RESOLVE_BENEATH`), the walls of [`walk_below`]. `None` when the lookup fails:
+/// a component is missing or a link, or the kernel has no `openat2` (before 5.6).
+fn lookup_below(root: &OwnedFd, below: &Path) -> Option<OwnedFd> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
     let normal = below.components().all(|c| matches!(c, std::path::Component::Normal(_)));
-    if normal && !below.as_os_str().is_empty() {
-        use rustix::fs::ResolveFlags;
-        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::BENEATH;
-        if let Ok(opened) = rustix::fs::openat2(&dir, below, flags | OFlags::NOFOLLOW, Mode::empty(), resolve) {
-            return Ok(opened);
-        }
+    if !normal || below.as_os_str().is_empty() {
+        return None;
     }
+    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::BENEATH;
+    rustix::fs::openat2(root, below, DIR_FLAGS | OFlags::NOFOLLOW, Mode::empty(), resolve).ok()
+}
+
+/// `below` opened from `root`: in one [lookup](lookup_below), or when that fails, each
+/// component relative to the descriptor of its parent with `O_NOFOLLOW | O_DIRECTORY`,
+/// creating a missing one and naming the first that is a link.
+fn walk_below(root: OwnedFd, below: &Path, shared: bool) -> Result<OwnedFd, Beneath> {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::io::Errno;
+    if let Some(opened) = lookup_below(&root, below) {
+        return Ok(opened);
+    }
+    let mut dir = root;
     let mut at = PathBuf::new();
     for component in below.components() {
         let std::path::Component::Normal(name) = component else {
             return Err(Beneath::Link(at.join(component)));
         };
         at.push(name);
-        let open = |dir: &OwnedFd| rustix::fs::openat(dir, name, flags | OFlags::NOFOLLOW, Mode::empty());
+        let open = |dir: &OwnedFd| rustix::fs::openat(dir, name, DIR_FLAGS | OFlags::NOFOLLOW, Mode::empty());
         let next = match open(&dir) {
             Err(Errno::NOENT) => {
                 let mode = if shared { 0o711 } else { 0o700 };
@@ -485,6 +557,67 @@ mod tests {
         assert_eq!(opened.st_ino, std::fs::metadata(root.join("a/b")).unwrap().ino(), "the directory itself is opened");
         std::fs::remove_dir_all(&root).unwrap();
         std::fs::remove_dir_all(&outside).unwrap();
+    }
+
+    /// The held root is the one opened first, reused while it serves; a root deleted and
+    /// made again, or a link swapped in below it, is met exactly as a fresh open meets it.
+    #[test]
+    fn a_held_root_serves_until_its_lookup_fails_and_refuses_links_as_a_fresh_open_does() {
+        use std::os::unix::fs::MetadataExt;
+        let skill = SkillName::new("demo").unwrap();
+        let root = tempfile_dir().join("data");
+        let grant = |below: &str| DirGrant { host: root.join(below), root: root.clone(), guest: "/data".into(), mode: FileMode::ReadOnly };
+        let ino = |fd: &OwnedFd| rustix::fs::fstat(fd).unwrap().st_ino;
+        let roots = HeldRoots::default();
+
+        let first = grant("demo/cache").open_held(&skill, false, &roots).unwrap();
+        assert!(root.join("demo/cache").is_dir(), "missing components are created, the root too");
+        let held = roots.get(&root).expect("the root is held after the first open");
+        assert_eq!(ino(&held), std::fs::metadata(&root).unwrap().ino());
+        let again = grant("demo/cache").open_held(&skill, false, &roots).unwrap();
+        assert_eq!(ino(&again), ino(&first));
+        assert!(std::sync::Arc::ptr_eq(&held, &roots.get(&root).unwrap()), "a lookup that works keeps the held root");
+
+        // The whole data root deleted and made again while held: the next open finds the
+        // new one (its own directory, created), not the deleted one.
+        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::create_dir_all(root.join("demo/cache")).unwrap();
+        let fresh = grant("demo/cache").open_held(&skill, false, &roots).unwrap();
+        assert_eq!(ino(&fresh), std::fs::metadata(root.join("demo/cache")).unwrap().ino(), "the root made again is used");
+        assert_eq!(ino(&roots.get(&root).unwrap()), std::fs::metadata(&root).unwrap().ino(), "and held from then on");
+
+        // A link swapped in anywhere below the held root is refused, naming it.
+        let outside = tempfile_dir();
+        std::fs::rename(root.join("demo/cache"), root.join("demo/cache.old")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("demo/cache")).unwrap();
+        match grant("demo/cache").open_held(&skill, false, &roots) {
+            Err(DirError::Link { at, .. }) => assert_eq!(at, root.join("demo/cache")),
+            other => panic!("a link below the held root was not refused: {other:?}"),
+        }
+        std::fs::rename(root.join("demo"), root.join("demo.old")).unwrap();
+        std::os::unix::fs::symlink(root.join("demo.old"), root.join("demo")).unwrap();
+        match grant("demo/cache.old").open_held(&skill, false, &roots) {
+            Err(DirError::Link { at, .. }) => assert_eq!(at, root.join("demo")),
+            other => panic!("a link in the middle was not refused: {other:?}"),
+        }
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none(), "nothing was created through a link");
+
+        // A probe's scratch dir (its own root) is opened, not held; the number held is bounded.
+        let scratch = tempfile_dir();
+        let probe = DirGrant { host: scratch.clone(), root: scratch.clone(), guest: "/data".into(), mode: FileMode::ReadWrite };
+        probe.open_held(&skill, false, &roots).unwrap();
+        assert!(roots.get(&scratch).is_none(), "a scratch dir is not held");
+        let others: Vec<PathBuf> = (0..HeldRoots::MAX).map(|_| tempfile_dir()).collect();
+        for other in &others {
+            let dir = DirGrant { host: other.join("x"), root: other.clone(), guest: "/data".into(), mode: FileMode::ReadOnly };
+            dir.open_held(&skill, false, &roots).unwrap();
+        }
+        assert!(roots.get(&root).is_none(), "the oldest root is let go past the bound");
+        assert!(others.iter().all(|other| roots.get(other).is_some()));
+        assert_eq!(roots.0.lock().len(), HeldRoots::MAX);
+        for dir in others.iter().chain([&scratch, &outside, &root.parent().unwrap().to_owned()]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
     }
 
     fn tempfile_dir() -> PathBuf {

@@ -4,7 +4,8 @@
 //! the envelope every call runs in ([`Envelope`]).
 //!
 //! This crate runs nothing and knows nothing of wasmtime or processes; its only I/O is
-//! opening a granted directory ([`open_beneath`], [`DirGrant::open`]) (and handing freed
+//! opening a granted directory ([`open_beneath`], [`DirGrant::open`], below a root
+//! held open: [`HeldRoots`]) (and handing freed
 //! heap back to the kernel, [`give_back_freed_memory`]). The wasm and
 //! sandbox runtimes depend on it, never the other way round.
 
@@ -26,7 +27,7 @@ mod tool;
 
 pub use call::{Envelope, Invocation, InvokeError, Invoked, Output};
 pub use egress::{Denial, EgressPolicy, SecretBinding};
-pub use grant::{Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, PROBE_TIMEOUT, Policy, open_beneath};
+pub use grant::{Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, HeldRoots, PROBE_TIMEOUT, Policy, open_beneath};
 pub use heap::give_back_freed_memory;
 pub use limits::{ByteSize, Limits, LimitsRequest, fmt_duration, parse_duration, parse_size};
 pub use manifest::{FileCapability, MAX_MANIFEST_BYTES, ManifestError, SearchMeta, SkillManifest, TestCase};

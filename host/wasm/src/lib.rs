@@ -130,6 +130,8 @@ pub(crate) struct Inner {
     in_flight: tokio::sync::watch::Sender<Vec<skillhost_core::SkillName>>,
     /// One permit per pooling-allocator slot, so calls wait instead of failing.
     pub(crate) pool: Semaphore,
+    /// The data roots granted directories lie beneath, held open between calls.
+    pub(crate) roots: skillhost_core::HeldRoots,
 }
 
 /// Loads and runs WebAssembly skills.
@@ -154,6 +156,7 @@ impl WasmRuntime {
                 optimizing: Semaphore::new(1),
                 in_flight: tokio::sync::watch::Sender::new(Vec::new()),
                 pool: Semaphore::new(config.max_instances.max(1) as usize),
+                roots: skillhost_core::HeldRoots::default(),
             }),
         })
     }
@@ -238,7 +241,8 @@ impl WasmRuntime {
         // A granted directory that is (or lies behind) a link is a load error; it is
         // opened again, the same way, at every call.
         for dir in &grant.dirs {
-            dir.open(&grant.skill, false).map_err(|e| LoadError::Runtime { skill: grant.skill.clone(), reason: e.to_string() })?;
+            dir.open_held(&grant.skill, false, &self.inner.roots)
+                .map_err(|e| LoadError::Runtime { skill: grant.skill.clone(), reason: e.to_string() })?;
         }
 
         let net = http::SkillNet::new(&grant, self.inner.net.clone());

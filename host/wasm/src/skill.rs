@@ -109,7 +109,7 @@ impl WasmSkill {
         let skill = &self.grant().skill;
         let host = |message: String| CallError::new(skill.clone(), tool.to_owned(), CallFailure::Host { message });
         let _slot = self.runtime.pool.acquire().await.map_err(|e| host(e.to_string()))?;
-        let state = CallState::new(grant, net, tool, progress).map_err(|e| host(e.to_string()))?;
+        let state = CallState::new(grant, &self.runtime.roots, net, tool, progress).map_err(|e| host(e.to_string()))?;
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every epoch tick the guest yields to the executor (fairness under load); past the

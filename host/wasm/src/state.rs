@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
-use skillhost_core::{FileMode, Grant, Progress, ProgressSink};
+use skillhost_core::{FileMode, Grant, HeldRoots, Progress, ProgressSink};
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreContextMut};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -52,7 +52,13 @@ pub(crate) struct CallState {
 
 impl CallState {
     /// A fresh state for one call of `tool` under `grant`.
-    pub(crate) fn new(grant: &Grant, net: &SkillNet, tool: &str, progress: Option<ProgressSink>) -> std::io::Result<Self> {
+    pub(crate) fn new(
+        grant: &Grant,
+        roots: &HeldRoots,
+        net: &SkillNet,
+        tool: &str,
+        progress: Option<ProgressSink>,
+    ) -> std::io::Result<Self> {
         let log = Arc::new(CallLog::new(grant.skill.as_str(), tool, grant.limits.log));
         let gate = HttpGate::new(grant.skill.as_str(), tool, net, log.clone());
         let mut builder = WasiCtxBuilder::new();
@@ -70,9 +76,9 @@ impl CallState {
                 FileMode::ReadOnly => (FsPerms::ReadOnly, OpenMode::READ),
                 FileMode::ReadWrite => (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE),
             };
-            // Opened without following a link below the data root, and that descriptor
-            // is the guest's directory: no path is resolved again.
-            let fd = dir.open(&grant.skill, false).map_err(std::io::Error::other)?;
+            // Opened without following a link below the data root (held open), and that
+            // descriptor is the guest's directory: no path is resolved again.
+            let fd = dir.open_held(&grant.skill, false, roots).map_err(std::io::Error::other)?;
             preopens.push((Dir::new(std::fs::File::from(fd), perms, mode, false), dir.guest.clone()));
         }
         Ok(Self {
