@@ -131,10 +131,7 @@ impl Rule {
         let host = match url.host() {
             None => return Err(fail("has no host")),
             Some(url::Host::Domain(name)) => {
-                let name = name.strip_suffix('.').unwrap_or(name).to_owned();
-                if name.is_empty() {
-                    return Err(fail("has no host"));
-                }
+                let name = host_name(name).ok_or_else(|| fail("has no valid host name (a label is empty)"))?.to_owned();
                 if wildcard {
                     if !name.contains('.') {
                         return Err(fail("would match every subdomain of a top-level domain"));
@@ -475,6 +472,14 @@ impl SecretBinding {
     }
 }
 
+/// A parsed domain without its one trailing dot (the DNS root), or `None` when a label is empty
+/// (`..`, `a..b`, `example.com..`) or it still holds a percent sign: no resolver reaches such a
+/// name, and keeping it would let `a..` and `a.` differ by normalising twice.
+fn host_name(name: &str) -> Option<&str> {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    (!name.split('.').any(str::is_empty) && !name.contains('%')).then_some(name)
+}
+
 /// Normalise a request URL (WHATWG): refuses other schemes and userinfo.
 pub fn normalise(url: &str) -> Result<Target, Denial> {
     let bad = |reason: String| Denial::BadUrl { url: url.to_owned(), reason };
@@ -486,11 +491,7 @@ pub fn normalise(url: &str) -> Result<Target, Denial> {
     let host = match parsed.host() {
         None => return Err(bad("it has no host".into())),
         Some(url::Host::Domain(name)) => {
-            let name = name.strip_suffix('.').unwrap_or(name);
-            if name.is_empty() || name.contains('%') {
-                return Err(bad("its host is not a valid name".into()));
-            }
-            TargetHost::Name(name.to_owned())
+            TargetHost::Name(host_name(name).ok_or_else(|| bad("its host is not a valid name".into()))?.to_owned())
         }
         Some(url::Host::Ipv4(ip)) => TargetHost::Ip(IpAddr::V4(ip)),
         Some(url::Host::Ipv6(ip)) => TargetHost::Ip(IpAddr::V6(ip)),
@@ -598,6 +599,20 @@ mod tests {
                 (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    /// A name with an empty label (`...`, `a..b`, `example.com..`) is no host: one trailing dot
+    /// (the root) is dropped, anything else is refused, so a target always normalises to itself.
+    #[test]
+    fn a_host_with_an_empty_label_is_refused() {
+        for url in ["http://.../", "http://../", "https://a..b/", "https://example.com../", "http://./"] {
+            let err = normalise(url).expect_err(url);
+            assert!(err.to_string().contains("not a valid name"), "{url}: {err}");
+        }
+        for rule in ["https://a..b", "https://example.com..", "https://*..example.com", "http://..."] {
+            assert!(Rule::parse(rule).is_err(), "{rule}");
+        }
+        assert_eq!(normalise("https://Example.COM./x").unwrap().host, TargetHost::Name("example.com".into()));
     }
 
     #[test]
