@@ -47,8 +47,8 @@ impl RiskTier {
 
 impl SkillManifest {
     /// What this skill asks for that a [probe grant](crate::Grant::probe) withholds and
-    /// no scratch dir stands in for, as a human reads it ("network (https://api.example.com)
-    /// and secrets (API_KEY)"); `None` when it asks for neither. Such a skill cannot be
+    /// no scratch dir stands in for, as a human reads it (`network (https://api.example.com)
+    /// and secrets (API_KEY)`); `None` when it asks for neither. Such a skill cannot be
     /// tried meaningfully before a human approved it.
     pub fn probe_withholds(&self) -> Option<String> {
         let mut asks = Vec::new();
