@@ -367,7 +367,7 @@ impl DirGrant {
             return Ok(opened);
         }
         let root = open_root(&self.root).map_err(|e| self.error(skill, e))?;
-        let opened = walk_below(root.try_clone().map_err(|e| self.error(skill, Beneath::Io(e)))?, below, shared)
+        let opened = walk_below(root.try_clone().map_err(|e| self.error(skill, Beneath::Io(e)))?, below, dir_mode(shared))
             .map_err(|e| self.error(skill, e))?;
         roots.put(&self.root, root);
         Ok(opened)
@@ -421,7 +421,21 @@ pub enum Beneath {
 /// or anything but a directory, so a link planted anywhere below `root` (even swapped in
 /// between two calls) is refused, never followed.
 pub fn open_beneath(root: &Path, below: &Path, shared: bool) -> Result<OwnedFd, Beneath> {
-    walk_below(open_root(root)?, below, shared)
+    walk_below(open_root(root)?, below, dir_mode(shared))
+}
+
+/// The directory `below` an already open directory `root`, under the walls of
+/// [`open_beneath`] (no link, `..` or non-directory at any component), creating missing
+/// components with `mode`: how the host writes below a directory it opened once, such as
+/// the `--out` folder a run's files are saved into.
+pub fn dir_beneath(root: &OwnedFd, below: &Path, mode: u32) -> Result<OwnedFd, Beneath> {
+    walk_below(root.try_clone().map_err(Beneath::Io)?, below, mode)
+}
+
+/// The mode of a data directory the host creates: searchable by the sandbox's uid when
+/// `shared`, else the owner's alone.
+fn dir_mode(shared: bool) -> u32 {
+    if shared { 0o711 } else { 0o700 }
 }
 
 const DIR_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY.union(rustix::fs::OFlags::DIRECTORY).union(rustix::fs::OFlags::CLOEXEC);
@@ -456,8 +470,8 @@ fn lookup_below(root: &OwnedFd, below: &Path) -> Option<OwnedFd> {
 
 /// `below` opened from `root`: in one [lookup](lookup_below), or when that fails, each
 /// component relative to the descriptor of its parent with `O_NOFOLLOW | O_DIRECTORY`,
-/// creating a missing one and naming the first that is a link.
-fn walk_below(root: OwnedFd, below: &Path, shared: bool) -> Result<OwnedFd, Beneath> {
+/// creating a missing one with `mode` and naming the first that is a link.
+fn walk_below(root: OwnedFd, below: &Path, mode: u32) -> Result<OwnedFd, Beneath> {
     use rustix::fs::{Mode, OFlags};
     use rustix::io::Errno;
     if let Some(opened) = lookup_below(&root, below) {
@@ -473,7 +487,6 @@ fn walk_below(root: OwnedFd, below: &Path, shared: bool) -> Result<OwnedFd, Bene
         let open = |dir: &OwnedFd| rustix::fs::openat(dir, name, DIR_FLAGS | OFlags::NOFOLLOW, Mode::empty());
         let next = match open(&dir) {
             Err(Errno::NOENT) => {
-                let mode = if shared { 0o711 } else { 0o700 };
                 match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode)) {
                     Ok(()) | Err(Errno::EXIST) => open(&dir),
                     Err(e) => Err(e),

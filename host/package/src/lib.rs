@@ -14,10 +14,13 @@
 //!   generic component, typed as [`WitType`]s with their JSON Schemas.
 //! - [`scratch`]: directories code no human approved writes into, and removing them
 //!   without recursion or following a link ([`remove_tree`], [`ScratchRoot`]).
+//! - [`OutDir`]: a folder the host writes what a sandbox produced into (a run's files),
+//!   opened once, never written through a link.
 
 mod component;
 mod error;
 pub mod nofollow;
+mod out;
 mod reflect;
 pub mod scratch;
 mod sections;
@@ -27,6 +30,7 @@ mod types;
 pub use component::{component_manifest, embedded_instructions, folder_component, pack};
 pub use error::ReadError;
 pub use nofollow::read_file;
+pub use out::{OutDir, WriteError};
 pub use reflect::{ExportedFunction, Reflection, RefusedFunction, SKILL_EXPORT, docs_section, reflect};
 pub use scratch::{ScratchDir, ScratchRoot, remove_in_background, remove_tree};
 pub use sections::{
