@@ -486,12 +486,10 @@ fn walk_below(root: OwnedFd, below: &Path, mode: u32) -> Result<OwnedFd, Beneath
         at.push(name);
         let open = |dir: &OwnedFd| rustix::fs::openat(dir, name, DIR_FLAGS | OFlags::NOFOLLOW, Mode::empty());
         let next = match open(&dir) {
-            Err(Errno::NOENT) => {
-                match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode)) {
-                    Ok(()) | Err(Errno::EXIST) => open(&dir),
-                    Err(e) => Err(e),
-                }
-            }
+            Err(Errno::NOENT) => match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode)) {
+                Ok(()) | Err(Errno::EXIST) => open(&dir),
+                Err(e) => Err(e),
+            },
             other => other,
         };
         dir = next.map_err(|e| match e {
