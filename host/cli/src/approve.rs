@@ -56,7 +56,9 @@ async fn install_packages(host: &skillhost::Host, registry: &Registry, name: &st
 /// Show what approving `name` grants, ask, and approve exactly what was shown.
 pub async fn approve(registry: &Registry, name: &str, yes: bool) -> Result<()> {
     let request = registry.approval_request(name)?;
-    output::approval_request(&request);
+    if !output::approval_request(&request, !yes)? {
+        bail!("`{name}` was not approved: its request was not read to the end");
+    }
     if !yes && !app::confirm(&format!("approve `{name}` with the requests above?"))? {
         bail!("`{name}` was not approved");
     }

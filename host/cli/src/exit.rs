@@ -10,7 +10,8 @@ use crate::call::CommandLineTimeout;
 
 /// A tool reported an error, or `test`/`forge` found failures.
 pub const TOOL_ERROR: u8 = 1;
-/// A bad command line or input.
+/// A bad command line or input, or a refusal (kind `refused`: not approved, disabled,
+/// changed since its approval, a command its approval does not cover).
 pub const USAGE: u8 = 2;
 /// A hard limit stopped the call.
 pub const LIMIT: u8 = 3;
@@ -53,7 +54,7 @@ pub fn wants_json() -> bool {
 }
 
 /// Print a failed command's error: `error: ...` on stderr, or with `--json` one JSON
-/// object on stderr. `kind` is `usage`, `tool`, `limit` or `host`; `code` the call
+/// object on stderr. `kind` is `usage`, `refused`, `tool`, `limit` or `host`; `code` the call
 /// error's code (`timeout`, `invalid_input`, ...) when there is one.
 pub fn report(message: &str, kind: &str, code: Option<&str>, exit_code: u8, json: bool) {
     if json {
@@ -74,13 +75,20 @@ pub fn failed(error: &anyhow::Error, json: bool) -> ExitCode {
     let (kind, code) = match call {
         _ if error.downcast_ref::<Usage>().is_some() => ("usage", USAGE),
         _ if matches!(run, Some(skillhost::RunError::Limit { .. })) => ("limit", LIMIT),
-        _ if matches!(run, Some(skillhost::RunError::Refused { .. })) => ("usage", USAGE),
+        _ if refused(error) || matches!(run, Some(skillhost::RunError::Refused { .. })) => ("refused", USAGE),
         Some(call) if call.is_tool_error() => ("tool", TOOL_ERROR),
         Some(call) if call.is_limit() => ("limit", LIMIT),
         _ => ("host", HOST),
     };
     report(&format!("{error:#}"), kind, call.map(|c| c.code()), code, json);
     ExitCode::from(code)
+}
+
+/// Whether `error` is the registry refusing what was asked (a trust state, a skill with
+/// nothing to run), not a failure: exit 2, kind `refused`, so a script can tell "approve
+/// it first" from "the host broke".
+fn refused(error: &anyhow::Error) -> bool {
+    matches!(error.downcast_ref::<RegistryError>(), Some(RegistryError::NotCallable { .. } | RegistryError::NotRunnable { .. }))
 }
 
 /// Exit code 0 when `passed`, else [`TOOL_ERROR`] (`test` and `forge` found failures).

@@ -2,9 +2,10 @@
 //!
 //! Exit codes: 0 success; 1 the tool reported an error (invalid input, failure, denial,
 //! unknown tool), or `test`/`forge` found failures; 2 bad command line or input (a usage
-//! error: what clap refuses, `--input` that is not JSON, a bad name or folder for `new`);
-//! 3 a hard limit stopped the call (time, memory, output); 4 the skill could not be
-//! loaded or the host failed.
+//! error: what clap refuses, `--input` that is not JSON, a bad name or folder for `new`),
+//! or a refusal (kind `refused`: the skill is not approved, disabled or changed since its
+//! approval, or a run's command is not one its approval covers); 3 a hard limit stopped
+//! the call (time, memory, output); 4 the skill could not be loaded or the host failed.
 //!
 //! With `--json`, a failing command prints its error to stderr as one JSON object
 //! (`{"error": {"message", "kind", "code", "exit_code"}}`); stdout holds only results.
@@ -76,8 +77,9 @@ use crate::app::App;
   skillhost call text-tools text_stats --input '{\"text\": \"hello world\"}'
 
 Exit codes: 0 ok; 1 a tool reported an error (or `test`/`forge` found failures); 2 bad
-command line or input (`--input` that is not JSON, a bad name for `new`); 3 a limit
-stopped a call (time, memory, output); 4 a skill did not load or the host failed.
+command line or input (`--input` that is not JSON, a bad name for `new`), or refused
+(not approved, disabled, changed since approval); 3 a limit stopped a call (time, memory,
+output); 4 a skill did not load or the host failed.
 With --json, a failing command prints its error as one JSON object on stderr.")]
 struct Cli {
     /// Directory of installed skills; one given here or in SKILLHOST_SKILLS must exist
@@ -219,7 +221,8 @@ file or skill folder, loaded directly for development without the trust store. C
 loaded by its path is not approved: it runs under the probe grant (a fresh scratch
 /data, no network, no secrets, at most 10 s) unless you pass --grant, which gives it
 what its skill.toml asks for (files in DATA_DIR/skills/.dev/NAME) for this one call.
-Exit codes: 0 ok, 1 tool error, 2 usage (a bad --input), 3 limit hit, 4 not callable, load or host error.
+Exit codes: 0 ok, 1 tool error, 2 usage (a bad --input) or refused (not approved: approve it first), 3 limit
+hit, 4 load or host error.
 
 Examples:
   skillhost call text-tools text_stats --input '{\"text\": \"one two three\"}'
@@ -236,7 +239,8 @@ a fresh workspace as the working directory (--input files are put there; what th
 writes there is returned, and saved with --out), no network, secrets, data or host paths
 unless the skill's policy grants them (`skillhost policy SKILL`), its limits on time,
 memory, processes, output and workspace size.
-Exit codes: the command's own, or 2 refused, 3 limit hit, 4 not runnable or host error.
+Exit codes: the command's own, or 2 refused (not approved, not a command its approval covers,
+no scripts), 3 limit hit, 4 host error.
 
 Examples:
   skillhost approve csv-report --yes

@@ -286,10 +286,37 @@ fn file_text(name: &str, text: &str) {
     }
 }
 
-/// Print what a human approves: the question MCP clients show too, capability lines
-/// first ([`ApprovalRequest::question`]).
-pub fn approval_request(request: &ApprovalRequest) {
-    errln!("{}", request.question());
+/// Print what a human approves, whole: the question, capability lines first
+/// ([`ApprovalRequest::question`]). When a human answers at a terminal and the question
+/// is longer than a screen (`LINES`, else 24 rows), it is shown a screen at a time, each
+/// page waiting for Enter; `q` stops, and then nothing is approved: `false`.
+pub fn approval_request(request: &ApprovalRequest, interactive: bool) -> Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let question = request.question();
+    let rows = std::env::var("LINES").ok().and_then(|l| l.parse::<usize>().ok()).filter(|r| *r > 4).unwrap_or(24);
+    let lines: Vec<&str> = question.lines().collect();
+    let paged = interactive && std::io::stdin().is_terminal() && lines.len() > rows - 1;
+    if !paged {
+        errln!("{question}");
+        return Ok(true);
+    }
+    let pages: Vec<&[&str]> = lines.chunks(rows - 2).collect();
+    for (i, page) in pages.iter().enumerate() {
+        for line in page.iter() {
+            errln!("{line}");
+        }
+        if i + 1 == pages.len() {
+            break;
+        }
+        err!("-- {} of {} lines shown: Enter for more, q to stop (nothing is approved) -- ", (i + 1) * (rows - 2), lines.len());
+        std::io::stderr().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if answer.trim().eq_ignore_ascii_case("q") {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The WIT reflection of a loaded component skill, from the bytes it was loaded from;

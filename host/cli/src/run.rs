@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use skillhost::{CallContext, RunInput, RunOutput};
+use skillhost_package::OutDir;
 
 use crate::app::{self, App};
 use crate::exit;
@@ -42,23 +43,39 @@ pub struct RunArgs {
 pub async fn run(app: &App, args: RunArgs) -> Result<ExitCode> {
     let RunArgs { skill, inputs, out, timeout, json, command } = args;
     let inputs = inputs.iter().map(|spec| read_input(spec)).collect::<Result<Vec<_>>>()?;
-    if let Some(dir) = &out
-        && dir.exists()
-        && std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(true)
-    {
-        return Err(exit::usage(format!("--out {}: the directory is not empty; give a new or empty one", dir.display())));
-    }
     let host = app.host()?;
     let registry = app.registry_for(&host, &skill, false).await?;
+    // Opened once, before the run: the run may plant a link at that path or below it
+    // (in a writable host directory it was granted), and its files are written through
+    // this descriptor only, never by the path again.
+    let out = match &out {
+        Some(dir) => Some(OutDir::create(dir).map_err(|e| exit::usage(format!("--out: {e}")))?),
+        None => None,
+    };
     let cx = CallContext { timeout, caller: "cli".into(), ..CallContext::default() };
-    let result = registry.run(&skill, command, inputs, cx).await?;
-    if let Some(dir) = &out {
-        save(&result, dir)?;
-    }
+    let result = match registry.run(&skill, command, inputs, cx).await {
+        Ok(result) => result,
+        Err(e) => {
+            if let Some(out) = out {
+                out.discard_if_unused();
+            }
+            return Err(e.into());
+        }
+    };
+    let unsaved = out.as_ref().map(|out| save(&result, out)).unwrap_or_default();
     if json {
         outln!("{}", serde_json::to_string_pretty(&json_of(&result))?);
     } else {
-        print(&result, out.as_deref());
+        print(&result, out.as_ref());
+    }
+    if let (Some(out), false) = (&out, unsaved.is_empty()) {
+        return Err(anyhow::anyhow!(
+            "--out {}: {} of the run's {} files were not saved: {}",
+            out.path().display(),
+            unsaved.len(),
+            result.files.len(),
+            unsaved.join("; ")
+        ));
     }
     let code = result.exit_code.unwrap_or_else(|| 128 + result.signal.unwrap_or(0));
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
@@ -79,18 +96,10 @@ fn read_input(spec: &str) -> Result<RunInput> {
     Ok(RunInput { path: name, bytes })
 }
 
-/// Write the run's files under `dir`.
-fn save(result: &RunOutput, dir: &std::path::Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for file in &result.files {
-        // Paths were checked as plain relative names when they were read back.
-        let target = dir.join(&file.path);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&target, &file.bytes).with_context(|| format!("cannot write {}", target.display()))?;
-    }
-    Ok(())
+/// Write the run's files below `dir`: every file is tried, and the ones that could not
+/// be written (a link planted in their way) are named, never written through.
+fn save(result: &RunOutput, dir: &OutDir) -> Vec<String> {
+    result.files.iter().filter_map(|file| dir.write(&file.path, &file.bytes).err()).map(|e| e.to_string()).collect()
 }
 
 /// The outcome as JSON: text streams as text (lossy), files with their sizes and hashes.
@@ -103,7 +112,7 @@ fn json_of(result: &RunOutput) -> serde_json::Value {
 
 /// The outcome for a person: the command's output as it printed it (control characters
 /// shown, never sent), then what it left.
-fn print(result: &RunOutput, out: Option<&std::path::Path>) {
+fn print(result: &RunOutput, out: Option<&OutDir>) {
     out!("{}", String::from_utf8_lossy(&result.stdout));
     if !result.stderr.is_empty() {
         errln!("{}", String::from_utf8_lossy(&result.stderr).trim_end());
@@ -115,7 +124,7 @@ fn print(result: &RunOutput, out: Option<&std::path::Path>) {
         }
     }
     for file in &result.files {
-        let saved = out.map(|d| format!(" -> {}", d.join(&file.path).display())).unwrap_or_default();
+        let saved = out.map(|d| format!(" -> {}", d.path().join(&file.path).display())).unwrap_or_default();
         errln!("file {} ({} bytes, sha256 {}){saved}", file.path, file.size, file.sha256);
     }
     for line in &result.skipped {

@@ -27,7 +27,9 @@ mod tool;
 
 pub use call::{Envelope, Invocation, InvokeError, Invoked, Output};
 pub use egress::{Denial, EgressPolicy, SecretBinding};
-pub use grant::{Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, HeldRoots, PROBE_TIMEOUT, Policy, dir_beneath, open_beneath};
+pub use grant::{
+    Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, HeldRoots, PROBE_TIMEOUT, Policy, dir_beneath, open_beneath,
+};
 pub use heap::give_back_freed_memory;
 pub use limits::{ByteSize, Limits, LimitsRequest, fmt_duration, parse_duration, parse_size};
 pub use manifest::{FileCapability, MAX_MANIFEST_BYTES, ManifestError, SearchMeta, SkillManifest, TestCase};

@@ -422,7 +422,10 @@ impl SkillhostMcp {
                 request.state.as_str()
             )));
         }
-        let message = request.question();
+        let message = match request.dialog_question() {
+            Ok(message) => message,
+            Err(too_long) => return Ok(Approval::Refused(too_long)),
+        };
         let session = self.session_key(context);
         let asked = Asked {
             session: session.clone(),

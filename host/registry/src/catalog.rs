@@ -249,17 +249,18 @@ const QUESTION_FIELD_CAP: usize = 64;
 /// Longest line of an approval question, in characters: a request quotes what the skill
 /// wrote (a server's arguments, a network rule).
 const QUESTION_LINE_CAP: usize = 240;
-/// Longest approval question, in bytes.
+/// Longest approval question a dialog shows (an MCP client's elicitation), in bytes;
+/// a longer one is approved in a terminal only.
 pub const QUESTION_CAP: usize = 4096;
 
 impl ApprovalRequest {
     /// The question a human answers to approve this skill, in the terminal (`skillhost
-    /// approve`) and in an MCP client's dialog. Built from host-written lines only,
-    /// capability lines first (what it asks for, then how that differs from the last
-    /// approval), then the skill's identity, its version quoted and capped. Every line is
-    /// one line, escaped and capped, and the whole question at most [`QUESTION_CAP`]
-    /// bytes: whatever a skill wrote, it cannot reorder, hide or push the capability
-    /// lines off the screen. The skill's description and other prose are never in it.
+    /// approve`), whole: the capability lines first (what it asks for, then how that
+    /// differs from the last approval), then the skill's identity, its version quoted and
+    /// capped. Every line is one line, escaped and capped: whatever a skill wrote, it
+    /// cannot reorder or hide the capability lines. Nothing is left out, however many
+    /// lines there are: a human approves only what was shown (a terminal pages it). The
+    /// skill's description and other prose are never in it.
     pub fn question(&self) -> String {
         let name = &self.name;
         // Each section is host-written lines under a host-written heading.
@@ -271,40 +272,45 @@ impl ApprovalRequest {
             ("Its files against the last approval (+ added, ~ changed, - removed):", &self.files),
             ("Where its files came from:", &source),
         ];
-        let mut tail = String::new();
-        if self.content_changed {
-            tail.push_str("Its files changed since the last approval.\n");
+        let mut message = format!("skillhost: approve skill `{name}`?\n");
+        for (heading, lines) in sections.iter().filter(|(_, lines)| !lines.is_empty()) {
+            message.push_str(heading);
+            message.push('\n');
+            for line in lines.iter() {
+                message.push_str(&format!("  - {}\n", text::one_line(line, QUESTION_LINE_CAP)));
+            }
         }
-        tail.push_str(&format!(
+        if self.requests.is_empty() {
+            message.push_str("It asks for nothing beyond computation.\n");
+        }
+        if self.content_changed {
+            message.push_str("Its files changed since the last approval.\n");
+        }
+        message.push_str(&format!(
             "Skill `{name}`, version {} (risk tier: {:?}, now {}). The approval is bound to exactly this version and these requests.",
             text::quote(&self.version, QUESTION_FIELD_CAP),
             self.tier,
             self.state.as_str()
         ));
-        let mut message = format!("skillhost: approve skill `{name}`?\n");
-        let lines: usize = sections.iter().map(|(_, lines)| lines.len()).sum();
-        let mut written = 0;
-        'sections: for (heading, lines) in sections.iter().filter(|(_, lines)| !lines.is_empty()) {
-            message.push_str(heading);
-            message.push('\n');
-            for line in lines.iter() {
-                let line = format!("  - {}\n", text::one_line(line, QUESTION_LINE_CAP));
-                // Room for this line, the note on what was left out, and the tail.
-                if message.len() + line.len() + 128 + tail.len() > QUESTION_CAP {
-                    break 'sections;
-                }
-                message.push_str(&line);
-                written += 1;
-            }
-        }
-        if written < lines {
-            message.push_str(&format!("… and {} more lines: `skillhost show {name}` lists them all\n", lines - written));
-        }
-        if self.requests.is_empty() {
-            message.push_str("It asks for nothing beyond computation.\n");
-        }
-        message.push_str(&tail);
         message
+    }
+
+    /// [`question`](Self::question) for a dialog (an MCP client's elicitation), which
+    /// cannot page: the whole question when it is at most [`QUESTION_CAP`] bytes, else
+    /// the refusal to give instead, naming its size and the terminal command that shows
+    /// it whole. A request too long to show is not approved there.
+    pub fn dialog_question(&self) -> Result<String, String> {
+        let question = self.question();
+        if question.len() <= QUESTION_CAP {
+            return Ok(question);
+        }
+        Err(format!(
+            "skill `{}`'s approval request is {} bytes ({} lines), too long to show whole in a dialog (at most {QUESTION_CAP}), and a request is approved only when shown whole; run `skillhost approve {}` in a terminal, which shows all of it",
+            self.name,
+            question.len(),
+            question.lines().count(),
+            self.name
+        ))
     }
 }
 
@@ -431,16 +437,21 @@ mod tests {
         assert!(!question.contains('\u{1b}'), "{question:?}");
         assert!(question.contains("version \"\\x1b[2K\\x1b[1A1.0\""), "{question}");
 
-        // A long version is capped; many requests are cut with a count, and the
-        // question stays within its cap with the identity line last.
+        // A long version is capped; many requests are all shown, every one of them,
+        // with the identity line last; a dialog refuses a question that long, naming
+        // the terminal command, rather than show part of it.
         let long: Vec<String> = (0..200).map(|i| format!("network allow: https://h{i}.example.com/{}", "p".repeat(100))).collect();
         let long: Vec<&str> = long.iter().map(String::as_str).collect();
-        let question = request(&"9".repeat(5000), &long).question();
-        assert!(question.len() <= QUESTION_CAP, "{}", question.len());
-        assert!(question.contains("more lines: `skillhost show weather` lists them all"), "{question}");
+        let asked = request(&"9".repeat(5000), &long);
+        let question = asked.question();
         assert!(question.contains("(4936 more characters)"), "{question}");
         assert!(question.lines().nth(2).unwrap().starts_with("  - network allow: https://h0.example.com/"));
+        assert!(question.contains("  - network allow: https://h199.example.com/"), "the last request is shown too");
+        assert!(!question.contains("more lines"), "nothing is cut: {question}");
         assert!(question.lines().last().unwrap().starts_with("Skill `weather`, version \"999"));
+        let refused = asked.dialog_question().unwrap_err();
+        assert!(refused.contains("too long to show whole") && refused.contains("skillhost approve weather"), "{refused}");
+        assert_eq!(request("1", &[network]).dialog_question().unwrap(), request("1", &[network]).question());
 
         let question = request("1", &[]).question();
         assert!(question.contains("It asks for nothing beyond computation."), "{question}");

@@ -231,7 +231,7 @@ fn forge_generate_drives_a_model_until_the_tests_pass_then_waits_for_a_human() {
     let input = r#"{"text": "hi"}"#;
     let out = skillhost(&["call", "shouter", "shout", "--input", input]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "not approved yet: {stderr}");
+    assert_eq!(out.status.code(), Some(2), "not approved yet: a refusal: {stderr}");
     assert!(stderr.contains("skillhost approve shouter"), "{stderr}");
     assert!(skillhost(&["approve", "shouter", "--yes"]).status.success());
     let out = skillhost(&["call", "shouter", "shout", "--input", input]);

@@ -12,6 +12,7 @@ mod install;
 mod languages;
 mod load;
 mod mcp;
+mod runs;
 mod session;
 mod skills_from;
 mod sources;
@@ -116,7 +117,7 @@ fn bundled_skills_through_the_cli() {
     std::fs::write(data.join("sales.csv"), "region,amount\nnorth,10\nsouth,30\nnorth,20\n").unwrap();
     // Reading its data dir, even read-only, waits for a human.
     let (code, _, stderr) = env.call("csv-summary", "summarize", json!({"path": "sales.csv"}));
-    assert!(code == 4 && stderr.contains("skillhost approve csv-summary"), "exit {code}: {stderr}");
+    assert!(code == 2 && stderr.contains("skillhost approve csv-summary"), "a refusal, exit 2: exit {code}: {stderr}");
     let approved = env.run(&["approve", "csv-summary", "--yes"]);
     assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
     let out = ok(&env, "csv-summary", "summarize", json!({"path": "sales.csv"}));
@@ -406,7 +407,7 @@ fn approval_flow_and_install() {
     ESCAPE.folder(env.skills.path());
 
     let (code, _, stderr) = env.call("escape", "list_dir", json!({"path": "/data"}));
-    assert_eq!(code, 4, "a pending skill cannot be called");
+    assert_eq!(code, 2, "a pending skill cannot be called: a refusal");
     assert!(stderr.contains("approve it with `skillhost approve escape`"), "{stderr}");
 
     let out = env.run(&["approve", "escape"]);

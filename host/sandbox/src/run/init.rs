@@ -106,7 +106,8 @@ fn run(command: &[OsString], out: &Out) -> io::Result<()> {
     kill_others();
     let _ = stdout.join();
     let _ = stderr.join();
-    walk(out)?;
+    let (_, size) = usage(Path::new("."));
+    walk(out, size)?;
     let (used, size) = usage(Path::new("."));
     finish(out, Exit { code: status.code(), signal: status.signal(), used, size })
 }
@@ -179,9 +180,13 @@ fn parent_of(pid: i32) -> Option<i32> {
     stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Send every regular file of the workspace, depth first, sorted; name what is left out.
-fn walk(out: &Out) -> io::Result<()> {
+/// Send every regular file of the workspace, depth first, sorted, up to `budget` bytes in
+/// all (the workspace's size: only a sparse file can be larger; 0 for no budget); name
+/// what is left out, with its name escaped when it is not a plain path (a newline, an
+/// escape character).
+fn walk(out: &Out, budget: u64) -> io::Result<()> {
     let mut sent = 0usize;
+    let mut sent_bytes = 0u64;
     let mut stack = vec![(String::new(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
         let path = if dir.is_empty() { ".".to_owned() } else { dir.clone() };
@@ -201,7 +206,11 @@ fn walk(out: &Out) -> io::Result<()> {
             let relative = if dir.is_empty() { name } else { format!("{dir}/{name}") };
             let Ok(meta) = entry.path().symlink_metadata() else { continue };
             let kind = meta.file_type();
-            if kind.is_symlink() {
+            if let Err(reason) = check_relative(&relative) {
+                let what = if kind.is_dir() { "a folder, with all it holds" } else { "the file" };
+                let line = format!("{}: its path {reason}; {what} left out", relative.escape_debug());
+                send(out, Kind::Skipped, line.as_bytes())?;
+            } else if kind.is_symlink() {
                 send(out, Kind::Skipped, format!("{relative}: a link, never followed or returned").as_bytes())?;
             } else if kind.is_dir() {
                 if depth + 1 >= MAX_RUN_DEPTH {
@@ -213,6 +222,12 @@ fn walk(out: &Out) -> io::Result<()> {
                 send(out, Kind::Skipped, format!("{relative}: not a regular file").as_bytes())?;
             } else if sent >= MAX_RUN_FILES {
                 send(out, Kind::Skipped, format!("{relative}: more than {MAX_RUN_FILES} files").as_bytes())?;
+            } else if budget > 0 && sent_bytes.saturating_add(meta.len()) > budget {
+                let line = format!(
+                    "{relative}: {} bytes, more than its workspace of {budget} bytes holds with the files before it (a sparse file: its holes are counted as written)",
+                    meta.len()
+                );
+                send(out, Kind::Skipped, line.as_bytes())?;
             } else {
                 match open_file(&relative) {
                     Ok(mut file) => {
@@ -223,6 +238,7 @@ fn walk(out: &Out) -> io::Result<()> {
                             if n == 0 {
                                 break;
                             }
+                            sent_bytes += n as u64;
                             send(out, Kind::Data, &buf[..n])?;
                         }
                         sent += 1;
