@@ -117,3 +117,66 @@ async fn the_python_sdk_runs_a_skills_script_and_gets_its_files_and_image() {
     let refused = runs.iter().filter(|r| r.skill == "waiting").count();
     assert_eq!(refused, 2, "{runs:?}");
 }
+
+/// Attack (issue 40, item 4) over MCP: an approved skill's policy grants a read-write host
+/// directory; an agent's `skill_run` sends inline code and a program of its own instead
+/// of one of the skill's scripts.
+/// Expected: refused before anything runs, as an `isError` answer naming the skill, the
+/// command and `skillhost policy NAME --any-command`; the skill's script runs, in module
+/// form too (`python3 -m scripts.plot`, as public skills write it).
+/// Checked: the file in the granted directory survives every refused command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skill_run_refuses_inline_code_and_other_programs_with_the_skills_grants() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let data = tempfile::tempdir().unwrap();
+    let host = crate::sandbox_host(data.path());
+    let workspace = tempfile::tempdir().unwrap();
+    skill(workspace.path(), "plotter");
+    let granted = tempfile::tempdir().unwrap();
+    let victim = granted.path().join("victim.txt");
+    std::fs::write(&victim, "the user's file\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(granted.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut config = RegistryConfig::new(data.path());
+    config.workspace = Some(workspace.path().to_owned());
+    config.watch = false;
+    let registry = tokio::time::timeout(HANG_GUARD, host.open_registry(config)).await.expect("open hung").expect("opens");
+    let policy = format!("[[paths]]\nhost = \"{}\"\nas = \"data\"\nmode = \"rw\"\n", granted.path().display());
+    registry.set_policy("plotter", &skillhost::RunPolicy::parse(&policy, Path::new("policy")).unwrap()).await.unwrap();
+    let request = registry.approval_request("plotter").unwrap();
+    registry.approve("plotter", &request.content_hash, &request.capability_digest, ApprovalChannel::Cli).await.unwrap();
+
+    let (client_side, host_side) = tokio::io::duplex(1 << 20);
+    tokio::spawn(skillhost::mcp::serve(SkillhostMcp::new(registry, McpConfig::default()).unwrap(), host_side));
+    let client = tokio::time::timeout(HANG_GUARD, ().serve(client_side)).await.expect("handshake hung").expect("handshake");
+    let run = async |command: &[&str], inputs: Value| {
+        let args = json!({"skill": "plotter", "command": command, "inputs": inputs});
+        let params = CallToolRequestParams::new("skill_run").with_arguments(args.as_object().cloned().unwrap());
+        let result = tokio::time::timeout(HANG_GUARD, client.call_tool(params)).await.expect("skill_run hung").expect("a result");
+        serde_json::to_value(result).unwrap()
+    };
+    let remove = "import os; os.remove('/host/data/victim.txt')";
+    for (command, inputs) in [
+        (&["python3", "-c", remove][..], json!([])),
+        (&["sh", "-c", "rm -f /host/data/victim.txt"], json!([])),
+        (&["node", "-e", "require('fs').unlinkSync('/host/data/victim.txt')"], json!([])),
+        (&["/bin/rm", "-f", "/host/data/victim.txt"], json!([])),
+        (&["python3", "-m", "evil"], json!([{"path": "evil.py", "text": remove}])),
+    ] {
+        let answer = run(command, inputs).await;
+        assert!(victim.exists(), "{command:?} deleted the file in the granted directory: {answer}");
+        assert_eq!(answer["isError"], true, "{command:?}: {answer}");
+        let text = answer.to_string();
+        assert!(text.contains("`plotter`") && text.contains("skillhost policy plotter --any-command"), "{command:?}: {text}");
+    }
+    let inputs = json!([{"path": "notes.txt", "text": "n\n"}, {"path": "pixels.bin", "base64": "AAAAAAAAAAAAAAAA"}]);
+    for command in
+        [&["python", "scripts/plot.py", "notes.txt", "pixels.bin"][..], &["python3", "-m", "scripts.plot", "notes.txt", "pixels.bin"]]
+    {
+        let answer = run(command, inputs.clone()).await;
+        assert_eq!(answer["structuredContent"]["exit_code"], 0, "{command:?}: {answer}");
+        assert_eq!(answer["structuredContent"]["stdout"], "wrote report.txt and chart.png\n", "{command:?}: {answer}");
+    }
+}

@@ -106,6 +106,9 @@ async fn one_request_server(body: &'static str) -> (u16, tokio::task::JoinHandle
     (port, server)
 }
 
+/// A script writing a 1×1 PNG into the workspace.
+const DOT_PNG: &str = "import zlib, struct\ndef chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))\nraw = b'\\x00\\xff\\x00\\x00'\nopen('dot.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))\n";
+
 const TRANSFORM: &str = r#"
 import sys, json, os
 src, dst = sys.argv[1], sys.argv[2]
@@ -126,6 +129,7 @@ async fn scripts_in_python_shell_and_node_transform_inputs_into_files() {
             ("scripts/count.sh", "#!/bin/sh\nwc -l < \"$1\" > lines.txt\necho counted\n"),
             ("scripts/upper.mjs", "import fs from 'node:fs';\nconst t = fs.readFileSync(process.argv[2], 'utf8');\nfs.writeFileSync('upper.txt', t.toUpperCase());\nconsole.log('node', process.version.startsWith('v'));\n"),
             ("references/format.md", "# rows\nname,value\n"),
+            ("scripts/dot.py", DOT_PNG),
         ],
     );
     let registry = env.open().await;
@@ -161,8 +165,7 @@ async fn scripts_in_python_shell_and_node_transform_inputs_into_files() {
     assert_eq!(out.exit_code, Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.files.iter().find(|f| f.path == "upper.txt").map(|f| f.bytes.clone()), Some(b"# ROWS\nNAME,VALUE\n".to_vec()));
 
-    let png = "import zlib, struct\ndef chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))\nraw = b'\\x00\\xff\\x00\\x00'\nopen('dot.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))\n";
-    let out = run(&registry, "report", &["python", "-c", png], Vec::new()).await.unwrap();
+    let out = run(&registry, "report", &["python", "scripts/dot.py"], Vec::new()).await.unwrap();
     let image = out.files.iter().find(|f| f.path == "dot.png").expect("the image comes back");
     assert!(image.bytes.starts_with(b"\x89PNG"), "as written");
 }
@@ -215,7 +218,7 @@ def attempt(what, f):
         print(what, "ALLOWED")
     except Exception as e:
         print(what, "denied", type(e).__name__)
-for path in sys.argv[1:]:
+for path in sys.argv[2:]:
     attempt("read " + path, lambda: open(path).read())
 attempt("write /skill/scripts/evil.py", lambda: open("/skill/scripts/evil.py", "w").write("x"))
 attempt("write /usr/evil", lambda: open("/usr/evil", "w").write("x"))
@@ -223,7 +226,7 @@ attempt("write /etc/evil", lambda: open("/etc/evil", "w").write("x"))
 def connect(port):
     s = socket.create_connection(("127.0.0.1", port), timeout=2)
     s.close()
-attempt("connect host loopback", lambda: connect(int(os.environ.get("PROBE_PORT", "22"))))
+attempt("connect host loopback", lambda: connect(int(sys.argv[1])))
 import urllib.request
 attempt("fetch through no proxy", lambda: urllib.request.urlopen("http://example.com/", timeout=2).read())
 os.symlink("/etc/passwd", "leak-passwd")
@@ -259,8 +262,7 @@ async fn a_script_cannot_reach_the_host_other_skills_or_the_network_and_its_link
         secret_file.display().to_string(),
         other_data.join("diary.txt").display().to_string(),
     ];
-    let mut command = vec!["env".to_owned(), format!("PROBE_PORT={}", listener.local_addr().unwrap().port())];
-    command.extend(["python", "scripts/probe.py"].map(str::to_owned));
+    let mut command = vec!["python".to_owned(), "scripts/probe.py".to_owned(), listener.local_addr().unwrap().port().to_string()];
     command.extend(paths.iter().cloned());
     let words: Vec<&str> = command.iter().map(String::as_str).collect();
     let out = run(&registry, "prober", &words, Vec::new()).await.unwrap();
@@ -280,7 +282,12 @@ async fn a_run_that_floods_forks_fills_overruns_or_outlives_its_deadline_is_stop
     let env = Env::new();
     env.skill("hostile", &[("scripts/noop.sh", "#!/bin/sh\necho fine\n")]);
     let registry = env.open().await;
-    let policy = RunPolicy::parse("workspace = \"1MiB\"\n[limits]\ntimeout = \"3s\"\nmemory = \"256MiB\"\n", Path::new("policy")).unwrap();
+    // Inline commands, to reach each limit without a script for each.
+    let policy = RunPolicy::parse(
+        "any_command = true\nworkspace = \"1MiB\"\n[limits]\ntimeout = \"3s\"\nmemory = \"256MiB\"\n",
+        Path::new("policy"),
+    )
+    .unwrap();
     registry.set_policy("hostile", &policy).await.unwrap();
     approve(&registry, "hostile").await;
 
@@ -309,7 +316,7 @@ async fn a_run_that_floods_forks_fills_overruns_or_outlives_its_deadline_is_stop
 
     // Installing a package at run time fails: no network, a read-only venv (with the
     // default time limit: pip's own start takes seconds on a loaded machine).
-    registry.set_policy("hostile", &RunPolicy::none()).await.unwrap();
+    registry.set_policy("hostile", &RunPolicy { any_command: true, ..RunPolicy::none() }).await.unwrap();
     approve(&registry, "hostile").await;
     let out = run(
         &registry,
@@ -444,9 +451,11 @@ async fn every_run_is_in_the_audit_log_with_its_command_exit_bytes_and_requests(
     );
     env.skill("audited", &[("scripts/work.py", &script)]);
     let registry = env.open().await;
-    let policy =
-        RunPolicy::parse(&format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n[limits]\ntimeout = \"3s\"\n"), Path::new("policy"))
-            .unwrap();
+    let policy = RunPolicy::parse(
+        &format!("any_command = true\n[network]\nallow = [\"http://127.0.0.1:{port}\"]\n[limits]\ntimeout = \"3s\"\n"),
+        Path::new("policy"),
+    )
+    .unwrap();
     registry.set_policy("audited", &policy).await.unwrap();
     let runs = || env.host.audit().runs(&AuditQuery { skill: Some("audited".into()), ..AuditQuery::default() }).unwrap();
 
@@ -596,4 +605,174 @@ async fn node_packages_of_a_lockfile_are_installed_at_approval_and_found_by_scri
     approve(&registry, "noder").await;
     let out = run(&registry, "noder", &["node", "scripts/shout.mjs"], Vec::new()).await.unwrap();
     assert_eq!(stdout(&out), "HI!\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// An HTTP server on 127.0.0.1 answering every request with 200 until dropped: its port,
+/// and the heads of the requests it got.
+async fn recording_server() -> (u16, Arc<std::sync::Mutex<Vec<String>>>, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heads: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let seen = heads.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                seen.lock().unwrap().push(String::from_utf8_lossy(&head).into_owned());
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok").await;
+            });
+        }
+    });
+    (port, heads, server)
+}
+
+/// What an agent's own code does with a run's grants: deletes the file in the granted
+/// read-write host directory and calls the host the secret is bound to.
+fn evil_py(port: u16) -> String {
+    format!(
+        "import os, urllib.request\ntry:\n    os.remove('/host/data/victim.txt')\n    print('REMOVED')\nexcept Exception as e:\n    print('remove failed', e)\ntry:\n    print('FETCHED', urllib.request.urlopen('http://127.0.0.1:{port}/leak', timeout=5).read())\nexcept Exception as e:\n    print('fetch failed', e)\n"
+    )
+}
+
+/// A skill's scripts in the forms public skills write commands in: a Python script with
+/// arguments, a module of `scripts` importing another (`python -m scripts.package_skill`,
+/// run from the skill's root), a package's `__main__`, a shell script, a node script.
+const FORMS: &[(&str, &str)] = &[
+    ("scripts/tidy.py", "import sys\nprint('tidy', *sys.argv[1:])\n"),
+    ("scripts/helper.py", "NAME = 'helper'\n"),
+    ("scripts/package_skill.py", "import sys\nfrom scripts.helper import NAME\nprint('module', NAME, *sys.argv[1:])\n"),
+    ("scripts/pack/__main__.py", "print('package main')\n"),
+    ("scripts/tidy.sh", "#!/bin/sh\necho \"sh $*\"\n"),
+    ("scripts/tidy.js", "console.log('node', process.argv.slice(2).join(' '));\n"),
+];
+
+/// Attack (issue 40, item 4): the approval lists a skill's scripts with their hashes, and
+/// its policy grants a read-write host directory and a secret added to requests for one
+/// host. An agent sends a command that is not one of those scripts: inline code (`-c`,
+/// `-e`, stdin), a file of its own passed as input, a module of its own, a program of its
+/// choice (`rm`, `env`), an interpreter option loading its code (`node --require`).
+/// Expected: the approval binds what runs: each is refused before anything runs, the
+/// error naming the skill, the command, why, and `skillhost policy NAME --any-command`;
+/// the scripts run in every form public skills write them in, and a module the agent
+/// planted in the workspace under the name of the skill's never replaces it.
+/// Checked: the file in the granted directory survives; the secret-bound host gets no
+/// request; each script form prints what the script prints.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_starts_one_of_the_skills_scripts_never_the_agents_own_code() {
+    let env = Env::new();
+    let (port, heads, server) = recording_server().await;
+    env.skill("tidy", FORMS);
+    env.host.secrets().set("api-token", "s3cr3t-value-40").unwrap();
+    let granted = tempfile::tempdir().unwrap();
+    let victim = granted.path().join("victim.txt");
+    std::fs::write(&victim, "the user's file\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(granted.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let registry = env.open().await;
+    let origin = format!("http://127.0.0.1:{port}");
+    let policy = format!(
+        "[network]\nallow = [\"{origin}\"]\n[[secrets]]\nname = \"api-token\"\nheader = \"Authorization\"\nhosts = [\"{origin}\"]\n[[paths]]\nhost = \"{}\"\nas = \"data\"\nmode = \"rw\"\n",
+        granted.path().display()
+    );
+    registry.set_policy("tidy", &RunPolicy::parse(&policy, Path::new("policy")).unwrap()).await.unwrap();
+    approve(&registry, "tidy").await;
+
+    let evil = evil_py(port);
+    let input = |path: &str, text: &str| RunInput { path: path.into(), bytes: text.as_bytes().to_vec() };
+    let rm = "rm -f /host/data/victim.txt";
+    let attacks: Vec<(Vec<&str>, Vec<RunInput>)> = vec![
+        (vec!["python3", "-c", &evil], vec![]),
+        (vec!["python", "-uc", &evil], vec![]),
+        (vec!["python3", "-", "scripts/tidy.py"], vec![]),
+        (vec!["python3", "evil.py"], vec![input("evil.py", &evil)]),
+        (vec!["python3", "-m", "evil"], vec![input("evil.py", &evil)]),
+        (vec!["python3", "-m", "scripts.evil"], vec![input("scripts/evil.py", &evil)]),
+        (vec!["python3", "-i", "scripts/tidy.py"], vec![]),
+        (vec!["sh", "-c", rm], vec![]),
+        (vec!["bash", "-c", rm], vec![]),
+        (vec!["bash", "-s", "scripts/tidy.sh"], vec![]),
+        (vec!["node", "-e", "require('fs').unlinkSync('/host/data/victim.txt')"], vec![]),
+        (
+            vec!["node", "--require", "./evil.js", "scripts/tidy.js"],
+            vec![input("evil.js", "require('fs').unlinkSync('/host/data/victim.txt');\n")],
+        ),
+        (vec!["/bin/rm", "-rf", "/host/data/victim.txt"], vec![]),
+        (vec!["rm", "-f", "/host/data/victim.txt"], vec![]),
+        (vec!["env", "python3", "-c", &evil], vec![]),
+        (vec!["./evil.py"], vec![input("evil.py", &format!("#!/usr/bin/env python3\n{evil}"))]),
+    ];
+    for (command, inputs) in attacks {
+        let shown = format!("{command:?}");
+        let result = run(&registry, "tidy", &command, inputs).await;
+        assert!(victim.exists(), "{shown} deleted the file in the granted directory: {result:?}");
+        assert_eq!(heads.lock().unwrap().len(), 0, "{shown} reached the secret-bound host: {result:?}");
+        match result {
+            Err(RegistryError::Run(error @ RunError::Refused { .. })) => {
+                let text = error.to_string();
+                assert!(text.contains("`tidy`"), "{shown}: names the skill: {text}");
+                assert!(text.contains(&format!("\"{}\"", command[0])), "{shown}: names the command: {text}");
+                assert!(text.contains("skillhost policy tidy --any-command"), "{shown}: says how to allow it: {text}");
+            }
+            other => panic!("{shown} was not refused: {other:?}"),
+        }
+    }
+
+    // The scripts run, in each form.
+    for (command, printed) in [
+        (&["python", "scripts/tidy.py", "in.txt", "out.txt"][..], "tidy in.txt out.txt\n"),
+        (&["python3", "-u", "scripts/tidy.py"], "tidy\n"),
+        (&["python3", "./scripts/tidy.py", "-c", "x"], "tidy -c x\n"),
+        (&["python3", "-m", "scripts.package_skill", "dist"], "module helper dist\n"),
+        (&["python", "-m", "scripts.pack"], "package main\n"),
+        (&["./scripts/tidy.sh", "a"], "sh a\n"),
+        (&["scripts/tidy.sh"], "sh \n"),
+        (&["bash", "scripts/tidy.sh", "-c", "b"], "sh -c b\n"),
+        (&["sh", "-e", "scripts/tidy.sh"], "sh \n"),
+        (&["node", "scripts/tidy.js", "-e", "c"], "node -e c\n"),
+    ] {
+        let out = run(&registry, "tidy", command, Vec::new()).await.unwrap_or_else(|e| panic!("{command:?}: {e}"));
+        assert_eq!((stdout(&out).as_str(), out.exit_code), (printed, Some(0)), "{command:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // A module the agent planted in the workspace under the skill's module's name is not
+    // what runs: the skill's is, found from its root.
+    let planted = vec![input("scripts/package_skill.py", &evil), input("scripts/__init__.py", "")];
+    let out = run(&registry, "tidy", &["python3", "-m", "scripts.package_skill"], planted).await.unwrap();
+    assert_eq!(stdout(&out), "module helper\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(victim.exists() && heads.lock().unwrap().is_empty());
+
+    // A human lets it run any command: a change of policy, shown in words of its own and
+    // approved again; then inline code runs with every grant.
+    let any = RunPolicy::parse(&format!("any_command = true\n{policy}"), Path::new("policy")).unwrap();
+    registry.set_policy("tidy", &any).await.unwrap();
+    assert_eq!(registry.entry("tidy").unwrap().state, TrustState::NeedsReapproval);
+    let refused = run(&registry, "tidy", &["python3", "-c", &evil], Vec::new()).await.unwrap_err();
+    assert!(matches!(refused, RegistryError::NotCallable { .. }), "not before a human approved it: {refused}");
+    let request = registry.approval_request("tidy").unwrap();
+    assert_eq!(request.tier, skillhost::RiskTier::Explicit, "{request:?}");
+    assert!(
+        request
+            .requests
+            .iter()
+            .any(|l| l.starts_with("runs ANY command an agent sends (not only its scripts") && l.ends_with("with every grant above")),
+        "the request says so: {:?}",
+        request.requests
+    );
+    assert!(request.diff.iter().any(|l| l.contains("ANY command")), "and shows it as what changed: {:?}", request.diff);
+    approve(&registry, "tidy").await;
+    let out = run(&registry, "tidy", &["python3", "-c", &evil], Vec::new()).await.unwrap();
+    assert!(stdout(&out).starts_with("REMOVED\nFETCHED"), "{} {}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(!victim.exists());
+    let heads = heads.lock().unwrap().clone();
+    assert!(heads.len() == 1 && heads[0].to_ascii_lowercase().contains("authorization: s3cr3t-value-40"), "{heads:?}");
+    server.abort();
 }

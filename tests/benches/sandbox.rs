@@ -125,7 +125,8 @@ fn run_host(data: &std::path::Path) -> Host {
     host
 }
 
-/// A workspace layer holding the SKILL.md skill `bench` with one script, approved.
+/// A workspace layer holding the SKILL.md skill `bench` with one script, approved with a
+/// policy that lets it run any command.
 async fn approved_registry(host: &Host, data: &std::path::Path, skills: &std::path::Path) -> Arc<Registry> {
     let dir = skills.join("bench");
     std::fs::create_dir_all(dir.join("scripts")).unwrap();
@@ -135,6 +136,9 @@ async fn approved_registry(host: &Host, data: &std::path::Path, skills: &std::pa
     config.workspace = Some(skills.to_owned());
     config.watch = false;
     let registry = host.open_registry(config).await.unwrap();
+    // The bench times the jail around `sh -c true` and `python3 -c pass`: inline commands,
+    // which the policy must allow.
+    registry.set_policy("bench", &skillhost::RunPolicy { any_command: true, ..skillhost::RunPolicy::none() }).await.unwrap();
     let request = registry.approval_request("bench").unwrap();
     registry.approve("bench", &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
     registry

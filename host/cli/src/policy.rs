@@ -50,6 +50,14 @@ pub struct PolicyArgs {
     /// Size of each run's workspace (e.g. 256MiB).
     #[arg(long, value_name = "SIZE")]
     workspace: Option<String>,
+    /// Let runs start ANY command an agent sends with these grants (inline code such as
+    /// `python -c` or `sh -c`, any program in the jail), not only one of its approved
+    /// scripts. Shown in its approval request; approve it again after.
+    #[arg(long, conflicts_with = "scripts_only")]
+    any_command: bool,
+    /// Let runs start only its approved scripts again (the default).
+    #[arg(long)]
+    scripts_only: bool,
     /// Start from nothing instead of the current policy.
     #[arg(long)]
     reset: bool,
@@ -74,7 +82,9 @@ pub async fn run(app: &App, args: PolicyArgs) -> Result<ExitCode> {
         || args.timeout.is_some()
         || args.memory.is_some()
         || args.output.is_some()
-        || args.workspace.is_some();
+        || args.workspace.is_some()
+        || args.any_command
+        || args.scripts_only;
     let policy = RunPolicy::read(&current).map_err(|e| exit::usage(e.to_string()))?;
     let policy = if changes {
         let base = if args.reset { RunPolicy::none() } else { policy };
@@ -169,6 +179,11 @@ fn apply(base: &RunPolicy, args: &PolicyArgs) -> Result<RunPolicy> {
     }
     if let Some(size) = &args.workspace {
         table.insert("workspace".into(), size.clone().into());
+    }
+    if args.any_command {
+        table.insert("any_command".into(), true.into());
+    } else if args.scripts_only {
+        table.remove("any_command");
     }
     let text = toml::to_string(&table)?;
     RunPolicy::parse(&text, std::path::Path::new("(skillhost policy flags)")).map_err(|e| exit::usage(e.to_string()))

@@ -10,6 +10,8 @@
 //!   files, the grant made from the policy, the command and the input files.
 //! - [`RunOutput`], [`RunFile`]: what came back; [`RunError`]: why there is nothing to show.
 //! - [`scripts_of`]: which files of a skill make it runnable code rather than instructions.
+//! - [`command_starts_script`]: the approval binds what runs: a run's command must start
+//!   one of those scripts unless its policy allows any command (`command`).
 //!
 //! Like the rest of core this runs nothing: the runner is the jail's
 //! ([`SkillRuntime::run_script`](crate::SkillRuntime::run_script)).
@@ -29,6 +31,9 @@ use crate::grant::{DataKey, DirGrant, FileMode, Grant, GrantError, Policy};
 use crate::limits::{ByteSize, LimitsRequest, parse_size};
 use crate::manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest};
 use crate::name::SkillName;
+
+mod command;
+pub use command::{INTERPRETERS, StartForm, StartedScript, command_starts_script};
 
 /// The largest policy file read, in bytes.
 pub const MAX_POLICY_BYTES: usize = 16 * 1024;
@@ -60,12 +65,14 @@ const SCRIPT_EXTENSIONS: &[&str] = &["py", "sh", "bash", "js", "mjs", "cjs", "ts
 pub fn scripts_of(files: &BTreeMap<String, Vec<u8>>) -> Vec<(&str, String)> {
     files
         .iter()
-        .filter(|(path, _)| {
-            path.starts_with("scripts/")
-                || Path::new(path.as_str()).extension().and_then(|e| e.to_str()).is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e))
-        })
+        .filter(|(path, _)| script_path(path))
         .map(|(path, bytes)| (path.as_str(), hex::encode(sha2::Sha256::digest(bytes))))
         .collect()
+}
+
+/// Whether a skill's file at `path` is a script (see [`scripts_of`]).
+pub fn script_path(path: &str) -> bool {
+    path.starts_with("scripts/") || Path::new(path).extension().and_then(|e| e.to_str()).is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e))
 }
 
 /// The largest number of packages a skill may declare (its scripts and policy together).
@@ -319,6 +326,8 @@ struct RawPolicy {
     workspace: Option<Spanned<String>>,
     #[serde(default)]
     packages: Vec<String>,
+    #[serde(default)]
+    any_command: bool,
 }
 
 /// What a skill's scripts may have, beyond the default of nothing: no network, no
@@ -333,6 +342,7 @@ struct RawPolicy {
 /// data = "rw"                            # its data dir at /data (`ro` or `rw`)
 /// workspace = "128MiB"                   # the per-run workspace
 /// packages = ["requests==2.32.3"]        # added to what its scripts declare
+/// any_command = false                    # true: runs may start any command, not only its scripts
 /// [network]
 /// allow = ["https://api.example.com"]
 /// [[secrets]]                            # added by the egress proxy, never seen by the script
@@ -363,6 +373,11 @@ pub struct RunPolicy {
     pub workspace: u64,
     /// Packages added to those its scripts declare.
     pub packages: Vec<String>,
+    /// Whether a run may start any command with these grants (inline code, any program
+    /// in the jail), not only one of the skill's approved scripts
+    /// ([`command_starts_script`]). Only a human gives it (`skillhost policy NAME
+    /// --any-command`); its approval request says so in words of its own.
+    pub any_command: bool,
 }
 
 #[derive(Serialize)]
@@ -374,6 +389,9 @@ struct Canonical<'a> {
     limits: &'a LimitsRequest,
     workspace: u64,
     packages: &'a [String],
+    /// Left out when false, so the digests of policies written before it stay the same.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    any_command: bool,
 }
 
 impl RunPolicy {
@@ -446,7 +464,8 @@ impl RunPolicy {
                 ));
             }
         }
-        Ok(Self { network, secrets, data: raw.data, paths, limits: raw.limits, workspace, packages: raw.packages })
+        let any_command = raw.any_command;
+        Ok(Self { network, secrets, data: raw.data, paths, limits: raw.limits, workspace, packages: raw.packages, any_command })
     }
 
     /// What a skill's own skill.toml asks for its scripts: its network rules, secrets,
@@ -483,6 +502,9 @@ impl RunPolicy {
         }
         if !self.packages.is_empty() {
             out.push_str(&format!("packages = [{}]\n", self.packages.iter().map(|p| toml_str(p)).collect::<Vec<_>>().join(", ")));
+        }
+        if self.any_command {
+            out.push_str("any_command = true\n");
         }
         let rules = |rules: &[crate::egress::Rule]| rules.iter().map(|r| toml_str(&r.text)).collect::<Vec<_>>().join(", ");
         if !self.network.is_empty() {
@@ -531,6 +553,7 @@ impl RunPolicy {
             limits: &self.limits,
             workspace: self.workspace,
             packages: &self.packages,
+            any_command: self.any_command,
         };
         let json = serde_json::to_vec(&canonical).unwrap_or_default();
         format!("scripts-{}", hex::encode(sha2::Sha256::digest(json)))
@@ -589,6 +612,12 @@ impl RunPolicy {
             lines.push(format!("package added by the policy: {package}"));
         }
         lines.push(format!("workspace of each run: {}", ByteSize(self.workspace)));
+        if self.any_command {
+            lines.push(
+                "runs ANY command an agent sends (not only its scripts: inline code such as `python -c` or `sh -c`, any program in the jail), with every grant above"
+                    .into(),
+            );
+        }
         lines
     }
 
@@ -671,10 +700,15 @@ pub struct ScriptJob {
     pub env: Option<String>,
     /// The environment of its node packages ([`NodeLock::env`]), seen at `/node_modules`.
     pub node_env: Option<String>,
+    /// Whether its policy lets the command be any command ([`RunPolicy::any_command`]);
+    /// otherwise it must start one of the skill's scripts ([`command_starts_script`]).
+    pub any_command: bool,
 }
 
 impl ScriptJob {
-    /// Check the command and the inputs against the caps and the path rules.
+    /// Check the command and the inputs against the caps and the path rules, and the
+    /// command against the approval: unless its policy allows any command, it must start
+    /// one of the skill's scripts ([`command_starts_script`]).
     pub fn check(&self) -> Result<(), RunError> {
         let bad = |reason: String| RunError::Refused { skill: self.skill.clone(), reason };
         if self.command.is_empty() || self.command[0].is_empty() {
@@ -704,6 +738,9 @@ impl ScriptJob {
         }
         for input in &self.inputs {
             check_relative(&input.path).map_err(|reason| bad(format!("input `{}` {reason}", crate::text::quote(&input.path, 80))))?;
+        }
+        if !self.any_command {
+            command_starts_script(&self.skill, &self.command, &self.files)?;
         }
         Ok(())
     }
@@ -938,6 +975,24 @@ mod tests {
         ] {
             assert!(declared_node(&files).unwrap_err().contains(says), "{says}");
         }
+    }
+
+    #[test]
+    fn any_command_is_part_of_the_digest_and_said_in_the_request() {
+        let text = "[[paths]]\nhost = \"/srv/data\"\nmode = \"rw\"\n";
+        let scripts_only = RunPolicy::parse(text, Path::new("p.toml")).unwrap();
+        let any = RunPolicy::parse(&format!("any_command = true\n{text}"), Path::new("p.toml")).unwrap();
+        assert!(any.any_command && !scripts_only.any_command);
+        assert_eq!(RunPolicy::parse(&any.to_toml(), Path::new("p.toml")).unwrap(), any, "it reads back");
+        assert_ne!(any.digest(), scripts_only.digest(), "changing it needs approval again");
+        assert!(!scripts_only.requests().iter().any(|l| l.contains("ANY")), "{:?}", scripts_only.requests());
+        let last = any.requests().pop().unwrap();
+        assert!(
+            last.starts_with("runs ANY command an agent sends (not only its scripts") && last.ends_with("with every grant above"),
+            "{last}"
+        );
+        let manifest = SkillManifest::parse("name = \"xy\"\nversion = \"1\"\ndescription = \"d\"\n", Path::new("skill.toml")).unwrap();
+        assert!(!RunPolicy::asked_by(&manifest).any_command, "a skill cannot ask for it");
     }
 
     #[test]

@@ -38,6 +38,8 @@ use skillhost_store::{ApprovalChannel, Observation, SqliteStats, SqliteTrustStor
 
 /// The capability digest of an instruction-only skill, which asks for nothing.
 const NO_CAPABILITIES: &str = "none";
+/// The first line of the request of a skill whose bytes an agent wrote.
+const AGENT_WRITTEN: &str = "written by an agent (the forge's skill_create or skill_update): every file of it, instructions included, is text no human has read yet";
 
 /// Skill discovery over layered directories, trust, hot reload and calls.
 pub struct Registry {
@@ -315,9 +317,10 @@ impl Registry {
 
     /// Run `command` of `skill`'s scripts, with `inputs` in its workspace, in the jail
     /// (see [`skillhost_core::run`]). Fails without running anything unless the skill is a
-    /// SKILL.md skill with scripts, loaded and approved; what runs is the snapshot its
-    /// approval covered, under the policy that approval showed. Counted in the statistics
-    /// like a call (tool `run`).
+    /// SKILL.md skill with scripts, loaded and approved, and `command` starts one of the
+    /// scripts that approval listed ([`skillhost_core::run::command_starts_script`]), unless
+    /// the policy it showed allows any command; what runs is the snapshot its approval
+    /// covered, under that policy. Counted in the statistics like a call (tool `run`).
     pub async fn run(
         &self,
         skill: &str,
@@ -366,9 +369,15 @@ impl Registry {
                 inputs,
                 env,
                 node_env,
+                any_command: scripts.policy.any_command,
             };
             let started = std::time::Instant::now();
-            let result = self.runtime.run_script(job, cx).await;
+            // The approval binds what runs: a command that starts none of its scripts (unless
+            // its policy allows any) is refused here, before the runtime is asked.
+            let result = match job.check() {
+                Ok(()) => self.runtime.run_script(job, cx).await,
+                Err(refused) => Err(refused),
+            };
             if let Some(stats) = &self.stats {
                 let outcome = match &result {
                     Ok(_) => Outcome::Ok,
@@ -882,7 +891,27 @@ impl Registry {
     }
 
     /// Load a parsed skill under the policy: the validation a new version must pass.
+    /// Bytes an agent wrote ([`install_agent_written`](Self::install_agent_written)) have at
+    /// least the tier a human confirms, whatever they ask for: never approved
+    /// automatically, and the request says who wrote them.
     pub(crate) async fn load(
+        &self,
+        parsed: Parsed,
+        content_hash: String,
+        files: Arc<BTreeMap<String, Vec<u8>>>,
+        candidate: &Candidate,
+        identity: &DataKey,
+    ) -> Result<Loaded, RegistryError> {
+        let agent_written = self.agent_written(&content_hash);
+        let mut loaded = self.load_parsed(parsed, content_hash, files, candidate, identity).await?;
+        if agent_written {
+            loaded.tier = loaded.tier.max(RiskTier::Confirm);
+            loaded.requests.insert(0, AGENT_WRITTEN.to_owned());
+        }
+        Ok(loaded)
+    }
+
+    async fn load_parsed(
         &self,
         parsed: Parsed,
         content_hash: String,
@@ -897,7 +926,9 @@ impl Registry {
                 let (runtime, tier, capability_digest, requests, sandbox_without) = match &scripts {
                     None => (INSTRUCTIONS_RUNTIME, RiskTier::Auto, NO_CAPABILITIES.to_owned(), Vec::new(), Vec::new()),
                     Some(scripts) => {
-                        let tier = if scripts.policy.grants_writes_or_secrets() { RiskTier::Explicit } else { RiskTier::Confirm };
+                        // Any command with its grants is an agent's own code holding them.
+                        let explicit = scripts.policy.grants_writes_or_secrets() || scripts.policy.any_command;
+                        let tier = if explicit { RiskTier::Explicit } else { RiskTier::Confirm };
                         let jail = SkillCode::Server { dir: candidate.path.clone(), files: files.clone() };
                         (SCRIPTS_RUNTIME, tier, scripts.digest(), script_requests(scripts, &self.policy), self.runtime.weakened(&jail))
                     }

@@ -122,7 +122,7 @@ impl BwrapRuntime {
         profile.env.push(("SKILL_DIR".into(), SKILL_DIR.into()));
         let mut args: Vec<OsString> = init_args.to_vec();
         args.push("--".into());
-        args.extend(rewrite(&job.command, &job.files).into_iter().map(OsString::from));
+        args.extend(rewrite(&job.skill, &job.command, &job.files).into_iter().map(OsString::from));
         let jailed = self.inner.command(&profile, &grant, INIT_PATH.as_ref(), &args).map_err(&jail_failed)?;
         let (mut command, confinement) = (jailed.command, jailed.confinement);
         command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
@@ -240,10 +240,29 @@ fn is_script(path: &str) -> bool {
     path.starts_with("scripts/") || !skillhost_core::run::scripts_of(&BTreeMap::from([(path.to_owned(), Vec::new())])).is_empty()
 }
 
+/// How `python -m MODULE` runs in the jail, the module's word after it: found from the
+/// skill's root (as public skills write `python -m scripts.x`, run from there), never
+/// from the working directory, the workspace an agent fills with input files of its own.
+fn run_module() -> String {
+    format!(
+        "import runpy, sys\nmodule = sys.argv.pop(1)\nsys.path[:] = ['{SKILL_DIR}'] + [p for p in sys.path if p not in ('', '.')]\nrunpy.run_module(module, run_name='__main__', alter_sys=True)\n"
+    )
+}
+
 /// The command as the jail runs it: each word naming one of the skill's files or
 /// folders (`scripts/fill.py`, `./scripts/fill.py`, `references`) becomes its path under
 /// `/skill`; every other word is left as written (relative paths are the workspace's).
-fn rewrite(command: &[String], files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
+/// `python -m MODULE` of a script of the skill becomes `python -c` [`run_module`] `MODULE`.
+fn rewrite(skill: &skillhost_core::SkillName, command: &[String], files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
+    use skillhost_core::run::{StartForm, StartedScript, command_starts_script};
+    let mut words = rewrite_paths(command, files);
+    if let Ok(StartedScript { form: StartForm::Module { at }, .. }) = command_starts_script(skill, command, files) {
+        words.splice(at - 1..at, ["-c".to_owned(), run_module()]);
+    }
+    words
+}
+
+fn rewrite_paths(command: &[String], files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
     command
         .iter()
         .map(|word| {
@@ -283,10 +302,12 @@ impl Overrun {
                     "write large results to files in the workspace, or raise the cap with `skillhost policy {skill} --output 8MiB`"
                 ),
             },
+            // The init leaves out what its workspace cannot hold (a sparse file): reaching
+            // this means a report past what the workspace could hold, not a small one.
             Overrun::Files(bytes) => RunError::Limit {
                 skill: skill.clone(),
-                what: format!("its files came to more than {} (its workspace)", ByteSize(bytes)),
-                fix: format!("raise it with `skillhost policy {skill} --workspace 256MiB` (then approve again)"),
+                what: format!("its report carried more than {} of files, more than its workspace can hold", ByteSize(bytes)),
+                fix: "none: a run returns at most its workspace's size in files".into(),
             },
             Overrun::Damaged(reason) => RunError::Jail { skill: skill.clone(), reason: format!("its report is damaged: {reason}") },
         }
@@ -298,6 +319,7 @@ async fn read_report(stdout: &mut tokio::process::ChildStdout, caps: &Caps) -> R
     let mut report = Report::default();
     let mut file_bytes = 0u64;
     let mut current: Option<(String, Vec<u8>)> = None;
+    let mut discarding = false;
     let finish = |current: &mut Option<(String, Vec<u8>)>, report: &mut Report| {
         if let Some((path, bytes)) = current.take() {
             report.files.push(RunFile { size: bytes.len() as u64, sha256: hex::encode(sha2::Sha256::digest(&bytes)), path, bytes });
@@ -317,24 +339,38 @@ async fn read_report(stdout: &mut tokio::process::ChildStdout, caps: &Caps) -> R
             }
             Kind::File => {
                 finish(&mut current, &mut report);
-                let path = String::from_utf8(payload).map_err(|_| Overrun::Damaged("a path is not UTF-8".into()))?;
-                check_relative(&path)
-                    .map_err(|reason| Overrun::Damaged(format!("path `{}` {reason}", skillhost_core::text::quote(&path, 80))))?;
+                discarding = false;
+                // The init skips such a name itself; should one come, that file is left
+                // out, not the run.
+                let path = String::from_utf8(payload).map_err(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                if let Err(reason) = path.as_deref().map_err(|_| "is not UTF-8").and_then(check_relative) {
+                    let shown = path.as_ref().unwrap_or_else(|lossy| lossy);
+                    report
+                        .skipped
+                        .push(skillhost_core::text::quote(&format!("{}: its path {reason}; left out", shown.escape_debug()), 300));
+                    discarding = true;
+                    continue;
+                }
+                let path = path.unwrap_or_default();
                 if report.files.len() >= MAX_RUN_FILES {
                     return Err(Overrun::Damaged(format!("more than {MAX_RUN_FILES} files")));
                 }
                 current = Some((path, Vec::new()));
             }
             Kind::Data => {
-                let Some((_, bytes)) = &mut current else { return Err(Overrun::Damaged("data before a file".into())) };
                 file_bytes += payload.len() as u64;
                 if file_bytes > caps.files {
                     return Err(Overrun::Files(caps.files));
                 }
-                bytes.extend_from_slice(&payload);
+                match &mut current {
+                    Some((_, bytes)) => bytes.extend_from_slice(&payload),
+                    None if discarding => {}
+                    None => return Err(Overrun::Damaged("data before a file".into())),
+                }
             }
             Kind::Skipped => {
                 finish(&mut current, &mut report);
+                discarding = false;
                 if report.skipped.len() < 100 {
                     report.skipped.push(skillhost_core::text::quote(&String::from_utf8_lossy(&payload), 300));
                 }
@@ -396,7 +432,7 @@ mod tests {
         .map(str::to_owned)
         .into();
         assert_eq!(
-            rewrite(&command, &files),
+            rewrite_paths(&command, &files),
             [
                 "python",
                 "/skill/scripts/fill.py",
@@ -408,6 +444,19 @@ mod tests {
                 "scripts/none.py"
             ]
         );
+    }
+
+    #[test]
+    fn a_module_of_the_skill_is_found_from_its_root() {
+        let files: BTreeMap<String, Vec<u8>> = [("scripts/x.py", "")].map(|(p, b)| (p.to_owned(), b.as_bytes().to_vec())).into();
+        let skill = skillhost_core::SkillName::new("tidy").unwrap();
+        let words = |command: &[&str]| rewrite(&skill, &command.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>(), &files);
+        let code = run_module();
+        assert_eq!(
+            words(&["python3", "-u", "-m", "scripts.x", "scripts/x.py"]),
+            ["python3", "-u", "-c", &code, "scripts.x", "/skill/scripts/x.py"]
+        );
+        assert_eq!(words(&["python3", "-m", "evil"]), ["python3", "-m", "evil"], "not the skill's: left for the check to refuse");
     }
 
     #[test]
