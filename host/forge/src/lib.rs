@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! submission ─► stage (rules, in memory) ─► write into a fresh dir ─► build ─► load + tests ─► install (user layer)
-//!                 refusals: file + rule        Rust: cargo in bwrap         [[tests]], pytest    pending_review, or
-//!                                              Python: nothing to build     in the sandbox       approved for tier auto
+//!                 refusals: file + rule        Rust: cargo in bwrap         [[tests]], pytest    pending_review, always
+//!                                              Python: nothing to build     in the sandbox       (agent-written)
 //! ```
 //!
 //! - `stage`: the extraction rules (names, paths, allow and deny lists, sizes)
@@ -31,8 +31,10 @@
 //!
 //! **Trust.** Nothing a submission holds runs with the host's secrets, network or data
 //! before a human approved it (see `probe`). The forge never approves anything: it installs through
-//! [`Registry::install`], so the registry's tiers decide (pending review, or approved
-//! for pure computation). **Source.** A Rust skill is installed as a folder holding
+//! [`Registry::install_agent_written`], so what it installs waits for a human whatever its
+//! tier, instructions only included (an agent's instructions are text later sessions
+//! would follow): `pending_review`, or `needs_reapproval` for a new version, until a human
+//! approves it (or this exact content was approved by one before). **Source.** A Rust skill is installed as a folder holding
 //! `skill.toml`, `SKILL.md`, `skill.wasm` and `source/` (every submitted file); a
 //! Python skill's folder is its source. Either way the source is inside the content
 //! hash, so the code a human reviews (`skillhost show --code`, `skill_get`) is bound to
@@ -143,8 +145,8 @@ pub struct Forged {
     pub language: Language,
     /// Its manifest's version.
     pub version: String,
-    /// Its trust state after install: `approved` only when its tier is auto (or this
-    /// exact content was approved before).
+    /// Its trust state after install: waiting for a human (`pending_review`,
+    /// `needs_reapproval`), or `approved` when a human approved this exact content before.
     pub state: TrustState,
     /// Its risk tier.
     pub tier: RiskTier,
@@ -475,8 +477,8 @@ impl Forge {
         let snapshot = self.snapshot(name, bytes_of(&submission.files))?;
         let content_hash = snapshot.content_hash();
         let replaced = self.registry.entry(name.as_str()).is_ok_and(|e| e.layer == Layer::User);
-        progress("install: into the user layer (its scripts run only once the user approves them)");
-        let entry = self.registry.install_snapshot(snapshot).await.map_err(|e| match e {
+        progress("install: into the user layer (nothing of it reaches an agent or runs before the user approves it)");
+        let entry = self.registry.install_agent_written(snapshot).await.map_err(|e| match e {
             RegistryError::Store(_) | RegistryError::Io { .. } => Outcome::Error(e.into()),
             e => Outcome::Failure(Failure::Load { error: e.to_string() }),
         })?;
@@ -490,9 +492,14 @@ impl Forge {
             tools: Vec::new(),
             tests_passed: 0,
             tests: Vec::new(),
-            after_approval: Some(format!(
-                "its scripts run only once the user approves them (`skillhost show {name}`, `skillhost approve {name}`), then with `skill_run`"
-            )),
+            after_approval: Some(match entry.loaded.as_ref().is_some_and(|l| l.scripts.is_some()) {
+                true => format!(
+                    "its scripts run only once the user approves them (`skillhost show {name}`, `skillhost approve {name}`), then with `skill_run`"
+                ),
+                false => format!(
+                    "its instructions reach agents (skill_get, skill_list, the session's instructions) only once the user approves them (`skillhost show {name}`, `skillhost approve {name}`)"
+                ),
+            }),
             warnings: Vec::new(),
             installed: entry.origin.clone(),
             content_hash,
@@ -622,7 +629,7 @@ impl Forge {
         let Tested { built, results, after_approval } = tested;
         let content_hash = built.snapshot.content_hash();
         let replaced = self.registry.entry(name.as_str()).is_ok_and(|e| e.layer == Layer::User);
-        let entry = self.registry.install_snapshot(built.snapshot).await.map_err(|e| Outcome::Error(e.into()))?;
+        let entry = self.registry.install_agent_written(built.snapshot).await.map_err(|e| Outcome::Error(e.into()))?;
         timings.mark("install");
         let loaded = entry.loaded.as_ref();
         let redactor = Redactor::new(self.secrets.as_ref());

@@ -86,7 +86,10 @@ impl Builtin {
             Builtin::ReadSkillResource => "Read one file of a skill's folder (e.g. references/api.md) by its path relative to the folder.",
             Builtin::SkillRun => {
                 "Run a command of a skill's scripts (runtime `scripts` in skill_list) the way its SKILL.md says, e.g. \
-                 [\"python\", \"scripts/fill.py\", \"in.pdf\", \"out.pdf\"], in a sandbox instead of your own shell: the \
+                 [\"python\", \"scripts/fill.py\", \"in.pdf\", \"out.pdf\"], in a sandbox instead of your own shell. The command must \
+                 start one of the skill's scripts (`python scripts/x.py`, `python -m scripts.x`, `./scripts/x.sh`, `bash \
+                 scripts/x.sh`, `node scripts/x.js`): inline code (`-c`, `-e`) and other programs are refused unless the user \
+                 allowed any command for the skill. It gets the \
                  skill's files read-only (their paths work as written), a fresh workspace as the working directory holding \
                  `inputs`, no network, secrets or host files beyond what the user granted the skill. Returns the exit code, \
                  stdout, stderr and the files the run wrote (text inline, images as image content). The skill must be approved."

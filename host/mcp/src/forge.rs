@@ -3,9 +3,10 @@
 //! progress. A failure is an `isError` result whose content is JSON the agent can act on
 //! (refused files with their rule, compiler diagnostics with file:line, failing test
 //! cases with expected and actual, the attempt count). A success installs the skill in
-//! the user layer; unless its tier is auto it waits for a human, who is asked through
-//! elicitation at its first call (or runs `skillhost approve NAME`). Neither tool
-//! approves anything.
+//! the user layer, where it waits for a human whatever it asks for, instructions only
+//! included (an agent's text is what later sessions would follow): asked through
+//! elicitation at its first tool call, or `skillhost approve NAME`. Until then no session
+//! is shown what it wrote. Neither tool approves anything.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -67,12 +68,13 @@ impl ForgeTool {
 const CREATE_DESCRIPTION: &str = "Create a skill from source: the host checks the files, builds them (Rust: to a WebAssembly component, in a \
                  sandbox without network; Python: a FastMCP server), runs its tests ([[tests]] in skill.toml: tool, input, \
                  expect or expect_error; pytest for Python) and installs it. On failure the result is JSON with what to fix \
-                 (diagnostics with file:line, failing cases with expected/actual) and the attempt count (3 per skill). A skill \
-                 that asks for more than pure computation waits for the user's approval, asked at its first call.";
+                 (diagnostics with file:line, failing cases with expected/actual) and the attempt count (3 per skill). Every \
+                 skill it creates waits for the user's approval (asked at its first tool call, or `skillhost approve NAME`); \
+                 until then no session sees its instructions or runs its code.";
 
 const UPDATE_DESCRIPTION: &str = "Change an installed skill made by skill_create: the files given replace (or add to) its stored source, then it \
                  is built, tested and installed like skill_create. The version it replaces is kept (a human can roll back). \
-                 Changed content needs the user's approval again unless it is pure computation.";
+                 Changed content needs the user's approval again.";
 
 /// The arguments of `skill_create` (its input schema is derived from them).
 #[derive(Deserialize, JsonSchema)]
@@ -162,6 +164,11 @@ fn success(forged: &Forged) -> CallToolResult {
     let tools: Vec<String> = forged.tools.iter().filter_map(|t| skill.as_ref().and_then(|s| public_name(s, t))).collect();
     let next = match forged.state {
         TrustState::Approved => format!("`{name}` is live: call {}", tools.join(", ")),
+        _ if tools.is_empty() => format!(
+            "`{name}` is installed and waits for the user's approval ({}): the user runs `skillhost show {name}` and \
+             `skillhost approve {name}`; until then no session is shown its instructions",
+            forged.state
+        ),
         _ => format!(
             "`{name}` is installed and waits for the user's approval ({}): calling one of its tools asks the user, \
              or the user runs `skillhost approve {name}`",

@@ -255,12 +255,14 @@ pub fn get(registry: &Registry, name: &str, budget_tokens: usize) -> Result<Skil
     };
     if entry.state != TrustState::Approved {
         // Names and host text only: what it wrote waits for a human's approval.
-        let approval = format!(
-            "{}: the first call asks the user to approve it (or the user runs `skillhost show {}` and `skillhost approve {}`)",
-            entry.state.as_str(),
-            entry.name,
-            entry.name
-        );
+        let (state, name) = (entry.state.as_str(), &entry.name);
+        let approval = if tools.is_empty() {
+            format!("{state}: its instructions are shown once the user approves it (`skillhost show {name}`, `skillhost approve {name}`)")
+        } else {
+            format!(
+                "{state}: the first call asks the user to approve it (or the user runs `skillhost show {name}` and `skillhost approve {name}`)"
+            )
+        };
         return Ok(SkillKnowledge {
             name: entry.name.to_string(),
             description: description(&entry),

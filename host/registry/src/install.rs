@@ -7,6 +7,13 @@
 //! trust state like any other: approved only when its tier is auto (or its exact
 //! content was approved before).
 //!
+//! **Who wrote it.** What an agent wrote (the forge's installs,
+//! [`Registry::install_agent_written`]) is never approved automatically, whatever its tier,
+//! instructions only included: its content hash is recorded as agent-written
+//! (`<data_dir>/agent-written/HASH`) before it is installed, and a skill loaded with those
+//! bytes has at least the tier a human confirms, with a line of its request saying who
+//! wrote it. Until a human approves it, nothing it wrote reaches an agent.
+//!
 //! **Versions.** The version an install replaces is kept in
 //! `<data_dir>/versions/NAME/` (one version: the one before the current). [`Registry::rollback`]
 //! swaps the two, so a second rollback rolls forward again. A rolled-back skill's trust
@@ -92,6 +99,33 @@ impl Registry {
             let _ = std::fs::remove_file(&path);
         }
         installed
+    }
+
+    /// Install `snapshot` as [`install_snapshot`](Self::install_snapshot) does, written by
+    /// an agent (the forge's `skill_create` and `skill_update`, a model's sources): those
+    /// bytes are recorded as agent-written first, so the skill waits for a human whatever
+    /// its tier (see the module docs). On failure a record made for it is removed.
+    pub async fn install_agent_written(&self, snapshot: package::Snapshot) -> Result<Arc<Entry>, RegistryError> {
+        let path = self.agent_written_path(&snapshot.content_hash());
+        let existed = path.exists();
+        write_atomic(&path, b"written by an agent; approved only by a human\n")?;
+        let installed = self.install_snapshot(snapshot).await;
+        if installed.is_err() && !existed {
+            let _ = std::fs::remove_file(&path);
+        }
+        installed
+    }
+
+    /// Where the bytes hashing to `content_hash` are recorded as written by an agent.
+    fn agent_written_path(&self, content_hash: &str) -> PathBuf {
+        self.config.data_dir.join("agent-written").join(content_hash)
+    }
+
+    /// Whether the bytes hashing to `content_hash` were installed as written by an agent
+    /// ([`install_agent_written`](Self::install_agent_written)).
+    pub fn agent_written(&self, content_hash: &str) -> bool {
+        // A content hash is hex; anything else names no record.
+        content_hash.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') && self.agent_written_path(content_hash).exists()
     }
 
     /// Where a remote source's [`Provenance`] of the bytes hashing to `content_hash` is kept.
