@@ -24,7 +24,7 @@ use skillhost_core::Beneath;
 pub enum WriteError {
     /// The folder, or a component below it, is a link (or not a directory): nothing is
     /// written through it.
-    #[error("{}: is a link or not a directory; nothing is written through a link (give a folder of your own)", path.display())]
+    #[error("{}: it, or a folder on its way, is a link or not a directory; nothing is written through a link (give the path without links: `realpath`)", path.display())]
     Link {
         /// The link.
         path: PathBuf,
@@ -74,22 +74,31 @@ const FILE_MODE: u32 = 0o644;
 
 impl OutDir {
     /// Open `path` for writing: created when missing (its parent must exist), or an
-    /// existing empty folder. `path` itself must not be a link.
+    /// existing empty folder. No component of `path` may be a link (a run may have
+    /// planted one in a folder above it, on an earlier run): give the path without links.
     pub fn create(path: &Path) -> Result<Self, WriteError> {
+        use rustix::fs::ResolveFlags;
         let io = |source: Errno| WriteError::Io { path: path.to_owned(), source: source.into() };
+        let link = |e: Errno| match e {
+            Errno::LOOP | Errno::NOTDIR => WriteError::Link { path: path.to_owned() },
+            e => io(e),
+        };
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(WriteError::BadPath { path: path.to_owned(), reason: "names no folder" });
+        };
+        let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let open = || rustix::fs::openat(CWD, path, flags, Mode::empty());
+        let parent = rustix::fs::openat2(CWD, parent, flags, Mode::empty(), resolve).map_err(link)?;
+        let open = || rustix::fs::openat(&parent, name, flags, Mode::empty());
         let (fd, created) = match open() {
-            Err(Errno::NOENT) => match rustix::fs::mkdirat(CWD, path, Mode::from_raw_mode(DIR_MODE)) {
+            Err(Errno::NOENT) => match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(DIR_MODE)) {
                 Ok(()) => (open(), true),
                 Err(e) => return Err(io(e)),
             },
             opened => (opened, false),
         };
-        let fd = fd.map_err(|e| match e {
-            Errno::LOOP | Errno::NOTDIR => WriteError::Link { path: path.to_owned() },
-            e => io(e),
-        })?;
+        let fd = fd.map_err(link)?;
         let dir = Self { fd, path: path.to_owned(), created };
         if !created && dir.has_entries()? {
             return Err(WriteError::NotEmpty { path: path.to_owned() });
@@ -197,6 +206,9 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), root.path().join("link")).unwrap();
         assert!(matches!(OutDir::create(&root.path().join("link")).unwrap_err(), WriteError::Link { .. }));
+        // A link in a folder above it (planted by an earlier run) is refused too.
+        assert!(matches!(OutDir::create(&root.path().join("link/sub")).unwrap_err(), WriteError::Link { .. }));
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
         std::fs::create_dir(root.path().join("full")).unwrap();
         std::fs::write(root.path().join("full/x"), b"").unwrap();
         assert!(matches!(OutDir::create(&root.path().join("full")).unwrap_err(), WriteError::NotEmpty { .. }));

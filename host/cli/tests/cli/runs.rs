@@ -146,3 +146,28 @@ fn the_approval_request_is_shown_whole() {
     assert!(text.contains("timeout"), "the run's limits are shown: {text}");
     assert!(text.contains("The approval is bound to exactly this version and these requests."), "{text}");
 }
+
+/// `python -m scripts.x`, as public skills write it, with a `warnings.py` of the agent's
+/// among the inputs: the module is found from the skill's root, and nothing the runner
+/// imports to start it comes from the workspace (the agent's code would run with the
+/// skill's grants).
+#[test]
+fn python_m_never_imports_from_the_workspace() {
+    let env = Env::new();
+    scripts_skill(&env, "modular", "#!/bin/sh\necho hi\n");
+    std::fs::write(env.skills.path().join("modular/scripts/x.py"), "print('the skill ran')\n").unwrap();
+    assert!(env.run(&["approve", "modular", "--yes"]).status.success());
+    let inputs = tempfile::tempdir().unwrap();
+    for module in ["warnings", "contextlib", "runpy"] {
+        std::fs::write(inputs.path().join(format!("{module}.py")), "print('AGENT CODE RAN')\n").unwrap();
+    }
+    let mut args = vec!["run".to_owned(), "modular".to_owned()];
+    for module in ["warnings", "contextlib", "runpy"] {
+        args.extend(["-i".to_owned(), inputs.path().join(format!("{module}.py")).display().to_string()]);
+    }
+    args.extend(["--", "python3", "-m", "scripts.x"].map(str::to_owned));
+    let out = env.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout.contains("the skill ran") && !stdout.contains("AGENT CODE RAN"), "{stdout}");
+}

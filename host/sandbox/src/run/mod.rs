@@ -240,9 +240,12 @@ fn is_script(path: &str) -> bool {
     path.starts_with("scripts/") || !skillhost_core::run::scripts_of(&BTreeMap::from([(path.to_owned(), Vec::new())])).is_empty()
 }
 
-/// How `python -m MODULE` runs in the jail, the module's word after it: found from the
-/// skill's root (as public skills write `python -m scripts.x`, run from there), never
-/// from the working directory, the workspace an agent fills with input files of its own.
+/// How `python -I -c` runs `python -m MODULE` in the jail, the module's word after it:
+/// found from the skill's root (as public skills write `python -m scripts.x`, run from
+/// there), never from the working directory, the workspace an agent fills with input
+/// files of its own. `-I` keeps the workspace off `sys.path` from the start: the stub's
+/// own imports (and what importlib imports for them, `warnings`) come from the
+/// interpreter's library, not a `warnings.py` given as an input.
 fn run_module() -> String {
     format!(
         "import runpy, sys\nmodule = sys.argv.pop(1)\nsys.path[:] = ['{SKILL_DIR}'] + [p for p in sys.path if p not in ('', '.')]\nrunpy.run_module(module, run_name='__main__', alter_sys=True)\n"
@@ -252,12 +255,12 @@ fn run_module() -> String {
 /// The command as the jail runs it: each word naming one of the skill's files or
 /// folders (`scripts/fill.py`, `./scripts/fill.py`, `references`) becomes its path under
 /// `/skill`; every other word is left as written (relative paths are the workspace's).
-/// `python -m MODULE` of a script of the skill becomes `python -c` [`run_module`] `MODULE`.
+/// `python -m MODULE` of a script of the skill becomes `python -I -c` [`run_module`] `MODULE`.
 fn rewrite(skill: &skillhost_core::SkillName, command: &[String], files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
     use skillhost_core::run::{StartForm, StartedScript, command_starts_script};
     let mut words = rewrite_paths(command, files);
     if let Ok(StartedScript { form: StartForm::Module { at }, .. }) = command_starts_script(skill, command, files) {
-        words.splice(at - 1..at, ["-c".to_owned(), run_module()]);
+        words.splice(at - 1..at, ["-I".to_owned(), "-c".to_owned(), run_module()]);
     }
     words
 }
@@ -454,7 +457,7 @@ mod tests {
         let code = run_module();
         assert_eq!(
             words(&["python3", "-u", "-m", "scripts.x", "scripts/x.py"]),
-            ["python3", "-u", "-c", &code, "scripts.x", "/skill/scripts/x.py"]
+            ["python3", "-u", "-I", "-c", &code, "scripts.x", "/skill/scripts/x.py"]
         );
         assert_eq!(words(&["python3", "-m", "evil"]), ["python3", "-m", "evil"], "not the skill's: left for the check to refuse");
     }
