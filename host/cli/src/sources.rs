@@ -46,6 +46,11 @@ pub struct SourcesSection {
     /// every skill installed from under `prefix` must be signed by `key`.
     #[serde(default)]
     verify: Vec<VerifyRule>,
+    /// `allow_hosts = ["https://pkg-containers.githubusercontent.com"]`: hosts a source may
+    /// send a fetch to besides its own (a registry's blob storage or token service, an
+    /// index's CDN); never a loopback or private address from a public source.
+    #[serde(default)]
+    allow_hosts: Vec<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -63,7 +68,11 @@ impl SourceArgs {
 
     /// The fetch options: caps, progress, credentials, staging under the data dir.
     pub fn options(&self, app: &App, host: &Host) -> Result<FetchOptions> {
-        let caps = Caps { timeout: self.timeout, allow_http: self.allow_http, ..Caps::default() };
+        let mut caps = Caps { timeout: self.timeout, allow_http: self.allow_http, ..Caps::default() };
+        let (config, section) = crate::forge::sources_config(&app.data_dir)?;
+        for rule in &section.allow_hosts {
+            caps.allow_host(rule).with_context(|| format!("[sources] allow_hosts in {}", config.display()))?;
+        }
         let mut auth = oci::Auth::docker_default().context("cannot read the docker config file for registry credentials")?;
         for pair in &self.registry_secret {
             let (registry, secret) = pair.split_once('=').with_context(|| format!("--registry-secret `{pair}` is not REGISTRY=SECRET"))?;

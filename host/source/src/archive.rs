@@ -77,7 +77,7 @@ impl Unpacked<'_> {
     }
 
     fn too_large(&self) -> SourceError {
-        SourceError::TooLarge { what: format!("the files of {} unpacked", self.what), limit: self.caps.unpacked }
+        SourceError::TooLarge { what: format!("the files of {} unpacked", self.what), limit: self.caps.unpacked, fix: None }
     }
 
     /// Count one entry against the entry cap.

@@ -22,12 +22,24 @@ pub enum SourceError {
         reason: String,
     },
     /// Something fetched is larger than its cap.
-    #[error("{what} is larger than the cap of {limit} bytes; nothing was written")]
+    #[error("{what} is larger than the cap of {limit} bytes; nothing was written{}", .fix.as_deref().map(|f| format!("; {f}")).unwrap_or_default())]
     TooLarge {
         /// What (a download, an archive's files).
         what: String,
         /// The cap.
         limit: u64,
+        /// What to do, when there is more to say than that it is too large.
+        fix: Option<String>,
+    },
+    /// A fetch a remote named (a redirect, an index entry, a token service, an upload
+    /// location) refused: another host than the source's, plain HTTP after HTTPS, or a
+    /// loopback or private address a remote source may not send a fetch to.
+    #[error("{url}: refused: {reason}")]
+    Refused {
+        /// The URL refused.
+        url: String,
+        /// Who named it, why it is refused, and the setting that would allow it.
+        reason: String,
     },
     /// Bytes whose digest is not the one they were fetched by.
     #[error("{what}: digest {actual} is not the expected {expected}; nothing was written (the source changed or was tampered with)")]

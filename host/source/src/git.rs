@@ -6,7 +6,8 @@
 //! as `git archive` tar+gzip output from the pipe (capped), unpacked in memory under
 //! [`archive`]'s rules (a symlink in the tree is refused like one in any archive). Every `git` runs from an
 //! argument vector (never a shell), with a cleared git environment, no system or global
-//! configuration, only the transport protocols the address allows, and the fetch's timeout,
+//! configuration, no repository of the caller's working directory (it runs in an empty
+//! private one), only the transport protocols the address allows, and the fetch's timeout,
 //! after which it is killed.
 //!
 //! [`archive`]: crate::archive
@@ -158,11 +159,11 @@ impl Staged {
         };
         tokio::select! {
             cloned = clone => cloned.map_err(|e| staged.git.failed("git clone", e, &addr.url))?,
-            () = watch => return Err(SourceError::TooLarge { what: format!("the clone of {} on disk", addr.url), limit: cap }),
+            () = watch => return Err(SourceError::TooLarge { what: format!("the clone of {} on disk", addr.url), limit: cap, fix: None }),
         };
         let size = disk_size(staged.dir()).map_err(|e| SourceError::io(staged.dir(), e))?;
         if size > cap {
-            return Err(SourceError::TooLarge { what: format!("the clone of {} ({size} bytes on disk)", addr.url), limit: cap });
+            return Err(SourceError::TooLarge { what: format!("the clone of {} ({size} bytes on disk)", addr.url), limit: cap, fix: None });
         }
         let attributes = staged.dir().join("info").join("attributes");
         std::fs::create_dir_all(staged.dir().join("info")).map_err(|e| SourceError::io(staged.dir(), e))?;
@@ -255,7 +256,7 @@ impl Git {
     fn failed(&self, step: &str, failure: Failure, what: &str) -> SourceError {
         match failure {
             Failure::Exit(stderr) => self.error(format!("{step} failed: {}", text::one_line(&stderr, STDERR_SHOWN))),
-            Failure::TooLarge(limit) => SourceError::TooLarge { what: format!("{step} output for {what}"), limit },
+            Failure::TooLarge(limit) => SourceError::TooLarge { what: format!("{step} output for {what}"), limit, fix: None },
             Failure::Timeout => self.error(format!("{step} timed out and was stopped; raise the fetch timeout if the repository is slow")),
             Failure::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.error("the `git` program was not found; install git (e.g. `apt-get install git`) to use git+ sources".into())
@@ -284,6 +285,14 @@ impl Git {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             // No system-wide attributes file (the clone's own info/attributes rules).
             .env("GIT_ATTR_NOSYSTEM", "1");
+        // No repository of the directory the host was started in either (its
+        // `.git/config` could rewrite the URL with `insteadOf`, name a credential helper
+        // to run...): git runs in an empty private directory and looks no further up.
+        let cwd = tempfile::Builder::new().prefix("skillhost-git-").tempdir().map_err(Failure::Io)?;
+        command.current_dir(cwd.path());
+        if let Some(parent) = cwd.path().parent() {
+            command.env("GIT_CEILING_DIRECTORIES", parent);
+        }
         if let Some(dir) = git_dir {
             command.arg("--git-dir").arg(dir);
         }

@@ -48,11 +48,37 @@ pub struct Caps {
     /// Plain HTTP to a host that is not loopback (a registry or an index); off unless a
     /// human passed the flag that allows it.
     pub allow_http: bool,
+    /// Hosts (`scheme://host[:port]`, `https://*.example.com`) a source may send a fetch to
+    /// besides its own: a redirect, an index entry, a registry's token service or blob
+    /// storage on another host. Empty by default: a fetch goes only to the scheme, host and
+    /// port of the address it was asked for. `[sources] allow_hosts` of the host config.
+    /// It never lets a remote source reach a loopback or private address (see [`http`]).
+    pub allow_hosts: Vec<skillhost_core::egress::Rule>,
+    /// How host names are looked up: the system's resolver unless a test hands in another.
+    pub lookup: http::Lookup,
 }
 
 impl Default for Caps {
     fn default() -> Self {
-        Self { download: 64 << 20, unpacked: 50 << 20, files: 1000, timeout: Duration::from_secs(120), allow_http: false }
+        Self {
+            download: 64 << 20,
+            unpacked: 50 << 20,
+            files: 1000,
+            timeout: Duration::from_secs(120),
+            allow_http: false,
+            allow_hosts: Vec::new(),
+            lookup: http::Lookup::default(),
+        }
+    }
+}
+
+impl Caps {
+    /// Let sources send fetches to `rule` (`scheme://host[:port]`, `https://*.example.com`)
+    /// besides their own host: an entry of `[sources] allow_hosts`. The rule is refused,
+    /// saying how to write one, when it does not parse.
+    pub fn allow_host(&mut self, rule: &str) -> Result<(), skillhost_core::egress::RuleError> {
+        self.allow_hosts.push(skillhost_core::egress::Rule::parse(rule)?);
+        Ok(())
     }
 }
 

@@ -98,7 +98,16 @@ impl Lockfile {
         }
         for skill in &lock.skills {
             skillhost_core::SkillName::new(&skill.name).map_err(|e| bad(format!("skill `{}`: {e}", skill.name.escape_debug())))?;
-            skill.address().map_err(|e| bad(format!("skill `{}`: {e}", skill.name)))?;
+            let source = skill.address().map_err(|e| bad(format!("skill `{}`: {e}", skill.name)))?;
+            check_pin(&source, &skill.digest).map_err(|form| {
+                bad(format!(
+                    "skill `{}`: its digest {} is not {form}, and a lock pins with a digest only (it becomes part of the address fetched); \
+                     restore the line with `skillhost install {}`",
+                    skill.name,
+                    skillhost_core::text::quote(&skill.digest, 100),
+                    skill.source
+                ))
+            })?;
         }
         Ok(lock)
     }
@@ -138,6 +147,22 @@ impl Lockfile {
         let before = self.skills.len();
         self.skills.retain(|s| s.name != name);
         before != self.skills.len()
+    }
+}
+
+/// Whether `digest` is what pins `source`: `sha256:` and 64 lower-case hex digits for an OCI
+/// manifest or an index artifact, a full commit id (40 or 64 lower-case hex digits) for git;
+/// else the form it should have. [`Locked::pinned`] puts it into the address fetched, so
+/// anything else (a path, a query, an option to git) is refused here.
+fn check_pin(source: &SourceAddr, digest: &str) -> Result<(), &'static str> {
+    let hex = |text: &str, lengths: &[usize]| lengths.contains(&text.len()) && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    match source {
+        SourceAddr::Oci(_) | SourceAddr::Index(_) => match digest.strip_prefix("sha256:") {
+            Some(rest) if hex(rest, &[64]) => Ok(()),
+            _ => Err("`sha256:` and 64 lower-case hex digits"),
+        },
+        SourceAddr::Git(_) if hex(digest, &[40, 64]) => Ok(()),
+        SourceAddr::Git(_) => Err("a full commit id (40 or 64 lower-case hex digits)"),
     }
 }
 
@@ -190,6 +215,38 @@ mod tests {
         ] {
             std::fs::write(&path, text).unwrap();
             assert!(matches!(Lockfile::read(&path), Err(SourceError::Lock { .. })), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_pin_is_only_a_digest() {
+        // `pinned()` puts the digest into the address fetched: a lock line may not use it to
+        // steer the fetch (another path or host, an option to git) instead of naming a digest.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        let line = |source: &str, digest: &str| {
+            format!("version = 1\n[[skill]]\nname = \"xy\"\nsource = \"{source}\"\ndigest = \"{digest}\"\ncontent = \"c\"\n")
+        };
+        let hex = "a".repeat(64);
+        for (source, digest) in [
+            ("oci://r.io/a:1", format!("sha256:{hex}/../../../b/manifests/latest")),
+            ("oci://r.io/a:1", "latest".to_owned()),
+            ("oci://r.io/a:1", format!("sha256:{}", "A".repeat(64))),
+            ("git+https://h.example/r.git#rev=main", "--upload-pack=touch /tmp/x".to_owned()),
+            ("git+https://h.example/r.git#rev=main", "main".to_owned()),
+            ("https://h.example/#skill=x", "sha256:00".to_owned()),
+        ] {
+            std::fs::write(&path, line(source, &digest)).unwrap();
+            let error = Lockfile::read(&path).unwrap_err().to_string();
+            assert!(error.contains("digest"), "{source} {digest}: {error}");
+        }
+        for (source, digest) in [
+            ("oci://r.io/a:1", format!("sha256:{hex}")),
+            ("git+https://h.example/r.git#rev=main", "b".repeat(40)),
+            ("https://h.example/#skill=x", format!("sha256:{hex}")),
+        ] {
+            std::fs::write(&path, line(source, &digest)).unwrap();
+            Lockfile::read(&path).unwrap_or_else(|e| panic!("{source} {digest}: {e}"));
         }
     }
 }

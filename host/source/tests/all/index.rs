@@ -276,3 +276,108 @@ async fn a_local_index_reads_its_local_files() {
     let fetched = index::fetch(&local, &options(Caps::default())).await.unwrap();
     assert_eq!(folder(&fetched)["SKILL.md"], b"local");
 }
+
+/// An index on `site` listing skill `a1`, an archive at `url`, with the digest of `bytes`.
+fn one_entry(url: &str, bytes: &[u8]) -> Vec<u8> {
+    index_json(vec![entry("a1", "archive", url, bytes)])
+}
+
+fn archive() -> Vec<u8> {
+    raw_tar_gz(&[(b"SKILL.md", tar::EntryType::Regular, "", b"---\nname: a1\n---\n")])
+}
+
+#[tokio::test]
+async fn an_endless_index_is_cut_at_its_cap() {
+    let prefix = [b"{\"$schema\":\"", SCHEMA.as_bytes(), b"\",\"skills\":["].concat();
+    let site = crate::hostile::serve(move |seen| match seen.path.as_str() {
+        INDEX => crate::hostile::Answer::Endless { prefix: prefix.clone(), stop: 128 << 20 },
+        _ => crate::hostile::Answer::not_found(),
+    })
+    .await;
+    let err = index::read(&addr(&site.base, None), &options(Caps::default())).await.unwrap_err();
+    assert!(matches!(err, SourceError::TooLarge { limit, .. } if limit == index::MAX_INDEX_BYTES), "{err}");
+    assert!(site.hung_up().await, "the client closed the connection before the server was done");
+    assert!(site.sent() < 32 << 20, "the server wrote {} bytes of the index", site.sent());
+
+    // An index that says it is 2 GiB is refused before a byte of it is read.
+    let site = crate::hostile::serve(|_| crate::hostile::Answer::Claims { claimed: 2 << 30, prefix: Vec::new(), stop: 64 << 20 }).await;
+    let err = index::read(&addr(&site.base, None), &options(Caps::default())).await.unwrap_err();
+    assert!(err.to_string().contains("2147483648"), "{err}");
+    assert!(site.hung_up().await);
+    assert!(site.sent() < 32 << 20, "the server wrote {} bytes of the index", site.sent());
+}
+
+/// A second loopback service serving the archive of `a1` at `/a1.tar.gz`, on `ip`.
+async fn elsewhere(ip: &str) -> crate::hostile::Hostile {
+    let bytes = archive();
+    crate::hostile::serve_on(ip, move |seen| match seen.path.as_str() {
+        "/a1.tar.gz" => crate::hostile::Answer::ok(bytes.clone()),
+        _ => crate::hostile::Answer::not_found(),
+    })
+    .await
+}
+
+/// An index site whose archive path answers with a redirect to `location(own base)`.
+async fn redirecting(location: impl Fn(&str) -> String + Send + Sync + 'static) -> crate::hostile::Hostile {
+    let bytes = archive();
+    let index = one_entry("/.well-known/agent-skills/a1.tar.gz", &bytes);
+    let base = Arc::new(std::sync::OnceLock::<String>::new());
+    let own = base.clone();
+    let site = crate::hostile::serve(move |seen| match seen.path.as_str() {
+        INDEX => crate::hostile::Answer::ok(index.clone()),
+        "/.well-known/agent-skills/a1.tar.gz" => crate::hostile::Answer::redirect(302, &location(own.get().unwrap())),
+        "/moved/a1.tar.gz" => crate::hostile::Answer::ok(bytes.clone()),
+        _ => crate::hostile::Answer::not_found(),
+    })
+    .await;
+    base.set(site.base.clone()).unwrap();
+    site
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_host_is_refused() {
+    // Same host (scheme, host and port): followed.
+    let site = redirecting(|base| format!("{base}/moved/a1.tar.gz")).await;
+    let fetched = index::fetch(&addr(&site.base, Some("a1")), &options(Caps::default())).await.unwrap();
+    assert!(folder(&fetched).contains_key("SKILL.md"));
+
+    // Another port, another loopback address, another name for the same address.
+    let other = elsewhere("127.0.0.1").await;
+    let second = elsewhere("127.0.0.2").await;
+    let cases = [format!("{}/a1.tar.gz", other.base), format!("{}/a1.tar.gz", second.base)];
+    for target in cases {
+        let to = target.clone();
+        let site = redirecting(move |_| to.clone()).await;
+        let err = index::fetch(&addr(&site.base, Some("a1")), &options(Caps::default())).await.unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, SourceError::Refused { .. }), "{text}");
+        assert!(text.contains(&target) && text.contains("redirect") && text.contains("allow_hosts"), "{text}");
+    }
+    let site = redirecting(|base| format!("{}/moved/a1.tar.gz", base.replace("127.0.0.1", "localhost"))).await;
+    let err = index::fetch(&addr(&site.base, Some("a1")), &options(Caps::default())).await.unwrap_err();
+    assert!(matches!(err, SourceError::Refused { .. }), "{err}");
+    assert!(other.seen().is_empty() && second.seen().is_empty(), "another service was asked");
+
+    // Allowed by the config: followed.
+    let to = format!("{}/a1.tar.gz", other.base);
+    let site = redirecting(move |_| to.clone()).await;
+    let caps = Caps { allow_hosts: vec![skillhost_core::egress::Rule::parse(&other.base).unwrap()], ..Caps::default() };
+    let fetched = index::fetch(&addr(&site.base, Some("a1")), &options(caps)).await.unwrap();
+    assert!(folder(&fetched).contains_key("SKILL.md"));
+}
+
+#[tokio::test]
+async fn an_entry_on_another_loopback_service_is_refused() {
+    let other = elsewhere("127.0.0.1").await;
+    let url = format!("{}/a1.tar.gz", other.base);
+    let base = site(one_entry(&url, &archive()), vec![]).await;
+    let err = index::fetch(&addr(&base, Some("a1")), &options(Caps::default())).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, SourceError::Refused { .. }), "{text}");
+    assert!(text.contains(&url) && text.contains("allow_hosts"), "{text}");
+    assert!(other.seen().is_empty(), "the other service was asked: {:?}", other.seen());
+
+    let caps = Caps { allow_hosts: vec![skillhost_core::egress::Rule::parse(&other.base).unwrap()], ..Caps::default() };
+    let fetched = index::fetch(&addr(&base, Some("a1")), &options(caps)).await.unwrap();
+    assert!(folder(&fetched).contains_key("SKILL.md"));
+}

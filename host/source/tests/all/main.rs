@@ -2,6 +2,8 @@
 //! and servers started by each test on loopback.
 
 mod git;
+mod hostile;
 mod index;
 mod loopback;
 mod oci;
+mod oci_hostile;
