@@ -424,7 +424,7 @@ impl SkillhostMcp {
         }
         let message = match request.dialog_question() {
             Ok(message) => message,
-            Err(too_long) => return Ok(Approval::Refused(too_long)),
+            Err(too_long) => return Ok(Approval::Refused(too_long.to_string())),
         };
         let session = self.session_key(context);
         let asked = Asked {

@@ -297,21 +297,30 @@ impl ApprovalRequest {
 
     /// [`question`](Self::question) for a dialog (an MCP client's elicitation), which
     /// cannot page: the whole question when it is at most [`QUESTION_CAP`] bytes, else
-    /// the refusal to give instead, naming its size and the terminal command that shows
-    /// it whole. A request too long to show is not approved there.
-    pub fn dialog_question(&self) -> Result<String, String> {
+    /// [`TooLongForADialog`], the refusal to give instead. A request too long to show is
+    /// not approved there.
+    pub fn dialog_question(&self) -> Result<String, TooLongForADialog> {
         let question = self.question();
         if question.len() <= QUESTION_CAP {
             return Ok(question);
         }
-        Err(format!(
-            "skill `{}`'s approval request is {} bytes ({} lines), too long to show whole in a dialog (at most {QUESTION_CAP}), and a request is approved only when shown whole; run `skillhost approve {}` in a terminal, which shows all of it",
-            self.name,
-            question.len(),
-            question.lines().count(),
-            self.name
-        ))
+        Err(TooLongForADialog { name: self.name.to_string(), bytes: question.len(), lines: question.lines().count() })
     }
+}
+
+/// An approval request longer than a dialog shows whole ([`QUESTION_CAP`]): approved in
+/// a terminal only.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "skill `{name}`'s approval request is {bytes} bytes ({lines} lines), too long to show whole in a dialog (at most {QUESTION_CAP}), and a request is approved only when shown whole; run `skillhost approve {name}` in a terminal, which shows all of it"
+)]
+pub struct TooLongForADialog {
+    /// The skill.
+    pub name: String,
+    /// The question's size.
+    pub bytes: usize,
+    /// Its lines.
+    pub lines: usize,
 }
 
 /// What agents are told about skill `name` while it is in `state` (not approved), in
@@ -449,7 +458,7 @@ mod tests {
         assert!(question.contains("  - network allow: https://h199.example.com/"), "the last request is shown too");
         assert!(!question.contains("more lines"), "nothing is cut: {question}");
         assert!(question.lines().last().unwrap().starts_with("Skill `weather`, version \"999"));
-        let refused = asked.dialog_question().unwrap_err();
+        let refused = asked.dialog_question().unwrap_err().to_string();
         assert!(refused.contains("too long to show whole") && refused.contains("skillhost approve weather"), "{refused}");
         assert_eq!(request("1", &[network]).dialog_question().unwrap(), request("1", &[network]).question());
 

@@ -62,7 +62,7 @@ mod snapshot;
 mod watch;
 
 pub use catalog::{
-    ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, PolicyFrom, RegistryEvent, SCRIPTS_RUNTIME, Scripts, Shadowed,
+    ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, PolicyFrom, RegistryEvent, SCRIPTS_RUNTIME, Scripts, Shadowed, TooLongForADialog,
     withheld_description, withheld_tool_description,
 };
 pub use config::{Layer, RegistryConfig};
