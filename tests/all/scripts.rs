@@ -358,11 +358,16 @@ async fn a_changed_script_is_a_new_version_that_waits_for_a_human() {
 /// A wheel of a pure-Python package `tinypkg` 1.2.3, written into `dir` (a package index
 /// of one file, so the test needs no network).
 fn tiny_wheel(dir: &Path) {
+    wheel(dir, "1.2.3", "tiny 1.2.3");
+}
+
+/// A wheel of `tinypkg` `version` whose `VALUE` is `value`, written into `dir`.
+fn wheel(dir: &Path, version: &str, value: &str) {
     let script = r#"
 import zipfile, hashlib, base64, sys
-name, ver = "tinypkg", "1.2.3"
+name, ver, value = "tinypkg", sys.argv[2], sys.argv[3]
 files = {
-    f"{name}/__init__.py": b"VALUE = 'tiny 1.2.3'\n",
+    f"{name}/__init__.py": f"VALUE = '{value}'\n".encode(),
     f"{name}-{ver}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {ver}\n".encode(),
     f"{name}-{ver}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
 }
@@ -373,18 +378,47 @@ with zipfile.ZipFile(f"{sys.argv[1]}/{name}-{ver}-py3-none-any.whl", "w") as z:
         z.writestr(p, d)
     z.writestr(f"{name}-{ver}.dist-info/RECORD", record)
 "#;
-    let status = std::process::Command::new(fixtures::python::venv().join("bin/python")).args(["-c", script]).arg(dir).status().unwrap();
+    let status = std::process::Command::new(fixtures::python::venv().join("bin/python"))
+        .args(["-c", script])
+        .arg(dir)
+        .args([version, value])
+        .status()
+        .unwrap();
     assert!(status.success());
+}
+
+/// The package environments under `env`'s sandbox work dir.
+fn envs(env: &Env) -> Vec<String> {
+    let dir = env.data.path().join("sandbox/envs");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+const USE_TINY: &str = "# /// script\n# dependencies = [\"tinypkg>=1.0\"]\n# ///\nimport tinypkg\nprint(tinypkg.VALUE)\n";
+
+/// Skill `tiny` (importing `tinypkg`) on `env`, its packages resolved from `env`'s index
+/// and recorded (nothing installed), and approved: the registry and the lock.
+async fn resolved_tiny(env: &Env) -> (Arc<Registry>, skillhost::run::PackageLock) {
+    env.skill("tiny", &[("scripts/use.py", USE_TINY)]);
+    let registry = env.open().await;
+    let loaded = registry.entry("tiny").unwrap().loaded.clone().unwrap();
+    let sandbox = env.host.sandbox().unwrap();
+    let lock = sandbox.resolve_packages(&loaded.scripts.as_ref().unwrap().packages, &loaded.files).await.unwrap();
+    registry.set_lock("tiny", &lock).await.unwrap();
+    approve(&registry, "tiny").await;
+    (registry, lock)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn packages_a_script_declares_are_installed_at_approval_and_used_offline() {
     let index = tempfile::tempdir().unwrap();
     tiny_wheel(index.path());
-    let find_links = index.path().to_owned();
-    let env = Env::with(|config| config.package_index = vec!["--no-index".into(), "--find-links".into(), find_links.into()]);
-    let use_it = "# /// script\n# dependencies = [\"tinypkg>=1.0\"]\n# ///\nimport tinypkg\nprint(tinypkg.VALUE)\n";
-    env.skill("tiny", &[("scripts/use.py", use_it)]);
+    let wheels = index.path().to_owned();
+    let env = Env::with(|config| config.packages.python = skillhost::run::PythonIndex::Wheels(wheels));
+    env.skill("tiny", &[("scripts/use.py", USE_TINY)]);
     env.skill("direct", &[("scripts/evil.py", "# /// script\n# dependencies = [\"evil @ https://example.com/evil.whl\"]\n# ///\n")]);
     let registry = env.open().await;
 
@@ -394,28 +428,144 @@ async fn packages_a_script_declares_are_installed_at_approval_and_used_offline()
     assert!(error.contains("scripts/evil.py") && error.contains("direct reference"), "{error}");
 
     let request = registry.approval_request("tiny").unwrap();
-    assert!(request.requests.iter().any(|l| l.contains("not resolved yet") && l.contains("tinypkg>=1.0")), "{:?}", request.requests);
+    let from = format!("the wheels in {} (no index)", index.path().display());
+    assert!(
+        request.requests.iter().any(|l| l.contains("not resolved yet") && l.contains(&from) && l.contains("tinypkg>=1.0")),
+        "the index is shown: {:?}",
+        request.requests
+    );
     approve(&registry, "tiny").await;
     let refused = run(&registry, "tiny", &["python", "scripts/use.py"], Vec::new()).await.unwrap_err();
     assert!(refused.to_string().contains("skillhost approve tiny"), "nothing is installed at run time: {refused}");
 
-    // The approval step: resolved to exact versions, installed, then shown and approved.
+    // Before the question: resolved to exact versions and hashes, recorded, nothing installed.
     let scripts = registry.entry("tiny").unwrap().loaded.as_ref().unwrap().scripts.clone().unwrap();
     let files = registry.entry("tiny").unwrap().loaded.as_ref().unwrap().files.clone();
     let sandbox = env.host.sandbox().unwrap();
-    let lock = sandbox.install_packages(&scripts.packages, &files).await.unwrap();
+    let lock = sandbox.resolve_packages(&scripts.packages, &files).await.unwrap();
     assert_eq!(lock.packages, ["tinypkg==1.2.3"]);
+    assert_eq!(lock.index, from);
+    assert!(lock.hashes["tinypkg==1.2.3"][0].starts_with("sha256:"), "{lock:?}");
+    assert!(lock.env.starts_with("py-") && lock.env.len() == 35, "{}", lock.env);
     registry.set_lock("tiny", &lock).await.unwrap();
+    assert_eq!(envs(&env), Vec::<String>::new(), "resolving installs nothing");
     assert_eq!(registry.entry("tiny").unwrap().state, TrustState::NeedsReapproval, "the exact set is a change a human sees");
     let request = registry.approval_request("tiny").unwrap();
-    assert!(request.requests.iter().any(|l| l.starts_with("package tinypkg==1.2.3")), "{:?}", request.requests);
+    let hash = &lock.hashes["tinypkg==1.2.3"][0];
+    assert!(request.requests.iter().any(|l| l == &format!("package tinypkg==1.2.3 {hash}")), "{:?}", request.requests);
+    assert!(
+        request.requests.iter().any(|l| l.starts_with(&format!("Python packages from {from} for Python ")) && l.contains(&lock.env)),
+        "{:?}",
+        request.requests
+    );
+    // Approved without its install (the CLI installs between the yes and the approval):
+    // the run is refused, saying to approve again.
     approve(&registry, "tiny").await;
+    let refused = run(&registry, "tiny", &["python", "scripts/use.py"], Vec::new()).await.unwrap_err();
+    assert!(refused.to_string().contains("skillhost approve tiny"), "{refused}");
+
+    sandbox.install_packages(&lock, &files).await.unwrap();
+    assert_eq!(envs(&env), std::slice::from_ref(&lock.env));
     let out = run(&registry, "tiny", &["python", "scripts/use.py"], Vec::new()).await.unwrap();
     assert_eq!(stdout(&out), "tiny 1.2.3\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
 
-    // The same set installed again (another skill declaring it) reuses the environment.
-    let again = sandbox.install_packages(&scripts.packages, &files).await.unwrap();
-    assert_eq!(again.env, lock.env);
+    // The same set resolved and installed again (another skill declaring it) is the same
+    // lock, and reuses the environment as it is.
+    let marker = env.data.path().join("sandbox/envs").join(&lock.env).join(".skillhost-complete");
+    let made = std::fs::metadata(&marker).unwrap().modified().unwrap();
+    let again = sandbox.resolve_packages(&scripts.packages, &files).await.unwrap();
+    assert_eq!(again, lock);
+    sandbox.install_packages(&again, &files).await.unwrap();
+    assert_eq!(std::fs::metadata(&marker).unwrap().modified().unwrap(), made, "kept, not made again");
+
+    // The same version from another index, with other bytes, is another environment.
+    let other = tempfile::tempdir().unwrap();
+    wheel(other.path(), "1.2.3", "other bytes");
+    let wheels = other.path().to_owned();
+    let elsewhere = Env::with(|config| config.packages.python = skillhost::run::PythonIndex::Wheels(wheels));
+    let (_, other_lock) = resolved_tiny(&elsewhere).await;
+    assert_eq!(other_lock.packages, lock.packages);
+    assert_ne!(other_lock.hashes, lock.hashes);
+    assert_ne!(other_lock.env, lock.env, "an environment is named by its index and artifact hashes, not its list");
+}
+
+/// Issue 40, item 2: an environment is used only when what it records is what its lock
+/// says. One whose manifest was changed, one planted under its name, and one whose files
+/// were changed (poisoned) since it was made are never taken for it: the run is refused,
+/// saying to approve again, and the install (at approval) makes it again.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_environment_that_does_not_match_its_lock_is_never_used() {
+    let index = tempfile::tempdir().unwrap();
+    tiny_wheel(index.path());
+    let poison = tempfile::tempdir().unwrap();
+    wheel(poison.path(), "1.2.3", "poisoned");
+    let wheels = index.path().to_owned();
+    let env = Env::with(|config| config.packages.python = skillhost::run::PythonIndex::Wheels(wheels));
+    let (registry, lock) = resolved_tiny(&env).await;
+    let files = registry.entry("tiny").unwrap().loaded.as_ref().unwrap().files.clone();
+    let sandbox = env.host.sandbox().unwrap();
+    let dir = env.data.path().join("sandbox/envs").join(&lock.env);
+    let tiny = || async { run(&registry, "tiny", &["python", "scripts/use.py"], Vec::new()).await };
+    let refused_saying_approve = |result: Result<RunOutput, RegistryError>| {
+        let error = result.expect_err("the environment is not used").to_string();
+        assert!(error.contains("skillhost approve tiny") && error.contains(&lock.env), "{error}");
+    };
+
+    // Planted before any install: a poisoned tinypkg under the lock's name, marked complete
+    // by a manifest of the list alone (what an environment was keyed by before).
+    let planted = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new(fixtures::python::venv().join("bin/uv"))
+        .args(["venv", "--no-config", "--quiet", "--python"])
+        .arg(fixtures::python::venv().join("bin/python"))
+        .arg(planted.path().join("env"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = std::process::Command::new(fixtures::python::venv().join("bin/uv"))
+        .args(["pip", "install", "--no-config", "--quiet", "--no-index", "--find-links"])
+        .arg(poison.path())
+        .arg("--python")
+        .arg(planted.path().join("env/bin/python"))
+        .arg("tinypkg==1.2.3")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(planted.path().join("env/.skillhost-complete"), "tinypkg==1.2.3").unwrap();
+    // A venv's scripts name its path: made where it is used.
+    std::fs::rename(planted.path().join("env"), &dir).unwrap();
+    refused_saying_approve(tiny().await);
+
+    // The install (at approval) replaces it; the run then sees the approved bytes.
+    sandbox.install_packages(&lock, &files).await.unwrap();
+    assert_eq!(stdout(&tiny().await.unwrap()), "tiny 1.2.3\n");
+
+    // Its manifest changed: not used.
+    let marker = dir.join(".skillhost-complete");
+    let manifest = std::fs::read_to_string(&marker).unwrap();
+    assert_eq!(manifest, lock.python_manifest(), "it records what it was made from");
+    std::fs::write(&marker, manifest.replace("tinypkg==1.2.3 sha256:", "tinypkg==1.2.3 sha256:00")).unwrap();
+    refused_saying_approve(tiny().await);
+    sandbox.install_packages(&lock, &files).await.unwrap();
+    assert_eq!(stdout(&tiny().await.unwrap()), "tiny 1.2.3\n");
+
+    // Its files changed under an intact manifest: the install does not keep it.
+    let module = std::fs::read_dir(dir.join("lib")).unwrap().next().unwrap().unwrap().path().join("site-packages/tinypkg/__init__.py");
+    std::fs::write(&module, "VALUE = 'poisoned'\n").unwrap();
+    sandbox.install_packages(&lock, &files).await.unwrap();
+    assert_eq!(stdout(&tiny().await.unwrap()), "tiny 1.2.3\n", "made again from the approved artifacts");
+
+    // A lock changed by hand (a hash of other bytes, the name left) is stale: never run,
+    // not even once approved again.
+    let mut forged = lock.clone();
+    forged.hashes.insert("tinypkg==1.2.3".into(), vec![format!("sha256:{}", "0".repeat(64))]);
+    registry.set_lock("tiny", &forged).await.unwrap();
+    assert!(registry.entry("tiny").unwrap().loaded.as_ref().unwrap().scripts.as_ref().unwrap().lock.is_none(), "stale");
+    let refused = tiny().await.unwrap_err().to_string();
+    assert!(refused.contains("skillhost approve tiny"), "{refused}");
+    approve(&registry, "tiny").await;
+    let refused = tiny().await.unwrap_err().to_string();
+    assert!(refused.contains("not resolved and installed yet") && refused.contains("skillhost approve tiny"), "{refused}");
+    assert!(sandbox.install_packages(&forged, &files).await.unwrap_err().to_string().contains("approve it again"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -576,35 +726,73 @@ async fn node_packages_of_a_lockfile_are_installed_at_approval_and_found_by_scri
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("npm-cache");
     let lock = tiny_node_package(work.path(), &cache);
-    let npm_args = vec!["--offline".into(), "--cache".into(), cache.into_os_string()];
-    let env = Env::with(|config| config.npm_args = npm_args);
+    let env = Env::with(|config| config.packages.npm.offline_cache = Some(cache.clone()));
     let manifest = r#"{"name": "skill", "version": "0.0.0", "private": true, "dependencies": {"tinynode": "1.0.0"}}"#;
     let script = "import tiny from 'tinynode';\nconsole.log(tiny.shout('hi'));\n";
     env.skill("noder", &[("package.json", manifest), ("package-lock.json", &lock), ("scripts/shout.mjs", script)]);
     env.skill("unlocked", &[("package.json", manifest), ("scripts/x.js", "")]);
     let git = lock.replace("https://registry.npmjs.org/tinynode/-/tinynode-1.0.0.tgz", "git+ssh://git@example.com/evil.git");
     env.skill("gitdep", &[("package.json", manifest), ("package-lock.json", &git), ("scripts/x.js", "")]);
+    // Issue 40, item 3: a lockfile whose `resolved` points at another host is refused at
+    // load, naming the line, whatever its integrity says.
+    let elsewhere = lock.replace("https://registry.npmjs.org/tinynode/", "https://evil.example/tinynode/");
+    env.skill("elsewhere", &[("package.json", manifest), ("package-lock.json", &elsewhere), ("scripts/x.js", "")]);
+    let lookalike = lock.replace("https://registry.npmjs.org/tinynode/", "https://registry.npmjs.org.evil.example/tinynode/");
+    env.skill("lookalike", &[("package.json", manifest), ("package-lock.json", &lookalike), ("scripts/x.js", "")]);
     let registry = env.open().await;
 
-    for (name, says) in [("unlocked", "no package-lock.json"), ("gitdep", "not a registry tarball")] {
+    for (name, says) in [
+        ("unlocked", "no package-lock.json"),
+        ("gitdep", "not a registry tarball"),
+        (
+            "elsewhere",
+            "package-lock.json:3: \"node_modules/tinynode\" resolves to \"https://evil.example/tinynode/-/tinynode-1.0.0.tgz\", which is not on this host's npm registry https://registry.npmjs.org/",
+        ),
+        ("lookalike", "package-lock.json:3: \"node_modules/tinynode\" resolves to \"https://registry.npmjs.org.evil.example/"),
+    ] {
         let error = registry.entry(name).unwrap().error.as_ref().map(ToString::to_string).unwrap_or_default();
         assert!(error.contains(says), "{name}: {error}");
     }
     let request = registry.approval_request("noder").unwrap();
-    assert!(request.requests.iter().any(|l| l.contains("not installed yet") && l.contains("tinynode@1.0.0")), "{:?}", request.requests);
+    let from = format!("https://registry.npmjs.org/ (offline, from the npm cache {})", cache.display());
+    assert!(
+        request.requests.iter().any(|l| l.contains("not installed yet") && l.contains(&from) && l.contains("tinynode@1.0.0")),
+        "{:?}",
+        request.requests
+    );
     approve(&registry, "noder").await;
     let refused = run(&registry, "noder", &["node", "scripts/shout.mjs"], Vec::new()).await.unwrap_err();
     assert!(refused.to_string().contains("skillhost approve noder"), "{refused}");
 
+    // Resolving runs no npm and installs nothing: the lockfile is the resolution.
     let files = registry.entry("noder").unwrap().loaded.as_ref().unwrap().files.clone();
-    let lock = env.host.sandbox().unwrap().install_packages(&[], &files).await.unwrap();
-    assert_eq!(lock.node.as_ref().map(|n| n.packages.clone()), Some(vec!["tinynode@1.0.0".to_owned()]));
+    let sandbox = env.host.sandbox().unwrap();
+    let lock = sandbox.resolve_packages(&[], &files).await.unwrap();
+    let node = lock.node.clone().unwrap();
+    assert_eq!(node.packages, ["tinynode@1.0.0"]);
+    assert_eq!(node.registry, "https://registry.npmjs.org/");
+    assert_eq!(envs(&env), Vec::<String>::new());
     registry.set_lock("noder", &lock).await.unwrap();
     let request = registry.approval_request("noder").unwrap();
-    assert!(request.requests.iter().any(|l| l.starts_with("node package tinynode@1.0.0")), "{:?}", request.requests);
+    let integrity = &node.integrity["tinynode@1.0.0"];
+    assert!(integrity.starts_with("sha512-"));
+    assert!(request.requests.iter().any(|l| l == &format!("node package tinynode@1.0.0 {integrity}")), "{:?}", request.requests);
+    assert!(request.requests.iter().any(|l| l.starts_with(&format!("node packages from {from}")) && l.contains(&node.env)));
     approve(&registry, "noder").await;
+    sandbox.install_packages(&lock, &files).await.unwrap();
+    assert_eq!(envs(&env), std::slice::from_ref(&node.env));
     let out = run(&registry, "noder", &["node", "scripts/shout.mjs"], Vec::new()).await.unwrap();
     assert_eq!(stdout(&out), "HI!\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
+
+    // Its recorded manifest changed: not used, and made again at the next install.
+    let marker = env.data.path().join("sandbox/envs").join(&node.env).join(".skillhost-complete");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), node.manifest());
+    std::fs::write(&marker, node.manifest().replace("registry https://registry.npmjs.org/", "registry https://evil.example/")).unwrap();
+    let refused = run(&registry, "noder", &["node", "scripts/shout.mjs"], Vec::new()).await.unwrap_err();
+    assert!(refused.to_string().contains("skillhost approve noder"), "{refused}");
+    sandbox.install_packages(&lock, &files).await.unwrap();
+    let out = run(&registry, "noder", &["node", "scripts/shout.mjs"], Vec::new()).await.unwrap();
+    assert_eq!(stdout(&out), "HI!\n");
 }
 
 /// An HTTP server on 127.0.0.1 answering every request with 200 until dropped: its port,

@@ -213,7 +213,8 @@ fn print_forged(forged: &Forged) {
 
 /// The host's config file: `DATA_DIR/config.toml`, or the file `SKILLHOST_CONFIG` names.
 /// It holds `skills_from` (other agents' skill folders to serve read-only, as
-/// `--skills-from`), `[forge]` (the forge's caps), `[forge.llm]`, `[sandbox]` and `[sources]`.
+/// `--skills-from`), `[forge]` (the forge's caps), `[forge.llm]`, `[sandbox]`, `[sources]`
+/// and `[packages]`.
 #[derive(Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostConfig {
@@ -225,6 +226,49 @@ struct HostConfig {
     sandbox: SandboxSection,
     #[serde(default)]
     sources: crate::sources::SourcesSection,
+    #[serde(default)]
+    packages: PackagesSection,
+}
+
+/// `[packages]` of the host config: where the packages skills' scripts declare come from,
+/// the only sources uv and npm are handed (whatever `uv.toml`, `.npmrc` or environment the
+/// host was started with), shown in every approval request of a skill with packages.
+///
+/// ```toml
+/// [packages]
+/// python_index = "https://pypi.org/simple"      # the default; https, or http to loopback
+/// # python_wheels = "/srv/wheels"               # instead: these wheels only, no index
+/// npm_registry = "https://registry.npmjs.org/"  # the default; every lockfile URL must be on it
+/// # npm_offline_cache = "/srv/npm-cache"        # install from this npm cache only
+/// ```
+#[derive(Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PackagesSection {
+    python_index: Option<String>,
+    python_wheels: Option<PathBuf>,
+    npm_registry: Option<String>,
+    npm_offline_cache: Option<PathBuf>,
+}
+
+/// `[packages]` of the host config, checked, or why it cannot be read or used: an
+/// approval refuses to resolve or install from sources other than those a human wrote.
+pub fn package_sources(data_dir: &Path) -> Result<skillhost::run::PackageSources> {
+    use skillhost::run::{NpmRegistry, PackageSources, PythonIndex};
+    let (path, config) = host_config(data_dir)?;
+    let section = config.packages;
+    let python = match (section.python_index, section.python_wheels) {
+        (Some(_), Some(_)) => bail!("{}: [packages] names both python_index and python_wheels; keep one", path.display()),
+        (Some(url), None) => PythonIndex::Url(url),
+        (None, Some(dir)) => PythonIndex::Wheels(dir),
+        (None, None) => PythonIndex::default(),
+    };
+    let npm = NpmRegistry {
+        url: section.npm_registry.unwrap_or_else(|| skillhost::run::NPM_REGISTRY.to_owned()),
+        offline_cache: section.npm_offline_cache,
+    };
+    let sources = PackageSources { python, npm };
+    sources.check().map_err(|e| anyhow::anyhow!("{}: [packages]: {e}", path.display()))?;
+    Ok(sources)
 }
 
 /// `[sandbox]` of the host config.

@@ -58,6 +58,11 @@ pub fn config(data_dir: &Path) -> BwrapConfig {
     let mut config = BwrapConfig::new(data_dir.join("sandbox"));
     config.venv = Some(venv_dir(data_dir));
     config.allow_weaker = crate::forge::sandbox_allow_weaker(data_dir);
+    // `approve` reads the section again and stops on an error rather than install from
+    // the defaults instead of the sources a human named.
+    config.packages = crate::forge::package_sources(data_dir)
+        .inspect_err(|e| tracing::warn!("no `[packages]` from the host config: {e:#}"))
+        .unwrap_or_default();
     if let Ok(exe) = std::env::current_exe() {
         config.init = Some(vec![exe.clone().into_os_string(), skillhost_sandbox::run::init::SUBCOMMAND.into()]);
         config.shim = Some(vec![exe.into_os_string(), shim::SUBCOMMAND.into()]);

@@ -33,7 +33,12 @@ use crate::manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest};
 use crate::name::SkillName;
 
 mod command;
+mod packages;
 pub use command::{INTERPRETERS, StartForm, StartedScript, command_starts_script};
+pub use packages::{
+    EnvKind, NPM_REGISTRY, NodeLock, NodePackages, NpmRegistry, PYPI, PackageLock, PackageSources, PythonIndex, declared_node, env_kind,
+    env_name,
+};
 
 /// The largest policy file read, in bytes.
 pub const MAX_POLICY_BYTES: usize = 16 * 1024;
@@ -140,8 +145,9 @@ fn pep723_dependencies(text: &str) -> Result<Option<Vec<String>>, String> {
 }
 
 /// Whether `requirement` is a plain one: a name, extras, version specifiers and markers,
-/// no option, URL or direct reference.
-fn check_requirement(requirement: &str) -> Result<(), String> {
+/// no option, URL or direct reference (what an installer could read as anything but a
+/// package of the host's index).
+pub fn check_requirement(requirement: &str) -> Result<(), String> {
     let bad = |why: &str| Err(format!("`{}` {why}; write `NAME==VERSION` or `NAME>=VERSION`", crate::text::quote(requirement, 80)));
     if requirement.is_empty() || requirement.len() > 200 {
         return bad("is empty or longer than 200 bytes");
@@ -158,132 +164,6 @@ fn check_requirement(requirement: &str) -> Result<(), String> {
         return bad("is not a requirement");
     }
     Ok(())
-}
-
-/// The node packages a skill's scripts declare: a `package.json` with dependencies and
-/// the `package-lock.json` beside it (at the skill's root or in `scripts/`), which fixes
-/// every package to a version, a registry URL and an integrity hash.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodePackages {
-    /// Where the two files are: `""` or `"scripts/"`.
-    pub dir: String,
-    /// SHA-256 over both files: what a lock of them records.
-    pub hash: String,
-    /// Every package the lockfile installs (dev ones left out), `name@version`, sorted.
-    pub packages: Vec<String>,
-}
-
-/// The node packages `files` declare, if any (see [`NodePackages`]). A `package.json` with
-/// dependencies but no lockfile, a lockfile older than npm 7's (no `packages`), or an
-/// entry that is not a registry tarball with an integrity hash (a link, a git or file
-/// source) is refused, naming the file: the host installs from its registry only.
-pub fn declared_node(files: &BTreeMap<String, Vec<u8>>) -> Result<Option<NodePackages>, String> {
-    let Some(dir) = ["", "scripts/"].into_iter().find(|dir| files.contains_key(&format!("{dir}package.json"))) else { return Ok(None) };
-    let manifest_path = format!("{dir}package.json");
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&files[&manifest_path]).map_err(|e| format!("{manifest_path}: not valid JSON: {e}"))?;
-    if manifest.get("dependencies").and_then(serde_json::Value::as_object).is_none_or(serde_json::Map::is_empty) {
-        return Ok(None);
-    }
-    let lock_path = format!("{dir}package-lock.json");
-    let lock_bytes = files.get(&lock_path).ok_or_else(|| {
-        format!(
-            "{manifest_path} declares dependencies but there is no {lock_path} beside it; run `npm install --package-lock-only` and add it"
-        )
-    })?;
-    let lock: serde_json::Value = serde_json::from_slice(lock_bytes).map_err(|e| format!("{lock_path}: not valid JSON: {e}"))?;
-    let entries = lock
-        .get("packages")
-        .and_then(serde_json::Value::as_object)
-        .ok_or_else(|| format!("{lock_path} has no `packages` (a lockfile of npm 6 or older); write it again with npm 7 or newer"))?;
-    let mut packages = Vec::new();
-    for (key, entry) in entries {
-        let Some((_, name)) = key.rsplit_once("node_modules/") else { continue };
-        if entry.get("dev") == Some(&serde_json::Value::Bool(true)) {
-            continue;
-        }
-        let field = |f: &str| entry.get(f).and_then(serde_json::Value::as_str);
-        let shown = crate::text::quote(key, 120);
-        let (Some(version), Some(resolved), Some(_)) = (field("version"), field("resolved"), field("integrity")) else {
-            return Err(format!("{lock_path}: {shown} has no version, resolved URL or integrity; only registry packages can be installed"));
-        };
-        let plain = |text: &str| !text.is_empty() && text.len() <= 214 && text.chars().all(|c| c.is_ascii_graphic());
-        if !plain(name) || !plain(version) {
-            return Err(format!("{lock_path}: {shown} is not a plain package name and version"));
-        }
-        if !resolved.starts_with("https://") || entry.get("link").is_some() {
-            return Err(format!("{lock_path}: {shown} comes from `{}`, not a registry tarball", crate::text::quote(resolved, 120)));
-        }
-        packages.push(format!("{name}@{version}"));
-    }
-    packages.sort();
-    packages.dedup();
-    if packages.len() > MAX_PACKAGES * 8 {
-        return Err(format!("{lock_path} installs {} packages, more than the {} a skill may", packages.len(), MAX_PACKAGES * 8));
-    }
-    let mut hasher = sha2::Sha256::new();
-    hasher.update(&files[&manifest_path]);
-    hasher.update(lock_bytes);
-    Ok(Some(NodePackages { dir: dir.to_owned(), hash: hex::encode(hasher.finalize()), packages }))
-}
-
-/// The packages a skill's scripts declared, resolved to exact versions when a human
-/// approved them, and the environments they were installed into (kept beside its policy;
-/// written by the host, never by the skill).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PackageLock {
-    /// The hash of what was declared ([`declared_hash`](Self::declared_hash)): a changed
-    /// declaration makes it stale.
-    pub declared: String,
-    /// Every Python package installed, `name==version`, sorted.
-    #[serde(default)]
-    pub packages: Vec<String>,
-    /// The Python environment's name (`py-HASH`, by the hash of `packages`), shared by
-    /// skills with the same set; empty when none was declared.
-    #[serde(default)]
-    pub env: String,
-    /// The node packages installed, when declared.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<NodeLock>,
-}
-
-/// Node packages as installed from a skill's lockfile.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeLock {
-    /// Every package, `name@version`, sorted.
-    pub packages: Vec<String>,
-    /// The environment's name (`node-HASH`, by the hash of the two files), shared by
-    /// skills with the same lockfile.
-    pub env: String,
-}
-
-impl PackageLock {
-    /// The hash a lock of the Python requirements `declared` and the node packages `node`
-    /// records.
-    pub fn declared_hash(declared: &[String], node: Option<&NodePackages>) -> String {
-        let node = node.map_or("", |n| n.hash.as_str());
-        hex::encode(sha2::Sha256::digest(format!("{}\nnode {node}", declared.join("\n"))))
-    }
-
-    /// Read the lock at `path`, if there is one.
-    pub fn read(path: &Path) -> Result<Option<Self>, String> {
-        match std::fs::read(path) {
-            Ok(bytes) if bytes.len() <= MAX_POLICY_BYTES * 4 => {
-                let text = std::str::from_utf8(&bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
-                toml::from_str(text).map(Some).map_err(|e| format!("{}: {}", path.display(), e.message()))
-            }
-            Ok(_) => Err(format!("{}: too large", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", path.display())),
-        }
-    }
-
-    /// Its file's text.
-    pub fn to_toml(&self) -> String {
-        toml::to_string(self).unwrap_or_default()
-    }
 }
 
 /// A host directory a human granted to a skill's scripts, seen at `/host/NAME`.
@@ -948,32 +828,6 @@ mod tests {
             "[[secrets]]\nname = \"t\"\nheader = \"A\"\nhosts = [\"http://not-allowed\"]\n",
         ] {
             assert!(RunPolicy::parse(bad, Path::new("p.toml")).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn node_packages_come_from_a_lockfile_of_registry_tarballs() {
-        let manifest = r#"{"dependencies": {"a": "^1"}}"#;
-        let entry = |resolved: &str| {
-            format!(
-                r#"{{"lockfileVersion": 3, "packages": {{"": {{}}, "node_modules/a": {{"version": "1.2.0", "resolved": "{resolved}", "integrity": "sha512-x"}}, "node_modules/a/node_modules/@s/b": {{"version": "2.0.0", "resolved": "https://r/b.tgz", "integrity": "sha512-y"}}, "node_modules/dev": {{"version": "9.0.0", "dev": true}}}}}}"#
-            )
-        };
-        let lock = entry("https://registry.npmjs.org/a/-/a-1.2.0.tgz");
-        let node = declared_node(&files(&[("scripts/package.json", manifest), ("scripts/package-lock.json", &lock)])).unwrap().unwrap();
-        assert_eq!(node.dir, "scripts/");
-        assert_eq!(node.packages, ["@s/b@2.0.0", "a@1.2.0"]);
-        assert_eq!(declared_node(&files(&[("package.json", r#"{"name": "x"}"#)])).unwrap(), None, "no dependencies");
-        for (files, says) in [
-            (files(&[("package.json", manifest)]), "no package-lock.json"),
-            (files(&[("package.json", manifest), ("package-lock.json", &entry("file:../a.tgz"))]), "not a registry tarball"),
-            (files(&[("package.json", manifest), ("package-lock.json", r#"{"lockfileVersion": 1, "dependencies": {}}"#)]), "npm 6"),
-            (
-                files(&[("package.json", manifest), ("package-lock.json", &entry("https://r/a.tgz").replace("1.2.0", "1.2.0\\u001b[2J"))]),
-                "not a plain package name",
-            ),
-        ] {
-            assert!(declared_node(&files).unwrap_err().contains(says), "{says}");
         }
     }
 

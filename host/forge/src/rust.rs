@@ -50,6 +50,8 @@ pub const TARGET: &str = "wasm32-wasip2";
 pub const SDK_MOUNT: &str = "/sdk";
 const VENDOR_MOUNT: &str = "/vendor";
 const BUILD_MOUNT: &str = "/build";
+/// The size of the empty tmpfs a build runs in (its working directory, see [`build`]).
+const BUILD_CWD_BYTES: u64 = 64 << 10;
 /// Largest build output kept (the tail), bytes.
 const MAX_OUTPUT: usize = 16 << 10;
 /// Most diagnostics returned.
@@ -119,10 +121,47 @@ fn jail(forge_dir: &Path, programs: Programs, sysroot: &Path, cache: &Path) -> A
     Arc::new(jail)
 }
 
-/// Find the Rust sysroot (with the wasm32-wasip2 standard library) and bwrap/prlimit.
-fn sysroot() -> Result<PathBuf, ForgeError> {
+/// The variables of the host's environment the host-side Rust tools (`rustc --print
+/// sysroot`, `cargo vendor`) are handed: where rustup and cargo keep their toolchains and
+/// caches, which toolchain, and how this machine reaches the network. Nothing else (no
+/// `CARGO_BUILD_*`, `RUSTFLAGS`, `CARGO_SOURCE_*` of the caller's shell) reaches them.
+const RUST_TOOL_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "CARGO_HTTP_CAINFO",
+];
+
+/// `program` as the host runs a Rust tool: in `cwd` (a directory of the forge's, never
+/// the one the host was started in, so neither a `.cargo/config.toml` nor a
+/// `rust-toolchain.toml` there applies), with only [`RUST_TOOL_ENV`] of the host's
+/// environment.
+fn rust_tool(program: &std::ffi::OsStr, cwd: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command.current_dir(cwd).env_clear();
+    for name in RUST_TOOL_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command
+}
+
+/// Find the Rust sysroot (with the wasm32-wasip2 standard library), asking rustc from
+/// `cwd` (see [`rust_tool`]).
+fn sysroot(cwd: &Path) -> Result<PathBuf, ForgeError> {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let out = std::process::Command::new(&rustc)
+    let out = rust_tool(&rustc, cwd)
         .args(["--print", "sysroot"])
         .output()
         .map_err(|e| ForgeError::Setup(format!("cannot run rustc ({e}); install Rust with rustup to build Rust skills")))?;
@@ -201,7 +240,11 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
         move |e: std::io::Error| ForgeError::Setup(format!("{what}: {e}"))
     };
     let programs = Programs::find(None, None).map_err(|e| ForgeError::Setup(format!("cannot build skills: {e}")))?;
-    let sysroot = reachable_sysroot(sysroot()?, forge_dir);
+    std::fs::create_dir_all(forge_dir).map_err(setup("cannot create the forge's directory"))?;
+    // Absolute: the tools run from directories of their own.
+    let forge_dir = &std::path::absolute(forge_dir).map_err(setup("cannot make the forge's directory absolute"))?;
+    let workspace = &std::path::absolute(workspace).map_err(setup("cannot make the SDK workspace absolute"))?;
+    let sysroot = reachable_sysroot(sysroot(forge_dir)?, forge_dir);
     let root_toml =
         std::fs::read_to_string(workspace.join("Cargo.toml")).map_err(setup(&format!("cannot read {}/Cargo.toml", workspace.display())))?;
     let mut hasher = Sha256::new();
@@ -229,7 +272,9 @@ pub(crate) fn toolchain(forge_dir: &Path, workspace: &Path) -> Result<Toolchain,
     // Offline first (the local registry cache usually has everything), then online.
     let mut last = String::new();
     for offline in [true, false] {
-        let mut command = std::process::Command::new(&cargo);
+        // From the template's directory: cargo reads the configuration of the directory it
+        // runs in and its parents, which are the forge's.
+        let mut command = rust_tool(&cargo, &template);
         command.args(["vendor", "--quiet", "--manifest-path"]).arg(template.join("Cargo.toml")).arg(&vendor);
         if offline {
             command.arg("--offline");
@@ -409,7 +454,11 @@ pub(crate) async fn build(
             open_files: 1024,
         },
         net: None,
-        workspace: None,
+        // cargo's working directory: an empty tmpfs, so that no configuration is found
+        // there or above it (cargo reads `.cargo/config.toml` from its working directory
+        // up, never from the manifest's); the source at `/skill` and `/build/src` is only
+        // named by `--manifest-path`. The stager refuses hidden files besides.
+        workspace: Some(BUILD_CWD_BYTES),
         init: None,
         node_modules: None,
     };

@@ -34,8 +34,9 @@ pub struct Scripts {
     pub packages: Vec<String>,
     /// The node packages its `package.json` and lockfile declare.
     pub node: Option<skillhost_core::NodePackages>,
-    /// Those packages as resolved and installed when a human approved them; `None` until
-    /// then, or when the declaration changed since.
+    /// Those packages as resolved before a human was asked (installed once approved);
+    /// `None` until then, or when the declaration or the host's package sources changed
+    /// since ([`PackageLock::fresh`](skillhost_core::PackageLock::fresh)).
     pub lock: Option<skillhost_core::PackageLock>,
 }
 
@@ -69,11 +70,13 @@ impl Scripts {
         if !self.declares_packages() {
             return self.policy.digest();
         }
-        let node = self.node.as_ref().map_or_else(String::new, |n| n.packages.join(" "));
-        let resolved = self.lock.as_ref().map_or_else(
-            || format!("unresolved {} node {node}", self.packages.join(" ")),
-            |l| format!("{} node {node}", l.packages.join(" ")),
-        );
+        // Resolved: the exact packages, their hashes, sources and environments; before
+        // that, what is declared (the lockfile's hash binds its URLs and hashes).
+        let node = self.node.as_ref().map_or_else(String::new, |n| format!("{} {}", n.hash, n.packages.join(" ")));
+        let resolved = self
+            .lock
+            .as_ref()
+            .map_or_else(|| format!("unresolved {} node {node}", self.packages.join(" ")), |l| format!("resolved {}", l.binding()));
         let both = format!("{}\n{resolved}", self.policy.digest());
         format!("scripts-{}", hex::encode(<sha2::Sha256 as sha2::Digest>::digest(both)))
     }

@@ -84,6 +84,13 @@ pub struct RegistryConfig {
     /// bytes that went in and came out, its duration. Default: `None` (runs are not
     /// audited); the host plugs in its audit log (`Host::open_registry`).
     pub audit: Option<skillhost_store::audit::RunAudit>,
+    /// Where the packages skills' scripts declare come from: every `resolved` URL of a
+    /// skill's `package-lock.json` must lie on its npm registry (a skill whose lockfile
+    /// names another host fails to load, naming the line), a lock resolved from other
+    /// sources is stale, and an approval request names both sources. Default:
+    /// [`PackageSources::default`](skillhost_core::run::PackageSources) (PyPI,
+    /// registry.npmjs.org); `Host::open_registry` sets its sandbox's.
+    pub packages: skillhost_core::run::PackageSources,
 }
 
 impl RegistryConfig {
@@ -101,6 +108,7 @@ impl RegistryConfig {
             limits: SizeLimits::default(),
             load_in_background: false,
             audit: None,
+            packages: Default::default(),
         }
     }
 

@@ -445,18 +445,21 @@ impl Registry {
         };
         let packages = skillhost_core::run::declared_packages(files, &policy)
             .map_err(|reason| RegistryError::BadScripts { name: name.to_owned(), reason })?;
-        let node =
-            skillhost_core::run::declared_node(files).map_err(|reason| RegistryError::BadScripts { name: name.to_owned(), reason })?;
+        let sources = &self.config.packages;
+        let node = skillhost_core::run::declared_node(files, &sources.npm)
+            .map_err(|reason| RegistryError::BadScripts { name: name.to_owned(), reason })?;
         let path = self.lock_path(identity);
         let lock = skillhost_core::PackageLock::read(&path).map_err(|reason| policy_error(&path, reason))?;
-        let declared = skillhost_core::PackageLock::declared_hash(&packages, node.as_ref());
-        let lock = lock.filter(|l| (!packages.is_empty() || node.is_some()) && l.declared == declared);
+        // A lock of other packages, from other sources, or not whole is stale: resolved
+        // and approved again before anything runs.
+        let lock = lock.filter(|l| (!packages.is_empty() || node.is_some()) && l.fresh(&packages, node.as_ref(), sources).is_ok());
         Ok(Some(Scripts { files: scripts, policy, policy_from, packages, node, lock }))
     }
 
-    /// Record the packages of `name`'s scripts as resolved and installed (the host's step
-    /// before a human is asked to approve) and load the skill again, so that its approval
-    /// request shows the exact versions.
+    /// Record the packages of `name`'s scripts as resolved (the host's step before a human
+    /// is asked to approve; nothing is installed until the human said yes) and load the
+    /// skill again, so that its approval request shows the exact versions, their hashes
+    /// and where they come from.
     pub async fn set_lock(&self, name: &str, lock: &skillhost_core::PackageLock) -> Result<(), RegistryError> {
         let (_, identity) = self.identity_of(name)?;
         self.write_beside(name, &self.lock_path(&identity), &lock.to_toml()).await
@@ -930,7 +933,13 @@ impl Registry {
                         let explicit = scripts.policy.grants_writes_or_secrets() || scripts.policy.any_command;
                         let tier = if explicit { RiskTier::Explicit } else { RiskTier::Confirm };
                         let jail = SkillCode::Server { dir: candidate.path.clone(), files: files.clone() };
-                        (SCRIPTS_RUNTIME, tier, scripts.digest(), script_requests(scripts, &self.policy), self.runtime.weakened(&jail))
+                        (
+                            SCRIPTS_RUNTIME,
+                            tier,
+                            scripts.digest(),
+                            script_requests(scripts, &self.policy, &self.config.packages),
+                            self.runtime.weakened(&jail),
+                        )
                     }
                 };
                 Ok(Loaded {
@@ -1065,8 +1074,9 @@ fn data_held(manifest: &skillhost_core::SkillManifest, data_dir: &std::path::Pat
 }
 
 /// What a SKILL.md skill with scripts asks for, one line each: every script with its
-/// hash, then what its policy grants and the limits of each run.
-fn script_requests(scripts: &Scripts, host: &skillhost_core::Policy) -> Vec<String> {
+/// hash, then what its policy grants, its packages (where they come from, each with its
+/// hashes) and the limits of each run.
+fn script_requests(scripts: &Scripts, host: &skillhost_core::Policy, sources: &skillhost_core::run::PackageSources) -> Vec<String> {
     let mut lines = vec![format!(
         "runs its scripts in the jail ({} script(s), each below with its SHA-256) under {}",
         scripts.files.len(),
@@ -1078,26 +1088,40 @@ fn script_requests(scripts: &Scripts, host: &skillhost_core::Policy) -> Vec<Stri
     lines.extend(scripts.policy.requests());
     match &scripts.lock {
         Some(lock) => {
+            if !lock.packages.is_empty() {
+                lines.push(format!(
+                    "Python packages from {} for Python {}, resolved with the hash of every artifact; installed into environment {} once approved, each artifact checked against its hashes",
+                    lock.index, lock.python, lock.env
+                ));
+            }
             for package in &lock.packages {
-                lines.push(format!("package {package} (resolved at approval, installed into environment {})", lock.env));
+                lines.push(format!("package {package} {}", lock.hashes.get(package).map(|h| h.join(" ")).unwrap_or_default()));
             }
             if let Some(node) = &lock.node {
+                lines.push(format!(
+                    "node packages from {} (every `resolved` URL of its {}package-lock.json is on it), installed into environment {} once approved, each checked against its integrity hash",
+                    sources.npm.describe(),
+                    scripts.node.as_ref().map_or("", |n| n.dir.as_str()),
+                    node.env
+                ));
                 for package in &node.packages {
-                    lines.push(format!("node package {package} (from its package-lock.json, installed into environment {})", node.env));
+                    lines.push(format!("node package {package} {}", node.integrity.get(package).map_or("", String::as_str)));
                 }
             }
         }
         None if scripts.declares_packages() => {
             if !scripts.packages.is_empty() {
                 lines.push(format!(
-                    "packages declared, not resolved yet (`skillhost approve` resolves them and shows exact versions): {}",
+                    "packages declared, not resolved yet (`skillhost approve` resolves them from {} and shows exact versions and hashes): {}",
+                    sources.python.describe(),
                     scripts.packages.join(", ")
                 ));
             }
             if let Some(node) = &scripts.node {
                 lines.push(format!(
-                    "node packages declared by its {}package-lock.json, not installed yet (`skillhost approve` installs them): {}",
+                    "node packages declared by its {}package-lock.json, from {}, not installed yet (`skillhost approve` installs them once approved): {}",
                     node.dir,
+                    sources.npm.describe(),
                     node.packages.join(", ")
                 ));
             }

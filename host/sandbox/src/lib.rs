@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use skillhost_core::run::PackageSources;
 use skillhost_core::{
     Annotations, Grant, LoadError, NoSecrets, SecretSource, Skill, SkillCode, SkillName, SkillRuntime, SkillSource, ToolSpec,
 };
@@ -69,14 +70,14 @@ pub struct BwrapConfig {
     /// [`run::init`]): the program a run of a skill's scripts starts in the jail, bound
     /// into it read-only. Default: none, and runs fail saying so.
     pub init: Option<Vec<OsString>>,
-    /// Extra arguments for uv when it resolves and installs a skill's packages at
-    /// approval (`--index-url URL`, or `--no-index --find-links DIR`). Default: none, uv's
-    /// own defaults (PyPI, or `UV_INDEX_URL`).
-    pub package_index: Vec<OsString>,
-    /// Extra arguments for `npm ci` when it installs a skill's node packages at approval
-    /// (`--registry URL`, or `--offline --cache DIR`). Default: none, npm's own
-    /// configuration.
-    pub npm_args: Vec<OsString>,
+    /// Where the packages skills' scripts declare come from: the Python index (or a
+    /// directory of wheels) and the npm registry (or an npm cache, offline). uv and npm
+    /// are handed these and nothing else: they run in a private empty directory, with
+    /// their configuration files off and a cleared environment, so no `uv.toml`,
+    /// `.npmrc` or `UV_*`/`npm_config_*` variable of wherever the host was started
+    /// chooses an index. Shown in every approval request of a skill with packages.
+    /// Default: [`PackageSources::default`] (PyPI and registry.npmjs.org).
+    pub packages: PackageSources,
     /// How networked skills reach the network: the egress proxy each of their servers
     /// gets applies these (resolver, audit sink, timeouts, caps). Default:
     /// [`NetConfig::default`] (system resolver, no audit).
@@ -130,8 +131,7 @@ impl BwrapConfig {
             prlimit: None,
             shim: None,
             init: None,
-            package_index: Vec::new(),
-            npm_args: Vec::new(),
+            packages: PackageSources::default(),
             net: Arc::new(NetConfig::default()),
             idle_timeout: Duration::from_secs(300),
             start_timeout: Duration::from_secs(30),
@@ -157,6 +157,7 @@ impl std::fmt::Debug for BwrapConfig {
             .field("init", &self.init)
             .field("idle_timeout", &self.idle_timeout)
             .field("allow_weaker", &self.allow_weaker)
+            .field("packages", &self.packages)
             .finish_non_exhaustive()
     }
 }

@@ -354,9 +354,14 @@ impl Host {
     /// loading one skill directly (development, `inspect`), outside the trust store.
     /// Whatever `config.audit` says, runs of skills' scripts are recorded in this host's
     /// audit log ([`Host::audit`]), beside their outbound requests, with the values of its
-    /// secrets kept out of the commands recorded.
+    /// secrets kept out of the commands recorded; and whatever `config.packages` says,
+    /// skills' packages come from the sources of this host's sandbox
+    /// ([`BwrapConfig::packages`]), the only ones it installs from.
     pub async fn open_registry(&self, mut config: RegistryConfig) -> Result<Arc<Registry>, HostError> {
         config.audit = Some(skillhost_store::audit::RunAudit { log: self.audit.clone(), secrets: Some(self.secrets.clone()) });
+        if let Ok(sandbox) = &self.sandbox {
+            config.packages = sandbox.package_sources().clone();
+        }
         let runtime: Arc<dyn skillhost_core::SkillRuntime> = Arc::new(self.runtimes());
         Ok(Registry::open(config, runtime, self.policy.clone()).await?)
     }

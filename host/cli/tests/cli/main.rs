@@ -12,6 +12,7 @@ mod install;
 mod languages;
 mod load;
 mod mcp;
+mod packages;
 mod runs;
 mod session;
 mod skills_from;

@@ -1,163 +1,535 @@
-//! The packages a skill's scripts declare, resolved and installed when a human approves
-//! the skill, never at run time ([`BwrapRuntime::install_packages`]):
+//! The packages a skill's scripts declare: resolved before a human is asked to approve
+//! the skill (metadata only, nothing installed: [`BwrapRuntime::resolve_packages`]),
+//! installed only once the human said yes ([`BwrapRuntime::install_packages`]), never at
+//! run time.
 //!
 //! - Python: uv (from PyPI, installed into the managed venv by `skillhost setup python`)
-//!   resolves the requirements to exact versions for the managed venv's Python, then
-//!   installs exactly that set, wheels only (no package's build code runs on the host),
-//!   into `<work_dir>/envs/py-HASH`, named by the hash of the set and shared by every
-//!   skill with the same set; a run uses it instead of the managed venv.
-//! - Node: `npm ci --ignore-scripts --omit=dev` installs exactly what the skill's
-//!   `package-lock.json` names (no install script runs) into `<work_dir>/envs/node-HASH`,
-//!   named by the hash of its `package.json` and lockfile; a run sees it at
-//!   `/node_modules`, where node's resolution finds it from any script under `/skill`.
+//!   resolves the requirements to exact versions for the managed venv's Python, with the
+//!   hash of every artifact (`uv pip compile --generate-hashes`), wheels only (no package's
+//!   build code runs on the host); once approved it installs exactly that set, each
+//!   artifact checked against its hashes (`--require-hashes`), into `<work_dir>/envs/py-HASH`.
+//! - Node: the skill's `package-lock.json` is the resolution: every `resolved` URL on the
+//!   host's registry, every package with its integrity hash
+//!   ([`declared_node`](skillhost_core::run::declared_node), checked at load). Once
+//!   approved, `npm ci --ignore-scripts --omit=dev` installs exactly that (no install
+//!   script runs) into `<work_dir>/envs/node-HASH`, seen by a run at `/node_modules`.
 //!
-//! Both are bound read-only into the jails of their runs.
+//! **A tool the host runs for a skill reads only what the host hands it.** uv and npm run
+//! in a private empty directory (never the directory the host was started in), with a
+//! private empty `HOME`, their configuration discovery off (uv `--no-config`; npm's user
+//! and global config pointing at empty files the host wrote, its project the staging
+//! directory the host made), a cleared environment (only `PATH`, the proxy variables and
+//! the CA trust variables of the host's, see [`PASSED_ENV`]), and the index or registry
+//! the host's configuration names ([`BwrapConfig::packages`](crate::BwrapConfig::packages)).
 //!
-//! uv was chosen over pip for Python: it resolves a set to exact versions without installing it
-//! (`uv pip compile`), refuses source builds with one flag, is one static binary from
-//! PyPI, and installs a resolved set in well under a second from its cache.
-
-use std::ffi::OsString;
-use std::path::PathBuf;
-use std::process::Stdio;
+//! **An environment is named by everything that decides its bytes**: `PREFIX-` and the hash
+//! of its manifest ([`env_name`]): the index or registry, the Python, every package with
+//! its artifact hashes (the lockfile's hash for node). It records that manifest (written
+//! last, when complete) and the digest of its tree; a run uses it only when the recorded
+//! manifest hashes to the name its lock gives ([`BwrapRuntime::check_env`]), and an
+//! install reuses it only when its tree is still the one recorded. Skills with the same
+//! manifest share one environment; a run binds it read-only.
+//!
+//! uv was chosen over pip for Python: it resolves a set to exact versions and hashes
+//! without installing it (`uv pip compile`), refuses source builds with one flag, is one
+//! static binary from PyPI, and installs a resolved set in well under a second from its
+//! cache.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 
 use sha2::Digest;
-use skillhost_core::{NodeLock, NodePackages, PackageLock};
+use skillhost_core::run::{EnvKind, NodeLock, PackageLock, PythonIndex, declared_node, env_kind, env_name};
 use tokio::io::AsyncWriteExt;
 
 use crate::BwrapRuntime;
 
-/// Why the packages could not be resolved or installed.
+/// Why a skill's packages could not be resolved or installed (the message says which).
 #[derive(Debug, thiserror::Error)]
-#[error("cannot install its packages: {0}")]
+#[error("{0}")]
 pub struct PackagesError(String);
 
-/// The file that marks an environment as complete.
+/// The file that marks an environment as complete: the manifest it was made from.
 const COMPLETE: &str = ".skillhost-complete";
+/// The digest of an environment's tree (every path, mode, link target and file hash),
+/// written before [`COMPLETE`].
+const TREE: &str = ".skillhost-tree";
+/// The largest manifest read back.
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// How long one uv or npm may take.
+const TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The variables of the host's environment a package tool is handed besides `PATH`:
+/// how this machine reaches the network (proxies) and whom it trusts (CA bundles). No
+/// `UV_*`, `PIP_*` or `npm_config_*` variable reaches a tool.
+pub const PASSED_ENV: &[&str] = &[
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+];
 
 impl BwrapRuntime {
-    /// Resolve and install what a skill's scripts declare: `python` (plain requirements,
-    /// see [`declared_packages`](skillhost_core::run::declared_packages)) and the node
-    /// packages of its `files` ([`declared_node`](skillhost_core::run::declared_node)),
-    /// each into its shared environment (kept when it is already there): the lock to
-    /// record for the skill.
-    pub async fn install_packages(&self, python: &[String], files: &BTreeMap<String, Vec<u8>>) -> Result<PackageLock, PackagesError> {
-        let node = skillhost_core::run::declared_node(files).map_err(PackagesError)?;
-        let (packages, env) = if python.is_empty() { (Vec::new(), String::new()) } else { self.install_python(python).await? };
-        let node_lock = match &node {
-            Some(node) => Some(self.install_node(node, files).await?),
-            None => None,
-        };
-        Ok(PackageLock { declared: PackageLock::declared_hash(python, node.as_ref()), packages, env, node: node_lock })
+    /// Where this runtime takes packages from ([`BwrapConfig::packages`](crate::BwrapConfig::packages)).
+    pub fn package_sources(&self) -> &skillhost_core::run::PackageSources {
+        &self.inner.config.packages
     }
 
-    /// Resolve `declared` with uv and install the set: its packages and environment.
-    async fn install_python(&self, declared: &[String]) -> Result<(Vec<String>, String), PackagesError> {
-        let fail = |what: String| PackagesError(what);
-        let venv = self.venv().ok_or_else(|| fail("this host has no managed Python venv; run `skillhost setup python`".into()))?;
+    /// Resolve what a skill's scripts declare, installing nothing: `python` (plain
+    /// requirements, see [`declared_packages`](skillhost_core::run::declared_packages))
+    /// to exact versions and artifact hashes from the host's index (metadata only), and
+    /// the node packages of its `files` as their lockfile fixes them. The lock to record
+    /// for the skill, so that its approval request shows exactly what will be installed
+    /// and from where; install it with [`install_packages`](Self::install_packages) once
+    /// a human approved it.
+    pub async fn resolve_packages(&self, python: &[String], files: &BTreeMap<String, Vec<u8>>) -> Result<PackageLock, PackagesError> {
+        let sources = &self.inner.config.packages;
+        sources.check().map_err(|e| PackagesError(format!("this host's package sources: {e}")))?;
+        let node = declared_node(files, &sources.npm).map_err(PackagesError)?;
+        let mut lock = PackageLock { declared: PackageLock::declared_hash(python, node.as_ref()), ..PackageLock::default() };
+        if !python.is_empty() {
+            let (hashes, python_id) = self.resolve_python(python).await?;
+            lock.index = sources.python.describe();
+            lock.python = python_id;
+            lock.packages = hashes.keys().cloned().collect();
+            lock.hashes = hashes;
+            lock.env = env_name(EnvKind::Python, &lock.python_manifest());
+        }
+        lock.node = node.as_ref().map(|node| NodeLock::of(node, &sources.npm));
+        Ok(lock)
+    }
+
+    /// Install exactly what `lock` (from [`resolve_packages`](Self::resolve_packages),
+    /// approved by a human) names, each set into its environment, an environment already
+    /// there and intact kept; `files` are the skill's (its `package.json` and lockfile).
+    /// Refused when the lock is not this host's (another index, registry or Python) or
+    /// not the files' anymore: resolve and approve again.
+    pub async fn install_packages(&self, lock: &PackageLock, files: &BTreeMap<String, Vec<u8>>) -> Result<(), PackagesError> {
+        self.inner.config.packages.check().map_err(|e| PackagesError(format!("this host's package sources: {e}")))?;
+        if !lock.packages.is_empty() {
+            self.install_python(lock).await?;
+        }
+        if let Some(node) = &lock.node {
+            self.install_node(node, files).await?;
+        }
+        Ok(())
+    }
+
+    /// uv and the managed venv.
+    fn uv(&self) -> Result<(PathBuf, &crate::Venv), PackagesError> {
+        let venv = self.venv().ok_or_else(|| PackagesError("this host has no managed Python venv; run `skillhost setup python`".into()))?;
         let uv = venv.dir.join("bin/uv");
         if !uv.is_file() {
-            return Err(fail(format!("{} is missing; run `skillhost setup python`, which installs uv into the venv", uv.display())));
+            return Err(PackagesError(format!(
+                "{} is missing; run `skillhost setup python`, which installs uv into the venv",
+                uv.display()
+            )));
         }
-        let python = venv.python();
-        let index = &self.inner.config.package_index;
-        let mut compile: Vec<OsString> =
-            ["pip", "compile", "-", "--quiet", "--no-header", "--no-annotate", "--only-binary", ":all:", "--python"]
-                .map(OsString::from)
-                .into();
-        compile.push(python.clone().into_os_string());
-        compile.extend(index.iter().cloned());
-        let resolved = run_tool(&uv, &compile, Some(declared.join("\n")), None)
+        Ok((uv, venv))
+    }
+
+    /// uv's arguments naming the host's index, and nothing else.
+    fn index_args(&self) -> Vec<OsString> {
+        match &self.inner.config.packages.python {
+            PythonIndex::Url(url) => vec!["--index-url".into(), url.into()],
+            PythonIndex::Wheels(dir) => vec!["--no-index".into(), "--find-links".into(), dir.into()],
+        }
+    }
+
+    /// The environment a run of uv gets besides the scrubbed base: its cache (the host's,
+    /// shared), no progress bars, no Python downloads, no configuration file.
+    fn uv_env(&self) -> Vec<(OsString, OsString)> {
+        vec![
+            ("UV_CACHE_DIR".into(), self.inner.config.work_dir.join("cache/uv").into()),
+            ("UV_NO_PROGRESS".into(), "1".into()),
+            ("UV_PYTHON_DOWNLOADS".into(), "never".into()),
+            ("UV_NO_CONFIG".into(), "1".into()),
+        ]
+    }
+
+    /// Resolve `declared` with uv (metadata only): each package (`name==version`) with
+    /// its artifact hashes, and the Python they are for.
+    async fn resolve_python(&self, declared: &[String]) -> Result<(BTreeMap<String, Vec<String>>, String), PackagesError> {
+        for requirement in declared {
+            skillhost_core::run::check_requirement(requirement).map_err(PackagesError)?;
+        }
+        let (uv, venv) = self.uv()?;
+        let scratch = Scratch::new(&self.inner.config.work_dir)?;
+        let mut compile: Vec<OsString> = [
+            "pip",
+            "compile",
+            "-",
+            "--no-config",
+            "--quiet",
+            "--no-header",
+            "--no-annotate",
+            "--generate-hashes",
+            "--only-binary",
+            ":all:",
+            "--python",
+        ]
+        .map(OsString::from)
+        .into();
+        compile.push(venv.python().into_os_string());
+        compile.extend(self.index_args());
+        let index = self.inner.config.packages.python.describe();
+        let resolved = run_tool(&uv, &compile, Some(declared.join("\n")), &scratch, &self.uv_env())
             .await
-            .map_err(|e| fail(format!("uv could not resolve {}: {e}", declared.join(", "))))?;
-        let mut packages: Vec<String> =
-            resolved.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_owned).collect();
-        packages.sort();
-        let env = format!("py-{}", &hex::encode(sha2::Sha256::digest(packages.join("\n")))[..16]);
-        let dir = self.inner.config.work_dir.join("envs").join(&env);
-        if !dir.join(COMPLETE).is_file() {
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir).map_err(|e| fail(format!("cannot clear the unfinished {}: {e}", dir.display())))?;
-            }
-            std::fs::create_dir_all(dir.parent().unwrap_or(&dir)).map_err(|e| fail(e.to_string()))?;
-            let mut make: Vec<OsString> = ["venv", "--quiet", "--python"].map(OsString::from).into();
-            make.push(python.into_os_string());
-            make.push(dir.clone().into_os_string());
-            run_tool(&uv, &make, None, None).await.map_err(|e| fail(format!("uv could not make {}: {e}", dir.display())))?;
-            let mut install: Vec<OsString> =
-                ["pip", "install", "--quiet", "--no-deps", "--only-binary", ":all:", "--python"].map(OsString::from).into();
-            install.push(dir.join("bin/python").into_os_string());
-            install.extend(index.iter().cloned());
-            install.extend(packages.iter().map(OsString::from));
-            run_tool(&uv, &install, None, None).await.map_err(|e| fail(format!("uv could not install {}: {e}", packages.join(", "))))?;
-            std::fs::write(dir.join(COMPLETE), packages.join("\n")).map_err(|e| fail(e.to_string()))?;
-        }
-        Ok((packages, env))
+            .map_err(|e| PackagesError(format!("uv could not resolve {} from {index}: {e}", declared.join(", "))))?;
+        let hashes = parse_resolved(&resolved)
+            .map_err(|e| PackagesError(format!("uv's resolution of {} from {index}: {e}", declared.join(", "))))?;
+        Ok((hashes, python_identity(venv)))
     }
 
-    /// Install what `node`'s lockfile names with `npm ci`, into its shared environment.
-    async fn install_node(&self, node: &NodePackages, files: &BTreeMap<String, Vec<u8>>) -> Result<NodeLock, PackagesError> {
+    /// Install the Python set of `lock` into its environment.
+    async fn install_python(&self, lock: &PackageLock) -> Result<(), PackagesError> {
         let fail = |what: String| PackagesError(what);
-        let npm = skillhost_jail::which("npm").ok_or_else(|| fail("`npm` was not found on PATH; install node and npm".into()))?;
-        let env = format!("node-{}", &node.hash[..16]);
-        let envs = self.inner.config.work_dir.join("envs");
-        let dir = envs.join(&env);
-        if !dir.join(COMPLETE).is_file() {
-            std::fs::create_dir_all(&envs).map_err(|e| fail(e.to_string()))?;
-            // Made aside and renamed: npm ci's tree has no absolute paths.
-            let staging = tempfile::Builder::new().prefix(".staging-node-").tempdir_in(&envs).map_err(|e| fail(e.to_string()))?;
-            for file in ["package.json", "package-lock.json"] {
-                std::fs::write(staging.path().join(file), &files[&format!("{}{file}", node.dir)]).map_err(|e| fail(e.to_string()))?;
-            }
-            let mut args: Vec<OsString> =
-                ["ci", "--ignore-scripts", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"].map(OsString::from).into();
-            args.extend(self.inner.config.npm_args.iter().cloned());
-            run_tool(&npm, &args, None, Some(staging.path()))
-                .await
-                .map_err(|e| fail(format!("npm could not install {}: {e}", node.packages.join(", "))))?;
-            std::fs::write(staging.path().join(COMPLETE), node.packages.join("\n")).map_err(|e| fail(e.to_string()))?;
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir).map_err(|e| fail(format!("cannot clear the unfinished {}: {e}", dir.display())))?;
-            }
-            let staged = staging.keep();
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755));
-            std::fs::rename(&staged, &dir).map_err(|e| fail(format!("cannot move the environment into place: {e}")))?;
+        let (uv, venv) = self.uv()?;
+        let index = self.inner.config.packages.python.describe();
+        if lock.index != index {
+            return Err(fail(format!(
+                "its Python packages were resolved from {}, and this host's index is now {index}; approve it again to resolve them from there",
+                lock.index
+            )));
         }
-        Ok(NodeLock { packages: node.packages.clone(), env })
+        let python = python_identity(venv);
+        if lock.python != python {
+            return Err(fail(format!(
+                "its Python packages were resolved for Python {}, and this host's managed Python is {python}; approve it again to resolve them for it",
+                lock.python
+            )));
+        }
+        let manifest = lock.python_manifest();
+        if lock.env != env_name(EnvKind::Python, &manifest) || lock.packages.iter().any(|p| lock.hashes.get(p).is_none_or(Vec::is_empty)) {
+            return Err(fail("its lock is not whole (an environment not named by its packages and hashes); approve it again".into()));
+        }
+        let dir = self.inner.config.work_dir.join("envs").join(&lock.env);
+        if intact(&dir, &manifest).await {
+            return Ok(());
+        }
+        clear(&dir)?;
+        std::fs::create_dir_all(dir.parent().unwrap_or(&dir)).map_err(|e| fail(e.to_string()))?;
+        let scratch = Scratch::new(&self.inner.config.work_dir)?;
+        let result = async {
+            let mut make: Vec<OsString> = ["venv", "--no-config", "--quiet", "--python"].map(OsString::from).into();
+            make.push(venv.python().into_os_string());
+            make.push(dir.clone().into_os_string());
+            run_tool(&uv, &make, None, &scratch, &self.uv_env())
+                .await
+                .map_err(|e| fail(format!("uv could not make {}: {e}", dir.display())))?;
+            let requirements = scratch.write(
+                "requirements.txt",
+                &lock
+                    .packages
+                    .iter()
+                    .map(|p| format!("{p} {}\n", lock.hashes[p].iter().map(|h| format!("--hash={h}")).collect::<Vec<_>>().join(" ")))
+                    .collect::<String>(),
+            )?;
+            let mut install: Vec<OsString> =
+                // Copies, not links into uv's cache: a file changed in one environment
+                // changes neither the cache nor the next environment made from it.
+                ["pip", "install", "--no-config", "--quiet", "--no-deps", "--require-hashes", "--link-mode", "copy", "--only-binary", ":all:", "--python"]
+                    .map(OsString::from)
+                    .into();
+            install.push(dir.join("bin/python").into_os_string());
+            install.extend(self.index_args());
+            install.extend(["-r".into(), requirements.into_os_string()]);
+            run_tool(&uv, &install, None, &scratch, &self.uv_env())
+                .await
+                .map_err(|e| fail(format!("uv could not install {} from {index}: {e}", lock.packages.join(", "))))?;
+            complete(&dir, &manifest).await
+        }
+        .await;
+        if result.is_err() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        result
     }
 
-    /// The directory of the environment `name` (a [`PackageLock::env`] or
-    /// [`NodeLock::env`]), if it is complete.
-    pub(crate) fn package_env(&self, name: &str) -> Option<PathBuf> {
-        let hash = name.strip_prefix("py-").or_else(|| name.strip_prefix("node-"));
-        let valid = hash.is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+    /// Install what the lockfile of `files` names, as `lock` recorded it, with `npm ci`.
+    async fn install_node(&self, lock: &NodeLock, files: &BTreeMap<String, Vec<u8>>) -> Result<(), PackagesError> {
+        let fail = |what: String| PackagesError(what);
+        let registry = &self.inner.config.packages.npm;
+        let node = declared_node(files, registry).map_err(fail)?.ok_or_else(|| fail("it declares no node packages any more".into()))?;
+        if NodeLock::of(&node, registry) != *lock {
+            return Err(fail(format!(
+                "its node packages were locked from {} for other files, and this host's registry is {}; approve it again",
+                lock.registry,
+                registry.base()
+            )));
+        }
+        let npm = skillhost_jail::which("npm").ok_or_else(|| fail("`npm` was not found on PATH; install node and npm".into()))?;
+        let envs = self.inner.config.work_dir.join("envs");
+        let dir = envs.join(&lock.env);
+        let manifest = lock.manifest();
+        if intact(&dir, &manifest).await {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&envs).map_err(|e| fail(e.to_string()))?;
+        // Made aside and renamed: npm ci's tree has no absolute paths.
+        let staging = tempfile::Builder::new().prefix(".staging-node-").tempdir_in(&envs).map_err(|e| fail(e.to_string()))?;
+        for file in ["package.json", "package-lock.json"] {
+            std::fs::write(staging.path().join(file), &files[&format!("{}{file}", node.dir)]).map_err(|e| fail(e.to_string()))?;
+        }
+        let scratch = Scratch::new(&self.inner.config.work_dir)?;
+        let user = scratch.write("npmrc-user", "")?;
+        let global = scratch.write("npmrc-global", "")?;
+        let cache = match &registry.offline_cache {
+            Some(cache) => cache.clone(),
+            None => self.inner.config.work_dir.join("cache/npm"),
+        };
+        let mut args: Vec<OsString> = vec!["ci".into(), "--prefix".into(), staging.path().into()];
+        args.extend(
+            [
+                "--ignore-scripts",
+                "--omit=dev",
+                "--no-audit",
+                "--no-fund",
+                "--update-notifier=false",
+                "--loglevel=error",
+                "--replace-registry-host=never",
+            ]
+            .map(OsString::from),
+        );
+        args.extend(["--userconfig".into(), user.into_os_string(), "--globalconfig".into(), global.into_os_string()]);
+        args.extend(["--registry".into(), registry.base().into(), "--cache".into(), cache.into_os_string()]);
+        if registry.offline_cache.is_some() {
+            args.push("--offline".into());
+        }
+        run_tool(&npm, &args, None, &scratch, &[])
+            .await
+            .map_err(|e| fail(format!("npm could not install {} from {}: {e}", node.packages.join(", "), registry.describe())))?;
+        complete(staging.path(), &manifest).await?;
+        clear(&dir)?;
+        let staged = staging.keep();
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755));
+        std::fs::rename(&staged, &dir).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&staged);
+            fail(format!("cannot move the environment into place: {e}"))
+        })
+    }
+
+    /// The directory of the environment `name` (a lock's [`PackageLock::env`] or
+    /// [`NodeLock::env`]) when it is complete and was made from what its name says: the
+    /// manifest it records hashes to `name`. Else why not, saying to approve again.
+    pub fn check_env(&self, name: &str) -> Result<PathBuf, String> {
+        let kind = env_kind(name).ok_or_else(|| format!("`{name}` is not an environment name of this host; approve the skill again"))?;
         let dir = self.inner.config.work_dir.join("envs").join(name);
-        (valid && dir.join(COMPLETE).is_file()).then_some(dir)
+        let manifest = read_capped(&dir.join(COMPLETE)).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!("environment {name} is not installed on this host; approving the skill again installs it")
+            }
+            _ => format!("environment {name} cannot be read ({e}); approving the skill again installs it again"),
+        })?;
+        if env_name(kind, &manifest) != name {
+            return Err(format!(
+                "environment {name} records another manifest than the one its name binds (made from other packages or another index, or changed); approving the skill again installs it again"
+            ));
+        }
+        Ok(dir)
+    }
+
+    /// [`check_env`](Self::check_env), as an option.
+    pub(crate) fn package_env(&self, name: &str) -> Option<PathBuf> {
+        self.check_env(name).inspect_err(|e| tracing::warn!(env = name, "not used: {e}")).ok()
     }
 }
 
-/// Run `program` (uv, npm) with `args` (stdin `input`, in `cwd`): its stdout, or its
-/// stderr's last lines.
+/// The Python the managed venv runs, as a lock records it: its version and prefix.
+fn python_identity(venv: &crate::Venv) -> String {
+    let cfg = std::fs::read_to_string(venv.dir.join("pyvenv.cfg")).unwrap_or_default();
+    let version = cfg
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| matches!(k.trim(), "version" | "version_info"))
+        .map_or_else(|| "unknown".to_owned(), |(_, v)| v.trim().to_owned());
+    format!("{version} {}", venv.prefix.display())
+}
+
+/// The artifact hashes of each package of `uv pip compile --generate-hashes` output: every
+/// requirement `name==version` (extras allowed), each with at least one `--hash=ALG:HEX`;
+/// anything else (an option, a URL, a requirement without a hash) is refused.
+fn parse_resolved(text: &str) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
+    let mut hashes: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in joined.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let mut words = line.split_whitespace();
+        let requirement = words.next().unwrap_or_default();
+        let shown = skillhost_core::text::quote(line, 120);
+        let (name, version) = requirement.split_once("==").ok_or_else(|| format!("{shown} is not an exact `name==version`"))?;
+        let base = name.split_once('[').map_or(name, |(base, extras)| if extras.ends_with(']') { base } else { "" });
+        let name_ok = !base.is_empty() && base.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+        let version_ok = !version.is_empty() && version.chars().all(|c| c.is_ascii_alphanumeric() || ".+!_-".contains(c));
+        if !name_ok || !version_ok || name.contains("://") {
+            return Err(format!("{shown} is not an exact `name==version`"));
+        }
+        let mut found = Vec::new();
+        for word in words {
+            let hash = word
+                .strip_prefix("--hash=")
+                .ok_or_else(|| format!("{shown} holds `{}`, not a hash", skillhost_core::text::quote(word, 60)))?;
+            let ok = hash.split_once(':').is_some_and(|(algorithm, hex)| {
+                matches!(algorithm, "sha256" | "sha384" | "sha512") && !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit())
+            });
+            if !ok {
+                return Err(format!("{shown}: `{}` is not a hash", skillhost_core::text::quote(hash, 60)));
+            }
+            found.push(hash.to_ascii_lowercase());
+        }
+        if found.is_empty() {
+            return Err(format!("{shown} has no artifact hash"));
+        }
+        found.sort();
+        found.dedup();
+        if hashes.insert(requirement.to_owned(), found).is_some() {
+            return Err(format!("{shown} comes twice"));
+        }
+    }
+    Ok(hashes)
+}
+
+/// Whether the environment `dir` is complete, was made from `manifest` and its tree is
+/// still the one recorded when it was made.
+async fn intact(dir: &Path, manifest: &str) -> bool {
+    if read_capped(&dir.join(COMPLETE)).ok().as_deref() != Some(manifest) {
+        return false;
+    }
+    let Ok(recorded) = read_capped(&dir.join(TREE)) else { return false };
+    let dir = dir.to_owned();
+    let now = tokio::task::spawn_blocking(move || tree_digest(&dir)).await;
+    matches!(now, Ok(Ok(now)) if now == recorded.trim())
+}
+
+/// Mark the environment `dir` complete: its tree's digest, then its manifest.
+async fn complete(dir: &Path, manifest: &str) -> Result<(), PackagesError> {
+    let fail = |e: std::io::Error| PackagesError(format!("cannot record the environment {}: {e}", dir.display()));
+    let owned = dir.to_owned();
+    let digest =
+        tokio::task::spawn_blocking(move || tree_digest(&owned)).await.map_err(|e| fail(std::io::Error::other(e)))?.map_err(fail)?;
+    std::fs::write(dir.join(TREE), format!("{digest}\n")).map_err(fail)?;
+    std::fs::write(dir.join(COMPLETE), manifest).map_err(fail)
+}
+
+/// Remove `dir` if it is there (an unfinished, changed or foreign environment).
+fn clear(dir: &Path) -> Result<(), PackagesError> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(meta) if !meta.is_dir() => std::fs::remove_file(dir),
+        _ => std::fs::remove_dir_all(dir),
+    }
+    .map_err(|e| PackagesError(format!("cannot clear {}: {e}", dir.display())))
+}
+
+/// The text of `path`, at most [`MAX_MANIFEST_BYTES`].
+fn read_capped(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let mut text = String::new();
+    file.take(MAX_MANIFEST_BYTES).read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// SHA-256 over every entry under `dir` (but its two marker files), in name order: each
+/// directory, each link and its target, each file's mode and content hash. Links are
+/// never followed.
+fn tree_digest(dir: &Path) -> std::io::Result<String> {
+    fn walk(root: &Path, relative: &Path, hasher: &mut sha2::Sha256) -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut entries: Vec<_> = std::fs::read_dir(root.join(relative))?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(std::fs::DirEntry::file_name);
+        for entry in entries {
+            let name = entry.file_name();
+            if relative.as_os_str().is_empty() && (name == COMPLETE || name == TREE) {
+                continue;
+            }
+            let path = relative.join(&name);
+            let shown = path.to_string_lossy();
+            let meta = std::fs::symlink_metadata(root.join(&path))?;
+            if meta.is_dir() {
+                hasher.update(format!("d {shown}\n"));
+                walk(root, &path, hasher)?;
+            } else if meta.is_symlink() {
+                hasher.update(format!("l {shown} {}\n", std::fs::read_link(root.join(&path))?.to_string_lossy()));
+            } else if meta.is_file() {
+                let mut file_hash = sha2::Sha256::new();
+                std::io::copy(&mut std::fs::File::open(root.join(&path))?, &mut file_hash)?;
+                hasher.update(format!("f {shown} {:o} {}\n", meta.permissions().mode() & 0o7777, hex::encode(file_hash.finalize())));
+            } else {
+                hasher.update(format!("o {shown}\n"));
+            }
+        }
+        Ok(())
+    }
+    let mut hasher = sha2::Sha256::new();
+    walk(dir, Path::new(""), &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// A private directory for one tool's run (0700, removed when dropped): an empty working
+/// directory, an empty home and the files the host writes for the tool.
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    fn new(work_dir: &Path) -> Result<Self, PackagesError> {
+        let fail = |e: std::io::Error| PackagesError(format!("cannot make a private directory for the package tools: {e}"));
+        let root = work_dir.join("tools");
+        std::fs::create_dir_all(&root).map_err(fail)?;
+        let dir = tempfile::Builder::new().prefix("tool-").tempdir_in(&root).map_err(fail)?;
+        for sub in ["cwd", "home", "tmp"] {
+            std::fs::create_dir(dir.path().join(sub)).map_err(fail)?;
+        }
+        Ok(Self(dir))
+    }
+
+    /// Write `name` with `text` in it (outside the working directory): its path.
+    fn write(&self, name: &str, text: &str) -> Result<PathBuf, PackagesError> {
+        let path = self.0.path().join(name);
+        std::fs::write(&path, text).map_err(|e| PackagesError(format!("cannot write {}: {e}", path.display())))?;
+        Ok(path)
+    }
+}
+
+/// Run `program` (uv, npm) with `args` (stdin `input`) in `scratch`'s empty working
+/// directory, with its empty home, the host's `PATH` and [`PASSED_ENV`] and `env`, nothing
+/// else: its stdout, or its stderr's last lines.
 async fn run_tool(
-    program: &std::path::Path,
+    program: &Path,
     args: &[OsString],
     input: Option<String>,
-    cwd: Option<&std::path::Path>,
+    scratch: &Scratch,
+    env: &[(OsString, OsString)],
 ) -> Result<String, String> {
     let mut command = tokio::process::Command::new(program);
     command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-    if let Some(cwd) = cwd {
-        command.current_dir(cwd);
+    command.current_dir(scratch.0.path().join("cwd")).env_clear();
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    // The tool's own directory first: npm's `#!/usr/bin/env node` finds the node beside it.
+    let path = match program.parent() {
+        Some(dir) => std::env::join_paths(std::iter::once(dir.to_owned()).chain(std::env::split_paths(&path))).unwrap_or(path),
+        None => path,
+    };
+    command.env("PATH", path).env("HOME", scratch.0.path().join("home")).env("TMPDIR", scratch.0.path().join("tmp"));
+    for name in PASSED_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
     }
-    command.env("UV_NO_PROGRESS", "1");
+    command.envs(env.iter().map(|(k, v)| (k, v)));
     let mut child = command.spawn().map_err(|e| format!("cannot start {}: {e}", program.display()))?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(input.unwrap_or_default().as_bytes()).await;
     }
-    let out = tokio::time::timeout(std::time::Duration::from_secs(600), child.wait_with_output())
+    let out = tokio::time::timeout(TOOL_TIMEOUT, child.wait_with_output())
         .await
         .map_err(|_| "it took more than 10 minutes".to_owned())?
         .map_err(|e| e.to_string())?;
@@ -167,4 +539,46 @@ async fn run_tool(
         return Err(tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resolution_is_exact_versions_each_with_its_hashes() {
+        let text = "tinypkg==1.2.3 \\\n    --hash=sha256:F864d5 \\\n    --hash=sha256:00aa\nrich[jupyter]==13.7.1 --hash=sha512:ab\n";
+        let hashes = parse_resolved(text).unwrap();
+        assert_eq!(hashes.keys().collect::<Vec<_>>(), ["rich[jupyter]==13.7.1", "tinypkg==1.2.3"]);
+        assert_eq!(hashes["tinypkg==1.2.3"], ["sha256:00aa", "sha256:f864d5"]);
+        for (bad, says) in [
+            ("tinypkg==1.2.3\n", "no artifact hash"),
+            ("tinypkg>=1.2.3 --hash=sha256:00\n", "not an exact"),
+            ("--index-url https://evil.example/simple\n", "not an exact"),
+            ("evil @ https://evil.example/e.whl --hash=sha256:00\n", "not an exact"),
+            ("tinypkg==1.2.3 --hash=md5:00\n", "not a hash"),
+            ("tinypkg==1.2.3 --find-links=/x\n", "not a hash"),
+            ("a==1 --hash=sha256:00\na==1 --hash=sha256:11\n", "comes twice"),
+        ] {
+            assert!(parse_resolved(bad).unwrap_err().contains(says), "{bad}: {says}");
+        }
+    }
+
+    #[test]
+    fn a_tree_digest_follows_every_byte_mode_and_link_but_not_the_markers() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("lib")).unwrap();
+        std::fs::write(dir.path().join("lib/a.py"), "A = 1\n").unwrap();
+        std::os::unix::fs::symlink("lib/a.py", dir.path().join("link")).unwrap();
+        let first = tree_digest(dir.path()).unwrap();
+        std::fs::write(dir.path().join(COMPLETE), "manifest").unwrap();
+        std::fs::write(dir.path().join(TREE), "x").unwrap();
+        assert_eq!(tree_digest(dir.path()).unwrap(), first, "the markers are not part of the tree");
+        std::fs::write(dir.path().join("lib/a.py"), "A = 2\n").unwrap();
+        let changed = tree_digest(dir.path()).unwrap();
+        assert_ne!(changed, first);
+        std::fs::set_permissions(dir.path().join("lib/a.py"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_ne!(tree_digest(dir.path()).unwrap(), changed);
+    }
 }
