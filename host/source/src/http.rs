@@ -14,7 +14,9 @@
 //! - its scheme is `https`, or `http` to a loopback host (or anywhere with `allow_http`),
 //!   and never `http` when the origin is `https`;
 //! - it is on the origin (the same scheme, host and port), or on a host that
-//!   [`Caps::allow_hosts`] (`[sources] allow_hosts` of the host config) names;
+//!   [`Caps::allow_hosts`] (`[sources] allow_hosts` of the host config) names, or is one
+//!   of the few hosts a well-known registry hands its own fetches to ([`COMPANIONS`]:
+//!   GitHub's and Docker Hub's blob storage and token service);
 //! - every address it connects to is within the origin's [`Reach`]: a source on a public
 //!   address reaches public addresses only, one on a private network also that kind of
 //!   address, one on loopback anything. Loopback, private, link-local, … are egress's
@@ -41,6 +43,20 @@ use url::Url;
 use crate::address::is_loopback;
 use crate::error::SourceError;
 use crate::{Caps, FetchOptions, FetchProgress};
+
+/// The hosts a well-known registry sends its own fetches to (its token service, its blob
+/// storage), each allowed over HTTPS on its default port to a source on that registry
+/// only, as if its `allow_hosts` named them: without them no image of GitHub's or
+/// Docker Hub's registry could be installed. Every other address check still applies.
+pub const COMPANIONS: &[(&str, &[&str])] =
+    &[("ghcr.io", &["pkg-containers.githubusercontent.com"]), ("index.docker.io", &["auth.docker.io", "production.cloudflare.docker.com"])];
+
+/// Whether `target` is a [`COMPANIONS`] host of `origin`.
+fn companion(origin: &Target, target: &Target) -> bool {
+    let (TargetHost::Name(origin_host), TargetHost::Name(host)) = (&origin.host, &target.host) else { return false };
+    let https = |t: &Target| t.scheme == Scheme::Https && t.port == Scheme::Https.default_port();
+    https(origin) && https(target) && COMPANIONS.iter().any(|(registry, hosts)| registry == origin_host && hosts.contains(&host.as_str()))
+}
 
 /// Redirects followed before a fetch is refused.
 pub const MAX_REDIRECTS: usize = 5;
@@ -339,7 +355,7 @@ impl Fetcher {
             (_, e) => e,
         })?;
         let same = target.scheme == self.origin.scheme && target.host == self.origin.host && target.port == self.origin.port;
-        if !same && !self.caps.allow_hosts.iter().any(|rule| rule.matches(&target)) {
+        if !same && !companion(&self.origin, &target) && !self.caps.allow_hosts.iter().any(|rule| rule.matches(&target)) {
             let site = match target.port == target.scheme.default_port() {
                 true => format!("{}://{}", target.scheme, target.host),
                 false => format!("{}://{}:{}", target.scheme, target.host, target.port),
@@ -695,6 +711,34 @@ mod tests {
         assert!(reason.contains("another host") && reason.contains("add \"https://other.test:8443\" to `allow_hosts`"), "{reason}");
         let reason = refusal(&fetcher, "http://cdn.corp.test/x").await;
         assert!(reason.contains("plain HTTP"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn a_well_known_registry_reaches_its_own_blob_storage_and_token_service_only() {
+        let lookup = Table::lookup(&[
+            ("ghcr.io", &[&["140.82.112.33"]]),
+            ("pkg-containers.githubusercontent.com", &[&["185.199.108.154"]]),
+            ("index.docker.io", &[&["54.198.86.24"]]),
+            ("auth.docker.io", &[&["54.236.113.205"]]),
+            ("production.cloudflare.docker.com", &[&["104.16.99.215"]]),
+            ("evil.githubusercontent.com", &[&["127.0.0.1"]]),
+            ("skills.corp.test", &[&["93.184.215.14"]]),
+        ]);
+        let caps = caps(lookup, &[]);
+        let by = Named::Remote("a redirect".into());
+        let ghcr = Fetcher::new(&url("https://ghcr.io/"), &caps).await.unwrap();
+        ghcr.check(&url("https://pkg-containers.githubusercontent.com/ghcr1/blobs/sha256:ab"), &by).await.unwrap();
+        // Only its own companions, only over HTTPS on the default port.
+        assert!(refusal(&ghcr, "https://production.cloudflare.docker.com/x").await.contains("another host"));
+        assert!(refusal(&ghcr, "https://pkg-containers.githubusercontent.com:8443/x").await.contains("another host"));
+        assert!(refusal(&ghcr, "http://pkg-containers.githubusercontent.com/x").await.contains("plain HTTP"));
+        assert!(refusal(&ghcr, "https://evil.githubusercontent.com/x").await.contains("another host"));
+        let hub = Fetcher::new(&url("https://index.docker.io/"), &caps).await.unwrap();
+        hub.check(&url("https://auth.docker.io/token?scope=repository:a/b:pull"), &by).await.unwrap();
+        hub.check(&url("https://production.cloudflare.docker.com/registry-v2/x"), &by).await.unwrap();
+        // Another registry does not inherit them.
+        let other = Fetcher::new(&url("https://skills.corp.test/"), &caps).await.unwrap();
+        assert!(refusal(&other, "https://pkg-containers.githubusercontent.com/x").await.contains("another host"));
     }
 
     #[tokio::test]
