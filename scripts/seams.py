@@ -14,6 +14,9 @@ use):
 3. The block between `<!-- crate-graph -->` and `<!-- /crate-graph -->` in ARCHITECTURE.md
    lists every skillhost host crate once, as `skillhost-X → skillhost-Y, skillhost-Z`
    (`→ (none)` for none), exactly its direct skillhost dependencies.
+4. No file git tracks is over MAX_TRACKED_BYTES unless LARGE_FILES names it: a core dump,
+   a build output or a model committed by mistake is caught before it lands (every clone
+   would carry it for ever). Outside a git work tree this check says so and is skipped.
 
 Exits 1 naming what broke and what to do; 0 otherwise. `--print` prints the graph block
 as it should read. Used by scripts/test.sh before the tests.
@@ -37,6 +40,9 @@ ABOVE_THE_SEAM = [
 ]
 FORGE_MAY_USE = {"skillhost-core", "skillhost-package", "skillhost-registry", "skillhost-jail"}
 ENGINE = "wasmtime"
+MAX_TRACKED_BYTES = 1 << 20
+# Tracked files allowed over MAX_TRACKED_BYTES, each with why. None so far.
+LARGE_FILES = {}
 
 
 def metadata():
@@ -87,6 +93,25 @@ def drawn(graph, crates):
     return lines
 
 
+def oversized(root):
+    """Tracked files over MAX_TRACKED_BYTES not in LARGE_FILES, as problems; None outside git."""
+    listed = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True)
+    if listed.returncode != 0:
+        return None
+    problems = []
+    for name in listed.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        path = os.path.join(root, name)
+        if not name or name in LARGE_FILES or not os.path.isfile(path) or os.path.islink(path):
+            continue
+        size = os.path.getsize(path)
+        if size > MAX_TRACKED_BYTES:
+            problems.append(
+                f"{name} is tracked and {size / (1 << 20):.1f} MiB, over the {MAX_TRACKED_BYTES >> 20} MiB a tracked file may be: "
+                f"`git rm --cached {name}` (and ignore it), or add it to LARGE_FILES in scripts/seams.py saying why"
+            )
+    return problems
+
+
 def main():
     meta = metadata()
     graph = normal_graph(meta)
@@ -126,6 +151,11 @@ def main():
                 + "\n  "
                 + "\n  ".join(f"+ {line}" for line in sorted(set(expected) - set(have)))
             )
+    large = oversized(root)
+    if large is None:
+        print("seams: not a git work tree; the tracked-file size check is skipped", file=sys.stderr)
+    else:
+        problems.extend(large)
     for problem in problems:
         print(f"seams: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -9,7 +9,7 @@ if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 source scripts/setup.sh
 
 # Gates before the tests (a full run only): the code is rustfmt-clean, every declared
-# dependency is used, no runtime leaks above the seam (and ARCHITECTURE.md draws the
+# dependency is used, no runtime leaks above the seam, no tracked file is over 1 MiB (and ARCHITECTURE.md draws the
 # crate graph as it is), and clippy has nothing to say (warnings are errors).
 if [ "$#" = 0 ]; then
     echo "test: cargo fmt --check, unused dependencies, seams, cargo clippy -D warnings" >&2
