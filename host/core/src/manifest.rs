@@ -434,14 +434,14 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 fn fix_for(message: &str) -> String {
     if message.starts_with("unknown field") {
-        "remove it or correct its spelling; the keys skill.toml accepts are listed in README.md".into()
+        "remove it or correct its spelling; the keys skill.toml accepts are listed in docs/writing-skills.md".into()
     } else if let Some(rest) = message.strip_prefix("missing field `") {
         let field = rest.split('`').next().unwrap_or("");
-        format!("add `{field} = ...` (see README.md for the skill.toml format)")
+        format!("add `{field} = ...` (see docs/writing-skills.md for the skill.toml format)")
     } else if message.starts_with("unknown variant") {
         "use one of the values listed".into()
     } else {
-        "fix the TOML at that position (see README.md for the skill.toml format)".into()
+        "fix the TOML at that position (see docs/writing-skills.md for the skill.toml format)".into()
     }
 }
 

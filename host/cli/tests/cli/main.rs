@@ -4,6 +4,7 @@
 
 mod audit;
 mod clients;
+mod docs;
 mod examples;
 mod forge;
 mod generic;
