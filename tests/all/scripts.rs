@@ -554,6 +554,17 @@ async fn an_environment_that_does_not_match_its_lock_is_never_used() {
     sandbox.install_packages(&lock, &files).await.unwrap();
     assert_eq!(stdout(&tiny().await.unwrap()), "tiny 1.2.3\n", "made again from the approved artifacts");
 
+    // Round 5: a link in its place, to a copy whose manifest matches, is never bound (the
+    // run binds the environment by path): refused, naming the link.
+    let aside = dir.with_extension("aside");
+    std::fs::rename(&dir, &aside).unwrap();
+    std::os::unix::fs::symlink(&aside, &dir).unwrap();
+    let error = tiny().await.expect_err("a linked environment is not used").to_string();
+    assert!(error.contains("skillhost approve tiny") && error.contains(&lock.env), "{error}");
+    std::fs::remove_file(&dir).unwrap();
+    std::fs::rename(&aside, &dir).unwrap();
+    assert_eq!(stdout(&tiny().await.unwrap()), "tiny 1.2.3\n");
+
     // A lock changed by hand (a hash of other bytes, the name left) is stale: never run,
     // not even once approved again.
     let mut forged = lock.clone();

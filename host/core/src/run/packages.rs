@@ -233,8 +233,18 @@ pub fn declared_node(files: &BTreeMap<String, Vec<u8>>, registry: &NpmRegistry) 
                 registry.base()
             ));
         }
-        if entry.get("dev") == Some(&serde_json::Value::Bool(true)) {
+        // Dev packages are never installed; a bundled one is never fetched: its files come
+        // inside its parent's tarball, which its parent's hash checks, and it is not shown
+        // as a package of its own checked by a hash of its own.
+        if [entry.get("dev"), entry.get("inBundle")].contains(&Some(&serde_json::Value::Bool(true))) {
             continue;
+        }
+        if field("name").is_some_and(|real| real != name) {
+            return Err(format!(
+                "{}: {shown} is an alias of {} (`npm:`); the host installs each package under its own name only",
+                at(key, key),
+                crate::text::quote(field("name").unwrap_or_default(), 120)
+            ));
         }
         let (Some(version), Some(resolved), Some(integrity)) = (field("version"), field("resolved"), field("integrity")) else {
             return Err(format!(
@@ -253,9 +263,20 @@ pub fn declared_node(files: &BTreeMap<String, Vec<u8>>, registry: &NpmRegistry) 
                 crate::text::quote(resolved, 120)
             ));
         }
+        // The registry's own tarball of exactly this name and version: a URL on the
+        // registry but of another package would be installed under this name.
+        let file = name.rsplit_once('/').map_or(name, |(_, base)| base);
+        let tarball = format!("{}{name}/-/{file}-{version}.tgz", registry.base());
+        if resolved != tarball {
+            return Err(format!(
+                "{}: {shown} resolves to {}, which is not the registry's tarball of {name}@{version} ({tarball})",
+                at(resolved, key),
+                crate::text::quote(resolved, 160)
+            ));
+        }
         let integrity_ok = integrity.split_whitespace().all(|one| {
             one.split_once('-').is_some_and(|(algorithm, digest)| {
-                matches!(algorithm, "sha512" | "sha384" | "sha256" | "sha1")
+                matches!(algorithm, "sha512" | "sha384" | "sha256")
                     && !digest.is_empty()
                     && digest.chars().all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c))
             })
@@ -568,6 +589,48 @@ mod tests {
         assert!(declared_node(&files(&[("package.json", MANIFEST), ("package-lock.json", &beside)]), &mirror).is_err());
         let npmjs = lockfile("https://registry.npmjs.org/a/-/a-1.2.0.tgz");
         assert!(declared_node(&files(&[("package.json", MANIFEST), ("package-lock.json", &npmjs)]), &mirror).is_err());
+    }
+
+    /// Attack (round 5): the request shows each node package by the name its lockfile key
+    /// gives; a `resolved` URL on the registry but of another package (`lodash` installed
+    /// from `evilpkg`'s tarball), an alias, a weak hash, or an entry "in a bundle" (never
+    /// fetched, its files come in the parent's tarball) must not be shown as that package,
+    /// checked by its own hash.
+    #[test]
+    fn a_node_package_is_the_registrys_tarball_of_the_name_it_is_shown_by() {
+        let npm = NpmRegistry::default();
+        let of = |key: &str, entry: &str| {
+            let lock = format!("{{\"lockfileVersion\": 3, \"packages\": {{\"\": {{}}, \"{key}\": {entry}}}}}");
+            declared_node(&files(&[("package.json", MANIFEST), ("package-lock.json", &lock)]), &npm)
+        };
+        let good =
+            r#"{"version": "4.17.21", "resolved": "https://registry.npmjs.org/lodash/-/lodash-4.17.21.tgz", "integrity": "sha512-v2k"}"#;
+        assert_eq!(of("node_modules/lodash", good).unwrap().unwrap().packages, ["lodash@4.17.21"]);
+        let scoped = r#"{"version": "2.0.0", "resolved": "https://registry.npmjs.org/@s/b/-/b-2.0.0.tgz", "integrity": "sha512-y"}"#;
+        assert_eq!(of("node_modules/@s/b", scoped).unwrap().unwrap().packages, ["@s/b@2.0.0"]);
+        for (key, entry, says) in [
+            (
+                "node_modules/lodash",
+                r#"{"version": "4.17.21", "resolved": "https://registry.npmjs.org/evilpkg/-/evilpkg-1.0.0.tgz", "integrity": "sha512-x"}"#,
+                "is not the registry's tarball of lodash@4.17.21",
+            ),
+            (
+                "node_modules/lodash",
+                r#"{"version": "4.17.21", "resolved": "https://registry.npmjs.org/lodash/-/lodash-4.17.20.tgz", "integrity": "sha512-x"}"#,
+                "is not the registry's tarball of lodash@4.17.21",
+            ),
+            (
+                "node_modules/lodash",
+                r#"{"name": "evilpkg", "version": "1.0.0", "resolved": "https://registry.npmjs.org/evilpkg/-/evilpkg-1.0.0.tgz", "integrity": "sha512-x"}"#,
+                "an alias",
+            ),
+            ("node_modules/lodash", &good.replace("sha512-v2k", "sha1-abc"), "integrity that is not a hash"),
+        ] {
+            let error = of(key, entry).unwrap_err();
+            assert!(error.contains(says), "{entry}: {error}");
+        }
+        let bundled = of("node_modules/evilpkg2/node_modules/lodash", &good.replace("{", r#"{"inBundle": true, "#)).unwrap();
+        assert_eq!(bundled.unwrap().packages, Vec::<String>::new(), "a bundled entry is not shown as a package checked on its own");
     }
 
     #[test]

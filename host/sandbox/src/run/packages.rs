@@ -325,6 +325,16 @@ impl BwrapRuntime {
     pub fn check_env(&self, name: &str) -> Result<PathBuf, String> {
         let kind = env_kind(name).ok_or_else(|| format!("`{name}` is not an environment name of this host; approve the skill again"))?;
         let dir = self.inner.config.work_dir.join("envs").join(name);
+        // Bound by path: a link planted in its place (or at its `node_modules`) would bind
+        // what it points to.
+        for path in [dir.clone(), dir.join("node_modules")] {
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(format!(
+                    "environment {name} is not used: {} is a link, not the directory the host made; approving the skill again installs it again",
+                    path.display()
+                ));
+            }
+        }
         let manifest = read_capped(&dir.join(COMPLETE)).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => {
                 format!("environment {name} is not installed on this host; approving the skill again installs it")
@@ -430,10 +440,12 @@ fn clear(dir: &Path) -> Result<(), PackagesError> {
     .map_err(|e| PackagesError(format!("cannot clear {}: {e}", dir.display())))
 }
 
-/// The text of `path`, at most [`MAX_MANIFEST_BYTES`].
+/// The text of `path`, at most [`MAX_MANIFEST_BYTES`], `path` itself not a link.
 fn read_capped(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
-    let file = std::fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never through a link planted in its place.
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32).open(path)?;
     let mut text = String::new();
     file.take(MAX_MANIFEST_BYTES).read_to_string(&mut text)?;
     Ok(text)
