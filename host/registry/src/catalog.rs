@@ -268,19 +268,21 @@ impl ApprovalRequest {
         let name = &self.name;
         // Each section is host-written lines under a host-written heading.
         let source = self.provenance.as_ref().map(Provenance::lines).unwrap_or_default();
-        let sections: [(&str, &[String]); 5] = [
-            ("It asks to run with:", &self.requests),
-            ("Its sandbox runs without (the host's config accepts it):", &self.sandbox_without),
-            ("Against the last approval (+ asked now, - no longer asked):", &self.diff),
-            ("Its files against the last approval (+ added, ~ changed, - removed):", &self.files),
-            ("Where its files came from:", &source),
+        // The two comparisons' lines carry their own sign (`+`, `~`, `-`) in place of a
+        // bullet, which would read as "no longer asked".
+        let sections: [(&str, &[String], &str); 5] = [
+            ("It asks to run with:", &self.requests, "- "),
+            ("Its sandbox runs without (the host's config accepts it):", &self.sandbox_without, "- "),
+            ("Against the last approval (+ asked now, - no longer asked):", &self.diff, ""),
+            ("Its files against the last approval (+ added, ~ changed, - removed):", &self.files, ""),
+            ("Where its files came from:", &source, "- "),
         ];
         let mut message = format!("skillhost: approve skill `{name}`?\n");
-        for (heading, lines) in sections.iter().filter(|(_, lines)| !lines.is_empty()) {
+        for (heading, lines, bullet) in sections.iter().filter(|(_, lines, _)| !lines.is_empty()) {
             message.push_str(heading);
             message.push('\n');
             for line in lines.iter() {
-                message.push_str(&format!("  - {}\n", text::one_line(line, QUESTION_LINE_CAP)));
+                message.push_str(&format!("  {bullet}{}\n", text::one_line(line, QUESTION_LINE_CAP)));
             }
         }
         if self.requests.is_empty() {
@@ -443,6 +445,11 @@ mod tests {
         );
         assert_eq!(lines.len(), 8, "{question}");
         assert!(!question.contains("\n\n"), "no blank line: {question:?}");
+        // A comparison's line carries its own sign, never under a `-` bullet that reads
+        // as "no longer asked" (round 5).
+        let diff = lines.iter().position(|l| l.starts_with("Against the last approval")).unwrap();
+        assert_eq!(lines[diff + 1], format!("  + {network}"), "{question}");
+        assert!(!question.contains("- +"), "{question}");
 
         // Terminal controls in a request line are written out, never passed on.
         let question = request("\u{1b}[2K\u{1b}[1A1.0", &["runs `python server.py \u{1b}[2K`"]).question();
