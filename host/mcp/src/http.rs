@@ -8,6 +8,10 @@
 //! file only its owner can read (`skillhost serve --http` uses `DATA_DIR/http-token`).
 //! Defaults are for a local agent: listen on 127.0.0.1, accept only loopback `Host`
 //! headers and loopback browser `Origin`s (against DNS rebinding).
+//!
+//! A request body is at most [`MAX_MESSAGE_BYTES`], as on stdio: a longer one gets a 413
+//! whose body is a JSON-RPC error naming the limit, refused by its `Content-Length` before
+//! a byte is read, or (chunked) as soon as what was read passes the limit.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -21,7 +25,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use crate::{McpError, SkillhostMcp};
+use serde_json::Value;
+
+use crate::{MAX_MESSAGE_BYTES, McpError, SkillhostMcp};
 
 /// How the HTTP transport listens.
 #[derive(Clone, Debug)]
@@ -79,6 +85,8 @@ pub async fn serve_http(
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .enforce_origin_validation()
+        // Bodies are bounded before rmcp reads them (`bounded`); its own limit must not be lower.
+        .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
         .with_cancellation_token(shutdown.child_token());
     let published = config.publish_skills.then(|| server.registry().clone());
     let service =
@@ -164,13 +172,56 @@ async fn handle(
             return response;
         }
     }
-    let mut request = request;
+    let mut request = match bounded(request).await {
+        Ok(request) => request,
+        Err(refused) => return refused,
+    };
     let principal = match request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
         Some(session) => format!("http-session:{session}"),
         None => "http-bearer".to_owned(),
     };
     request.extensions_mut().insert(Principal(principal));
     service.handle(request).await
+}
+
+/// `request` with its body read whole, when it is no longer than [`MAX_MESSAGE_BYTES`];
+/// else a 413 whose body is the JSON-RPC error saying so: at once for a `Content-Length`
+/// over it (nothing of the body is read), and as soon as what was read passes it, with
+/// the request's id when that part holds it.
+async fn bounded(request: hyper::Request<Incoming>) -> Result<hyper::Request<Full<Bytes>>, hyper::Response<BoxBody<Bytes, Infallible>>> {
+    let declared = request.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    if let Some(declared) = declared.filter(|&n| n > MAX_MESSAGE_BYTES as u64) {
+        return Err(too_large(Value::Null, declared.try_into().unwrap_or(usize::MAX), true));
+    }
+    let (parts, mut body) = request.into_parts();
+    let mut read = bytes::BytesMut::with_capacity(declared.unwrap_or(0) as usize);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            let mut response = hyper::Response::new(Full::new(Bytes::from(format!("cannot read the request body: {e}\n"))).boxed());
+            *response.status_mut() = hyper::StatusCode::BAD_REQUEST;
+            response
+        })?;
+        let Ok(data) = frame.into_data() else { continue };
+        if read.len() + data.len() > MAX_MESSAGE_BYTES {
+            let mut scan = crate::transport::IdScan::default();
+            scan.feed(&read);
+            scan.feed(&data[..MAX_MESSAGE_BYTES - read.len()]);
+            return Err(too_large(scan.id(), read.len() + data.len(), false));
+        }
+        read.extend_from_slice(&data);
+    }
+    Ok(hyper::Request::from_parts(parts, Full::new(read.freeze())))
+}
+
+/// The 413 answering a body of `size` bytes (`exact`, or at least that many), `id` its
+/// request's id.
+fn too_large(id: Value, size: usize, exact: bool) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    tracing::warn!(bytes = size, limit = MAX_MESSAGE_BYTES, %id, "refused an MCP request body over the size limit");
+    let body = crate::transport::too_long_error(id, Some((size, exact))).to_string();
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = hyper::StatusCode::PAYLOAD_TOO_LARGE;
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    response
 }
 
 /// The bearer token kept in `path`: read when the file exists, else made (32 random

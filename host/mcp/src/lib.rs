@@ -34,9 +34,13 @@
 //!   about.
 //! - `http`: streamable HTTP with a bearer token (always, loopback included; see
 //!   [`load_or_create_token`]) and Host/Origin checks.
+//! - `transport`: [`MAX_MESSAGE_BYTES`], the longest message any transport reads (derived
+//!   from `skill_run`'s input cap), answered with a JSON-RPC error past it, never dropped;
+//!   and [`LineTransport`], the stdio transport that holds to it.
 //!
 //! Any rmcp transport works too: `SkillhostMcp::session()` gives a handler for one more
-//! connection, to be served with `rmcp::ServiceExt::serve`.
+//! connection, to be served with `rmcp::ServiceExt::serve`. Over a byte stream, wrap it in
+//! [`LineTransport`]: rmcp's own drops a line over its limit with only a log line.
 
 mod approval;
 mod builtin;
@@ -48,6 +52,7 @@ mod search;
 mod server;
 mod skills;
 mod tools;
+mod transport;
 mod wellknown;
 
 pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};
@@ -55,6 +60,7 @@ pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIREC
 pub use search::SearchType;
 pub use server::{IndexLoading, McpConfig, SkillhostMcp};
 pub use skillhost_index::SearchIndex;
+pub use transport::{LineTransport, MAX_MESSAGE_BYTES};
 
 /// Why the MCP server stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -79,11 +85,13 @@ pub enum McpError {
     Index(#[from] skillhost_index::IndexError),
 }
 
-/// Serve one MCP session on this process's stdin and stdout until the client closes it.
-/// Log to stderr only: stdout carries the protocol.
+/// Serve one MCP session on this process's stdin and stdout until the client closes it,
+/// reading messages of up to [`MAX_MESSAGE_BYTES`] ([`LineTransport`]). Log to stderr
+/// only: stdout carries the protocol.
 pub async fn serve_stdio(server: SkillhostMcp) -> Result<(), McpError> {
     // Pipes on the IO reactor, not the blocking pool: one thread hand-off less per message.
-    serve(server, rmcp::transport::stdio_pipes()).await
+    let (read, write) = rmcp::transport::stdio_pipes();
+    serve(server, LineTransport::new(read, write)).await
 }
 
 /// Serve one MCP session over any rmcp transport (a pipe, a socket, an in-memory duplex

@@ -84,8 +84,8 @@ pub use skillhost_forge::{Forge, ForgeConfig, ForgeError, Forged, Language, Subm
 /// rmcp transport (an editor can serve it in-process over an in-memory pipe).
 pub mod mcp {
     pub use skillhost_mcp::{
-        DIRECTORY_BUDGET, Directory, HttpConfig, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, McpConfig, SearchIndex, SkillhostMcp,
-        load_or_create_token, read_token_file, serve, serve_http, serve_stdio, skills_directory,
+        DIRECTORY_BUDGET, Directory, HttpConfig, LineTransport, MAX_DIRECTORY_BUDGET, MAX_MESSAGE_BYTES, MIN_DIRECTORY_BUDGET, McpConfig,
+        SearchIndex, SkillhostMcp, load_or_create_token, read_token_file, serve, serve_http, serve_stdio, skills_directory,
     };
 }
 

@@ -13,6 +13,7 @@ mod install;
 mod languages;
 mod load;
 mod mcp;
+mod mcp_limits;
 mod packages;
 mod runs;
 mod session;
