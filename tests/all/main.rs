@@ -19,6 +19,7 @@ mod limits;
 mod listing;
 mod load_errors;
 mod mcp_front;
+mod mcp_limits;
 mod mcp_run;
 mod mcp_skills;
 mod network;

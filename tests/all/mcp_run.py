@@ -12,6 +12,10 @@ its SHA-256 (hashlib), the PNG as an `image` content block whose base64 decodes 
 with the listed SHA-256 and whose pixels are the base64 input's bytes, the binary input
 as a resource link read back with resources/read; then runs PENDING (never approved) and checks the refusal.
 Prints one JSON line of facts; any failure exits non-zero with the reason.
+
+`mcp_run.py big MODE URL TOKEN SKILL MIB` instead runs SKILL's `scripts/size.sh in.bin`
+with MIB MiB of random bytes as base64 (under the 16 MiB input cap, over rmcp's default
+body limit) and checks the script saw every byte, within a bounded time.
 """
 
 import asyncio
@@ -161,5 +165,37 @@ async def main(mode, url, token, approved, pending):
         }))
 
 
+async def big(mode, url, token, skill, mib):
+    import os
+    import time
+
+    import anyio
+
+    payload = os.urandom(int(float(mib) * (1 << 20)))
+    arguments = {
+        "skill": skill,
+        "command": ["sh", "scripts/size.sh", "in.bin"],
+        "inputs": [{"path": "in.bin", "base64": base64.b64encode(payload).decode()}],
+    }
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=150)
+    async with Client(streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=150) as client:
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(170):
+                result = await client.call_tool("skill_run", arguments)
+        except TimeoutError:
+            fail(f"skill_run with {mib} MiB of input got no answer in 170 s")
+        texts = " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
+        check(not result.is_error, f"skill_run failed: {texts}")
+        answer = result.structured_content
+        digest = sha256(payload)
+        check(answer["exit_code"] == 0, f"the run: {answer}")
+        check(answer["stdout"] == f"{len(payload)}\n{digest}\n", f"the script saw other bytes: {answer['stdout']!r} {answer['stderr']!r}")
+        print(json.dumps({"input_bytes": len(payload), "message_bytes": len(json.dumps(arguments)), "seconds": round(time.monotonic() - started, 2)}))
+
+
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:6]))
+    if sys.argv[1] == "big":
+        asyncio.run(big(*sys.argv[2:7]))
+    else:
+        asyncio.run(main(*sys.argv[1:6]))

@@ -78,6 +78,15 @@ pub struct ServeArgs {
     #[arg(long = "pin", value_name = "TOOL")]
     pinned: Vec<String>,
 
+    /// At most N skill_run calls held at once by one MCP session; one more is refused at
+    /// once with this setting's name.
+    #[arg(long, default_value_t = McpConfig::default().max_session_runs, value_name = "N")]
+    max_session_runs: usize,
+
+    /// At most N skill_run calls held at once by all MCP sessions together.
+    #[arg(long, default_value_t = McpConfig::default().max_runs, value_name = "N")]
+    max_runs: usize,
+
     /// Never ask the user to approve a skill through the MCP client; calls to unapproved
     /// skills fail with the `skillhost approve` command to run instead.
     #[arg(long)]
@@ -174,6 +183,8 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         deferred_threshold: args.deferred_threshold,
         pinned: args.pinned,
         elicit_approvals: !args.no_elicitation,
+        max_session_runs: args.max_session_runs,
+        max_runs: args.max_runs,
         ..McpConfig::default()
     };
     let quick = Arc::new(SearchIndex::new().context("cannot create the in-memory search index")?);

@@ -39,7 +39,7 @@ use serde_json::Value;
 use skillhost_core::{CallContext, CallError, CallFailure, Progress};
 use skillhost_index::SearchIndex;
 use skillhost_registry::{ApprovalChannel, Registry, RegistryError, RegistryEvent, TrustState};
-use tokio::sync::broadcast;
+use tokio::sync::{Semaphore, SemaphorePermit, broadcast};
 
 use crate::McpError;
 use crate::approval::{Approvals, Asked};
@@ -74,6 +74,12 @@ pub struct McpConfig {
     /// still opening ([`SkillhostMcp::index_loading`]), and for the skills found at start,
     /// before it settles for the index in place. Default: 10 s.
     pub first_search_wait: std::time::Duration,
+    /// `skill_run`s one session may hold at once; one more is refused at once, naming
+    /// this (`skillhost serve --max-session-runs N`). Default: 4.
+    pub max_session_runs: usize,
+    /// `skill_run`s all sessions together may hold at once (`skillhost serve --max-runs
+    /// N`). Default: 8.
+    pub max_runs: usize,
 }
 
 impl Default for McpConfig {
@@ -85,6 +91,8 @@ impl Default for McpConfig {
             approval_timeout: std::time::Duration::from_secs(600),
             first_list_wait: std::time::Duration::from_secs(8),
             first_search_wait: std::time::Duration::from_secs(10),
+            max_session_runs: 4,
+            max_runs: 8,
         }
     }
 }
@@ -111,6 +119,8 @@ struct Shared {
     manifests: skills::Manifests,
     /// The files of `skill_run`s, readable until collected.
     runs: crate::run::RunFiles,
+    /// The runs held at once, all sessions together ([`McpConfig::max_runs`]).
+    running: Semaphore,
 }
 
 struct Session {
@@ -122,6 +132,8 @@ struct Session {
     listed: std::sync::atomic::AtomicBool,
     /// The index this session's full-text searches rank with, fixed at its first one.
     ranker: tokio::sync::OnceCell<builtin::SessionIndex>,
+    /// The runs this session holds at once ([`McpConfig::max_session_runs`]).
+    running: Semaphore,
 }
 
 /// The search index in place, and whether a better one is on its way.
@@ -200,6 +212,7 @@ impl SkillhostMcp {
     /// the registry before each search.
     pub fn with_index(registry: Arc<Registry>, config: McpConfig, index: Arc<SearchIndex>) -> Self {
         let approvals = Approvals::new(config.approval_timeout);
+        let running = Semaphore::new(config.max_runs.min(Semaphore::MAX_PERMITS));
         let index = tokio::sync::watch::Sender::new(IndexSlot { index, loading: false, failed: None });
         let shared = Arc::new(Shared {
             registry,
@@ -210,6 +223,7 @@ impl SkillhostMcp {
             forge: None,
             manifests: skills::Manifests::default(),
             runs: crate::run::RunFiles::default(),
+            running,
         });
         Self { session: Session::new(&shared), shared }
     }
@@ -508,6 +522,12 @@ impl SkillhostMcp {
             Builtin::SkillGet => builtin::skill_get(registry, args),
             Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
             Builtin::SkillRun => {
+                // Held until the call's future ends, however it ends (answered, failed,
+                // cancelled, the session gone).
+                let _held = match self.hold_run() {
+                    Ok(held) => held,
+                    Err(refused) => return error_result(refused),
+                };
                 let cx = CallContext { cancel, caller: format!("mcp:{}", self.session.id), ..CallContext::default() };
                 return match serde_json::from_value::<crate::run::RunArgs>(Value::Object(args.clone())) {
                     Ok(args) => crate::run::skill_run(registry, &self.shared.runs, args, cx).await.unwrap_or_else(error_result),
@@ -527,6 +547,27 @@ impl SkillhostMcp {
             Ok(value) => CallToolResult::structured(value),
             Err(error) => error_result(error.to_string()),
         }
+    }
+
+    /// A slot for one more run of this session: the host's first, then the session's;
+    /// refused at once, never queued, when either is full.
+    fn hold_run(&self) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>), String> {
+        let config = &self.shared.config;
+        let host = self.shared.running.try_acquire().map_err(|_| {
+            format!(
+                "skill_run: the host already runs {} runs at once, the most it may for all sessions together; wait for one to finish, \
+                 or raise it with `skillhost serve --max-runs N`",
+                config.max_runs
+            )
+        })?;
+        let session = self.session.running.try_acquire().map_err(|_| {
+            format!(
+                "skill_run: this session already runs {} runs at once, the most a session may; wait for one to finish, \
+                 or raise it with `skillhost serve --max-session-runs N`",
+                config.max_session_runs
+            )
+        })?;
+        Ok((host, session))
     }
 
     /// Forward list changes until `send` fails (the peer is gone) or `stop` fires.
@@ -565,6 +606,7 @@ impl Session {
             changed: broadcast::channel(16).0,
             listed: std::sync::atomic::AtomicBool::new(false),
             ranker: tokio::sync::OnceCell::new(),
+            running: Semaphore::new(shared.config.max_session_runs.min(Semaphore::MAX_PERMITS)),
         })
     }
 }
