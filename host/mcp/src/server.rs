@@ -524,7 +524,7 @@ impl SkillhostMcp {
             Builtin::SkillRun => {
                 // Held until the call's future ends, however it ends (answered, failed,
                 // cancelled, the session gone).
-                let _held = match self.hold_run() {
+                let _held = match self.hold_run(args.get("skill").and_then(Value::as_str).unwrap_or_default()) {
                     Ok(held) => held,
                     Err(refused) => return error_result(refused),
                 };
@@ -551,19 +551,20 @@ impl SkillhostMcp {
 
     /// A slot for one more run of this session: the host's first, then the session's;
     /// refused at once, never queued, when either is full.
-    fn hold_run(&self) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>), String> {
+    fn hold_run(&self, skill: &str) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>), String> {
         let config = &self.shared.config;
+        let skill = skillhost_core::text::quote(skill, 80);
         let host = self.shared.running.try_acquire().map_err(|_| {
             format!(
-                "skill_run: the host already runs {} runs at once, the most it may for all sessions together; wait for one to finish, \
-                 or raise it with `skillhost serve --max-runs N`",
+                "skill_run of `{skill}` refused: the host already runs {} runs at once, the most it may for all sessions together; \
+                 wait for one to finish, or raise it with `skillhost serve --max-runs N`",
                 config.max_runs
             )
         })?;
         let session = self.session.running.try_acquire().map_err(|_| {
             format!(
-                "skill_run: this session already runs {} runs at once, the most a session may; wait for one to finish, \
-                 or raise it with `skillhost serve --max-session-runs N`",
+                "skill_run of `{skill}` refused: this session already runs {} runs at once, the most a session may; \
+                 wait for one to finish, or raise it with `skillhost serve --max-session-runs N`",
                 config.max_session_runs
             )
         })?;
