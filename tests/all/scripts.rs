@@ -358,33 +358,7 @@ async fn a_changed_script_is_a_new_version_that_waits_for_a_human() {
 /// A wheel of a pure-Python package `tinypkg` 1.2.3, written into `dir` (a package index
 /// of one file, so the test needs no network).
 fn tiny_wheel(dir: &Path) {
-    wheel(dir, "1.2.3", "tiny 1.2.3");
-}
-
-/// A wheel of `tinypkg` `version` whose `VALUE` is `value`, written into `dir`.
-fn wheel(dir: &Path, version: &str, value: &str) {
-    let script = r#"
-import zipfile, hashlib, base64, sys
-name, ver, value = "tinypkg", sys.argv[2], sys.argv[3]
-files = {
-    f"{name}/__init__.py": f"VALUE = '{value}'\n".encode(),
-    f"{name}-{ver}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {ver}\n".encode(),
-    f"{name}-{ver}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-}
-digest = lambda d: "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode()
-record = "".join(f"{p},{digest(d)},{len(d)}\n" for p, d in files.items()) + f"{name}-{ver}.dist-info/RECORD,,\n"
-with zipfile.ZipFile(f"{sys.argv[1]}/{name}-{ver}-py3-none-any.whl", "w") as z:
-    for p, d in files.items():
-        z.writestr(p, d)
-    z.writestr(f"{name}-{ver}.dist-info/RECORD", record)
-"#;
-    let status = std::process::Command::new(fixtures::python::venv().join("bin/python"))
-        .args(["-c", script])
-        .arg(dir)
-        .args([version, value])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    fixtures::python::tinypkg_wheel(dir, "1.2.3", "tiny 1.2.3");
 }
 
 /// The package environments under `env`'s sandbox work dir.
@@ -480,7 +454,7 @@ async fn packages_a_script_declares_are_installed_at_approval_and_used_offline()
 
     // The same version from another index, with other bytes, is another environment.
     let other = tempfile::tempdir().unwrap();
-    wheel(other.path(), "1.2.3", "other bytes");
+    fixtures::python::tinypkg_wheel(other.path(), "1.2.3", "other bytes");
     let wheels = other.path().to_owned();
     let elsewhere = Env::with(|config| config.packages.python = skillhost::run::PythonIndex::Wheels(wheels));
     let (_, other_lock) = resolved_tiny(&elsewhere).await;
@@ -498,7 +472,7 @@ async fn an_environment_that_does_not_match_its_lock_is_never_used() {
     let index = tempfile::tempdir().unwrap();
     tiny_wheel(index.path());
     let poison = tempfile::tempdir().unwrap();
-    wheel(poison.path(), "1.2.3", "poisoned");
+    fixtures::python::tinypkg_wheel(poison.path(), "1.2.3", "poisoned");
     let wheels = index.path().to_owned();
     let env = Env::with(|config| config.packages.python = skillhost::run::PythonIndex::Wheels(wheels));
     let (registry, lock) = resolved_tiny(&env).await;

@@ -11,6 +11,32 @@ pub fn venv() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/python"))
 }
 
+/// A wheel of the pure-Python package `tinypkg` `version`, whose `VALUE` is `value`,
+/// written into `dir` (made if missing): its path. A package index of files, so a test
+/// needs no network.
+pub fn tinypkg_wheel(dir: &Path, version: &str, value: &str) -> PathBuf {
+    let script = r#"
+import zipfile, hashlib, base64, sys
+name, ver, value = "tinypkg", sys.argv[2], sys.argv[3]
+files = {
+    f"{name}/__init__.py": f"VALUE = '{value}'\n".encode(),
+    f"{name}-{ver}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {ver}\n".encode(),
+    f"{name}-{ver}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+digest = lambda d: "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode()
+record = "".join(f"{p},{digest(d)},{len(d)}\n" for p, d in files.items()) + f"{name}-{ver}.dist-info/RECORD,,\n"
+with zipfile.ZipFile(f"{sys.argv[1]}/{name}-{ver}-py3-none-any.whl", "w") as z:
+    for p, d in files.items():
+        z.writestr(p, d)
+    z.writestr(f"{name}-{ver}.dist-info/RECORD", record)
+"#;
+    std::fs::create_dir_all(dir).unwrap();
+    let status =
+        std::process::Command::new(venv().join("bin/python")).args(["-c", script]).arg(dir).args([version, value]).status().unwrap();
+    assert!(status.success(), "the wheel of tinypkg {version} was not made");
+    dir.join(format!("tinypkg-{version}-py3-none-any.whl"))
+}
+
 /// The fixture folder `tests/python/<name>`.
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(name)

@@ -6,7 +6,7 @@
 //! the command was started in.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -18,30 +18,6 @@ const USE_TINY: &str = "# /// script\n# dependencies = [\"tinypkg>=1.0\"]\n# ///
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A wheel of `tinypkg` `version` whose `VALUE` is `value`, written into `dir`: its path.
-fn wheel(dir: &Path, version: &str, value: &str) -> PathBuf {
-    let script = r#"
-import zipfile, hashlib, base64, sys
-name, ver, value = "tinypkg", sys.argv[2], sys.argv[3]
-files = {
-    f"{name}/__init__.py": f"VALUE = '{value}'\n".encode(),
-    f"{name}-{ver}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {ver}\n".encode(),
-    f"{name}-{ver}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-}
-digest = lambda d: "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode()
-record = "".join(f"{p},{digest(d)},{len(d)}\n" for p, d in files.items()) + f"{name}-{ver}.dist-info/RECORD,,\n"
-with zipfile.ZipFile(f"{sys.argv[1]}/{name}-{ver}-py3-none-any.whl", "w") as z:
-    for p, d in files.items():
-        z.writestr(p, d)
-    z.writestr(f"{name}-{ver}.dist-info/RECORD", record)
-"#;
-    std::fs::create_dir_all(dir).unwrap();
-    let status =
-        Command::new(fixtures::python::venv().join("bin/python")).args(["-c", script]).arg(dir).args([version, value]).status().unwrap();
-    assert!(status.success());
-    dir.join(format!("tinypkg-{version}-py3-none-any.whl"))
 }
 
 /// `skillhost ARGS` over `env` from the working directory `cwd`, with the test venv, the
@@ -98,9 +74,9 @@ fn approve_ignores_the_uv_configuration_and_environment_it_was_started_with() {
     let env = Env::new();
     let work = tempfile::tempdir().unwrap();
     let good = work.path().join("good");
-    wheel(&good, "1.2.3", "tiny 1.2.3");
+    fixtures::python::tinypkg_wheel(&good, "1.2.3", "tiny 1.2.3");
     let poison = work.path().join("poison");
-    wheel(&poison, "6.6.6", "poisoned");
+    fixtures::python::tinypkg_wheel(&poison, "6.6.6", "poisoned");
     std::fs::write(env.data.path().join("config.toml"), format!("[packages]\npython_wheels = \"{}\"\n", good.display())).unwrap();
     let repo = work.path().join("cloned");
     std::fs::create_dir_all(&repo).unwrap();
@@ -189,7 +165,7 @@ fn index_server(wheel: &Path) -> (String, Arc<Mutex<Vec<String>>>) {
 fn a_declined_approval_installs_nothing_and_downloads_no_package() {
     let env = Env::new();
     let work = tempfile::tempdir().unwrap();
-    let wheel = wheel(&work.path().join("wheels"), "1.2.3", "tiny 1.2.3");
+    let wheel = fixtures::python::tinypkg_wheel(&work.path().join("wheels"), "1.2.3", "tiny 1.2.3");
     let (url, asked) = index_server(&wheel);
     std::fs::write(env.data.path().join("config.toml"), format!("[packages]\npython_index = \"{url}\"\n")).unwrap();
     skill(&env, "tiny", &[("scripts/use.py", USE_TINY)]);
