@@ -65,19 +65,9 @@ async fn a_run_under_the_input_cap_is_answered_over_http() {
     let (data, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let registry = registry(data.path(), workspace.path()).await;
     let (addr, shutdown) = http_front(SkillhostMcp::new(registry, McpConfig::default()).unwrap()).await;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("all/mcp_run.py");
-    let python = fixtures::python::venv().join("bin/python");
     for mode in ["auto", "legacy"] {
-        let mut command = std::process::Command::new(&python);
-        command.arg(&script).args(["big", mode, &format!("http://{addr}/mcp"), TOKEN, "sizer", "13"]);
-        let out = tokio::time::timeout(Duration::from_secs(240), tokio::task::spawn_blocking(move || command.output()))
-            .await
-            .expect("the client hung")
-            .unwrap()
-            .expect("python runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{mode}: {stderr}");
-        let facts: Value = serde_json::from_slice(out.stdout.trim_ascii()).unwrap_or_else(|e| panic!("{mode}: {e}: {stderr}"));
+        let facts =
+            crate::mcp_run::mcp_run_py(&["big", mode, &format!("http://{addr}/mcp"), TOKEN, "sizer", "13"], Duration::from_secs(240)).await;
         eprintln!("{mode}: {facts}");
     }
     shutdown.cancel();

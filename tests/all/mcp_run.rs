@@ -64,19 +64,8 @@ async fn the_python_sdk_runs_a_skills_script_and_gets_its_files_and_image() {
     let serving =
         tokio::spawn(serve_http(SkillhostMcp::new(registry, McpConfig::default()).unwrap(), config, shutdown.clone(), Some(ready)));
     let addr = tokio::time::timeout(HANG_GUARD, bound).await.expect("the front did not start").unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("all/mcp_run.py");
-    let python = fixtures::python::venv().join("bin/python");
     for mode in ["auto", "legacy"] {
-        let mut command = std::process::Command::new(&python);
-        command.arg(&script).args([mode, &format!("http://{addr}/mcp"), token, "plotter", "waiting"]);
-        let out = tokio::time::timeout(HANG_GUARD, tokio::task::spawn_blocking(move || command.output()))
-            .await
-            .expect("the client hung")
-            .unwrap()
-            .expect("python runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{mode}: {stderr}");
-        let facts: Value = serde_json::from_slice(out.stdout.trim_ascii()).unwrap_or_else(|e| panic!("{mode}: {e}: {stderr}"));
+        let facts = mcp_run_py(&[mode, &format!("http://{addr}/mcp"), token, "plotter", "waiting"], HANG_GUARD).await;
         assert_eq!(facts["input_properties"], json!(["command", "inputs", "skill"]), "{mode}");
         assert_eq!(facts["input_required"], json!(["command", "skill"]), "{mode}");
         assert_eq!(
@@ -179,4 +168,20 @@ async fn skill_run_refuses_inline_code_and_other_programs_with_the_skills_grants
         assert_eq!(answer["structuredContent"]["exit_code"], 0, "{command:?}: {answer}");
         assert_eq!(answer["structuredContent"]["stdout"], "wrote report.txt and chart.png\n", "{command:?}: {answer}");
     }
+}
+
+/// `mcp_run.py ARGS` (the official Python SDK) run to its end within `limit`: the one
+/// JSON line of facts it printed; fails with its stderr when it failed.
+pub(crate) async fn mcp_run_py(args: &[&str], limit: std::time::Duration) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("all/mcp_run.py");
+    let mut command = std::process::Command::new(fixtures::python::venv().join("bin/python"));
+    command.arg(&script).args(args);
+    let out = tokio::time::timeout(limit, tokio::task::spawn_blocking(move || command.output()))
+        .await
+        .expect("the client hung")
+        .unwrap()
+        .expect("python runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    serde_json::from_slice(out.stdout.trim_ascii()).unwrap_or_else(|e| panic!("{args:?}: {e}: {stderr}"))
 }
