@@ -4,7 +4,7 @@
 
 use fixtures::{LIMITS, TestHost};
 use serde_json::json;
-use skillhost::{CacheOutcome, WasmConfig};
+use skillhost::{runtime::CacheOutcome, runtime::WasmConfig};
 
 use crate::ok;
 
@@ -84,10 +84,10 @@ async fn a_cached_components_bytes_are_let_go_and_read_again_only_as_they_were()
         skillhost_wasm::WasmRuntime::new(config).unwrap()
     };
     let source = || skillhost_package::read_source(&dir, &Default::default()).unwrap();
-    let policy = skillhost::Policy::new(data.path().join("skills"));
+    let policy = skillhost::skill::Policy::new(data.path().join("skills"));
     let grant = || {
         let source = source();
-        skillhost::Grant::new(&source.manifest, &policy, &skillhost::DataKey::named(&source.manifest.name)).unwrap()
+        skillhost::skill::Grant::new(&source.manifest, &policy, &skillhost::skill::DataKey::named(&source.manifest.name)).unwrap()
     };
     let call = async |skill: &dyn Skill, value: i64| {
         tokio::time::timeout(crate::HANG_GUARD, skill.call("echo", json!({"value": value}), Default::default()))

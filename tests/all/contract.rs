@@ -6,7 +6,7 @@
 
 use fixtures::LIAR;
 use serde_json::json;
-use skillhost::{CallError, CallFailure, DirectSkill};
+use skillhost::{CallError, DirectSkill, skill::CallFailure};
 
 use crate::{call, ok, test_host};
 

@@ -158,7 +158,7 @@ async fn a_file_without_a_grant_names_the_missing_grant_not_a_missing_file() {
     std::fs::write(data.join("note.txt"), "here all along").unwrap();
     let err = crate::call(&skill, "read_data", json!({"path": "note.txt"})).await.unwrap_err();
     let message = err.to_string();
-    assert!(matches!(err, skillhost::CallError { failure: skillhost::CallFailure::Denied { .. }, .. }), "{err:?}");
+    assert!(matches!(err, skillhost::CallError { failure: skillhost::skill::CallFailure::Denied { .. }, .. }), "{err:?}");
     assert!(!message.contains("does not exist"), "the file exists; the grant is missing: {message}");
     assert!(message.contains("`note.txt` is outside the skill's granted files"), "{message}");
     assert!(message.contains("[[capabilities.files]] path = \".\" mode = \"ro\"") && message.contains("approve"), "{message}");
@@ -167,7 +167,7 @@ async fn a_file_without_a_grant_names_the_missing_grant_not_a_missing_file() {
     std::fs::create_dir_all(t.data_dir("escape")).unwrap();
     let err = crate::call(&skill, "read_data", json!({"path": "absent.txt"})).await.unwrap_err();
     assert!(
-        matches!(&err, skillhost::CallError { failure: skillhost::CallFailure::Failed { message, .. }, .. } if message.contains("`absent.txt` does not exist")),
+        matches!(&err, skillhost::CallError { failure: skillhost::skill::CallFailure::Failed { message, .. }, .. } if message.contains("`absent.txt` does not exist")),
         "{err:?}"
     );
 }
@@ -183,7 +183,7 @@ async fn a_guest_hoarding_handles_stops_at_the_hosts_limit() {
     assert_eq!(report["value"], 1000, "a thousand handles at once are within the limit: {report}");
     let err = crate::call(&skill, "hoard_handles", json!({"n": 200_000})).await.unwrap_err();
     let message = err.to_string();
-    assert!(matches!(err.failure, skillhost::CallFailure::Crashed { .. }), "{err:?}");
+    assert!(matches!(err.failure, skillhost::skill::CallFailure::Crashed { .. }), "{err:?}");
     assert!(message.contains("held 10000 host resources at once") && message.contains("drop the handles"), "{message}");
     let report = ok(&skill, "hoard_handles", json!({"n": 1000})).await;
     assert_eq!(report["value"], 1000, "the next call starts with an empty table: {report}");

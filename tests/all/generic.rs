@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use fixtures::GENERIC;
 use serde_json::{Value, json};
-use skillhost::{CallError, CallFailure, RegistryConfig, RegistryError, TrustState};
+use skillhost::{CallError, RegistryConfig, RegistryError, TrustState, skill::CallFailure};
 use skillhost_package as package;
 
 use crate::{call, load_error, ok, test_host};

@@ -39,7 +39,7 @@ fn load_error_of(registry: &Registry, name: &str) -> String {
 async fn a_listing_that_never_answers_ends_at_the_probe_deadline_and_never_holds_up_a_human() {
     let (data, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (host, mut config) = hostile(data.path(), workspace.path(), r#"["server.py", "silent"]"#);
-    config.load_in_background = true;
+    config.first_load = skillhost::registry::FirstLoad::Background;
     let registry = open(&host, config).await;
     assert!(registry.loading().iter().any(|n| n.as_str() == "hostile-lister"), "its first listing runs in the background");
 
@@ -79,7 +79,7 @@ async fn what_a_probe_writes_never_reaches_the_host_disk() {
     let (data, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let marker = format!("PROBE-FILL-{}", std::process::id());
     let (host, mut config) = hostile(data.path(), workspace.path(), &format!(r#"["server.py", "fill", "{marker}"]"#));
-    config.load_in_background = true;
+    config.first_load = skillhost::registry::FirstLoad::Background;
     let registry = open(&host, config).await;
     // Until its load ends: wherever the scratch is, the file would be there.
     let started = Instant::now();

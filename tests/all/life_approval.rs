@@ -256,7 +256,7 @@ async fn a_skill_loaded_by_its_path_gets_nothing_it_asks_for_until_granted() {
     );
     let cloned = tempfile::tempdir().unwrap();
     let dir = server_skill(cloned.path(), "cloned", &asks, "");
-    let data = env.host.policy().data_dir(&skillhost::DirectSkill::data_key(&skillhost::SkillName::new("cloned").unwrap()));
+    let data = env.host.policy().data_dir(&skillhost::DirectSkill::data_key(&skillhost::skill::SkillName::new("cloned").unwrap()));
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("token.txt"), "stored by an earlier granted run").unwrap();
     let url = format!("http://127.0.0.1:{}/home", listener.port());

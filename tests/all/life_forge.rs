@@ -26,7 +26,9 @@ use std::time::Duration;
 
 use fixtures::TestServer;
 use skillhost::forge::{Progress, TestStatus};
-use skillhost::{Forge, ForgeConfig, ForgeError, Forged, Host, Language, Registry, RegistryConfig, Submission};
+use skillhost::{
+    Host, Registry, RegistryConfig, forge::Forge, forge::ForgeConfig, forge::ForgeError, forge::Forged, forge::Language, forge::Submission,
+};
 use tempfile::TempDir;
 
 /// A cold sandboxed build on a loaded two-core machine takes a few minutes at most.

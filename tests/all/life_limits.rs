@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use fixtures::python;
 use serde_json::{Value, json};
-use skillhost::{BwrapConfig, CallContext, CallError, CallFailure, DirectSkill, Host};
+use skillhost::{CallContext, CallError, DirectSkill, Host, runtime::BwrapConfig, skill::CallFailure};
 use tempfile::TempDir;
 
 use crate::{HANG_GUARD, call, call_with, ok, processes_with, wait_gone};

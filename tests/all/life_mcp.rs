@@ -480,7 +480,7 @@ async fn forged_predicted_replayed_and_foreign_request_states_approve_nothing() 
     assert_eq!(state(&registry, "gated"), TrustState::Approved);
     // Recorded as a human's answer relayed by an MCP client, not as a terminal's.
     let request = registry.approval_request("gated").unwrap();
-    assert_eq!(request.last_approved_by, Some(skillhost::ApprovedBy::Human));
+    assert_eq!(request.last_approved_by, Some(skillhost::registry::ApprovedBy::Human));
     assert_eq!(request.last_approved_via, Some(skillhost::ApprovalChannel::McpElicitation));
 }
 

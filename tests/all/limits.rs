@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fixtures::LIMITS;
 use serde_json::json;
-use skillhost::{CallContext, CallError, CallFailure, DirectSkill, Progress};
+use skillhost::{CallContext, CallError, DirectSkill, skill::CallFailure, skill::Progress};
 
 use crate::{call, call_with, ok, recording_progress, test_host};
 

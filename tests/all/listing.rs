@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use fixtures::{GENERIC, LIMITS, NET, python};
 use serde_json::json;
-use skillhost::{CacheOutcome, Host, Registry, RegistryConfig, Skill as _, TrustState};
+use skillhost::{Host, Registry, RegistryConfig, Skill as _, TrustState, runtime::CacheOutcome};
 
 use crate::{HANG_GUARD, load_error, ok, sandbox_host, test_host};
 
@@ -77,7 +77,7 @@ async fn a_restart_compiles_no_component_before_the_first_call() {
     let workspace = tempfile::tempdir().unwrap();
     LIMITS.folder(workspace.path());
     // Cranelift alone: what is counted here is the compiled cache's own work.
-    let wasm = skillhost::WasmConfig { cache_dir: Some(data.path().join("cache")), ..skillhost::WasmConfig::default() };
+    let wasm = skillhost::runtime::WasmConfig { cache_dir: Some(data.path().join("cache")), ..skillhost::runtime::WasmConfig::default() };
     let host = || Host::builder().data_dir(data.path()).wasm_config(wasm.clone()).build().unwrap();
 
     let first = host();
@@ -106,12 +106,14 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
     let skills = tempfile::tempdir().unwrap();
     let dir = LIMITS.folder(skills.path());
     let runtime = || {
-        let config = skillhost::WasmConfig { cache_dir: Some(data.path().join("cache")), baseline_compile: true, ..Default::default() };
+        let config =
+            skillhost::runtime::WasmConfig { cache_dir: Some(data.path().join("cache")), baseline_compile: true, ..Default::default() };
         skillhost_wasm::WasmRuntime::new(config).unwrap()
     };
     let source = skillhost_package::read_source(&dir, &Default::default()).unwrap();
-    let policy = skillhost::Policy::new(data.path().join("skills"));
-    let grant = || skillhost::Grant::new(&source.manifest, &policy, &skillhost::DataKey::named(&source.manifest.name)).unwrap();
+    let policy = skillhost::skill::Policy::new(data.path().join("skills"));
+    let grant =
+        || skillhost::skill::Grant::new(&source.manifest, &policy, &skillhost::skill::DataKey::named(&source.manifest.name)).unwrap();
 
     let first = runtime();
     let skill = first.load_wasm(&source, grant()).await.unwrap();
@@ -123,9 +125,9 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
     assert_eq!(call("echo", json!({"value": 1}), None).await.unwrap().value, json!(1));
     // Its deadline and its memory limit bind on Winch's code too.
     let spun = call("spin", json!({}), Some(std::time::Duration::from_millis(300))).await.unwrap_err();
-    assert!(matches!(spun, skillhost::CallError { failure: skillhost::CallFailure::Timeout { .. }, .. }), "{spun}");
+    assert!(matches!(spun, skillhost::CallError { failure: skillhost::skill::CallFailure::Timeout { .. }, .. }), "{spun}");
     let memory = call("alloc", json!({"mib": 600}), None).await.unwrap_err();
-    assert!(matches!(memory, skillhost::CallError { failure: skillhost::CallFailure::MemoryLimit { .. }, .. }), "{memory}");
+    assert!(matches!(memory, skillhost::CallError { failure: skillhost::skill::CallFailure::MemoryLimit { .. }, .. }), "{memory}");
     let optimised = async {
         while skill.cache_outcome() == Some(CacheOutcome::Baseline) {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -136,7 +138,7 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
     assert_eq!(first.cache_stats().compiled, 1, "Cranelift compiled it in the background");
     assert_eq!(call("echo", json!({"value": 2}), None).await.unwrap().value, json!(2));
     let spun = call("spin", json!({}), Some(std::time::Duration::from_millis(300))).await.unwrap_err();
-    assert!(matches!(spun, skillhost::CallError { failure: skillhost::CallFailure::Timeout { .. }, .. }), "{spun}");
+    assert!(matches!(spun, skillhost::CallError { failure: skillhost::skill::CallFailure::Timeout { .. }, .. }), "{spun}");
 
     let restarted = runtime();
     let again = restarted.load_wasm(&source, grant()).await.unwrap();
@@ -147,7 +149,7 @@ async fn an_uncached_component_runs_on_the_baseline_compiler_until_cranelift_is_
 /// nothing; its first call does.
 #[tokio::test]
 async fn a_component_whose_tools_are_in_its_wit_compiles_at_its_first_call() {
-    let env = fixtures::TestHost::with_config(skillhost::WasmConfig::default());
+    let env = fixtures::TestHost::with_config(skillhost::runtime::WasmConfig::default());
     let file = env.skills.path().join("calc.wasm");
     std::fs::copy(GENERIC.wasm, &file).unwrap();
     let loaded = env.host.load_path_granted(&file).await.unwrap();
@@ -184,7 +186,7 @@ async fn a_call_to_a_skill_still_loading_waits_for_it() {
     python::install("sandbox-probe", workspace.path(), "");
     let host = sandbox_host(data.path());
     let mut background = config(data.path(), workspace.path());
-    background.load_in_background = true;
+    background.first_load = skillhost::registry::FirstLoad::Background;
     let registry = open(&host, background).await;
     let out = tokio::time::timeout(HANG_GUARD, registry.call("limits", "echo", json!({"value": "early"}), Default::default()))
         .await
@@ -244,7 +246,7 @@ async fn over_mcp_a_call_to_a_loading_skill_waits_with_progress() {
     std::fs::write(dir.join("server.py"), server.replacen("mcp = FastMCP(", "import time\ntime.sleep(3)\nmcp = FastMCP(", 1)).unwrap();
     let host = sandbox_host(data.path());
     let mut background = config(data.path(), workspace.path());
-    background.load_in_background = true;
+    background.first_load = skillhost::registry::FirstLoad::Background;
     let registry = open(&host, background).await;
     assert!(registry.loading().iter().any(|n| n.as_str() == "sandbox-probe"), "its first listing takes 3 s: it is loading");
 

@@ -51,7 +51,7 @@ fn sandbox_host(data: &Path) -> skillhost::Host {
 }
 
 /// [`sandbox_host`], its sandbox's configuration changed by `adjust` first.
-fn sandbox_host_with(data: &Path, adjust: impl FnOnce(&mut skillhost::BwrapConfig)) -> skillhost::Host {
+fn sandbox_host_with(data: &Path, adjust: impl FnOnce(&mut skillhost::runtime::BwrapConfig)) -> skillhost::Host {
     let host = skillhost::Host::builder()
         .data_dir(data)
         .cache_dir(shared_cache().join("compiled"))
@@ -121,8 +121,8 @@ async fn call_with(skill: &DirectSkill, tool: &str, input: Value, cx: CallContex
 }
 
 /// A call context whose progress reports are kept, and the list they are kept in.
-fn recording_progress() -> (Arc<std::sync::Mutex<Vec<skillhost::Progress>>>, CallContext) {
-    let seen: Arc<std::sync::Mutex<Vec<skillhost::Progress>>> = Arc::default();
+fn recording_progress() -> (Arc<std::sync::Mutex<Vec<skillhost::skill::Progress>>>, CallContext) {
+    let seen: Arc<std::sync::Mutex<Vec<skillhost::skill::Progress>>> = Arc::default();
     let sink = seen.clone();
     let cx = CallContext { progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))), ..CallContext::default() };
     (seen, cx)

@@ -133,7 +133,7 @@ async fn skill_run_refuses_inline_code_and_other_programs_with_the_skills_grants
     config.watch = false;
     let registry = tokio::time::timeout(HANG_GUARD, host.open_registry(config)).await.expect("open hung").expect("opens");
     let policy = format!("[[paths]]\nhost = \"{}\"\nas = \"data\"\nmode = \"rw\"\n", granted.path().display());
-    registry.set_policy("plotter", &skillhost::RunPolicy::parse(&policy, Path::new("policy")).unwrap()).await.unwrap();
+    registry.set_policy("plotter", &skillhost::run::RunPolicy::parse(&policy, Path::new("policy")).unwrap()).await.unwrap();
     let request = registry.approval_request("plotter").unwrap();
     registry.approve("plotter", &request.content_hash, &request.capability_digest, ApprovalChannel::Cli).await.unwrap();
 

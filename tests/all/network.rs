@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use fixtures::{NET, TestHost, TestServer};
 use serde_json::{Value, json};
-use skillhost::{DirectSkill, EgressOutcome, NetConfig, Resolver, WasmConfig};
+use skillhost::{DirectSkill, net::EgressOutcome, net::NetConfig, net::Resolver, runtime::WasmConfig};
 
 use crate::{load_error, ok, shared_cache};
 
@@ -381,7 +381,11 @@ async fn the_github_skill_binds_its_token_to_the_api_host_only() {
     let grant = skill.skill.grant();
     assert_eq!(grant.secrets.len(), 1);
     assert_eq!(grant.secrets[0].hosts[0].text, "https://api.github.com");
-    assert_eq!(skillhost::RiskTier::of(&skill.source.manifest), skillhost::RiskTier::Explicit, "a secret needs explicit approval");
+    assert_eq!(
+        skillhost::skill::RiskTier::of(&skill.source.manifest),
+        skillhost::skill::RiskTier::Explicit,
+        "a secret needs explicit approval"
+    );
     // No secret set: the request is refused before any lookup, naming the command.
     let err = crate::call(&skill, "repo", json!({"owner": "rust-lang", "repo": "rust"})).await.unwrap_err();
     assert!(err.to_string().contains("skillhost secret set github"), "{err}");

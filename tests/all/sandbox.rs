@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fixtures::{TestServer, python};
 use serde_json::{Value, json};
-use skillhost::{CallContext, CallError, CallFailure, DirectSkill, Host, Progress};
+use skillhost::{CallContext, CallError, DirectSkill, Host, skill::CallFailure, skill::Progress};
 use tempfile::TempDir;
 
 use crate::{HANG_GUARD, call, call_with, ok, processes_with, wait_gone};
@@ -332,8 +332,8 @@ async fn idle_servers_stop_and_start_again_on_the_next_call() {
     )
     .unwrap();
     let source = skillhost_package::read_source(&dir, &Default::default()).unwrap();
-    let grant =
-        skillhost::Grant::new(&source.manifest, env.host.policy(), &skillhost::DirectSkill::data_key(&source.manifest.name)).unwrap();
+    let grant = skillhost::skill::Grant::new(&source.manifest, env.host.policy(), &skillhost::DirectSkill::data_key(&source.manifest.name))
+        .unwrap();
     let runtime = env.host.sandbox().unwrap();
     let skill = runtime.load_server(&source, grant).await.unwrap();
     assert!(!skill.running().await, "lazy: the load-time run is stopped");
@@ -394,10 +394,10 @@ async fn network_goes_through_the_egress_proxy_only() {
     }
     let of = |url: &str| rows.iter().find(|r| r.url.starts_with(url)).unwrap_or_else(|| panic!("no audit row for {url}: {rows:?}"));
     let ok_row = of(&format!("http://127.0.0.1:{port}/ok"));
-    assert_eq!((ok_row.skill.as_str(), &ok_row.outcome), ("sandbox-probe", &skillhost::EgressOutcome::Status(200)));
+    assert_eq!((ok_row.skill.as_str(), &ok_row.outcome), ("sandbox-probe", &skillhost::net::EgressOutcome::Status(200)));
     assert!(!ok_row.url.contains("token"), "no query in the audit log");
     let refused = of(&format!("http://127.0.0.2:{port}/secret"));
-    assert!(matches!(refused.outcome, skillhost::EgressOutcome::Refused(_)), "{refused:?}");
+    assert!(matches!(refused.outcome, skillhost::net::EgressOutcome::Refused(_)), "{refused:?}");
 }
 
 /// A server whose request the egress proxy refused tells the agent only what its own
@@ -572,8 +572,8 @@ async fn skill_tests_run_in_a_throwaway_sandbox() {
     let host = &env.host;
     let test = async |dir: std::path::PathBuf| {
         let source = skillhost_package::read_source(&dir, &Default::default()).unwrap();
-        let grant =
-            skillhost::Grant::new(&source.manifest, host.policy(), &skillhost::DirectSkill::data_key(&source.manifest.name)).unwrap();
+        let grant = skillhost::skill::Grant::new(&source.manifest, host.policy(), &skillhost::DirectSkill::data_key(&source.manifest.name))
+            .unwrap();
         host.sandbox().unwrap().test_skill(&source, grant, Duration::from_secs(30)).await
     };
     let dir = site_check(env.skills.path(), 9);

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use skillhost::{Host, Registry, RegistryConfig, RegistryError, RunError, RunInput, RunOutput, RunPolicy, TrustState};
+use skillhost::{Host, Registry, RegistryConfig, RegistryError, TrustState, run::RunError, run::RunInput, run::RunOutput, run::RunPolicy};
 use tempfile::TempDir;
 
 use crate::HANG_GUARD;
@@ -25,7 +25,7 @@ impl Env {
     }
 
     /// An environment whose sandbox configuration `adjust` changes.
-    fn with(adjust: impl FnOnce(&mut skillhost::BwrapConfig)) -> Self {
+    fn with(adjust: impl FnOnce(&mut skillhost::runtime::BwrapConfig)) -> Self {
         let data = tempfile::tempdir().unwrap();
         Self { host: crate::sandbox_host_with(data.path(), adjust), data, skills: tempfile::tempdir().unwrap() }
     }
@@ -931,7 +931,7 @@ async fn a_run_starts_one_of_the_skills_scripts_never_the_agents_own_code() {
     let refused = run(&registry, "tidy", &["python3", "-c", &evil], Vec::new()).await.unwrap_err();
     assert!(matches!(refused, RegistryError::NotCallable { .. }), "not before a human approved it: {refused}");
     let request = registry.approval_request("tidy").unwrap();
-    assert_eq!(request.tier, skillhost::RiskTier::Explicit, "{request:?}");
+    assert_eq!(request.tier, skillhost::skill::RiskTier::Explicit, "{request:?}");
     assert!(
         request
             .requests

@@ -25,7 +25,7 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use fixtures::{LIMITS, TestHost};
 use serde_json::json;
-use skillhost::{CallContext, WasmConfig};
+use skillhost::{CallContext, runtime::WasmConfig};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
@@ -97,13 +97,13 @@ fn egress(c: &mut Criterion) {
     });
 
     let audit_dir = tempfile::tempdir().unwrap();
-    let net = skillhost::NetConfig {
+    let net = skillhost::net::NetConfig {
         audit: std::sync::Arc::new(skillhost::audit::SqliteAuditLog::open(audit_dir.path().join("audit.db")).unwrap()),
-        ..skillhost::NetConfig::default()
+        ..skillhost::net::NetConfig::default()
     };
     let section =
         skillhost_core::egress::NetworkSection { allow: vec![format!("http://127.0.0.1:{}", server.port())], ..Default::default() };
-    let policy = skillhost::EgressPolicy::from_section(&section).unwrap();
+    let policy = skillhost::net::EgressPolicy::from_section(&section).unwrap();
     let gate = skillhost_egress::SkillEgress::new(skillhost_core::SkillName::new("net").unwrap(), Arc::new(policy), Arc::new(net));
     group.bench_function("gate", |b| {
         b.iter(|| {

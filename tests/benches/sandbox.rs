@@ -66,7 +66,8 @@ fn sandbox(c: &mut Criterion) {
     let host = Host::builder().data_dir(data.path()).sandbox_config(python::sandbox_config(data.path())).build().unwrap();
     let dir = python::install("sandbox-probe", data.path(), "");
     let source = skillhost_package::read_source(&dir, &Default::default()).unwrap();
-    let grant = skillhost::Grant::new(&source.manifest, host.policy(), &skillhost::DirectSkill::data_key(&source.manifest.name)).unwrap();
+    let grant =
+        skillhost::skill::Grant::new(&source.manifest, host.policy(), &skillhost::DirectSkill::data_key(&source.manifest.name)).unwrap();
     let skill = rt.block_on(host.sandbox().unwrap().load_server(&source, grant)).unwrap();
     let skill = Arc::new(skill);
 
@@ -138,7 +139,7 @@ async fn approved_registry(host: &Host, data: &std::path::Path, skills: &std::pa
     let registry = host.open_registry(config).await.unwrap();
     // The bench times the jail around `sh -c true` and `python3 -c pass`: inline commands,
     // which the policy must allow.
-    registry.set_policy("bench", &skillhost::RunPolicy { any_command: true, ..skillhost::RunPolicy::none() }).await.unwrap();
+    registry.set_policy("bench", &skillhost::run::RunPolicy { any_command: true, ..skillhost::run::RunPolicy::none() }).await.unwrap();
     let request = registry.approval_request("bench").unwrap();
     registry.approve("bench", &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
     registry

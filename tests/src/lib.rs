@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 pub use server::{Received, TestServer};
 
-use skillhost::{Host, WasmConfig};
+use skillhost::{Host, runtime::WasmConfig};
 use skillhost_package as package;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
@@ -93,7 +93,7 @@ impl TestHost {
     /// The data dir of skill `name` loaded directly (not through the registry), as the
     /// host grants it.
     pub fn data_dir(&self, name: &str) -> PathBuf {
-        let name = skillhost::SkillName::new(name).unwrap();
+        let name = skillhost::skill::SkillName::new(name).unwrap();
         self.host.policy().data_dir(&skillhost::DirectSkill::data_key(&name))
     }
 }

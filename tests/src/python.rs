@@ -61,8 +61,8 @@ pub fn install(name: &str, parent: &Path, extra: &str) -> PathBuf {
 /// unprivileged run without a delegated cgroup tree (scripts/test.sh runs the suites
 /// again as uid 65534) opts out of the cgroup, and of nothing else; a root run never
 /// opts out.
-pub fn sandbox_config(data: &Path) -> skillhost::BwrapConfig {
-    let mut config = skillhost::BwrapConfig::new(data.join("sandbox"));
+pub fn sandbox_config(data: &Path) -> skillhost::runtime::BwrapConfig {
+    let mut config = skillhost::runtime::BwrapConfig::new(data.join("sandbox"));
     config.venv = Some(venv());
     if !rustix::process::geteuid().is_root() && !cgroups_usable() {
         config.allow_weaker = vec![skillhost_jail::isolation::CGROUP.to_owned()];

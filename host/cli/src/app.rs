@@ -1,5 +1,5 @@
 //! What every command shares: the global options resolved once (the absolute data dir,
-//! the skills directories, other agents' folders), how a command opens the host and the
+//! the skills directories, other agents' folders, the host config), how a command opens the host and the
 //! registry (all of it, or in the background waiting only for the one skill it is about),
 //! and the small terminal helpers (a spinner, a y/N question, a duration argument).
 
@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use skillhost::config::{Agent, ConfigError, HostConfig};
 use skillhost::{Host, Registry, RegistryConfig};
-
-use crate::sandbox;
-use crate::skills_from::{self, Agent};
 
 /// The global options, resolved: what a command's `run` is handed.
 pub struct App {
@@ -25,6 +23,9 @@ pub struct App {
     pub skills_from: Vec<Agent>,
     /// Whether the command is `serve` (see [`App::host`]).
     serving: bool,
+    /// The host config, read once ([`crate::config`]); only a command that uses it
+    /// fails on an error in it.
+    config: Result<HostConfig, ConfigError>,
 }
 
 impl App {
@@ -38,19 +39,27 @@ impl App {
         };
         let workspace = skills_dir(skills.as_deref());
         let skills = skills.unwrap_or_else(|| PathBuf::from("skills"));
-        Ok(Self { data_dir, workspace, skills, skills_from, serving })
+        let config = crate::config::read(&data_dir);
+        Ok(Self { data_dir, workspace, skills, skills_from, serving, config })
     }
 
-    /// The host, with the sandbox configured from the data dir.
+    /// The host config, or why it cannot be used.
+    pub fn config(&self) -> Result<&HostConfig> {
+        self.config.as_ref().map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// The venv Python skills run with ([`crate::config::venv_dir`]).
+    pub fn venv_dir(&self) -> PathBuf {
+        let config = self.config.as_ref().ok().cloned().unwrap_or_default();
+        crate::config::venv_dir(&config, &self.data_dir)
+    }
+
+    /// The host over the data dir and the host config.
     pub fn host(&self) -> Result<Host> {
         // Only `serve` runs uncached components on Winch's code first (while Cranelift compiles
         // them in the background): a command that exits after its call would wait for that
         // compile at exit, and only Cranelift's code is kept in the compiled cache.
-        Ok(Host::builder()
-            .data_dir(&self.data_dir)
-            .sandbox_config(sandbox::config(&self.data_dir))
-            .baseline_compile(self.serving)
-            .build()?)
+        Ok(Host::builder().data_dir(&self.data_dir).config(self.config()?.clone()).baseline_compile(self.serving).build()?)
     }
 
     /// The workspace layer's directory, if there is one; an error when `--skills` (or
@@ -64,7 +73,8 @@ impl App {
     pub fn registry_config(&self, host: &Host, watch: bool) -> Result<RegistryConfig> {
         let mut config = host.registry_config();
         config.workspace = self.workspace()?.map(Path::to_owned);
-        config.external = skills_from::folders(&self.skills_from, &self.data_dir, config.workspace.as_deref())?;
+        let agents: Vec<Agent> = self.skills_from.iter().chain(&self.config()?.skills_from).copied().collect();
+        config.external = Agent::existing_folders(&agents, config.workspace.as_deref())?;
         config.watch = watch;
         Ok(config)
     }
@@ -78,20 +88,27 @@ impl App {
         Ok(registry?)
     }
 
-    /// The registry for a command about one skill: it opens in the background and only
-    /// `name`'s first load is waited for (`wait` false: not even that, for reject and
+    /// The registry for a command about one skill: only `name` loads (`wait` false: not
+    /// even that until the command asks for it, as a call does, or never, for reject and
     /// disable), so no other skill's code (a pending server that never answers, a slow
-    /// compile) holds up a human's command.
+    /// compile) runs or holds up a human's command.
     pub async fn registry_for(&self, host: &Host, name: &str, wait: bool) -> Result<Arc<Registry>> {
-        let mut config = self.registry_config(host, false)?;
-        config.load_in_background = true;
-        let registry = host.open_registry(config).await?;
+        let registry = self.registry_on_demand(host).await?;
         if wait && registry.loading().iter().any(|n| n.as_str() == name) {
             let bar = progress_spinner(&format!("loading `{name}` (a skill seen for the first time runs once to list its tools)"));
             registry.wait_loaded(name).await;
             bar.finish_and_clear();
         }
         Ok(registry)
+    }
+
+    /// The registry with only what loads without running code loaded; any other skill
+    /// loads when the command asks for it ([`FirstLoad::OnDemand`](skillhost::registry::FirstLoad)):
+    /// an install loads the skill it installs and no other.
+    pub async fn registry_on_demand(&self, host: &Host) -> Result<Arc<Registry>> {
+        let mut config = self.registry_config(host, false)?;
+        config.first_load = skillhost::registry::FirstLoad::OnDemand;
+        Ok(host.open_registry(config).await?)
     }
 }
 
@@ -131,7 +148,7 @@ fn default_data_dir(root: bool, xdg_data_home: bool) -> Result<PathBuf> {
 
 /// A duration argument (`500ms`, `2s`, `7d`), for clap.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    skillhost::parse_duration(text)
+    skillhost::skill::parse_duration(text)
 }
 
 /// Whether a `call` or `test` argument names a file or folder rather than a skill.

@@ -24,14 +24,14 @@ pub struct ApproveArgs {
 pub async fn run(app: &App, args: ApproveArgs) -> Result<ExitCode> {
     let host = app.host()?;
     let registry = app.registry_for(&host, &args.name, true).await?;
-    let packages = resolve_packages(app, &host, &registry, &args.name).await?;
+    let packages = resolve_packages(&host, &registry, &args.name).await?;
     approve_then_install(&registry, &args.name, args.yes, packages).await?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// A skill's packages, resolved and recorded, to install once the human said yes.
 struct Resolved<'a> {
-    sandbox: &'a skillhost::BwrapRuntime,
+    sandbox: &'a skillhost::runtime::BwrapRuntime,
     lock: skillhost::run::PackageLock,
     files: std::sync::Arc<std::collections::BTreeMap<String, Vec<u8>>>,
 }
@@ -40,16 +40,15 @@ struct Resolved<'a> {
 /// artifact hashes from the host's index (metadata only: nothing is downloaded to be
 /// installed, nothing installed) and record the lock, so that the request shows exactly
 /// what will be installed and from where.
-async fn resolve_packages<'a>(app: &App, host: &'a skillhost::Host, registry: &Registry, name: &str) -> Result<Option<Resolved<'a>>> {
+async fn resolve_packages<'a>(host: &'a skillhost::Host, registry: &Registry, name: &str) -> Result<Option<Resolved<'a>>> {
     let entry = registry.entry(name)?;
     let Some(loaded) = entry.loaded.as_ref() else { return Ok(None) };
     let Some(scripts) = loaded.scripts.as_ref() else { return Ok(None) };
     if !scripts.declares_packages() {
         return Ok(None);
     }
-    // The sources a human named, or nothing: never the defaults in place of a config
-    // that cannot be read.
-    crate::forge::package_sources(&app.data_dir).with_context(|| format!("cannot resolve the packages of `{name}`"))?;
+    // The sources a human named in `[packages]`: the host is not built from a config that
+    // cannot be read, so never the defaults in its place.
     let sandbox = host.sandbox().map_err(|e| anyhow::anyhow!("cannot resolve the packages of `{name}`: {e}"))?;
     let node = scripts.node.as_ref().map(|n| n.packages.clone()).unwrap_or_default();
     let all: Vec<&String> = scripts.packages.iter().chain(&node).collect();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use skillhost::{ByteSize, Host, SkillManifest};
+use skillhost::{Host, skill::ByteSize, skill::SkillManifest};
 
 use crate::app::App;
 use crate::toolchain::{self, Toolchain};
@@ -101,7 +101,7 @@ async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path>) -
     // Read the manifest and SKILL.md once (no links, size caps): checked before spending
     // a compile, and the same bytes packaged after it.
     let manifest_path = dir.join("skill.toml");
-    let toml = skillhost_package::read_file(&manifest_path, skillhost::MAX_MANIFEST_BYTES as u64)?;
+    let toml = skillhost_package::read_file(&manifest_path, skillhost::skill::MAX_MANIFEST_BYTES as u64)?;
     let manifest = SkillManifest::parse_bytes(&toml, &manifest_path)?;
     let md = match skillhost_package::read_file(&dir.join("SKILL.md"), skillhost_package::SizeLimits::default().text_file) {
         Ok(md) => Some(md),

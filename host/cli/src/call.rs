@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use skillhost::{CallContext, CallError, CallFailure, RegistryError};
+use skillhost::{CallContext, CallError, RegistryError, skill::CallFailure};
 
 use crate::app::{self, App};
 use crate::{exit, output};
@@ -97,7 +97,7 @@ impl std::fmt::Display for CommandLineTimeout {
         let CallError { skill, tool, failure: CallFailure::Timeout { limit, skill_limit: Some(own) } } = &self.0 else {
             return self.0.fmt(f);
         };
-        let (limit, own) = (skillhost::fmt_duration(*limit), skillhost::fmt_duration(*own));
+        let (limit, own) = (skillhost::skill::fmt_duration(*limit), skillhost::skill::fmt_duration(*own));
         write!(
             f,
             "skill `{skill}` tool `{tool}`: timeout after {limit}, the `--timeout {limit}` given on the command line \

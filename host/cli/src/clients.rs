@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::app::App;
-use crate::skills_from::Agent;
+use skillhost::config::Agent;
 
 /// The `--help` text after the options.
 pub const HELP: &str = "The entry runs this binary (its absolute path) with absolute --skills (when there is a

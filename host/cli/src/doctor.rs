@@ -37,7 +37,7 @@ pub struct DoctorArgs {
 pub fn run(app: &App, args: DoctorArgs) -> Result<ExitCode> {
     let host = app.host()?;
     let data_dir = &app.data_dir;
-    let mut checks = sandbox_checks(&host, data_dir);
+    let mut checks = sandbox_checks(&host, &app.venv_dir());
     let model = crate::model::model_dir(data_dir);
     let installed = model.join(".skillhost-model").is_file();
     checks.push(Check {
@@ -71,7 +71,7 @@ pub fn run(app: &App, args: DoctorArgs) -> Result<ExitCode> {
 }
 
 /// The sandbox's isolation layers, whether server skills start, and the managed venv.
-fn sandbox_checks(host: &Host, data_dir: &Path) -> Vec<Check> {
+fn sandbox_checks(host: &Host, venv: &Path) -> Vec<Check> {
     let mut checks = Vec::new();
     match host.sandbox() {
         Ok(runtime) => {
@@ -116,7 +116,7 @@ fn sandbox_checks(host: &Host, data_dir: &Path) -> Vec<Check> {
                 None => Check {
                     name: "python venv".into(),
                     available: false,
-                    detail: format!("none at {}", crate::sandbox::venv_dir(data_dir).display()),
+                    detail: format!("none at {}", venv.display()),
                     fix: Some("run `skillhost setup python` (Python server skills need it)".into()),
                 },
             });

@@ -74,8 +74,8 @@ pub fn failed(error: &anyhow::Error, json: bool) -> ExitCode {
     };
     let (kind, code) = match call {
         _ if error.downcast_ref::<Usage>().is_some() => ("usage", USAGE),
-        _ if matches!(run, Some(skillhost::RunError::Limit { .. })) => ("limit", LIMIT),
-        _ if refused(error) || matches!(run, Some(skillhost::RunError::Refused { .. })) => ("refused", USAGE),
+        _ if matches!(run, Some(skillhost::run::RunError::Limit { .. })) => ("limit", LIMIT),
+        _ if refused(error) || matches!(run, Some(skillhost::run::RunError::Refused { .. })) => ("refused", USAGE),
         Some(call) if call.is_tool_error() => ("tool", TOOL_ERROR),
         Some(call) if call.is_limit() => ("limit", LIMIT),
         _ => ("host", HOST),

@@ -2,16 +2,17 @@
 //! forge, as `skill_create` does for agents), `skillhost forge --generate TEXT --name
 //! NAME` (the model of `[forge.llm]` writes the sources, round after round, then a human
 //! approves) and `skillhost forge --reset NAME` (a human allows a skill's attempts again);
-//! the forge's configuration from DATA_DIR/config.toml, which `test` and `serve` use too.
+//! the forge's configuration from the host config's `[forge]`, which `test` and `serve`
+//! use too.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use skillhost::forge::llm::{self, LlmConfig};
-use skillhost::{Forge, ForgeConfig, ForgeError, Forged, Host, Language, Registry, Submission};
+use skillhost::forge::llm;
+use skillhost::{Host, Registry, forge::Forge, forge::ForgeConfig, forge::ForgeError, forge::Forged, forge::Language, forge::Submission};
 
 use crate::app::{self, App};
 use crate::exit;
@@ -57,40 +58,22 @@ enum Lang {
     Scripts,
 }
 
-/// The forge's configuration for this host: its caps from `[forge]` in the host config
-/// (`max_concurrent_builds`, `max_attempts_per_window`, `attempt_window = "1h"`), the
-/// defaults otherwise. Rust skills build against the SDK embedded in this binary
-/// (written out under `data_dir`), or the checkout `SKILLHOST_SDK_WORKSPACE` names.
-pub fn config(data_dir: &Path) -> Result<ForgeConfig> {
-    let mut config = ForgeConfig::new(data_dir.join("forge"));
+/// The forge's configuration for this host: `[forge]` of the host config over the
+/// defaults ([`skillhost::HostConfig::forge_config`]). Rust skills build against the SDK
+/// embedded in this binary (written out under the data dir), or the checkout
+/// `SKILLHOST_SDK_WORKSPACE` names.
+pub fn config(app: &App) -> Result<ForgeConfig> {
+    let mut config = app.config()?.forge_config(app.data_dir.join("forge"));
     config.sdk_workspace = Some(match std::env::var_os("SKILLHOST_SDK_WORKSPACE") {
         Some(checkout) => PathBuf::from(checkout),
-        None => crate::sdk::workspace(data_dir)?,
+        None => crate::sdk::workspace(&app.data_dir)?,
     });
-    match host_config(data_dir) {
-        Ok((_, host)) => {
-            let caps = host.forge;
-            if let Some(n) = caps.max_concurrent_builds {
-                config.max_concurrent_builds = n;
-            }
-            if let Some(n) = caps.max_attempts_per_window {
-                config.max_attempts_per_window = n;
-            }
-            if let Some(window) = caps.attempt_window {
-                config.attempt_window = window;
-            }
-            // A build runs code no human approved: it may lack only the layers a human
-            // let the sandbox run without.
-            config.allow_weaker = host.sandbox.allow_weaker;
-        }
-        Err(e) => tracing::warn!("the forge runs with its default caps: {e:#}"),
-    }
     Ok(config)
 }
 
 /// The forge over `registry` on `host`'s runtimes.
-pub fn forge(host: &Host, registry: Arc<Registry>, data_dir: &Path) -> Result<Arc<Forge>> {
-    Ok(Arc::new(host.forge(registry, config(data_dir)?)))
+pub fn forge(host: &Host, registry: Arc<Registry>, app: &App) -> Result<Arc<Forge>> {
+    Ok(Arc::new(host.forge(registry, config(app)?)))
 }
 
 /// Whether the installed skill `name` declares `[[tests]]` in its skill.toml.
@@ -100,7 +83,7 @@ pub fn declares_tests(registry: &Registry, name: &str) -> bool {
     std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file())
         && std::fs::read_to_string(&file)
             .ok()
-            .and_then(|text| skillhost::SkillManifest::test_cases(&text, &file).ok())
+            .and_then(|text| skillhost::skill::SkillManifest::test_cases(&text, &file).ok())
             .is_some_and(|tests| !tests.is_empty())
 }
 
@@ -124,20 +107,20 @@ pub async fn test_approved(forge: &Forge, name: &str, json: bool) -> Result<bool
 pub async fn run(app: &App, args: ForgeArgs) -> Result<ExitCode> {
     let host = app.host()?;
     let registry = app.registry(&host).await?;
-    let ok = execute(&host, registry, &app.data_dir, args).await?;
+    let ok = execute(&host, registry, app, args).await?;
     Ok(exit::passed(ok))
 }
 
 /// Reset, generate or forge, as `args` say. Returns whether it succeeded.
-async fn execute(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: ForgeArgs) -> Result<bool> {
-    let forge = forge(host, registry, data_dir)?;
+async fn execute(host: &Host, registry: Arc<Registry>, app: &App, args: ForgeArgs) -> Result<bool> {
+    let forge = forge(host, registry, app)?;
     if let Some(name) = args.reset {
         forge.reset(&name)?;
         errln!("`{name}` may be submitted again ({} attempts)", forge.config().max_attempts);
         return Ok(true);
     }
     if let Some(requirements) = &args.generate {
-        return generate(&forge, host, data_dir, requirements, &args).await;
+        return generate(&forge, host, app, requirements, &args).await;
     }
     let dir = args.dir.expect("clap requires DIR without --reset or --generate");
     let files = skillhost::forge::stage::read_dir(&dir, &forge.config().limits).map_err(|refused| {
@@ -153,7 +136,7 @@ async fn execute(host: &Host, registry: Arc<Registry>, data_dir: &Path, args: Fo
     } else {
         let manifest =
             files.get("skill.toml").with_context(|| format!("{}: no skill.toml; a skill starts with its manifest", dir.display()))?;
-        let parsed = skillhost::SkillManifest::parse(manifest, &dir.join("skill.toml"))?;
+        let parsed = skillhost::skill::SkillManifest::parse(manifest, &dir.join("skill.toml"))?;
         let language = match args.lang {
             Some(Lang::Rust) => Language::Rust,
             Some(Lang::Python) => Language::Python,
@@ -211,133 +194,11 @@ fn print_forged(forged: &Forged) {
     }
 }
 
-/// The host's config file: `DATA_DIR/config.toml`, or the file `SKILLHOST_CONFIG` names.
-/// It holds `skills_from` (other agents' skill folders to serve read-only, as
-/// `--skills-from`), `[forge]` (the forge's caps), `[forge.llm]`, `[sandbox]`, `[sources]`
-/// and `[packages]`.
-#[derive(Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HostConfig {
-    #[serde(default)]
-    skills_from: Vec<crate::skills_from::Agent>,
-    #[serde(default)]
-    forge: ForgeSection,
-    #[serde(default)]
-    sandbox: SandboxSection,
-    #[serde(default)]
-    sources: crate::sources::SourcesSection,
-    #[serde(default)]
-    packages: PackagesSection,
-}
-
-/// `[packages]` of the host config: where the packages skills' scripts declare come from,
-/// the only sources uv and npm are handed (whatever `uv.toml`, `.npmrc` or environment the
-/// host was started with), shown in every approval request of a skill with packages.
-///
-/// ```toml
-/// [packages]
-/// python_index = "https://pypi.org/simple"      # the default; https, or http to loopback
-/// # python_wheels = "/srv/wheels"               # instead: these wheels only, no index
-/// npm_registry = "https://registry.npmjs.org/"  # the default; every lockfile URL must be on it
-/// # npm_offline_cache = "/srv/npm-cache"        # install from this npm cache only
-/// ```
-#[derive(Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PackagesSection {
-    python_index: Option<String>,
-    python_wheels: Option<PathBuf>,
-    npm_registry: Option<String>,
-    npm_offline_cache: Option<PathBuf>,
-}
-
-/// `[packages]` of the host config, checked, or why it cannot be read or used: an
-/// approval refuses to resolve or install from sources other than those a human wrote.
-pub fn package_sources(data_dir: &Path) -> Result<skillhost::run::PackageSources> {
-    use skillhost::run::{NpmRegistry, PackageSources, PythonIndex};
-    let (path, config) = host_config(data_dir)?;
-    let section = config.packages;
-    let python = match (section.python_index, section.python_wheels) {
-        (Some(_), Some(_)) => bail!("{}: [packages] names both python_index and python_wheels; keep one", path.display()),
-        (Some(url), None) => PythonIndex::Url(url),
-        (None, Some(dir)) => PythonIndex::Wheels(dir),
-        (None, None) => PythonIndex::default(),
-    };
-    let npm = NpmRegistry {
-        url: section.npm_registry.unwrap_or_else(|| skillhost::run::NPM_REGISTRY.to_owned()),
-        offline_cache: section.npm_offline_cache,
-    };
-    let sources = PackageSources { python, npm };
-    sources.check().map_err(|e| anyhow::anyhow!("{}: [packages]: {e}", path.display()))?;
-    Ok(sources)
-}
-
-/// `[sandbox]` of the host config.
-#[derive(Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SandboxSection {
-    /// Isolation layers server skills may run without when this machine lacks them
-    /// (`"uid drop"`, `"cgroup"`, `"seccomp"`); see `BwrapConfig::allow_weaker`.
-    #[serde(default)]
-    allow_weaker: Vec<String>,
-}
-
-/// `[sandbox] allow_weaker` of the host config; none, with a warning, when it cannot be
-/// read: a sandbox missing a layer then refuses to start, as with no opt-out.
-pub fn sandbox_allow_weaker(data_dir: &Path) -> Vec<String> {
-    host_config(data_dir)
-        .map(|(_, config)| config.sandbox.allow_weaker)
-        .inspect_err(|e| tracing::warn!("no `[sandbox] allow_weaker` from the host config: {e:#}"))
-        .unwrap_or_default()
-}
-
-/// `[sources]` of the host config, or why it cannot be read (a verification policy that
-/// cannot be read stops a remote install rather than letting it go unverified).
-pub fn sources_config(data_dir: &Path) -> Result<(PathBuf, crate::sources::SourcesSection)> {
-    host_config(data_dir).map(|(path, config)| (path, config.sources))
-}
-
-/// `skills_from` of the host config; none, with a warning, when it cannot be read (as
-/// the forge's caps fall back to their defaults).
-pub fn skills_from(data_dir: &Path) -> Vec<crate::skills_from::Agent> {
-    host_config(data_dir)
-        .map(|(_, config)| config.skills_from)
-        .inspect_err(|e| tracing::warn!("no skills_from folders from the host config: {e:#}"))
-        .unwrap_or_default()
-}
-
-#[derive(Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ForgeSection {
-    llm: Option<LlmConfig>,
-    /// Submissions built and tested at once (default 2).
-    max_concurrent_builds: Option<usize>,
-    /// Submissions taken per `attempt_window`, across all names (default 60).
-    max_attempts_per_window: Option<u32>,
-    /// The window, e.g. `"1h"`, `"30m"` (default one hour).
-    #[serde(default, deserialize_with = "duration")]
-    attempt_window: Option<Duration>,
-}
-
-fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    let text: Option<String> = serde::Deserialize::deserialize(d)?;
-    text.map(|t| app::parse_duration(&t).map_err(serde::de::Error::custom)).transpose()
-}
-
-fn host_config(data_dir: &Path) -> Result<(PathBuf, HostConfig)> {
-    let path = std::env::var_os("SKILLHOST_CONFIG").map(PathBuf::from).unwrap_or_else(|| data_dir.join("config.toml"));
-    let config = match std::fs::read_to_string(&path) {
-        Ok(text) => toml::from_str(&text).with_context(|| format!("{}: invalid host config", path.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => HostConfig::default(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    Ok((path, config))
-}
-
 /// `skillhost forge --generate TEXT --name NAME`: the model writes, the forge builds and
 /// tests, failures go back to the model, and a human approves what it made.
-async fn generate(forge: &Arc<Forge>, host: &Host, data_dir: &Path, requirements: &str, args: &ForgeArgs) -> Result<bool> {
-    let (path, config) = host_config(data_dir)?;
-    let Some(llm) = config.forge.llm else {
+async fn generate(forge: &Arc<Forge>, host: &Host, app: &App, requirements: &str, args: &ForgeArgs) -> Result<bool> {
+    let path = crate::config::path(&app.data_dir);
+    let Some(llm) = app.config()?.forge.llm.clone() else {
         bail!(
             "--generate needs a model: add to {}\n  [forge.llm]\n  endpoint = \"https://api.openai.com/v1\"\n  model = \"gpt-4.1-mini\"\n  secret = \"openai\"   # then: skillhost secret set openai",
             path.display()

@@ -39,7 +39,7 @@ pub struct InstallArgs {
 pub async fn run(app: &App, args: InstallArgs) -> Result<ExitCode> {
     if !is_remote(&args.source) {
         let host = app.host()?;
-        let entry = app.registry(&host).await?.install(&PathBuf::from(&args.source)).await?;
+        let entry = app.registry_on_demand(&host).await?.install(&PathBuf::from(&args.source)).await?;
         errln!("installed `{}` into {} ({})", entry.name, entry.origin.display(), entry.state);
         after_install(&entry);
         return Ok(ExitCode::SUCCESS);
@@ -65,7 +65,7 @@ pub async fn run(app: &App, args: InstallArgs) -> Result<ExitCode> {
         }
         _ => vec![addr],
     };
-    let registry = app.registry(&host).await?;
+    let registry = app.registry_on_demand(&host).await?;
     let installer = Installer::new(&registry, options, args.sources.keys(app)?);
     let lock_path = args.sources.lock_path(app);
     let mut lock = if args.no_lock { Lockfile::new() } else { Lockfile::read(&lock_path)? };

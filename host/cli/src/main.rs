@@ -22,6 +22,7 @@ mod audit;
 mod build;
 mod call;
 mod clients;
+mod config;
 mod disable;
 mod doctor;
 mod enable;
@@ -47,7 +48,6 @@ mod secret;
 mod serve;
 mod setup;
 mod show;
-mod skills_from;
 mod sources;
 mod stats;
 mod sync;
@@ -96,8 +96,8 @@ struct Cli {
     /// Also serve another agent's Agent Skills folders, read-only: `claude` adds
     /// ~/.claude/skills and ./.claude/skills (their SKILL.md as instructions; nothing in
     /// them runs or is written). Also `skills_from = ["claude"]` in DATA_DIR/config.toml.
-    #[arg(long, global = true, value_enum, value_name = "AGENT", env = "SKILLHOST_SKILLS_FROM", value_delimiter = ',')]
-    skills_from: Vec<skills_from::Agent>,
+    #[arg(long, global = true, value_name = "AGENT", env = "SKILLHOST_SKILLS_FROM", value_delimiter = ',', value_parser = config::parse_agent)]
+    skills_from: Vec<skillhost::config::Agent>,
 
     /// Log more (-v: debug, -vv: trace). Skill log lines are shown at info and above.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -382,14 +382,6 @@ Examples:
   skillhost test skills/site-check --json")]
     Test(test::TestArgs),
 
-    /// The egress shim, the first process of a networked sandbox (internal)
-    #[command(name = "__shim", hide = true)]
-    Shim(sandbox::ShimArgs),
-
-    /// The init of a run of a skill's scripts, inside its jail (internal)
-    #[command(name = "__run", hide = true)]
-    RunInit(sandbox::RunInitArgs),
-
     /// Build, test and install a skill from its sources, as an agent's skill_create does
     #[command(after_help = "Checks the files (relative paths, allow and deny lists, no symlinks, 1 MiB per
 file, 10 MiB in all) before anything is built; builds a Rust crate for wasm32-wasip2 in
@@ -468,6 +460,10 @@ Examples:
 }
 
 fn main() -> ExitCode {
+    // A sandbox starts this binary again as its egress shim or a run's init.
+    if let Some(code) = skillhost::helpers::run_if_helper() {
+        return code;
+    }
     let json = exit::wants_json();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -481,11 +477,6 @@ fn main() -> ExitCode {
         // ignores a closed pipe.
         Err(error) => error.exit(),
     };
-    match cli.command {
-        Command::Shim(args) => return sandbox::run_shim(args),
-        Command::RunInit(args) => return sandbox::run_init(args),
-        _ => {}
-    }
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -551,7 +542,6 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Index(command) => index::run(app, command).await,
         Command::Setup(args) => setup::run(app, args).await,
         Command::Test(args) => test::run(app, args).await,
-        Command::Shim(_) | Command::RunInit(_) => unreachable!("handled before the runtime starts"),
         Command::Run(args) => run::run(app, args).await,
         Command::Policy(args) => policy::run(app, args).await,
         Command::Forge(args) => forge::run(app, args).await,

@@ -42,7 +42,7 @@ fn packages() -> Vec<String> {
 }
 
 /// Install (or check) the model; prints where it is and what it is.
-pub async fn setup(args: ModelArgs, data_dir: &Path) -> Result<()> {
+pub async fn setup(args: ModelArgs, data_dir: &Path, venv: &Path) -> Result<()> {
     let dir = args.dir.unwrap_or_else(|| model_dir(data_dir));
     let files = ModelFiles::in_site_packages(&dir);
     let current = std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == REQUIREMENTS);
@@ -52,7 +52,7 @@ pub async fn setup(args: ModelArgs, data_dir: &Path) -> Result<()> {
         return Ok(());
     }
     let python = args.python.unwrap_or_else(|| {
-        let venv = crate::sandbox::venv_dir(data_dir).join("bin/python");
+        let venv = venv.join("bin/python");
         if venv.is_file() { venv } else { PathBuf::from("python3") }
     });
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use skillhost::SkillName;
+use skillhost::skill::SkillName;
 
 use crate::app::App;
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use skillhost::{ApprovalRequest, ByteSize, CacheOutcome, DirectSkill, Entry, FileMode, SkillCode};
+use skillhost::{DirectSkill, Entry, registry::ApprovalRequest, runtime::CacheOutcome, skill::ByteSize, skill::FileMode, skill::SkillCode};
 use skillhost_package as package;
 
 /// One skill as `list --json` and `inspect --json` print it.
@@ -131,7 +131,7 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
         return Ok(());
     }
     outln!("{} ({} layer, {})", entry.name, entry.layer.as_str(), entry.origin.display());
-    if entry.layer == skillhost::Layer::External {
+    if entry.layer == skillhost::registry::Layer::External {
         outln!(
             "read-only: another agent's skill folder (--skills-from); its SKILL.md is served as instructions, nothing in it runs, skillhost writes nothing there"
         );
@@ -154,7 +154,7 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
         outln!("{} {}: {}", loaded.runtime, loaded.version, loaded.description);
         outln!("tier: {:?}", loaded.tier);
         outln!("content hash: {}", loaded.content_hash);
-        for line in request.and_then(|r| r.provenance.as_ref()).map(skillhost::Provenance::lines).unwrap_or_default() {
+        for line in request.and_then(|r| r.provenance.as_ref()).map(skillhost::skill::Provenance::lines).unwrap_or_default() {
             outln!("{line}");
         }
         for line in &loaded.requests {
@@ -204,8 +204,8 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
 
 /// Who gave the last approval and through which channel, for `show`; `None` when the
 /// skill was never approved.
-fn approved_by(name: &skillhost::SkillName, request: &ApprovalRequest) -> Option<String> {
-    use skillhost::{ApprovalChannel, ApprovedBy};
+fn approved_by(name: &skillhost::skill::SkillName, request: &ApprovalRequest) -> Option<String> {
+    use skillhost::{ApprovalChannel, registry::ApprovedBy};
     let current = if request.state == skillhost::TrustState::Approved { "" } else { " (of an earlier version)" };
     let line = match (request.last_approved_by?, request.last_approved_via) {
         (_, Some(ApprovalChannel::Auto)) | (ApprovedBy::Auto, None) => "the host, automatically (auto: its tier needs no human)".to_owned(),
@@ -433,9 +433,9 @@ pub fn inspect(loaded: &DirectSkill, json: bool) -> Result<()> {
 
 /// The audit log's rows, outbound requests and runs of scripts together, oldest first
 /// (by the time each started: a run comes before the requests its scripts made).
-pub fn audit(requests: &[skillhost::EgressRecord], runs: &[skillhost::audit::RunRecord], json: bool) -> Result<()> {
+pub fn audit(requests: &[skillhost::net::EgressRecord], runs: &[skillhost::audit::RunRecord], json: bool) -> Result<()> {
     enum Row<'a> {
-        Request(&'a skillhost::EgressRecord),
+        Request(&'a skillhost::net::EgressRecord),
         Run(&'a skillhost::audit::RunRecord),
     }
     let mut rows: Vec<(std::time::SystemTime, Row<'_>)> =
@@ -496,7 +496,7 @@ pub fn audit(requests: &[skillhost::EgressRecord], runs: &[skillhost::audit::Run
 
 /// What a skill loaded by its `path` goes without under the probe grant, and how to give
 /// it that; `None` when it asks for nothing the probe withholds.
-pub fn probe_note(manifest: &skillhost::SkillManifest, path: &str) -> Option<String> {
+pub fn probe_note(manifest: &skillhost::skill::SkillManifest, path: &str) -> Option<String> {
     let mut asks: Vec<String> = manifest.probe_withholds().into_iter().collect();
     if !manifest.files.is_empty() {
         let files: Vec<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();

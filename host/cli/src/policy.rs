@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use skillhost::{RunPolicy, fmt_duration};
+use skillhost::{run::RunPolicy, skill::fmt_duration};
 
 use crate::app::{self, App};
 use crate::exit;

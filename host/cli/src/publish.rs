@@ -76,7 +76,7 @@ fn meta_of(snapshot: &Snapshot, path: &Path) -> Result<PushMeta> {
         return Ok(PushMeta { name: manifest.name.to_string(), version: manifest.version, description: manifest.description });
     }
     let text = snapshot.skill_md()?.with_context(|| format!("{}: neither skill.toml nor SKILL.md; it is not a skill", path.display()))?;
-    let frontmatter = skillhost::parse_skill_md(&text, path)?;
+    let frontmatter = skillhost::registry::parse_skill_md(&text, path)?;
     let version = frontmatter.metadata.get("version").cloned().unwrap_or_default();
     Ok(PushMeta { name: frontmatter.name, version, description: frontmatter.description })
 }

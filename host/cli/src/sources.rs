@@ -1,7 +1,7 @@
 //! What `install`, `publish`, `sync` and `outdated` share for remote sources: the fetch
 //! options (caps, progress on a terminal, registry credentials, the staging directory),
 //! the keys signatures are verified with (`--verify` and `[[sources.verify]]` of the host
-//! config) and where `skills.lock` is.
+//! config, [`skillhost::HostConfig::verify_keys`]) and where `skills.lock` is.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,28 +38,6 @@ pub struct SourceArgs {
     timeout: Duration,
 }
 
-/// `[sources]` of the host config.
-#[derive(Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SourcesSection {
-    /// `[[sources.verify]] prefix = "oci://registry.example.com/team/" key = "/etc/skillhost/team.pub"`:
-    /// every skill installed from under `prefix` must be signed by `key`.
-    #[serde(default)]
-    verify: Vec<VerifyRule>,
-    /// `allow_hosts = ["https://pkg-containers.githubusercontent.com"]`: hosts a source may
-    /// send a fetch to besides its own (a registry's blob storage or token service, an
-    /// index's CDN); never a loopback or private address from a public source.
-    #[serde(default)]
-    allow_hosts: Vec<String>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VerifyRule {
-    prefix: String,
-    key: PathBuf,
-}
-
 impl SourceArgs {
     /// Where the lockfile is.
     pub fn lock_path(&self, app: &App) -> PathBuf {
@@ -68,11 +46,7 @@ impl SourceArgs {
 
     /// The fetch options: caps, progress, credentials, staging under the data dir.
     pub fn options(&self, app: &App, host: &Host) -> Result<FetchOptions> {
-        let mut caps = Caps { timeout: self.timeout, allow_http: self.allow_http, ..Caps::default() };
-        let (config, section) = crate::forge::sources_config(&app.data_dir)?;
-        for rule in &section.allow_hosts {
-            caps.allow_host(rule).with_context(|| format!("[sources] allow_hosts in {}", config.display()))?;
-        }
+        let caps = app.config()?.source_caps(Caps { timeout: self.timeout, allow_http: self.allow_http, ..Caps::default() })?;
         let mut auth = oci::Auth::docker_default().context("cannot read the docker config file for registry credentials")?;
         for pair in &self.registry_secret {
             let (registry, secret) = pair.split_once('=').with_context(|| format!("--registry-secret `{pair}` is not REGISTRY=SECRET"))?;
@@ -94,11 +68,7 @@ impl SourceArgs {
         for path in &self.verify {
             keys.always(read_public_key(path)?);
         }
-        let (config, section) = crate::forge::sources_config(&app.data_dir)?;
-        for rule in section.verify {
-            let key = read_public_key(&rule.key).with_context(|| format!("[[sources.verify]] in {}", config.display()))?;
-            keys.rule(rule.prefix, key);
-        }
+        app.config()?.verify_keys(&mut keys)?;
         Ok(keys)
     }
 }

@@ -33,7 +33,7 @@ pub async fn run(app: &App, args: TestArgs) -> Result<ExitCode> {
     if !app::is_path(&skill) && !Path::new(&skill).is_dir() {
         let registry = app.registry(&host).await?;
         if forge::declares_tests(&registry, &skill) {
-            let forge = forge::forge(&host, registry, &app.data_dir)?;
+            let forge = forge::forge(&host, registry, app)?;
             declared = Some(forge::test_approved(&forge, &skill, json).await?);
         }
     }

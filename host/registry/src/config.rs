@@ -75,10 +75,9 @@ pub struct RegistryConfig {
     pub debounce: Duration,
     /// Size caps. Default: [`SizeLimits::default`].
     pub limits: SizeLimits,
-    /// Let [`Registry::open`](crate::Registry::open) return before the skills load, and
-    /// load them in the background (a server answering its first request at once).
-    /// Default: `false` (open returns with every skill loaded).
-    pub load_in_background: bool,
+    /// When [`Registry::open`](crate::Registry::open) loads the skills whose first load
+    /// runs their code. Default: [`FirstLoad::Open`].
+    pub first_load: FirstLoad,
     /// The audit log each run of a skill's scripts is recorded in
     /// ([`Registry::run`](crate::Registry::run)): its command, exit code or refusal, the
     /// bytes that went in and came out, its duration. Default: `None` (runs are not
@@ -91,6 +90,26 @@ pub struct RegistryConfig {
     /// [`PackageSources::default`](skillhost_core::run::PackageSources) (PyPI,
     /// registry.npmjs.org); `Host::open_registry` sets its sandbox's.
     pub packages: skillhost_core::run::PackageSources,
+}
+
+/// When the skills whose first load runs their code (a first listing compiles a
+/// component or starts a server) load. Whatever loads without running code (instructions,
+/// code whose tool listing an earlier load kept) loads at open in every mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FirstLoad {
+    /// Before [`Registry::open`](crate::Registry::open) returns.
+    #[default]
+    Open,
+    /// In the background after open returns, smallest code first (a server answering
+    /// its first request at once); [`Registry::loading`](crate::Registry::loading) names
+    /// those still to come.
+    Background,
+    /// Only when asked for: [`Registry::wait_loaded`](crate::Registry::wait_loaded) loads
+    /// that one skill, [`Registry::ready`](crate::Registry::ready) all of them; an install
+    /// or rescan of a name loads it. For a command about one skill (an install, an
+    /// approval), which then runs no other skill's code.
+    OnDemand,
 }
 
 impl RegistryConfig {
@@ -106,7 +125,7 @@ impl RegistryConfig {
             watch: true,
             debounce: Duration::from_millis(150),
             limits: SizeLimits::default(),
-            load_in_background: false,
+            first_load: FirstLoad::Open,
             audit: None,
             packages: Default::default(),
         }

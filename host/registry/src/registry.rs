@@ -26,7 +26,7 @@ use tokio::sync::broadcast;
 use crate::catalog::{
     ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, PolicyFrom, RegistryEvent, SCRIPTS_RUNTIME, Scripts, Shadowed, diff_lines,
 };
-use crate::config::{Layer, RegistryConfig};
+use crate::config::{FirstLoad, Layer, RegistryConfig};
 use crate::error::RegistryError;
 use crate::listing::ListingCache;
 use crate::snapshot::{self, Candidate, Instructions, Parsed, Snapshot};
@@ -50,9 +50,14 @@ pub struct Registry {
     policy: Policy,
     trust: Arc<dyn TrustStore>,
     entries: RwLock<BTreeMap<SkillName, Arc<Entry>>>,
-    /// Held while the catalog is rescanned, so rescans apply one at a time. A rescan runs
-    /// skill code (a first listing), so nothing a human's command needs waits on it.
+    /// Held while the catalog is rescanned or the user layer changed (install, remove,
+    /// rollback), so those apply one at a time. The first load of the skills found at open
+    /// does not hold it: an install waits for no other skill's code.
     pub(crate) reload: tokio::sync::Mutex<()>,
+    /// One lock per name, held while that name is brought in line with the disk: two
+    /// loads of one name never interleave, loads of different names never wait on each
+    /// other. An entry is dropped when nobody holds or waits for it.
+    name_locks: Mutex<BTreeMap<SkillName, Arc<tokio::sync::Mutex<()>>>>,
     /// Held, briefly and never across skill code, while an entry's trust state is read
     /// and written: by the human's commands (approve, reject, disable, enable) and by a
     /// rescan committing the entry it loaded, which reads the trust store again under it.
@@ -179,12 +184,13 @@ const RESCAN_CONCURRENCY: usize = 8;
 
 impl Registry {
     /// Open the trust store, scan and load every layer, and (if `config.watch`) start
-    /// watching them. Skills that fail to load are listed with their error. With
-    /// `config.load_in_background`, return once what loads without running any of its
-    /// code has loaded (instructions, and code whose tool listing an earlier load kept);
-    /// the rest loads in the background, smallest code first, each skill announced
-    /// ([`RegistryEvent::Added`]) as it is ready; [`loading`](Self::loading) tells which
-    /// are still to come.
+    /// watching them. Skills that fail to load are listed with their error. Unless
+    /// `config.first_load` is [`FirstLoad::Open`], return once what loads without running
+    /// any of its code has loaded (instructions, and code whose tool listing an earlier
+    /// load kept); the rest loads in the background ([`FirstLoad::Background`]), smallest
+    /// code first, each skill announced ([`RegistryEvent::Added`]) as it is ready, or when
+    /// asked for ([`FirstLoad::OnDemand`]); [`loading`](Self::loading) tells which are
+    /// still to come.
     pub async fn open(config: RegistryConfig, runtime: Arc<dyn SkillRuntime>, policy: Policy) -> Result<Arc<Self>, RegistryError> {
         std::fs::create_dir_all(&config.user).map_err(RegistryError::io(&config.user, "cannot create the user skills directory"))?;
         let trust: Arc<dyn TrustStore> = Arc::new(SqliteTrustStore::open(&config.data_dir)?);
@@ -201,6 +207,7 @@ impl Registry {
             trust,
             entries: RwLock::new(BTreeMap::new()),
             reload: tokio::sync::Mutex::new(()),
+            name_locks: Mutex::new(BTreeMap::new()),
             trust_ops: Mutex::new(()),
             events: broadcast::channel(1024).0,
             watcher: Mutex::new(None),
@@ -215,7 +222,7 @@ impl Registry {
             let watcher = crate::watch::start(&registry)?;
             *registry.watcher.lock() = Some(watcher);
         }
-        if !registry.config.load_in_background {
+        if registry.config.first_load == FirstLoad::Open {
             registry.rescan_all().await?;
             return Ok(registry);
         }
@@ -234,8 +241,10 @@ impl Registry {
         let mut later: Vec<SkillName> = later.into_iter().collect();
         later.sort_by_cached_key(|name| snapshot::code_size(&registry.layers, name));
         *registry.queued.lock() = later.into();
+        if registry.config.first_load == FirstLoad::OnDemand {
+            return Ok(registry);
+        }
         tokio::spawn(async move {
-            let _guard = loader.reload.lock().await;
             // First listings compile: as many at once as there are cores, so that the
             // skill a call moves to the front gets a slot soon.
             let slots = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).clamp(2, RESCAN_CONCURRENCY);
@@ -247,8 +256,8 @@ impl Registry {
         Ok(registry)
     }
 
-    /// The names found at open whose first load has not finished (empty unless the
-    /// registry was opened with `load_in_background`).
+    /// The names found at open whose first load has not finished (empty when the
+    /// registry was opened with [`FirstLoad::Open`]).
     pub fn loading(&self) -> BTreeSet<SkillName> {
         self.loading.borrow().clone()
     }
@@ -258,18 +267,38 @@ impl Registry {
     ///
     /// The wait has the cores: a skill not started yet starts next, ahead of every skill
     /// nobody waits for, and until it has loaded the background load starts no other
-    /// (what is already loading finishes).
+    /// (what is already loading finishes). Opened [`FirstLoad::OnDemand`], it loads it.
     pub async fn wait_loaded(&self, name: &str) {
         let Some(name) = self.loading.borrow().iter().find(|n| n.as_str() == name).cloned() else { return };
+        if self.config.first_load == FirstLoad::OnDemand && self.unqueue(&name) {
+            if let Err(error) = self.rescan_pass(&name, Pass::All).await {
+                tracing::error!(skill = %name, %error, "loading the skill failed");
+            }
+            self.loading.send_if_modified(|loading| loading.remove(&name));
+            return;
+        }
         let _wanted = Wanted::new(&self.wanted, name.clone());
         let mut loading = self.loading.subscribe();
         let _ = loading.wait_for(|names| !names.contains(&name)).await;
     }
 
-    /// Wait until every skill found at open has loaded (or failed to).
+    /// Wait until every skill found at open has loaded (or failed to). Opened
+    /// [`FirstLoad::OnDemand`], it loads them.
     pub async fn ready(&self) {
+        if self.config.first_load == FirstLoad::OnDemand && !self.queued.lock().is_empty() {
+            let slots = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).clamp(2, RESCAN_CONCURRENCY);
+            if let Err(error) = self.rescan_queue(&self.queued, Pass::All, slots).await {
+                tracing::error!(%error, "loading the skills failed");
+            }
+        }
         let mut loading = self.loading.subscribe();
         let _ = loading.wait_for(BTreeSet::is_empty).await;
+    }
+
+    /// Take `name` out of the first load's queue: whether it was in it (not started yet).
+    fn unqueue(&self, name: &SkillName) -> bool {
+        let mut queued = self.queued.lock();
+        queued.iter().position(|n| n == name).and_then(|at| queued.remove(at)).is_some()
     }
 
     /// Every name in a layer, on disk now.
@@ -733,13 +762,32 @@ impl Registry {
     /// serving, nothing reloads. Otherwise the new version is loaded first and replaces
     /// the old only if that succeeded; a failure is recorded on the entry and the last
     /// good version keeps serving.
+    /// A name of the first load brought in line this way (an install of it) is loaded:
+    /// it leaves the queue, and whoever waits for it stops waiting.
     pub(crate) async fn rescan_locked(&self, name: &SkillName) -> Result<(), RegistryError> {
-        self.rescan_pass(name, Pass::All).await.map(drop)
+        self.unqueue(name);
+        let result = self.rescan_pass(name, Pass::All).await.map(drop);
+        self.loading.send_if_modified(|loading| loading.remove(name));
+        result
     }
 
     /// [`rescan_locked`](Self::rescan_locked) in `pass`: whether `name` was brought in
     /// line (`false`: it would run code to load, left for a later pass untouched).
     async fn rescan_pass(&self, name: &SkillName, pass: Pass) -> Result<bool, RegistryError> {
+        let lock = self.name_locks.lock().entry(name.clone()).or_default().clone();
+        let held = lock.lock().await;
+        let result = self.rescan_pass_held(name, pass).await;
+        drop(held);
+        let mut locks = self.name_locks.lock();
+        // Ours and the map's: nobody else holds or waits for it.
+        if Arc::strong_count(&lock) == 2 {
+            locks.remove(name);
+        }
+        result
+    }
+
+    /// [`rescan_pass`](Self::rescan_pass) with `name`'s lock held.
+    async fn rescan_pass_held(&self, name: &SkillName, pass: Pass) -> Result<bool, RegistryError> {
         let found = snapshot::candidates(&self.layers, name);
         let old = self.entries.read().get(name).cloned();
         let Some(winner) = found.first() else {

@@ -540,7 +540,7 @@ impl Launch {
         let mut calls = None;
         if full && !grant.network.is_empty() {
             let shim = config.shim.as_ref().and_then(|s| s.split_first()).ok_or_else(|| {
-                "it asks for network but this host has no egress shim configured (BwrapConfig::shim; the skillhost binary provides `__shim`)".to_owned()
+                "it asks for network but this host has no egress shim configured: call `skillhost::helpers::run_if_helper()` first in the program's `main` (or set BwrapConfig::shim)".to_owned()
             })?;
             let socket = run_dir.path().join("egress.sock");
             let egress = SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), config.net.clone());

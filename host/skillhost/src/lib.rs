@@ -19,10 +19,10 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Every skill runs holding only its [`Grant`]: what its manifest asks for, within the
+//! Every skill runs holding only its [`Grant`](skill::Grant): what its manifest asks for, within the
 //! host's [`Policy`], once a human approved it. Developing a skill, load it by its path,
 //! in the registry's trust-less mode: [`Host::load_path`] runs it under a [probe
-//! grant](Grant::probe) (a scratch `/data`, no network, no secrets, a short deadline);
+//! grant](skill::Grant::probe) (a scratch `/data`, no network, no secrets, a short deadline);
 //! [`Host::load_path_granted`] is the caller's own approval of what it asks for.
 //!
 //! ```no_run
@@ -53,36 +53,44 @@ pub mod secrets {
 
 /// The types most embedders need: `use skillhost::prelude::*;`.
 pub mod prelude {
+    pub use crate::registry::{Access, ApprovalRequest};
+    pub use crate::skill::{CallFailure, ToolSpec};
     pub use crate::{
-        Access, ApprovalRequest, CallContext, CallError, CallFailure, DirectSkill, Entry, Host, HostError, Registry, RegistryConfig,
-        RegistryError, RegistryEvent, Skill, ToolOutput, ToolSpec, TrustState,
+        CallContext, CallError, DirectSkill, Entry, Host, HostConfig, HostError, Registry, RegistryConfig, RegistryError, RegistryEvent,
+        Skill, ToolOutput, TrustState,
     };
 }
 
 /// The forge: build, test and install skills from source ([`Host::forge`](crate::Host::forge)).
 pub mod forge {
-    pub use skillhost_forge::{Failure, Progress, TestStatus, sdk_workspace_manifest};
+    #[doc(no_inline)]
+    pub use skillhost_forge::{
+        Failure, Forge, ForgeConfig, ForgeError, Forged, Language, Progress, Submission, TestStatus, sdk_workspace_manifest,
+    };
 
     /// The optional generator: a model writes a skill from requirements, the forge checks it.
     pub mod llm {
+        #[doc(no_inline)]
         pub use skillhost_forge::llm::{GenerateError, Generator, LlmConfig, Request, Step};
     }
 
     /// What a submission may hold.
     pub mod stage {
+        #[doc(no_inline)]
         pub use skillhost_forge::stage::read_dir;
     }
 
     /// The probe runtimes submissions run on.
     pub mod probe {
+        #[doc(no_inline)]
         pub use skillhost_forge::probe::REDACTED;
     }
 }
-pub use skillhost_forge::{Forge, ForgeConfig, ForgeError, Forged, Language, Submission};
 
 /// The MCP front: serve a [`Registry`] to agents over stdio, streamable HTTP or any
 /// rmcp transport (an editor can serve it in-process over an in-memory pipe).
 pub mod mcp {
+    #[doc(no_inline)]
     pub use skillhost_mcp::{
         DIRECTORY_BUDGET, Directory, HttpConfig, LineTransport, MAX_DIRECTORY_BUDGET, MAX_MESSAGE_BYTES, MIN_DIRECTORY_BUDGET, McpConfig,
         SearchIndex, SkillhostMcp, load_or_create_token, read_token_file, serve, serve_http, serve_stdio, skills_directory,
@@ -91,41 +99,86 @@ pub mod mcp {
 
 /// The search index: BM25 over skills and tools, hybrid with the local embedding model.
 pub mod index {
+    #[doc(no_inline)]
     pub use skillhost_index::{Embedder, MODEL_DIR_ENV, MiniLm, ModelFiles, Query, SearchIndex, SyncProgress, SyncStats, Target};
 }
 
 /// Skills from remote sources: OCI registries (with cosign-format signatures), git, the
 /// Agent Skills well-known index, and `skills.lock`.
 pub mod source {
+    #[doc(no_inline)]
     pub use skillhost_source::{
         Artifact, Caps, FetchOptions, FetchProgress, Fetched, Installed, Installer, KeyPolicy, Outdated, Quiet, SourceAddr, SourceError,
         Synced, address, archive, fetch, index, lock, oci, resolve, sign,
     };
 }
 
+/// The registry's entries, layers, approvals and loading, beyond what the root names.
+pub mod registry {
+    #[doc(no_inline)]
+    pub use skillhost_registry::{
+        Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, FirstLoad, Layer, Loaded, Registry, RegistryConfig,
+        RegistryError, RegistryEvent, SCRIPTS_RUNTIME, Scripts, TrustState, parse_skill_md,
+    };
+}
+
+/// What a skill is and is granted: its manifest, name, code, tools, limits, grant and
+/// the policy grants are made under, the errors of loading and calling it, provenance.
+pub mod skill {
+    #[doc(no_inline)]
+    pub use skillhost_core::{
+        Annotations, ByteSize, CallFailure, DataKey, FileMode, Grant, Limits, LoadError, MAX_MANIFEST_BYTES, Policy, Progress,
+        ProgressSink, Provenance, RiskTier, SignatureStatus, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolSpec,
+        fmt_duration, parse_duration,
+    };
+}
+
+/// The egress gate both runtimes share: the network policy of a grant, and what the host
+/// plugs into it (name resolution, secrets, the audit of each request).
+pub mod net {
+    #[doc(no_inline)]
+    pub use skillhost_core::{AuditSink, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretSource};
+    #[doc(no_inline)]
+    pub use skillhost_wasm::NetConfig;
+}
+
+/// The concrete runtimes behind the seam, for an embedder that configures them
+/// ([`HostBuilder::wasm_config`], [`HostBuilder::sandbox_config`]).
+pub mod runtime {
+    #[doc(no_inline)]
+    pub use skillhost_core::{CacheOutcome, give_back_freed_memory};
+    #[doc(no_inline)]
+    pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
+    #[doc(no_inline)]
+    pub use skillhost_wasm::{CacheStats, WasmConfig};
+}
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Runs of a skill's scripts: the policy a human approves, the inputs, outputs and errors.
+#[doc(no_inline)]
+pub use skillhost_core::run;
 /// The one text rule: which characters a skill's texts may hold, and how to show them.
+#[doc(no_inline)]
 pub use skillhost_core::text;
-pub use skillhost_core::{
-    Annotations, ByteSize, CacheOutcome, CallContext, CallError, CallFailure, DataKey, FileMode, Grant, Limits, LoadError,
-    MAX_MANIFEST_BYTES, Policy, Progress, ProgressSink, RiskTier, Skill, SkillCode, SkillManifest, SkillName, SkillSource, ToolOutput,
-    ToolSpec, fmt_duration, parse_duration,
-};
-pub use skillhost_core::{AuditSink, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretSource};
-pub use skillhost_core::{HostPath, RunError, RunFile, RunInput, RunOutput, RunPolicy, run};
-pub use skillhost_core::{Provenance, SignatureStatus, give_back_freed_memory};
-pub use skillhost_registry::{
-    Access, ApprovalChannel, ApprovalRequest, ApprovedBy, DirectSkill, Entry, Layer, Loaded, Registry, RegistryConfig, RegistryError,
-    RegistryEvent, SCRIPTS_RUNTIME, Scripts, TrustState, parse_skill_md,
-};
-pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
-pub use skillhost_wasm::{CacheStats, NetConfig, WasmConfig};
+#[doc(no_inline)]
+pub use skillhost_core::{CallContext, CallError, Skill, ToolOutput};
+#[doc(no_inline)]
+pub use skillhost_registry::{ApprovalChannel, DirectSkill, Entry, Registry, RegistryConfig, RegistryError, RegistryEvent, TrustState};
 
+use registry::Access;
+use runtime::{BwrapConfig, BwrapRuntime, CacheStats, WasmConfig};
+use skill::{Policy, SkillName};
 use skillhost_core::{LazyRuntime, Runtimes};
+use skillhost_forge::{Forge, ForgeConfig};
 use skillhost_store::{AuditLog, FileSecretStore, SecretStore, SqliteAuditLog};
 use skillhost_wasm::WasmRuntime;
+
+pub mod config;
+pub mod helpers;
+
+pub use config::HostConfig;
 
 /// Why the host could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -135,9 +188,21 @@ pub enum HostError {
     /// one not approved, an unknown name, a bad install.
     #[error(transparent)]
     Registry(#[from] RegistryError),
-    /// The runtime could not start, or a directory could not be read.
-    #[error("{0}")]
-    Setup(String),
+    /// The host config cannot be used ([`HostBuilder::config`]).
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// [`HostBuilder::build`] was not given a data directory.
+    #[error("no data directory given; call HostBuilder::data_dir")]
+    NoDataDir,
+    /// The audit log (`<data_dir>/audit.db`) cannot be opened.
+    #[error(transparent)]
+    Audit(#[from] audit::AuditError),
+    /// The WebAssembly runtime could not start.
+    #[error("the WebAssembly runtime could not start: {0}")]
+    Runtime(#[from] skillhost_wasm::RuntimeError),
+    /// The search index (`<data_dir>/index`) cannot be opened.
+    #[error(transparent)]
+    Index(#[from] skillhost_index::IndexError),
 }
 
 /// Builds a [`Host`].
@@ -149,6 +214,7 @@ pub struct HostBuilder {
     wasm: Option<WasmConfig>,
     sandbox: Option<BwrapConfig>,
     policy: Option<Policy>,
+    config: Option<HostConfig>,
 }
 
 impl HostBuilder {
@@ -196,6 +262,16 @@ impl HostBuilder {
         self
     }
 
+    /// The host config ([`HostConfig::read`], e.g. of `<data_dir>/config.toml`): the
+    /// sandbox's venv, `allow_weaker` and package sources come from it unless
+    /// [`sandbox_config`](Self::sandbox_config) is given; [`Host::config`] hands it to the
+    /// rest (the forge's caps, remote sources, other agents' folders). Default:
+    /// [`HostConfig::default`].
+    pub fn config(mut self, config: HostConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
     /// What skills may be granted. Default: [`Policy::new`] over `<data_dir>/skills`.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = Some(policy);
@@ -204,7 +280,8 @@ impl HostBuilder {
 
     /// Start the host.
     pub fn build(self) -> Result<Host, HostError> {
-        let data_dir = self.data_dir.ok_or_else(|| HostError::Setup("no data directory given; call HostBuilder::data_dir".into()))?;
+        let data_dir = self.data_dir.ok_or(HostError::NoDataDir)?;
+        let config = self.config.unwrap_or_default();
         let mut wasm = self.wasm.unwrap_or_else(|| WasmConfig {
             cache_dir: Some(data_dir.join("cache")),
             baseline_compile: true,
@@ -217,26 +294,34 @@ impl HostBuilder {
             wasm.baseline_compile = on;
         }
         let secrets: Arc<dyn SecretStore> = Arc::new(FileSecretStore::new(data_dir.join("secrets")));
-        let audit: Arc<dyn AuditLog> =
-            Arc::new(SqliteAuditLog::open(data_dir.join("audit.db")).map_err(|e| HostError::Setup(e.to_string()))?);
+        let audit: Arc<dyn AuditLog> = Arc::new(SqliteAuditLog::open(data_dir.join("audit.db"))?);
         wasm.net.secrets = secrets.clone();
         wasm.net.audit = audit.clone();
         let cache_dir = wasm.cache_dir.clone();
-        let mut sandbox_config = self.sandbox.unwrap_or_else(|| {
-            let mut config = BwrapConfig::new(data_dir.join("sandbox"));
-            config.venv = Some(data_dir.join("python"));
-            config
-        });
+        let mut sandbox_config = match self.sandbox {
+            Some(given) => given,
+            None => {
+                let mut sandbox = BwrapConfig::new(data_dir.join("sandbox"));
+                sandbox.venv = Some(config.sandbox.venv.clone().unwrap_or_else(|| data_dir.join("python")));
+                sandbox.allow_weaker = config.sandbox.allow_weaker.clone();
+                sandbox.packages = config.package_sources()?;
+                sandbox
+            }
+        };
+        if let Some((shim, init)) = helpers::commands() {
+            sandbox_config.shim.get_or_insert(shim);
+            sandbox_config.init.get_or_insert(init);
+        }
         sandbox_config.secrets = secrets.clone();
         // One egress for both runtimes: the same resolver, secrets and audit log.
         sandbox_config.net = Arc::new(wasm.net.clone());
-        let runtime = WasmRuntime::new(wasm).map_err(|e| HostError::Setup(e.to_string()))?;
+        let runtime = WasmRuntime::new(wasm)?;
         let sandbox = BwrapRuntime::new(sandbox_config).map_err(|e| e.to_string());
         if let Err(e) = &sandbox {
             tracing::debug!("no sandbox runtime: {e}");
         }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host { runtime, sandbox, policy, secrets, audit, data_dir, cache_dir, index: parking_lot::Mutex::default() })
+        Ok(Host { runtime, sandbox, policy, secrets, audit, data_dir, cache_dir, config, index: parking_lot::Mutex::default() })
     }
 }
 
@@ -251,6 +336,7 @@ pub struct Host {
     /// The compiled-component cache (`None`: off); the embedding model's optimised graph
     /// is kept in its `model` folder.
     cache_dir: Option<PathBuf>,
+    config: HostConfig,
     /// Opened on first use (one per host: the writer lock is per process).
     index: parking_lot::Mutex<Option<Arc<skillhost_index::SearchIndex>>>,
 }
@@ -270,6 +356,16 @@ impl Host {
         HostBuilder::default()
     }
 
+    /// The host config it was built with ([`HostBuilder::config`]).
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
     /// The policy skills are granted under.
     pub fn policy(&self) -> &Policy {
         &self.policy
@@ -286,10 +382,16 @@ impl Host {
     }
 
     /// A registry configuration over this host's data dir (its trust store, usage
-    /// statistics and user layer), with the defaults of [`RegistryConfig::new`]: set its
-    /// layers, then [`open_registry`](Self::open_registry).
+    /// statistics and user layer), with the defaults of [`RegistryConfig::new`] and the
+    /// host config's `skills_from` folders as external layers: set its workspace, then
+    /// [`open_registry`](Self::open_registry).
     pub fn registry_config(&self) -> RegistryConfig {
-        RegistryConfig::new(&self.data_dir)
+        let mut config = RegistryConfig::new(&self.data_dir);
+        config.external = config::Agent::existing_folders(&self.config.skills_from, None).unwrap_or_else(|e| {
+            tracing::warn!("no skills_from folders: {e}");
+            Vec::new()
+        });
+        config
     }
 
     /// Counters of the compiled-component cache.
@@ -343,8 +445,7 @@ impl Host {
         }
         let model = skillhost_index::find_model(Some(&self.model_dir()), self.cache_dir.as_ref().map(|dir| dir.join("model")).as_deref());
         let embedder = model.map(|m| Arc::new(m) as Arc<dyn skillhost_index::Embedder>);
-        let index =
-            skillhost_index::SearchIndex::open(self.data_dir.join("index"), embedder).map_err(|e| HostError::Setup(e.to_string()))?;
+        let index = skillhost_index::SearchIndex::open(self.data_dir.join("index"), embedder)?;
         Ok(slot.insert(Arc::new(index)).clone())
     }
 

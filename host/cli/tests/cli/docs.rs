@@ -204,7 +204,13 @@ fn the_configuration_reference_is_what_the_host_reads() {
     let out = read(&reference);
     assert!(out.status.success(), "the reference is refused: {}", String::from_utf8_lossy(&out.stderr));
     let typo = reference.replace("allow_hosts =", "allow_host =");
+    let line = typo.lines().position(|l| l.starts_with("allow_host =")).expect("the typo's line") + 1;
     let out = read(&typo);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("allow_host"), "an unknown key was taken: {stderr}");
+    let file = env.data.path().join("config.toml");
+    assert!(
+        !out.status.success() && stderr.contains(&format!("{}:{line}:1: unknown key `allow_host`", file.display())),
+        "an unknown key was taken, or refused without its file and line: {stderr}"
+    );
+    assert!(stderr.contains("`verify` or `allow_hosts`"), "the valid keys are named: {stderr}");
 }

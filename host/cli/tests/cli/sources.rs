@@ -249,3 +249,53 @@ fn serve_publishes_approved_instruction_skills_as_a_well_known_index() {
     let err = consumer.refused(&["install", &format!("{base}/"), "--skill", "say-hi", "--no-lock"]);
     assert!(err.contains("lists no skill"), "{err}");
 }
+
+/// `install oci://…` opens only what it installs: in a data dir whose other skills hang
+/// at load (servers that never answer the handshake, each holding one of the 8 load slots
+/// for the 10 s an unapproved skill has to list its tools; forty of them: a full load
+/// takes 50 s), the install finishes without waiting for them.
+#[test]
+fn a_remote_install_waits_for_no_other_skill() {
+    use std::time::{Duration, Instant};
+    let registry = OciRegistry::start();
+    let author = Host::new();
+    let work = tempfile::tempdir().unwrap();
+    let tag = format!("oci://{}/team/say-hello:1.0", registry.host);
+    author.ok(&["publish", skill_folder(work.path(), "say-hello", "hello").to_str().unwrap(), &tag]);
+
+    let user = Host::new();
+    for i in 0..40 {
+        let dir = user.skills.path().join(format!("hangs-{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = format!(
+            "name = \"hangs-{i}\"\nversion = \"0.1.0\"\ndescription = \"Never answers\"\n\n[server]\ncommand = \"python\"\nargs = [\"server.py\"]\n"
+        );
+        std::fs::write(dir.join("skill.toml"), manifest).unwrap();
+        std::fs::write(dir.join("server.py"), "import time\ntime.sleep(600)\n").unwrap();
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--skills")
+        .arg(user.skills.path())
+        .arg("--data-dir")
+        .arg(user.data.path())
+        .args(["install", &tag, "--no-lock"])
+        .env("SKILLHOST_VENV", fixtures::python::venv())
+        .env_remove("SKILLHOST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang guard well below the 50 s the other skills' first load takes.
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(25) {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!("the install waited for the skills that hang at load:\n{}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(user.user_layer().join("say-hello/SKILL.md").is_file());
+}

@@ -188,7 +188,7 @@ async fn a_skill_a_call_waits_for_loads_ahead_of_the_background_queue_and_alone(
         gate: tokio::sync::Semaphore::new(0),
     });
     let mut config = env.config(false);
-    config.load_in_background = true;
+    config.first_load = skillhost_registry::FirstLoad::Background;
     let policy = skillhost_core::Policy::new(env.data.path().join("skill-data"));
     let registry = skillhost_registry::Registry::open(config, gated.clone(), policy).await.unwrap();
     // Every load slot (one per core, 2 to 8) holds a skill, held at the gate; the rest

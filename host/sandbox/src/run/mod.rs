@@ -81,7 +81,7 @@ impl BwrapRuntime {
         self.sandbox_without().map_err(unavailable)?;
         let config = &self.inner.config;
         let (init, init_args) = config.init.as_ref().and_then(|i| i.split_first()).ok_or_else(|| {
-            unavailable("this host has no run init configured (BwrapConfig::init; the skillhost binary provides `__run`)".into())
+            unavailable("this host has no run init configured: call `skillhost::helpers::run_if_helper()` first in the program's `main` (or set BwrapConfig::init)".into())
         })?;
         let skill_dir = materialise(&config.work_dir.join("skills"), &skill, &job.files, &|path| is_script(path))
             .map_err(|e| jail_failed(format!("cannot write its files: {e}")))?;

@@ -1,0 +1,415 @@
+//! The host's configuration file, `config.toml`: read once, checked whole, handed to
+//! [`HostBuilder::config`](crate::HostBuilder::config). One section per subsystem:
+//!
+//! ```toml
+//! skills_from = ["claude"]          # other agents' skill folders, served read-only
+//!
+//! [sandbox]
+//! allow_weaker = ["cgroup"]         # isolation layers server skills may run without
+//! venv = "/srv/skillhost/python"    # the managed Python venv [default: DATA_DIR/python]
+//!
+//! [sources]
+//! allow_hosts = ["https://pkg-containers.githubusercontent.com"]
+//! [[sources.verify]]
+//! prefix = "oci://registry.example.com/team/"
+//! key = "/etc/skillhost/team.pub"
+//!
+//! [packages]
+//! python_index = "https://pypi.org/simple"
+//! npm_registry = "https://registry.npmjs.org/"
+//!
+//! [forge]
+//! max_concurrent_builds = 2
+//! attempt_window = "1h"
+//! ```
+//!
+//! A key the host does not know is refused, naming the file, the line and the keys that
+//! are valid there: a misspelt opt-out or verification rule is never silently ignored.
+//! So is a value that cannot be used (a package index that is not `https://`, a host rule
+//! that does not parse, a duration that is not one). A missing file is the defaults.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use skillhost_core::run::{NPM_REGISTRY, NpmRegistry, PackageSources, PythonIndex};
+use skillhost_forge::ForgeConfig;
+use skillhost_forge::llm::LlmConfig;
+use skillhost_source::{Caps, KeyPolicy, sign};
+
+/// The file name of the host config in a data dir.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// `config.toml`, parsed and checked ([`HostConfig::read`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HostConfig {
+    /// Other agents' Agent Skills folders to serve read-only, as external layers
+    /// ([`Agent::folders`]).
+    #[serde(default)]
+    pub skills_from: Vec<Agent>,
+    /// `[sandbox]`: how server skills and scripts are jailed.
+    #[serde(default)]
+    pub sandbox: SandboxSection,
+    /// `[sources]`: remote skill sources.
+    #[serde(default)]
+    pub sources: SourcesSection,
+    /// `[packages]`: where the packages skills' scripts declare come from.
+    #[serde(default)]
+    pub packages: PackagesSection,
+    /// `[forge]`: the forge's caps and its optional model.
+    #[serde(default)]
+    pub forge: ForgeSection,
+    /// The file this was read from (`None`: built in code).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+/// `[sandbox]` of the host config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SandboxSection {
+    /// Isolation layers server skills and scripts may run without when this machine
+    /// lacks them (`"uid drop"`, `"cgroup"`, `"seccomp"`): a human's opt-out, shown
+    /// wherever the isolation is reported. Default: none (a missing layer stops them).
+    #[serde(default)]
+    pub allow_weaker: Vec<String>,
+    /// The managed Python venv server skills run with. Default: `DATA_DIR/python`.
+    pub venv: Option<PathBuf>,
+}
+
+/// `[sources]` of the host config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SourcesSection {
+    /// `[[sources.verify]]`: every skill installed from under `prefix` must be signed by
+    /// `key`.
+    #[serde(default)]
+    pub verify: Vec<VerifyRule>,
+    /// Hosts a source may send a fetch to besides its own (a registry's blob storage or
+    /// token service, an index's CDN); never a loopback or private address from a public
+    /// source.
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+}
+
+/// One `[[sources.verify]]` rule.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct VerifyRule {
+    /// A source address prefix, e.g. `oci://registry.example.com/team/`.
+    pub prefix: String,
+    /// The public key (PEM) its skills must be signed with.
+    pub key: PathBuf,
+}
+
+/// `[packages]` of the host config: the only sources uv and npm are handed, whatever
+/// `uv.toml`, `.npmrc` or environment the host was started with.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PackagesSection {
+    /// A Python package index (PEP 503), `https://` or `http://` to loopback. Default:
+    /// PyPI.
+    pub python_index: Option<String>,
+    /// Instead of an index: a directory of wheels, the only ones installed.
+    pub python_wheels: Option<PathBuf>,
+    /// The npm registry every lockfile URL must lie on. Default: registry.npmjs.org.
+    pub npm_registry: Option<String>,
+    /// Install node packages from this npm cache only.
+    pub npm_offline_cache: Option<PathBuf>,
+}
+
+/// `[forge]` of the host config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ForgeSection {
+    /// `[forge.llm]`: the model `skillhost forge --generate` asks.
+    pub llm: Option<LlmConfig>,
+    /// Submissions built and tested at once.
+    pub max_concurrent_builds: Option<usize>,
+    /// Submissions taken per `attempt_window`, across all names.
+    pub max_attempts_per_window: Option<u32>,
+    /// The window, e.g. `"1h"`, `"30m"`.
+    #[serde(default, deserialize_with = "duration")]
+    pub attempt_window: Option<Duration>,
+}
+
+/// An agent whose skill folders the host can serve read-only (`skills_from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Agent {
+    /// Claude Code: `~/.claude/skills`, then the project's `./.claude/skills`.
+    Claude,
+}
+
+/// Why the host config cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file exists but cannot be read.
+    #[error("cannot read the host config {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A key, a value or the TOML itself is wrong at a position of the file.
+    #[error("{}:{line}:{column}: {message}; {fix}", file.display())]
+    Invalid {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        message: String,
+        /// What to do.
+        fix: String,
+    },
+    /// A section's values do not go together or cannot be used.
+    #[error("{}: [{section}]: {message}", file.display())]
+    Section {
+        /// The file.
+        file: PathBuf,
+        /// The section.
+        section: &'static str,
+        /// What is wrong, and what to do.
+        message: String,
+    },
+    /// A key a `[[sources.verify]]` rule names cannot be read.
+    #[error("{}: [[sources.verify]] for `{prefix}`: {source}", file.display())]
+    Key {
+        /// The file.
+        file: PathBuf,
+        /// The rule's prefix.
+        prefix: String,
+        /// Why the key cannot be used.
+        #[source]
+        source: Box<skillhost_source::SourceError>,
+    },
+}
+
+impl HostConfig {
+    /// Read and check the config at `path`; a missing file is the defaults.
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self { path: Some(path.to_owned()), ..Self::default() }),
+            Err(source) => Err(ConfigError::Read { path: path.to_owned(), source }),
+        }
+    }
+
+    /// Parse and check config text; `path` names the file in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let at = |span: Option<Range<usize>>, message: String, fix: String| {
+            let (line, column) = span.map_or((1, 1), |s| line_col(text, s.start));
+            ConfigError::Invalid { file: path.to_owned(), line, column, message, fix }
+        };
+        let mut config: Self = toml::from_str(text).map_err(|e| {
+            let (message, fix) = explain(e.message().trim());
+            at(e.span(), message, fix)
+        })?;
+        config.path = Some(path.to_owned());
+        config.package_sources()?;
+        config.source_caps(Caps::default())?;
+        Ok(config)
+    }
+
+    /// The file named in errors.
+    fn file(&self) -> PathBuf {
+        self.path.clone().unwrap_or_else(|| PathBuf::from(CONFIG_FILE))
+    }
+
+    /// `[packages]` as the sources the sandbox installs from, checked.
+    pub fn package_sources(&self) -> Result<PackageSources, ConfigError> {
+        let section = &self.packages;
+        let refused = |message: String| ConfigError::Section { file: self.file(), section: "packages", message };
+        let python = match (&section.python_index, &section.python_wheels) {
+            (Some(_), Some(_)) => return Err(refused("it names both python_index and python_wheels; keep one".into())),
+            (Some(url), None) => PythonIndex::Url(url.clone()),
+            (None, Some(dir)) => PythonIndex::Wheels(dir.clone()),
+            (None, None) => PythonIndex::default(),
+        };
+        let npm = NpmRegistry {
+            url: section.npm_registry.clone().unwrap_or_else(|| NPM_REGISTRY.to_owned()),
+            offline_cache: section.npm_offline_cache.clone(),
+        };
+        let sources = PackageSources { python, npm };
+        sources.check().map_err(|e| refused(e.to_string()))?;
+        Ok(sources)
+    }
+
+    /// `base` with `[sources] allow_hosts` added.
+    pub fn source_caps(&self, mut base: Caps) -> Result<Caps, ConfigError> {
+        for rule in &self.sources.allow_hosts {
+            base.allow_host(rule).map_err(|e| ConfigError::Section {
+                file: self.file(),
+                section: "sources",
+                message: format!("allow_hosts `{rule}`: {e}"),
+            })?;
+        }
+        Ok(base)
+    }
+
+    /// `keys` with the `[[sources.verify]]` rules added, each key read from its file.
+    pub fn verify_keys(&self, keys: &mut KeyPolicy) -> Result<(), ConfigError> {
+        for rule in &self.sources.verify {
+            let key_error = |source| ConfigError::Key { file: self.file(), prefix: rule.prefix.clone(), source: Box::new(source) };
+            let text = std::fs::read_to_string(&rule.key)
+                .map_err(|e| key_error(skillhost_source::SourceError::Io { path: rule.key.clone(), source: e }))?;
+            keys.rule(rule.prefix.clone(), sign::PublicKey::from_pem(&text, &rule.key).map_err(key_error)?);
+        }
+        Ok(())
+    }
+
+    /// The forge's configuration in `dir`: `[forge]`'s caps over the defaults, and the
+    /// sandbox's `allow_weaker` (a build runs code no human approved: it may lack only
+    /// the layers a human let the sandbox run without).
+    pub fn forge_config(&self, dir: impl Into<PathBuf>) -> ForgeConfig {
+        let mut config = ForgeConfig::new(dir);
+        let caps = &self.forge;
+        if let Some(n) = caps.max_concurrent_builds {
+            config.max_concurrent_builds = n;
+        }
+        if let Some(n) = caps.max_attempts_per_window {
+            config.max_attempts_per_window = n;
+        }
+        if let Some(window) = caps.attempt_window {
+            config.attempt_window = window;
+        }
+        config.allow_weaker = self.sandbox.allow_weaker.clone();
+        config
+    }
+}
+
+impl Agent {
+    /// The name in the config file and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+        }
+    }
+
+    /// Every agent, for help texts.
+    pub const ALL: &'static [Agent] = &[Agent::Claude];
+
+    /// The agent's skill folders, in precedence order, whether or not they exist.
+    pub fn folders(self, home: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
+        match self {
+            Agent::Claude => home.map(|h| h.join(".claude/skills")).into_iter().chain([cwd.join(".claude/skills")]).collect(),
+        }
+    }
+
+    /// The folders of `agents` that exist, each once (as a canonical path), none of them
+    /// `workspace` itself, in order: the external layers of a registry
+    /// ([`RegistryConfig::external`](crate::RegistryConfig::external)).
+    pub fn existing_folders(agents: &[Agent], workspace: Option<&Path>) -> std::io::Result<Vec<PathBuf>> {
+        if agents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let home = std::env::home_dir();
+        let cwd = std::env::current_dir()?;
+        let workspace = workspace.and_then(|dir| std::fs::canonicalize(dir).ok());
+        let mut found: Vec<PathBuf> = Vec::new();
+        for agent in agents {
+            for folder in agent.folders(home.as_deref(), &cwd) {
+                let Ok(folder) = std::fs::canonicalize(&folder) else { continue };
+                if folder.is_dir() && !found.contains(&folder) && workspace.as_ref() != Some(&folder) {
+                    found.push(folder);
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+impl std::str::FromStr for Agent {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Agent::ALL.iter().copied().find(|a| a.as_str() == text).ok_or_else(|| {
+            let known: Vec<&str> = Agent::ALL.iter().map(|a| a.as_str()).collect();
+            format!("unknown agent `{text}`; known: {}", known.join(", "))
+        })
+    }
+}
+
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text: Option<String> = Deserialize::deserialize(d)?;
+    text.map(|t| skillhost_core::parse_duration(&t).map_err(serde::de::Error::custom)).transpose()
+}
+
+/// 1-based line and column of byte `offset` of `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(before.len(), |nl| before.len() - nl - 1) + 1;
+    (line, column)
+}
+
+/// A TOML error as what is wrong and what to do: an unknown key names the valid ones.
+fn explain(message: &str) -> (String, String) {
+    let reference = "see docs/configuration.md";
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let (key, valid) = rest.split_once('`').unwrap_or((rest, ""));
+        let valid = valid.trim_start_matches(',').trim().trim_start_matches("expected ").trim_start_matches("one of ");
+        let fix = if valid.is_empty() {
+            format!("remove it or correct its spelling ({reference})")
+        } else {
+            format!("the valid keys here are {valid}; remove it or correct its spelling ({reference})")
+        };
+        return (format!("unknown key `{key}`"), fix);
+    }
+    (message.to_owned(), format!("fix the value at that position ({reference})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_key_is_refused_with_its_line_and_the_valid_keys() {
+        let text = "skills_from = [\"claude\"]\n\n[sandbox]\nallow_weakre = [\"cgroup\"]\n";
+        let error = HostConfig::parse(text, Path::new("/data/config.toml")).unwrap_err().to_string();
+        assert!(error.starts_with("/data/config.toml:4:1: unknown key `allow_weakre`"), "{error}");
+        assert!(error.contains("the valid keys here are `allow_weaker` or `venv`"), "the valid keys are named: {error}");
+        let error = HostConfig::parse("[sorces]\n", Path::new("c.toml")).unwrap_err().to_string();
+        assert!(error.starts_with("c.toml:1:2: unknown key `sorces`") && error.contains("`sources`"), "{error}");
+    }
+
+    #[test]
+    fn values_that_cannot_be_used_are_refused_at_read() {
+        let refused = |text: &str| HostConfig::parse(text, Path::new("c.toml")).unwrap_err().to_string();
+        assert!(refused("[packages]\npython_index = \"http://example.com/simple\"\n").contains("[packages]"));
+        assert!(refused("[packages]\npython_index = \"https://a/\"\npython_wheels = \"/w\"\n").contains("keep one"));
+        assert!(refused("[forge]\nattempt_window = \"soon\"\n").starts_with("c.toml:2:18:"));
+        assert!(refused("skills_from = [\"cursor\"]\n").contains("cursor"));
+        let config = HostConfig::parse("[forge]\nattempt_window = \"30m\"\n", Path::new("c.toml")).unwrap();
+        assert_eq!(config.forge_config("/f").attempt_window, Duration::from_secs(1800));
+    }
+
+    #[test]
+    fn an_agents_personal_folder_comes_before_the_projects() {
+        let folders = Agent::Claude.folders(Some(Path::new("/home/ada")), Path::new("/work/p"));
+        assert_eq!(folders, [PathBuf::from("/home/ada/.claude/skills"), PathBuf::from("/work/p/.claude/skills")]);
+    }
+
+    #[test]
+    fn a_missing_file_is_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = HostConfig::read(&dir.path().join(CONFIG_FILE)).unwrap();
+        assert!(config.skills_from.is_empty() && config.sandbox.allow_weaker.is_empty());
+        assert_eq!(config.package_sources().unwrap(), PackageSources::default());
+    }
+}
