@@ -11,6 +11,13 @@ use crate::output;
 
 /// The options of `approve`.
 #[derive(clap::Args)]
+#[command(after_help = "Prints the skill's requests (files, network, secrets, limits, destructive tools)
+and how they differ from the last approval, then asks y/N. The approval is bound to
+exactly what was shown: if the skill changes before you answer, nothing is approved.
+
+Examples:
+  skillhost approve github
+  skillhost approve github --yes       for scripts that already reviewed it")]
 pub struct ApproveArgs {
     /// Skill name.
     name: String,

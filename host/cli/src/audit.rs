@@ -10,6 +10,10 @@ use crate::output;
 
 /// The options of `audit`.
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  skillhost audit
+  skillhost audit --skill uptime --since 1h
+  skillhost audit --json | jq '.[] | select(.outcome.kind == \"refused\")'")]
 pub struct AuditArgs {
     /// Only this skill's requests and runs.
     #[arg(long)]

@@ -6,11 +6,9 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
-use indicatif::{ProgressBar, ProgressStyle};
 use skillhost::{Host, skill::ByteSize, skill::SkillManifest};
 
 use crate::app::App;
@@ -48,15 +46,6 @@ impl Lang {
     }
 }
 
-/// A spinner with `message` and the time spent.
-pub fn spinner(message: &str) -> ProgressBar {
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"));
-    bar.enable_steady_tick(Duration::from_millis(100));
-    bar.set_message(message.to_owned());
-    bar
-}
-
 /// Make sure rustup has the wasm32-wasip2 target, adding it when missing.
 pub fn ensure_target() -> Result<()> {
     let installed = Command::new("rustup")
@@ -66,7 +55,7 @@ pub fn ensure_target() -> Result<()> {
     if String::from_utf8_lossy(&installed.stdout).lines().any(|l| l.trim() == TARGET) {
         return Ok(());
     }
-    let bar = spinner("adding the wasm32-wasip2 target with rustup");
+    let bar = crate::app::progress_spinner("adding the wasm32-wasip2 target with rustup");
     let out = Command::new("rustup").args(["target", "add", TARGET]).output().context("cannot run `rustup target add`")?;
     bar.finish_and_clear();
     if !out.status.success() {
@@ -78,6 +67,26 @@ pub fn ensure_target() -> Result<()> {
 
 /// The options of `build`.
 #[derive(clap::Args)]
+#[command(after_help = "The language comes from what DIR holds beside skill.toml:
+  Cargo.toml  cargo build --release --target wasm32-wasip2 (adding the target with rustup)
+  app.py      componentize-py against the skillhost:skill world (class Guest)
+  skill.js    componentize-js against the world (export const guest); without a
+              [network] section in skill.toml it is built without wasi:http
+componentize-py (PyPI) and componentize-js (npm) are installed into
+DATA_DIR/toolchains on first use (see `skillhost setup toolchains`). Then skill.toml
+and SKILL.md are embedded into the component, DIR/skill.wasm is written and loaded once
+to check it (a Python or JavaScript component takes several seconds to compile the
+first time; later loads come from the compiled cache).
+
+Environment:
+  SKILLHOST_TOOLCHAINS        where toolchains are installed [default: DATA_DIR/toolchains]
+  SKILLHOST_COMPONENTIZE_PY   a componentize-py executable to use instead
+  SKILLHOST_COMPONENTIZE_JS   a componentize-js executable to use instead
+
+Examples:
+  cd word-tools && skillhost build     build the skill in the current directory
+  skillhost build word-tools --out ~/word-tools.wasm
+  skillhost new words-py --lang python && skillhost build words-py")]
 pub struct BuildArgs {
     /// The skill's folder (skill.toml beside Cargo.toml, app.py or skill.js).
     #[arg(default_value = ".")]
@@ -132,7 +141,7 @@ async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path>) -
 
     // Load the result once: catches a wrong world or bad tool schemas now, not at first use,
     // and fills the compiled cache.
-    let bar = spinner(match lang {
+    let bar = crate::app::progress_spinner(match lang {
         Lang::Rust => "compiling the component to check it",
         // Their components carry an interpreter: 12-18 MB of code to compile once.
         Lang::Python | Lang::Js => "compiling the component to check it (the interpreter inside takes a while, once)",
@@ -192,7 +201,7 @@ fn componentize(lang: Lang, toolchains: &Path, dir: &Path, manifest: &SkillManif
 
 /// Run cargo and return the path of the cdylib `.wasm` it produced for this package.
 fn cargo_build(cargo_toml: &Path) -> Result<PathBuf> {
-    let bar = spinner("cargo build --release --target wasm32-wasip2");
+    let bar = crate::app::progress_spinner("cargo build --release --target wasm32-wasip2");
     let mut child = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .args(["build", "--release", "--target", TARGET, "--message-format=json-render-diagnostics", "--manifest-path"])
         .arg(cargo_toml)

@@ -15,6 +15,19 @@ use crate::{exit, output};
 
 /// The options of `call`.
 #[derive(clap::Args)]
+#[command(after_help = "SKILL is the name of an approved skill (see `skillhost list`), or a path to a .wasm
+file or skill folder, loaded directly for development without the trust store. Code
+loaded by its path is not approved: it runs under the probe grant (a fresh scratch
+/data, no network, no secrets, at most 10 s) unless you pass --grant, which gives it
+what its skill.toml asks for (files in DATA_DIR/skills/.dev/NAME) for this one call.
+Exit codes: 0 ok, 1 tool error, 2 usage (a bad --input) or refused (not approved: approve it first), 3 limit
+hit, 4 load or host error.
+
+Examples:
+  skillhost call text-tools text_stats --input '{\"text\": \"one two three\"}'
+  echo '{\"path\": \"sales.csv\"}' | skillhost call csv-summary summarize --input -
+  skillhost call ./word-tools/skill.wasm hello --input '{\"name\": \"Ada\"}' --timeout 2s
+  skillhost call skills/csv-summary summarize --input '{\"path\": \"sales.csv\"}' --grant")]
 pub struct CallArgs {
     /// Skill name, or path to a .wasm file or skill folder.
     skill: String,
@@ -55,7 +68,7 @@ pub async fn run(app: &App, args: CallArgs) -> Result<ExitCode> {
     };
     let out = out.map_err(|e| match e {
         RegistryError::Call(call @ CallError { failure: CallFailure::Timeout { skill_limit: Some(_), .. }, .. }) => {
-            anyhow::Error::new(CommandLineTimeout(call))
+            anyhow::Error::new(exit::CommandLineTimeout(call))
         }
         other => other.into(),
     })?;
@@ -86,24 +99,3 @@ fn truncate(text: &str, max: usize) -> &str {
         None => text,
     }
 }
-
-/// A call stopped by the `--timeout` given on the command line, shorter than the skill's
-/// own limit: said in the command line's terms (exit code 3, like any timeout).
-#[derive(Debug)]
-pub struct CommandLineTimeout(pub CallError);
-
-impl std::fmt::Display for CommandLineTimeout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let CallError { skill, tool, failure: CallFailure::Timeout { limit, skill_limit: Some(own) } } = &self.0 else {
-            return self.0.fmt(f);
-        };
-        let (limit, own) = (skillhost::skill::fmt_duration(*limit), skillhost::skill::fmt_duration(*own));
-        write!(
-            f,
-            "skill `{skill}` tool `{tool}`: timeout after {limit}, the `--timeout {limit}` given on the command line \
-             (the skill's own limit is {own}); pass a longer `--timeout`, up to {own}, if the tool needs longer"
-        )
-    }
-}
-
-impl std::error::Error for CommandLineTimeout {}

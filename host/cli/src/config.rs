@@ -1,5 +1,5 @@
 //! The host config as a command reads it: once, when the global options are resolved
-//! ([`App::new`](crate::app::App::new)), from the file `SKILLHOST_CONFIG` names or else
+//! (`App::new`), from the file `SKILLHOST_CONFIG` names or else
 //! `DATA_DIR/config.toml` ([`skillhost::HostConfig`] is the schema and the checks).
 //! Flags and environment variables override it: `--skills-from` adds to `skills_from`,
 //! `SKILLHOST_VENV` replaces `[sandbox] venv`.

@@ -27,6 +27,15 @@ struct Check {
 
 /// The options of `doctor`.
 #[derive(clap::Args)]
+#[command(after_help = "Lists every isolation layer of the sandbox (bwrap and its version, user
+namespaces, the drop from root to an unprivileged uid, a cgroup per server with its
+controllers, the seccomp filter), the managed Python venv, the embedding model and the
+guest toolchains; for each one that is missing, what to do. A missing layer is not an
+error: the host warns once at start and runs with what it has.
+
+Examples:
+  skillhost doctor
+  skillhost doctor --json | jq '.[] | select(.available | not)'")]
 pub struct DoctorArgs {
     /// Print JSON for scripts.
     #[arg(long)]

@@ -4,9 +4,8 @@
 
 use std::process::ExitCode;
 
+use skillhost::skill::CallFailure;
 use skillhost::{CallError, RegistryError};
-
-use crate::call::CommandLineTimeout;
 
 /// A tool reported an error, or `test`/`forge` found failures.
 pub const TOOL_ERROR: u8 = 1;
@@ -95,3 +94,24 @@ fn refused(error: &anyhow::Error) -> bool {
 pub fn passed(passed: bool) -> ExitCode {
     if passed { ExitCode::SUCCESS } else { ExitCode::from(TOOL_ERROR) }
 }
+
+/// A call stopped by the `--timeout` given on the command line, shorter than the skill's
+/// own limit: said in the command line's terms (exit code 3, like any timeout).
+#[derive(Debug)]
+pub struct CommandLineTimeout(pub CallError);
+
+impl std::fmt::Display for CommandLineTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let CallError { skill, tool, failure: CallFailure::Timeout { limit, skill_limit: Some(own) } } = &self.0 else {
+            return self.0.fmt(f);
+        };
+        let (limit, own) = (skillhost::skill::fmt_duration(*limit), skillhost::skill::fmt_duration(*own));
+        write!(
+            f,
+            "skill `{skill}` tool `{tool}`: timeout after {limit}, the `--timeout {limit}` given on the command line \
+             (the skill's own limit is {own}); pass a longer `--timeout`, up to {own}, if the tool needs longer"
+        )
+    }
+}
+
+impl std::error::Error for CommandLineTimeout {}

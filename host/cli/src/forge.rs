@@ -19,6 +19,34 @@ use crate::exit;
 
 /// The options of `forge`.
 #[derive(clap::Args)]
+#[command(after_help = "Checks the files (relative paths, allow and deny lists, no symlinks, 1 MiB per
+file, 10 MiB in all) before anything is built; builds a Rust crate for wasm32-wasip2 in
+a bubblewrap sandbox with no network against the vendored SDK (the first build of a
+skill compiles its dependencies; later ones reuse the skill's own target dir); runs the
+[[tests]] of skill.toml on the real runtime (and pytest for Python); installs it into
+the user layer, where it waits for approval unless it asks for nothing risky. The
+version it replaces is kept for `skillhost rollback`. Each skill gets 3 attempts until
+one succeeds; `--reset NAME` gives them back.
+
+A Rust skill depends on the SDK as `skillhost-sdk = { path = \"/sdk/guest-sdk\" }`
+(without a Cargo.toml the forge writes one).
+
+Without an agent, --generate has a model write the sources: the model of `[forge.llm]`
+in DATA_DIR/config.toml (any OpenAI-compatible endpoint; its key is a host secret) gets
+the requirements, its files go through the same pipeline, and every failure (compiler
+errors with file:line, failing tests) goes back to it, for up to 3 rounds. The result is
+installed for review like any forged skill; a human approves it (asked on a terminal,
+or `skillhost approve NAME` later).
+  [forge.llm]
+  endpoint = \"https://api.openai.com/v1\"
+  model = \"gpt-4.1-mini\"
+  secret = \"openai\"       # skillhost secret set openai
+
+Examples:
+  skillhost new greeter && skillhost forge ./greeter
+  skillhost forge skills/site-check --lang python --json
+  skillhost forge --generate \"convert roman numerals to numbers and back\" --name roman
+  skillhost forge --reset greeter")]
 pub struct ForgeArgs {
     /// The skill's sources: skill.toml plus src/**.rs (Rust) or server.py (Python).
     #[arg(required_unless_present_any = ["reset", "generate"])]

@@ -11,6 +11,16 @@ use crate::output;
 
 /// The options of `inspect`.
 #[derive(clap::Args)]
+#[command(after_help = "Any component works: one that does not export skillhost's world is a generic
+skill whose exported functions are its tools (`INTERFACE-FUNCTION`, input schema from
+the WIT types); inspect lists the functions that cannot be tools (resources, streams…)
+and why. A bare .wasm without skill.toml asks for nothing; put it in a folder as
+skill.wasm beside a skill.toml to ask for files or network.
+
+Examples:
+  skillhost inspect skills/text-tools/skill.wasm
+  skillhost inspect word-tools                   a skill folder, built or not
+  skillhost inspect skills/csv-summary --json")]
 pub struct InspectArgs {
     /// A .wasm file or a skill folder.
     path: PathBuf,

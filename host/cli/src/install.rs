@@ -17,6 +17,25 @@ use crate::sources::SourceArgs;
 
 /// The options of `install`.
 #[derive(clap::Args)]
+#[command(after_help = "Validates the name and the files (no symlinks, no paths out of the folder, size
+caps), stages a copy and moves it into place atomically.
+
+A remote SOURCE is downloaded into memory under size, count and time caps and checked
+before anything is written: an OCI artifact against its manifest digest (and, with
+--verify KEY.pub or a [[sources.verify]] rule of the host config, its cosign-format
+signature), a git folder at the commit its rev names, an index archive against the
+sha256 the index lists (no links, absolute paths or `..`; size and count caps). The
+source, digest and signature status are recorded (`skillhost show` and the approval
+request display them) and the skill is pinned in skills.lock. Plain HTTP only to a
+loopback host, unless --allow-http.
+
+Examples:
+  skillhost install ./word-tools                 a folder: skill.toml beside skill.wasm
+  skillhost install word-tools/skill.wasm && skillhost approve word-tools
+  skillhost install oci://registry.example.com/team/csv-report:1.0 --verify team.pub
+  skillhost install 'git+https://git.example.com/skills.git#path=skills/lint&rev=v1.2'
+  skillhost install https://skills.example.com/                 list what the index offers
+  skillhost install https://skills.example.com/ --skill code-review")]
 pub struct InstallArgs {
     /// A skill folder or .wasm file, or a remote source: oci://REGISTRY/REPO:TAG (or
     /// @sha256:DIGEST), git+URL#path=DIR&rev=REV, https://HOST/ (a well-known index).

@@ -10,6 +10,22 @@ use crate::{output, stats};
 
 /// The options of `list`.
 #[derive(clap::Args)]
+#[command(after_help = "Skills come from layers, highest precedence first: the workspace (--skills,
+default ./skills), the user layer (DATA_DIR/user-skills, where `install` puts skills)
+and, with --skills-from, other agents' skill folders (the external layer: instructions
+only, read-only). A skill that is not approved is listed but cannot be called.
+
+With --directory, print instead what an agent is given up front (the MCP `instructions`
+and the `skills_directory` prompt): one `name: description` line per approved skill, in
+name order, within a token budget (estimated at 4 bytes per token). Descriptions are
+cut at a word to fit; when even the names do not fit, the last line says how many more
+skills skill_search can find.
+
+Examples:
+  skillhost list
+  skillhost list --json | jq '.[] | select(.state != \"approved\") | .name'
+  skillhost list --directory --budget 300
+  skillhost --skills ~/my-skills list")]
 pub struct ListArgs {
     /// Print JSON for scripts.
     #[arg(long)]

@@ -37,6 +37,13 @@ const JS: [(&str, &str); 3] = [
 
 /// The options of `new`.
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  skillhost new weather                creates ./weather, a Rust crate with one example tool
+  skillhost new weather-py --lang python   app.py with a Guest class (componentize-py)
+  skillhost new weather-js --lang js   skill.js exporting guest (componentize-js)
+  skillhost new weather-2 --dir skills/weather-2
+  skillhost build weather && skillhost call ./weather hello --input '{\"name\": \"Ada\"}'
+  skillhost new hello-server --lang python-server && skillhost test ./hello-server")]
 pub struct NewArgs {
     /// Skill name: lowercase letters, digits and inner hyphens.
     name: String,

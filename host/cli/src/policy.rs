@@ -13,6 +13,17 @@ use crate::exit;
 
 /// The options of `policy`.
 #[derive(clap::Args)]
+#[command(after_help = "Without flags it shows the policy. Flags add to it (--reset starts from nothing).
+The policy lives in DATA_DIR/policies, never in the skill's folder; a changed policy
+changes what the skill asks for, so it waits for `skillhost approve` again.
+
+Examples:
+  skillhost policy csv-report
+  skillhost policy csv-report --allow https://api.example.com --timeout 2m
+  skillhost policy csv-report --allow http://127.0.0.1:8080
+  skillhost policy csv-report --secret token=Authorization@http://127.0.0.1:8080
+  skillhost policy csv-report --path ./report=reports --data rw
+  skillhost policy csv-report --reset")]
 pub struct PolicyArgs {
     /// The skill.
     skill: String,

@@ -19,6 +19,15 @@ use crate::sources::SourceArgs;
 
 /// The options of `publish`.
 #[derive(clap::Args)]
+#[command(after_help = "A folder (SKILL.md, skill.toml, scripts, server code) is one tar+gzip layer of
+media type application/vnd.skillhost.skill.folder.v1.tar+gzip; a .wasm component uses
+the layout wasm-pkg-tools (wkg) use, so wkg can pull it and skillhost installs what wkg
+published. --sign stores a cosign-format signature beside it (cosign verify --key reads
+it). Prints the pinned address (oci://…@sha256:…).
+
+Examples:
+  skillhost key generate --out team              team.key (secret) and team.pub
+  skillhost publish skills/csv-report oci://registry.example.com/team/csv-report:1.0 --sign team.key")]
 pub struct PublishArgs {
     /// The skill: a folder (SKILL.md, skill.toml, scripts, server code) or a .wasm file.
     path: PathBuf,

@@ -9,6 +9,11 @@ use crate::app::App;
 
 /// The options of `rollback`.
 #[derive(clap::Args)]
+#[command(after_help = "Swaps the installed version with the kept one (a second rollback rolls forward).
+The restored version is approved only if that exact content was approved before.
+
+Examples:
+  skillhost rollback word-tools         after a second `skillhost install ./word-tools`")]
 pub struct RollbackArgs {
     /// Skill name.
     name: String,

@@ -15,6 +15,21 @@ use crate::exit;
 
 /// The options of `run`.
 #[derive(clap::Args)]
+#[command(after_help = "The skill must be approved (`skillhost show SKILL`, `skillhost approve SKILL`): its
+scripts are code. The command runs in a jail as an unprivileged user: the skill's approved
+files read-only at /skill (a word naming one of them, like scripts/fill.py, points there),
+a fresh workspace as the working directory (--input files are put there; what the run
+writes there is returned, and saved with --out), no network, secrets, data or host paths
+unless the skill's policy grants them (`skillhost policy SKILL`), its limits on time,
+memory, processes, output and workspace size.
+Exit codes: the command's own, or 2 refused (not approved, not a command its approval covers,
+no scripts), 3 limit hit, 4 host error.
+
+Examples:
+  skillhost approve csv-report --yes
+  skillhost run csv-report -i examples/sales.csv -- python scripts/report.py sales.csv r.md
+  skillhost run csv-report -i examples/sales.csv --out report -- sh scripts/check.sh sales.csv
+  skillhost run csv-report -i examples/sales.csv --json -- sh scripts/check.sh sales.csv")]
 pub struct RunArgs {
     /// The skill (see `skillhost list`: runtime `scripts`).
     skill: String,

@@ -8,6 +8,20 @@ use anyhow::{Context, Result};
 
 use crate::app::App;
 
+/// The help after `skillhost secret --help`: how a skill binds a secret, and examples.
+pub const HELP: &str = "A skill's skill.toml binds a secret to hosts:
+  [[secrets]]
+  name = \"github\"
+  header = \"Authorization\"
+  format = \"Bearer {}\"
+  hosts = [\"https://api.github.com\"]
+
+Examples:
+  skillhost secret set github            prompts for the value (input hidden)
+  printf %s \"$TOKEN\" | skillhost secret set github
+  skillhost secret list
+  skillhost secret rm github";
+
 /// `skillhost secret ...`
 #[derive(clap::Subcommand)]
 pub enum SecretCommand {

@@ -24,6 +24,19 @@ use crate::app::App;
 
 /// The options of `serve`.
 #[derive(clap::Args)]
+#[command(after_help = "Tools are named SKILL__TOOL. Above --deferred-threshold tools, agents find them with
+tool_search. A call to a skill awaiting approval asks the user through the client
+(MCP elicitation) when the client supports it. Skills dropped into the skills
+directory appear at once (notifications/tools/list_changed).
+
+Client configuration (stdio), with absolute paths: `skillhost mcp-config CLIENT` prints the
+entry for claude, cursor, vscode or zed (and `claude mcp add ...`); --write merges it in.
+
+Examples:
+  skillhost serve                                  stdio, for a local agent
+  skillhost serve --http                           on 127.0.0.1:8787, token in DATA_DIR/http-token
+  skillhost serve --http 0.0.0.0:8787 --token-file ~/.config/skillhost/token
+  SKILLHOST_MCP_TOKEN=... skillhost serve --http")]
 pub struct ServeArgs {
     /// Do not offer skill_create and skill_update (agents cannot submit skills).
     #[arg(long)]

@@ -11,6 +11,15 @@ use crate::{model, sandbox, toolchain};
 
 /// The options of `setup`.
 #[derive(clap::Args)]
+#[command(after_help = "Everything goes into DATA_DIR (python/, model/, toolchains/), where `serve` and every
+other command look for it; SKILLHOST_VENV, SKILLHOST_MODEL_DIR and SKILLHOST_TOOLCHAINS
+override each location. Running it again is quick: each part is stamped and skipped
+while up to date. `skillhost doctor` says what is missing.
+
+Examples:
+  skillhost setup                 everything, with progress
+  skillhost setup python          the venv only
+  skillhost setup model           the search model only")]
 pub struct SetupArgs {
     #[command(subcommand)]
     what: Option<SetupCommand>,

@@ -10,6 +10,10 @@ use crate::output;
 
 /// The options of `show`.
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  skillhost show csv-summary
+  skillhost show github --code         review its manifest, SKILL.md and sources
+  skillhost show github --json")]
 pub struct ShowArgs {
     /// Skill name.
     name: String,

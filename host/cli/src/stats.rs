@@ -11,6 +11,17 @@ use crate::app::App;
 
 /// The options of `stats`.
 #[derive(clap::Args)]
+#[command(after_help = "Every call through the registry (MCP, `skillhost call NAME`) is counted in
+DATA_DIR/stats.db. FAILED counts the skill's own failures (its errors, crashes, its
+limits); CALLER ERR the calls the caller got wrong (invalid input, unknown tool, a
+request its policy refused, a shorter --timeout, a cancellation). A skill is flagged
+when its own failures are more than 30% of its last 20 calls that the caller got right
+(with at least 5 calls); agents see the flag in skill_list. Searches that matched no
+tool well are listed when 3 or more similar ones missed.
+
+Examples:
+  skillhost stats
+  skillhost stats --json | jq '.failing'")]
 pub struct StatsArgs {
     /// Print JSON for scripts.
     #[arg(long)]

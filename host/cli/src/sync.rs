@@ -12,6 +12,16 @@ use crate::sources::SourceArgs;
 
 /// The options of `sync`.
 #[derive(clap::Args)]
+#[command(after_help = "Each locked skill whose installed files are not the locked ones is fetched at
+its pinned digest (an OCI digest, a git commit, an index sha256); bytes that do not
+give the locked digest and content hash are refused, never installed. Each skill is
+installed atomically or not at all; skills the lock does not name are left alone. A
+new skill waits for approval as after `install`. --update asks each source what it
+names now (a tag, a branch, an index entry), installs that and rewrites the lock.
+
+Examples:
+  skillhost sync --lock team/skills.lock --data-dir /srv/agent-data
+  skillhost sync --lock team/skills.lock --update --verify team.pub")]
 pub struct SyncArgs {
     /// Move each pin to what its source names now (a tag, a branch, an index entry),
     /// install that, and rewrite the lockfile.
@@ -26,6 +36,9 @@ pub struct SyncArgs {
 
 /// The options of `outdated`.
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  skillhost outdated --lock team/skills.lock
+  skillhost outdated --lock team/skills.lock --json | jq '.[] | select(.status == \"moved\")'")]
 pub struct OutdatedArgs {
     /// Print JSON for scripts.
     #[arg(long)]

@@ -12,6 +12,19 @@ use crate::{exit, forge, sandbox};
 
 /// The options of `test`.
 #[derive(clap::Args)]
+#[command(after_help = "For an installed skill whose skill.toml declares [[tests]], first runs each case
+through the registry with the skill's real grant (network, secrets, data dir): only once
+a human approved it. The forge reports such cases as `runs_after_approval` when the skill
+asks for network or secrets, which no unapproved code gets.
+
+For a server skill folder, runs `python -m pytest test_server.py` inside a sandbox with
+the skill's own profile (no network, no secrets), kills everything after the hard
+timeout, then starts the server, completes the MCP handshake and lists its tools. Exit
+code 0 when all passed.
+
+Examples:
+  skillhost test site-check
+  skillhost test skills/site-check --json")]
 pub struct TestArgs {
     /// Skill folder, or the name of one in the skills directory.
     skill: String,

@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 
-use crate::build::spinner;
+use crate::app::progress_spinner as spinner;
 
 /// The world every skill implements, as this binary was built with it.
 pub const SKILL_WIT: &str = include_str!("../../../wit/skill.wit");

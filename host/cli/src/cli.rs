@@ -1,0 +1,159 @@
+//! The command line: the global options and one `Command` per subcommand, each with its
+//! one-line help here and its arguments, long help and examples on its `Args` in the
+//! command's own module.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::{
+    approve, audit, build, call, clients, config, disable, doctor, enable, forge, index, inspect, install, list, new, policy, publish,
+    reject, remove, rollback, run, search, secret, serve, setup, show, stats, sync, test,
+};
+
+/// Run agent skills as sandboxed WebAssembly components.
+///
+/// A skill is a WebAssembly component that holds only what it was granted: the
+/// directories its skill.toml asks for inside its own data dir, and hard limits on
+/// time, memory and output. Skills live in a skills directory (./skills by default),
+/// as `NAME.wasm` files or as folders with skill.toml and skill.wasm.
+#[derive(Parser)]
+#[command(name = "skillhost", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Examples:
+  skillhost new word-tools            create a skill crate that builds out of the box
+  skillhost build word-tools          compile it into word-tools/skill.wasm
+  skillhost list                      list the skills in ./skills and their tools
+  skillhost call text-tools text_stats --input '{\"text\": \"hello world\"}'
+
+Exit codes: 0 ok; 1 a tool reported an error (or `test`/`forge` found failures); 2 bad
+command line or input (`--input` that is not JSON, a bad name for `new`), or refused
+(not approved, disabled, changed since approval); 3 a limit stopped a call (time, memory,
+output); 4 a skill did not load or the host failed.
+With --json, a failing command prints its error as one JSON object on stderr.")]
+pub struct Cli {
+    /// Directory of installed skills; one given here or in SKILLHOST_SKILLS must exist
+    /// [default: ./skills, when it exists].
+    #[arg(long, global = true, env = "SKILLHOST_SKILLS", value_name = "DIR")]
+    pub skills: Option<PathBuf>,
+
+    /// Where skills' data dirs and the compiled cache live [default: the platform data
+    /// dir, e.g. ~/.local/share/skillhost; for root /var/lib/skillhost, which the
+    /// sandbox's unprivileged uid can reach, unless XDG_DATA_HOME is set].
+    #[arg(long, global = true, env = "SKILLHOST_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Also serve another agent's Agent Skills folders, read-only: `claude` adds
+    /// ~/.claude/skills and ./.claude/skills (their SKILL.md as instructions; nothing in
+    /// them runs or is written). Also `skills_from = ["claude"]` in DATA_DIR/config.toml.
+    #[arg(long, global = true, value_name = "AGENT", env = "SKILLHOST_SKILLS_FROM", value_delimiter = ',', value_parser = config::parse_agent)]
+    pub skills_from: Vec<skillhost::config::Agent>,
+
+    /// Log more (-v: debug, -vv: trace). Skill log lines are shown at info and above.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// List every skill with its layer, runtime, version, trust state and tools
+    List(list::ListArgs),
+
+    /// Show one skill: where it comes from, its state, what it asks for, its tools
+    Show(show::ShowArgs),
+
+    /// Approve a skill after reviewing what it asks for (humans only)
+    Approve(approve::ApproveArgs),
+
+    /// Reject a skill: it stays listed but cannot be called until approved
+    Reject(reject::RejectArgs),
+
+    /// Disable a skill, whatever its approval, until `enable`
+    Disable(disable::DisableArgs),
+
+    /// Enable a disabled skill (it returns to its earlier trust state)
+    Enable(enable::EnableArgs),
+
+    /// Install a skill into the user layer, from a folder, a .wasm, an OCI registry, git
+    /// or a well-known index (it waits for approval unless it asks for nothing risky)
+    Install(install::InstallArgs),
+
+    /// Publish a skill folder or component to an OCI registry, signed with --sign KEY
+    Publish(publish::PublishArgs),
+
+    /// Make a key pair for signing published skills
+    #[command(subcommand)]
+    Key(publish::KeyCommand),
+
+    /// Install exactly the remote skills skills.lock pins (--update moves the pins)
+    Sync(sync::SyncArgs),
+
+    /// List the locked skills whose source moved upstream, changing nothing
+    Outdated(sync::OutdatedArgs),
+
+    /// Remove a skill from the user layer
+    Remove(remove::RemoveArgs),
+
+    /// Call one tool of a skill; its JSON output goes to stdout
+    Call(call::CallArgs),
+
+    /// Run a command of a SKILL.md skill's scripts in the sandbox, as its instructions write it
+    Run(run::RunArgs),
+
+    /// Show or change what a skill's scripts may have (network, secrets, data, host paths, limits)
+    Policy(policy::PolicyArgs),
+
+    /// Show a skill's manifest, grant and tools with their schemas, and a component's WIT
+    Inspect(inspect::InspectArgs),
+
+    /// Compile a skill (Rust, Python or JavaScript) to one self-describing .wasm
+    Build(build::BuildArgs),
+
+    /// Manage the secrets the host adds to skills' requests (skills never see them)
+    #[command(subcommand, after_help = secret::HELP)]
+    Secret(secret::SecretCommand),
+
+    /// Show the audit log of skills' outbound requests and runs of their scripts
+    Audit(audit::AuditArgs),
+
+    /// Serve every skill to agents over MCP (stdio by default, or streamable HTTP)
+    Serve(serve::ServeArgs),
+
+    /// Print (or --write) the MCP config entry that starts `skillhost serve` for Claude Code,
+    /// Cursor, VS Code or Zed
+    #[command(after_help = clients::HELP)]
+    McpConfig(clients::McpConfigArgs),
+
+    /// Find tools (or skills) by what they do, as an agent's tool_search does
+    Search(search::SearchArgs),
+
+    /// Inspect or rebuild the search index (DATA_DIR/index)
+    #[command(subcommand)]
+    Index(index::IndexCommand),
+
+    /// Set up what skills need beyond the host: with no argument everything (the managed
+    /// Python for Python server skills, the search model, the toolchains `build` uses for
+    /// Python and JavaScript skills), or one of them
+    Setup(setup::SetupArgs),
+
+    /// Run a skill's tests: an approved skill's declared [[tests]] with its real grant; a server skill's pytest in a throwaway sandbox, then its MCP handshake
+    Test(test::TestArgs),
+
+    /// Build, test and install a skill from its sources, as an agent's skill_create does
+    Forge(forge::ForgeArgs),
+
+    /// Check what this machine gives skills: sandbox isolation layers, Python, search model, toolchains
+    Doctor(doctor::DoctorArgs),
+
+    /// Show usage statistics: calls, failures and latency per tool, failing skills, missed searches
+    Stats(stats::StatsArgs),
+
+    /// Put back the version of a skill that the last install or forge replaced
+    Rollback(rollback::RollbackArgs),
+
+    /// Create a new skill (Rust, Python, JavaScript, or a Python MCP server) that works out
+    /// of the box
+    New(new::NewArgs),
+}
