@@ -138,7 +138,7 @@ type Service = StreamableHttpService<SkillhostMcp, LocalSessionManager>;
 
 /// Whether `request` reads the well-known skills index (a `GET` under its path).
 fn well_known<B>(request: &hyper::Request<B>) -> bool {
-    request.method() == hyper::Method::GET && request.uri().path().starts_with(skillhost_source::index::WELL_KNOWN)
+    request.method() == hyper::Method::GET && request.uri().path().starts_with(skillhost_package::wellknown::WELL_KNOWN)
 }
 
 fn well_known_response(registry: &skillhost_registry::Registry, path: &str) -> hyper::Response<BoxBody<Bytes, Infallible>> {

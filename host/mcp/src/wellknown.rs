@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use skillhost_package::wellknown::{self, IndexError, Published, PublishedSkill, WELL_KNOWN};
 use skillhost_registry::{INSTRUCTIONS_RUNTIME, Registry, TrustState};
-use skillhost_source::index::{self, PublishedSkill, WELL_KNOWN};
 
 use crate::knowledge::served_files;
 
@@ -37,7 +37,7 @@ pub fn respond(registry: &Registry, path: &str) -> (u16, &'static str, Vec<u8>) 
 }
 
 /// The index and artifacts of the approved instruction-only skills, in name order.
-fn publish(registry: &Registry) -> Result<index::Published, skillhost_source::SourceError> {
+fn publish(registry: &Registry) -> Result<Published, IndexError> {
     let mut skills = Vec::new();
     for entry in registry.catalog() {
         let Some(loaded) = entry.loaded.as_ref() else { continue };
@@ -54,5 +54,5 @@ fn publish(registry: &Registry) -> Result<index::Published, skillhost_source::So
         skills.push(PublishedSkill { name: entry.name.clone(), description: loaded.description.clone(), files });
     }
     skills.sort_by(|a, b| a.name.cmp(&b.name));
-    index::publish(&skills)
+    wellknown::publish(&skills)
 }

@@ -16,7 +16,12 @@
 //!   without recursion or following a link ([`remove_tree`], [`ScratchRoot`]).
 //! - [`OutDir`]: a folder the host writes what a sandbox produced into (a run's files),
 //!   opened once, never written through a link.
+//! - [`wellknown`]: the format of the Agent Skills well-known index, read ([`wellknown::parse`])
+//!   and written from skills already read ([`wellknown::publish`]), with [`pack_tar_gz`], the
+//!   one archive layout skillhost publishes. Fetching an index is skillhost-source's; the
+//!   format is here so the MCP front serves an index without linking a fetcher.
 
+mod archive;
 mod component;
 mod error;
 pub mod nofollow;
@@ -26,7 +31,9 @@ pub mod scratch;
 mod sections;
 mod snapshot;
 mod types;
+pub mod wellknown;
 
+pub use archive::pack_tar_gz;
 pub use component::{component_manifest, embedded_instructions, folder_component, pack};
 pub use error::ReadError;
 pub use nofollow::read_file;

@@ -131,3 +131,17 @@ impl SourceError {
         Self::Io { path: path.into(), source }
     }
 }
+
+/// The index format's refusals as the source's own: the same messages, and the kinds
+/// callers already match on ([`SourceError::Index`], [`SourceError::TooLarge`]).
+impl From<skillhost_package::wellknown::IndexError> for SourceError {
+    fn from(error: skillhost_package::wellknown::IndexError) -> Self {
+        use skillhost_package::wellknown::{INDEX_FIX, IndexError};
+        match error {
+            IndexError::Refused { url, reason } => SourceError::Index { url, reason },
+            IndexError::TooLarge { url, limit } => {
+                SourceError::TooLarge { what: format!("the index {url}"), limit, fix: Some(INDEX_FIX.into()) }
+            }
+        }
+    }
+}
