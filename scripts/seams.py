@@ -14,7 +14,13 @@ use):
 3. The block between `<!-- crate-graph -->` and `<!-- /crate-graph -->` in ARCHITECTURE.md
    lists every skillhost host crate once, as `skillhost-X → skillhost-Y, skillhost-Z`
    (`→ (none)` for none), exactly its direct skillhost dependencies.
-4. No file git tracks is over MAX_TRACKED_BYTES unless LARGE_FILES names it: a core dump,
+4. The MCP front links no fetcher: none of FETCHERS (the HTTP and OCI clients, the key
+   derivation and archive readers of remote sources, and skillhost-source itself) is in
+   the dependency closure of skillhost-mcp. It serves the well-known index from skills
+   already read, with the index format of skillhost-package; fetching is skillhost-source's
+   and only the facade and the CLI link it. The same question as
+   `cargo tree -e normal -i CRATE -p skillhost-mcp` printing nothing.
+5. No file git tracks is over MAX_TRACKED_BYTES unless LARGE_FILES names it: a core dump,
    a build output or a model committed by mistake is caught before it lands (every clone
    would carry it for ever). Outside a git work tree this check says so and is skipped.
 
@@ -39,6 +45,9 @@ ABOVE_THE_SEAM = [
     "skillhost-mcp",
 ]
 FORGE_MAY_USE = {"skillhost-core", "skillhost-package", "skillhost-registry", "skillhost-jail"}
+# What fetches remote skills, kept out of the MCP front (check 4).
+FETCHER_FREE = "skillhost-mcp"
+FETCHERS = ["oci-client", "reqwest", "scrypt", "zip", "skillhost-source"]
 ENGINE = "wasmtime"
 MAX_TRACKED_BYTES = 1 << 20
 # Tracked files allowed over MAX_TRACKED_BYTES, each with why. None so far.
@@ -130,6 +139,19 @@ def main():
                 f"{crate} links {ENGINE} (through {', '.join(path)}): a runtime leaked above the seam; "
                 f"depend on skillhost-core's SkillRuntime instead (`cargo tree -e normal -i {ENGINE} -p {crate}` shows the path)"
             )
+    if FETCHER_FREE not in graph:
+        problems.append(f"{FETCHER_FREE}: not in the workspace; update FETCHER_FREE in scripts/seams.py")
+    else:
+        reach = closure(graph, FETCHER_FREE)
+        for fetcher in FETCHERS:
+            if fetcher in reach:
+                path = [d for d in sorted(graph[FETCHER_FREE]) if d != fetcher and fetcher in closure(graph, d)]
+                how = f"through {', '.join(path)}" if path else "a direct dependency"
+                problems.append(
+                    f"{FETCHER_FREE} links {fetcher} ({how}): a fetcher leaked into the MCP front; "
+                    f"it serves skills already read: use the index format of skillhost-package and leave fetching to skillhost-source "
+                    f"(`cargo tree -e normal -i {fetcher} -p {FETCHER_FREE}` shows the path)"
+                )
     forge_uses = {d for d in graph.get("skillhost-forge", ()) if d.startswith("skillhost")} - FORGE_MAY_USE
     if forge_uses:
         problems.append(
