@@ -96,16 +96,18 @@ pub struct BuildArgs {
     out: Option<PathBuf>,
 }
 
-/// Build the skill with the toolchains of the data dir.
+/// Build the skill with the toolchains and the SDK of the data dir.
 pub async fn run(app: &App, args: BuildArgs) -> Result<ExitCode> {
     let host = app.host()?;
-    build(&host, &toolchain::root(&app.data_dir), &args.dir, args.out.as_deref()).await?;
+    build(&host, &app.data_dir, &args.dir, args.out.as_deref()).await?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Build the skill in `dir` and write the packaged skill; toolchains for Python and
-/// JavaScript are installed into `toolchains` on first use.
-async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path>) -> Result<()> {
+/// JavaScript are installed under `data_dir` on first use, and a Rust skill that asks for
+/// the SDK by version gets the one this binary carries, written out there.
+async fn build(host: &Host, data_dir: &Path, dir: &Path, out: Option<&Path>) -> Result<()> {
+    let toolchains = &toolchain::root(data_dir);
     let lang = Lang::detect(dir)?;
     // Read the manifest and SKILL.md once (no links, size caps): checked before spending
     // a compile, and the same bytes packaged after it.
@@ -121,7 +123,9 @@ async fn build(host: &Host, toolchains: &Path, dir: &Path, out: Option<&Path>) -
     let built = match lang {
         Lang::Rust => {
             ensure_target()?;
-            cargo_build(&dir.join("Cargo.toml"))?
+            let cargo_toml = dir.join("Cargo.toml");
+            let patch = if sdk_by_version(&cargo_toml)? { crate::sdk::patch_args(data_dir)?.to_vec() } else { Vec::new() };
+            cargo_build(&cargo_toml, &patch)?
         }
         Lang::Python | Lang::Js => componentize(lang, toolchains, dir, &manifest, &out)?,
     };
@@ -199,11 +203,31 @@ fn componentize(lang: Lang, toolchains: &Path, dir: &Path, manifest: &SkillManif
     Ok(built)
 }
 
-/// Run cargo and return the path of the cdylib `.wasm` it produced for this package.
-fn cargo_build(cargo_toml: &Path) -> Result<PathBuf> {
+/// Whether the crate at `cargo_toml` asks for the SDK by version from crates.io
+/// (`skillhost-sdk = "0.1"`, as `skillhost new` writes), not by a path, a git repository,
+/// another registry or its workspace. Only then is the SDK patched in: a patch cargo does
+/// not use would be recorded in the skill's (or its workspace's) Cargo.lock.
+fn sdk_by_version(cargo_toml: &Path) -> Result<bool> {
+    let text = std::fs::read_to_string(cargo_toml).with_context(|| format!("cannot read {}", cargo_toml.display()))?;
+    // A manifest that does not parse is cargo's to report.
+    let Ok(manifest) = text.parse::<toml::Table>() else { return Ok(false) };
+    Ok(match manifest.get("dependencies").and_then(|d| d.get("skillhost-sdk")) {
+        Some(toml::Value::String(_)) => true,
+        Some(toml::Value::Table(dependency)) => {
+            dependency.contains_key("version") && !["path", "git", "workspace", "registry"].iter().any(|key| dependency.contains_key(*key))
+        }
+        _ => false,
+    })
+}
+
+/// Run cargo (with `extra` arguments) and return the path of the cdylib `.wasm` it produced
+/// for this package.
+fn cargo_build(cargo_toml: &Path, extra: &[String]) -> Result<PathBuf> {
     let bar = crate::app::progress_spinner("cargo build --release --target wasm32-wasip2");
     let mut child = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["build", "--release", "--target", TARGET, "--message-format=json-render-diagnostics", "--manifest-path"])
+        .args(["build", "--release", "--target", TARGET, "--message-format=json-render-diagnostics"])
+        .args(extra)
+        .arg("--manifest-path")
         .arg(cargo_toml)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -252,4 +276,32 @@ fn cargo_build(cargo_toml: &Path) -> Result<PathBuf> {
     artifact.with_context(|| {
         format!("{} built no cdylib; a skill crate needs `[lib] crate-type = [\"cdylib\"]` in Cargo.toml", cargo_toml.display())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a crates.io requirement is patched: a path, git, workspace or other registry
+    /// dependency is left to cargo as written.
+    #[test]
+    fn only_a_version_requirement_gets_the_embedded_sdk() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("Cargo.toml");
+        for (dependency, patched) in [
+            ("skillhost-sdk = \"0.1\"", true),
+            ("skillhost-sdk = { version = \"0.1\", default-features = false }", true),
+            ("skillhost-sdk = { path = \"/home/ada/sdk\" }", false),
+            ("skillhost-sdk = { version = \"0.1\", path = \"../sdk\" }", false),
+            ("skillhost-sdk = { git = \"https://example.com/sdk\" }", false),
+            ("skillhost-sdk = { version = \"0.1\", registry = \"mine\" }", false),
+            ("skillhost-sdk.workspace = true", false),
+            ("serde = \"1\"", false),
+        ] {
+            std::fs::write(&manifest, format!("[package]\nname = \"x\"\n\n[dependencies]\n{dependency}\n")).unwrap();
+            assert_eq!(sdk_by_version(&manifest).unwrap(), patched, "{dependency}");
+        }
+        std::fs::write(&manifest, "not toml [").unwrap();
+        assert!(!sdk_by_version(&manifest).unwrap());
+    }
 }

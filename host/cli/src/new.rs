@@ -53,7 +53,7 @@ pub struct NewArgs {
     /// Directory to create [default: ./NAME].
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Path of the skillhost-sdk crate [default: the one embedded in this binary, written out to DATA_DIR/sdk].
+    /// Depend on the skillhost-sdk crate at this path (a checkout of your own) [default: by version, `skillhost-sdk = "MAJOR.MINOR"`, which `skillhost build` satisfies with the SDK embedded in this binary, wherever the skill is built].
     #[arg(long, env = "SKILLHOST_SDK", value_name = "DIR")]
     sdk: Option<PathBuf>,
 }
@@ -71,16 +71,16 @@ pub enum Template {
     PythonServer,
 }
 
-/// Create the skill; the embedded SDK is written out under the data dir when needed.
-pub fn run(app: &App, args: NewArgs) -> Result<ExitCode> {
-    create(&args.name, args.lang, args.dir, args.sdk, &app.data_dir)?;
+/// Create the skill.
+pub fn run(_app: &App, args: NewArgs) -> Result<ExitCode> {
+    create(&args.name, args.lang, args.dir, args.sdk)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Write skill `name` in `lang` into `dir` (default `./NAME`); a Rust skill depends on the
-/// SDK at `sdk`, or else on the one embedded in this binary, written out under `data_dir`.
+/// SDK at `sdk`, or else on the SDK by version (see [`rust_files`]).
 /// A bad name, a folder in the way or a wrong --sdk is a usage error (exit 2).
-fn create(name: &str, lang: Template, dir: Option<PathBuf>, sdk: Option<PathBuf>, data_dir: &Path) -> Result<()> {
+fn create(name: &str, lang: Template, dir: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<()> {
     let name = SkillName::new(name).map_err(|e| crate::exit::usage(e.to_string()))?;
     let dir = dir.unwrap_or_else(|| PathBuf::from(name.as_str()));
     if dir.exists() && !dir.is_dir() {
@@ -94,7 +94,7 @@ fn create(name: &str, lang: Template, dir: Option<PathBuf>, sdk: Option<PathBuf>
         templates.iter().map(|(path, text)| (*path, text.replace("{{name}}", name.as_str()))).collect()
     };
     match lang {
-        Template::Rust => files.extend(rust_files(&name, &dir, sdk, data_dir)?),
+        Template::Rust => files.extend(rust_files(&name, &dir, sdk)?),
         Template::Python => files.extend(filled(&PYTHON)),
         Template::Js => files.extend(filled(&JS)),
         Template::PythonServer => {
@@ -121,24 +121,37 @@ fn create(name: &str, lang: Template, dir: Option<PathBuf>, sdk: Option<PathBuf>
     Ok(())
 }
 
-/// A crate on the skillhost-sdk at `sdk` (or the one embedded in this binary).
-fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>, data_dir: &Path) -> Result<Vec<(&'static str, String)>> {
-    let sdk = match sdk {
-        Some(sdk) => sdk,
-        None => crate::sdk::workspace(data_dir)?.join("guest-sdk"),
-    };
-    let sdk = std::fs::canonicalize(&sdk).map_err(|_| crate::exit::usage(format!("--sdk {}: no such directory", sdk.display())))?;
-    if !sdk.join("Cargo.toml").is_file() {
-        return Err(crate::exit::usage(format!("{}: not the skillhost-sdk crate (no Cargo.toml)", sdk.display())));
-    }
+/// A crate on the skillhost-sdk. Its dependency names no path of this machine, so a clone
+/// builds wherever skillhost is installed: inside a workspace that declares
+/// `skillhost-sdk` in `[workspace.dependencies]`, that one (`skillhost-sdk.workspace =
+/// true`); otherwise the version of the SDK this binary carries (`skillhost-sdk = "0.1"`),
+/// which `skillhost build` and the forge satisfy with that SDK, offline. `--sdk DIR` names a
+/// checkout by path instead (the skill then builds only where that path exists).
+fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>) -> Result<Vec<(&'static str, String)>> {
     // Inside another workspace the crate must not declare its own (cargo refuses two
     // roots); on its own it must, or a parent workspace would claim it.
     let absolute = std::path::absolute(dir)?;
-    let in_workspace = absolute
+    let workspace = absolute
         .ancestors()
         .skip(1)
-        .any(|a| std::fs::read_to_string(a.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]")));
-    let standalone = if in_workspace {
+        .find_map(|a| std::fs::read_to_string(a.join("Cargo.toml")).ok().filter(|t| t.lines().any(|l| l.trim() == "[workspace]")));
+    let inherits = workspace
+        .as_deref()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .is_some_and(|t| t.get("workspace").and_then(|w| w.get("dependencies")).and_then(|d| d.get("skillhost-sdk")).is_some());
+    let dependency = match sdk {
+        Some(sdk) => {
+            let sdk = std::fs::canonicalize(&sdk).map_err(|_| crate::exit::usage(format!("--sdk {}: no such directory", sdk.display())))?;
+            if !sdk.join("Cargo.toml").is_file() {
+                return Err(crate::exit::usage(format!("{}: not the skillhost-sdk crate (no Cargo.toml)", sdk.display())));
+            }
+            let path = sdk.to_str().with_context(|| format!("--sdk {}: the path is not UTF-8", sdk.display()))?;
+            format!("skillhost-sdk = {{ path = {} }}", toml::Value::from(path))
+        }
+        None if inherits => "skillhost-sdk.workspace = true".to_owned(),
+        None => format!("skillhost-sdk = {}", toml::Value::from(crate::sdk::requirement()?)),
+    };
+    let standalone = if workspace.is_some() {
         String::new()
     } else {
         "\n# A standalone crate: not part of any parent workspace.\n[workspace]\n\n[profile.release]\nopt-level = \"s\"\nlto = true\nstrip = true\n".to_owned()
@@ -148,8 +161,7 @@ fn rust_files(name: &SkillName, dir: &Path, sdk: Option<PathBuf>, data_dir: &Pat
         (
             "Cargo.toml",
             format!(
-                "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nskillhost-sdk = {{ path = \"{}\" }}\n{standalone}",
-                sdk.display()
+                "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\n{dependency}\n{standalone}"
             ),
         ),
         (

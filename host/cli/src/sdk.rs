@@ -5,6 +5,12 @@
 //! from; `--sdk`/`SKILLHOST_SDK` (for `new`) and `SKILLHOST_SDK_WORKSPACE` (for the forge)
 //! still point at a checkout of your own.
 //!
+//! A Rust skill `new` writes asks for the SDK by version ([`requirement`]:
+//! `skillhost-sdk = "0.1"`), not by a path on the machine that made it, so a clone of the
+//! skill builds wherever skillhost is installed: `skillhost build` hands cargo this SDK in
+//! place of crates.io's ([`patch_args`]), and the forge points the build's copy of the
+//! manifest at the SDK in its sandbox.
+//!
 //! The Python and JavaScript guest SDKs are embedded too. `skillhost build` hands the
 //! Python package `skillhost` (`guest-sdk/python/skillhost/`) to componentize-py as a
 //! search path ([`python_sdk`], written once per version under the toolchains folder),
@@ -46,6 +52,30 @@ pub fn workspace(data_dir: &Path) -> Result<PathBuf> {
     let manifest = skillhost::forge::sdk_workspace_manifest(ROOT_MANIFEST)?;
     let files: Vec<(&str, &str)> = std::iter::once(("Cargo.toml", manifest.as_str())).chain(FILES.iter().copied()).collect();
     write_once(&data_dir.join("sdk"), "Cargo.toml", &files)
+}
+
+/// The version requirement a skill's Cargo.toml names the SDK by: `MAJOR.MINOR` of the SDK
+/// this binary carries (the version of the WIT package it implements), e.g. `0.1`.
+pub fn requirement() -> Result<String> {
+    let manifest =
+        FILES.iter().find(|(path, _)| *path == "guest-sdk/Cargo.toml").map(|(_, text)| *text).context("no SDK manifest embedded")?;
+    let manifest: toml::Table = manifest.parse().context("the embedded SDK's Cargo.toml does not parse")?;
+    let version = manifest.get("package").and_then(|p| p.get("version")).and_then(toml::Value::as_str);
+    let parts: Vec<&str> = version.unwrap_or_default().split('.').collect();
+    match parts[..] {
+        [major, minor, _] => Ok(format!("{major}.{minor}")),
+        _ => anyhow::bail!("the embedded SDK's Cargo.toml has no `version = \"MAJOR.MINOR.PATCH\"` (found {version:?})"),
+    }
+}
+
+/// The arguments that make cargo take `skillhost-sdk` from the SDK this binary carries
+/// (written out under `data_dir`) instead of crates.io: `--config` with a
+/// `[patch.crates-io]` entry, so nothing is written into the skill's folder and nothing is
+/// fetched for it.
+pub fn patch_args(data_dir: &Path) -> Result<[String; 2]> {
+    let sdk = std::path::absolute(workspace(data_dir)?.join("guest-sdk"))?;
+    let path = sdk.to_str().with_context(|| format!("the SDK's path {} is not UTF-8; choose a data dir whose path is", sdk.display()))?;
+    Ok(["--config".to_owned(), format!("patch.crates-io.skillhost-sdk.path = {}", toml::Value::from(path))])
 }
 
 /// `files` (path, text) written under `root` in a folder named by their version and hash,
@@ -231,6 +261,24 @@ mod tests {
         for (path, text) in PY_SDK {
             assert_eq!(std::fs::read_to_string(dir.join(path)).unwrap(), text, "{path}");
         }
+    }
+
+    /// A skill asks for the SDK this binary carries: the requirement matches its version,
+    /// and the patch names its crate in the data dir, quoted for TOML.
+    #[test]
+    fn the_requirement_and_the_patch_name_the_embedded_sdk() {
+        let requirement = requirement().unwrap();
+        let manifest: toml::Table = FILES[0].1.parse().unwrap();
+        let version = manifest["package"]["version"].as_str().unwrap();
+        assert!(version.starts_with(&format!("{requirement}.")) && requirement.split('.').count() == 2, "{requirement} for {version}");
+        let data = tempfile::tempdir().unwrap();
+        let quoted = data.path().join("a \"b\"");
+        let [flag, value] = patch_args(&quoted).unwrap();
+        assert_eq!(flag, "--config");
+        let value: toml::Table = value.parse().unwrap();
+        let path = Path::new(value["patch"]["crates-io"]["skillhost-sdk"]["path"].as_str().unwrap());
+        assert_eq!(path, workspace(&quoted).unwrap().join("guest-sdk"));
+        assert!(path.join("Cargo.toml").is_file());
     }
 
     /// Written out once per version, whole, and found again.

@@ -27,7 +27,10 @@
 //! followed by the host.
 //!
 //! A skill's crate depends on the SDK by path: `skillhost-sdk = { path = "/sdk/guest-sdk" }`.
-//! Without a `Cargo.toml` the forge writes that one.
+//! Without a `Cargo.toml` the forge writes that one; a submitted one names the SDK however it
+//! likes (by version, as `skillhost new` writes, or by a path that does not exist in the
+//! sandbox) and the build's copy of it is pointed at `/sdk` (`with_sandbox_sdk`): the
+//! skill's own files are never changed, and nothing is fetched.
 
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -315,8 +318,8 @@ pub(crate) fn cargo_toml(name: &str, sdk: &str) -> String {
 }
 
 /// A submitted Cargo.toml with its `skillhost-sdk` dependency pointed at the SDK inside
-/// the sandbox: whatever it named (a checkout's path, as `skillhost new` writes, or the
-/// workspace's) does not exist there. A manifest that does not parse, or does not
+/// the sandbox: whatever it named (the SDK's version, as `skillhost new` writes, a
+/// checkout's path, or the workspace's) is not there. A manifest that does not parse, or does not
 /// depend on the SDK, is left as it is for cargo to report.
 pub(crate) fn with_sandbox_sdk(manifest: &str) -> String {
     let Ok(mut table) = manifest.parse::<toml::Table>() else { return manifest.to_owned() };
@@ -668,10 +671,13 @@ fn relative_file(file: &str) -> String {
 mod tests {
     #[test]
     fn a_submitted_manifest_builds_against_the_sandboxed_sdk() {
-        let written_by_new = "[package]\nname = \"greet\"\nversion = \"0.1.0\"\n\n[dependencies]\nskillhost-sdk = { path = \"/home/ada/.local/share/skillhost/sdk/0.1.0-ab/guest-sdk\" }\nserde = \"1\"\n";
-        let fixed: toml::Table = with_sandbox_sdk(written_by_new).parse().unwrap();
+        let by_path = "[package]\nname = \"greet\"\nversion = \"0.1.0\"\n\n[dependencies]\nskillhost-sdk = { path = \"/home/ada/.local/share/skillhost/sdk/0.1.0-ab/guest-sdk\" }\nserde = \"1\"\n";
+        let fixed: toml::Table = with_sandbox_sdk(by_path).parse().unwrap();
         assert_eq!(fixed["dependencies"]["skillhost-sdk"]["path"].as_str(), Some("/sdk/guest-sdk"));
         assert_eq!(fixed["dependencies"]["serde"].as_str(), Some("1"), "other dependencies stay");
+        let by_version = "[package]\nname = \"greet\"\n\n[dependencies]\nskillhost-sdk = \"0.1\"\n";
+        let fixed: toml::Table = with_sandbox_sdk(by_version).parse().unwrap();
+        assert_eq!(fixed["dependencies"]["skillhost-sdk"]["path"].as_str(), Some("/sdk/guest-sdk"));
         let inherited = "[package]\nname = \"greet\"\n\n[dependencies]\nskillhost-sdk.workspace = true\n";
         let fixed: toml::Table = with_sandbox_sdk(inherited).parse().unwrap();
         assert_eq!(

@@ -86,14 +86,12 @@ fn an_installed_binary_works_from_an_empty_directory_with_nothing_of_the_checkou
     let installed = Installed::new();
     let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
 
-    // `new` writes a crate on the SDK embedded in the binary, written out to the data dir.
+    // `new` writes a crate on the SDK by version; the forge and `build` give it the SDK
+    // embedded in the binary (written out to the data dir), not the checkout's.
     installed.ok(&["new", "greeter"]);
     let manifest = std::fs::read_to_string(installed.work.path().join("greeter/Cargo.toml")).unwrap();
     let manifest: toml::Table = manifest.parse().unwrap();
-    let sdk = PathBuf::from(manifest["dependencies"]["skillhost-sdk"]["path"].as_str().unwrap());
-    assert!(sdk.starts_with(installed.data_dir().join("sdk")), "the SDK is the binary's own: {}", sdk.display());
-    assert!(!sdk.starts_with(&checkout), "{}", sdk.display());
-    assert!(sdk.join("src/lib.rs").is_file() && sdk.join("../wit/skill.wit").is_file());
+    assert_eq!(manifest["dependencies"]["skillhost-sdk"].as_str(), Some(sdk_requirement().as_str()), "{manifest}");
 
     // The forge builds it in its sandbox against the same SDK and installs it, pending.
     let forged = installed.ok(&["forge", "greeter", "--json"]);
@@ -107,6 +105,9 @@ fn an_installed_binary_works_from_an_empty_directory_with_nothing_of_the_checkou
     // `build` and a direct `call` of the folder, for development.
     let built = installed.ok(&["build", "greeter"]);
     assert!(String::from_utf8_lossy(&built.stderr).contains("tools: hello"), "{}", String::from_utf8_lossy(&built.stderr));
+    let sdks: Vec<PathBuf> = std::fs::read_dir(installed.data_dir().join("sdk")).unwrap().map(|e| e.unwrap().path()).collect();
+    let [sdk] = &sdks[..] else { panic!("one SDK written out: {sdks:?}") };
+    assert!(!sdk.starts_with(&checkout) && sdk.join("guest-sdk/src/lib.rs").is_file() && sdk.join("wit/skill.wit").is_file());
     let called = installed.ok(&["call", "./greeter", "hello", "--input", r#"{"name": "Ada"}"#]);
     let called: Value = serde_json::from_slice(&called.stdout).unwrap();
     assert_eq!(called["greeting"], "Hello, Ada!");
@@ -133,6 +134,93 @@ fn an_installed_binary_works_from_an_empty_directory_with_nothing_of_the_checkou
     assert!(out.status.success(), "the MCP call failed:\n{stderr}\n{stdout}");
     let facts: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(facts["value"]["greeting"], "Hello, Grace!", "{facts}");
+}
+
+/// The version requirement `new` names the SDK by: `MAJOR.MINOR` of the checkout's SDK.
+fn sdk_requirement() -> String {
+    let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest-sdk/Cargo.toml")).unwrap();
+    let manifest: toml::Table = manifest.parse().unwrap();
+    let version = manifest["package"]["version"].as_str().unwrap();
+    version.rsplit_once('.').unwrap().0.to_owned()
+}
+
+/// Every file under `dir`, relative, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A Rust skill's source builds anywhere skillhost is installed: `new` (data dir A) names the
+/// SDK by version, not by a path into A, so a copy of the skill's folder alone, with A gone,
+/// builds with a fresh data dir B against the SDK the binary carries, offline, and the build
+/// writes nothing into the folder but its Cargo.lock and skill.wasm, neither naming a path
+/// of this machine. (Before, the Cargo.toml named A's SDK by its absolute path, and with A
+/// gone the build failed.)
+#[test]
+fn a_new_skill_copied_elsewhere_builds_with_another_data_dir() {
+    let installed = Installed::new();
+    let first = tempfile::tempdir().unwrap();
+    let first_path = first.path().to_owned();
+    let out = installed.run_with(&["new", "portable"], &[("SKILLHOST_DATA_DIR", first.path())]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let made = installed.work.path().join("portable");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let copy = elsewhere.path().join("portable");
+    let sources = files_under(&made);
+    for file in &sources {
+        std::fs::create_dir_all(copy.join(file).parent().unwrap()).unwrap();
+        std::fs::copy(made.join(file), copy.join(file)).unwrap();
+    }
+    std::fs::remove_dir_all(&made).unwrap();
+    drop(first);
+    assert!(!first_path.exists());
+
+    let second = tempfile::tempdir().unwrap();
+    // The guest crates' target dir the other `new` tests share: the dependencies build once.
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/guests-new");
+    let out = installed.run_with(
+        &["build", copy.to_str().unwrap()],
+        &[("SKILLHOST_DATA_DIR", second.path()), ("CARGO_TARGET_DIR", &target), ("CARGO_NET_OFFLINE", Path::new("true"))],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains("tools: hello"), "the copy does not build with another data dir: {stderr}");
+
+    let manifest = std::fs::read_to_string(copy.join("Cargo.toml")).unwrap();
+    let table: toml::Table = manifest.parse().unwrap();
+    assert_eq!(table["dependencies"]["skillhost-sdk"].as_str(), Some(sdk_requirement().as_str()), "{manifest}");
+    fn strings(value: &toml::Value, out: &mut Vec<String>) {
+        match value {
+            toml::Value::String(s) => out.push(s.clone()),
+            toml::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+            toml::Value::Table(table) => table.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let mut said = Vec::new();
+    strings(&toml::Value::Table(table), &mut said);
+    assert!(said.iter().all(|s| !Path::new(s).is_absolute()), "an absolute path in the skill's Cargo.toml: {manifest}");
+    let mut expected = sources.clone();
+    expected.extend(["Cargo.lock".to_owned(), "skill.wasm".to_owned()]);
+    expected.sort();
+    assert_eq!(files_under(&copy), expected, "the build wrote into the skill's folder");
+    let lock = std::fs::read_to_string(copy.join("Cargo.lock")).unwrap();
+    for data_dir in [first_path.as_path(), second.path()] {
+        assert!(!lock.contains(data_dir.to_str().unwrap()), "Cargo.lock names {}: {lock}", data_dir.display());
+    }
+    assert!(!lock.contains("[[patch.unused]]"), "{lock}");
 }
 
 /// Attack surface: a root host whose binary is installed where the sandbox's unprivileged
