@@ -3,6 +3,11 @@
 //! (see `fixtures::figures`), and the machine it ran on. `scripts/bench.sh` runs the
 //! benches and then this.
 //!
+//! The file opens with the current figures, one table of ratios against baselines
+//! measured in the same run, then the other figures and the machine; then the history
+//! (earlier runs, written by hand between `<!-- history -->` and `<!-- /history -->`),
+//! carried over from the file being replaced as it is; then every criterion benchmark.
+//!
 //! Usage: `bench-report [TARGET_DIR] [OUT]` (defaults: `target`, `BENCHMARKS.md`).
 
 use std::collections::BTreeMap;
@@ -158,7 +163,15 @@ fn main() -> ExitCode {
         }
     };
     let figures = extra_figures(&target.join("figures"));
-    let report = render(&estimates, &figures);
+    let history = match std::fs::read_to_string(&out) {
+        Ok(existing) => history(&existing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            eprintln!("bench-report: cannot read {} for its history: {e}; nothing was written", out.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let report = render(&estimates, &figures, history.as_deref());
     if let Err(e) = std::fs::write(&out, report) {
         eprintln!("bench-report: cannot write {}: {e}", out.display());
         return ExitCode::FAILURE;
@@ -249,7 +262,42 @@ fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "**missed**" }
 }
 
-fn render(estimates: &BTreeMap<String, Estimate>, figures: &[(String, Value)]) -> String {
+/// Where the history begins and ends in the report.
+const HISTORY_START: &str = "<!-- history -->";
+const HISTORY_END: &str = "<!-- /history -->";
+
+/// The first table's heading: the current figures against their baselines.
+const CURRENT: &str = "## Current figures: against baselines measured in the same run";
+
+/// The headings of the sections this tool writes after the first table.
+const GENERATED: [&str; 4] = ["## Other figures", "## Machine", "## Every criterion benchmark", "## Reproduce"];
+
+/// The history of the report `existing`: what stands between its history marks, or, in a
+/// report written before there were marks (its first table headed `## Against
+/// baselines`), every section between that table and the generated "Other figures". None
+/// when it has none.
+fn history(existing: &str) -> Option<String> {
+    let text = match (existing.find(HISTORY_START), existing.find(HISTORY_END)) {
+        (Some(start), Some(end)) if start < end => &existing[start + HISTORY_START.len()..end],
+        _ => {
+            let table = existing.find("\n## Against baselines\n")? + 1;
+            let start = table + existing[table..].find("\n## ")? + 1;
+            if GENERATED.iter().any(|heading| existing[start..].starts_with(&format!("{heading}\n"))) {
+                return None;
+            }
+            let end = ["\n## Other figures\n", "\n## Every criterion benchmark\n"]
+                .iter()
+                .filter_map(|heading| existing[start..].find(heading))
+                .min()
+                .map_or(existing.len(), |at| start + at + 1);
+            &existing[start..end]
+        }
+    };
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+fn render(estimates: &BTreeMap<String, Estimate>, figures: &[(String, Value)], history: Option<&str>) -> String {
     let mut md = String::new();
     let commit = command("git", &["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
     let dirty = command("git", &["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
@@ -261,9 +309,7 @@ fn render(estimates: &BTreeMap<String, Estimate>, figures: &[(String, Value)]) -
         if dirty { " with local changes" } else { "" },
         command("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_default(),
     );
-    machine(&mut md);
-
-    let _ = writeln!(md, "## Against baselines\n\n| What | Measured | Baseline | Ratio | Goal |\n|---|---|---|---|---|");
+    let _ = writeln!(md, "{CURRENT}\n\n| What | Measured | Baseline | Ratio | Goal |\n|---|---|---|---|---|");
     for pair in PAIRS {
         let (Some(m), Some(b)) = (estimates.get(pair.measured), estimates.get(pair.baseline)) else {
             let _ = writeln!(md, "| {} | not run (`{}`) | | | |", pair.what, pair.measured);
@@ -307,6 +353,11 @@ fn render(estimates: &BTreeMap<String, Estimate>, figures: &[(String, Value)]) -
                 f["goal"].as_str().unwrap_or(""),
             );
         }
+    }
+    md.push('\n');
+    machine(&mut md);
+    if let Some(history) = history {
+        let _ = writeln!(md, "{HISTORY_START}\n\n{history}\n\n{HISTORY_END}");
     }
 
     let _ = writeln!(
