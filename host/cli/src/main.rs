@@ -152,6 +152,6 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Doctor(args) => doctor::run(app, args),
         Command::Stats(args) => stats::run(app, args).await,
         Command::Rollback(args) => rollback::run(app, args).await,
-        Command::New(args) => new::run(app, args),
+        Command::New(args) => new::run(args),
     }
 }

@@ -10,8 +10,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use skillhost::skill::SkillName;
 
-use crate::app::App;
-
 /// Files every new skill gets, whatever its language.
 const COMMON: [(&str, &str); 2] =
     [("skill.toml", include_str!("../templates/common/skill.toml")), ("SKILL.md", include_str!("../templates/common/SKILL.md"))];
@@ -72,7 +70,7 @@ pub enum Template {
 }
 
 /// Create the skill.
-pub fn run(_app: &App, args: NewArgs) -> Result<ExitCode> {
+pub fn run(args: NewArgs) -> Result<ExitCode> {
     create(&args.name, args.lang, args.dir, args.sdk)?;
     Ok(ExitCode::SUCCESS)
 }
