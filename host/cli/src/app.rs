@@ -148,7 +148,7 @@ fn default_data_dir(root: bool, xdg_data_home: bool) -> Result<PathBuf> {
 
 /// A duration argument (`500ms`, `2s`, `7d`), for clap.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    skillhost::skill::parse_duration(text)
+    skillhost::skill::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// Whether a `call` or `test` argument names a file or folder rather than a skill.

@@ -117,7 +117,7 @@ fn sandbox_checks(host: &Host, venv: &Path) -> Vec<Check> {
                     name: "server sandboxes".into(),
                     available: false,
                     detail: "server skills do not start: an isolation layer this host expects is missing".into(),
-                    fix: Some(reason.replacen("its sandbox would lack", "a sandbox would lack", 1)),
+                    fix: Some(reason.message("a sandbox")),
                 },
             });
             checks.push(match runtime.venv() {

@@ -158,7 +158,7 @@ impl Envelope {
                 (value, Some(content), bytes)
             }
         };
-        self.outputs.check(tool, &value).map_err(|message| error(CallFailure::BadOutput { message }))?;
+        self.outputs.check(tool, &value).map_err(|e| error(CallFailure::BadOutput { message: e.to_string() }))?;
         let content = content.map(|mut content| {
             if let Some(note) = note(&denials) {
                 content.push(serde_json::json!({"type": "text", "text": note}));

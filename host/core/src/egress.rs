@@ -115,7 +115,7 @@ impl Rule {
         }
         // CIDR: `10.0.0.0/8`, `[fd00::]/8`, optionally followed by `:port` on IPv4.
         if let Some(rule) = parse_cidr(rest, scheme) {
-            let (net, port) = rule.map_err(|reason| fail(&reason))?;
+            let (net, port) = rule.map_err(&fail)?;
             return Ok(Rule { text: text.to_owned(), scheme, host: HostPattern::Ip(net), port });
         }
         let wildcard = rest.starts_with("*.");
@@ -170,7 +170,7 @@ fn looks_like_cidr(rest: &str) -> bool {
 
 /// Parse `addr/prefix[:port]` (IPv4) or `[addr]/prefix[:port]` (IPv6). `None` when `rest`
 /// is not CIDR-shaped.
-fn parse_cidr(rest: &str, scheme: Scheme) -> Option<Result<(IpNet, u16), String>> {
+fn parse_cidr(rest: &str, scheme: Scheme) -> Option<Result<(IpNet, u16), &'static str>> {
     let (addr, after) = rest.split_once('/')?;
     let (prefix, port) = match after.split_once(':') {
         Some((prefix, port)) => (prefix, Some(port)),
@@ -181,15 +181,14 @@ fn parse_cidr(rest: &str, scheme: Scheme) -> Option<Result<(IpNet, u16), String>
             .trim_start_matches('[')
             .trim_end_matches(']')
             .parse()
-            .map_err(|_| "has a CIDR range whose address is not an IP address".to_owned())?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let net = prefix
-            .parse()
-            .ok()
-            .and_then(|prefix| IpNet::new(addr, prefix).ok())
-            .ok_or_else(|| format!("has a CIDR prefix that is not 0..={max}"))?;
+            .map_err(|_| "has a CIDR range whose address is not an IP address")?;
+        let net = prefix.parse().ok().and_then(|prefix| IpNet::new(addr, prefix).ok()).ok_or(if addr.is_ipv4() {
+            "has a CIDR prefix that is not 0..=32"
+        } else {
+            "has a CIDR prefix that is not 0..=128"
+        })?;
         let port = match port {
-            Some(port) => port.parse().map_err(|_| "has an invalid port".to_owned())?,
+            Some(port) => port.parse().map_err(|_| "has an invalid port")?,
             None => scheme.default_port(),
         };
         Ok((net, port))
@@ -431,35 +430,89 @@ pub fn valid_secret_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
+/// Why a `[[secrets]]` entry is refused; each names the secret.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SecretError {
+    /// Its name is not `^[a-z][a-z0-9_-]*$` (see [`valid_secret_name`]).
+    #[error("secret name `{name}` must be lowercase letters, digits, `_` or `-`")]
+    BadName {
+        /// The name as written.
+        name: String,
+    },
+    /// Its header is not a header name.
+    #[error("secret `{name}`: `{header}` is not a valid header name")]
+    BadHeader {
+        /// The secret.
+        name: String,
+        /// The header as written.
+        header: String,
+    },
+    /// Its header is one the host sets itself.
+    #[error("secret `{name}`: header `{header}` is managed by the host")]
+    HostHeader {
+        /// The secret.
+        name: String,
+        /// The header as written.
+        header: String,
+    },
+    /// Its format has not exactly one `{}`, or has a line break.
+    #[error("secret `{name}`: format must contain `{{}}` exactly once, e.g. \"Bearer {{}}\"")]
+    BadFormat {
+        /// The secret.
+        name: String,
+    },
+    /// It lists no hosts.
+    #[error("secret `{name}` is bound to no hosts; list where it may be sent in `hosts`")]
+    NoHosts {
+        /// The secret.
+        name: String,
+    },
+    /// One of its hosts is not a rule.
+    #[error("secret `{name}`: {source}")]
+    Rule {
+        /// The secret.
+        name: String,
+        /// Why the rule does not parse.
+        source: RuleError,
+    },
+    /// One of its hosts is not allowed by `[network]`.
+    #[error("secret `{name}` is bound to `{rule}`, which `[network] allow` does not list; add it there too")]
+    NotAllowed {
+        /// The secret.
+        name: String,
+        /// The rule as written.
+        rule: String,
+    },
+}
+
 impl SecretBinding {
     /// Check a `[[secrets]]` entry against the skill's network policy.
-    pub fn from_section(section: &SecretSection, network: &EgressPolicy) -> Result<Self, String> {
+    pub fn from_section(section: &SecretSection, network: &EgressPolicy) -> Result<Self, SecretError> {
+        let name = || section.name.clone();
         if !valid_secret_name(&section.name) {
-            return Err(format!("secret name `{}` must be lowercase letters, digits, `_` or `-`", section.name));
+            return Err(SecretError::BadName { name: name() });
         }
         let header_ok =
             !section.header.is_empty() && section.header.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !header_ok {
-            return Err(format!("secret `{}`: `{}` is not a valid header name", section.name, section.header));
+            return Err(SecretError::BadHeader { name: name(), header: section.header.clone() });
         }
         if ["host", "content-length", "transfer-encoding", "connection"].contains(&section.header.to_ascii_lowercase().as_str()) {
-            return Err(format!("secret `{}`: header `{}` is managed by the host", section.name, section.header));
+            return Err(SecretError::HostHeader { name: name(), header: section.header.clone() });
         }
         if section.format.matches("{}").count() != 1 || section.format.contains(['\r', '\n']) {
-            return Err(format!("secret `{}`: format must contain `{{}}` exactly once, e.g. \"Bearer {{}}\"", section.name));
+            return Err(SecretError::BadFormat { name: name() });
         }
         if section.hosts.is_empty() {
-            return Err(format!("secret `{}` is bound to no hosts; list where it may be sent in `hosts`", section.name));
+            return Err(SecretError::NoHosts { name: name() });
         }
         let mut hosts = Vec::with_capacity(section.hosts.len());
         for text in &section.hosts {
-            let rule = Rule::parse(text).map_err(|e| format!("secret `{}`: {e}", section.name))?;
+            let rule = Rule::parse(text).map_err(|source| SecretError::Rule { name: name(), source })?;
             let covered = network.allow.iter().chain(&network.private).any(|allow| allow == &rule || allow.text == rule.text);
             if !covered {
-                return Err(format!(
-                    "secret `{}` is bound to `{text}`, which `[network] allow` does not list; add it there too",
-                    section.name
-                ));
+                return Err(SecretError::NotAllowed { name: name(), rule: text.clone() });
             }
             hosts.push(rule);
         }

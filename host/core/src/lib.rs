@@ -26,18 +26,21 @@ pub mod text;
 mod tool;
 
 pub use call::{Envelope, Invocation, InvokeError, Invoked, Output};
-pub use egress::{Denial, EgressPolicy, SecretBinding};
+pub use egress::{Denial, EgressPolicy, SecretBinding, SecretError};
 pub use grant::{
     Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, HeldRoots, PROBE_TIMEOUT, Policy, dir_beneath, open_beneath,
 };
 pub use heap::give_back_freed_memory;
-pub use limits::{ByteSize, Limits, LimitsRequest, fmt_duration, parse_duration, parse_size};
+pub use limits::{ByteSize, Limits, LimitsRequest, QuantityError, fmt_duration, parse_duration, parse_size};
 pub use manifest::{FileCapability, MAX_MANIFEST_BYTES, ManifestError, SearchMeta, SkillManifest, TestCase};
 pub use name::{NameError, SkillName};
 pub use net::{AuditSink, EgressOutcome, EgressRecord, NoAudit, NoSecrets, Resolver, SecretSource};
 pub use provenance::{Provenance, SignatureStatus};
 pub use risk::RiskTier;
-pub use run::{HostPath, NodeLock, NodePackages, PackageLock, RunError, RunFile, RunInput, RunOutput, RunPolicy, ScriptJob};
+pub use run::{
+    DeclaredError, HostPath, NodeLock, NodePackages, PackageLock, RequirementError, RunError, RunFile, RunInput, RunOutput, RunPolicy,
+    ScriptJob,
+};
 pub use runtime::{
     CacheOutcome, CallContext, CallError, CallFailure, LazyRuntime, LoadError, ManifestHint, Progress, ProgressSink, Runtimes, Skill,
     SkillCode, SkillRuntime, SkillSource, TestReport, TestRun, ToolOutput,
@@ -45,5 +48,5 @@ pub use runtime::{
 pub use server::{EnvSecret, ServerConfig, StartMode};
 pub use tool::{
     Annotations, MAX_SKILL_DESCRIPTIONS, MAX_SKILL_SCHEMAS, MAX_TOOL_DESCRIPTION, MAX_TOOL_EXAMPLES, MAX_TOOL_SCHEMA, MAX_TOOLS,
-    OutputSchemas, RESERVED_TOOL_NAMES, STANDARD_FORMATS, ToolSpec, ToolSpecError, check_skill_tools, standard_formats,
+    OutputMismatch, OutputSchemas, RESERVED_TOOL_NAMES, STANDARD_FORMATS, ToolSpec, ToolSpecError, check_skill_tools, standard_formats,
 };

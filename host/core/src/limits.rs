@@ -33,15 +33,61 @@ impl fmt::Display for ByteSize {
     }
 }
 
+/// Why a size or a duration as written could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuantityError {
+    /// No number where a size should start.
+    #[error("`{text}` is not a size; write e.g. `64MiB`, `512KiB` or `4096`")]
+    NotASize {
+        /// The text as written.
+        text: String,
+    },
+    /// A size unit not in the list.
+    #[error("unknown size unit `{unit}` in `{text}`; use B, KiB, MiB, GiB, KB, MB or GB")]
+    SizeUnit {
+        /// The unit as written.
+        unit: String,
+        /// The text as written.
+        text: String,
+    },
+    /// A size over `u64::MAX` bytes.
+    #[error("size `{text}` is too large")]
+    TooLarge {
+        /// The text as written.
+        text: String,
+    },
+    /// No number where a duration should start.
+    #[error("`{text}` is not a duration; write e.g. `500ms`, `5s` or `2m`")]
+    NotADuration {
+        /// The text as written.
+        text: String,
+    },
+    /// A bare number where a duration needs its unit.
+    #[error("duration `{text}` needs a unit: ms, s, m, h or d")]
+    NoUnit {
+        /// The text as written.
+        text: String,
+    },
+    /// A duration unit not in the list.
+    #[error("unknown duration unit `{unit}` in `{text}`; use ms, s, m, h or d")]
+    DurationUnit {
+        /// The unit as written.
+        unit: String,
+        /// The text as written.
+        text: String,
+    },
+}
+
 /// Parse a size such as `64MiB`, `512 KiB`, `1GB` or `4096` (bytes).
 ///
 /// Binary units (`KiB`, `MiB`, `GiB`) are powers of 1024; decimal ones (`KB`, `MB`, `GB`)
 /// powers of 1000.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, QuantityError> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let value: u64 = digits.parse().map_err(|_| format!("`{text}` is not a size; write e.g. `64MiB`, `512KiB` or `4096`"))?;
+    let value: u64 = digits.parse().map_err(|_| QuantityError::NotASize { text: text.to_owned() })?;
     let scale: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
@@ -50,27 +96,25 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "KB" | "kB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        other => {
-            return Err(format!("unknown size unit `{other}` in `{text}`; use B, KiB, MiB, GiB, KB, MB or GB"));
-        }
+        other => return Err(QuantityError::SizeUnit { unit: other.to_owned(), text: text.to_owned() }),
     };
-    value.checked_mul(scale).ok_or_else(|| format!("size `{text}` is too large"))
+    value.checked_mul(scale).ok_or_else(|| QuantityError::TooLarge { text: text.to_owned() })
 }
 
 /// Parse a duration such as `500ms`, `2s`, `1m`, `3h` or `7d`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, QuantityError> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let value: u64 = digits.parse().map_err(|_| format!("`{text}` is not a duration; write e.g. `500ms`, `5s` or `2m`"))?;
+    let value: u64 = digits.parse().map_err(|_| QuantityError::NotADuration { text: text.to_owned() })?;
     match unit.trim() {
         "ms" => Ok(Duration::from_millis(value)),
         "s" => Ok(Duration::from_secs(value)),
         "m" | "min" => Ok(Duration::from_secs(value.saturating_mul(60))),
         "h" => Ok(Duration::from_secs(value.saturating_mul(3600))),
         "d" => Ok(Duration::from_secs(value.saturating_mul(86400))),
-        "" => Err(format!("duration `{text}` needs a unit: ms, s, m, h or d")),
-        other => Err(format!("unknown duration unit `{other}` in `{text}`; use ms, s, m, h or d")),
+        "" => Err(QuantityError::NoUnit { text: text.to_owned() }),
+        other => Err(QuantityError::DurationUnit { unit: other.to_owned(), text: text.to_owned() }),
     }
 }
 
@@ -194,9 +238,9 @@ mod tests {
         assert_eq!(parse_size("64 MiB"), Ok(64 << 20));
         assert_eq!(parse_size("1KB"), Ok(1000));
         assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("64mb").unwrap_err().contains("unknown size unit"));
+        assert!(parse_size("64mb").unwrap_err().to_string().contains("unknown size unit"));
         assert!(parse_size("lots").is_err());
-        assert!(parse_size("99999999999GiB").unwrap_err().contains("too large"));
+        assert!(parse_size("99999999999GiB").unwrap_err().to_string().contains("too large"));
         assert_eq!(ByteSize(64 << 20).to_string(), "64 MiB");
         assert_eq!(ByteSize(1536).to_string(), "1.5 KiB");
         assert_eq!(ByteSize(10).to_string(), "10 bytes");
@@ -207,8 +251,8 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert!(parse_duration("5").unwrap_err().contains("needs a unit"));
-        assert!(parse_duration("5y").unwrap_err().contains("unknown duration unit"));
+        assert!(parse_duration("5").unwrap_err().to_string().contains("needs a unit"));
+        assert!(parse_duration("5y").unwrap_err().to_string().contains("unknown duration unit"));
         assert_eq!(fmt_duration(Duration::from_secs(2)), "2s");
         assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
     }

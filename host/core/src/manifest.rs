@@ -267,7 +267,7 @@ impl SkillManifest {
         let mut secrets = Vec::with_capacity(raw.secrets.len());
         for section in &raw.secrets {
             let binding = SecretBinding::from_section(section.get_ref(), &network)
-                .map_err(|message| at(Some(section.span()), message, "fix this `[[secrets]]` entry".into()))?;
+                .map_err(|e| at(Some(section.span()), e.to_string(), "fix this `[[secrets]]` entry".into()))?;
             if secrets.iter().any(|s: &SecretBinding| s.name == binding.name) {
                 return Err(at(
                     Some(section.span()),

@@ -36,8 +36,8 @@ mod command;
 mod packages;
 pub use command::{INTERPRETERS, StartForm, StartedScript, command_starts_script};
 pub use packages::{
-    EnvKind, NPM_REGISTRY, NodeLock, NodePackages, NpmRegistry, PYPI, PackageLock, PackageSources, PythonIndex, declared_node, env_kind,
-    env_name,
+    EnvKind, LockReadError, NPM_REGISTRY, NodeError, NodeLock, NodePackages, NpmRegistry, PYPI, PackageLock, PackageSources, PythonIndex,
+    SourcesError, StaleLock, declared_node, env_kind, env_name,
 };
 
 /// The largest policy file read, in bytes.
@@ -89,13 +89,14 @@ pub const MAX_PACKAGES: usize = 64;
 /// sorted and deduplicated. Only plain requirements count (`name[extras] SPECIFIERS;
 /// markers`): an option (`-r`, `--index-url`), a URL or a direct reference is refused,
 /// naming the file, so nothing but the host's package index is ever asked.
-pub fn declared_packages(files: &BTreeMap<String, Vec<u8>>, policy: &RunPolicy) -> Result<Vec<String>, String> {
+pub fn declared_packages(files: &BTreeMap<String, Vec<u8>>, policy: &RunPolicy) -> Result<Vec<String>, DeclaredError> {
     let mut found: Vec<String> = policy.packages.clone();
     for (path, bytes) in files {
         let Ok(text) = std::str::from_utf8(bytes) else { continue };
         if path.ends_with(".py") {
-            for dep in pep723_dependencies(text).map_err(|e| format!("{path}: its `# /// script` block {e}"))?.unwrap_or_default() {
-                check_requirement(&dep).map_err(|e| format!("{path}: {e}"))?;
+            for dep in pep723_dependencies(text).map_err(|source| DeclaredError::Script { path: path.clone(), source })?.unwrap_or_default()
+            {
+                check_requirement(&dep).map_err(|source| DeclaredError::InFile { path: path.clone(), line: None, source })?;
                 found.push(dep);
             }
         } else if path == "requirements.txt" || path == "scripts/requirements.txt" {
@@ -104,7 +105,7 @@ pub fn declared_packages(files: &BTreeMap<String, Vec<u8>>, policy: &RunPolicy) 
                 if line.is_empty() || line.starts_with('#') {
                     continue;
                 }
-                check_requirement(line).map_err(|e| format!("{path}:{}: {e}", n + 1))?;
+                check_requirement(line).map_err(|source| DeclaredError::InFile { path: path.clone(), line: Some(n + 1), source })?;
                 found.push(line.to_owned());
             }
         }
@@ -115,13 +116,13 @@ pub fn declared_packages(files: &BTreeMap<String, Vec<u8>>, policy: &RunPolicy) 
     found.sort();
     found.dedup();
     if found.len() > MAX_PACKAGES {
-        return Err(format!("it declares {} packages, more than the {MAX_PACKAGES} a skill may", found.len()));
+        return Err(DeclaredError::TooMany { count: found.len() });
     }
     Ok(found)
 }
 
 /// The `dependencies` of a PEP 723 `script` block, if `text` has one.
-fn pep723_dependencies(text: &str) -> Result<Option<Vec<String>>, String> {
+fn pep723_dependencies(text: &str) -> Result<Option<Vec<String>>, ScriptBlockError> {
     let mut lines = text.lines().skip_while(|l| l.trim_end() != "# /// script");
     if lines.next().is_none() {
         return Ok(None);
@@ -134,21 +135,21 @@ fn pep723_dependencies(text: &str) -> Result<Option<Vec<String>>, String> {
                 #[serde(default)]
                 dependencies: Vec<String>,
             }
-            let script: Script = toml::from_str(&toml_text).map_err(|e| format!("is not valid TOML: {}", e.message()))?;
+            let script: Script = toml::from_str(&toml_text).map_err(|source| ScriptBlockError::Toml { source })?;
             return Ok(Some(script.dependencies));
         }
-        let content = line.strip_prefix("# ").or_else(|| line.strip_prefix('#')).ok_or("has a line not starting with `#`")?;
+        let content = line.strip_prefix("# ").or_else(|| line.strip_prefix('#')).ok_or(ScriptBlockError::NotAComment)?;
         toml_text.push_str(content);
         toml_text.push('\n');
     }
-    Err("is not closed with `# ///`".into())
+    Err(ScriptBlockError::NotClosed)
 }
 
 /// Whether `requirement` is a plain one: a name, extras, version specifiers and markers,
 /// no option, URL or direct reference (what an installer could read as anything but a
 /// package of the host's index).
-pub fn check_requirement(requirement: &str) -> Result<(), String> {
-    let bad = |why: &str| Err(format!("`{}` {why}; write `NAME==VERSION` or `NAME>=VERSION`", crate::text::quote(requirement, 80)));
+pub fn check_requirement(requirement: &str) -> Result<(), RequirementError> {
+    let bad = |why: &'static str| Err(RequirementError { requirement: crate::text::quote(requirement, 80), why });
     if requirement.is_empty() || requirement.len() > 200 {
         return bad("is empty or longer than 200 bytes");
     }
@@ -164,6 +165,68 @@ pub fn check_requirement(requirement: &str) -> Result<(), String> {
         return bad("is not a requirement");
     }
     Ok(())
+}
+
+/// A requirement that is not a plain one (see [`check_requirement`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{requirement}` {why}; write `NAME==VERSION` or `NAME>=VERSION`")]
+pub struct RequirementError {
+    /// The requirement as written, quoted and cut for a message.
+    pub requirement: String,
+    /// What it is instead.
+    pub why: &'static str,
+}
+
+/// Why a `.py` file's PEP 723 `# /// script` block cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScriptBlockError {
+    /// Its TOML does not parse.
+    #[error("is not valid TOML: {}", .source.message())]
+    Toml {
+        /// The parser's error.
+        source: toml::de::Error,
+    },
+    /// A line inside it is not a comment.
+    #[error("has a line not starting with `#`")]
+    NotAComment,
+    /// It has no closing `# ///`.
+    #[error("is not closed with `# ///`")]
+    NotClosed,
+}
+
+/// Why the Python packages a skill's scripts declare are refused (see
+/// [`declared_packages`]); each names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeclaredError {
+    /// A `# /// script` block cannot be read.
+    #[error("{path}: its `# /// script` block {source}")]
+    Script {
+        /// The `.py` file.
+        path: String,
+        /// What is wrong with its block.
+        source: ScriptBlockError,
+    },
+    /// A requirement in a file is not a plain one.
+    #[error("{path}{}: {source}", line.map(|n| format!(":{n}")).unwrap_or_default())]
+    InFile {
+        /// The file.
+        path: String,
+        /// Its line, in a `requirements.txt`.
+        line: Option<usize>,
+        /// What is wrong with it.
+        source: RequirementError,
+    },
+    /// A requirement of the run policy is not a plain one.
+    #[error(transparent)]
+    Policy(#[from] RequirementError),
+    /// More than [`MAX_PACKAGES`].
+    #[error("it declares {count} packages, more than the {MAX_PACKAGES} a skill may")]
+    TooMany {
+        /// How many it declares.
+        count: usize,
+    },
 }
 
 /// A host directory a human granted to a skill's scripts, seen at `/host/NAME`.
@@ -300,7 +363,7 @@ impl RunPolicy {
         let mut secrets: Vec<SecretBinding> = Vec::new();
         for section in &raw.secrets {
             let binding = SecretBinding::from_section(section.get_ref(), &network)
-                .map_err(|message| at(Some(section.span()), message, "fix this `[[secrets]]` entry"))?;
+                .map_err(|e| at(Some(section.span()), e.to_string(), "fix this `[[secrets]]` entry"))?;
             if secrets.iter().any(|s| s.name == binding.name) {
                 return Err(at(Some(section.span()), format!("secret `{}` is bound twice", binding.name), "bind each secret once"));
             }
@@ -310,7 +373,7 @@ impl RunPolicy {
         for path in raw.paths {
             let span = path.span();
             let path = path.into_inner();
-            check_host_path(&path).map_err(|message| at(Some(span.clone()), message, "give an absolute directory and a plain name"))?;
+            check_host_path(&path).map_err(|e| at(Some(span.clone()), e.to_string(), "give an absolute directory and a plain name"))?;
             if paths.iter().any(|p| p.guest() == path.guest()) {
                 return Err(at(
                     Some(span),
@@ -323,8 +386,8 @@ impl RunPolicy {
         let workspace = match &raw.workspace {
             None => DEFAULT_WORKSPACE,
             Some(size) => {
-                let bytes =
-                    parse_size(size.get_ref()).map_err(|e| at(Some(size.span()), e, "write a size, e.g. `workspace = \"128MiB\"`"))?;
+                let bytes = parse_size(size.get_ref())
+                    .map_err(|e| at(Some(size.span()), e.to_string(), "write a size, e.g. `workspace = \"128MiB\"`"))?;
                 if bytes == 0 || bytes > MAX_WORKSPACE {
                     return Err(at(
                         Some(size.span()),
@@ -512,9 +575,18 @@ impl RunPolicy {
     }
 }
 
-fn check_host_path(path: &HostPath) -> Result<(), String> {
+/// Why a `[[paths]]` entry of a policy is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+enum HostPathError {
+    #[error("host path `{0}` must be absolute, without `..`")]
+    NotAbsolute(String),
+    #[error("`{0}` is not a usable name inside the jail (letters, digits, `-`, `_`, `.`)")]
+    BadName(String),
+}
+
+fn check_host_path(path: &HostPath) -> Result<(), HostPathError> {
     if !path.host.is_absolute() || path.host.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-        return Err(format!("host path `{}` must be absolute, without `..`", path.host.display()));
+        return Err(HostPathError::NotAbsolute(path.host.display().to_string()));
     }
     let guest = path.guest();
     let name = &guest[HOST_PATHS.len() + 1..];
@@ -523,7 +595,7 @@ fn check_host_path(path: &HostPath) -> Result<(), String> {
         || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
         || name.starts_with('.')
     {
-        return Err(format!("`{}` is not a usable name inside the jail (letters, digits, `-`, `_`, `.`)", crate::text::quote(name, 64)));
+        return Err(HostPathError::BadName(crate::text::quote(name, 64)));
     }
     Ok(())
 }
@@ -804,7 +876,7 @@ mod tests {
             ("scripts/x.py", "# /// script\n# dependencies = [\"a\"]\n", "not closed"),
             ("scripts/x.py", "# /// script\n# dependencies = [\"a\"\n# ///\n", "not valid TOML"),
         ] {
-            let error = declared_packages(&files(&[(path, text)]), &RunPolicy::none()).unwrap_err();
+            let error = declared_packages(&files(&[(path, text)]), &RunPolicy::none()).unwrap_err().to_string();
             assert!(error.contains(says), "{path}: {error}");
         }
     }

@@ -175,22 +175,29 @@ pub struct TestRun {
 /// [`LoadError::NoRuntime`], saying why.
 pub struct LazyRuntime {
     kind: &'static str,
-    make: Box<dyn Fn() -> Result<Arc<dyn SkillRuntime>, String> + Send + Sync>,
-    made: std::sync::OnceLock<Result<Arc<dyn SkillRuntime>, String>>,
+    make: Box<dyn Fn() -> Result<Arc<dyn SkillRuntime>, Unbuilt> + Send + Sync>,
+    made: std::sync::OnceLock<Result<Arc<dyn SkillRuntime>, Unbuilt>>,
 }
 
+/// Why a [`LazyRuntime`] could not be built: the error its maker returned.
+type Unbuilt = Box<dyn std::error::Error + Send + Sync>;
+
 impl LazyRuntime {
-    /// A runtime of `kind` that `make` builds at its first use.
-    pub fn new(kind: &'static str, make: impl Fn() -> Result<Arc<dyn SkillRuntime>, String> + Send + Sync + 'static) -> Self {
+    /// A runtime of `kind` that `make` builds at its first use; its error (the runtime's
+    /// own, boxed: `?` does it) is kept and given to every load.
+    pub fn new(
+        kind: &'static str,
+        make: impl Fn() -> Result<Arc<dyn SkillRuntime>, Box<dyn std::error::Error + Send + Sync>> + Send + Sync + 'static,
+    ) -> Self {
         Self { kind, make: Box::new(make), made: std::sync::OnceLock::new() }
     }
 
     /// The runtime, built now if it was not yet, or why it cannot be.
-    pub fn get(&self) -> Result<&Arc<dyn SkillRuntime>, &str> {
-        self.made.get_or_init(|| (self.make)()).as_ref().map_err(String::as_str)
+    pub fn get(&self) -> Result<&Arc<dyn SkillRuntime>, &(dyn std::error::Error + Send + Sync + 'static)> {
+        self.made.get_or_init(|| (self.make)()).as_ref().map_err(|e| &**e)
     }
 
-    fn unavailable(&self, source: &SkillSource, reason: &str) -> LoadError {
+    fn unavailable(&self, source: &SkillSource, reason: &dyn std::error::Error) -> LoadError {
         LoadError::NoRuntime { skill: source.manifest.name.clone(), reason: format!("its {} runtime cannot start: {reason}", self.kind) }
     }
 }

@@ -191,15 +191,26 @@ impl OutputSchemas {
     /// Check `output` of `tool` against its declared schema: `Ok` when it has none or the
     /// output fits; otherwise the first mismatch, with its place in the output (a JSON
     /// pointer), and whether there are more.
-    pub fn check(&self, tool: &str, output: &Value) -> Result<(), String> {
+    pub fn check(&self, tool: &str, output: &Value) -> Result<(), OutputMismatch> {
         let Some(validator) = self.by_tool.get(tool) else { return Ok(()) };
         let mut errors = validator.iter_errors(output);
         let Some(first) = errors.next() else { return Ok(()) };
         let at = first.instance_path().to_string();
         let at = if at.is_empty() { "the output".to_owned() } else { format!("output{at}") };
-        let more = if errors.next().is_some() { " (and further mismatches)" } else { "" };
-        Err(format!("{at} does not match the declared output schema: {first}{more}"))
+        Err(OutputMismatch { at, first: first.to_string(), more: errors.next().is_some() })
     }
+}
+
+/// An output that does not fit its tool's declared schema (see [`OutputSchemas::check`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{at} does not match the declared output schema: {first}{}", if *more { " (and further mismatches)" } else { "" })]
+pub struct OutputMismatch {
+    /// Where: `the output`, or `output` and a JSON pointer into it.
+    pub at: String,
+    /// The first mismatch, as the validator words it.
+    pub first: String,
+    /// Whether there are more.
+    pub more: bool,
 }
 
 impl std::fmt::Debug for OutputSchemas {
@@ -458,10 +469,10 @@ mod tests {
         let count = r#"{"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}"#;
         let schemas = OutputSchemas::new(&[with_output("count", Some(count)), with_output("free", None)]).unwrap();
         assert_eq!(schemas.check("count", &serde_json::json!({"count": 3})), Ok(()));
-        let wrong = schemas.check("count", &serde_json::json!({"count": "many"})).unwrap_err();
+        let wrong = schemas.check("count", &serde_json::json!({"count": "many"})).unwrap_err().to_string();
         assert!(wrong.starts_with("output/count does not match the declared output schema"), "{wrong}");
         assert!(wrong.contains("\"many\" is not of type \"integer\""), "{wrong}");
-        let missing = schemas.check("count", &serde_json::json!({})).unwrap_err();
+        let missing = schemas.check("count", &serde_json::json!({})).unwrap_err().to_string();
         assert!(missing.starts_with("the output does not match") && missing.contains("count"), "{missing}");
         // A tool without a schema, or an unknown one, has nothing to break.
         assert_eq!(schemas.check("free", &serde_json::json!("anything")), Ok(()));

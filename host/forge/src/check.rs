@@ -14,21 +14,22 @@ use crate::error::TestFailure;
 pub(crate) async fn run_cases(skill: &dyn Skill, cases: &[TestCase]) -> Vec<TestFailure> {
     run_with(cases, |tool, input| async move {
         let cx = CallContext { caller: "forge".into(), ..CallContext::default() };
-        skill.call(&tool, input, cx).await.map(|out| out.value).map_err(|e| e.to_string())
+        skill.call(&tool, input, cx).await.map(|out| out.value)
     })
     .await
 }
 
 /// Run every case through `call` (tool, input → output or error message); return the
 /// failures.
-pub(crate) async fn run_with<F, Fut>(cases: &[TestCase], call: F) -> Vec<TestFailure>
+pub(crate) async fn run_with<F, Fut, E>(cases: &[TestCase], call: F) -> Vec<TestFailure>
 where
     F: Fn(String, Value) -> Fut,
-    Fut: Future<Output = Result<Value, String>>,
+    Fut: Future<Output = Result<Value, E>>,
+    E: std::fmt::Display,
 {
     let mut failures = Vec::new();
     for case in cases {
-        let result = call(case.tool.clone(), case.input.clone()).await;
+        let result = call(case.tool.clone(), case.input.clone()).await.map_err(|e| e.to_string());
         let failure = |expected: Value, actual: Value| TestFailure { tool: case.tool.clone(), input: case.input.clone(), expected, actual };
         match (result, &case.expect_error) {
             (Ok(out), None) => {

@@ -220,7 +220,7 @@ pub struct Forge {
     /// Where submissions are staged, built and probed, or why those folders cannot be used:
     /// opened at the first submission that passes its stage checks, or at start when a
     /// host before this one left them (which sweeps what it left).
-    work: std::sync::OnceLock<Result<WorkDirs, String>>,
+    work: std::sync::OnceLock<std::io::Result<WorkDirs>>,
 }
 
 /// The folders a submission's code writes into (a build's source dir, its scratch), and
@@ -390,7 +390,7 @@ impl Forge {
         let registry = &self.registry;
         let failures = check::run_with(&tests, |tool, input| async move {
             let cx = CallContext { caller: "skillhost test".into(), ..CallContext::default() };
-            registry.call(name, &tool, input, cx).await.map(|out| out.value).map_err(|e| e.to_string())
+            registry.call(name, &tool, input, cx).await.map(|out| out.value)
         })
         .await;
         let mut failure = Failure::Tests { failures };
@@ -680,9 +680,10 @@ impl Forge {
         // A build runs code no human approved (build scripts, proc macros): it gets every
         // isolation layer the host expects, or it does not run, unless the host's config
         // accepts a weaker sandbox, as for server skills.
-        toolchain.jail.weakened(&self.config.allow_weaker).map_err(|e| {
-            Outcome::Error(ForgeError::Setup(format!("cannot build `{name}`: {}", e.replacen("its sandbox", "its build sandbox", 1))))
-        })?;
+        toolchain
+            .jail
+            .weakened(&self.config.allow_weaker)
+            .map_err(|e| Outcome::Error(ForgeError::Setup(format!("cannot build `{name}`: {}", e.message("its build sandbox")))))?;
         // The target dir is the name's own and kept across its attempts (its parent is the
         // host's, never mounted, so a build can change what is inside `target/` but not
         // what `target` is); a new skill of that name starts from none.
@@ -798,10 +799,9 @@ impl Forge {
     /// The work folders, or why the forge cannot run.
     fn work(&self) -> Result<&WorkDirs, Outcome> {
         let dir = &self.config.dir;
-        let work = self
-            .work
-            .get_or_init(|| WorkDirs::open(dir).map_err(|e| format!("cannot open the forge's work folders in {}: {e}", dir.display())));
-        work.as_ref().map_err(|e| Outcome::Error(ForgeError::Setup(e.clone())))
+        let work = self.work.get_or_init(|| WorkDirs::open(dir));
+        work.as_ref()
+            .map_err(|e| Outcome::Error(ForgeError::Setup(format!("cannot open the forge's work folders in {}: {e}", dir.display()))))
     }
 }
 
@@ -811,17 +811,34 @@ fn io(what: &'static str) -> impl Fn(std::io::Error) -> Outcome {
 
 /// Append `tests` (JSON objects with `tool`, `input`, `expect` or `expect_error`) to
 /// skill.toml text as `[[tests]]` entries, as `skill_create`'s `tests` argument asks.
-pub fn append_tests(manifest: &str, tests: &[serde_json::Value]) -> Result<String, String> {
+pub fn append_tests(manifest: &str, tests: &[serde_json::Value]) -> Result<String, TestsError> {
     #[derive(Serialize)]
     struct Tests {
         tests: Vec<toml::Value>,
     }
     let tests = tests
         .iter()
-        .map(|t| toml::Value::try_from(t).map_err(|e| format!("test case {t} cannot be written to skill.toml: {e}")))
+        .map(|t| toml::Value::try_from(t).map_err(|source| TestsError::Case { case: t.to_string(), source }))
         .collect::<Result<Vec<_>, _>>()?;
-    let text = toml::to_string(&Tests { tests }).map_err(|e| format!("the test cases cannot be written to skill.toml: {e}"))?;
+    let text = toml::to_string(&Tests { tests }).map_err(TestsError::All)?;
     Ok(format!("{}\n\n{text}", manifest.trim_end()))
+}
+
+/// Why [`append_tests`] could not write the test cases into skill.toml.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TestsError {
+    /// One case has no TOML form (a `null`, a mixed array).
+    #[error("test case {case} cannot be written to skill.toml: {source}")]
+    Case {
+        /// The case, as JSON.
+        case: String,
+        /// The serializer's error.
+        source: toml::ser::Error,
+    },
+    /// The list as a whole.
+    #[error("the test cases cannot be written to skill.toml: {0}")]
+    All(#[source] toml::ser::Error),
 }
 
 /// One pipeline per skill name at a time.

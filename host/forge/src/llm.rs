@@ -181,7 +181,7 @@ impl Generator {
                 Err(reason) => {
                     let feedback =
                         format!("Your answer could not be used: {reason}. Answer with only the JSON object {{\"files\": {{...}}}}.");
-                    reject(reason, &mut messages, &mut last, feedback);
+                    reject(reason.to_string(), &mut messages, &mut last, feedback);
                     continue;
                 }
             };
@@ -210,20 +210,20 @@ impl Generator {
             "response_format": {"type": "json_object"},
         });
         let (agent, key, url) = (self.agent.clone(), self.api_key.clone(), endpoint.clone());
-        let sent = tokio::task::spawn_blocking(move || -> Result<(u16, String), String> {
+        let sent = tokio::task::spawn_blocking(move || -> Result<(u16, String), ureq::Error> {
             let mut request = agent.post(&url).header("content-type", "application/json");
             if let Some(key) = &key {
                 request = request.header("authorization", &format!("Bearer {key}"));
             }
-            let mut response = request.send(body.to_string()).map_err(|e| e.to_string())?;
+            let mut response = request.send(body.to_string())?;
             let status = response.status().as_u16();
-            let text = response.body_mut().with_config().limit(4 << 20).read_to_string().map_err(|e| e.to_string())?;
+            let text = response.body_mut().with_config().limit(4 << 20).read_to_string()?;
             Ok((status, text))
         })
         .await
         .map_err(|e| GenerateError::Endpoint { endpoint: endpoint.clone(), reason: e.to_string() })?;
         let fail = |reason: String| GenerateError::Endpoint { endpoint: endpoint.clone(), reason };
-        let (status, text) = sent.map_err(fail)?;
+        let (status, text) = sent.map_err(|e| fail(e.to_string()))?;
         if !(200..300).contains(&status) {
             let excerpt: String = text.trim().chars().take(300).collect();
             return Err(fail(format!("HTTP {status}: {excerpt}")));
@@ -238,22 +238,35 @@ impl Generator {
 
 /// The files of an answer: one JSON object `{"files": {PATH: CONTENT}}`, possibly in a
 /// Markdown code fence.
-fn files_of(answer: &str) -> Result<BTreeMap<String, String>, String> {
+fn files_of(answer: &str) -> Result<BTreeMap<String, String>, AnswerError> {
     let text = answer.trim();
     let text =
         text.strip_prefix("```json").or_else(|| text.strip_prefix("```")).and_then(|t| t.trim_end().strip_suffix("```")).unwrap_or(text);
-    let value: Value = serde_json::from_str(text.trim()).map_err(|e| format!("it is not a JSON object ({e})"))?;
-    let files = value.get("files").and_then(Value::as_object).ok_or("it has no \"files\" object")?;
+    let value: Value = serde_json::from_str(text.trim()).map_err(AnswerError::NotJson)?;
+    let files = value.get("files").and_then(Value::as_object).ok_or(AnswerError::NoFiles)?;
     if files.is_empty() {
-        return Err("\"files\" is empty".into());
+        return Err(AnswerError::Empty);
     }
     files
         .iter()
         .map(|(path, content)| match content.as_str() {
             Some(text) => Ok((path.clone(), text.to_owned())),
-            None => Err(format!("the content of {path:?} is not a string")),
+            None => Err(AnswerError::NotAString(path.clone())),
         })
         .collect()
+}
+
+/// Why a model's answer holds no files (told to the model in the next round).
+#[derive(Debug, thiserror::Error)]
+enum AnswerError {
+    #[error("it is not a JSON object ({0})")]
+    NotJson(#[source] serde_json::Error),
+    #[error("it has no \"files\" object")]
+    NoFiles,
+    #[error("\"files\" is empty")]
+    Empty,
+    #[error("the content of {0:?} is not a string")]
+    NotAString(String),
 }
 
 /// What the model is told after a failed round: the failure in one line and as the
@@ -347,7 +360,7 @@ mod tests {
             (r#"{"files": {}}"#, "empty"),
             (r#"{"files": {"a.py": 3}}"#, "not a string"),
         ] {
-            let err = files_of(answer).unwrap_err();
+            let err = files_of(answer).unwrap_err().to_string();
             assert!(err.contains(reason), "{answer}: {err}");
         }
     }

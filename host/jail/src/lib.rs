@@ -28,7 +28,7 @@ pub mod profile;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-pub use isolation::{CgroupLimits, Confinement, Isolation, Layer, UserDrop};
+pub use isolation::{CgroupLimits, ConfineError, Confinement, Isolation, Layer, LayersMissing, UserDrop};
 pub use profile::{Bind, MountBeneathWritable, NetSetup, Profile, ResourceLimits};
 
 /// Find `program` on `PATH`.
@@ -59,8 +59,8 @@ pub enum JailError {
         layer: String,
     },
     /// Its confinement (cgroup, seccomp program files) could not be set up.
-    #[error("{0}")]
-    Confine(String),
+    #[error(transparent)]
+    Confine(#[from] ConfineError),
     /// Its profile would make a mount point beneath a writable bind.
     #[error(transparent)]
     Mounts(#[from] MountBeneathWritable),
@@ -133,7 +133,7 @@ impl Jail {
     /// in config)` lines when `allow_weaker` (the host's configuration) names every one;
     /// otherwise the refusal naming each missing layer, what was found and the fix
     /// ([`Isolation::weakened`]). Nothing may run in a jail of this host while it refuses.
-    pub fn weakened(&self, allow_weaker: &[String]) -> Result<Vec<String>, String> {
+    pub fn weakened(&self, allow_weaker: &[String]) -> Result<Vec<String>, LayersMissing> {
         self.isolation.weakened(allow_weaker)
     }
 
@@ -151,7 +151,7 @@ impl Jail {
         program: &OsStr,
         args: &[OsString],
     ) -> Result<Jailed, JailError> {
-        let confinement = self.isolation.confine(name, limits).map_err(JailError::Confine)?;
+        let confinement = self.isolation.confine(name, limits)?;
         let argv = profile.argv_with(&self.programs, &confinement, program, args)?;
         tracing::trace!(name, ?argv, "starting a jail");
         let mut command = profile.command(&argv);

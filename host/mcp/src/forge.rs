@@ -140,7 +140,7 @@ pub async fn call(forge: &Forge, tool: ForgeTool, args: &JsonObject, progress: O
                     let tests: Vec<Value> = a.tests.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
                     match skillhost_forge::append_tests(toml, &tests) {
                         Ok(text) => *toml = text,
-                        Err(e) => return error(json!({"kind": "invalid_arguments", "message": e})),
+                        Err(e) => return error(json!({"kind": "invalid_arguments", "message": e.to_string()})),
                     }
                 }
                 forge.create(Submission { name: a.name, language: a.language, files: a.files }, report).await

@@ -473,12 +473,12 @@ impl Registry {
             (RunPolicy::none(), PolicyFrom::Default)
         };
         let packages = skillhost_core::run::declared_packages(files, &policy)
-            .map_err(|reason| RegistryError::BadScripts { name: name.to_owned(), reason })?;
+            .map_err(|e| RegistryError::BadScripts { name: name.to_owned(), reason: e.to_string() })?;
         let sources = &self.config.packages;
         let node = skillhost_core::run::declared_node(files, &sources.npm)
-            .map_err(|reason| RegistryError::BadScripts { name: name.to_owned(), reason })?;
+            .map_err(|e| RegistryError::BadScripts { name: name.to_owned(), reason: e.to_string() })?;
         let path = self.lock_path(identity);
-        let lock = skillhost_core::PackageLock::read(&path).map_err(|reason| policy_error(&path, reason))?;
+        let lock = skillhost_core::PackageLock::read(&path).map_err(|e| policy_error(&path, e.to_string()))?;
         // A lock of other packages, from other sources, or not whole is stale: resolved
         // and approved again before anything runs.
         let lock = lock.filter(|l| (!packages.is_empty() || node.is_some()) && l.fresh(&packages, node.as_ref(), sources).is_ok());

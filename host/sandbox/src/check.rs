@@ -48,13 +48,13 @@ impl BwrapRuntime {
                 };
                 let (profile, _guards) = match launch.profile(&grant.probe(scratch.path()), false) {
                     Ok(p) => p,
-                    Err(e) => return report(None, vec![], Some(e)),
+                    Err(e) => return report(None, vec![], Some(e.to_string())),
                 };
                 let argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
                 let skillhost_jail::Jailed { command: mut sandbox, confinement: _confinement } =
                     match self.inner.command(&profile, &grant, venv.python().as_os_str(), &argv) {
                         Ok(jailed) => jailed,
-                        Err(e) => return report(None, vec![], Some(e)),
+                        Err(e) => return report(None, vec![], Some(e.to_string())),
                     };
                 let command = format!("python {}", args.join(" "));
                 sandbox.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());

@@ -22,6 +22,7 @@
 //! without following links and handed to bwrap as a descriptor.
 
 pub mod check;
+mod error;
 pub mod python;
 pub mod run;
 mod server;
@@ -39,6 +40,7 @@ use skillhost_core::{
 };
 use skillhost_egress::{EgressProxy, NetConfig, ProxyCalls, ProxyConfig, SkillEgress};
 
+pub use error::{CommandError, StartError};
 pub use python::Venv;
 pub use skill::BwrapSkill;
 pub use skillhost_egress::shim;
@@ -205,10 +207,10 @@ impl Runtime {
         grant: &Grant,
         program: &std::ffi::OsStr,
         args: &[OsString],
-    ) -> Result<skillhost_jail::Jailed, String> {
+    ) -> Result<skillhost_jail::Jailed, JailError> {
         let config = &self.config;
         let limits = CgroupLimits { memory: grant.limits.memory, pids: config.max_processes, cpus: config.cpus };
-        self.jail.command(profile, grant.skill.as_str(), &limits, program, args).map_err(|e| e.to_string())
+        self.jail.command(profile, grant.skill.as_str(), &limits, program, args)
     }
 }
 
@@ -274,7 +276,7 @@ impl BwrapRuntime {
     /// The isolation layers server skills run without by this host's configuration
     /// (`NAME (opted out in config)`), or why they do not start at all (an expected layer
     /// missing and not opted out; see [`isolation`]).
-    pub fn sandbox_without(&self) -> Result<Vec<String>, String> {
+    pub fn sandbox_without(&self) -> Result<Vec<String>, skillhost_jail::LayersMissing> {
         self.inner.jail.weakened(&self.inner.config.allow_weaker)
     }
 
@@ -366,11 +368,11 @@ impl BwrapRuntime {
             return Err(fail("not a `[server]` skill".into()));
         };
         let config = &self.inner.config;
-        self.sandbox_without().map_err(&fail)?;
+        self.sandbox_without().map_err(|e| fail(e.to_string()))?;
         if source.manifest.limits.memory.is_none() {
             grant.limits.memory = config.default_memory;
         }
-        let (command, _needs_python) = self.resolve(&server.command, files).map_err(&fail)?;
+        let (command, _needs_python) = self.resolve(&server.command, files).map_err(|e| fail(e.to_string()))?;
         let executable = Path::new(&command).strip_prefix(SKILL_DIR).ok().map(Path::to_owned);
         let skill_dir = materialise(&config.work_dir.join("skills"), &name, files, &|path| executable.as_deref() == Some(Path::new(path)))
             .map_err(|e| fail(format!("cannot write its files: {e}")))?;
@@ -381,7 +383,7 @@ impl BwrapRuntime {
         // A granted directory that is (or lies behind) a link is a load error; it is
         // opened again, the same way, at every start.
         for dir in &grant.dirs {
-            open_granted(&self.inner, dir, &name).map_err(&fail)?;
+            open_granted(&self.inner, dir, &name).map_err(|e| fail(e.to_string()))?;
         }
         let launch = Launch {
             runtime: self.inner.clone(),
@@ -395,10 +397,11 @@ impl BwrapRuntime {
     }
 
     /// The command as seen inside the sandbox, and whether it needs the venv.
-    fn resolve(&self, command: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<(OsString, bool), String> {
+    fn resolve(&self, command: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<(OsString, bool), CommandError> {
         let venv = || {
-            self.inner.venv.as_ref().ok_or_else(|| {
-                format!("`command = \"{command}\"` needs the managed Python: {}", self.inner.venv_error.as_deref().unwrap_or("no venv"))
+            self.inner.venv.as_ref().ok_or_else(|| CommandError::NoPython {
+                command: command.to_owned(),
+                why: self.inner.venv_error.clone().unwrap_or_else(|| "no venv".into()),
             })
         };
         if matches!(command, "python" | "python3") {
@@ -408,16 +411,14 @@ impl BwrapRuntime {
             let visible = ["/usr/", "/bin/", "/lib/", SKILL_DIR].iter().any(|p| command.starts_with(p))
                 || self.inner.venv.as_ref().is_some_and(|v| Path::new(command).starts_with(&v.dir));
             if !visible || (!command.starts_with(SKILL_DIR) && !Path::new(command).exists()) {
-                return Err(format!(
-                    "`command = \"{command}\"` is not a program inside the sandbox (only /usr, the venv and the skill folder are)"
-                ));
+                return Err(CommandError::NotInSandbox { command: command.to_owned() });
             }
             return Ok((command.into(), Path::new(command).starts_with(venv().map(|v| v.dir.clone()).unwrap_or_default())));
         }
         if command.contains('/') {
             let relative = command.trim_start_matches("./");
             if !files.contains_key(relative) {
-                return Err(format!("`command = \"{command}\"`: the skill folder has no `{relative}`"));
+                return Err(CommandError::NotInSkill { command: command.to_owned(), relative: relative.to_owned() });
             }
             return Ok((format!("{SKILL_DIR}/{relative}").into(), false));
         }
@@ -433,9 +434,7 @@ impl BwrapRuntime {
                 return Ok((candidate.into_os_string(), false));
             }
         }
-        Err(format!(
-            "`command = \"{command}\"` was found neither in the venv's bin/ nor in /usr/bin; install it (`skillhost setup python --with PACKAGE`) or give its path"
-        ))
+        Err(CommandError::NotFound { command: command.to_owned() })
     }
 }
 
@@ -505,33 +504,34 @@ pub(crate) struct Launch {
 impl Launch {
     /// The profile of a sandbox for `grant` (see [`start`](Self::start) for `full`), its
     /// private runtime dir and what must live as long as the sandbox.
-    pub(crate) fn profile(&self, grant: &Grant, full: bool) -> Result<(Profile, Guards), String> {
+    pub(crate) fn profile(&self, grant: &Grant, full: bool) -> Result<(Profile, Guards), StartError> {
         self.profile_with_calls(grant, full).map(|(profile, guards, _)| (profile, guards))
     }
 
     /// [`profile`](Self::profile), and the calls register of its egress proxy when it has one.
-    pub(crate) fn profile_with_calls(&self, grant: &Grant, full: bool) -> Result<(Profile, Guards, Option<ProxyCalls>), String> {
+    pub(crate) fn profile_with_calls(&self, grant: &Grant, full: bool) -> Result<(Profile, Guards, Option<ProxyCalls>), StartError> {
         let runtime = &self.runtime;
         let config = &runtime.config;
+        let io = |what: &str| {
+            let what = what.to_owned();
+            move |source| StartError::Io { what, source }
+        };
         let run_dir = tempfile::Builder::new()
             .prefix(&format!("{}-", grant.skill))
             .tempdir_in(config.work_dir.join("run"))
-            .map_err(|e| format!("cannot create its runtime dir: {e}"))?;
+            .map_err(io("cannot create its runtime dir"))?;
         let user = runtime.jail.user();
         if user.is_some() {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o711))
-                .map_err(|e| format!("cannot open its runtime dir to the sandbox's uid: {e}"))?;
+                .map_err(io("cannot open its runtime dir to the sandbox's uid"))?;
         }
         let etc_dir = run_dir.path().join("etc");
-        profile::write_etc(&etc_dir).map_err(|e| format!("cannot write its /etc: {e}"))?;
+        profile::write_etc(&etc_dir).map_err(io("cannot write its /etc"))?;
         let mut env = Vec::new();
         if full {
             for secret in &grant.env_secrets {
-                let value = config
-                    .secrets
-                    .secret(&secret.name)
-                    .ok_or_else(|| format!("secret `{}` is not set; set it with `skillhost secret set {}`", secret.name, secret.name))?;
+                let value = config.secrets.secret(&secret.name).ok_or_else(|| StartError::SecretNotSet(secret.name.clone()))?;
                 env.push((secret.env.clone(), value));
             }
         }
@@ -539,14 +539,12 @@ impl Launch {
         let mut net = None;
         let mut calls = None;
         if full && !grant.network.is_empty() {
-            let shim = config.shim.as_ref().and_then(|s| s.split_first()).ok_or_else(|| {
-                "it asks for network but this host has no egress shim configured: call `skillhost::helpers::run_if_helper()` first in the program's `main` (or set BwrapConfig::shim)".to_owned()
-            })?;
+            let shim = config.shim.as_ref().and_then(|s| s.split_first()).ok_or(StartError::NoShim)?;
             let socket = run_dir.path().join("egress.sock");
             let egress = SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), config.net.clone());
             // A server's grant binds no header secrets (its manifest cannot); a run's policy may.
             let proxy_config = ProxyConfig { secrets: grant.secrets.clone(), ..ProxyConfig::default() };
-            let proxy = EgressProxy::bind(&socket, egress, proxy_config).map_err(|e| format!("cannot start its egress proxy: {e}"))?;
+            let proxy = EgressProxy::bind(&socket, egress, proxy_config).map_err(StartError::Proxy)?;
             if let Some(user) = user {
                 // Connecting needs write permission on the socket.
                 rustix::fs::chownat(
@@ -556,7 +554,7 @@ impl Launch {
                     Some(rustix::fs::Gid::from_raw(user.gid)),
                     rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
                 )
-                .map_err(|e| format!("cannot give its egress socket to uid {}: {e}", user.uid))?;
+                .map_err(|e| StartError::Io { what: format!("cannot give its egress socket to uid {}", user.uid), source: e.into() })?;
             }
             calls = Some(proxy.calls());
             guards.push(Box::new(proxy));
@@ -594,7 +592,7 @@ impl Launch {
 
     /// Start a server. `full`: with the skill's secrets and network (a call's server);
     /// otherwise with neither (the load-time run that lists tools).
-    pub(crate) async fn start(&self, grant: &Grant, full: bool, generation: u64) -> Result<Arc<Server>, String> {
+    pub(crate) async fn start(&self, grant: &Grant, full: bool, generation: u64) -> Result<Arc<Server>, StartError> {
         let config = &self.runtime.config;
         self.runtime.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (profile, guards, calls) = self.profile_with_calls(grant, full)?;
@@ -629,23 +627,16 @@ type Guards = Vec<Box<dyn std::any::Any + Send + Sync>>;
 /// creates are searchable by others (0711) and the granted directory itself is handed to
 /// that uid through its descriptor (never a path a skill could have replaced), so the
 /// sandbox can use it; a read-only grant stays read-only through its bind.
-fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &SkillName) -> Result<Bind, String> {
+fn open_granted(runtime: &Runtime, dir: &skillhost_core::DirGrant, skill: &SkillName) -> Result<Bind, StartError> {
     let user = runtime.jail.user();
-    let fd = dir.open(skill, user.is_some()).map_err(|e| e.to_string())?;
+    let fd = dir.open(skill, user.is_some())?;
     // A skill's data dir is handed to the sandbox's uid; a host directory a human granted
     // (opened from `/`) stays its owner's, reached with the permissions it has.
     let own_data = dir.root != Path::new("/");
     if let Some(user) = user.filter(|_| own_data) {
-        user.give(&fd)
-            .map_err(|e| format!("cannot give its data directory {} to the sandbox's uid {}: {e}", dir.host.display(), user.uid))?;
+        user.give(&fd).map_err(|e| StartError::GiveDir { dir: dir.host.clone(), uid: user.uid, source: e.into() })?;
         if let Some(parent) = isolation::unreachable_parent(&dir.host, user.uid, user.gid) {
-            return Err(format!(
-                "its data directory {} is out of reach of the sandbox's uid {} ({} is not searchable): `chmod o+x {}` or move the data dir",
-                dir.host.display(),
-                user.uid,
-                parent.display(),
-                parent.display()
-            ));
+            return Err(StartError::Unreachable { dir: dir.host.clone(), uid: user.uid, parent });
         }
     }
     Ok(Bind { fd: Arc::new(fd), guest: dir.guest.clone(), mode: dir.mode })

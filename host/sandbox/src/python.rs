@@ -48,6 +48,26 @@ pub enum PythonError {
     },
 }
 
+/// How `python -m pip install` failed (see [`pip_install`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PipError {
+    /// It did not start.
+    #[error("cannot run {} -m pip: {source}", python.display())]
+    Start {
+        /// The Python.
+        python: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Waiting for it failed.
+    #[error("pip did not finish: {0}")]
+    Wait(#[source] std::io::Error),
+    /// It failed: the tail of its output.
+    #[error("{0}")]
+    Failed(String),
+}
+
 impl Venv {
     /// Open the venv at `dir`: read its `pyvenv.cfg` and find the Python prefix.
     pub fn open(dir: &Path) -> Result<Self, PythonError> {
@@ -205,7 +225,7 @@ pub async fn setup(options: &SetupOptions, progress: impl Fn(SetupEvent)) -> Res
     let args: Vec<std::ffi::OsString> = reqs.iter().map(Into::into).collect();
     pip_install(&venv.python(), &args, &reqs, |done, line| progress(SetupEvent::Installing { done, total, line: line.to_owned() }))
         .await
-        .map_err(|reason| fail("pip install", reason))?;
+        .map_err(|e| fail("pip install", e.to_string()))?;
     std::fs::write(options.venv.join(STAMP), options.stamp()).map_err(|e| fail("writing the stamp", e.to_string()))?;
     progress(SetupEvent::Done);
     Ok(venv)
@@ -219,7 +239,7 @@ pub async fn pip_install(
     args: &[std::ffi::OsString],
     packages: &[String],
     progress: impl Fn(u64, &str),
-) -> Result<(), String> {
+) -> Result<(), PipError> {
     let names: Vec<String> = packages.iter().map(|r| normalise(r)).collect();
     let mut child = tokio::process::Command::new(python)
         .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"])
@@ -229,7 +249,7 @@ pub async fn pip_install(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("cannot run {} -m pip: {e}", python.display()))?;
+        .map_err(|source| PipError::Start { python: python.to_owned(), source })?;
     let stderr = child.stderr.take().expect("piped");
     let errors = tokio::spawn(async move {
         let mut text = String::new();
@@ -254,9 +274,9 @@ pub async fn pip_install(
         }
         progress(seen.len() as u64, line.trim());
     }
-    let status = child.wait().await.map_err(|e| format!("pip did not finish: {e}"))?;
+    let status = child.wait().await.map_err(PipError::Wait)?;
     let errors = errors.await.unwrap_or_default();
-    if status.success() { Ok(()) } else { Err(tail(&format!("{output}{errors}"))) }
+    if status.success() { Ok(()) } else { Err(PipError::Failed(tail(&format!("{output}{errors}")))) }
 }
 
 /// A package name as pip prints it, normalised (`Pillow>=10` → `pillow`).

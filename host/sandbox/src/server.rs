@@ -18,6 +18,8 @@ use skillhost_core::{MAX_SKILL_DESCRIPTIONS, MAX_SKILL_SCHEMAS, MAX_TOOLS, Progr
 use skillhost_egress::ProxyCalls;
 
 use skillhost_jail::Confinement;
+
+use crate::error::StartError;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Bytes of stderr kept for error messages.
@@ -129,7 +131,7 @@ pub(crate) struct Spawn {
 
 impl Server {
     /// Start the process and complete the MCP handshake.
-    pub(crate) async fn start(spawn: Spawn) -> Result<Arc<Self>, String> {
+    pub(crate) async fn start(spawn: Spawn) -> Result<Arc<Self>, StartError> {
         let Spawn { skill, mut command, max_line, log_cap, start_timeout, generation, confinement, calls, guards } = spawn;
         let program = command.as_std().get_program().to_string_lossy().into_owned();
         let mut child = command
@@ -137,9 +139,9 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot start `{program}`: {e}"))?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
+            .map_err(|source| StartError::Spawn { program: program.clone(), source })?;
+        let stdout = child.stdout.take().ok_or(StartError::NoPipe("stdout"))?;
+        let stdin = child.stdin.take().ok_or(StartError::NoPipe("stdin"))?;
         let stderr = Arc::new(Stderr::default());
         if let Some(pipe) = child.stderr.take() {
             tokio::spawn(drain_stderr(skill.clone(), pipe, stderr.clone(), log_cap));
@@ -148,13 +150,13 @@ impl Server {
         let transport = AsyncRwTransport::<RoleClient, _, _>::new(stdout, stdin).with_max_line_length(max_line);
         let client = match tokio::time::timeout(start_timeout, handler.clone().serve(transport)).await {
             Ok(Ok(client)) => client,
-            Ok(Err(e)) => {
+            Ok(Err(source)) => {
                 let status = exit_status(&mut child).await;
-                return Err(with_stderr(format!("the MCP handshake failed ({e}){status}"), &stderr));
+                return Err(StartError::Handshake { source: Box::new(source), status, stderr: stderr.tail() });
             }
             Err(_) => {
                 let _ = child.start_kill();
-                return Err(with_stderr(format!("no MCP handshake within {start_timeout:?}"), &stderr));
+                return Err(StartError::HandshakeTimeout { timeout: start_timeout, stderr: stderr.tail() });
             }
         };
         tracing::debug!(skill = %skill, generation, pid = child.id(), "server started");

@@ -36,7 +36,7 @@ pub struct PackageSources {
 
 impl PackageSources {
     /// Whether both sources are usable: see [`PythonIndex::check`] and [`NpmRegistry::check`].
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SourcesError> {
         self.python.check()?;
         self.npm.check()
     }
@@ -62,11 +62,11 @@ impl Default for PythonIndex {
 impl PythonIndex {
     /// Whether it can be used: a URL as [`PythonIndex::Url`] says, with no user name,
     /// password, query or fragment; an absolute directory.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SourcesError> {
         match self {
             Self::Url(url) => check_source_url(url).map(|_| ()),
             Self::Wheels(dir) if dir.is_absolute() => Ok(()),
-            Self::Wheels(dir) => Err(format!("the Python wheels directory {} is not an absolute path", dir.display())),
+            Self::Wheels(dir) => Err(SourcesError::RelativeWheels(dir.clone())),
         }
     }
 
@@ -102,10 +102,10 @@ impl Default for NpmRegistry {
 impl NpmRegistry {
     /// Whether it can be used: a URL as [`NpmRegistry::url`] says, with no user name,
     /// password, query or fragment; an absolute cache directory.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SourcesError> {
         check_source_url(&self.url)?;
         match &self.offline_cache {
-            Some(dir) if !dir.is_absolute() => Err(format!("the npm cache {} is not an absolute path", dir.display())),
+            Some(dir) if !dir.is_absolute() => Err(SourcesError::RelativeCache(dir.clone())),
             _ => Ok(()),
         }
     }
@@ -141,9 +141,9 @@ impl NpmRegistry {
 }
 
 /// `url` parsed, when it may name a package source (see [`PythonIndex::check`]).
-fn check_source_url(url: &str) -> Result<url::Url, String> {
-    let shown = crate::text::quote(url, 120);
-    let parsed = url::Url::parse(url).map_err(|e| format!("the package source {shown} is not a URL: {e}"))?;
+fn check_source_url(url: &str) -> Result<url::Url, SourcesError> {
+    let shown = || crate::text::quote(url, 120);
+    let parsed = url::Url::parse(url).map_err(|source| SourcesError::NotAUrl { url: shown(), source })?;
     let loopback = match parsed.host() {
         Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
@@ -153,13 +153,13 @@ fn check_source_url(url: &str) -> Result<url::Url, String> {
     match parsed.scheme() {
         "https" => {}
         "http" if loopback => {}
-        _ => return Err(format!("the package source {shown} must be https:// (http:// only to a loopback host)")),
+        _ => return Err(SourcesError::NotHttps { url: shown() }),
     }
     if !parsed.username().is_empty() || parsed.password().is_some() || parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(format!("the package source {shown} may not hold a user name, password, query or fragment"));
+        return Err(SourcesError::Credentials { url: shown() });
     }
     if parsed.as_str() != url && parsed.as_str() != format!("{url}/") {
-        return Err(format!("the package source {shown} is not in canonical form; write {}", parsed.as_str()));
+        return Err(SourcesError::NotCanonical { url: shown(), canonical: parsed.to_string() });
     }
     Ok(parsed)
 }
@@ -186,26 +186,22 @@ pub struct NodePackages {
 /// tarball with an integrity hash (a link, a git or file source), and any `resolved` URL
 /// (of a dev package too) that is not on `registry` ([`NpmRegistry::holds`]): the host
 /// installs from its registry only, whatever the lockfile says.
-pub fn declared_node(files: &BTreeMap<String, Vec<u8>>, registry: &NpmRegistry) -> Result<Option<NodePackages>, String> {
+pub fn declared_node(files: &BTreeMap<String, Vec<u8>>, registry: &NpmRegistry) -> Result<Option<NodePackages>, NodeError> {
     let Some(dir) = ["", "scripts/"].into_iter().find(|dir| files.contains_key(&format!("{dir}package.json"))) else { return Ok(None) };
     let manifest_path = format!("{dir}package.json");
     let manifest: serde_json::Value =
-        serde_json::from_slice(&files[&manifest_path]).map_err(|e| format!("{manifest_path}: not valid JSON: {e}"))?;
+        serde_json::from_slice(&files[&manifest_path]).map_err(|source| NodeError::Json { path: manifest_path.clone(), source })?;
     if manifest.get("dependencies").and_then(serde_json::Value::as_object).is_none_or(serde_json::Map::is_empty) {
         return Ok(None);
     }
     let lock_path = format!("{dir}package-lock.json");
-    let lock_bytes = files.get(&lock_path).ok_or_else(|| {
-        format!(
-            "{manifest_path} declares dependencies but there is no {lock_path} beside it; run `npm install --package-lock-only` and add it"
-        )
-    })?;
+    let lock_bytes =
+        files.get(&lock_path).ok_or_else(|| NodeError::NoLockfile { manifest: manifest_path.clone(), lock: lock_path.clone() })?;
     let lock_text = String::from_utf8_lossy(lock_bytes);
-    let lock: serde_json::Value = serde_json::from_slice(lock_bytes).map_err(|e| format!("{lock_path}: not valid JSON: {e}"))?;
-    let entries = lock
-        .get("packages")
-        .and_then(serde_json::Value::as_object)
-        .ok_or_else(|| format!("{lock_path} has no `packages` (a lockfile of npm 6 or older); write it again with npm 7 or newer"))?;
+    let lock: serde_json::Value =
+        serde_json::from_slice(lock_bytes).map_err(|source| NodeError::Json { path: lock_path.clone(), source })?;
+    let entries =
+        lock.get("packages").and_then(serde_json::Value::as_object).ok_or_else(|| NodeError::OldLockfile { lock: lock_path.clone() })?;
     // `FILE:LINE` of the first place `value` (as JSON) is written, else of `key`.
     let at = |value: &str, key: &str| {
         let line = [value, key]
@@ -225,13 +221,12 @@ pub fn declared_node(files: &BTreeMap<String, Vec<u8>>, registry: &NpmRegistry) 
         if let Some(resolved) = field("resolved").filter(|r| web(r))
             && !registry.holds(resolved)
         {
-            return Err(format!(
-                "{}: {shown} resolves to {}, which is not on this host's npm registry {}; the host installs from its registry only (write the lockfile again against it: `npm install --package-lock-only --registry {}`)",
-                at(resolved, key),
-                crate::text::quote(resolved, 160),
-                registry.base(),
-                registry.base()
-            ));
+            return Err(NodeError::OffRegistry {
+                at: at(resolved, key),
+                package: shown,
+                resolved: crate::text::quote(resolved, 160),
+                registry: registry.base(),
+            });
         }
         // Dev packages are never installed; a bundled one is never fetched: its files come
         // inside its parent's tarball, which its parent's hash checks, and it is not shown
@@ -240,39 +235,34 @@ pub fn declared_node(files: &BTreeMap<String, Vec<u8>>, registry: &NpmRegistry) 
             continue;
         }
         if field("name").is_some_and(|real| real != name) {
-            return Err(format!(
-                "{}: {shown} is an alias of {} (`npm:`); the host installs each package under its own name only",
-                at(key, key),
-                crate::text::quote(field("name").unwrap_or_default(), 120)
-            ));
+            return Err(NodeError::Alias {
+                at: at(key, key),
+                package: shown,
+                real: crate::text::quote(field("name").unwrap_or_default(), 120),
+            });
         }
         let (Some(version), Some(resolved), Some(integrity)) = (field("version"), field("resolved"), field("integrity")) else {
-            return Err(format!(
-                "{}: {shown} has no version, resolved URL or integrity; only registry packages can be installed",
-                at(key, key)
-            ));
+            return Err(NodeError::NotFromRegistry { at: at(key, key), package: shown });
         };
         let plain = |text: &str| !text.is_empty() && text.len() <= 214 && text.chars().all(|c| c.is_ascii_graphic());
         if !plain(name) || !plain(version) {
-            return Err(format!("{}: {shown} is not a plain package name and version", at(key, key)));
+            return Err(NodeError::NotPlain { at: at(key, key), package: shown });
         }
         if !web(resolved) || entry.get("link").is_some() {
-            return Err(format!(
-                "{}: {shown} comes from `{}`, not a registry tarball",
-                at(resolved, key),
-                crate::text::quote(resolved, 120)
-            ));
+            return Err(NodeError::NotATarball { at: at(resolved, key), package: shown, resolved: crate::text::quote(resolved, 120) });
         }
         // The registry's own tarball of exactly this name and version: a URL on the
         // registry but of another package would be installed under this name.
         let file = name.rsplit_once('/').map_or(name, |(_, base)| base);
         let tarball = format!("{}{name}/-/{file}-{version}.tgz", registry.base());
         if resolved != tarball {
-            return Err(format!(
-                "{}: {shown} resolves to {}, which is not the registry's tarball of {name}@{version} ({tarball})",
-                at(resolved, key),
-                crate::text::quote(resolved, 160)
-            ));
+            return Err(NodeError::OtherTarball {
+                at: at(resolved, key),
+                package: shown,
+                resolved: crate::text::quote(resolved, 160),
+                of: format!("{name}@{version}"),
+                tarball,
+            });
         }
         let integrity_ok = integrity.split_whitespace().all(|one| {
             one.split_once('-').is_some_and(|(algorithm, digest)| {
@@ -282,7 +272,7 @@ pub fn declared_node(files: &BTreeMap<String, Vec<u8>>, registry: &NpmRegistry) 
             })
         });
         if integrity.is_empty() || integrity.len() > 1024 || !integrity_ok {
-            return Err(format!("{}: {shown} has an integrity that is not a hash (`sha512-…`)", at(integrity, key)));
+            return Err(NodeError::BadIntegrity { at: at(integrity, key), package: shown });
         }
         found.push((format!("{name}@{version}"), integrity.to_owned()));
     }
@@ -294,12 +284,240 @@ pub fn declared_node(files: &BTreeMap<String, Vec<u8>>, registry: &NpmRegistry) 
     }
     let packages: Vec<String> = integrity.keys().cloned().collect();
     if packages.len() > MAX_PACKAGES * 8 {
-        return Err(format!("{lock_path} installs {} packages, more than the {} a skill may", packages.len(), MAX_PACKAGES * 8));
+        return Err(NodeError::TooMany { lock: lock_path, count: packages.len() });
     }
     let mut hasher = sha2::Sha256::new();
     hasher.update(&files[&manifest_path]);
     hasher.update(lock_bytes);
     Ok(Some(NodePackages { dir: dir.to_owned(), hash: hex::encode(hasher.finalize()), packages, integrity }))
+}
+
+/// Why a package source of the host's configuration cannot be used (see
+/// [`PackageSources::check`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourcesError {
+    /// [`PythonIndex::Wheels`] is relative.
+    #[error("the Python wheels directory {} is not an absolute path", .0.display())]
+    RelativeWheels(PathBuf),
+    /// [`NpmRegistry::offline_cache`] is relative.
+    #[error("the npm cache {} is not an absolute path", .0.display())]
+    RelativeCache(PathBuf),
+    /// The URL does not parse.
+    #[error("the package source {url} is not a URL: {source}")]
+    NotAUrl {
+        /// The URL, quoted.
+        url: String,
+        /// The parser's error.
+        source: url::ParseError,
+    },
+    /// Neither `https://` nor `http://` to a loopback host.
+    #[error("the package source {url} must be https:// (http:// only to a loopback host)")]
+    NotHttps {
+        /// The URL, quoted.
+        url: String,
+    },
+    /// It holds a user name, password, query or fragment.
+    #[error("the package source {url} may not hold a user name, password, query or fragment")]
+    Credentials {
+        /// The URL, quoted.
+        url: String,
+    },
+    /// A parser would write it otherwise.
+    #[error("the package source {url} is not in canonical form; write {canonical}")]
+    NotCanonical {
+        /// The URL, quoted.
+        url: String,
+        /// How a parser writes it.
+        canonical: String,
+    },
+}
+
+/// Why a skill's node packages are refused (see [`declared_node`]); each names the file
+/// and, where it can be found, the line (`at`: `FILE` or `FILE:LINE`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// `package.json` or `package-lock.json` is not JSON.
+    #[error("{path}: not valid JSON: {source}")]
+    Json {
+        /// The file.
+        path: String,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// Dependencies without a lockfile.
+    #[error("{manifest} declares dependencies but there is no {lock} beside it; run `npm install --package-lock-only` and add it")]
+    NoLockfile {
+        /// The `package.json`.
+        manifest: String,
+        /// The lockfile it needs.
+        lock: String,
+    },
+    /// A lockfile without `packages`.
+    #[error("{lock} has no `packages` (a lockfile of npm 6 or older); write it again with npm 7 or newer")]
+    OldLockfile {
+        /// The lockfile.
+        lock: String,
+    },
+    /// A `resolved` URL not on the host's registry.
+    #[error(
+        "{at}: {package} resolves to {resolved}, which is not on this host's npm registry {registry}; the host installs from its registry only (write the lockfile again against it: `npm install --package-lock-only --registry {registry}`)"
+    )]
+    OffRegistry {
+        /// Where.
+        at: String,
+        /// The lockfile's key, quoted.
+        package: String,
+        /// The URL, quoted.
+        resolved: String,
+        /// The host's registry.
+        registry: String,
+    },
+    /// An `npm:` alias.
+    #[error("{at}: {package} is an alias of {real} (`npm:`); the host installs each package under its own name only")]
+    Alias {
+        /// Where.
+        at: String,
+        /// The lockfile's key, quoted.
+        package: String,
+        /// The package it stands for, quoted.
+        real: String,
+    },
+    /// An entry without a version, URL or integrity.
+    #[error("{at}: {package} has no version, resolved URL or integrity; only registry packages can be installed")]
+    NotFromRegistry {
+        /// Where.
+        at: String,
+        /// The lockfile's key, quoted.
+        package: String,
+    },
+    /// A name or version that is not plain.
+    #[error("{at}: {package} is not a plain package name and version")]
+    NotPlain {
+        /// Where.
+        at: String,
+        /// The lockfile's key, quoted.
+        package: String,
+    },
+    /// A link, a git or a file source.
+    #[error("{at}: {package} comes from `{resolved}`, not a registry tarball")]
+    NotATarball {
+        /// Where.
+        at: String,
+        /// The lockfile's key, quoted.
+        package: String,
+        /// Where it comes from, quoted.
+        resolved: String,
+    },
+    /// A URL on the registry, but not this package's tarball.
+    #[error("{at}: {package} resolves to {resolved}, which is not the registry's tarball of {of} ({tarball})")]
+    OtherTarball {
+        /// Where.
+        at: String,
+        /// The lockfile's key, quoted.
+        package: String,
+        /// The URL, quoted.
+        resolved: String,
+        /// `name@version`.
+        of: String,
+        /// The tarball's URL it should be.
+        tarball: String,
+    },
+    /// An integrity that is not a hash.
+    #[error("{at}: {package} has an integrity that is not a hash (`sha512-…`)")]
+    BadIntegrity {
+        /// Where.
+        at: String,
+        /// The lockfile's key, quoted.
+        package: String,
+    },
+    /// More than eight times [`MAX_PACKAGES`].
+    #[error("{lock} installs {count} packages, more than the {} a skill may", MAX_PACKAGES * 8)]
+    TooMany {
+        /// The lockfile.
+        lock: String,
+        /// How many it installs.
+        count: usize,
+    },
+}
+
+/// Why a [`PackageLock`] is stale (see [`PackageLock::fresh`]): the skill's packages must
+/// be resolved and approved again.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StaleLock {
+    /// The declared packages differ.
+    #[error("its packages changed since they were resolved")]
+    Changed,
+    /// It has Python packages, and none are declared.
+    #[error("it records Python packages none declares")]
+    UndeclaredPython,
+    /// Python packages are declared, and it has none.
+    #[error("it records no Python package")]
+    NoPython,
+    /// Another Python index.
+    #[error("it was resolved from {was}, and this host's Python index is {now}")]
+    OtherIndex {
+        /// The index it records.
+        was: String,
+        /// This host's.
+        now: String,
+    },
+    /// A package without hashes.
+    #[error("not every Python package has its artifact hashes")]
+    Unhashed,
+    /// An environment not named by its manifest.
+    #[error("its Python environment is not named by what it holds")]
+    PythonEnv,
+    /// Another npm registry.
+    #[error("its node packages come from {was}, and this host's npm registry is {now}")]
+    OtherRegistry {
+        /// The registry it records.
+        was: String,
+        /// This host's.
+        now: String,
+    },
+    /// The lockfile changed.
+    #[error("its node packages are not those of its lockfile")]
+    NodeChanged,
+    /// Node packages in one and not the other.
+    #[error("its node packages are not those declared")]
+    NodeUndeclared,
+}
+
+/// Why a lock file cannot be read (see [`PackageLock::read`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockReadError {
+    /// Not UTF-8.
+    #[error("{}: not UTF-8", path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Not a lock.
+    #[error("{}: {}", path.display(), source.message())]
+    Toml {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        source: toml::de::Error,
+    },
+    /// Over the cap.
+    #[error("{}: too large", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Reading it failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
 }
 
 /// The kind of a package environment: the prefix of its name.
@@ -442,56 +660,56 @@ impl PackageLock {
     /// packages `node` from `sources`, whole and consistent (each environment named by its
     /// manifest's hash, every package with its hashes); else why not. A lock that is not
     /// is stale: the skill's packages must be resolved and approved again.
-    pub fn fresh(&self, python: &[String], node: Option<&NodePackages>, sources: &PackageSources) -> Result<(), String> {
+    pub fn fresh(&self, python: &[String], node: Option<&NodePackages>, sources: &PackageSources) -> Result<(), StaleLock> {
         if self.declared != Self::declared_hash(python, node) {
-            return Err("its packages changed since they were resolved".into());
+            return Err(StaleLock::Changed);
         }
         if python.is_empty() {
             if !self.packages.is_empty() || !self.env.is_empty() {
-                return Err("it records Python packages none declares".into());
+                return Err(StaleLock::UndeclaredPython);
             }
         } else {
             if self.packages.is_empty() {
-                return Err("it records no Python package".into());
+                return Err(StaleLock::NoPython);
             }
             if self.index != sources.python.describe() {
-                return Err(format!("it was resolved from {}, and this host's Python index is {}", self.index, sources.python.describe()));
+                return Err(StaleLock::OtherIndex { was: self.index.clone(), now: sources.python.describe() });
             }
             let hashed = self.packages.iter().all(|p| self.hashes.get(p).is_some_and(|h| !h.is_empty()));
             if !hashed || self.hashes.len() != self.packages.len() {
-                return Err("not every Python package has its artifact hashes".into());
+                return Err(StaleLock::Unhashed);
             }
             if self.env != env_name(EnvKind::Python, &self.python_manifest()) {
-                return Err("its Python environment is not named by what it holds".into());
+                return Err(StaleLock::PythonEnv);
             }
         }
         match (node, &self.node) {
             (None, None) => Ok(()),
             (Some(node), Some(lock)) => {
                 if *lock != NodeLock::of(node, &sources.npm) {
-                    let why = if lock.registry != sources.npm.base() {
-                        format!("its node packages come from {}, and this host's npm registry is {}", lock.registry, sources.npm.base())
+                    return Err(if lock.registry != sources.npm.base() {
+                        StaleLock::OtherRegistry { was: lock.registry.clone(), now: sources.npm.base() }
                     } else {
-                        "its node packages are not those of its lockfile".to_owned()
-                    };
-                    return Err(why);
+                        StaleLock::NodeChanged
+                    });
                 }
                 Ok(())
             }
-            _ => Err("its node packages are not those declared".into()),
+            _ => Err(StaleLock::NodeUndeclared),
         }
     }
 
     /// Read the lock at `path`, if there is one.
-    pub fn read(path: &Path) -> Result<Option<Self>, String> {
+    pub fn read(path: &Path) -> Result<Option<Self>, LockReadError> {
+        let path_buf = || path.to_owned();
         match std::fs::read(path) {
             Ok(bytes) if bytes.len() <= super::MAX_POLICY_BYTES * 64 => {
-                let text = std::str::from_utf8(&bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
-                toml::from_str(text).map(Some).map_err(|e| format!("{}: {}", path.display(), e.message()))
+                let text = std::str::from_utf8(&bytes).map_err(|_| LockReadError::NotUtf8 { path: path_buf() })?;
+                toml::from_str(text).map(Some).map_err(|source| LockReadError::Toml { path: path_buf(), source })
             }
-            Ok(_) => Err(format!("{}: too large", path.display())),
+            Ok(_) => Err(LockReadError::TooLarge { path: path_buf() }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(source) => Err(LockReadError::Io { path: path_buf(), source }),
         }
     }
 
@@ -550,7 +768,7 @@ mod tests {
                 "integrity that is not a hash",
             ),
         ] {
-            let error = declared_node(&files, &npm).unwrap_err();
+            let error = declared_node(&files, &npm).unwrap_err().to_string();
             assert!(error.contains(says), "{says}: {error}");
         }
     }
@@ -571,14 +789,14 @@ mod tests {
             "https://registry.npmjs.org/a/-/a-1.2.0.tgz#frag",
         ] {
             let skill = files(&[("package.json", MANIFEST), ("package-lock.json", &lockfile(resolved))]);
-            let error = declared_node(&skill, &npm).unwrap_err();
+            let error = declared_node(&skill, &npm).unwrap_err().to_string();
             assert!(error.starts_with("package-lock.json:3: \"node_modules/a\" resolves to"), "{resolved}: {error}");
             assert!(error.contains("not on this host's npm registry https://registry.npmjs.org/"), "{error}");
         }
         // A dev package's URL too, though npm would not fetch it.
         let dev = lockfile("https://registry.npmjs.org/a/-/a-1.2.0.tgz")
             .replace("\"dev\": true", "\"dev\": true, \"resolved\": \"https://evil.example/dev.tgz\"");
-        let error = declared_node(&files(&[("package.json", MANIFEST), ("package-lock.json", &dev)]), &npm).unwrap_err();
+        let error = declared_node(&files(&[("package.json", MANIFEST), ("package-lock.json", &dev)]), &npm).unwrap_err().to_string();
         assert!(error.starts_with("package-lock.json:5: \"node_modules/dev\""), "{error}");
         // Another registry's host: its lockfiles only.
         let mirror = NpmRegistry { url: "https://npm.example.com/mirror".into(), offline_cache: None };
@@ -626,7 +844,7 @@ mod tests {
             ),
             ("node_modules/lodash", &good.replace("sha512-v2k", "sha1-abc"), "integrity that is not a hash"),
         ] {
-            let error = of(key, entry).unwrap_err();
+            let error = of(key, entry).unwrap_err().to_string();
             assert!(error.contains(says), "{entry}: {error}");
         }
         let bundled = of("node_modules/evilpkg2/node_modules/lodash", &good.replace("{", r#"{"inBundle": true, "#)).unwrap();
@@ -673,7 +891,10 @@ mod tests {
 
         let other_index = PackageSources { python: PythonIndex::Url("https://pypi.example.com/simple".into()), ..sources.clone() };
         assert!(
-            lock.fresh(&python, None, &other_index).unwrap_err().contains("this host's Python index is https://pypi.example.com/simple")
+            lock.fresh(&python, None, &other_index)
+                .unwrap_err()
+                .to_string()
+                .contains("this host's Python index is https://pypi.example.com/simple")
         );
         assert!(lock.fresh(&["tinypkg>=2".into()], None, &sources).is_err());
         let mut unhashed = lock.clone();
@@ -682,7 +903,7 @@ mod tests {
         let mut renamed = lock.clone();
         renamed.hashes.insert("tinypkg==1.2.3".into(), vec![format!("sha256:{}", "b".repeat(64))]);
         assert!(
-            renamed.fresh(&python, None, &sources).unwrap_err().contains("not named by what it holds"),
+            renamed.fresh(&python, None, &sources).unwrap_err().to_string().contains("not named by what it holds"),
             "another artifact is another environment"
         );
         // A lock of an earlier format (a 16-digit name, no index or hashes) is stale.
@@ -701,7 +922,13 @@ mod tests {
         };
         assert_eq!(node_lock.fresh(&[], Some(&node), &sources), Ok(()));
         let mirror = PackageSources { npm: NpmRegistry { url: "https://npm.example.com/".into(), offline_cache: None }, ..sources.clone() };
-        assert!(node_lock.fresh(&[], Some(&node), &mirror).unwrap_err().contains("this host's npm registry is https://npm.example.com/"));
+        assert!(
+            node_lock
+                .fresh(&[], Some(&node), &mirror)
+                .unwrap_err()
+                .to_string()
+                .contains("this host's npm registry is https://npm.example.com/")
+        );
         assert_ne!(NodeLock::of(&node, &mirror.npm).env, node_lock.node.as_ref().unwrap().env, "another registry, another environment");
         assert_eq!(PackageLock::read_text(&node_lock.to_toml()), node_lock);
     }

@@ -213,8 +213,10 @@ impl Isolation {
         });
         iso.cgroups = cgroups;
 
-        let seccomp =
-            seccomp::programs().and_then(|programs| run_probe(probe, iso.user.as_ref(), Some(programs.as_slice())).map(|()| programs));
+        let seccomp = match seccomp::programs() {
+            Ok(programs) => run_probe(probe, iso.user.as_ref(), Some(programs.as_slice())).map(|()| programs).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
         iso.layers.push(match seccomp {
             Ok(programs) => {
                 iso.seccomp = Some(programs);
@@ -243,22 +245,14 @@ impl Isolation {
     /// The [`expected`] layers this machine lacks, as `NAME (opted out in config)` lines
     /// when `allowed` names every one of them; otherwise the refusal, naming each missing
     /// layer with what was found and the fix.
-    pub fn weakened(&self, allowed: &[String]) -> Result<Vec<String>, String> {
+    pub fn weakened(&self, allowed: &[String]) -> Result<Vec<String>, LayersMissing> {
         let root = rustix::process::geteuid().is_root();
         let missing = self.layers.iter().filter(|l| !l.available && expected(root).contains(&l.name.as_str()));
         let (accepted, refused): (Vec<&Layer>, Vec<&Layer>) = missing.partition(|l| allowed.contains(&l.name));
         if refused.is_empty() {
             return Ok(accepted.iter().map(|l| format!("{} (opted out in config)", l.name)).collect());
         }
-        let names: Vec<String> = refused.iter().map(|l| format!("\"{}\"", l.name)).collect();
-        let why: Vec<String> = refused.iter().map(|l| format!("{}: {}; {}", l.name, l.detail, l.fix.as_deref().unwrap_or(""))).collect();
-        Err(format!(
-            "its sandbox would lack the isolation layer{} {} this host expects, so it does not start ({}); fix the host, or accept a weaker sandbox for every server skill with `allow_weaker = [{}]` under `[sandbox]` in the host config (BwrapConfig::allow_weaker)",
-            if refused.len() == 1 { "" } else { "s" },
-            refused.iter().map(|l| format!("`{}`", l.name)).collect::<Vec<_>>().join(", "),
-            why.join("; "),
-            names.join(", ")
-        ))
+        Err(LayersMissing { missing: refused.into_iter().cloned().collect() })
     }
 
     /// Log every unavailable layer once, as a warning.
@@ -270,17 +264,68 @@ impl Isolation {
 
     /// The confinement of one sandbox named after `name`: its cgroup (made now, with
     /// `limits`), the uid drop and the seccomp programs.
-    pub fn confine(&self, name: &str, limits: &CgroupLimits) -> Result<Confinement, String> {
+    pub fn confine(&self, name: &str, limits: &CgroupLimits) -> Result<Confinement, ConfineError> {
         let cgroup = match &self.cgroups {
-            Some(groups) => Some(groups.create(name, limits).map_err(|e| format!("cannot create its cgroup: {e}"))?),
+            Some(groups) => Some(groups.create(name, limits).map_err(ConfineError::Cgroup)?),
             None => None,
         };
         let mut seccomp = Vec::new();
         for program in self.seccomp.iter().flatten() {
-            seccomp.push(program_file(program).map_err(|e| format!("cannot write its seccomp filter: {e}"))?);
+            seccomp.push(program_file(program).map_err(ConfineError::Seccomp)?);
         }
         Ok(Confinement { user: self.user.clone(), cgroup, seccomp })
     }
+}
+
+/// The fail-closed verdict of [`Isolation::weakened`]: sandboxes would lack isolation
+/// layers this host expects, and its configuration does not accept that. Nothing may run
+/// in a jail of this host while it holds; the message names each missing layer, what was
+/// found and the fix.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{}", self.message("its sandbox"))]
+pub struct LayersMissing {
+    /// Each expected layer this machine lacks and the configuration does not opt out of.
+    pub missing: Vec<Layer>,
+}
+
+impl LayersMissing {
+    /// The refusal with `subject` for whose sandbox it is (`its sandbox` in the message a
+    /// skill's load gets, `its build sandbox` for the forge's builds, `a sandbox` for a
+    /// report of the host).
+    pub fn message(&self, subject: &str) -> String {
+        let missing = &self.missing;
+        format!(
+            "{subject} would lack the isolation layer{} {} this host expects, so it does not start ({}); fix the host, or accept a weaker sandbox for every server skill with `allow_weaker = [{}]` under `[sandbox]` in the host config (BwrapConfig::allow_weaker)",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.iter().map(|l| format!("`{}`", l.name)).collect::<Vec<_>>().join(", "),
+            missing.iter().map(|l| format!("{}: {}; {}", l.name, l.detail, l.fix.as_deref().unwrap_or(""))).collect::<Vec<_>>().join("; "),
+            missing.iter().map(|l| format!("\"{}\"", l.name)).collect::<Vec<_>>().join(", ")
+        )
+    }
+}
+
+/// Why one sandbox's confinement could not be set up (see [`Isolation::confine`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfineError {
+    /// Its cgroup could not be made.
+    #[error("cannot create its cgroup: {0}")]
+    Cgroup(#[source] std::io::Error),
+    /// Its seccomp program file could not be written.
+    #[error("cannot write its seccomp filter: {0}")]
+    Seccomp(#[source] std::io::Error),
+}
+
+/// Why a probe run of bwrap failed (reported as the layer's detail).
+#[derive(Debug, thiserror::Error)]
+enum ProbeError {
+    #[error(transparent)]
+    SeccompFile(std::io::Error),
+    #[error("cannot run {program}: {source}")]
+    Start { program: String, source: std::io::Error },
+    /// bwrap's stderr.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// What skillhost relies on against CVE-2026-87766 for bwrap `version` (`bubblewrap
@@ -307,7 +352,7 @@ fn program_file(program: &[u8]) -> std::io::Result<std::fs::File> {
 }
 
 /// Run `bwrap … true` with `user` and `seccomp`, binding every path of `probe.reach`.
-fn run_probe(probe: &Probe, user: Option<&UserDrop>, seccomp: Option<&[Vec<u8>]>) -> Result<(), String> {
+fn run_probe(probe: &Probe, user: Option<&UserDrop>, seccomp: Option<&[Vec<u8>]>) -> Result<(), ProbeError> {
     let mut argv: Vec<OsString> = user.map(UserDrop::argv).unwrap_or_default();
     argv.push(probe.bwrap.clone().into_os_string());
     for a in ["--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"] {
@@ -321,7 +366,8 @@ fn run_probe(probe: &Probe, user: Option<&UserDrop>, seccomp: Option<&[Vec<u8>]>
     for path in probe.reach.iter().filter(|p| p.exists()) {
         argv.extend(["--ro-bind".into(), path.clone().into_os_string(), path.clone().into_os_string()]);
     }
-    let files = seccomp.unwrap_or_default().iter().map(|p| program_file(p)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+    let files =
+        seccomp.unwrap_or_default().iter().map(|p| program_file(p)).collect::<Result<Vec<_>, _>>().map_err(ProbeError::SeccompFile)?;
     for file in &files {
         argv.extend(["--add-seccomp-fd".into(), file.as_raw_fd().to_string().into()]);
     }
@@ -330,8 +376,8 @@ fn run_probe(probe: &Probe, user: Option<&UserDrop>, seccomp: Option<&[Vec<u8>]>
     cmd.args(&argv[1..]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
     let confinement = Confinement { user: None, cgroup: None, seccomp: files };
     attach(&mut cmd, &confinement);
-    let out = cmd.output().map_err(|e| format!("cannot run {}: {e}", argv[0].to_string_lossy()))?;
-    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()) }
+    let out = cmd.output().map_err(|source| ProbeError::Start { program: argv[0].to_string_lossy().into_owned(), source })?;
+    if out.status.success() { Ok(()) } else { Err(ProbeError::Failed(String::from_utf8_lossy(&out.stderr).trim().to_owned())) }
 }
 
 /// How one sandbox is confined; dropping it kills and removes its cgroup.

@@ -120,9 +120,9 @@ const NAMESPACE_FLAGS: &[u64] = &[
 /// The three BPF programs, as the bytes bwrap reads from `--add-seccomp-fd`: the `EPERM`
 /// one, the `ENOSYS` one (for `clone3`) and the one refusing numbers above
 /// [`HIGHEST_KNOWN`].
-pub fn programs() -> Result<Vec<Vec<u8>>, String> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp: {e}"))?;
-    let fail = |e: seccompiler::BackendError| format!("seccomp: {e}");
+pub fn programs() -> Result<Vec<Vec<u8>>, SeccompError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(SeccompError::Arch)?;
+    let fail = SeccompError::Compile;
     let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED.iter().map(|(_, nr)| (*nr, Vec::new())).collect();
     let mut clone_rules = Vec::new();
     for flag in NAMESPACE_FLAGS {
@@ -142,6 +142,18 @@ pub fn programs() -> Result<Vec<Vec<u8>>, String> {
         .collect::<Result<Vec<_>, _>>()?;
     out.push(bytes(&newer_than_known()));
     Ok(out)
+}
+
+/// Why the seccomp programs could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SeccompError {
+    /// This machine's architecture has no seccomp filter here.
+    #[error("seccomp: {0}")]
+    Arch(#[source] seccompiler::BackendError),
+    /// A program did not compile.
+    #[error("seccomp: {0}")]
+    Compile(#[source] seccompiler::BackendError),
 }
 
 /// The rules under which `socket(family, type, protocol)` (and `socketpair`) is refused:

@@ -23,7 +23,7 @@ mod frames;
 pub mod init;
 mod packages;
 
-pub use packages::PackagesError;
+pub use packages::{EnvError, PackagesError, ResolutionError, ToolError};
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -78,7 +78,7 @@ impl BwrapRuntime {
         let skill = job.skill.clone();
         let unavailable = |reason: String| RunError::Unavailable { skill: skill.clone(), reason };
         let jail_failed = |reason: String| RunError::Jail { skill: skill.clone(), reason };
-        self.sandbox_without().map_err(unavailable)?;
+        self.sandbox_without().map_err(|e| unavailable(e.to_string()))?;
         let config = &self.inner.config;
         let (init, init_args) = config.init.as_ref().and_then(|i| i.split_first()).ok_or_else(|| {
             unavailable("this host has no run init configured: call `skillhost::helpers::run_if_helper()` first in the program's `main` (or set BwrapConfig::init)".into())
@@ -94,7 +94,7 @@ impl BwrapRuntime {
             start_timeout: config.start_timeout,
         };
         let grant = job.grant.clone();
-        let (mut profile, guards, _calls) = launch.profile_with_calls(&grant, true).map_err(&jail_failed)?;
+        let (mut profile, guards, _calls) = launch.profile_with_calls(&grant, true).map_err(|e| jail_failed(e.to_string()))?;
         if let Some(env) = &job.env {
             let dir = self.package_env(env).ok_or_else(|| {
                 unavailable(format!(
@@ -123,7 +123,7 @@ impl BwrapRuntime {
         let mut args: Vec<OsString> = init_args.to_vec();
         args.push("--".into());
         args.extend(rewrite(&job.skill, &job.command, &job.files).into_iter().map(OsString::from));
-        let jailed = self.inner.command(&profile, &grant, INIT_PATH.as_ref(), &args).map_err(&jail_failed)?;
+        let jailed = self.inner.command(&profile, &grant, INIT_PATH.as_ref(), &args).map_err(|e| jail_failed(e.to_string()))?;
         let (mut command, confinement) = (jailed.command, jailed.confinement);
         command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
         let started = Instant::now();

@@ -41,15 +41,157 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use sha2::Digest;
-use skillhost_core::run::{EnvKind, NodeLock, PackageLock, PythonIndex, declared_node, env_kind, env_name};
+use skillhost_core::RequirementError;
+use skillhost_core::run::{EnvKind, NodeError, NodeLock, PackageLock, PythonIndex, SourcesError, declared_node, env_kind, env_name};
 use tokio::io::AsyncWriteExt;
 
 use crate::BwrapRuntime;
 
-/// Why a skill's packages could not be resolved or installed (the message says which).
+/// Why a skill's packages could not be resolved or installed (the message says which,
+/// and what to do).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct PackagesError(String);
+#[non_exhaustive]
+pub enum PackagesError {
+    /// The host's configured package sources are not usable.
+    #[error("this host's package sources: {0}")]
+    Sources(#[source] SourcesError),
+    /// The skill's node packages are refused.
+    #[error(transparent)]
+    Node(#[from] NodeError),
+    /// A Python requirement is not a plain one.
+    #[error(transparent)]
+    Requirement(#[from] RequirementError),
+    /// No managed venv, so no uv.
+    #[error("this host has no managed Python venv; run `skillhost setup python`")]
+    NoVenv,
+    /// The managed venv has no uv.
+    #[error("{} is missing; run `skillhost setup python`, which installs uv into the venv", .0.display())]
+    NoUv(PathBuf),
+    /// npm is not on `PATH`.
+    #[error("`npm` was not found on PATH; install node and npm")]
+    NoNpm,
+    /// uv's resolution is not what the host accepts.
+    #[error("uv's resolution of {packages} from {index}: {source}")]
+    Resolution {
+        /// The requirements, comma-separated.
+        packages: String,
+        /// The index.
+        index: String,
+        /// What is wrong with it.
+        source: ResolutionError,
+    },
+    /// uv or npm failed.
+    #[error("{what}: {source}")]
+    Tool {
+        /// What it was asked to do.
+        what: String,
+        /// How it failed.
+        source: ToolError,
+    },
+    /// The lock was made for another index, Python or registry, or other files, or is
+    /// not whole: the skill must be approved again.
+    #[error("{0}")]
+    Stale(String),
+    /// The host failed on its own files.
+    #[error("{what}: {source}")]
+    Io {
+        /// What it was doing.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Why an environment is not used (see [`BwrapRuntime::check_env`]); each says to approve
+/// the skill again.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EnvError {
+    /// Not a name [`env_name`] gives.
+    #[error("`{0}` is not an environment name of this host; approve the skill again")]
+    NotAName(String),
+    /// A link where the host made a directory.
+    #[error(
+        "environment {name} is not used: {} is a link, not the directory the host made; approving the skill again installs it again",
+        path.display()
+    )]
+    Link {
+        /// The environment.
+        name: String,
+        /// The link.
+        path: PathBuf,
+    },
+    /// Not installed.
+    #[error("environment {0} is not installed on this host; approving the skill again installs it")]
+    NotInstalled(String),
+    /// Its record cannot be read.
+    #[error("environment {name} cannot be read ({source}); approving the skill again installs it again")]
+    Unreadable {
+        /// The environment.
+        name: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// It records another manifest than its name binds.
+    #[error(
+        "environment {0} records another manifest than the one its name binds (made from other packages or another index, or changed); approving the skill again installs it again"
+    )]
+    OtherManifest(String),
+}
+
+/// Why uv's output is not a resolution the host accepts: each names the line, quoted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolutionError {
+    /// Not `name==version`.
+    #[error("{0} is not an exact `name==version`")]
+    NotExact(String),
+    /// A word after the requirement that is not `--hash=`.
+    #[error("{line} holds `{word}`, not a hash")]
+    NotAHashOption {
+        /// The line.
+        line: String,
+        /// The word.
+        word: String,
+    },
+    /// A hash of another algorithm, or not hex.
+    #[error("{line}: `{hash}` is not a hash")]
+    BadHash {
+        /// The line.
+        line: String,
+        /// The hash.
+        hash: String,
+    },
+    /// No hash.
+    #[error("{0} has no artifact hash")]
+    NoHash(String),
+    /// The same requirement twice.
+    #[error("{0} comes twice")]
+    Twice(String),
+}
+
+/// How a package tool (uv, npm) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// It did not start.
+    #[error("cannot start {}: {source}", program.display())]
+    Start {
+        /// The program.
+        program: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// It ran past [`TOOL_TIMEOUT`].
+    #[error("it took more than 10 minutes")]
+    Timeout,
+    /// Waiting for it failed.
+    #[error(transparent)]
+    Wait(std::io::Error),
+    /// It exited with an error: the last lines of its stderr.
+    #[error("{0}")]
+    Failed(String),
+}
 
 /// The file that marks an environment as complete: the manifest it was made from.
 const COMPLETE: &str = ".skillhost-complete";
@@ -93,8 +235,8 @@ impl BwrapRuntime {
     /// a human approved it.
     pub async fn resolve_packages(&self, python: &[String], files: &BTreeMap<String, Vec<u8>>) -> Result<PackageLock, PackagesError> {
         let sources = &self.inner.config.packages;
-        sources.check().map_err(|e| PackagesError(format!("this host's package sources: {e}")))?;
-        let node = declared_node(files, &sources.npm).map_err(PackagesError)?;
+        sources.check().map_err(PackagesError::Sources)?;
+        let node = declared_node(files, &sources.npm)?;
         let mut lock = PackageLock { declared: PackageLock::declared_hash(python, node.as_ref()), ..PackageLock::default() };
         if !python.is_empty() {
             let (hashes, python_id) = self.resolve_python(python).await?;
@@ -114,7 +256,7 @@ impl BwrapRuntime {
     /// Refused when the lock is not this host's (another index, registry or Python) or
     /// not the files' anymore: resolve and approve again.
     pub async fn install_packages(&self, lock: &PackageLock, files: &BTreeMap<String, Vec<u8>>) -> Result<(), PackagesError> {
-        self.inner.config.packages.check().map_err(|e| PackagesError(format!("this host's package sources: {e}")))?;
+        self.inner.config.packages.check().map_err(PackagesError::Sources)?;
         if !lock.packages.is_empty() {
             self.install_python(lock).await?;
         }
@@ -126,13 +268,10 @@ impl BwrapRuntime {
 
     /// uv and the managed venv.
     fn uv(&self) -> Result<(PathBuf, &crate::Venv), PackagesError> {
-        let venv = self.venv().ok_or_else(|| PackagesError("this host has no managed Python venv; run `skillhost setup python`".into()))?;
+        let venv = self.venv().ok_or(PackagesError::NoVenv)?;
         let uv = venv.dir.join("bin/uv");
         if !uv.is_file() {
-            return Err(PackagesError(format!(
-                "{} is missing; run `skillhost setup python`, which installs uv into the venv",
-                uv.display()
-            )));
+            return Err(PackagesError::NoUv(uv));
         }
         Ok((uv, venv))
     }
@@ -160,7 +299,7 @@ impl BwrapRuntime {
     /// its artifact hashes, and the Python they are for.
     async fn resolve_python(&self, declared: &[String]) -> Result<(BTreeMap<String, Vec<String>>, String), PackagesError> {
         for requirement in declared {
-            skillhost_core::run::check_requirement(requirement).map_err(PackagesError)?;
+            skillhost_core::run::check_requirement(requirement)?;
         }
         let (uv, venv) = self.uv()?;
         let scratch = Scratch::new(&self.inner.config.work_dir)?;
@@ -184,15 +323,18 @@ impl BwrapRuntime {
         let index = self.inner.config.packages.python.describe();
         let resolved = run_tool(&uv, &compile, Some(declared.join("\n")), &scratch, &self.uv_env())
             .await
-            .map_err(|e| PackagesError(format!("uv could not resolve {} from {index}: {e}", declared.join(", "))))?;
-        let hashes = parse_resolved(&resolved)
-            .map_err(|e| PackagesError(format!("uv's resolution of {} from {index}: {e}", declared.join(", "))))?;
+            .map_err(|source| PackagesError::Tool { what: format!("uv could not resolve {} from {index}", declared.join(", ")), source })?;
+        let hashes = parse_resolved(&resolved).map_err(|source| PackagesError::Resolution {
+            packages: declared.join(", "),
+            index: index.clone(),
+            source,
+        })?;
         Ok((hashes, python_identity(venv)))
     }
 
     /// Install the Python set of `lock` into its environment.
     async fn install_python(&self, lock: &PackageLock) -> Result<(), PackagesError> {
-        let fail = |what: String| PackagesError(what);
+        let fail = PackagesError::Stale;
         let (uv, venv) = self.uv()?;
         let index = self.inner.config.packages.python.describe();
         if lock.index != index {
@@ -217,7 +359,8 @@ impl BwrapRuntime {
             return Ok(());
         }
         clear(&dir)?;
-        std::fs::create_dir_all(dir.parent().unwrap_or(&dir)).map_err(|e| fail(e.to_string()))?;
+        std::fs::create_dir_all(dir.parent().unwrap_or(&dir))
+            .map_err(|source| PackagesError::Io { what: format!("cannot make {}", dir.display()), source })?;
         let scratch = Scratch::new(&self.inner.config.work_dir)?;
         let result = async {
             let mut make: Vec<OsString> = ["venv", "--no-config", "--quiet", "--python"].map(OsString::from).into();
@@ -225,7 +368,7 @@ impl BwrapRuntime {
             make.push(dir.clone().into_os_string());
             run_tool(&uv, &make, None, &scratch, &self.uv_env())
                 .await
-                .map_err(|e| fail(format!("uv could not make {}: {e}", dir.display())))?;
+                .map_err(|source| PackagesError::Tool { what: format!("uv could not make {}", dir.display()), source })?;
             let requirements = scratch.write(
                 "requirements.txt",
                 &lock
@@ -245,7 +388,7 @@ impl BwrapRuntime {
             install.extend(["-r".into(), requirements.into_os_string()]);
             run_tool(&uv, &install, None, &scratch, &self.uv_env())
                 .await
-                .map_err(|e| fail(format!("uv could not install {} from {index}: {e}", lock.packages.join(", "))))?;
+                .map_err(|source| PackagesError::Tool { what: format!("uv could not install {} from {index}", lock.packages.join(", ")), source })?;
             complete(&dir, &manifest).await
         }
         .await;
@@ -257,9 +400,10 @@ impl BwrapRuntime {
 
     /// Install what the lockfile of `files` names, as `lock` recorded it, with `npm ci`.
     async fn install_node(&self, lock: &NodeLock, files: &BTreeMap<String, Vec<u8>>) -> Result<(), PackagesError> {
-        let fail = |what: String| PackagesError(what);
+        let fail = PackagesError::Stale;
+        let io = |what: String| move |source| PackagesError::Io { what, source };
         let registry = &self.inner.config.packages.npm;
-        let node = declared_node(files, registry).map_err(fail)?.ok_or_else(|| fail("it declares no node packages any more".into()))?;
+        let node = declared_node(files, registry)?.ok_or_else(|| fail("it declares no node packages any more".into()))?;
         if NodeLock::of(&node, registry) != *lock {
             return Err(fail(format!(
                 "its node packages were locked from {} for other files, and this host's registry is {}; approve it again",
@@ -267,18 +411,22 @@ impl BwrapRuntime {
                 registry.base()
             )));
         }
-        let npm = skillhost_jail::which("npm").ok_or_else(|| fail("`npm` was not found on PATH; install node and npm".into()))?;
+        let npm = skillhost_jail::which("npm").ok_or(PackagesError::NoNpm)?;
         let envs = self.inner.config.work_dir.join("envs");
         let dir = envs.join(&lock.env);
         let manifest = lock.manifest();
         if intact(&dir, &manifest).await {
             return Ok(());
         }
-        std::fs::create_dir_all(&envs).map_err(|e| fail(e.to_string()))?;
+        std::fs::create_dir_all(&envs).map_err(io(format!("cannot make {}", envs.display())))?;
         // Made aside and renamed: npm ci's tree has no absolute paths.
-        let staging = tempfile::Builder::new().prefix(".staging-node-").tempdir_in(&envs).map_err(|e| fail(e.to_string()))?;
+        let staging = tempfile::Builder::new()
+            .prefix(".staging-node-")
+            .tempdir_in(&envs)
+            .map_err(io(format!("cannot make a staging directory in {}", envs.display())))?;
         for file in ["package.json", "package-lock.json"] {
-            std::fs::write(staging.path().join(file), &files[&format!("{}{file}", node.dir)]).map_err(|e| fail(e.to_string()))?;
+            std::fs::write(staging.path().join(file), &files[&format!("{}{file}", node.dir)])
+                .map_err(io(format!("cannot write {file} into {}", staging.path().display())))?;
         }
         let scratch = Scratch::new(&self.inner.config.work_dir)?;
         let user = scratch.write("npmrc-user", "")?;
@@ -305,9 +453,10 @@ impl BwrapRuntime {
         if registry.offline_cache.is_some() {
             args.push("--offline".into());
         }
-        run_tool(&npm, &args, None, &scratch, &[])
-            .await
-            .map_err(|e| fail(format!("npm could not install {} from {}: {e}", node.packages.join(", "), registry.describe())))?;
+        run_tool(&npm, &args, None, &scratch, &[]).await.map_err(|source| PackagesError::Tool {
+            what: format!("npm could not install {} from {}", node.packages.join(", "), registry.describe()),
+            source,
+        })?;
         complete(staging.path(), &manifest).await?;
         clear(&dir)?;
         let staged = staging.keep();
@@ -315,36 +464,29 @@ impl BwrapRuntime {
         let _ = std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755));
         std::fs::rename(&staged, &dir).map_err(|e| {
             let _ = std::fs::remove_dir_all(&staged);
-            fail(format!("cannot move the environment into place: {e}"))
+            PackagesError::Io { what: "cannot move the environment into place".into(), source: e }
         })
     }
 
     /// The directory of the environment `name` (a lock's [`PackageLock::env`] or
     /// [`NodeLock::env`]) when it is complete and was made from what its name says: the
     /// manifest it records hashes to `name`. Else why not, saying to approve again.
-    pub fn check_env(&self, name: &str) -> Result<PathBuf, String> {
-        let kind = env_kind(name).ok_or_else(|| format!("`{name}` is not an environment name of this host; approve the skill again"))?;
+    pub fn check_env(&self, name: &str) -> Result<PathBuf, EnvError> {
+        let kind = env_kind(name).ok_or_else(|| EnvError::NotAName(name.to_owned()))?;
         let dir = self.inner.config.work_dir.join("envs").join(name);
         // Bound by path: a link planted in its place (or at its `node_modules`) would bind
         // what it points to.
         for path in [dir.clone(), dir.join("node_modules")] {
             if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(format!(
-                    "environment {name} is not used: {} is a link, not the directory the host made; approving the skill again installs it again",
-                    path.display()
-                ));
+                return Err(EnvError::Link { name: name.to_owned(), path });
             }
         }
-        let manifest = read_capped(&dir.join(COMPLETE)).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                format!("environment {name} is not installed on this host; approving the skill again installs it")
-            }
-            _ => format!("environment {name} cannot be read ({e}); approving the skill again installs it again"),
+        let manifest = read_capped(&dir.join(COMPLETE)).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => EnvError::NotInstalled(name.to_owned()),
+            _ => EnvError::Unreadable { name: name.to_owned(), source },
         })?;
         if env_name(kind, &manifest) != name {
-            return Err(format!(
-                "environment {name} records another manifest than the one its name binds (made from other packages or another index, or changed); approving the skill again installs it again"
-            ));
+            return Err(EnvError::OtherManifest(name.to_owned()));
         }
         Ok(dir)
     }
@@ -369,40 +511,40 @@ fn python_identity(venv: &crate::Venv) -> String {
 /// The artifact hashes of each package of `uv pip compile --generate-hashes` output: every
 /// requirement `name==version` (extras allowed), each with at least one `--hash=ALG:HEX`;
 /// anything else (an option, a URL, a requirement without a hash) is refused.
-fn parse_resolved(text: &str) -> Result<BTreeMap<String, Vec<String>>, String> {
+fn parse_resolved(text: &str) -> Result<BTreeMap<String, Vec<String>>, ResolutionError> {
     let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
     let mut hashes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for line in joined.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         let mut words = line.split_whitespace();
         let requirement = words.next().unwrap_or_default();
         let shown = skillhost_core::text::quote(line, 120);
-        let (name, version) = requirement.split_once("==").ok_or_else(|| format!("{shown} is not an exact `name==version`"))?;
+        let (name, version) = requirement.split_once("==").ok_or_else(|| ResolutionError::NotExact(shown.clone()))?;
         let base = name.split_once('[').map_or(name, |(base, extras)| if extras.ends_with(']') { base } else { "" });
         let name_ok = !base.is_empty() && base.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
         let version_ok = !version.is_empty() && version.chars().all(|c| c.is_ascii_alphanumeric() || ".+!_-".contains(c));
         if !name_ok || !version_ok || name.contains("://") {
-            return Err(format!("{shown} is not an exact `name==version`"));
+            return Err(ResolutionError::NotExact(shown));
         }
         let mut found = Vec::new();
         for word in words {
             let hash = word
                 .strip_prefix("--hash=")
-                .ok_or_else(|| format!("{shown} holds `{}`, not a hash", skillhost_core::text::quote(word, 60)))?;
+                .ok_or_else(|| ResolutionError::NotAHashOption { line: shown.clone(), word: skillhost_core::text::quote(word, 60) })?;
             let ok = hash.split_once(':').is_some_and(|(algorithm, hex)| {
                 matches!(algorithm, "sha256" | "sha384" | "sha512") && !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit())
             });
             if !ok {
-                return Err(format!("{shown}: `{}` is not a hash", skillhost_core::text::quote(hash, 60)));
+                return Err(ResolutionError::BadHash { line: shown, hash: skillhost_core::text::quote(hash, 60) });
             }
             found.push(hash.to_ascii_lowercase());
         }
         if found.is_empty() {
-            return Err(format!("{shown} has no artifact hash"));
+            return Err(ResolutionError::NoHash(shown));
         }
         found.sort();
         found.dedup();
         if hashes.insert(requirement.to_owned(), found).is_some() {
-            return Err(format!("{shown} comes twice"));
+            return Err(ResolutionError::Twice(shown));
         }
     }
     Ok(hashes)
@@ -422,7 +564,7 @@ async fn intact(dir: &Path, manifest: &str) -> bool {
 
 /// Mark the environment `dir` complete: its tree's digest, then its manifest.
 async fn complete(dir: &Path, manifest: &str) -> Result<(), PackagesError> {
-    let fail = |e: std::io::Error| PackagesError(format!("cannot record the environment {}: {e}", dir.display()));
+    let fail = |source: std::io::Error| PackagesError::Io { what: format!("cannot record the environment {}", dir.display()), source };
     let owned = dir.to_owned();
     let digest =
         tokio::task::spawn_blocking(move || tree_digest(&owned)).await.map_err(|e| fail(std::io::Error::other(e)))?.map_err(fail)?;
@@ -437,7 +579,7 @@ fn clear(dir: &Path) -> Result<(), PackagesError> {
         Ok(meta) if !meta.is_dir() => std::fs::remove_file(dir),
         _ => std::fs::remove_dir_all(dir),
     }
-    .map_err(|e| PackagesError(format!("cannot clear {}: {e}", dir.display())))
+    .map_err(|source| PackagesError::Io { what: format!("cannot clear {}", dir.display()), source })
 }
 
 /// The text of `path`, at most [`MAX_MANIFEST_BYTES`], `path` itself not a link.
@@ -493,7 +635,8 @@ struct Scratch(tempfile::TempDir);
 
 impl Scratch {
     fn new(work_dir: &Path) -> Result<Self, PackagesError> {
-        let fail = |e: std::io::Error| PackagesError(format!("cannot make a private directory for the package tools: {e}"));
+        let fail =
+            |source: std::io::Error| PackagesError::Io { what: "cannot make a private directory for the package tools".into(), source };
         let root = work_dir.join("tools");
         std::fs::create_dir_all(&root).map_err(fail)?;
         let dir = tempfile::Builder::new().prefix("tool-").tempdir_in(&root).map_err(fail)?;
@@ -506,7 +649,7 @@ impl Scratch {
     /// Write `name` with `text` in it (outside the working directory): its path.
     fn write(&self, name: &str, text: &str) -> Result<PathBuf, PackagesError> {
         let path = self.0.path().join(name);
-        std::fs::write(&path, text).map_err(|e| PackagesError(format!("cannot write {}: {e}", path.display())))?;
+        std::fs::write(&path, text).map_err(|source| PackagesError::Io { what: format!("cannot write {}", path.display()), source })?;
         Ok(path)
     }
 }
@@ -520,7 +663,7 @@ async fn run_tool(
     input: Option<String>,
     scratch: &Scratch,
     env: &[(OsString, OsString)],
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     let mut command = tokio::process::Command::new(program);
     command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     command.current_dir(scratch.0.path().join("cwd")).env_clear();
@@ -537,18 +680,16 @@ async fn run_tool(
         }
     }
     command.envs(env.iter().map(|(k, v)| (k, v)));
-    let mut child = command.spawn().map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+    let mut child = command.spawn().map_err(|source| ToolError::Start { program: program.to_owned(), source })?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(input.unwrap_or_default().as_bytes()).await;
     }
-    let out = tokio::time::timeout(TOOL_TIMEOUT, child.wait_with_output())
-        .await
-        .map_err(|_| "it took more than 10 minutes".to_owned())?
-        .map_err(|e| e.to_string())?;
+    let out =
+        tokio::time::timeout(TOOL_TIMEOUT, child.wait_with_output()).await.map_err(|_| ToolError::Timeout)?.map_err(ToolError::Wait)?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
-        return Err(tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+        return Err(ToolError::Failed(tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -572,7 +713,7 @@ mod tests {
             ("tinypkg==1.2.3 --find-links=/x\n", "not a hash"),
             ("a==1 --hash=sha256:00\na==1 --hash=sha256:11\n", "comes twice"),
         ] {
-            assert!(parse_resolved(bad).unwrap_err().contains(says), "{bad}: {says}");
+            assert!(parse_resolved(bad).unwrap_err().to_string().contains(says), "{bad}: {says}");
         }
     }
 
