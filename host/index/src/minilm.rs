@@ -45,16 +45,56 @@ pub enum ModelError {
     #[error("embedding model file {0} not found; run `skillhost setup model` (or set SKILLHOST_MODEL_DIR) or search stays BM25-only")]
     Missing(PathBuf),
     /// ONNX Runtime did not load.
-    #[error("cannot load ONNX Runtime from {path}: {reason}")]
+    #[error("cannot load ONNX Runtime from {}: {source}", path.display())]
     Runtime {
         /// The library.
         path: PathBuf,
-        /// What the loader said.
-        reason: String,
+        /// What the loader said (kept for every later load: the runtime loads once per
+        /// process).
+        source: Arc<RuntimeError>,
     },
     /// The model or tokenizer did not load.
     #[error("cannot load the embedding model: {0}")]
     Model(String),
+    /// ONNX Runtime refused the model's graph.
+    #[error("cannot load the embedding model: {0}")]
+    Session(#[source] ort::Error),
+}
+
+/// Why ONNX Runtime did not load (see [`ModelError::Runtime`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The library did not load.
+    #[error(transparent)]
+    Load(ort::LoadDynamicError),
+    /// Its environment could not be made.
+    #[error(transparent)]
+    Environment(ort::Error),
+}
+
+/// Why one text could not be embedded (the message of an [`EmbedError`]).
+#[derive(Debug, thiserror::Error)]
+enum EmbedFailure {
+    #[error("cannot split the text into word pieces: {0}")]
+    Tokens(#[source] tokenizers::Error),
+    #[error(transparent)]
+    Ort(#[from] ort::Error),
+    #[error("the graph has no `{TOKEN_VECTORS}` output")]
+    NoOutput,
+    #[error("`{TOKEN_VECTORS}` has shape {0}, not [1, tokens, dimensions]")]
+    Shape(String),
+    #[error("`{TOKEN_VECTORS}` has shape {shape} for {tokens} tokens")]
+    TokenCount { shape: String, tokens: usize },
+}
+
+/// Why the optimised graph was not kept (logged; the session is used all the same).
+#[derive(Debug, thiserror::Error)]
+enum KeepError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("{} vanished", .0.display())]
+    Vanished(PathBuf),
 }
 
 /// Where the model's files are.
@@ -91,15 +131,14 @@ impl ModelFiles {
 
 /// ONNX Runtime and its one environment are loaded once per process; later loads reuse
 /// the first outcome.
-static RUNTIME: OnceLock<Result<Environment, String>> = OnceLock::new();
+static RUNTIME: OnceLock<Result<Environment, Arc<RuntimeError>>> = OnceLock::new();
 
 fn load_runtime(path: &Path) -> Result<Environment, ModelError> {
     let loaded = RUNTIME.get_or_init(|| {
-        ort::init_from(path)
-            .map_err(|e| e.to_string())
-            .and_then(|builder| builder.with_name("skillhost").build().map_err(|e| e.to_string()))
+        let builder = ort::init_from(path).map_err(|e| Arc::new(RuntimeError::Load(e)))?;
+        builder.with_name("skillhost").build().map_err(|e| Arc::new(RuntimeError::Environment(e)))
     });
-    loaded.clone().map_err(|reason| ModelError::Runtime { path: path.to_owned(), reason })
+    loaded.clone().map_err(|source| ModelError::Runtime { path: path.to_owned(), source })
 }
 
 /// all-MiniLM-L6-v2 as an [`Embedder`]. Its ONNX Runtime session (about 40 MB) is made
@@ -273,7 +312,7 @@ fn prepared_name(identity: &str, runtime: &Path) -> String {
 /// 2), which saves the graph it optimised to `path` (renamed into place whole): the
 /// session, and the saved file's stamp or why it was not saved. `None` when the folder
 /// cannot be made or the session not made this way.
-fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<(Session, Result<FileStamp, String>)> {
+fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<(Session, Result<FileStamp, KeepError>)> {
     let dir = path.parent()?;
     if let Err(e) = std::fs::create_dir_all(dir) {
         tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", dir.display());
@@ -282,33 +321,28 @@ fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<(Sess
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("graph");
     let partial = dir.join(format!(".{name}.{}.partial", std::process::id()));
     let made = builder(environment, GraphOptimizationLevel::Level2)
-        .and_then(|b| b.with_optimized_model_path(&partial).map_err(|e| e.to_string()))
-        .and_then(|mut b| b.commit_from_memory(graph).map_err(|e| e.to_string()));
-    let saved = match &made {
-        Ok(_) => std::fs::rename(&partial, path)
-            .map_err(|e| e.to_string())
-            .and_then(|()| FileStamp::of(path).ok_or_else(|| format!("{} vanished", path.display()))),
-        Err(e) => Err(e.clone()),
-    };
-    if saved.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
+        .and_then(|b| Ok(b.with_optimized_model_path(&partial)?))
+        .and_then(|mut b| b.commit_from_memory(graph));
     match made {
-        Ok(session) => Some((session, saved)),
+        Ok(session) => {
+            let saved = std::fs::rename(&partial, path)
+                .map_err(KeepError::from)
+                .and_then(|()| FileStamp::of(path).ok_or_else(|| KeepError::Vanished(path.to_owned())));
+            if saved.is_err() {
+                let _ = std::fs::remove_file(&partial);
+            }
+            Some((session, saved))
+        }
         Err(e) => {
+            let _ = std::fs::remove_file(&partial);
             tracing::warn!("embedding model: cannot optimise its graph into {}: {e}", path.display());
             None
         }
     }
 }
 
-fn builder(environment: &Environment, level: GraphOptimizationLevel) -> Result<SessionBuilder, String> {
-    Session::builder(environment)
-        .map_err(|e| e.to_string())?
-        .with_optimization_level(level)
-        .map_err(|e| e.to_string())?
-        .with_intra_threads(1)
-        .map_err(|e| e.to_string())
+fn builder(environment: &Environment, level: GraphOptimizationLevel) -> Result<SessionBuilder, ort::Error> {
+    Ok(Session::builder(environment)?.with_optimization_level(level)?.with_intra_threads(1)?)
 }
 
 impl Shared {
@@ -330,8 +364,7 @@ impl Shared {
         }
         if let (Some(path), Some(stamp)) = (&self.prepared, *prepared) {
             if FileStamp::of(path) == Some(stamp) {
-                let made = builder(&self.environment, GraphOptimizationLevel::Level3)
-                    .and_then(|mut b| b.commit_from_file(path).map_err(|e| e.to_string()));
+                let made = builder(&self.environment, GraphOptimizationLevel::Level3).and_then(|mut b| b.commit_from_file(path));
                 match made {
                     Ok(session) => {
                         tracing::debug!("embedding model session made from {} in {:?}", path.display(), started.elapsed());
@@ -378,8 +411,8 @@ impl Shared {
             }
         }
         let session = builder(&self.environment, GraphOptimizationLevel::Level3)
-            .and_then(|mut b| b.commit_from_memory(&graph).map_err(|e| e.to_string()))
-            .map_err(ModelError::Model)?;
+            .and_then(|mut b| b.commit_from_memory(&graph))
+            .map_err(ModelError::Session)?;
         tracing::debug!("embedding model session made from {} in {:?}", self.files.onnx.display(), started.elapsed());
         Ok(Loaded::new(session))
     }
@@ -393,25 +426,25 @@ impl Loaded {
 
     /// The unit vector of `text`: its word pieces through the graph, each token's vector
     /// averaged (mean pooling) and the mean scaled to length 1.
-    fn embed(&mut self, tokenizer: &Tokenizer, text: &str) -> Result<Vec<f32>, String> {
-        let encoding = tokenizer.encode(text, true).map_err(|e| format!("cannot split the text into word pieces: {e}"))?;
+    fn embed(&mut self, tokenizer: &Tokenizer, text: &str) -> Result<Vec<f32>, EmbedFailure> {
+        let encoding = tokenizer.encode(text, true).map_err(EmbedFailure::Tokens)?;
         let widen = |v: &[u32]| v.iter().map(|&x| i64::from(x)).collect::<Vec<i64>>();
         let tokens = encoding.len();
         let mask = encoding.get_attention_mask();
-        let tensor = |values: Vec<i64>| Tensor::from_array(([1, tokens], values)).map_err(|e| e.to_string());
+        let tensor = |values: Vec<i64>| Tensor::from_array(([1, tokens], values));
         let mut inputs = ort::inputs!["input_ids" => tensor(widen(encoding.get_ids()))?, "attention_mask" => tensor(widen(mask))?];
         if self.token_type_ids {
             inputs.push(("token_type_ids".into(), tensor(widen(encoding.get_type_ids()))?.into()));
         }
-        let outputs = self.session.run(inputs).map_err(|e| e.to_string())?;
-        let output = outputs.get(TOKEN_VECTORS).ok_or_else(|| format!("the graph has no `{TOKEN_VECTORS}` output"))?;
-        let (shape, values) = output.try_extract_tensor::<f32>().map_err(|e| e.to_string())?;
+        let outputs = self.session.run(inputs)?;
+        let output = outputs.get(TOKEN_VECTORS).ok_or(EmbedFailure::NoOutput)?;
+        let (shape, values) = output.try_extract_tensor::<f32>()?;
         let [1, rows, width] = shape[..] else {
-            return Err(format!("`{TOKEN_VECTORS}` has shape {shape:?}, not [1, tokens, dimensions]"));
+            return Err(EmbedFailure::Shape(format!("{shape:?}")));
         };
         let (rows, width) = (usize::try_from(rows).unwrap_or(0), usize::try_from(width).unwrap_or(0));
         if rows != tokens || values.len() != rows * width {
-            return Err(format!("`{TOKEN_VECTORS}` has shape {shape:?} for {tokens} tokens"));
+            return Err(EmbedFailure::TokenCount { shape: format!("{shape:?}"), tokens });
         }
         let mut mean = vec![0f32; width];
         let mut counted = 0f32;
@@ -510,7 +543,7 @@ impl Embedder for MiniLm {
         // grow with batch × length², and the runtime keeps the memory of every shape it
         // ran (with batches of 32, a host re-embedding skills under the load test grew
         // from 222 to 772 MiB; one at a time, 299 MiB).
-        texts.iter().map(|text| model.embed(&self.shared.tokenizer, text).map_err(failed)).collect()
+        texts.iter().map(|text| model.embed(&self.shared.tokenizer, text).map_err(|e| failed(e.to_string()))).collect()
     }
 }
 
@@ -620,7 +653,7 @@ mod tests {
 
         let tokenizer = load_tokenizer(&files.tokenizer_dir).unwrap();
         let float = builder(&environment, GraphOptimizationLevel::Level3)
-            .and_then(|mut b| b.commit_from_memory(&std::fs::read(&files.onnx).unwrap()).map_err(|e| e.to_string()))
+            .and_then(|mut b| b.commit_from_memory(&std::fs::read(&files.onnx).unwrap()))
             .unwrap();
         let mut float = Loaded::new(float);
         let ours: Vec<Vec<f32>> = texts.iter().map(|t| float.embed(&tokenizer, t).unwrap()).collect();

@@ -288,8 +288,28 @@ fn type_name(resolve: &Resolve, id: wit_parser::TypeId) -> String {
     resolve.types[id].name.clone().unwrap_or_else(|| "<anonymous>".into())
 }
 
+/// What a WIT type uses that has no JSON form (quoted in a refusal: "uses {this}, which
+/// has no JSON form").
+#[derive(Debug, Clone, thiserror::Error)]
+enum NoJsonForm {
+    #[error("an `error-context`")]
+    ErrorContext,
+    #[error("resource `{0}`")]
+    Resource(String),
+    #[error("a `map`")]
+    Map,
+    #[error("a fixed-length list")]
+    FixedLengthList,
+    #[error("a `future`")]
+    Future,
+    #[error("a `stream`")]
+    Stream,
+    #[error("a type of unknown structure")]
+    Unknown,
+}
+
 /// The [`WitType`] of a WIT type, or what it uses that has no JSON form.
-fn wit_type(resolve: &Resolve, ty: &Type) -> Result<WitType, String> {
+fn wit_type(resolve: &Resolve, ty: &Type) -> Result<WitType, NoJsonForm> {
     let boxed = |t: &Type| wit_type(resolve, t).map(Box::new);
     Ok(match ty {
         Type::Bool => WitType::Bool,
@@ -305,20 +325,21 @@ fn wit_type(resolve: &Resolve, ty: &Type) -> Result<WitType, String> {
         Type::F64 => WitType::F64,
         Type::Char => WitType::Char,
         Type::String => WitType::String,
-        Type::ErrorContext => return Err("an `error-context`".into()),
+        Type::ErrorContext => return Err(NoJsonForm::ErrorContext),
         Type::Id(id) => match &resolve.types[*id].kind {
-            TypeDefKind::Record(r) => {
-                WitType::Record(r.fields.iter().map(|f| Ok((f.name.clone(), wit_type(resolve, &f.ty)?))).collect::<Result<_, String>>()?)
-            }
-            TypeDefKind::Resource => return Err(format!("resource `{}`", type_name(resolve, *id))),
-            TypeDefKind::Handle(Handle::Own(r) | Handle::Borrow(r)) => return Err(format!("resource `{}`", type_name(resolve, *r))),
+            TypeDefKind::Record(r) => WitType::Record(
+                r.fields.iter().map(|f| Ok((f.name.clone(), wit_type(resolve, &f.ty)?))).collect::<Result<_, NoJsonForm>>()?,
+            ),
+            TypeDefKind::Resource => return Err(NoJsonForm::Resource(type_name(resolve, *id))),
+            TypeDefKind::Handle(Handle::Own(r) | Handle::Borrow(r)) => return Err(NoJsonForm::Resource(type_name(resolve, *r))),
             TypeDefKind::Flags(f) => WitType::Flags(f.flags.iter().map(|f| f.name.clone()).collect()),
             TypeDefKind::Tuple(t) => WitType::Tuple(t.types.iter().map(|t| wit_type(resolve, t)).collect::<Result<_, _>>()?),
             TypeDefKind::Variant(v) => WitType::Variant(
-                v.cases
-                    .iter()
-                    .map(|c| Ok((c.name.clone(), c.ty.as_ref().map(|t| wit_type(resolve, t)).transpose()?)))
-                    .collect::<Result<_, String>>()?,
+                v.cases.iter().map(|c| Ok((c.name.clone(), c.ty.as_ref().map(|t| wit_type(resolve, t)).transpose()?))).collect::<Result<
+                    _,
+                    NoJsonForm,
+                >>(
+                )?,
             ),
             TypeDefKind::Enum(e) => WitType::Enum(e.cases.iter().map(|c| c.name.clone()).collect()),
             TypeDefKind::Option(t) => WitType::Option(boxed(t)?),
@@ -327,11 +348,11 @@ fn wit_type(resolve: &Resolve, ty: &Type) -> Result<WitType, String> {
             }
             TypeDefKind::List(t) => WitType::List(boxed(t)?),
             TypeDefKind::Type(t) => wit_type(resolve, t)?,
-            TypeDefKind::Map(..) => return Err("a `map`".into()),
-            TypeDefKind::FixedLengthList(..) => return Err("a fixed-length list".into()),
-            TypeDefKind::Future(_) => return Err("a `future`".into()),
-            TypeDefKind::Stream(_) => return Err("a `stream`".into()),
-            TypeDefKind::Unknown => return Err("a type of unknown structure".into()),
+            TypeDefKind::Map(..) => return Err(NoJsonForm::Map),
+            TypeDefKind::FixedLengthList(..) => return Err(NoJsonForm::FixedLengthList),
+            TypeDefKind::Future(_) => return Err(NoJsonForm::Future),
+            TypeDefKind::Stream(_) => return Err(NoJsonForm::Stream),
+            TypeDefKind::Unknown => return Err(NoJsonForm::Unknown),
         },
     })
 }

@@ -126,7 +126,7 @@ impl PrivateKey {
                 p256::SecretKey::from_sec1_der(&der).map(SigningKey::from).map_err(|e| refuse(format!("not a P-256 SEC1 key: {e}")))?
             }
             label if COSIGN_ENCRYPTED_LABELS.contains(&label) => {
-                let plain = decrypt_cosign(&der, password.unwrap_or("")).map_err(refuse)?;
+                let plain = decrypt_cosign(&der, password.unwrap_or("")).map_err(|e| refuse(e.to_string()))?;
                 SigningKey::from_pkcs8_der(&plain).map_err(|e| refuse(format!("the decrypted key is not a P-256 PKCS#8 key: {e}")))?
             }
             "ENCRYPTED PRIVATE KEY" => {
@@ -193,36 +193,50 @@ struct Cipher {
 
 /// The PKCS#8 DER inside a cosign encrypted key. Only the scrypt costs cosign has written
 /// (N of 2^15 or 2^16, r 8, p 1) are accepted: a key file cannot make us spend more.
-fn decrypt_cosign(body: &[u8], password: &str) -> Result<Vec<u8>, String> {
+fn decrypt_cosign(body: &[u8], password: &str) -> Result<Vec<u8>, CosignKeyError> {
     use crypto_secretbox::aead::{Aead as _, KeyInit as _};
-    let data: Encrypted = serde_json::from_slice(body).map_err(|e| format!("not a cosign encrypted key: {e}"))?;
+    let data: Encrypted = serde_json::from_slice(body).map_err(CosignKeyError::NotCosign)?;
     if data.kdf.name != "scrypt" || data.cipher.name != "nacl/secretbox" {
-        return Err(format!(
-            "key derivation `{}` with cipher `{}` is not cosign's (scrypt, nacl/secretbox)",
-            data.kdf.name, data.cipher.name
-        ));
+        return Err(CosignKeyError::Algorithms { kdf: data.kdf.name, cipher: data.cipher.name });
     }
     let log_n = match (data.kdf.params.n, data.kdf.params.r, data.kdf.params.p) {
         (32768, 8, 1) => 15,
         (65536, 8, 1) => 16,
-        (n, r, p) => {
-            return Err(format!("scrypt parameters N={n} r={r} p={p} are not cosign's; re-create the key with `cosign generate-key-pair`"));
-        }
+        (n, r, p) => return Err(CosignKeyError::Costs { n, r, p }),
     };
-    let decode = |what: &str, text: &str| BASE64.decode(text).map_err(|e| format!("the {what} is not base64: {e}"));
+    let decode = |what: &'static str, text: &str| BASE64.decode(text).map_err(|source| CosignKeyError::Base64 { what, source });
     let salt = decode("salt", &data.kdf.salt)?;
     let nonce = decode("nonce", &data.cipher.nonce)?;
     let ciphertext = decode("ciphertext", &data.ciphertext)?;
     if nonce.len() != 24 {
-        return Err("the secretbox nonce is not 24 bytes".into());
+        return Err(CosignKeyError::Nonce);
     }
-    let params = scrypt::Params::new(log_n, 8, 1, 32).map_err(|e| e.to_string())?;
+    let params = scrypt::Params::new(log_n, 8, 1, 32).map_err(CosignKeyError::Params)?;
     let mut key = [0u8; 32];
-    scrypt::scrypt(password.as_bytes(), &salt, &params, &mut key).map_err(|e| e.to_string())?;
+    scrypt::scrypt(password.as_bytes(), &salt, &params, &mut key).map_err(CosignKeyError::Length)?;
     let cipher = crypto_secretbox::XSalsa20Poly1305::new(&key.into());
-    cipher
-        .decrypt(crypto_secretbox::Nonce::from_slice(&nonce), ciphertext.as_slice())
-        .map_err(|_| "the password does not open it (pass the one given to `cosign generate-key-pair`)".into())
+    cipher.decrypt(crypto_secretbox::Nonce::from_slice(&nonce), ciphertext.as_slice()).map_err(|_| CosignKeyError::Password)
+}
+
+/// Why a cosign encrypted key does not open (see [`decrypt_cosign`]).
+#[derive(Debug, thiserror::Error)]
+enum CosignKeyError {
+    #[error("not a cosign encrypted key: {0}")]
+    NotCosign(#[source] serde_json::Error),
+    #[error("key derivation `{kdf}` with cipher `{cipher}` is not cosign's (scrypt, nacl/secretbox)")]
+    Algorithms { kdf: String, cipher: String },
+    #[error("scrypt parameters N={n} r={r} p={p} are not cosign's; re-create the key with `cosign generate-key-pair`")]
+    Costs { n: u64, r: u32, p: u32 },
+    #[error("the {what} is not base64: {source}")]
+    Base64 { what: &'static str, source: base64::DecodeError },
+    #[error("the secretbox nonce is not 24 bytes")]
+    Nonce,
+    #[error("{0}")]
+    Params(scrypt::errors::InvalidParams),
+    #[error("{0}")]
+    Length(scrypt::errors::InvalidOutputLen),
+    #[error("the password does not open it (pass the one given to `cosign generate-key-pair`)")]
+    Password,
 }
 
 /// The simple-signing payload a signature is made over.

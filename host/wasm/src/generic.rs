@@ -14,6 +14,15 @@ use crate::bindings::types::CallError as GuestError;
 use crate::state::CallState;
 use crate::value::{ValueError, object_to_fields, val_to_json};
 
+/// An export the component's reflection named that the compiled component lacks.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MissingExport {
+    #[error("export `{0}` not found")]
+    Instance(String),
+    #[error("exported function `{0}` not found")]
+    Function(String),
+}
+
 /// The parts of a loaded generic component a call needs.
 pub(crate) struct GenericPre {
     pub(crate) pre: InstancePre<CallState>,
@@ -23,7 +32,7 @@ pub(crate) struct GenericPre {
 
 impl GenericPre {
     /// Find each tool's function in `component`.
-    pub(crate) fn new(pre: InstancePre<CallState>, reflection: &Reflection) -> Result<Self, String> {
+    pub(crate) fn new(pre: InstancePre<CallState>, reflection: &Reflection) -> Result<Self, MissingExport> {
         let component = pre.component();
         let calls = reflection
             .calls
@@ -31,15 +40,15 @@ impl GenericPre {
             .cloned()
             .map(|call| {
                 let instance = match &call.instance {
-                    Some(name) => Some(component.get_export_index(None, name).ok_or_else(|| format!("export `{name}` not found"))?),
+                    Some(name) => Some(component.get_export_index(None, name).ok_or_else(|| MissingExport::Instance(name.clone()))?),
                     None => None,
                 };
                 let index = component
                     .get_export_index(instance.as_ref(), &call.function)
-                    .ok_or_else(|| format!("exported function `{}` not found", call.function))?;
+                    .ok_or_else(|| MissingExport::Function(call.function.clone()))?;
                 Ok((call, index))
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, MissingExport>>()?;
         Ok(Self { pre, calls })
     }
 

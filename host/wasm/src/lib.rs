@@ -428,9 +428,9 @@ impl Linking {
         })?;
         let code = match &self.reflection {
             None => Code::Skill(SkillPre::new(pre).map_err(wrong_world)?),
-            Some(reflection) => {
-                Code::Generic(GenericPre::new(pre, reflection).map_err(|reason| LoadError::Runtime { skill: self.skill.clone(), reason })?)
-            }
+            Some(reflection) => Code::Generic(
+                GenericPre::new(pre, reflection).map_err(|e| LoadError::Runtime { skill: self.skill.clone(), reason: e.to_string() })?,
+            ),
         };
         Ok(Prepared { code, engine: tier.engine.clone(), outcome })
     }
