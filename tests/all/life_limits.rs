@@ -208,6 +208,7 @@ async fn a_root_host_that_cannot_drop_the_uid_refuses_to_start_servers() {
         .build()
         .unwrap();
     let Err(error) = unknown.sandbox() else { panic!("an unknown layer name was accepted") };
+    let error = error.to_string();
     assert!(error.contains("`uid-drop`") && error.contains("\"uid drop\""), "{error}");
 }
 

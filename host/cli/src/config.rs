@@ -29,6 +29,6 @@ pub fn venv_dir(config: &HostConfig, data_dir: &Path) -> PathBuf {
 }
 
 /// `--skills-from AGENT`, for clap.
-pub fn parse_agent(text: &str) -> Result<Agent, String> {
+pub fn parse_agent(text: &str) -> Result<Agent, skillhost::config::UnknownAgent> {
     text.parse()
 }

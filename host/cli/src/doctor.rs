@@ -133,7 +133,7 @@ fn sandbox_checks(host: &Host, venv: &Path) -> Vec<Check> {
         Err(reason) => checks.push(Check {
             name: "bwrap".into(),
             available: false,
-            detail: reason.to_owned(),
+            detail: reason.to_string(),
             fix: Some("install bubblewrap and util-linux; server skills cannot run without them".into()),
         }),
     }

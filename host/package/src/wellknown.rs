@@ -209,19 +209,39 @@ pub fn parse(url: &Url, bytes: &[u8]) -> Result<Index, IndexError> {
     Ok(Index { url: url.clone(), skills })
 }
 
+/// Why an index entry is refused (each names the skill, or quotes the name).
+#[derive(Debug, thiserror::Error)]
+enum EntryError {
+    #[error("the name {name} is not a plain skill name: {reason}")]
+    Name { name: String, reason: String },
+    #[error("the description of {name} holds {forbidden}: {description}")]
+    Description { name: SkillName, forbidden: text::Forbidden, description: String },
+    #[error("{name} has type {kind}; a skill is `skill-md` or `archive`")]
+    Kind { name: SkillName, kind: String },
+    #[error("the url of {name}, {url}: {source}")]
+    Url { name: SkillName, url: String, source: url::ParseError },
+    #[error("the url of {name}, {url}, is not an https:// download")]
+    Scheme { name: SkillName, url: String },
+    #[error("the digest of {name}, {digest}, is not sha256: and 64 hex digits")]
+    Digest { name: SkillName, digest: String },
+}
+
 /// One entry checked, or why it is refused.
-fn check_entry(index: &Url, raw: RawEntry) -> Result<IndexEntry, String> {
+fn check_entry(index: &Url, raw: RawEntry) -> Result<IndexEntry, EntryError> {
     let name = SkillName::new(raw.name.as_str())
-        .map_err(|e| format!("the name {} is not a plain skill name: {}", text::quote(&raw.name, SHOWN), e.reason))?;
+        .map_err(|e| EntryError::Name { name: text::quote(&raw.name, SHOWN), reason: e.reason.to_owned() })?;
     if let Err(forbidden) = text::check(&raw.description, TextKind::Prose) {
-        return Err(format!("the description of {name} holds {forbidden}: {}", text::quote(&raw.description, SHOWN)));
+        return Err(EntryError::Description { name, forbidden, description: text::quote(&raw.description, SHOWN) });
     }
     let kind = match raw.kind.as_str() {
         "skill-md" => EntryKind::SkillMd,
         "archive" => EntryKind::Archive,
-        other => return Err(format!("{name} has type {}; a skill is `skill-md` or `archive`", text::quote(other, SHOWN))),
+        other => return Err(EntryError::Kind { name, kind: text::quote(other, SHOWN) }),
     };
-    let url = index.join(&raw.url).map_err(|e| format!("the url of {name}, {}: {e}", text::quote(&raw.url, SHOWN)))?;
+    let url = match index.join(&raw.url) {
+        Ok(url) => url,
+        Err(source) => return Err(EntryError::Url { name, url: text::quote(&raw.url, SHOWN), source }),
+    };
     // A local file is read only for a local index: a remote index may not point into the
     // disk of whoever reads it.
     let scheme_ok = match url.scheme() {
@@ -230,12 +250,12 @@ fn check_entry(index: &Url, raw: RawEntry) -> Result<IndexEntry, String> {
         _ => false,
     };
     if !scheme_ok {
-        return Err(format!("the url of {name}, {}, is not an https:// download", text::quote(url.as_str(), SHOWN)));
+        return Err(EntryError::Scheme { name, url: text::quote(url.as_str(), SHOWN) });
     }
     let digest = raw.digest.to_ascii_lowercase();
     let hex_ok = digest.strip_prefix("sha256:").is_some_and(|hex| hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()));
     if !hex_ok {
-        return Err(format!("the digest of {name}, {}, is not sha256: and 64 hex digits", text::quote(&raw.digest, SHOWN)));
+        return Err(EntryError::Digest { name, digest: text::quote(&raw.digest, SHOWN) });
     }
     Ok(IndexEntry { name, description: raw.description, kind, url, digest })
 }

@@ -31,7 +31,9 @@ pub enum StartError {
     #[error("secret `{0}` is not set; set it with `skillhost secret set {0}`")]
     SecretNotSet(String),
     /// It asks for network and the host has no egress shim.
-    #[error("it asks for network but this host has no egress shim configured: call `skillhost::helpers::run_if_helper()` first in the program's `main` (or set BwrapConfig::shim)")]
+    #[error(
+        "it asks for network but this host has no egress shim configured: call `skillhost::helpers::run_if_helper()` first in the program's `main` (or set BwrapConfig::shim)"
+    )]
     NoShim,
     /// A granted directory could not be opened.
     #[error(transparent)]

@@ -334,14 +334,16 @@ impl Agent {
     }
 }
 
-impl std::str::FromStr for Agent {
-    type Err = String;
+/// A name that is not an [`Agent`]'s.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown agent `{0}`; known: {known}", known = Agent::ALL.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", "))]
+pub struct UnknownAgent(pub String);
 
-    fn from_str(text: &str) -> Result<Self, String> {
-        Agent::ALL.iter().copied().find(|a| a.as_str() == text).ok_or_else(|| {
-            let known: Vec<&str> = Agent::ALL.iter().map(|a| a.as_str()).collect();
-            format!("unknown agent `{text}`; known: {}", known.join(", "))
-        })
+impl std::str::FromStr for Agent {
+    type Err = UnknownAgent;
+
+    fn from_str(text: &str) -> Result<Self, UnknownAgent> {
+        Agent::ALL.iter().copied().find(|a| a.as_str() == text).ok_or_else(|| UnknownAgent(text.to_owned()))
     }
 }
 

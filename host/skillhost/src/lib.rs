@@ -148,7 +148,7 @@ pub mod runtime {
     #[doc(no_inline)]
     pub use skillhost_core::{CacheOutcome, give_back_freed_memory};
     #[doc(no_inline)]
-    pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime};
+    pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, SandboxError};
     #[doc(no_inline)]
     pub use skillhost_wasm::{CacheStats, WasmConfig};
 }
@@ -316,7 +316,7 @@ impl HostBuilder {
         // One egress for both runtimes: the same resolver, secrets and audit log.
         sandbox_config.net = Arc::new(wasm.net.clone());
         let runtime = WasmRuntime::new(wasm)?;
-        let sandbox = BwrapRuntime::new(sandbox_config).map_err(|e| e.to_string());
+        let sandbox = BwrapRuntime::new(sandbox_config);
         if let Err(e) = &sandbox {
             tracing::debug!("no sandbox runtime: {e}");
         }
@@ -328,7 +328,7 @@ impl HostBuilder {
 /// Loads skills and calls their tools.
 pub struct Host {
     runtime: WasmRuntime,
-    sandbox: Result<BwrapRuntime, String>,
+    sandbox: Result<BwrapRuntime, runtime::SandboxError>,
     policy: Policy,
     secrets: Arc<dyn SecretStore>,
     audit: Arc<dyn AuditLog>,
@@ -413,8 +413,8 @@ impl Host {
     }
 
     /// The sandbox runtime for `[server]` skills, or why there is none.
-    pub fn sandbox(&self) -> Result<&BwrapRuntime, &str> {
-        self.sandbox.as_ref().map_err(String::as_str)
+    pub fn sandbox(&self) -> Result<&BwrapRuntime, &runtime::SandboxError> {
+        self.sandbox.as_ref()
     }
 
     /// Both runtimes behind one [`skillhost_core::SkillRuntime`] that routes by code.
@@ -422,7 +422,7 @@ impl Host {
         Runtimes {
             wasm: Some(Arc::new(self.runtime.clone())),
             server: self.sandbox.as_ref().ok().map(|s| Arc::new(s.clone()) as Arc<dyn skillhost_core::SkillRuntime>),
-            server_unavailable: self.sandbox.as_ref().err().cloned(),
+            server_unavailable: self.sandbox.as_ref().err().map(ToString::to_string),
         }
     }
 
@@ -485,7 +485,7 @@ impl Host {
         let compiled = dir.join("compiled");
         let wasm = LazyRuntime::new("wasm", move || {
             let config = WasmConfig { cache_dir: Some(compiled.clone()), max_instances: 8, ..WasmConfig::default() };
-            Ok(Arc::new(WasmRuntime::new(config).map_err(|e| e.to_string())?) as Arc<dyn skillhost_core::SkillRuntime>)
+            Ok(Arc::new(WasmRuntime::new(config)?) as Arc<dyn skillhost_core::SkillRuntime>)
         });
         let server = self.sandbox.as_ref().ok().map(|sandbox| {
             let (work, venv, allow_weaker) = (dir.join("sandbox"), sandbox.venv().map(|v| v.dir.clone()), sandbox.allow_weaker().to_vec());
@@ -493,11 +493,11 @@ impl Host {
                 let mut config = BwrapConfig::new(work.clone());
                 config.venv = venv.clone();
                 config.allow_weaker = allow_weaker.clone();
-                Ok(Arc::new(BwrapRuntime::new(config).map_err(|e| e.to_string())?) as Arc<dyn skillhost_core::SkillRuntime>)
+                Ok(Arc::new(BwrapRuntime::new(config)?) as Arc<dyn skillhost_core::SkillRuntime>)
             });
             Arc::new(runtime) as Arc<dyn skillhost_core::SkillRuntime>
         });
-        Arc::new(Runtimes { wasm: Some(Arc::new(wasm)), server, server_unavailable: self.sandbox.as_ref().err().cloned() })
+        Arc::new(Runtimes { wasm: Some(Arc::new(wasm)), server, server_unavailable: self.sandbox.as_ref().err().map(ToString::to_string) })
     }
 
     /// Load the skill at `path` (a `.wasm` file or a skill folder, with a component or a
