@@ -36,8 +36,9 @@ mod command;
 mod packages;
 pub use command::{INTERPRETERS, StartForm, StartedScript, command_starts_script};
 pub use packages::{
-    EnvKind, LockReadError, NPM_REGISTRY, NodeError, NodeLock, NodePackages, NpmRegistry, PYPI, PackageLock, PackageSources, PythonIndex,
-    SourcesError, StaleLock, declared_node, env_kind, env_name,
+    DeclaredError, EnvKind, LockReadError, MAX_PACKAGES, NPM_REGISTRY, NodeError, NodeLock, NodePackages, NpmRegistry, PYPI, PackageLock,
+    PackageSources, PythonIndex, RequirementError, ScriptBlockError, SourcesError, StaleLock, check_requirement, declared_node,
+    declared_packages, env_kind, env_name,
 };
 
 /// The largest policy file read, in bytes.
@@ -78,155 +79,6 @@ pub fn scripts_of(files: &BTreeMap<String, Vec<u8>>) -> Vec<(&str, String)> {
 /// Whether a skill's file at `path` is a script (see [`scripts_of`]).
 pub fn script_path(path: &str) -> bool {
     path.starts_with("scripts/") || Path::new(path).extension().and_then(|e| e.to_str()).is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e))
-}
-
-/// The largest number of packages a skill may declare (its scripts and policy together).
-pub const MAX_PACKAGES: usize = 64;
-
-/// The Python packages a skill's scripts declare, the standard ways: PEP 723 inline
-/// metadata in any `.py` file (`# /// script` … `dependencies = [...]` … `# ///`) and a
-/// `requirements.txt` at the skill's root or in `scripts/`, plus those `policy` adds;
-/// sorted and deduplicated. Only plain requirements count (`name[extras] SPECIFIERS;
-/// markers`): an option (`-r`, `--index-url`), a URL or a direct reference is refused,
-/// naming the file, so nothing but the host's package index is ever asked.
-pub fn declared_packages(files: &BTreeMap<String, Vec<u8>>, policy: &RunPolicy) -> Result<Vec<String>, DeclaredError> {
-    let mut found: Vec<String> = policy.packages.clone();
-    for (path, bytes) in files {
-        let Ok(text) = std::str::from_utf8(bytes) else { continue };
-        if path.ends_with(".py") {
-            for dep in pep723_dependencies(text).map_err(|source| DeclaredError::Script { path: path.clone(), source })?.unwrap_or_default()
-            {
-                check_requirement(&dep).map_err(|source| DeclaredError::InFile { path: path.clone(), line: None, source })?;
-                found.push(dep);
-            }
-        } else if path == "requirements.txt" || path == "scripts/requirements.txt" {
-            for (n, line) in text.lines().enumerate() {
-                let line = line.split(" #").next().unwrap_or_default().trim();
-                if line.is_empty() || line.starts_with('#') {
-                    continue;
-                }
-                check_requirement(line).map_err(|source| DeclaredError::InFile { path: path.clone(), line: Some(n + 1), source })?;
-                found.push(line.to_owned());
-            }
-        }
-    }
-    for requirement in &found {
-        check_requirement(requirement)?;
-    }
-    found.sort();
-    found.dedup();
-    if found.len() > MAX_PACKAGES {
-        return Err(DeclaredError::TooMany { count: found.len() });
-    }
-    Ok(found)
-}
-
-/// The `dependencies` of a PEP 723 `script` block, if `text` has one.
-fn pep723_dependencies(text: &str) -> Result<Option<Vec<String>>, ScriptBlockError> {
-    let mut lines = text.lines().skip_while(|l| l.trim_end() != "# /// script");
-    if lines.next().is_none() {
-        return Ok(None);
-    }
-    let mut toml_text = String::new();
-    for line in lines {
-        if line.trim_end() == "# ///" {
-            #[derive(Deserialize)]
-            struct Script {
-                #[serde(default)]
-                dependencies: Vec<String>,
-            }
-            let script: Script = toml::from_str(&toml_text).map_err(|source| ScriptBlockError::Toml { source })?;
-            return Ok(Some(script.dependencies));
-        }
-        let content = line.strip_prefix("# ").or_else(|| line.strip_prefix('#')).ok_or(ScriptBlockError::NotAComment)?;
-        toml_text.push_str(content);
-        toml_text.push('\n');
-    }
-    Err(ScriptBlockError::NotClosed)
-}
-
-/// Whether `requirement` is a plain one: a name, extras, version specifiers and markers,
-/// no option, URL or direct reference (what an installer could read as anything but a
-/// package of the host's index).
-pub fn check_requirement(requirement: &str) -> Result<(), RequirementError> {
-    let bad = |why: &'static str| Err(RequirementError { requirement: crate::text::quote(requirement, 80), why });
-    if requirement.is_empty() || requirement.len() > 200 {
-        return bad("is empty or longer than 200 bytes");
-    }
-    if requirement.starts_with('-') {
-        return bad("is an installer option, which a skill may not give");
-    }
-    if requirement.contains("://") || requirement.contains('@') {
-        return bad("names a URL or a direct reference; packages come from the host's index only");
-    }
-    if !requirement.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        || !requirement.chars().all(|c| c.is_ascii_alphanumeric() || " ._-[],<>=!~;'\"()*".contains(c))
-    {
-        return bad("is not a requirement");
-    }
-    Ok(())
-}
-
-/// A requirement that is not a plain one (see [`check_requirement`]).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("`{requirement}` {why}; write `NAME==VERSION` or `NAME>=VERSION`")]
-pub struct RequirementError {
-    /// The requirement as written, quoted and cut for a message.
-    pub requirement: String,
-    /// What it is instead.
-    pub why: &'static str,
-}
-
-/// Why a `.py` file's PEP 723 `# /// script` block cannot be read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ScriptBlockError {
-    /// Its TOML does not parse.
-    #[error("is not valid TOML: {}", .source.message())]
-    Toml {
-        /// The parser's error.
-        source: toml::de::Error,
-    },
-    /// A line inside it is not a comment.
-    #[error("has a line not starting with `#`")]
-    NotAComment,
-    /// It has no closing `# ///`.
-    #[error("is not closed with `# ///`")]
-    NotClosed,
-}
-
-/// Why the Python packages a skill's scripts declare are refused (see
-/// [`declared_packages`]); each names the file.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DeclaredError {
-    /// A `# /// script` block cannot be read.
-    #[error("{path}: its `# /// script` block {source}")]
-    Script {
-        /// The `.py` file.
-        path: String,
-        /// What is wrong with its block.
-        source: ScriptBlockError,
-    },
-    /// A requirement in a file is not a plain one.
-    #[error("{path}{}: {source}", line.map(|n| format!(":{n}")).unwrap_or_default())]
-    InFile {
-        /// The file.
-        path: String,
-        /// Its line, in a `requirements.txt`.
-        line: Option<usize>,
-        /// What is wrong with it.
-        source: RequirementError,
-    },
-    /// A requirement of the run policy is not a plain one.
-    #[error(transparent)]
-    Policy(#[from] RequirementError),
-    /// More than [`MAX_PACKAGES`].
-    #[error("it declares {count} packages, more than the {MAX_PACKAGES} a skill may")]
-    TooMany {
-        /// How many it declares.
-        count: usize,
-    },
 }
 
 /// A host directory a human granted to a skill's scripts, seen at `/host/NAME`.
