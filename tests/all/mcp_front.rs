@@ -299,3 +299,49 @@ async fn full_text_search_is_answered_by_the_search_index_alone() {
         assert!(bad.to_string().contains(&format!("{tool}: invalid regex `(`")), "{tool}: {bad}");
     }
 }
+
+/// One error shape for agents (issue 41): every built-in tool (the knowledge and search
+/// tools, `skill_run`, the forge's `skill_create` and `skill_update`) given bad input
+/// answers an `isError` result whose one text block is a JSON object with a snake_case
+/// `kind`, the human-readable `message`, and a `fix` saying what to do next; no
+/// structured content (a tool's output schema describes its answers, not its failures).
+/// `skill_list` takes no arguments and has no failure to show.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_builtin_tool_fails_in_one_shape() {
+    let planted = Planted::new();
+    let registry = planted.registry().await;
+    let forge = Arc::new(planted.t.host.forge(registry.clone(), skillhost::ForgeConfig::new(planted.t.data.path().join("forge"))));
+    let (client_side, host_side) = tokio::io::duplex(64 * 1024);
+    let server = SkillhostMcp::new(registry, McpConfig::default()).unwrap().with_forge(forge);
+    tokio::spawn(skillhost::mcp::serve(server, host_side));
+    let client = tokio::time::timeout(HANG_GUARD, ().serve(client_side)).await.expect("handshake hung").expect("handshake");
+    let cases = [
+        ("tool_search", json!({"query": "(", "search_type": "regex"}), "invalid_query", "tool_search: invalid regex `(`"),
+        ("tool_search", json!({"search_type": "regex"}), "invalid_arguments", "tool_search: invalid input"),
+        ("skill_search", json!({"query": "(", "search_type": "regex"}), "invalid_query", "skill_search: invalid regex `(`"),
+        ("skill_get", json!({"names": []}), "invalid_arguments", "skill_get: give 1 to 10 names"),
+        ("skill_get", json!({"names": ["no-such-skill"]}), "unknown_skill", "no skill named `no-such-skill`"),
+        ("read_skill_resource", json!({"skill": "no-such-skill", "path": "SKILL.md"}), "unknown_skill", "no skill named"),
+        ("read_skill_resource", json!({"skill": "limits", "path": "../x"}), "refused_path", "skill `limits`: refused `../x`"),
+        ("skill_run", json!({"skill": "limits"}), "invalid_arguments", "skill_run: invalid input"),
+        ("skill_run", json!({"skill": "no-such-skill", "command": ["true"]}), "unknown_skill", "no skill named `no-such-skill`"),
+        ("skill_create", json!({"name": "x"}), "invalid_arguments", "skill_create: missing field"),
+        ("skill_update", json!({"files": {}}), "invalid_arguments", "skill_update: missing field `name`"),
+    ];
+    for (tool, args, kind, says) in cases {
+        let answer = answer(&client, tool, args.clone()).await;
+        assert_eq!(answer["isError"], true, "{tool} {args}: {answer}");
+        assert!(answer.get("structuredContent").is_none_or(serde_json::Value::is_null), "{tool} {args}: {answer}");
+        let blocks = answer["content"].as_array().expect("content blocks");
+        assert_eq!(blocks.len(), 1, "{tool} {args}: {answer}");
+        let text = blocks[0]["text"].as_str().expect("a text block");
+        let failure: serde_json::Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{tool} {args}: not JSON ({e}): {text}"));
+        let shown = failure["kind"].as_str().unwrap_or_else(|| panic!("{tool} {args}: no kind: {failure}"));
+        assert!(!shown.is_empty() && shown.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{tool}: kind {shown:?}");
+        assert_eq!(shown, kind, "{tool} {args}: {failure}");
+        let message = failure["message"].as_str().unwrap_or_else(|| panic!("{tool} {args}: no message: {failure}"));
+        assert!(message.contains(says), "{tool} {args}: {message:?} does not say {says:?}");
+        let fix = failure["fix"].as_str().unwrap_or_else(|| panic!("{tool} {args}: no fix: {failure}"));
+        assert!(!fix.is_empty(), "{tool} {args}: {failure}");
+    }
+}

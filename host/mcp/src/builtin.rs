@@ -235,6 +235,28 @@ pub enum BuiltinError {
     NoneRead(Vec<KnowledgeError>),
 }
 
+impl crate::failure::AgentFailure for BuiltinError {
+    fn kind(&self) -> &'static str {
+        match self {
+            BuiltinError::Input { .. } | BuiltinError::Names => "invalid_arguments",
+            BuiltinError::Query { .. } => "invalid_query",
+            BuiltinError::Index { .. } => "index_failed",
+            BuiltinError::Knowledge(e) => e.kind(),
+            BuiltinError::NoneRead(all) => all.first().map_or("unknown_skill", KnowledgeError::kind),
+        }
+    }
+
+    fn fix(&self) -> Option<String> {
+        match self {
+            BuiltinError::Input { .. } | BuiltinError::Names => Some(crate::failure::FIX_ARGUMENTS.into()),
+            BuiltinError::Query { .. } => Some("fix the pattern, or search plain words with search_type \"fts\"".into()),
+            BuiltinError::Index { .. } => Some("search with search_type \"regex\" meanwhile".into()),
+            BuiltinError::Knowledge(e) => e.fix(),
+            BuiltinError::NoneRead(all) => all.first().and_then(KnowledgeError::fix),
+        }
+    }
+}
+
 fn parse<T: DeserializeOwned>(tool: &'static str, args: &JsonObject) -> Result<T, BuiltinError> {
     serde_json::from_value(Value::Object(args.clone())).map_err(|source| BuiltinError::Input { tool, source })
 }

@@ -140,21 +140,21 @@ pub async fn call(forge: &Forge, tool: ForgeTool, args: &JsonObject, progress: O
                     let tests: Vec<Value> = a.tests.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
                     match skillhost_forge::append_tests(toml, &tests) {
                         Ok(text) => *toml = text,
-                        Err(e) => return error(json!({"kind": "invalid_arguments", "message": e.to_string()})),
+                        Err(e) => return invalid(e.to_string()),
                     }
                 }
                 forge.create(Submission { name: a.name, language: a.language, files: a.files }, report).await
             }
-            Err(e) => return error(json!({"kind": "invalid_arguments", "message": format!("skill_create: {e}")})),
+            Err(e) => return invalid(format!("skill_create: {e}")),
         },
         ForgeTool::Update => match serde_json::from_value::<UpdateArgs>(args) {
             Ok(a) => forge.update(&a.name, a.files, report).await,
-            Err(e) => return error(json!({"kind": "invalid_arguments", "message": format!("skill_update: {e}")})),
+            Err(e) => return invalid(format!("skill_update: {e}")),
         },
     };
     match outcome {
         Ok(forged) => success(&forged),
-        Err(e) => error(e.to_json()),
+        Err(e) => crate::failure::forge_failure(&e),
     }
 }
 
@@ -194,8 +194,9 @@ fn success(forged: &Forged) -> CallToolResult {
     result
 }
 
-fn error(value: Value) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(value.to_string())])
+/// Arguments that do not parse, in the shape of every built-in tool's failure.
+fn invalid(message: String) -> CallToolResult {
+    crate::failure::result(crate::failure::shape("invalid_arguments", &message, Some(crate::failure::FIX_ARGUMENTS.into())))
 }
 
 /// When the host opted in ([`skillhost_forge::ForgeConfig::suggest_missing`]), add to a

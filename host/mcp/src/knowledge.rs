@@ -105,6 +105,30 @@ pub enum KnowledgeError {
     },
 }
 
+impl KnowledgeError {
+    /// What went wrong, as a stable word (see [`crate::failure`]).
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            KnowledgeError::UnknownSkill(_) => "unknown_skill",
+            KnowledgeError::Refused { .. } => "refused_path",
+            KnowledgeError::NotApproved { .. } => "not_approved",
+            KnowledgeError::NoInstructions(_) => "no_instructions",
+            KnowledgeError::Read { .. } => "read_failed",
+        }
+    }
+
+    /// What to do next.
+    pub(crate) fn fix(&self) -> Option<String> {
+        match self {
+            KnowledgeError::UnknownSkill(_) => Some("call skill_list or skill_search to see the skills".into()),
+            KnowledgeError::Refused { .. } => Some("give a path relative to the skill folder, as listed by skill_get".into()),
+            KnowledgeError::NotApproved { skill, state } => Some(state.fix(skill)),
+            KnowledgeError::NoInstructions(_) => Some("call its tools (tool_search) or read it with skill_get".into()),
+            KnowledgeError::Read { .. } => None,
+        }
+    }
+}
+
 /// One line of `skill_list`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SkillSummary {

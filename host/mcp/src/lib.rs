@@ -44,6 +44,7 @@
 
 mod approval;
 mod builtin;
+mod failure;
 mod forge;
 mod http;
 mod knowledge;

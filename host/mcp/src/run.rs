@@ -16,7 +16,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use skillhost_core::{CallContext, RunInput, RunOutput};
-use skillhost_registry::Registry;
+use skillhost_registry::{Registry, RegistryError};
 
 /// Text files up to this size are inlined in the structured answer.
 const INLINE_TEXT: usize = 16 << 10;
@@ -70,18 +70,56 @@ impl RunFiles {
     }
 
     /// The bytes of `uri` (`skillhost-run://RUN/PATH`).
-    pub(crate) fn read(&self, uri: &str) -> Result<Vec<u8>, String> {
-        let rest = uri.strip_prefix(SCHEME).ok_or_else(|| format!("`{uri}` is not a run's file ({SCHEME}RUN/PATH)"))?;
-        let (run, path) = rest.split_once('/').ok_or_else(|| format!("`{uri}` names no file of the run"))?;
+    pub(crate) fn read(&self, uri: &str) -> Result<Vec<u8>, RunFileError> {
+        let rest = uri.strip_prefix(SCHEME).ok_or_else(|| RunFileError::NotARunFile(uri.to_owned()))?;
+        let (run, path) = rest.split_once('/').ok_or_else(|| RunFileError::NoPath(uri.to_owned()))?;
         let kept = self.inner.lock();
         let files = kept.runs.iter().find(|(id, _)| id == run).map(|(_, files)| files);
-        let files = files.ok_or_else(|| {
-            format!(
-                "run {run} is not kept (the server keeps the files of the last {KEPT_RUNS} runs, {} MiB in all); run it again",
-                KEPT_BYTES >> 20
-            )
-        })?;
-        files.get(path).cloned().ok_or_else(|| format!("run {run} left no file `{path}`"))
+        let files = files.ok_or_else(|| RunFileError::NotKept(run.to_owned()))?;
+        files.get(path).cloned().ok_or_else(|| RunFileError::NoFile { run: run.to_owned(), path: path.to_owned() })
+    }
+}
+
+/// Why a run's file cannot be read (a `resources/read` of a `skillhost-run://` URI).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RunFileError {
+    #[error("`{0}` is not a run's file ({SCHEME}RUN/PATH)")]
+    NotARunFile(String),
+    #[error("`{0}` names no file of the run")]
+    NoPath(String),
+    #[error("run {0} is not kept (the server keeps the files of the last {KEPT_RUNS} runs, {mib} MiB in all); run it again", mib = KEPT_BYTES >> 20)]
+    NotKept(String),
+    #[error("run {run} left no file `{path}`")]
+    NoFile { run: String, path: String },
+}
+
+/// Why `skill_run` gave no answer: its inputs, or the registry's refusal of the run.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SkillRunError {
+    /// An input's `base64` does not decode.
+    #[error("skill_run: input `{path}` is not valid base64: {source}")]
+    Base64 { path: String, source: base64::DecodeError },
+    /// An input with both or neither of `text` and `base64`.
+    #[error("skill_run: input `{0}`: give exactly one of text or base64")]
+    Content(String),
+    /// The registry refused the run, or it failed.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
+
+impl crate::failure::AgentFailure for SkillRunError {
+    fn kind(&self) -> &'static str {
+        match self {
+            SkillRunError::Base64 { .. } | SkillRunError::Content(_) => "invalid_arguments",
+            SkillRunError::Registry(e) => crate::failure::registry_failure(e).0,
+        }
+    }
+
+    fn fix(&self) -> Option<String> {
+        match self {
+            SkillRunError::Base64 { .. } | SkillRunError::Content(_) => Some(crate::failure::FIX_ARGUMENTS.into()),
+            SkillRunError::Registry(e) => crate::failure::registry_failure(e).1,
+        }
     }
 }
 
@@ -167,25 +205,25 @@ pub(crate) fn input_schema() -> std::sync::Arc<JsonObject> {
     rmcp::handler::server::common::schema_for_type::<RunArgs>()
 }
 
-/// Run it and build the answer; `Err` is the tool's error text.
-pub(crate) async fn skill_run(registry: &Registry, runs: &RunFiles, args: RunArgs, cx: CallContext) -> Result<CallToolResult, String> {
+/// Run it and build the answer; `Err` is the tool's failure.
+pub(crate) async fn skill_run(
+    registry: &Registry,
+    runs: &RunFiles,
+    args: RunArgs,
+    cx: CallContext,
+) -> Result<CallToolResult, SkillRunError> {
     let mut inputs = Vec::with_capacity(args.inputs.len());
     for input in args.inputs {
         let bytes = match (input.text, input.base64) {
             (Some(text), None) => text.into_bytes(),
             (None, Some(b64)) => base64::engine::general_purpose::STANDARD
                 .decode(b64.as_bytes())
-                .map_err(|e| format!("skill_run: input `{}` is not valid base64: {e}", skillhost_core::text::quote(&input.path, 80)))?,
-            _ => {
-                return Err(format!(
-                    "skill_run: input `{}`: give exactly one of text or base64",
-                    skillhost_core::text::quote(&input.path, 80)
-                ));
-            }
+                .map_err(|source| SkillRunError::Base64 { path: skillhost_core::text::quote(&input.path, 80), source })?,
+            _ => return Err(SkillRunError::Content(skillhost_core::text::quote(&input.path, 80))),
         };
         inputs.push(RunInput { path: input.path, bytes });
     }
-    let output = registry.run(&args.skill, args.command, inputs, cx).await.map_err(|e| e.to_string())?;
+    let output = registry.run(&args.skill, args.command, inputs, cx).await?;
     Ok(answer(output, runs))
 }
 
@@ -294,8 +332,8 @@ mod tests {
         assert_eq!(runs.read(files[2]["uri"].as_str().unwrap()).unwrap(), blob);
         assert_eq!(runs.read(files[1]["uri"].as_str().unwrap()).unwrap(), png);
         let uri = files[2]["uri"].as_str().unwrap();
-        assert!(runs.read(&uri.replace("data.bin", "none")).unwrap_err().contains("no file"));
-        assert!(runs.read("skillhost-run://1/data.bin").unwrap_err().contains("not kept"), "ids are not guessable");
+        assert!(runs.read(&uri.replace("data.bin", "none")).unwrap_err().to_string().contains("no file"));
+        assert!(runs.read("skillhost-run://1/data.bin").unwrap_err().to_string().contains("not kept"), "ids are not guessable");
     }
 
     #[test]
@@ -306,7 +344,7 @@ mod tests {
         for _ in 1..KEPT_RUNS {
             runs.keep(BTreeMap::from([("x".to_owned(), vec![3])])).unwrap();
         }
-        assert!(runs.read(&format!("{SCHEME}{first}/x")).unwrap_err().contains("not kept"));
+        assert!(runs.read(&format!("{SCHEME}{first}/x")).unwrap_err().to_string().contains("not kept"));
         assert_eq!(runs.read(&format!("{SCHEME}{second}/x")).unwrap(), vec![2]);
     }
 }

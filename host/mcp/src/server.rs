@@ -44,6 +44,7 @@ use tokio::sync::{Semaphore, SemaphorePermit, broadcast};
 use crate::McpError;
 use crate::approval::{Approvals, Asked};
 use crate::builtin::{self, Builtin};
+use crate::failure::AgentFailure;
 use crate::forge::ForgeTool;
 use crate::knowledge;
 use crate::skills;
@@ -526,12 +527,12 @@ impl SkillhostMcp {
                 // cancelled, the session gone).
                 let _held = match self.hold_run(args.get("skill").and_then(Value::as_str).unwrap_or_default()) {
                     Ok(held) => held,
-                    Err(refused) => return error_result(refused),
+                    Err(refused) => return refused.to_result(),
                 };
                 let cx = CallContext { cancel, caller: format!("mcp:{}", self.session.id), ..CallContext::default() };
                 return match serde_json::from_value::<crate::run::RunArgs>(Value::Object(args.clone())) {
-                    Ok(args) => crate::run::skill_run(registry, &self.shared.runs, args, cx).await.unwrap_or_else(error_result),
-                    Err(e) => error_result(format!("skill_run: invalid input: {e}; see the tool's input schema")),
+                    Ok(args) => crate::run::skill_run(registry, &self.shared.runs, args, cx).await.unwrap_or_else(|e| e.to_result()),
+                    Err(source) => builtin::BuiltinError::Input { tool: "skill_run", source }.to_result(),
                 };
             }
         };
@@ -545,29 +546,17 @@ impl SkillhostMcp {
         };
         match result {
             Ok(value) => CallToolResult::structured(value),
-            Err(error) => error_result(error.to_string()),
+            Err(error) => error.to_result(),
         }
     }
 
     /// A slot for one more run of this session: the host's first, then the session's;
     /// refused at once, never queued, when either is full.
-    fn hold_run(&self, skill: &str) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>), String> {
+    fn hold_run(&self, skill: &str) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>), RunsBusy> {
         let config = &self.shared.config;
         let skill = skillhost_core::text::quote(skill, 80);
-        let host = self.shared.running.try_acquire().map_err(|_| {
-            format!(
-                "skill_run of `{skill}` refused: the host already runs {} runs at once, the most it may for all sessions together; \
-                 wait for one to finish, or raise it with `skillhost serve --max-runs N`",
-                config.max_runs
-            )
-        })?;
-        let session = self.session.running.try_acquire().map_err(|_| {
-            format!(
-                "skill_run of `{skill}` refused: this session already runs {} runs at once, the most a session may; \
-                 wait for one to finish, or raise it with `skillhost serve --max-session-runs N`",
-                config.max_session_runs
-            )
-        })?;
+        let host = self.shared.running.try_acquire().map_err(|_| RunsBusy::Host { skill: skill.clone(), max: config.max_runs })?;
+        let session = self.session.running.try_acquire().map_err(|_| RunsBusy::Session { skill, max: config.max_session_runs })?;
         Ok((host, session))
     }
 
@@ -774,7 +763,7 @@ impl ServerHandler for SkillhostMcp {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = |why: String| ErrorData::resource_not_found(why, None);
         if request.uri.starts_with(crate::run::SCHEME) {
-            let bytes = self.shared.runs.read(&request.uri).map_err(not_found)?;
+            let bytes = self.shared.runs.read(&request.uri).map_err(|e| not_found(e.to_string()))?;
             return Ok(ReadResourceResult::new(vec![contents_of(bytes, &request.uri)]).into());
         }
         let rest = request
@@ -942,6 +931,37 @@ fn contents_of(bytes: Vec<u8>, uri: &str) -> ResourceContents {
             use base64::Engine as _;
             ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(binary.into_bytes()), uri)
         }
+    }
+}
+
+/// Why `skill_run` was refused at once: the runs held at once are at a bound.
+#[derive(Debug, thiserror::Error)]
+enum RunsBusy {
+    #[error(
+        "skill_run of `{skill}` refused: the host already runs {max} runs at once, the most it may for all sessions together; \
+         wait for one to finish, or raise it with `skillhost serve --max-runs N`"
+    )]
+    Host { skill: String, max: usize },
+    #[error(
+        "skill_run of `{skill}` refused: this session already runs {max} runs at once, the most a session may; \
+         wait for one to finish, or raise it with `skillhost serve --max-session-runs N`"
+    )]
+    Session { skill: String, max: usize },
+}
+
+impl AgentFailure for RunsBusy {
+    fn kind(&self) -> &'static str {
+        "busy"
+    }
+
+    fn fix(&self) -> Option<String> {
+        Some(match self {
+            RunsBusy::Host { .. } => "wait for a run to finish and call again, or have the user raise `skillhost serve --max-runs N`",
+            RunsBusy::Session { .. } => {
+                "wait for one of this session's runs to finish and call again, or have the user raise `skillhost serve --max-session-runs N`"
+            }
+        }
+        .into())
     }
 }
 
