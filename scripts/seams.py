@@ -23,6 +23,14 @@ use):
 5. No file git tracks is over MAX_TRACKED_BYTES unless LARGE_FILES names it: a core dump,
    a build output or a model committed by mistake is caught before it lands (every clone
    would carry it for ever). Outside a git work tree this check says so and is skipped.
+5. No library crate (every crate under host/ but those in BINARY_CRATES: host/cli, which
+   may use anyhow) has a `String` for an error channel: no `Result<…, String>` (generics
+   matched by nesting, `std::string::String` too; comments and string literals ignored)
+   in a .rs file under its src/. Test code is skipped: a file from its first
+   `#[cfg(test)] mod NAME {` on, the file of a `#[cfg(test)] mod NAME;`, any `tests.rs`,
+   and tests/ and benches/ (outside src/). An embedder must be able to match a failure on
+   its kind, not its text: a thiserror type, keeping the message, with the typed source
+   under `#[source]`. Each hit is named `file:line`.
 
 Exits 1 naming what broke and what to do; 0 otherwise. `--print` prints the graph block
 as it should read. Used by scripts/test.sh before the tests.
@@ -52,6 +60,8 @@ ENGINE = "wasmtime"
 MAX_TRACKED_BYTES = 1 << 20
 # Tracked files allowed over MAX_TRACKED_BYTES, each with why. None so far.
 LARGE_FILES = {}
+# The one host crate that may carry errors as text: the binary (it uses anyhow).
+BINARY_CRATES = {"cli"}
 
 
 def metadata():
@@ -121,6 +131,111 @@ def oversized(root):
     return problems
 
 
+def _code_only(text):
+    """`text` with comments and string/char literals blanked (newlines kept, so offsets map to lines)."""
+    out, i, n = [], 0, len(text)
+    blank = lambda chunk: re.sub(r"[^\n]", " ", chunk)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif m := re.compile(r'r(#*)"').match(text, i):
+            if i and (text[i - 1].isalnum() or text[i - 1] == "_"):
+                out.append(text[i])
+                i += 1
+                continue
+            close = '"' + m.group(1)
+            j = text.find(close, m.end())
+            j = n if j < 0 else j + len(close)
+        elif text[i] == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            j = min(n, j + 1)
+        elif m := re.compile(r"'(\\.[^']*|[^'\\])'").match(text, i):
+            j = m.end()
+        else:
+            out.append(text[i])
+            i += 1
+            continue
+        out.append(blank(text[i:j]))
+        i = j
+    return "".join(out)
+
+
+def _string_errors(code):
+    """Offsets of each `Result<…, String>` in `code` (comments and literals already blanked)."""
+    hits = []
+    for m in re.finditer(r"\bResult\s*<", code):
+        depth, args, start, i = 1, [], m.end(), m.end()
+        while i < len(code) and depth:
+            c = code[i]
+            if code.startswith("->", i):
+                i += 2
+                continue
+            if c in "<([":
+                depth += 1
+            elif c in ">)]":
+                depth -= 1
+                if depth == 0:
+                    args.append(code[start:i])
+            elif c == "," and depth == 1:
+                args.append(code[start:i])
+                start = i + 1
+            elif c in ";{}":
+                break
+            i += 1
+        args = [a.strip() for a in args if a.strip()]
+        if len(args) == 2 and re.fullmatch(r"(::)?(std\s*::\s*|alloc\s*::\s*)?(string\s*::\s*)?String", args[1]):
+            hits.append(m.start())
+    return hits
+
+
+def string_errors(root):
+    """`Result<…, String>` in library crates' non-test sources, as problems naming file:line."""
+    problems = []
+    host = os.path.join(root, "host")
+    for crate in sorted(os.listdir(host)):
+        src = os.path.join(host, crate, "src")
+        if crate in BINARY_CRATES or not os.path.isdir(src):
+            continue
+        manifest = open(os.path.join(host, crate, "Cargo.toml"), encoding="utf-8").read()
+        name = re.search(r'^name\s*=\s*"([^"]+)"', manifest, re.M)
+        name = name.group(1) if name else crate
+        test_files = set()
+        files = sorted(os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs if f.endswith(".rs"))
+        # First pass: files that are `#[cfg(test)] mod x;` of their parent are tests.
+        for path in files:
+            code = _code_only(open(path, encoding="utf-8").read())
+            here = os.path.dirname(path)
+            stem = os.path.splitext(os.path.basename(path))[0]
+            children = here if stem in ("lib", "main", "mod") else os.path.join(here, stem)
+            for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*mod\s+(\w+)\s*;", code):
+                test_files.add(os.path.join(children, m.group(1) + ".rs"))
+                test_files.add(os.path.join(children, m.group(1), "mod.rs"))
+        for path in files:
+            rel = os.path.relpath(path, root)
+            parts = rel.split(os.sep)
+            if path in test_files or "tests" in parts[3:] or "benches" in parts[3:] or parts[-1] == "tests.rs":
+                continue
+            text = open(path, encoding="utf-8").read()
+            code = _code_only(text)
+            inline_tests = re.search(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*mod\s+\w+\s*\{", code)
+            if inline_tests:
+                code = code[: inline_tests.start()]
+            for offset in _string_errors(code):
+                line = code.count("\n", 0, offset) + 1
+                problems.append(
+                    f"{rel}:{line}: `Result<…, String>` in library crate {name}'s code: an error an embedder "
+                    "cannot match; return a thiserror type (in the crate's error.rs when it has several), keeping the message, with the typed "
+                    "source under #[source]/#[from] (only host/cli may carry errors as text)"
+                )
+    return problems
+
+
 def main():
     meta = metadata()
     graph = normal_graph(meta)
@@ -178,6 +293,7 @@ def main():
         print("seams: not a git work tree; the tracked-file size check is skipped", file=sys.stderr)
     else:
         problems.extend(large)
+    problems.extend(string_errors(root))
     for problem in problems:
         print(f"seams: {problem}", file=sys.stderr)
     return 1 if problems else 0
