@@ -310,7 +310,7 @@ async fn full_text_search_is_answered_by_the_search_index_alone() {
 async fn every_builtin_tool_fails_in_one_shape() {
     let planted = Planted::new();
     let registry = planted.registry().await;
-    let forge = Arc::new(planted.t.host.forge(registry.clone(), skillhost::ForgeConfig::new(planted.t.data.path().join("forge"))));
+    let forge = Arc::new(planted.t.host.forge(registry.clone(), skillhost::forge::ForgeConfig::new(planted.t.data.path().join("forge"))));
     let (client_side, host_side) = tokio::io::duplex(64 * 1024);
     let server = SkillhostMcp::new(registry, McpConfig::default()).unwrap().with_forge(forge);
     tokio::spawn(skillhost::mcp::serve(server, host_side));
