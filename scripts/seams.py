@@ -23,7 +23,7 @@ use):
 5. No file git tracks is over MAX_TRACKED_BYTES unless LARGE_FILES names it: a core dump,
    a build output or a model committed by mistake is caught before it lands (every clone
    would carry it for ever). Outside a git work tree this check says so and is skipped.
-5. No library crate (every crate under host/ but those in BINARY_CRATES: host/cli, which
+6. No library crate (every crate under host/ but those in BINARY_CRATES: host/cli, which
    may use anyhow) has a `String` for an error channel: no `Result<…, String>` (generics
    matched by nesting, `std::string::String` too; comments and string literals ignored)
    in a .rs file under its src/. Test code is skipped: a file from its first
