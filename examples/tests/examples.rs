@@ -33,34 +33,12 @@ async fn embedding_the_host_loads_a_skill_and_calls_its_first_tool() {
     assert!(out.is_object(), "the first tool's example answered: {out}");
 }
 
-/// An HTTP server on 127.0.0.1 answering every request with `body`: its port.
-async fn http_server(body: &'static str) -> u16 {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
-                let _ = stream.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    port
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_editor_plugin_is_its_own_shim_and_run_init_with_no_skillhost_anywhere() {
     let (skills, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let port = http_server("hello from the allowed host").await;
+    // An upstream on 127.0.0.1 that records what reaches it (`/ok` answers 1 KiB of `x`).
+    let upstream = fixtures::TestServer::start();
+    let port = upstream.port();
     // A networked server skill (FastMCP, httpx through the egress proxy) ...
     let network = format!("[network]\nallow = [\"http://127.0.0.1:{port}\"]\n");
     let prober = fixtures::python::install("sandbox-probe", skills.path(), &network);
@@ -99,7 +77,7 @@ async fn the_editor_plugin_is_its_own_shim_and_run_init_with_no_skillhost_anywhe
     let exe = std::env::current_exe().unwrap();
     let plugin = exe.parent().and_then(Path::parent).unwrap().join("examples/editor_plugin");
     assert!(plugin.is_file(), "{} was not built", plugin.display());
-    let fetch = format!(r#"{{"url": "http://127.0.0.1:{port}/"}}"#);
+    let fetch = format!(r#"{{"url": "http://127.0.0.1:{port}/ok"}}"#);
     let run = r#"{"skill": "report", "command": ["sh", "scripts/hello.sh"]}"#;
     let args = ["--data", data.path().to_str().unwrap(), "--once", "--call", "prober__fetch_text", &fetch, "--call", "skill_run", run];
     // Nothing of cargo's environment (no CARGO_BIN_EXE_skillhost*), and a PATH with no
@@ -117,6 +95,8 @@ async fn the_editor_plugin_is_its_own_shim_and_run_init_with_no_skillhost_anywhe
     let out = tokio::time::timeout(std::time::Duration::from_secs(300), command.output()).await.expect("the plugin hung").unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "the plugin failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("prober__fetch_text -> hello from the allowed host"), "the networked server skill: {stdout}\n{stderr}");
+    let body = "x".repeat(1024);
+    assert!(stdout.contains(&format!("prober__fetch_text -> {body}")), "the networked server skill: {stdout}\n{stderr}");
+    assert_eq!(upstream.received().iter().filter(|r| r.target == "/ok").count(), 1, "the request reached the upstream once");
     assert!(stdout.contains("hello from the script"), "the script's run: {stdout}\n{stderr}");
 }
