@@ -80,7 +80,7 @@ pub struct PolicyArgs {
 /// Show or change the policy.
 pub async fn run(app: &App, args: PolicyArgs) -> Result<ExitCode> {
     let host = app.host()?;
-    let registry = app.registry_for(&host, &args.skill, false).await?;
+    let registry = app.registry_for(&host, &args.skill, true).await?;
     let entry = registry.entry(&args.skill)?;
     let current = registry.policy_path(&entry.identity);
     let changes = args.reset

@@ -27,6 +27,10 @@
 //! are valid there: a misspelt opt-out or verification rule is never silently ignored.
 //! So is a value that cannot be used (a package index that is not `https://`, a host rule
 //! that does not parse, a duration that is not one). A missing file is the defaults.
+//! A relative path in it (`venv`, a verification `key`, `python_wheels`,
+//! `npm_offline_cache`) is relative to the file's own directory, never to the directory
+//! the host happens to be started from (an MCP client starts it anywhere, a project
+//! directory among them).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -221,9 +225,22 @@ impl HostConfig {
             at(e.span(), message, fix)
         })?;
         config.path = Some(path.to_owned());
+        config.anchor_paths(path.parent().unwrap_or(Path::new("/")));
         config.package_sources()?;
         config.source_caps(Caps::default())?;
         Ok(config)
+    }
+
+    /// Every relative path made relative to `dir`, the config file's directory.
+    fn anchor_paths(&mut self, dir: &Path) {
+        let anchor = |path: &mut PathBuf| {
+            if path.is_relative() {
+                *path = dir.join(&*path);
+            }
+        };
+        let optional = [&mut self.sandbox.venv, &mut self.packages.python_wheels, &mut self.packages.npm_offline_cache];
+        optional.into_iter().flatten().for_each(anchor);
+        self.sources.verify.iter_mut().for_each(|rule| anchor(&mut rule.key));
     }
 
     /// The file named in errors.
@@ -405,6 +422,17 @@ mod tests {
     fn an_agents_personal_folder_comes_before_the_projects() {
         let folders = Agent::Claude.folders(Some(Path::new("/home/ada")), Path::new("/work/p"));
         assert_eq!(folders, [PathBuf::from("/home/ada/.claude/skills"), PathBuf::from("/work/p/.claude/skills")]);
+    }
+
+    #[test]
+    fn relative_paths_are_the_config_files_never_the_working_directorys() {
+        let text = "[sandbox]\nvenv = \"python\"\n[packages]\npython_wheels = \"wheels\"\n[[sources.verify]]\nprefix = \"oci://r/\"\nkey = \"team.pub\"\n";
+        let config = HostConfig::parse(text, Path::new("/srv/skillhost/config.toml")).unwrap();
+        assert_eq!(config.sandbox.venv.as_deref(), Some(Path::new("/srv/skillhost/python")));
+        assert_eq!(config.packages.python_wheels.as_deref(), Some(Path::new("/srv/skillhost/wheels")));
+        assert_eq!(config.sources.verify[0].key, Path::new("/srv/skillhost/team.pub"));
+        let absolute = HostConfig::parse("[sandbox]\nvenv = \"/opt/venv\"\n", Path::new("/srv/config.toml")).unwrap();
+        assert_eq!(absolute.sandbox.venv.as_deref(), Some(Path::new("/opt/venv")));
     }
 
     #[test]
