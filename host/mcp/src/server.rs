@@ -1,4 +1,6 @@
 //! [`SkillhostMcp`], the rmcp [`ServerHandler`] that serves a [`Registry`] to agents.
+//! Its child modules: `calls` (a skill's tool and the built-in tools called), `elicit` (a
+//! human's approval asked), `index` (the search index a session waits for).
 //!
 //! One value is one MCP session: the tools activated by `tool_search` live in it, so a
 //! transport creates one per connection ([`SkillhostMcp::session`]). The registry, the
@@ -49,6 +51,14 @@ use crate::forge::ForgeTool;
 use crate::knowledge;
 use crate::skills;
 use crate::tools::{SEPARATOR, ToolEntry, public_name, table, tool_count};
+
+mod calls;
+mod elicit;
+mod index;
+
+use calls::ProgressForwarder;
+pub use index::IndexLoading;
+use index::IndexSlot;
 
 /// How the MCP front behaves.
 #[derive(Clone, Debug)]
@@ -137,64 +147,10 @@ struct Session {
     running: Semaphore,
 }
 
-/// The search index in place, and whether a better one is on its way.
-#[derive(Clone)]
-struct IndexSlot {
-    index: Arc<SearchIndex>,
-    /// Whether [`SkillhostMcp::index_loading`]'s index is still opening.
-    loading: bool,
-    /// Why the index that was opening did not come.
-    failed: Option<String>,
-}
-
-/// A search index on its way ([`SkillhostMcp::index_loading`]): hand it over with
-/// [`ready`](Self::ready), or say it will not come with [`failed`](Self::failed) (dropping
-/// it says so too).
-pub struct IndexLoading {
-    slot: tokio::sync::watch::Sender<IndexSlot>,
-    settled: bool,
-}
-
-impl IndexLoading {
-    /// The index opened: sessions that have not searched yet rank with it.
-    pub fn ready(mut self, index: Arc<SearchIndex>) {
-        self.settled = true;
-        self.slot.send_modify(|slot| {
-            slot.index = index;
-            slot.loading = false;
-            slot.failed = None;
-        });
-    }
-
-    /// The index did not open (`why`): sessions keep the one in place.
-    pub fn failed(mut self, why: &str) {
-        self.settled = true;
-        let why = why.to_owned();
-        self.slot.send_modify(|slot| {
-            slot.loading = false;
-            slot.failed = Some(why);
-        });
-    }
-}
-
-impl Drop for IndexLoading {
-    fn drop(&mut self) {
-        if !self.settled {
-            self.slot.send_modify(|slot| {
-                slot.loading = false;
-                slot.failed = Some("opening it was abandoned".to_owned());
-            });
-        }
-    }
-}
-
 /// The prompt with the skill directory.
 const DIRECTORY_PROMPT: &str = "skills_directory";
 /// Its budget argument.
 const DIRECTORY_BUDGET_ARG: &str = "budget";
-
-/// The key of the approval question inside `inputRequests`.
-const APPROVAL_KEY: &str = "approve";
 
 impl SkillhostMcp {
     /// A server over `registry` with `config`; this value is the first session.
@@ -227,48 +183,6 @@ impl SkillhostMcp {
             running,
         });
         Self { session: Session::new(&shared), shared }
-    }
-
-    /// Rank searches with `index` from now on, in every session that has not searched
-    /// yet: a session keeps the ranker of its first full-text search, so that the same
-    /// query keeps its order within it.
-    pub fn set_index(&self, index: Arc<SearchIndex>) {
-        self.shared.index.send_modify(|slot| slot.index = index);
-    }
-
-    /// Say that a better search index (hybrid, on disk, with the embedding model) is
-    /// opening while the one in place (BM25 in memory) answers: a session's first
-    /// full-text search waits for it up to [`McpConfig::first_search_wait`], then keeps
-    /// whichever index it got for the rest of the session, and its answers say which
-    /// ranker answered and why.
-    pub fn index_loading(&self) -> IndexLoading {
-        self.shared.index.send_modify(|slot| {
-            slot.loading = true;
-            slot.failed = None;
-        });
-        IndexLoading { slot: self.shared.index.clone(), settled: false }
-    }
-
-    /// The index this session's full-text searches rank with: fixed at its first search,
-    /// after waiting (bounded) for an index still opening and the skills still loading.
-    async fn session_index(&self) -> builtin::SessionIndex {
-        self.session
-            .ranker
-            .get_or_init(|| async {
-                let mut slot = self.shared.index.subscribe();
-                let wait = self.shared.config.first_search_wait;
-                // The skills found at start are searched for too. Still loading after the
-                // wait: the slot says so below.
-                let settled = async {
-                    let _ = slot.wait_for(|s| !s.loading).await;
-                    self.shared.registry.ready().await;
-                };
-                let _ = tokio::time::timeout(wait, settled).await;
-                let slot = slot.borrow().clone();
-                builtin::SessionIndex::pin(slot.index, slot.loading.then_some(wait), slot.failed)
-            })
-            .await
-            .clone()
     }
 
     /// Offer `skill_create` and `skill_update`, run by `forge` (over the same registry).
@@ -336,230 +250,6 @@ impl SkillhostMcp {
         Some(ToolEntry { name: public_name(&entry.name, tool)?, skill: entry.name.clone(), spec: spec.clone(), state: entry.state })
     }
 
-    /// A call to a tool of a skill that is still loading waits for it (with a progress
-    /// notification every second, when the client asked for progress), then resolves the
-    /// name again; `None` when the skill is not loading, or loaded without that tool.
-    async fn wait_for_skill(&self, name: &str, context: &RequestContext<RoleServer>) -> Result<Option<ToolEntry>, ErrorData> {
-        let Some((skill, _)) = name.split_once(SEPARATOR) else { return Ok(None) };
-        let registry = &self.shared.registry;
-        if !registry.loading().iter().any(|n| n.as_str() == skill) {
-            return Ok(None);
-        }
-        let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
-        let loaded = registry.wait_loaded(skill);
-        tokio::pin!(loaded);
-        let mut waited = 0;
-        loop {
-            tokio::select! {
-                () = &mut loaded => break,
-                () = context.ct.cancelled() => return Err(ErrorData::internal_error(format!("cancelled while skill `{skill}` was loading"), None)),
-                () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
-                    waited += 1;
-                    if let Some(forwarder) = &forwarder {
-                        let message = format!("skill `{skill}` is still loading ({waited} s)");
-                        (forwarder.sink())(Progress { done: waited, total: None, message: Some(message) });
-                    }
-                }
-            }
-        }
-        if let Some(forwarder) = forwarder {
-            forwarder.flush().await;
-        }
-        Ok(self.resolve(name))
-    }
-
-    async fn call_skill_tool(
-        &self,
-        tool: ToolEntry,
-        params: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        if !tool.approved() {
-            match self.approval(&tool, &params, &context).await? {
-                Approval::Granted => {}
-                Approval::Ask(result) => return Ok(result.into()),
-                Approval::Refused(text) => return Ok(error_result(text).into()),
-            }
-        }
-        // Activation on first use: a call by exact name makes a deferred tool visible.
-        if tool_count(&self.shared.registry) > self.shared.config.deferred_threshold {
-            self.activate([tool.name.clone()]);
-        }
-        let input = Value::Object(params.arguments.unwrap_or_default());
-        let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
-        let cx = CallContext {
-            timeout: None,
-            cancel: context.ct.clone(),
-            progress: forwarder.as_ref().map(ProgressForwarder::sink),
-            caller: format!("mcp:{}", self.session.id),
-        };
-        let outcome = self.shared.registry.call(tool.skill.as_str(), &tool.spec.name, input, cx).await;
-        if let Some(forwarder) = forwarder {
-            forwarder.flush().await;
-        }
-        match outcome {
-            Ok(out) => {
-                let mut result = CallToolResult::success(content_blocks(out.content, &out.value));
-                result.structured_content = tool.structured(out.value);
-                Ok(result.into())
-            }
-            Err(RegistryError::Call(error)) => call_error(error),
-            Err(error) => Ok(error_result(error.to_string()).into()),
-        }
-    }
-
-    /// Who is asking, as far as approval questions go: the HTTP session or bearer token of
-    /// a request over HTTP (where a 2026-07-28 client may get a fresh handler per
-    /// request), else this connection's session.
-    fn session_key(&self, context: &RequestContext<RoleServer>) -> String {
-        context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<crate::http::Principal>())
-            .map_or_else(|| format!("session:{}", self.session.id), |p| p.0.clone())
-    }
-
-    /// Decide whether an unapproved skill may run now, asking the human if we can.
-    async fn approval(
-        &self,
-        tool: &ToolEntry,
-        params: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Approval, ErrorData> {
-        let registry = &self.shared.registry;
-        let name = tool.skill.as_str();
-        let command = format!("run `skillhost approve {name}` in a terminal, then call again");
-        let request = registry.approval_request(name).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let supports = context.client_capabilities().is_some_and(|c| c.elicitation.is_some());
-        if !self.shared.config.elicit_approvals || !supports {
-            return Ok(Approval::Refused(format!(
-                "skill `{name}` is {} and this client cannot ask the user to approve it; {command}",
-                request.state.as_str()
-            )));
-        }
-        let message = match request.dialog_question() {
-            Ok(message) => message,
-            Err(too_long) => return Ok(Approval::Refused(too_long.to_string())),
-        };
-        let session = self.session_key(context);
-        let asked = Asked {
-            session: session.clone(),
-            skill: name.to_owned(),
-            content_hash: request.content_hash.clone(),
-            capability_digest: request.capability_digest.clone(),
-        };
-        let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
-        let (answer, asked) = if modern {
-            // 2026-07-28: the answer comes back with the retried call, along with the
-            // token of what was asked. A token that does not check out is refused
-            // before the answer is read, and records nothing.
-            let redeemed = match params.request_state.as_deref() {
-                Some(token) => Some(
-                    self.shared
-                        .approvals
-                        .redeem(token, &session, name)
-                        .map_err(|e| ErrorData::invalid_params(format!("skill `{name}`: {e}"), None))?,
-                ),
-                None => None,
-            };
-            let response = params.input_responses.as_ref().and_then(|r| r.get(APPROVAL_KEY));
-            let (Some(redeemed), Some(response)) = (redeemed, response) else {
-                let token = self.shared.approvals.issue(asked).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                let ask = InputRequest::Elicitation(ElicitRequest::new(elicit_params(message)));
-                let requests = [(APPROVAL_KEY.to_owned(), ask)].into_iter().collect();
-                return Ok(Approval::Ask(InputRequiredResult::new(Some(requests), Some(token))));
-            };
-            let answer: ElicitResult = serde_json::from_value(response.clone())
-                .map_err(|e| ErrorData::invalid_params(format!("bad elicitation response: {e}"), None))?;
-            (answer, redeemed)
-        } else {
-            let answer = context
-                .peer
-                .create_elicitation(elicit_params(message))
-                .await
-                .map_err(|e| ErrorData::internal_error(format!("asking the user to approve `{name}` failed: {e}"), None))?;
-            (answer, asked)
-        };
-        let accepted = answer.action == ElicitationAction::Accept
-            && answer.content.as_ref().and_then(|c| c.get("approve")).and_then(Value::as_bool) == Some(true);
-        if !accepted {
-            return Ok(Approval::Refused(format!("the user did not approve skill `{name}`; nothing ran. To approve it later, {command}")));
-        }
-        // Bound to what the human was shown: if the skill changed since, this fails.
-        match registry.approve(name, &asked.content_hash, &asked.capability_digest, ApprovalChannel::McpElicitation).await {
-            Ok(()) => {}
-            Err(error @ RegistryError::ChangedSinceReview { .. }) => {
-                return Ok(Approval::Refused(format!(
-                    "{error}; nothing was approved or ran: call the tool again to be asked about this version"
-                )));
-            }
-            Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
-        }
-        tracing::info!(skill = name, session = %session, "approved by the user through MCP elicitation");
-        Ok(Approval::Granted)
-    }
-
-    /// A built-in tool; `cancel` is the request's (a run of `skill_run` stops with it).
-    async fn call_builtin(&self, builtin: Builtin, args: &JsonObject, cancel: tokio_util::sync::CancellationToken) -> CallToolResult {
-        let registry = &self.shared.registry;
-        let full_text = matches!(builtin, Builtin::ToolSearch | Builtin::SkillSearch) && builtin::is_full_text(args);
-        let index = if full_text {
-            self.session_index().await
-        } else {
-            builtin::SessionIndex::pin(self.shared.index.borrow().index.clone(), None, None)
-        };
-        let result = match builtin {
-            Builtin::ToolSearch => {
-                let deferred = self.deferred(&table(registry));
-                builtin::tool_search(registry, &index, args, deferred).map(|(value, found)| {
-                    if deferred {
-                        self.activate(found);
-                    }
-                    value
-                })
-            }
-            Builtin::SkillList => Ok(builtin::skill_list(registry)),
-            Builtin::SkillSearch => builtin::skill_search(registry, &index, args),
-            Builtin::SkillGet => builtin::skill_get(registry, args),
-            Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
-            Builtin::SkillRun => {
-                // Held until the call's future ends, however it ends (answered, failed,
-                // cancelled, the session gone).
-                let _held = match self.hold_run(args.get("skill").and_then(Value::as_str).unwrap_or_default()) {
-                    Ok(held) => held,
-                    Err(refused) => return refused.to_result(),
-                };
-                let cx = CallContext { cancel, caller: format!("mcp:{}", self.session.id), ..CallContext::default() };
-                return match serde_json::from_value::<crate::run::RunArgs>(Value::Object(args.clone())) {
-                    Ok(args) => crate::run::skill_run(registry, &self.shared.runs, args, cx).await.unwrap_or_else(|e| e.to_result()),
-                    Err(source) => builtin::BuiltinError::Input { tool: "skill_run", source }.to_result(),
-                };
-            }
-        };
-        // Opt-in: repeated searches nothing matched become suggestions.
-        let result = match (builtin, result, &self.shared.forge) {
-            (Builtin::ToolSearch, Ok(mut value), Some(forge)) if value["no_good_match"] == true => {
-                crate::forge::suggest(forge, &mut value);
-                Ok(value)
-            }
-            (_, result, _) => result,
-        };
-        match result {
-            Ok(value) => CallToolResult::structured(value),
-            Err(error) => error.to_result(),
-        }
-    }
-
-    /// A slot for one more run of this session: the host's first, then the session's;
-    /// refused at once, never queued, when either is full.
-    fn hold_run(&self, skill: &str) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>), RunsBusy> {
-        let config = &self.shared.config;
-        let skill = skillhost_core::text::quote(skill, 80);
-        let host = self.shared.running.try_acquire().map_err(|_| RunsBusy::Host { skill: skill.clone(), max: config.max_runs })?;
-        let session = self.session.running.try_acquire().map_err(|_| RunsBusy::Session { skill, max: config.max_session_runs })?;
-        Ok((host, session))
-    }
-
     /// Forward list changes until `send` fails (the peer is gone) or `stop` fires.
     async fn forward_changes<F, Fut>(&self, send: F, stop: impl std::future::Future<Output = ()>)
     where
@@ -599,12 +289,6 @@ impl Session {
             running: Semaphore::new(shared.config.max_session_runs.min(Semaphore::MAX_PERMITS)),
         })
     }
-}
-
-enum Approval {
-    Granted,
-    Ask(InputRequiredResult),
-    Refused(String),
 }
 
 impl ServerHandler for SkillhostMcp {
@@ -844,85 +528,6 @@ impl ServerHandler for SkillhostMcp {
     }
 }
 
-/// Forwards a call's progress as MCP notifications, in order.
-struct ProgressForwarder {
-    tx: tokio::sync::mpsc::UnboundedSender<Forward>,
-}
-
-enum Forward {
-    Progress(Progress),
-    /// Everything before this was sent: answer on the channel.
-    Flush(tokio::sync::oneshot::Sender<()>),
-}
-
-impl ProgressForwarder {
-    fn start(peer: Peer<RoleServer>, token: rmcp::model::ProgressToken) -> Self {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Forward>();
-        tokio::spawn(async move {
-            while let Some(message) = rx.recv().await {
-                match message {
-                    Forward::Progress(p) => {
-                        let mut param = ProgressNotificationParam::new(token.clone(), p.done as f64);
-                        param.total = p.total.map(|t| t as f64);
-                        param.message = p.message;
-                        // A client that left just misses the rest.
-                        let _ = peer.notify_progress(param).await;
-                    }
-                    Forward::Flush(done) => {
-                        let _ = done.send(());
-                    }
-                }
-            }
-        });
-        Self { tx }
-    }
-
-    fn sink(&self) -> skillhost_core::ProgressSink {
-        let tx = self.tx.clone();
-        Arc::new(move |progress| {
-            let _ = tx.send(Forward::Progress(progress));
-        })
-    }
-
-    /// Wait until every report so far is on the wire: clients drop progress that
-    /// arrives after the result.
-    async fn flush(self) {
-        let (done, sent) = tokio::sync::oneshot::channel();
-        if self.tx.send(Forward::Flush(done)).is_ok() {
-            let _ = sent.await;
-        }
-    }
-}
-
-/// A failed call: the tool's own failures and limits go back as `isError` results the
-/// agent can read; a host failure is a JSON-RPC error.
-fn call_error(error: CallError) -> Result<CallToolResponse, ErrorData> {
-    match error.failure {
-        CallFailure::Host { .. } | CallFailure::Cancelled => Err(ErrorData::internal_error(error.to_string(), None)),
-        _ => {
-            let mut result = error_result(error.to_string());
-            result.structured_content = None;
-            result.meta = None;
-            Ok(result.into())
-        }
-    }
-}
-
-/// The content of a successful call as the agent gets it: a server skill's own blocks
-/// as its server sent them; for a wasm skill, a string output as its text and any other
-/// value as its JSON.
-fn content_blocks(content: Option<Vec<Value>>, value: &Value) -> Vec<ContentBlock> {
-    match content {
-        Some(blocks) => blocks
-            .into_iter()
-            // The sandbox's client parsed these as MCP content already; one that does not
-            // read back passes as its JSON text rather than being dropped.
-            .map(|block| serde_json::from_value(block.clone()).unwrap_or_else(|_| ContentBlock::text(block.to_string())))
-            .collect(),
-        None => vec![ContentBlock::text(value.as_str().map_or_else(|| value.to_string(), str::to_owned))],
-    }
-}
-
 /// A resource's bytes as text when they are UTF-8, else as base64.
 fn contents_of(bytes: Vec<u8>, uri: &str) -> ResourceContents {
     match String::from_utf8(bytes) {
@@ -932,44 +537,4 @@ fn contents_of(bytes: Vec<u8>, uri: &str) -> ResourceContents {
             ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(binary.into_bytes()), uri)
         }
     }
-}
-
-/// Why `skill_run` was refused at once: the runs held at once are at a bound.
-#[derive(Debug, thiserror::Error)]
-enum RunsBusy {
-    #[error(
-        "skill_run of `{skill}` refused: the host already runs {max} runs at once, the most it may for all sessions together; \
-         wait for one to finish, or raise it with `skillhost serve --max-runs N`"
-    )]
-    Host { skill: String, max: usize },
-    #[error(
-        "skill_run of `{skill}` refused: this session already runs {max} runs at once, the most a session may; \
-         wait for one to finish, or raise it with `skillhost serve --max-session-runs N`"
-    )]
-    Session { skill: String, max: usize },
-}
-
-impl AgentFailure for RunsBusy {
-    fn kind(&self) -> &'static str {
-        "busy"
-    }
-
-    fn fix(&self) -> Option<String> {
-        Some(match self {
-            RunsBusy::Host { .. } => "wait for a run to finish and call again, or have the user raise `skillhost serve --max-runs N`",
-            RunsBusy::Session { .. } => {
-                "wait for one of this session's runs to finish and call again, or have the user raise `skillhost serve --max-session-runs N`"
-            }
-        }
-        .into())
-    }
-}
-
-fn error_result(text: String) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(text)])
-}
-
-fn elicit_params(message: String) -> ElicitRequestParams {
-    let schema: ElicitationSchema = ElicitationSchema::builder().required_bool("approve").build_unchecked();
-    ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema }
 }
