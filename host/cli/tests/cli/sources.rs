@@ -299,3 +299,40 @@ fn a_remote_install_waits_for_no_other_skill() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(user.user_layer().join("say-hello/SKILL.md").is_file());
 }
+
+/// A relative `key` of a `[[sources.verify]]` rule is the config file's neighbour, never a
+/// file of the directory skillhost was started in: a repository an MCP client starts
+/// skillhost from cannot hold its own `team.pub` and make its author's signature pass
+/// for the team's.
+#[test]
+fn a_relative_verification_key_is_read_beside_the_config_not_in_the_working_directory() {
+    let registry = OciRegistry::start();
+    let user = Host::new();
+    let work = tempfile::tempdir().unwrap();
+    // The team's key beside the host config; the attacker's in the repository.
+    user.ok(&["key", "generate", "--out", user.data.path().join("team").to_str().unwrap()]);
+    let attacker = work.path().join("attacker");
+    user.ok(&["key", "generate", "--out", attacker.to_str().unwrap()]);
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::copy(attacker.with_extension("pub"), repo.path().join("team.pub")).unwrap();
+    let tag = format!("oci://{}/team/say-hello:1.0", registry.host);
+    let folder = skill_folder(work.path(), "say-hello", "hello");
+    user.ok(&["publish", folder.to_str().unwrap(), &tag, "--sign", attacker.with_extension("key").to_str().unwrap()]);
+    let config = format!("[[sources.verify]]\nprefix = \"oci://{}/team/\"\nkey = \"team.pub\"\n", registry.host);
+    std::fs::write(user.data.path().join("config.toml"), config).unwrap();
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .current_dir(repo.path())
+        .arg("--skills")
+        .arg(user.skills.path())
+        .arg("--data-dir")
+        .arg(user.data.path())
+        .args(["install", &tag, "--no-lock"])
+        .env_remove("SKILLHOST_CONFIG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the repository's key passed for the team's:\n{stderr}");
+    assert!(stderr.contains("signature refused") && stderr.contains("not by any of the keys"), "{stderr}");
+    assert!(tree(&user.user_layer()).is_empty(), "nothing written on a refused signature");
+}
