@@ -45,10 +45,28 @@ pub fn rfc3339(time: SystemTime) -> String {
 
 /// Why the audit log could not be opened or read.
 #[derive(Debug, thiserror::Error)]
-#[error("audit log {}: {message}; check that the data directory is writable", path.display())]
+#[error("audit log {place}: {message}; {fix}")]
 pub struct AuditError {
-    path: PathBuf,
+    /// The database: a file, or a PostgreSQL URL without its password.
+    place: String,
     message: String,
+    fix: &'static str,
+}
+
+impl AuditError {
+    /// A failure of the SQLite file at `path`.
+    fn file(path: &Path, message: impl std::fmt::Display) -> Self {
+        Self { place: path.display().to_string(), message: message.to_string(), fix: "check that the data directory is writable" }
+    }
+
+    /// A failure of the PostgreSQL database `shown` (its URL without the password).
+    pub(crate) fn postgres(shown: &str, message: impl std::fmt::Display) -> Self {
+        Self {
+            place: shown.to_owned(),
+            message: message.to_string(),
+            fix: "check that PostgreSQL answers at [state] url and that its role may write the skillhost tables",
+        }
+    }
 }
 
 /// Which rows to read.
@@ -184,7 +202,7 @@ impl RunAudit {
 }
 
 /// A row the writer inserts.
-enum Row {
+pub(crate) enum Row {
     Request(EgressRecord),
     Run(RunRecord),
 }
@@ -229,7 +247,7 @@ PRAGMA user_version = 2;
 ";
 
 fn open(path: &Path) -> Result<Connection, AuditError> {
-    let err = |e: rusqlite::Error| AuditError { path: path.to_owned(), message: e.to_string() };
+    let err = |e: rusqlite::Error| AuditError::file(path, e);
     let conn = sqlite::connect(path).map_err(err)?;
     conn.execute_batch(SCHEMA).map_err(err)?;
     Ok(conn)
@@ -244,7 +262,7 @@ impl SqliteAuditLog {
         }
         let conn = open(&path)?;
         let writer = Writer::start("skillhost-audit", &path, conn, insert)
-            .map_err(|e| AuditError { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
+            .map_err(|e| AuditError::file(&path, format!("cannot start its writer thread: {e}")))?;
         Ok(Self { path, writer })
     }
 }
@@ -260,7 +278,7 @@ impl AuditLog for SqliteAuditLog {
 
     fn runs(&self, query: &AuditQuery) -> Result<Vec<RunRecord>, AuditError> {
         self.flush();
-        let err = |e: rusqlite::Error| AuditError { path: self.path.clone(), message: e.to_string() };
+        let err = |e: rusqlite::Error| AuditError::file(&self.path, e);
         let conn = open(&self.path)?;
         let mut statement = conn
             .prepare(
@@ -297,7 +315,7 @@ impl AuditLog for SqliteAuditLog {
 
     fn query(&self, query: &AuditQuery) -> Result<Vec<EgressRecord>, AuditError> {
         self.flush();
-        let err = |e: rusqlite::Error| AuditError { path: self.path.clone(), message: e.to_string() };
+        let err = |e: rusqlite::Error| AuditError::file(&self.path, e);
         let conn = open(&self.path)?;
         let since_ms = query.since.map_or(0, millis);
         let mut statement = conn
@@ -343,7 +361,7 @@ impl AuditSink for SqliteAuditLog {
     }
 }
 
-fn millis(time: SystemTime) -> i64 {
+pub(crate) fn millis(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 

@@ -27,6 +27,19 @@ pub enum StoreError {
         /// What failed.
         message: String,
     },
+    /// The PostgreSQL state store failed.
+    #[error("state store {url}: {message}; {fix}")]
+    Postgres {
+        /// Its URL, without the password.
+        url: String,
+        /// What failed.
+        message: String,
+        /// What to do about it.
+        fix: &'static str,
+    },
+    /// The audit log could not be opened.
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditError),
     /// A file system operation failed.
     #[error("{}: {action}: {source}", path.display())]
     Io {

@@ -1,14 +1,17 @@
-//! skillhost's stores, each behind a trait a later backend (PostgreSQL) can implement,
-//! with the SQLite (and, for secrets, file) implementations the host opens over its data
-//! dir:
+//! skillhost's stores, each behind a trait, with a SQLite implementation over the data
+//! dir (one person's host) and a PostgreSQL one (the state the replicas of a team gateway
+//! share), opened together as a [`State`] from one [`StateUrl`]:
 //!
-//! | trait | implementation | in the data dir |
+//! | trait | SQLite, in the data dir | PostgreSQL |
 //! | --- | --- | --- |
-//! | [`TrustStore`]: trust states and approvals | [`SqliteTrustStore`] | `trust.db` |
-//! | [`Stats`]: usage statistics of calls and missed searches | [`SqliteStats`] | `stats.db` |
-//! | [`AuditLog`]: every outbound request, and every run of scripts | [`SqliteAuditLog`] | `audit.db` |
-//! | [`SecretStore`]: secrets the egress gate adds to requests | [`FileSecretStore`] | `secrets/` |
+//! | [`TrustStore`]: trust states and approvals | [`SqliteTrustStore`], `trust.db` | [`PgTrustStore`], tells other hosts of changes |
+//! | [`Stats`]: usage statistics of calls and missed searches | [`SqliteStats`], `stats.db` | [`PgStats`] |
+//! | [`AuditLog`]: every outbound request, and every run of scripts | [`SqliteAuditLog`], `audit.db` | [`PgAuditLog`] |
+//! | [`SecretStore`]: secrets the egress gate adds to requests | [`FileSecretStore`], `secrets/` | (per host) |
 //!
+//! - [`state`]: [`State`], the stores opened from a [`StateUrl`].
+//! - [`postgres`]: the PostgreSQL stores, their schema and the trust listener.
+//! - `writer`: the background writer of the append-only stores, whatever holds them.
 //! - `sqlite`: how the SQLite files are opened (WAL, busy timeout, owner-only 0600
 //!   files), and the background writer the append-only ones (stats, audit) share.
 //! - [`trust`]: the trust store and the [`TrustState`] rules, including why a narrowed
@@ -22,13 +25,18 @@
 
 pub mod audit;
 mod error;
+pub mod postgres;
 pub mod secrets;
 mod sqlite;
+pub mod state;
 pub mod stats;
 pub mod trust;
+mod writer;
 
 pub use audit::{AuditError, AuditLog, AuditQuery, RunAudit, RunOutcome, RunRecord, SqliteAuditLog};
 pub use error::StoreError;
+pub use postgres::{PgAuditLog, PgStats, PgTrustStore};
 pub use secrets::{FileSecretStore, SecretError, SecretStore};
+pub use state::{State, StateUrl};
 pub use stats::{SqliteStats, Stats};
-pub use trust::{ApprovalChannel, ApprovedBy, Observation, Record, SqliteTrustStore, TrustState, TrustStore};
+pub use trust::{ApprovalChannel, ApprovedBy, Observation, Record, SqliteTrustStore, TrustChange, TrustState, TrustStore};

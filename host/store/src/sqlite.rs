@@ -1,15 +1,10 @@
 //! The host's SQLite files (`trust.db`, `stats.db`, `audit.db`), opened one way, and the
-//! background writer the append-only ones share.
+//! background writer of the append-only ones ([`crate::writer`]).
 //!
 //! [`connect`] opens a database as every store does: WAL (readers never block the
 //! writer), `synchronous = NORMAL`, a 5 s busy timeout for the other processes of the same
-//! data dir (a `serve` and a `skillhost stats` side by side). [`Writer`] queues rows and
-//! writes them on a thread of its own, each batch that gathered for a few milliseconds in
-//! one transaction, so a call never waits for the disk nor pays to wake a thread;
-//! [`Writer::flush`] waits for what was queued before it (and does not wait for the
-//! gathering), and dropping the writer drains the queue and joins the thread, so a
-//! short-lived process (`skillhost call`) loses nothing. A process killed outright loses
-//! the rows of its last few milliseconds.
+//! data dir (a `serve` and a `skillhost stats` side by side). [`Writer::start`] writes a
+//! store's rows on a thread of its own, each batch in one transaction.
 //!
 //! The files are the owner's alone: [`connect`] creates a database 0600 (SQLite gives its
 //! `-wal` and `-shm` files the database's mode), tightens an existing one and its `-wal`,
@@ -19,12 +14,8 @@
 //! it, without listing or reading it. The audit log holds every URL a skill reached; the
 //! trust store, who approved what.
 
-use parking_lot::{Condvar, Mutex};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::mpsc::{Sender, channel};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use rusqlite::Connection;
 
@@ -72,143 +63,37 @@ fn make_private(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-enum Message<T> {
-    Row(T),
-    Flush(Sender<()>),
-}
+/// Rows of type `T` written to one SQLite database on a thread of its own
+/// ([`crate::writer::Writer`]), each batch in one transaction.
+pub type Writer<T> = crate::writer::Writer<T>;
 
-/// How long the writer lets rows gather after the first one of a batch before it writes
-/// them, unless a reader is waiting ([`Writer::flush`]) or the writer is dropped. However
-/// fast calls come, the writer wakes and commits at most once per interval, and only the
-/// row that starts a batch pays for waking it: a call that records a row takes a lock
-/// and pushes, nothing more.
-const GATHER: Duration = Duration::from_millis(10);
-
-/// What the callers and the writer thread share.
-struct Queue<T> {
-    state: Mutex<Pending<T>>,
-    /// Signalled when a batch starts, a reader waits, or the writer is dropped.
-    wake: Condvar,
-}
-
-struct Pending<T> {
-    messages: Vec<Message<T>>,
-    /// Readers waiting in [`Writer::flush`]: the batch is written without gathering more.
-    waiting: usize,
-    closed: bool,
-}
-
-/// Rows of type `T` written to one database on a thread of its own.
-pub struct Writer<T> {
-    queue: Arc<Queue<T>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl<T: Send + 'static> Writer<T> {
+impl<T: Send + 'static> crate::writer::Writer<T> {
     /// Start the thread `name` writing to `db` (at `path`, for its warnings) with `write`,
-    /// which gets every batch of rows that gathered together and runs inside one
-    /// transaction. A batch that fails is logged and dropped: losing a statistic never
-    /// fails a call.
+    /// which gets every row of a batch that gathered together, inside one transaction. A
+    /// batch that fails is logged and dropped: losing a statistic never fails a call.
     pub fn start(
         name: &str,
         path: &Path,
         db: Connection,
         write: impl FnMut(&rusqlite::Transaction<'_>, &T) -> rusqlite::Result<()> + Send + 'static,
     ) -> std::io::Result<Self> {
-        Self::start_gathering(name, path, db, GATHER, write)
+        Self::sqlite(name, path, db, crate::writer::GATHER, write)
     }
 
-    fn start_gathering(
+    fn sqlite(
         name: &str,
         path: &Path,
         mut db: Connection,
         gather: Duration,
         mut write: impl FnMut(&rusqlite::Transaction<'_>, &T) -> rusqlite::Result<()> + Send + 'static,
     ) -> std::io::Result<Self> {
-        let queue =
-            Arc::new(Queue { state: Mutex::new(Pending { messages: Vec::new(), waiting: 0, closed: false }), wake: Condvar::new() });
-        let path: PathBuf = path.to_owned();
-        let shared = queue.clone();
-        let thread = std::thread::Builder::new().name(name.to_owned()).spawn(move || {
-            while let Some(batch) = shared.next_batch(gather) {
-                let written = db.transaction().and_then(|tx| {
-                    for message in &batch {
-                        if let Message::Row(row) = message {
-                            write(&tx, row)?;
-                        }
-                    }
-                    tx.commit()
-                });
-                if let Err(error) = written {
-                    tracing::warn!(path = %path.display(), %error, "cannot write {} rows", batch.len());
-                }
-                for message in batch {
-                    if let Message::Flush(done) = message {
-                        let _ = done.send(());
-                    }
-                }
+        Self::with_batches(name, path.display().to_string(), gather, move |rows: &[T]| {
+            let tx = db.transaction()?;
+            for row in rows {
+                write(&tx, row)?;
             }
-        })?;
-        Ok(Self { queue, thread: Mutex::new(Some(thread)) })
-    }
-
-    /// Queue `row`; it is written within [`GATHER`], in order.
-    pub fn send(&self, row: T) {
-        self.queue.push(Message::Row(row), false);
-    }
-
-    /// Wait (at most 10 s) until every row queued before is written.
-    pub fn flush(&self) {
-        let (done, wait) = channel();
-        if self.queue.push(Message::Flush(done), true) {
-            let _ = wait.recv_timeout(Duration::from_secs(10));
-        }
-    }
-}
-
-impl<T> Queue<T> {
-    /// Queue `message`; wake the writer when it starts a batch, or when `now` (a reader
-    /// waits). False once the writer is dropped.
-    fn push(&self, message: Message<T>, now: bool) -> bool {
-        let mut pending = self.state.lock();
-        if pending.closed {
-            return false;
-        }
-        let starts = pending.messages.is_empty();
-        pending.messages.push(message);
-        pending.waiting += usize::from(now);
-        drop(pending);
-        if starts || now {
-            self.wake.notify_one();
-        }
-        true
-    }
-
-    /// The writer's next batch: everything queued `gather` after its first message (at
-    /// once if a reader waits or the writer is dropped); `None` once dropped and drained.
-    fn next_batch(&self, gather: Duration) -> Option<Vec<Message<T>>> {
-        let mut pending = self.state.lock();
-        while pending.messages.is_empty() {
-            if pending.closed {
-                return None;
-            }
-            self.wake.wait(&mut pending);
-        }
-        let until = Instant::now() + gather;
-        while pending.waiting == 0 && !pending.closed && !self.wake.wait_until(&mut pending, until).timed_out() {}
-        pending.waiting = 0;
-        Some(std::mem::take(&mut pending.messages))
-    }
-}
-
-impl<T> Drop for Writer<T> {
-    fn drop(&mut self) {
-        // The thread writes what is queued at once, and ends.
-        self.queue.state.lock().closed = true;
-        self.queue.wake.notify_one();
-        if let Some(thread) = self.thread.lock().take() {
-            let _ = thread.join();
-        }
+            tx.commit()
+        })
     }
 }
 
@@ -250,7 +135,7 @@ mod tests {
         let db = connect(&path).unwrap();
         db.execute_batch("CREATE TABLE t (n INTEGER NOT NULL)").unwrap();
         let insert = |tx: &rusqlite::Transaction<'_>, n: &i64| tx.execute("INSERT INTO t (n) VALUES (?1)", [n]).map(drop);
-        let writer = Writer::start_gathering("test-writer", &path, db, Duration::from_secs(600), insert).unwrap();
+        let writer = Writer::sqlite("test-writer", &path, db, Duration::from_secs(600), insert).unwrap();
         let count = || connect(&path).unwrap().query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)).unwrap();
         for n in 0..100 {
             writer.send(n);

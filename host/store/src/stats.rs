@@ -69,7 +69,7 @@ impl Outcome {
 
     /// The `outcome` column: 0 ok, 1 the skill failed, 2 the caller's error. (The
     /// `ok` column, 1 for ok, is kept for databases written before it.)
-    fn code(self) -> i64 {
+    pub(crate) fn code(self) -> i64 {
         match self {
             Self::Ok => 0,
             Self::Failed => 1,
@@ -115,6 +115,58 @@ pub struct Missing {
     pub query: String,
     /// How many similar queries missed.
     pub count: usize,
+}
+
+impl ToolStats {
+    /// The figures of one tool: `[calls, failures, caller_errors]`, and the latencies of
+    /// its last calls in milliseconds.
+    pub(crate) fn of(skill: String, tool: String, [calls, failures, caller_errors]: [i64; 3], mut latencies: Vec<f64>) -> Self {
+        latencies.sort_by(f64::total_cmp);
+        ToolStats {
+            p50_ms: percentile(&latencies, 0.5),
+            p95_ms: percentile(&latencies, 0.95),
+            skill,
+            tool,
+            calls: calls as u64,
+            failures: failures as u64,
+            caller_errors: caller_errors as u64,
+        }
+    }
+}
+
+impl Failing {
+    /// `skill`, when its last calls the caller got right (`oks`, newest first, at most
+    /// [`WINDOW`]) fail too often.
+    pub(crate) fn of(skill: String, oks: &[bool]) -> Option<Self> {
+        let failures = oks.iter().filter(|ok| !**ok).count();
+        (oks.len() >= MIN_CALLS && failures as f64 > FAILING_RATIO * oks.len() as f64).then_some(Failing {
+            skill,
+            failures,
+            calls: oks.len(),
+        })
+    }
+}
+
+impl Missing {
+    /// Missed `queries` (newest first) grouped by similar words: groups of at least
+    /// [`MISSES_TO_SUGGEST`], largest first.
+    pub(crate) fn group(queries: Vec<String>) -> Vec<Self> {
+        let mut groups: Vec<(BTreeSet<String>, String, usize)> = Vec::new();
+        for query in queries {
+            let words = words(&query);
+            if words.is_empty() {
+                continue;
+            }
+            match groups.iter_mut().find(|(w, _, _)| jaccard(w, &words) >= 0.5) {
+                Some(group) => group.2 += 1,
+                None => groups.push((words, query, 1)),
+            }
+        }
+        let mut out: Vec<Missing> =
+            groups.into_iter().filter(|g| g.2 >= MISSES_TO_SUGGEST).map(|(_, query, count)| Missing { query, count }).collect();
+        out.sort_by_key(|m| std::cmp::Reverse(m.count));
+        out
+    }
 }
 
 enum Row {
@@ -235,20 +287,11 @@ impl Stats for SqliteStats {
             .map_err(fail(&self.path))?;
         let mut out = Vec::with_capacity(rows.len());
         for (skill, tool, calls, failures, caller_errors) in rows {
-            let mut latencies: Vec<f64> = db
+            let latencies: Vec<f64> = db
                 .prepare("SELECT ms FROM calls WHERE skill = ?1 AND tool = ?2 ORDER BY rowid DESC LIMIT 1000")
                 .and_then(|mut s| s.query_map(params![skill, tool], |r| r.get(0))?.collect())
                 .map_err(fail(&self.path))?;
-            latencies.sort_by(f64::total_cmp);
-            out.push(ToolStats {
-                p50_ms: percentile(&latencies, 0.5),
-                p95_ms: percentile(&latencies, 0.95),
-                skill,
-                tool,
-                calls: calls as u64,
-                failures: failures as u64,
-                caller_errors: caller_errors as u64,
-            });
+            out.push(ToolStats::of(skill, tool, [calls, failures, caller_errors], latencies));
         }
         Ok(out)
     }
@@ -265,10 +308,7 @@ impl Stats for SqliteStats {
                 .prepare("SELECT outcome = 0 FROM calls WHERE skill = ?1 AND outcome != 2 ORDER BY rowid DESC LIMIT ?2")
                 .and_then(|mut s| s.query_map(params![skill, WINDOW as i64], |r| r.get(0))?.collect())
                 .map_err(fail(&self.path))?;
-            let failures = oks.iter().filter(|ok| !**ok).count();
-            if oks.len() >= MIN_CALLS && failures as f64 > FAILING_RATIO * oks.len() as f64 {
-                out.push(Failing { skill, failures, calls: oks.len() });
-            }
+            out.extend(Failing::of(skill, &oks));
         }
         Ok(out)
     }
@@ -279,21 +319,7 @@ impl Stats for SqliteStats {
             .prepare("SELECT query FROM misses WHERE query != '' ORDER BY rowid DESC LIMIT 500")
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(fail(&self.path))?;
-        let mut groups: Vec<(BTreeSet<String>, String, usize)> = Vec::new();
-        for query in queries {
-            let words = words(&query);
-            if words.is_empty() {
-                continue;
-            }
-            match groups.iter_mut().find(|(w, _, _)| jaccard(w, &words) >= 0.5) {
-                Some(group) => group.2 += 1,
-                None => groups.push((words, query, 1)),
-            }
-        }
-        let mut out: Vec<Missing> =
-            groups.into_iter().filter(|g| g.2 >= MISSES_TO_SUGGEST).map(|(_, query, count)| Missing { query, count }).collect();
-        out.sort_by_key(|m| std::cmp::Reverse(m.count));
-        Ok(out)
+        Ok(Missing::group(queries))
     }
 }
 

@@ -81,7 +81,7 @@ impl TrustState {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         [TrustState::PendingReview, TrustState::Approved, TrustState::NeedsReapproval, TrustState::Disabled]
             .into_iter()
             .find(|s| s.as_str() == text)
@@ -157,7 +157,7 @@ impl ApprovalChannel {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         [ApprovalChannel::Cli, ApprovalChannel::McpElicitation, ApprovalChannel::Auto].into_iter().find(|c| c.as_str() == text)
     }
 }
@@ -201,14 +201,62 @@ pub struct Record {
     pub rejected: bool,
 }
 
-/// The store of trust states and approvals, one row per skill identity.
+/// A change of trust made elsewhere (another replica, or the CLI, through a shared
+/// store): the registry reads the skill's state again ([`TrustStore::changes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TrustChange {
+    /// A human approved, rejected, disabled or enabled the skill of this identity.
+    Skill(String),
+    /// Changes may have been missed (the store's listener reconnected): read every
+    /// skill's state again.
+    All,
+}
+
+impl Record {
+    /// A row as both backends store it: `state`, the approval's hash, digest and request
+    /// lines, `by` (`auto` or `human`), `via` (an [`ApprovalChannel`]), `rejected`.
+    pub(crate) fn from_columns(state: &str, approval: [Option<String>; 3], by: Option<&str>, via: Option<&str>, rejected: bool) -> Self {
+        let [approved_hash, approved_digest, approved_requests] = approval;
+        Record {
+            state: TrustState::parse(state).unwrap_or(TrustState::PendingReview),
+            approved_hash,
+            approved_digest,
+            approved_requests,
+            approved_by: by.map(|b| if b == "auto" { ApprovedBy::Auto } else { ApprovedBy::Human }),
+            approved_via: via.and_then(ApprovalChannel::parse),
+            rejected,
+        }
+    }
+}
+
+/// The store of trust states and approvals, one row per skill identity. The rules of
+/// [`observe`](Self::observe) (see the module docs) are written once, on the primitive
+/// operations each backend implements.
 pub trait TrustStore: Send + Sync {
     /// The row of `name`, if it has one.
     fn get(&self, name: &str) -> Result<Option<Record>, StoreError>;
 
     /// Record a load of a skill and return its state (see the module docs for the rules).
     /// `requests` are the lines an automatic approval is recorded with.
-    fn observe(&self, seen: &Observation<'_>, requests: &[String]) -> Result<TrustState, StoreError>;
+    fn observe(&self, seen: &Observation<'_>, requests: &[String]) -> Result<TrustState, StoreError> {
+        let record = self.get(seen.name)?;
+        let matches_approval = record.as_ref().is_some_and(|r| {
+            r.approved_hash.as_deref() == Some(seen.content_hash) && r.approved_digest.as_deref() == Some(seen.capability_digest)
+        });
+        let state = match &record {
+            Some(r) if r.state == TrustState::Disabled => TrustState::Disabled,
+            _ if matches_approval => TrustState::Approved,
+            Some(_) if self.restore_approval(seen)? => return Ok(TrustState::Approved),
+            Some(r) if r.rejected => TrustState::PendingReview,
+            _ if seen.tier == RiskTier::Auto => {
+                self.write_approval(seen, requests, ApprovalChannel::Auto)?;
+                return Ok(TrustState::Approved);
+            }
+            Some(r) if r.approved_hash.is_some() => TrustState::NeedsReapproval,
+            _ => TrustState::PendingReview,
+        };
+        self.record_seen(seen, state)
+    }
 
     /// Approve what was observed, through `channel`.
     fn write_approval(&self, seen: &Observation<'_>, requests: &[String], channel: ApprovalChannel) -> Result<(), StoreError>;
@@ -222,6 +270,30 @@ pub trait TrustStore: Send + Sync {
 
     /// Lift `disabled`; the caller observes the skill again to find its new state.
     fn enable(&self, name: &str) -> Result<(), StoreError>;
+
+    /// For [`observe`](Self::observe): make an earlier approval of exactly this hash and
+    /// digest the current one, unless the skill was rejected or is disabled; whether one
+    /// was.
+    fn restore_approval(&self, seen: &Observation<'_>) -> Result<bool, StoreError>;
+
+    /// For [`observe`](Self::observe): record what was seen with `state`, and return the
+    /// state stored, which stays `disabled` when a human disabled the skill meanwhile (in
+    /// another process, or on another replica).
+    fn record_seen(&self, seen: &Observation<'_>, state: TrustState) -> Result<TrustState, StoreError>;
+
+    /// Trust changes made elsewhere, for a store shared by several processes that tells
+    /// them ([`PgTrustStore`](crate::postgres::PgTrustStore)); `None` for one that
+    /// cannot.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TrustChange>> {
+        None
+    }
+
+    /// Whether the store answers (for a readiness check), and how long it took.
+    fn ping(&self) -> Result<std::time::Duration, StoreError> {
+        let started = std::time::Instant::now();
+        self.get("")?;
+        Ok(started.elapsed())
+    }
 }
 
 /// The trust store in SQLite, `<data_dir>/trust.db`.
@@ -289,21 +361,6 @@ impl SqliteTrustStore {
     fn err(&self, fix: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         move |e| StoreError::Trust { path: self.path.clone(), message: e.to_string(), fix }
     }
-
-    /// An earlier approval of exactly this hash and digest, restored as the current one.
-    fn restore_approval(&self, seen: &Observation<'_>) -> Result<bool, StoreError> {
-        let restored = self
-            .db.lock()
-            .execute(
-                "UPDATE skills SET state = 'approved', seen_hash = ?2, seen_digest = ?3, approved_hash = ?2, approved_digest = ?3,
-                     approved_requests = a.requests, approved_by = a.approved_by, approved_via = a.approved_via, approved_at = a.approved_at, updated_at = ?4
-                 FROM (SELECT requests, approved_by, approved_via, approved_at FROM approvals WHERE name = ?1 AND content_hash = ?2 AND capability_digest = ?3) AS a
-                 WHERE skills.name = ?1 AND skills.rejected = 0",
-                params![seen.name, seen.content_hash, seen.capability_digest, now()],
-            )
-            .map_err(self.err("check that the data directory is writable"))?;
-        Ok(restored > 0)
-    }
 }
 
 impl TrustStore for SqliteTrustStore {
@@ -313,50 +370,47 @@ impl TrustStore for SqliteTrustStore {
                 "SELECT state, approved_hash, approved_digest, approved_requests, approved_by, rejected, approved_via FROM skills WHERE name = ?1",
                 [name],
                 |row| {
-                    let state: String = row.get(0)?;
-                    let by: Option<String> = row.get(4)?;
-                    let via: Option<String> = row.get(6)?;
-                    Ok(Record {
-                        state: TrustState::parse(&state).unwrap_or(TrustState::PendingReview),
-                        approved_hash: row.get(1)?,
-                        approved_digest: row.get(2)?,
-                        approved_requests: row.get(3)?,
-                        approved_by: by.map(|b| if b == "auto" { ApprovedBy::Auto } else { ApprovedBy::Human }),
-                        rejected: row.get(5)?,
-                        approved_via: via.as_deref().and_then(ApprovalChannel::parse),
-                    })
+                    Ok(Record::from_columns(
+                        &row.get::<_, String>(0)?,
+                        [row.get(1)?, row.get(2)?, row.get(3)?],
+                        row.get::<_, Option<String>>(4)?.as_deref(),
+                        row.get::<_, Option<String>>(6)?.as_deref(),
+                        row.get(5)?,
+                    ))
                 },
             )
             .optional()
             .map_err(self.err("check the database file"))
     }
 
-    fn observe(&self, seen: &Observation<'_>, requests: &[String]) -> Result<TrustState, StoreError> {
-        let record = self.get(seen.name)?;
-        let matches_approval = record.as_ref().is_some_and(|r| {
-            r.approved_hash.as_deref() == Some(seen.content_hash) && r.approved_digest.as_deref() == Some(seen.capability_digest)
-        });
-        let state = match &record {
-            Some(r) if r.state == TrustState::Disabled => TrustState::Disabled,
-            _ if matches_approval => TrustState::Approved,
-            Some(_) if self.restore_approval(seen)? => return Ok(TrustState::Approved),
-            Some(r) if r.rejected => TrustState::PendingReview,
-            _ if seen.tier == RiskTier::Auto => {
-                self.write_approval(seen, requests, ApprovalChannel::Auto)?;
-                return Ok(TrustState::Approved);
-            }
-            Some(r) if r.approved_hash.is_some() => TrustState::NeedsReapproval,
-            _ => TrustState::PendingReview,
-        };
-        self.db
-            .lock()
+    fn restore_approval(&self, seen: &Observation<'_>) -> Result<bool, StoreError> {
+        let restored = self
+            .db.lock()
             .execute(
-                "INSERT INTO skills (name, state, seen_hash, seen_digest, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT(name) DO UPDATE SET state = ?2, seen_hash = ?3, seen_digest = ?4, updated_at = ?5",
-                params![seen.name, state.as_str(), seen.content_hash, seen.capability_digest, now()],
+                "UPDATE skills SET state = 'approved', seen_hash = ?2, seen_digest = ?3, approved_hash = ?2, approved_digest = ?3,
+                     approved_requests = a.requests, approved_by = a.approved_by, approved_via = a.approved_via, approved_at = a.approved_at, updated_at = ?4
+                 FROM (SELECT requests, approved_by, approved_via, approved_at FROM approvals WHERE name = ?1 AND content_hash = ?2 AND capability_digest = ?3) AS a
+                 WHERE skills.name = ?1 AND skills.rejected = 0 AND skills.state != 'disabled'",
+                params![seen.name, seen.content_hash, seen.capability_digest, now()],
             )
             .map_err(self.err("check that the data directory is writable"))?;
-        Ok(state)
+        Ok(restored > 0)
+    }
+
+    fn record_seen(&self, seen: &Observation<'_>, state: TrustState) -> Result<TrustState, StoreError> {
+        let stored: String = self
+            .db
+            .lock()
+            .query_row(
+                "INSERT INTO skills (name, state, seen_hash, seen_digest, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(name) DO UPDATE SET state = CASE skills.state WHEN 'disabled' THEN 'disabled' ELSE ?2 END,
+                     seen_hash = ?3, seen_digest = ?4, updated_at = ?5
+                 RETURNING state",
+                params![seen.name, state.as_str(), seen.content_hash, seen.capability_digest, now()],
+                |row| row.get(0),
+            )
+            .map_err(self.err("check that the data directory is writable"))?;
+        Ok(TrustState::parse(&stored).unwrap_or(state))
     }
 
     fn write_approval(&self, seen: &Observation<'_>, requests: &[String], channel: ApprovalChannel) -> Result<(), StoreError> {

@@ -1,0 +1,95 @@
+//! [`State`]: the stores a host keeps its state in, opened together from one setting
+//! ([`StateUrl`], `[state] url` of the host config): SQLite files in the data dir for one
+//! person's host (the default), or one PostgreSQL database the replicas of a team gateway
+//! and the CLI a human approves with share.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::audit::{AuditLog, SqliteAuditLog};
+use crate::error::StoreError;
+use crate::postgres::{Pg, PgAuditLog, PgStats, PgTrustStore};
+use crate::stats::{SqliteStats, Stats};
+use crate::trust::{SqliteTrustStore, TrustStore};
+
+/// Where a host's state lives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum StateUrl {
+    /// `trust.db`, `audit.db` and `stats.db` in the data dir.
+    #[default]
+    Sqlite,
+    /// One PostgreSQL database (`postgres://USER@HOST:PORT/DATABASE`).
+    Postgres(String),
+}
+
+/// A state URL that is neither `sqlite` nor `postgres://…`.
+#[derive(Debug, thiserror::Error)]
+#[error("state `{given}` is neither `sqlite` nor a `postgres://USER@HOST:PORT/DATABASE` URL")]
+pub struct BadStateUrl {
+    given: String,
+}
+
+impl std::str::FromStr for StateUrl {
+    type Err = BadStateUrl;
+
+    fn from_str(given: &str) -> Result<Self, Self::Err> {
+        let given = given.trim();
+        if given == "sqlite" {
+            Ok(StateUrl::Sqlite)
+        } else if given.starts_with("postgres://") || given.starts_with("postgresql://") {
+            Ok(StateUrl::Postgres(given.to_owned()))
+        } else {
+            Err(BadStateUrl { given: given.chars().take(40).collect() })
+        }
+    }
+}
+
+/// The stores of a host, opened together.
+#[derive(Clone)]
+pub struct State {
+    /// Trust states and approvals.
+    pub trust: Arc<dyn TrustStore>,
+    /// Usage statistics; `None` when they cannot be kept (a read-only data dir).
+    pub stats: Option<Arc<dyn Stats>>,
+    /// The audit log of outbound requests and runs.
+    pub audit: Arc<dyn AuditLog>,
+    /// `sqlite`, or the PostgreSQL URL without its password.
+    pub shown: String,
+    /// The replica's name in the rows it writes (PostgreSQL), else empty.
+    pub replica: String,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State").field("shown", &self.shown).field("replica", &self.replica).finish_non_exhaustive()
+    }
+}
+
+impl State {
+    /// Open the stores `url` names: SQLite files in `data_dir`, or the PostgreSQL
+    /// database (its schema brought up to date), this host writing as `replica`.
+    pub fn open(url: &StateUrl, replica: &str, data_dir: &Path) -> Result<Self, StoreError> {
+        match url {
+            StateUrl::Sqlite => Ok(State {
+                trust: Arc::new(SqliteTrustStore::open(data_dir)?),
+                stats: SqliteStats::open(data_dir)
+                    .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
+                    .ok()
+                    .map(|stats| Arc::new(stats) as Arc<dyn Stats>),
+                audit: Arc::new(SqliteAuditLog::open(data_dir.join("audit.db"))?),
+                shown: "sqlite".to_owned(),
+                replica: String::new(),
+            }),
+            StateUrl::Postgres(url) => {
+                let pg = Pg::connect(url, replica)?;
+                Ok(State {
+                    trust: Arc::new(PgTrustStore::open(pg.clone())),
+                    stats: Some(Arc::new(PgStats::open(pg.clone())?)),
+                    audit: Arc::new(PgAuditLog::open(pg.clone())?),
+                    shown: pg.shown().to_owned(),
+                    replica: replica.to_owned(),
+                })
+            }
+        }
+    }
+}
