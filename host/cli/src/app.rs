@@ -10,7 +10,8 @@ use anyhow::{Context, Result, bail};
 use skillhost::config::{Agent, ConfigError, HostConfig};
 use skillhost::{Host, Registry, RegistryConfig};
 
-/// The global options, resolved: what a command's `run` is handed.
+/// The global options, resolved: what a command's `run` is handed (`--state` is applied
+/// to the host config).
 pub struct App {
     /// Where skills' data dirs and the compiled cache live; absolute.
     pub data_dir: PathBuf,
@@ -30,7 +31,13 @@ pub struct App {
 
 impl App {
     /// Resolve the global options; `serving` is whether the command is `serve`.
-    pub fn new(skills: Option<PathBuf>, data_dir: Option<PathBuf>, skills_from: Vec<Agent>, serving: bool) -> Result<Self> {
+    pub fn new(
+        skills: Option<PathBuf>,
+        data_dir: Option<PathBuf>,
+        skills_from: Vec<Agent>,
+        state: Option<skillhost::state::StateUrl>,
+        serving: bool,
+    ) -> Result<Self> {
         // Absolute from here on: the sandbox and the forge are handed paths under it, and an
         // MCP client may start skillhost from any directory.
         let data_dir = match data_dir {
@@ -39,7 +46,12 @@ impl App {
         };
         let workspace = skills_dir(skills.as_deref());
         let skills = skills.unwrap_or_else(|| PathBuf::from("skills"));
-        let config = crate::config::read(&data_dir);
+        let config = crate::config::read(&data_dir).map(|mut config| {
+            if let Some(url) = state {
+                config.state.url = Some(url);
+            }
+            config
+        });
         Ok(Self { data_dir, workspace, skills, skills_from, serving, config })
     }
 

@@ -48,6 +48,12 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "AGENT", env = "SKILLHOST_SKILLS_FROM", value_delimiter = ',', value_parser = config::parse_agent)]
     pub skills_from: Vec<skillhost::config::Agent>,
 
+    /// Where trust, the audit log and the statistics live: `sqlite` (files in the data
+    /// dir) or `postgres://USER@HOST:PORT/DATABASE`, shared by the replicas of a team
+    /// gateway and the CLI a human approves with. Overrides `[state] url` of the config.
+    #[arg(long, global = true, env = "SKILLHOST_STATE", value_name = "URL")]
+    pub state: Option<skillhost::state::StateUrl>,
+
     /// Log more (-v: debug, -vv: trace). Skill log lines are shown at info and above.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,

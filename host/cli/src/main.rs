@@ -121,7 +121,7 @@ fn init_logging(verbose: u8) {
 /// Resolve the global options and run the command.
 async fn run(cli: Cli) -> Result<ExitCode> {
     let serving = matches!(cli.command, Command::Serve(_));
-    let app = &App::new(cli.skills, cli.data_dir, cli.skills_from, serving)?;
+    let app = &App::new(cli.skills, cli.data_dir, cli.skills_from, cli.state, serving)?;
     match cli.command {
         Command::List(args) => list::run(app, args).await,
         Command::Show(args) => show::run(app, args).await,

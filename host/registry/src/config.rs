@@ -90,6 +90,12 @@ pub struct RegistryConfig {
     /// [`PackageSources::default`](skillhost_core::run::PackageSources) (PyPI,
     /// registry.npmjs.org); `Host::open_registry` sets its sandbox's.
     pub packages: skillhost_core::run::PackageSources,
+    /// The stores of trust and usage statistics. Default: `None`, SQLite files in
+    /// `data_dir` (`trust.db`, `stats.db`); the host plugs in its [`State`](skillhost_store::State)
+    /// (`Host::open_registry`), which may be a PostgreSQL database other hosts share:
+    /// then a human's approval, rejection, disable or enable made on any of them applies
+    /// here too, as soon as the store tells of it.
+    pub state: Option<skillhost_store::State>,
 }
 
 /// When the skills whose first load runs their code (a first listing compiles a
@@ -128,6 +134,7 @@ impl RegistryConfig {
             first_load: FirstLoad::Open,
             audit: None,
             packages: Default::default(),
+            state: None,
         }
     }
 

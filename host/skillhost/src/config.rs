@@ -21,6 +21,11 @@
 //! [forge]
 //! max_concurrent_builds = 2
 //! attempt_window = "1h"
+//!
+//! [state]
+//! url = "postgres://skillhost@db.internal:5432/skillhost"   # default "sqlite": files in the data dir
+//! replica = "a"                     # this host's name in the shared audit [default: the host name]
+//! keys = "/etc/skillhost/keys"      # shared secrets approval questions are signed with
 //! ```
 //!
 //! A key the host does not know is refused, naming the file, the line and the keys that
@@ -41,6 +46,7 @@ use skillhost_core::run::{NPM_REGISTRY, NpmRegistry, PackageSources, PythonIndex
 use skillhost_forge::ForgeConfig;
 use skillhost_forge::llm::LlmConfig;
 use skillhost_source::{Caps, KeyPolicy, sign};
+use skillhost_store::StateUrl;
 
 /// The file name of the host config in a data dir.
 pub const CONFIG_FILE: &str = "config.toml";
@@ -66,6 +72,9 @@ pub struct HostConfig {
     /// `[forge]`: the forge's caps and its optional model.
     #[serde(default)]
     pub forge: ForgeSection,
+    /// `[state]`: where trust, the audit log and the statistics live.
+    #[serde(default)]
+    pub state: StateSection,
     /// The file this was read from (`None`: built in code).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -144,6 +153,30 @@ pub struct ForgeSection {
     #[serde(default, deserialize_with = "duration")]
     pub attempt_window: Option<Duration>,
 }
+
+/// `[state]` of the host config: one person's SQLite files, or the PostgreSQL database
+/// the replicas of a team gateway share.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StateSection {
+    /// `sqlite` (the default: `trust.db`, `audit.db`, `stats.db` in the data dir) or
+    /// `postgres://USER[:PASSWORD]@HOST:PORT/DATABASE`.
+    #[serde(default, deserialize_with = "state_url")]
+    pub url: Option<StateUrl>,
+    /// This host's name in the rows it writes to a shared database. Default: the host
+    /// name.
+    pub replica: Option<String>,
+    /// A file of shared secrets, one per line (hex, at least 32 bytes), readable by its
+    /// owner only: the first signs the approval questions asked of MCP clients, every
+    /// one verifies them, so a question asked by one replica is answered on any (rotate
+    /// by adding a new first line, and dropping the old one once its questions expired).
+    /// Default: a random key per process.
+    pub keys: Option<PathBuf>,
+}
+
+/// A key of `[state] keys` shorter than this is refused.
+pub const MIN_KEY_BYTES: usize = 32;
 
 /// An agent whose skill folders the host can serve read-only (`skills_from`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -228,6 +261,7 @@ impl HostConfig {
         config.anchor_paths(path.parent().unwrap_or(Path::new("/")));
         config.package_sources()?;
         config.source_caps(Caps::default())?;
+        config.state_keys()?;
         Ok(config)
     }
 
@@ -238,7 +272,8 @@ impl HostConfig {
                 *path = dir.join(&*path);
             }
         };
-        let optional = [&mut self.sandbox.venv, &mut self.packages.python_wheels, &mut self.packages.npm_offline_cache];
+        let optional =
+            [&mut self.sandbox.venv, &mut self.packages.python_wheels, &mut self.packages.npm_offline_cache, &mut self.state.keys];
         optional.into_iter().flatten().for_each(anchor);
         self.sources.verify.iter_mut().for_each(|rule| anchor(&mut rule.key));
     }
@@ -288,6 +323,37 @@ impl HostConfig {
             keys.rule(rule.prefix.clone(), sign::PublicKey::from_pem(&text, &rule.key).map_err(key_error)?);
         }
         Ok(())
+    }
+
+    /// This host's name in a shared state store: `[state] replica`, else the host name.
+    pub fn replica(&self) -> String {
+        self.state.replica.clone().unwrap_or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "skillhost".to_owned())
+        })
+    }
+
+    /// The secrets of `[state] keys`, the signing one first; empty when none is named.
+    pub fn state_keys(&self) -> Result<Vec<Vec<u8>>, ConfigError> {
+        let Some(path) = &self.state.keys else { return Ok(Vec::new()) };
+        let refused = |message: String| ConfigError::Section { file: self.file(), section: "state", message };
+        // The checks of a bearer token's file: a regular file of this user, never a link,
+        // readable by nobody else.
+        let text = skillhost_mcp::read_token_file(path).map_err(|e| refused(format!("keys: {e}")))?;
+        let mut keys = Vec::new();
+        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
+            let key = hex::decode(line.trim()).ok().filter(|k| k.len() >= MIN_KEY_BYTES).ok_or_else(|| {
+                refused(format!(
+                    "keys {}:{}: not a key: write {MIN_KEY_BYTES} or more random bytes in hex, one key per line (`openssl rand -hex 32`)",
+                    path.display(),
+                    n + 1
+                ))
+            })?;
+            keys.push(key);
+        }
+        if keys.is_empty() {
+            return Err(refused(format!("keys {}: holds no key; write one with `openssl rand -hex 32 > FILE`", path.display())));
+        }
+        Ok(keys)
     }
 
     /// The forge's configuration in `dir`: `[forge]`'s caps over the defaults, and the
@@ -362,6 +428,11 @@ impl std::str::FromStr for Agent {
     fn from_str(text: &str) -> Result<Self, UnknownAgent> {
         Agent::ALL.iter().copied().find(|a| a.as_str() == text).ok_or_else(|| UnknownAgent(text.to_owned()))
     }
+}
+
+fn state_url<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<StateUrl>, D::Error> {
+    let text: Option<String> = Deserialize::deserialize(d)?;
+    text.map(|t| t.parse().map_err(serde::de::Error::custom)).transpose()
 }
 
 fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {

@@ -46,6 +46,14 @@ pub mod audit {
     };
 }
 
+/// Where trust, the audit log and the statistics live ([`Host::state`](crate::Host::state),
+/// `[state]` of the host config): SQLite files in the data dir, or a PostgreSQL database
+/// the replicas of a team gateway share.
+pub mod state {
+    pub use skillhost_store::postgres::{OP_TIMEOUT, Pg, PgAuditLog, PgStats, PgTrustStore, cluster};
+    pub use skillhost_store::{State, StateUrl, StoreError, TrustChange, TrustStore};
+}
+
 /// The secret store the egress gate reads ([`Host::secrets`](crate::Host::secrets)), `<data_dir>/secrets/`.
 pub mod secrets {
     pub use skillhost_store::secrets::{FileSecretStore, SecretError, SecretStore};
@@ -172,7 +180,7 @@ use runtime::{BwrapConfig, BwrapRuntime, CacheStats, WasmConfig};
 use skill::{Policy, SkillName};
 use skillhost_core::{LazyRuntime, Runtimes};
 use skillhost_forge::{Forge, ForgeConfig};
-use skillhost_store::{AuditLog, FileSecretStore, SecretStore, SqliteAuditLog};
+use skillhost_store::{AuditLog, FileSecretStore, SecretStore};
 use skillhost_wasm::WasmRuntime;
 
 pub mod config;
@@ -197,6 +205,10 @@ pub enum HostError {
     /// The audit log (`<data_dir>/audit.db`) cannot be opened.
     #[error(transparent)]
     Audit(#[from] audit::AuditError),
+    /// The state store (`[state] url`: the data dir's SQLite files, or PostgreSQL) cannot
+    /// be opened.
+    #[error(transparent)]
+    State(#[from] skillhost_store::StoreError),
     /// The WebAssembly runtime could not start.
     #[error("the WebAssembly runtime could not start: {0}")]
     Runtime(#[from] skillhost_wasm::RuntimeError),
@@ -294,7 +306,8 @@ impl HostBuilder {
             wasm.baseline_compile = on;
         }
         let secrets: Arc<dyn SecretStore> = Arc::new(FileSecretStore::new(data_dir.join("secrets")));
-        let audit: Arc<dyn AuditLog> = Arc::new(SqliteAuditLog::open(data_dir.join("audit.db"))?);
+        let state = skillhost_store::State::open(&config.state.url.clone().unwrap_or_default(), &config.replica(), &data_dir)?;
+        let audit: Arc<dyn AuditLog> = state.audit.clone();
         wasm.net.secrets = secrets.clone();
         wasm.net.audit = audit.clone();
         let cache_dir = wasm.cache_dir.clone();
@@ -321,7 +334,7 @@ impl HostBuilder {
             tracing::debug!("no sandbox runtime: {e}");
         }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host { runtime, sandbox, policy, secrets, audit, data_dir, cache_dir, config, index: parking_lot::Mutex::default() })
+        Ok(Host { runtime, sandbox, policy, secrets, audit, state, data_dir, cache_dir, config, index: parking_lot::Mutex::default() })
     }
 }
 
@@ -332,6 +345,8 @@ pub struct Host {
     policy: Policy,
     secrets: Arc<dyn SecretStore>,
     audit: Arc<dyn AuditLog>,
+    /// Trust, audit and statistics: SQLite in the data dir, or a shared PostgreSQL.
+    state: skillhost_store::State,
     data_dir: PathBuf,
     /// The compiled-component cache (`None`: off); the embedding model's optimised graph
     /// is kept in its `model` folder.
@@ -381,8 +396,15 @@ impl Host {
         &*self.audit
     }
 
-    /// A registry configuration over this host's data dir (its trust store, usage
-    /// statistics and user layer), with the defaults of [`RegistryConfig::new`] and the
+    /// Where trust, the audit log and the statistics live (`[state]` of the host config):
+    /// the data dir's SQLite files, or a PostgreSQL database other hosts share. Every
+    /// registry this host opens uses it.
+    pub fn state(&self) -> &skillhost_store::State {
+        &self.state
+    }
+
+    /// A registry configuration over this host's data dir (its user layer; the trust
+    /// store and usage statistics of its [`state`](Self::state)), with the defaults of [`RegistryConfig::new`] and the
     /// host config's `skills_from` folders as external layers: set its workspace, then
     /// [`open_registry`](Self::open_registry).
     pub fn registry_config(&self) -> RegistryConfig {
@@ -459,6 +481,7 @@ impl Host {
     /// skills' packages come from the sources of this host's sandbox
     /// ([`BwrapConfig::packages`]), the only ones it installs from.
     pub async fn open_registry(&self, mut config: RegistryConfig) -> Result<Arc<Registry>, HostError> {
+        config.state.get_or_insert_with(|| self.state.clone());
         config.audit = Some(skillhost_store::audit::RunAudit { log: self.audit.clone(), secrets: Some(self.secrets.clone()) });
         if let Ok(sandbox) = &self.sandbox {
             config.packages = sandbox.package_sources().clone();

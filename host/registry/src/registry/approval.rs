@@ -252,6 +252,27 @@ impl Registry {
         Ok(())
     }
 
+    /// Read the trust state of the skills whose trust record is `identity` (every skill
+    /// for `None`) again from the store, after a human changed it on another host sharing
+    /// it ([`TrustStore::changes`]): an approval there makes the skill callable here, a
+    /// rejection or a disable stops it, as if made here.
+    pub(crate) fn refresh_trust(&self, identity: Option<&str>) -> Result<(), RegistryError> {
+        let _guard = self.trust_ops.lock();
+        let entries: Vec<Arc<Entry>> =
+            self.entries.read().values().filter(|e| identity.is_none_or(|id| e.identity.as_str() == id)).cloned().collect();
+        for entry in entries {
+            let state = match &entry.loaded {
+                Some(loaded) => self.trust.observe(&observation(&entry.identity, loaded), &loaded.requests)?,
+                None => self.stored_state(&entry.identity)?,
+            };
+            if state != entry.state {
+                tracing::info!(skill = %entry.name, %state, "trust changed on another host");
+                self.set_state(&entry, state);
+            }
+        }
+        Ok(())
+    }
+
     /// The entry of `name` and the identity its trust record has; for a skill found on
     /// disk whose first load has not committed (its code may be running now, to list its
     /// tools), no entry and the identity of the candidate that will load, so that a
