@@ -55,10 +55,12 @@ use crate::tools::{SEPARATOR, ToolEntry, public_name, table, tool_count};
 mod calls;
 mod elicit;
 mod index;
+mod once;
 
 use calls::ProgressForwarder;
 pub use index::IndexLoading;
 use index::IndexSlot;
+pub use once::CALL_KEY;
 
 /// How the MCP front behaves.
 #[derive(Clone, Debug)]
@@ -415,7 +417,10 @@ impl ServerHandler for SkillhostMcp {
             found => found,
         };
         match resolved {
-            Some(tool) => self.call_skill_tool(tool, params, context).await,
+            Some(tool) => match (self.call_key(&context)?, self.shared.registry.claims()) {
+                (Some(key), Some(claims)) if tool.approved() => self.call_once(claims, key, tool, params, context).await,
+                _ => self.call_skill_tool(tool, params, context).await,
+            },
             None => Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`; tools are named SKILL__TOOL: call tool_search to find one", params.name),
                 None,

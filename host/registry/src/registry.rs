@@ -128,13 +128,18 @@ impl Registry {
     /// still to come.
     pub async fn open(config: RegistryConfig, runtime: Arc<dyn SkillRuntime>, policy: Policy) -> Result<Arc<Self>, RegistryError> {
         std::fs::create_dir_all(&config.user).map_err(RegistryError::io(&config.user, "cannot create the user skills directory"))?;
-        let trust: Arc<dyn TrustStore> = Arc::new(SqliteTrustStore::open(&config.data_dir)?);
+        let (trust, stats): (Arc<dyn TrustStore>, Option<Arc<dyn Stats>>) = match &config.state {
+            Some(state) => (state.trust.clone(), state.stats.clone()),
+            None => (
+                Arc::new(SqliteTrustStore::open(&config.data_dir)?),
+                SqliteStats::open(&config.data_dir)
+                    .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
+                    .ok()
+                    .map(|stats| Arc::new(stats) as Arc<dyn Stats>),
+            ),
+        };
         // Canonical paths, so watcher events map back to their layer.
         let layers = config.layers().into_iter().map(|(layer, dir)| (layer, std::fs::canonicalize(&dir).unwrap_or(dir))).collect();
-        let stats = SqliteStats::open(&config.data_dir)
-            .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
-            .ok()
-            .map(|stats| Arc::new(stats) as Arc<dyn Stats>);
         let registry = Arc::new(Self {
             layers,
             runtime: ListingCache::new(runtime, &config.data_dir),
@@ -152,6 +157,10 @@ impl Registry {
             wanted: tokio::sync::watch::Sender::new(BTreeMap::new()),
             config,
         });
+        // Trust changes a human made on another host sharing the store apply here too.
+        if let Some(changes) = registry.trust.changes() {
+            tokio::spawn(follow_trust(Arc::downgrade(&registry), changes));
+        }
         // Watch first: a change made while the layers load is applied after.
         if registry.config.watch {
             let watcher = crate::watch::start(&registry)?;
@@ -285,6 +294,13 @@ impl Registry {
         self.stats.as_deref()
     }
 
+    /// Claims of calls that run at most once across the hosts of a shared state store
+    /// ([`RegistryConfig::state`]), for a front whose clients name their calls; `None`
+    /// with a store of one host's.
+    pub fn claims(&self) -> Option<Arc<dyn skillhost_store::CallClaims>> {
+        self.config.state.as_ref().and_then(|state| state.claims.clone())
+    }
+
     /// The stored state of a skill that has not loaded.
     fn stored_state(&self, identity: &DataKey) -> Result<TrustState, RegistryError> {
         Ok(self.trust.get(identity.as_str())?.map_or(TrustState::PendingReview, |r| r.state))
@@ -303,5 +319,21 @@ impl Registry {
     fn emit(&self, event: RegistryEvent) {
         // No receivers is fine: nobody is listening yet.
         let _ = self.events.send(event);
+    }
+}
+
+/// Apply the trust changes the store tells of, while the registry lives. A change the
+/// receiver fell behind on (more than the channel holds) reads every state again.
+async fn follow_trust(registry: std::sync::Weak<Registry>, mut changes: broadcast::Receiver<skillhost_store::TrustChange>) {
+    loop {
+        let identity = match changes.recv().await {
+            Ok(skillhost_store::TrustChange::Skill(identity)) => Some(identity),
+            Ok(skillhost_store::TrustChange::All) | Err(broadcast::error::RecvError::Lagged(_)) => None,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(registry) = registry.upgrade() else { return };
+        if let Err(error) = registry.refresh_trust(identity.as_deref()) {
+            tracing::warn!(%error, "cannot read a trust change made on another host; it applies when the skill next loads");
+        }
     }
 }

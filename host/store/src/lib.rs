@@ -10,6 +10,8 @@
 //! | [`SecretStore`]: secrets the egress gate adds to requests | [`FileSecretStore`], `secrets/` | (per host) |
 //!
 //! - [`state`]: [`State`], the stores opened from a [`StateUrl`].
+//! - [`claims`]: [`CallClaims`], calls run at most once across the hosts of a shared
+//!   store, by a key the client gives (PostgreSQL only).
 //! - [`postgres`]: the PostgreSQL stores, their schema and the trust listener.
 //! - `writer`: the background writer of the append-only stores, whatever holds them.
 //! - `sqlite`: how the SQLite files are opened (WAL, busy timeout, owner-only 0600
@@ -24,6 +26,7 @@
 //! - `error`: [`StoreError`], the trust store's and the statistics' errors.
 
 pub mod audit;
+pub mod claims;
 mod error;
 pub mod postgres;
 pub mod secrets;
@@ -34,6 +37,7 @@ pub mod trust;
 mod writer;
 
 pub use audit::{AuditError, AuditLog, AuditQuery, RunAudit, RunOutcome, RunRecord, SqliteAuditLog};
+pub use claims::{CallClaims, Claim};
 pub use error::StoreError;
 pub use postgres::{PgAuditLog, PgStats, PgTrustStore};
 pub use secrets::{FileSecretStore, SecretError, SecretStore};

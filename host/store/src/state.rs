@@ -7,8 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::audit::{AuditLog, SqliteAuditLog};
+use crate::claims::CallClaims;
 use crate::error::StoreError;
-use crate::postgres::{Pg, PgAuditLog, PgStats, PgTrustStore};
+use crate::postgres::{Pg, PgAuditLog, PgClaims, PgStats, PgTrustStore};
 use crate::stats::{SqliteStats, Stats};
 use crate::trust::{SqliteTrustStore, TrustStore};
 
@@ -53,6 +54,9 @@ pub struct State {
     pub stats: Option<Arc<dyn Stats>>,
     /// The audit log of outbound requests and runs.
     pub audit: Arc<dyn AuditLog>,
+    /// Calls run at most once across the hosts of the store, by a key the client gives;
+    /// `None` for SQLite (one host: a client's retry reaches the same process).
+    pub claims: Option<Arc<dyn CallClaims>>,
     /// `sqlite`, or the PostgreSQL URL without its password.
     pub shown: String,
     /// The replica's name in the rows it writes (PostgreSQL), else empty.
@@ -77,6 +81,7 @@ impl State {
                     .ok()
                     .map(|stats| Arc::new(stats) as Arc<dyn Stats>),
                 audit: Arc::new(SqliteAuditLog::open(data_dir.join("audit.db"))?),
+                claims: None,
                 shown: "sqlite".to_owned(),
                 replica: String::new(),
             }),
@@ -86,6 +91,7 @@ impl State {
                     trust: Arc::new(PgTrustStore::open(pg.clone())),
                     stats: Some(Arc::new(PgStats::open(pg.clone())?)),
                     audit: Arc::new(PgAuditLog::open(pg.clone())?),
+                    claims: Some(Arc::new(PgClaims::open(pg.clone()))),
                     shown: pg.shown().to_owned(),
                     replica: replica.to_owned(),
                 })

@@ -84,6 +84,19 @@ const STEPS: &[&str] = &[
          query   TEXT NOT NULL,
          at      BIGINT NOT NULL
      );",
+    // 2: calls claimed by a key, run at most once across the replicas, and the replicas'
+    // heartbeats that tell a claim's host is gone.
+    "CREATE TABLE call_claims (
+         key        TEXT PRIMARY KEY,
+         replica    TEXT NOT NULL,
+         started_ms BIGINT NOT NULL,
+         answer     TEXT
+     );
+     CREATE INDEX call_claims_started ON call_claims (started_ms);
+     CREATE TABLE replicas (
+         name    TEXT PRIMARY KEY,
+         seen_ms BIGINT NOT NULL
+     );",
 ];
 
 /// Bring the schema up to date.

@@ -7,6 +7,7 @@
 //! | [`PgTrustStore`] | `skills`, `approvals` (the same rows and rules as `trust.db`) |
 //! | [`PgAuditLog`] | `egress`, `runs`, each row naming the replica that wrote it |
 //! | [`PgStats`] | `calls`, `misses`, each row naming the replica |
+//! | [`PgClaims`] | `call_claims`, `replicas` (heartbeats) |
 //!
 //! **Driver**: `tokio-postgres` with the `deadpool-postgres` pool: the asynchronous
 //! driver of the tokio ecosystem the host already runs on, maintained with the
@@ -36,6 +37,7 @@
 //! network or a socket; TLS to PostgreSQL is not offered yet.
 
 mod audit;
+pub mod claims;
 pub mod cluster;
 mod migrate;
 mod stats;
@@ -46,6 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use audit::PgAuditLog;
+pub use claims::PgClaims;
 pub use stats::PgStats;
 pub use trust::PgTrustStore;
 

@@ -175,3 +175,22 @@ fn a_password_is_never_shown() {
     assert_eq!(shown("postgres://db"), "postgres://db");
     assert_eq!(shown("host=/run/pg user=sh password=s3cret"), "host=/run/pg user=sh password=***");
 }
+
+#[test]
+fn a_claimed_call_runs_once_across_replicas_and_one_whose_host_died_is_interrupted() {
+    use crate::claims::{CallClaims, Claim};
+    let cluster = Cluster::start().unwrap();
+    let a = PgClaims::open(Pg::connect(&cluster.url(), "a").unwrap());
+    let b = PgClaims::open(Pg::connect(&cluster.url(), "b").unwrap());
+    assert_eq!(a.claim("k1").unwrap(), Claim::New);
+    assert_eq!(b.claim("k1").unwrap(), Claim::Running { replica: "a".to_owned() }, "a runs it and is alive");
+    b.finish("k1", "not b's to finish").unwrap();
+    a.finish("k1", "{\"answer\":1}").unwrap();
+    assert_eq!(b.claim("k1").unwrap(), Claim::Done("{\"answer\":1}".to_owned()), "b answers with a's answer, running nothing");
+    assert_eq!(a.claim("k2").unwrap(), Claim::New);
+    // Host a stops (its heartbeat with it) while k2 runs.
+    drop(a);
+    std::thread::sleep(claims::GONE + Duration::from_secs(1));
+    assert_eq!(b.claim("k2").unwrap(), Claim::Interrupted { replica: "a".to_owned() });
+    assert_eq!(b.claim("k3").unwrap(), Claim::New);
+}
