@@ -198,6 +198,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         elicit_approvals: !args.no_elicitation,
         max_session_runs: args.max_session_runs,
         max_runs: args.max_runs,
+        approval_keys: skillhost::mcp::ApprovalKeys(host.config().state_keys()?),
         ..McpConfig::default()
     };
     let quick = Arc::new(SearchIndex::new().context("cannot create the in-memory search index")?);

@@ -5,9 +5,12 @@
 //! ties the answer to the question, and it passes through the client, so it is a token
 //! the server checks without trusting anyone who holds it: HMAC-SHA256, keyed with 32
 //! bytes drawn from the OS when the server starts (never stored, so a restart voids every
-//! open question), over exactly what was asked — the MCP session, the skill, the content
-//! hash and capability digest shown — plus a random nonce and an expiry (10 minutes by
-//! default). A token is good once: its nonce is kept until it is answered or expires.
+//! open question), or with the shared keys of `[state] keys` (the first signs, each
+//! verifies: a question one replica asked is answered on any), over exactly what was
+//! asked — the MCP session, the skill, the content hash and capability digest shown —
+//! plus a random nonce and an expiry (10 minutes by default). A token is good once: its
+//! nonce is kept until it is answered or expires, and where replicas share a state store
+//! its first use is claimed there ([`CallClaims`]), so no two replicas take one answer.
 //!
 //! A token that is forged, altered, from another server process, sent by another
 //! session, for another skill, expired or already answered is refused with the reason
@@ -15,6 +18,9 @@
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use skillhost_registry::{CallClaims, Claim};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -94,14 +100,21 @@ pub(crate) enum StateError {
         "too many unanswered approval questions ({MAX_OPEN}); answer them or let them expire, or run `skillhost approve NAME` in a terminal"
     )]
     TooMany,
+    /// The shared state store where a token's first use is claimed did not answer.
+    #[error("the approval answer cannot be checked now: the state store did not answer ({0}); answer the question again in a moment")]
+    Store(String),
     /// No key: the OS random source failed when the server started.
     #[error("approval questions are unavailable: the OS random source failed; run `skillhost approve NAME` in a terminal")]
     NoRandom,
 }
 
-/// Issues and redeems approval tokens for one server process (all its sessions).
+/// Issues and redeems approval tokens for one server process (all its sessions), or for
+/// the replicas sharing its keys and claims.
 pub(crate) struct Approvals {
-    key: Option<hmac::Key>,
+    /// The signing key first, then those that only verify.
+    keys: Vec<hmac::Key>,
+    /// Where a token's first use is claimed when replicas share keys.
+    claims: Option<Arc<dyn CallClaims>>,
     random: SystemRandom,
     ttl: Duration,
     /// Nonces of the questions not answered yet, with their expiry.
@@ -110,22 +123,29 @@ pub(crate) struct Approvals {
 
 impl Approvals {
     /// A fresh key from the OS; questions are good for `ttl`.
+    #[cfg(test)]
     pub fn new(ttl: Duration) -> Self {
+        Self::shared(ttl, &[], None)
+    }
+
+    /// Keyed with `keys` (the first signs; a fresh key from the OS when empty), a token's
+    /// first use claimed in `claims` when given; questions are good for `ttl`.
+    pub fn shared(ttl: Duration, keys: &[Vec<u8>], claims: Option<Arc<dyn CallClaims>>) -> Self {
         let random = SystemRandom::new();
-        let mut bytes = [0u8; 32];
-        let key = match random.fill(&mut bytes) {
-            Ok(()) => Some(hmac::Key::new(hmac::HMAC_SHA256, &bytes)),
-            Err(_) => {
-                tracing::warn!("the OS random source failed: approvals through MCP elicitation are off");
-                None
+        let mut keys: Vec<hmac::Key> = keys.iter().map(|k| hmac::Key::new(hmac::HMAC_SHA256, k)).collect();
+        if keys.is_empty() {
+            let mut bytes = [0u8; 32];
+            match random.fill(&mut bytes) {
+                Ok(()) => keys.push(hmac::Key::new(hmac::HMAC_SHA256, &bytes)),
+                Err(_) => tracing::warn!("the OS random source failed: approvals through MCP elicitation are off"),
             }
-        };
-        Self { key, random, ttl, open: Mutex::default() }
+        }
+        Self { keys, claims, random, ttl, open: Mutex::default() }
     }
 
     /// The `requestState` for asking `asked`.
     pub fn issue(&self, asked: Asked) -> Result<String, StateError> {
-        let key = self.key.as_ref().ok_or(StateError::NoRandom)?;
+        let key = self.keys.first().ok_or(StateError::NoRandom)?;
         let mut nonce = [0u8; 16];
         self.random.fill(&mut nonce).map_err(|_| StateError::NoRandom)?;
         let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
@@ -149,14 +169,18 @@ impl Approvals {
     /// human was asked. A token refused for its session or skill stays usable by the
     /// session it was issued to.
     pub fn redeem(&self, token: &str, session: &str, skill: &str) -> Result<Asked, StateError> {
-        let key = self.key.as_ref().ok_or(StateError::NoRandom)?;
+        if self.keys.is_empty() {
+            return Err(StateError::NoRandom);
+        }
         if token.len() > MAX_TOKEN {
             return Err(StateError::NotOurs);
         }
         let (body, tag) = token.rsplit_once('.').ok_or(StateError::NotOurs)?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| StateError::NotOurs)?;
         // Constant time; nothing of the body is read before it is known to be ours.
-        hmac::verify(key, body.as_bytes(), &tag).map_err(|_| StateError::NotOurs)?;
+        if !self.keys.iter().any(|key| hmac::verify(key, body.as_bytes(), &tag).is_ok()) {
+            return Err(StateError::NotOurs);
+        }
         let encoded = body.strip_prefix(VERSION).and_then(|b| b.strip_prefix('.')).ok_or(StateError::NotOurs)?;
         let payload: Payload =
             URL_SAFE_NO_PAD.decode(encoded).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).ok_or(StateError::NotOurs)?;
@@ -171,8 +195,16 @@ impl Approvals {
         if payload.asked.skill != skill {
             return Err(StateError::OtherSkill { asked: payload.asked.skill, called: skill.to_owned() });
         }
-        if self.open.lock().remove(&payload.nonce).is_none() {
-            return Err(StateError::Used);
+        let asked_here = self.open.lock().remove(&payload.nonce).is_some();
+        match &self.claims {
+            // Asked by any replica: the first to claim the nonce takes the answer.
+            Some(claims) => match claims.claim(&format!("approval-nonce\u{1f}{}", payload.nonce)) {
+                Ok(Claim::New) => {}
+                Ok(_) => return Err(StateError::Used),
+                Err(error) => return Err(StateError::Store(error.to_string())),
+            },
+            None if !asked_here => return Err(StateError::Used),
+            None => {}
         }
         Ok(payload.asked)
     }

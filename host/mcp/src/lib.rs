@@ -59,7 +59,7 @@ mod wellknown;
 pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};
 pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, directory as skills_directory};
 pub use search::SearchType;
-pub use server::{CALL_KEY, IndexLoading, McpConfig, SkillhostMcp};
+pub use server::{ApprovalKeys, CALL_KEY, IndexLoading, McpConfig, SkillhostMcp};
 pub use skillhost_index::SearchIndex;
 pub use transport::{LineTransport, MAX_MESSAGE_BYTES};
 

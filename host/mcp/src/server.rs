@@ -87,12 +87,26 @@ pub struct McpConfig {
     /// still opening ([`SkillhostMcp::index_loading`]), and for the skills found at start,
     /// before it settles for the index in place. Default: 10 s.
     pub first_search_wait: std::time::Duration,
+    /// The shared secrets approval questions are signed with (`[state] keys`): the first
+    /// signs, every one verifies, so a question one replica asked is answered on any.
+    /// Default: empty, a random key per process.
+    pub approval_keys: ApprovalKeys,
     /// `skill_run`s one session may hold at once; one more is refused at once, naming
     /// this (`skillhost serve --max-session-runs N`). Default: 4.
     pub max_session_runs: usize,
     /// `skill_run`s all sessions together may hold at once (`skillhost serve --max-runs
     /// N`). Default: 8.
     pub max_runs: usize,
+}
+
+/// The shared secrets of [`McpConfig::approval_keys`], never shown (`Debug` counts them).
+#[derive(Clone, Default)]
+pub struct ApprovalKeys(pub Vec<Vec<u8>>);
+
+impl std::fmt::Debug for ApprovalKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApprovalKeys({} keys)", self.0.len())
+    }
 }
 
 impl Default for McpConfig {
@@ -106,6 +120,7 @@ impl Default for McpConfig {
             first_search_wait: std::time::Duration::from_secs(10),
             max_session_runs: 4,
             max_runs: 8,
+            approval_keys: ApprovalKeys::default(),
         }
     }
 }
@@ -170,7 +185,7 @@ impl SkillhostMcp {
     /// `index` (e.g. one with an embedder, for hybrid ranking). The index is synced with
     /// the registry before each search.
     pub fn with_index(registry: Arc<Registry>, config: McpConfig, index: Arc<SearchIndex>) -> Self {
-        let approvals = Approvals::new(config.approval_timeout);
+        let approvals = Approvals::shared(config.approval_timeout, &config.approval_keys.0, registry.claims());
         let running = Semaphore::new(config.max_runs.min(Semaphore::MAX_PERMITS));
         let index = tokio::sync::watch::Sender::new(IndexSlot { index, loading: false, failed: None });
         let shared = Arc::new(Shared {

@@ -100,8 +100,9 @@ pub mod forge {
 pub mod mcp {
     #[doc(no_inline)]
     pub use skillhost_mcp::{
-        DIRECTORY_BUDGET, Directory, HttpConfig, LineTransport, MAX_DIRECTORY_BUDGET, MAX_MESSAGE_BYTES, MIN_DIRECTORY_BUDGET, McpConfig,
-        SearchIndex, SkillhostMcp, load_or_create_token, read_token_file, serve, serve_http, serve_stdio, skills_directory,
+        ApprovalKeys, CALL_KEY, DIRECTORY_BUDGET, Directory, HttpConfig, LineTransport, MAX_DIRECTORY_BUDGET, MAX_MESSAGE_BYTES,
+        MIN_DIRECTORY_BUDGET, McpConfig, SearchIndex, SkillhostMcp, load_or_create_token, read_token_file, serve, serve_http, serve_stdio,
+        skills_directory,
     };
 }
 
