@@ -20,6 +20,7 @@ mod session;
 mod skills_from;
 mod sources;
 mod startup;
+mod team;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,0 +1,411 @@
+//! A team gateway on one machine: a real PostgreSQL (`Cluster`), two `serve --http`
+//! replicas sharing it, and HAProxy in front, all on 127.0.0.1. An approval made with the
+//! CLI is honoured by both replicas within a second, and a rejection likewise; the calls
+//! of both replicas are one table naming each; 1,000 calls through the balancer with
+//! replica `a` killed (SIGKILL) halfway are each answered, or retried with their key and
+//! answered, or (a call that was running on `a` when it died) told that their outcome is
+//! unknown, and no call ran twice, counted in the skill's own ledgers.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use skillhost::state::cluster::Cluster;
+
+use crate::Served;
+
+const CALLS: usize = 1000;
+const WORKERS: usize = 8;
+/// The skill whose tool appends each call's id to a ledger in its data dir.
+const SKILL: &str = "sandbox-probe";
+
+/// The shared pieces: PostgreSQL, the skills, the token, the keys.
+struct Team {
+    cluster: Cluster,
+    skills: tempfile::TempDir,
+    secrets: tempfile::TempDir,
+}
+
+/// One replica: its data dir and process.
+struct Replica {
+    name: &'static str,
+    data: tempfile::TempDir,
+    served: Option<Served>,
+    addr: String,
+}
+
+impl Team {
+    fn new() -> Self {
+        let team = Self {
+            cluster: Cluster::start().expect("PostgreSQL starts"),
+            skills: tempfile::tempdir().unwrap(),
+            secrets: tempfile::tempdir().unwrap(),
+        };
+        fixtures::python::install(SKILL, team.skills.path(), "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n");
+        private(&team.token_file(), &"7".repeat(64));
+        private(&team.secrets.path().join("keys"), &format!("{}\n", "ab".repeat(32)));
+        team
+    }
+
+    fn token_file(&self) -> PathBuf {
+        self.secrets.path().join("token")
+    }
+
+    fn replica(&self, name: &'static str) -> Replica {
+        let data = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[state]\nurl = \"{}\"\nreplica = \"{name}\"\nkeys = \"{}\"\n",
+            self.cluster.url(),
+            self.secrets.path().join("keys").display()
+        );
+        std::fs::write(data.path().join("config.toml"), config).unwrap();
+        Replica { name, data, served: None, addr: String::new() }
+    }
+
+    /// `skillhost COMMAND` over `replica`'s data dir (its config names the shared state).
+    fn cli(&self, replica: &Replica, args: &[&str]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--skills")
+            .arg(self.skills.path())
+            .arg("--data-dir")
+            .arg(replica.data.path())
+            .args(args)
+            .env("SKILLHOST_VENV", fixtures::python::venv())
+            .output()
+            .unwrap()
+    }
+
+    fn start(&self, replica: &mut Replica) {
+        let token = self.token_file();
+        let (served, url) = crate::serve_http(self.skills.path(), replica.data.path(), &["--token-file", token.to_str().unwrap()]);
+        replica.addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+        replica.served = Some(served);
+    }
+
+    fn psql(&self, sql: &str) -> String {
+        let out = Command::new(Cluster::bin_dir().join("psql")).arg(self.cluster.url()).args(["-Atc", sql]).output().unwrap();
+        assert!(out.status.success(), "psql: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+fn private(path: &Path, text: &str) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(path).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+/// HAProxy on 127.0.0.1 in front of `backends`, stopped on drop.
+struct Balancer {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Balancer {
+    fn start(backends: &[(&str, &str)]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = tempfile::tempdir().unwrap();
+        let servers: String =
+            backends.iter().map(|(name, addr)| format!("    server {name} {addr} check inter 200ms fall 2 rise 1\n")).collect();
+        let config = format!(
+            "global\n    maxconn 512\n\
+             defaults\n    mode http\n    timeout connect 1s\n    timeout client 60s\n    timeout server 60s\n\
+             \x20   retries 3\n    option redispatch\n    option http-buffer-request\n    retry-on conn-failure empty-response response-timeout\n\
+             frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\
+             backend replicas\n    balance roundrobin\n{servers}"
+        );
+        let path = dir.path().join("haproxy.cfg");
+        std::fs::write(&path, config).unwrap();
+        let check = Command::new("haproxy").arg("-c").arg("-f").arg(&path).output().expect("haproxy is installed (scripts/system.sh)");
+        assert!(check.status.success(), "haproxy -c: {}", String::from_utf8_lossy(&check.stderr));
+        let child = Command::new("haproxy").arg("-db").arg("-f").arg(&path).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let addr = format!("127.0.0.1:{port}");
+        let started = Instant::now();
+        while TcpStream::connect(&addr).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(10), "haproxy did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, addr, _dir: dir }
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What became of one HTTP attempt of a call.
+enum Attempt {
+    /// The JSON-RPC reply.
+    Reply(Value),
+    /// Nothing reached a replica, or no answer came back (a dropped connection, a 502 or
+    /// 503 of the balancer or of a draining replica): send it again with its key.
+    Retriable(String),
+}
+
+/// One stateless (2026-07-28) `tools/call` of `tool` over HTTP at `addr`, named `key`.
+fn call(addr: &str, token: &str, tool: &str, arguments: Value, key: &str) -> Attempt {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": tool, "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "skillhost/call-key": key,
+            }
+        }
+    })
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = match TcpStream::connect(addr) {
+        Ok(stream) => stream,
+        Err(e) => return Attempt::Retriable(format!("connect: {e}")),
+    };
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    if let Err(e) = stream.write_all(request.as_bytes()) {
+        return Attempt::Retriable(format!("send: {e}"));
+    }
+    let mut response = String::new();
+    if let Err(e) = stream.read_to_string(&mut response) {
+        return Attempt::Retriable(format!("read: {e}"));
+    }
+    let status = response.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    if response.is_empty() || ["502", "503", "504"].contains(&status.as_str()) {
+        return Attempt::Retriable(format!("status {status:?}"));
+    }
+    let (_, body) = response.split_once("\r\n\r\n").unwrap_or_default();
+    // A JSON body, or server-sent events whose `data:` line holds the reply.
+    let reply = serde_json::from_str(body.trim()).ok().or_else(|| {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok().filter(|v| v.get("id").is_some()))
+    });
+    match reply {
+        Some(reply) => Attempt::Reply(reply),
+        None => panic!("status {status} without a JSON-RPC reply: {response}"),
+    }
+}
+
+/// Call until a reply comes (at most 50 attempts, 100 ms apart).
+fn call_retrying(addr: &str, token: &str, tool: &str, arguments: Value, key: &str, retries: &AtomicUsize) -> Value {
+    for _ in 0..50 {
+        match call(addr, token, tool, arguments.clone(), key) {
+            Attempt::Reply(reply) => return reply,
+            Attempt::Retriable(_) => {
+                retries.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    panic!("call {key} got no answer in 50 attempts");
+}
+
+fn text_of(reply: &Value) -> String {
+    reply["result"]["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect()
+}
+
+/// The lines of `replica`'s ledger.
+fn ledger(replica: &Replica) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![replica.data.path().to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.is_symlink() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "ledger") {
+                found.extend(std::fs::read_to_string(&path).unwrap().lines().map(str::to_owned));
+            }
+        }
+    }
+    found
+}
+
+/// Call the skill on `replica` directly until whether it ran is `runs`, and how long that
+/// took (at most 10 s).
+fn until(replica: &Replica, token: &str, runs: bool) -> Duration {
+    let started = Instant::now();
+    let mut n = 0;
+    loop {
+        n += 1;
+        let key = format!("probe-{}-{n}-{}", replica.name, started.elapsed().as_nanos());
+        if let Attempt::Reply(reply) =
+            call(&replica.addr, token, &format!("{SKILL}__append"), json!({"path": "/data/probe", "line": key}), &key)
+            && ran(&reply, &key) == runs
+        {
+            return started.elapsed();
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            let last = call(&replica.addr, token, &format!("{SKILL}__append"), json!({"path": "/data/probe", "line": "x"}), "last");
+            let last = match last {
+                Attempt::Reply(reply) => reply.to_string(),
+                Attempt::Retriable(why) => why,
+            };
+            panic!("replica {} did not change within 10 s; it answers {last}", replica.name);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// How long until `replica`'s `skill_list` says the skill is `state` (at most 10 s): the
+/// trust state itself, apart from starting the approved server for a first call.
+fn until_state(replica: &Replica, token: &str, state: &str) -> Duration {
+    let started = Instant::now();
+    loop {
+        if let Attempt::Reply(reply) = call(&replica.addr, token, "skill_list", json!({}), "list")
+            && state_of(&reply["result"]["structuredContent"]).as_deref() == Some(state)
+        {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "replica {} did not show {state} within 10 s", replica.name);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The `state` of the object named [`SKILL`] anywhere in `value`.
+fn state_of(value: &Value) -> Option<String> {
+    match value {
+        Value::Object(map) if map.get("name").and_then(Value::as_str) == Some(SKILL) => map.get("state")?.as_str().map(str::to_owned),
+        Value::Object(map) => map.values().find_map(state_of),
+        Value::Array(items) => items.iter().find_map(state_of),
+        _ => None,
+    }
+}
+
+/// Whether the reply is the skill's answer to the call that appended `line`.
+fn ran(reply: &Value, line: &str) -> bool {
+    reply["result"]["isError"] != true && reply.get("error").is_none() && text_of(reply).contains(&format!("\"{line}\""))
+}
+
+#[test]
+fn two_replicas_on_postgres_behind_haproxy_share_approvals_and_lose_or_repeat_no_call_when_one_is_killed() {
+    let team = Team::new();
+    let token = "7".repeat(64);
+    let (mut a, mut b) = (team.replica("a"), team.replica("b"));
+    team.start(&mut a);
+    team.start(&mut b);
+    // Nobody approved the skill: both replicas refuse it.
+    until(&a, &token, false);
+    until(&b, &token, false);
+
+    // 1. A human approves with the CLI against the same state: both replicas honour it
+    // (their trust state within a second of the CLI's exit; then the call runs).
+    let approve = team.cli(&a, &["approve", SKILL, "--yes"]);
+    assert!(approve.status.success(), "{}", String::from_utf8_lossy(&approve.stderr));
+    let approved = [until_state(&b, &token, "approved"), until_state(&a, &token, "approved")];
+    until(&b, &token, true);
+    until(&a, &token, true);
+    // 2. A rejection likewise: neither runs it again.
+    let reject = team.cli(&b, &["reject", SKILL]);
+    assert!(reject.status.success(), "{}", String::from_utf8_lossy(&reject.stderr));
+    let rejected = [until_state(&a, &token, "pending_review"), until_state(&b, &token, "pending_review")];
+    until(&a, &token, false);
+    until(&b, &token, false);
+    eprintln!("after the CLI exited: approval shown by b and a after {approved:?}; rejection by a and b after {rejected:?}");
+    for took in approved.iter().chain(&rejected) {
+        assert!(*took < Duration::from_secs(1), "a trust change took {took:?} to reach a replica");
+    }
+    let approve = team.cli(&b, &["approve", SKILL, "--yes"]);
+    assert!(approve.status.success(), "{}", String::from_utf8_lossy(&approve.stderr));
+    until(&a, &token, true);
+    until(&b, &token, true);
+
+    // 3. 1,000 calls through the balancer; replica a killed halfway.
+    let balancer = Balancer::start(&[("a", &a.addr), ("b", &b.addr)]);
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let retries = Arc::new(AtomicUsize::new(0));
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let (next, done, retries, outcomes) = (next.clone(), done.clone(), retries.clone(), outcomes.clone());
+            let (addr, token) = (balancer.addr.clone(), token.clone());
+            std::thread::spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= CALLS {
+                        return;
+                    }
+                    let id = format!("call-{i}");
+                    let reply = call_retrying(
+                        &addr,
+                        &token,
+                        &format!("{SKILL}__append"),
+                        json!({"path": "/data/ledger", "line": id}),
+                        &id,
+                        &retries,
+                    );
+                    outcomes.lock().unwrap().push((id, reply));
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    while done.load(Ordering::Relaxed) < CALLS / 2 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    a.served.as_mut().unwrap().kill();
+    let killed_after = done.load(Ordering::Relaxed);
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let elapsed = started.elapsed();
+
+    let outcomes = outcomes.lock().unwrap();
+    assert_eq!(outcomes.len(), CALLS, "every call came back");
+    let (mut answered, mut interrupted, mut other) = (Vec::new(), Vec::new(), Vec::new());
+    for (id, reply) in outcomes.iter() {
+        if ran(reply, id) {
+            answered.push(id.clone());
+        } else if reply["result"]["isError"] == true && text_of(reply).contains("whether it had its effect is unknown") {
+            interrupted.push(id.clone());
+        } else {
+            other.push(format!("{id}: {reply}"));
+        }
+    }
+    let ledgers: Vec<String> = ledger(&a).into_iter().chain(ledger(&b)).collect();
+    let mut counted = std::collections::HashMap::<&str, usize>::new();
+    for line in &ledgers {
+        *counted.entry(line.as_str()).or_default() += 1;
+    }
+    eprintln!(
+        "{CALLS} calls through HAProxy in {elapsed:?}, a killed after {killed_after}: {} answered, {} interrupted (outcome unknown), {} retried sends; ledgers: a {} b {} lines",
+        answered.len(),
+        interrupted.len(),
+        retries.load(Ordering::Relaxed),
+        ledger(&a).len(),
+        ledger(&b).len()
+    );
+    assert!(other.is_empty(), "calls neither answered nor told their outcome is unknown: {:?}", &other[..other.len().min(5)]);
+    assert!(interrupted.len() <= WORKERS, "at most the calls in flight on a were interrupted: {}", interrupted.len());
+    let twice: Vec<_> = counted.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "calls ran twice: {twice:?}");
+    for id in &answered {
+        assert_eq!(counted.get(id.as_str()), Some(&1), "{id} was answered but is not in a ledger once");
+    }
+    assert_eq!(ledgers.len(), answered.len() + interrupted.iter().filter(|id| counted.contains_key(id.as_str())).count());
+    assert!(!ledger(&a).is_empty() && !ledger(&b).is_empty(), "both replicas served calls");
+
+    // 4. The calls of both replicas are one table, each row naming its replica.
+    let by_replica = team.psql(&format!("SELECT replica, count(*) FROM calls WHERE skill = '{SKILL}' GROUP BY replica ORDER BY replica"));
+    let rows: Vec<&str> = by_replica.lines().collect();
+    assert!(rows.len() == 2 && rows[0].starts_with("a|") && rows[1].starts_with("b|"), "calls by replica: {by_replica}");
+    // Every call was claimed by its key once, by the replica that ran it.
+    let claimed = team.psql("SELECT count(*), count(answer) FROM call_claims WHERE key LIKE 'http%call-%'");
+    assert_eq!(claimed, format!("{CALLS}|{}", answered.len()), "claims, and answers kept");
+    drop(balancer);
+}
