@@ -3,7 +3,8 @@
 //! the host warns about at start); this module adds what bubblewrap's version means for
 //! the mounts (CVE-2026-87766), whether server skills start with every layer the host
 //! expects (or without those its config accepted), the managed venv, the embedding
-//! model and the guest toolchains, and prints.
+//! model and the guest toolchains, where the state lives (and whether a shared store
+//! answers), in team mode whether every locked skill is served as locked, and prints.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -43,10 +44,14 @@ pub struct DoctorArgs {
 }
 
 /// Print the report; exit code 0 (a missing layer is reported, not an error).
-pub fn run(app: &App, args: DoctorArgs) -> Result<ExitCode> {
+pub async fn run(app: &App, args: DoctorArgs) -> Result<ExitCode> {
     let host = app.host()?;
     let data_dir = &app.data_dir;
     let mut checks = sandbox_checks(&host, &app.venv_dir());
+    checks.push(state_check(&host));
+    if let Some(lock) = app.config()?.team.lock.clone() {
+        checks.push(lock_check(app, &host, &lock).await?);
+    }
     let model = crate::model::model_dir(data_dir);
     let installed = model.join(".skillhost-model").is_file();
     checks.push(Check {
@@ -77,6 +82,45 @@ pub fn run(app: &App, args: DoctorArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where trust, audit and statistics live, and whether that store answers.
+fn state_check(host: &Host) -> Check {
+    let state = host.state();
+    let replica = if state.replica.is_empty() { String::new() } else { format!(", replica `{}`", state.replica) };
+    match state.trust.ping() {
+        Ok(took) => Check {
+            name: "state".into(),
+            available: true,
+            detail: format!("{}{replica}, answered in {:.1} ms", state.shown, took.as_secs_f64() * 1000.0),
+            fix: None,
+        },
+        Err(error) => Check {
+            name: "state".into(),
+            available: false,
+            detail: format!("{}{replica}: {error}", state.shown),
+            fix: Some("check [state] url (or --state) and that the database answers".into()),
+        },
+    }
+}
+
+/// Team mode: whether every skill the lock pins is installed with the pinned bytes.
+async fn lock_check(app: &App, host: &Host, lock: &Path) -> Result<Check> {
+    let registry = app.registry_on_demand(host).await?;
+    let pinned = app.config()?.pins()?.map(|p| p.hashes.len()).unwrap_or(0);
+    registry.ready().await;
+    let refused = registry.not_as_locked();
+    Ok(Check {
+        name: "team lock".into(),
+        available: refused.is_empty(),
+        detail: if refused.is_empty() {
+            format!("every skill {} pins ({pinned}) is served as locked", lock.display())
+        } else {
+            refused.join("; ")
+        },
+        fix: (!refused.is_empty())
+            .then(|| format!("run `skillhost sync --lock {}`; `serve` refuses these skills and is not ready", lock.display())),
+    })
 }
 
 /// The sandbox's isolation layers, whether server skills start, and the managed venv.

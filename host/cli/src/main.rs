@@ -149,7 +149,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => run::run(app, args).await,
         Command::Policy(args) => policy::run(app, args).await,
         Command::Forge(args) => forge::run(app, args).await,
-        Command::Doctor(args) => doctor::run(app, args),
+        Command::Doctor(args) => doctor::run(app, args).await,
         Command::Stats(args) => stats::run(app, args).await,
         Command::Rollback(args) => rollback::run(app, args).await,
         Command::New(args) => new::run(args),

@@ -120,7 +120,19 @@ pub async fn run(app: &App, mut args: ServeArgs) -> Result<ExitCode> {
     forge_config.suggest_missing = args.suggest_missing;
     args.forge = Some(Arc::new(host.forge(registry.clone(), forge_config)));
     args.data_dir = app.data_dir.clone();
-    serve(host, registry, args).await?;
+    // Team mode: the locked skills, installed now and whenever the lock changes, for as
+    // long as it serves.
+    let follow = async {
+        match app.config()?.team.lock.clone() {
+            Some(lock) => crate::sync::follow_lock(app, &host, registry.clone(), lock).await,
+            None => std::future::pending().await,
+        }
+        Ok::<(), anyhow::Error>(())
+    };
+    tokio::select! {
+        served = serve(host.clone(), registry.clone(), args) => served?,
+        followed = follow => followed?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

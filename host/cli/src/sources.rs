@@ -39,6 +39,11 @@ pub struct SourceArgs {
 }
 
 impl SourceArgs {
+    /// The defaults, with `lock` as the lockfile (`serve` in team mode).
+    pub fn for_lock(lock: PathBuf) -> Self {
+        Self { verify: Vec::new(), lock: Some(lock), allow_http: false, registry_secret: Vec::new(), timeout: Duration::from_secs(120) }
+    }
+
     /// Where the lockfile is.
     pub fn lock_path(&self, app: &App) -> PathBuf {
         self.lock.clone().unwrap_or_else(|| default_lock(app))

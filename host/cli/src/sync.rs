@@ -1,5 +1,6 @@
 //! `skillhost sync` and `skillhost outdated`: a data dir made to hold exactly the remote
-//! skills `skills.lock` pins, and what moved upstream since, without changing anything.
+//! skills `skills.lock` pins, and what moved upstream since, without changing anything;
+//! and [`follow_lock`], how `serve` in team mode (`[team] lock`) keeps to its lock.
 
 use std::process::ExitCode;
 
@@ -142,4 +143,53 @@ pub async fn outdated(app: &App, args: OutdatedArgs) -> Result<ExitCode> {
         bail!("{failed} of {} sources could not be asked", rows.len());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How often `serve` in team mode looks at its lockfile for a change.
+const LOCK_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Team mode (`[team] lock`): install what `lock` pins now (as `skillhost sync`), and
+/// again each time the file changes, the registry's pins following it; runs until the
+/// process ends. A skill that cannot be fetched stays refused (its files are not the
+/// locked ones), which `/readyz` and `doctor` say.
+pub async fn follow_lock(app: &App, host: &skillhost::Host, registry: std::sync::Arc<skillhost::Registry>, lock: std::path::PathBuf) {
+    let sources = SourceArgs::for_lock(lock.clone());
+    let mut seen: Option<Vec<u8>> = None;
+    // What is installed is known once the skills found at start have loaded.
+    registry.ready().await;
+    loop {
+        let now = std::fs::read(&lock).ok();
+        if now != seen {
+            if seen.is_some() {
+                tracing::info!(lock = %lock.display(), "the lockfile changed: serving what it pins now");
+                match app.config().and_then(|c| Ok(c.pins()?)) {
+                    Ok(pins) => {
+                        if let Err(error) = registry.set_pins(pins).await {
+                            tracing::warn!(%error, "cannot apply the changed lockfile");
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "cannot read the changed lockfile; the skills it pinned before stay"),
+                }
+            }
+            seen = now;
+            if let Err(error) = sync_locked(app, host, &registry, &sources).await {
+                tracing::warn!(%error, lock = %lock.display(), "cannot sync the locked skills");
+            }
+        }
+        tokio::time::sleep(LOCK_POLL).await;
+    }
+}
+
+/// One sync of the locked skills into the registry's user layer, each outcome logged.
+async fn sync_locked(app: &App, host: &skillhost::Host, registry: &skillhost::Registry, sources: &SourceArgs) -> Result<()> {
+    let mut lock = Lockfile::read(&sources.lock_path(app))?;
+    let installer = Installer::new(registry, sources.options(app, host)?, sources.keys(app)?);
+    for (name, outcome) in installer.sync(&mut lock, false).await {
+        match outcome {
+            Ok(Synced::UpToDate) => tracing::debug!(skill = %name, "as locked"),
+            Ok(_) => tracing::info!(skill = %name, "installed as locked"),
+            Err(error) => tracing::warn!(skill = %name, %error, "cannot install as locked; not served until it can"),
+        }
+    }
+    Ok(())
 }

@@ -96,6 +96,21 @@ pub struct RegistryConfig {
     /// then a human's approval, rejection, disable or enable made on any of them applies
     /// here too, as soon as the store tells of it.
     pub state: Option<skillhost_store::State>,
+    /// Team mode: exactly the skills a lockfile pins, each with the content hash it pins
+    /// ([`Pins`]); a skill the lock does not name, or whose files hash otherwise, does not
+    /// load. Default: `None`. [`Registry::set_pins`](crate::Registry::set_pins) changes
+    /// it.
+    pub pins: Option<Pins>,
+}
+
+/// The content hash of each skill a lockfile pins (`skills.lock`), for a registry that
+/// serves exactly those bytes and nothing else: the same bytes on every replica.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pins {
+    /// The lockfile, named in refusals.
+    pub lock: PathBuf,
+    /// Skill name → the content hash it must have.
+    pub hashes: std::collections::BTreeMap<String, String>,
 }
 
 /// When the skills whose first load runs their code (a first listing compiles a
@@ -135,6 +150,7 @@ impl RegistryConfig {
             audit: None,
             packages: Default::default(),
             state: None,
+            pins: None,
         }
     }
 

@@ -71,6 +71,20 @@ pub enum RegistryError {
         /// What is wrong, and the fix.
         reason: String,
     },
+    /// Team mode: the skill's files are not what the lockfile pins (or it names no such
+    /// skill), so it is not served.
+    #[error(
+        "skill `{name}` is not served: {why}; run `skillhost sync --lock {}` so that this host has the locked bytes (or change the lock), so every replica serves the same",
+        lock.display()
+    )]
+    NotAsLocked {
+        /// The skill.
+        name: String,
+        /// The lockfile.
+        lock: std::path::PathBuf,
+        /// How its files differ from the lock.
+        why: String,
+    },
     /// The skill has never loaded, so there is nothing to call or approve.
     #[error("skill `{name}` is not loaded: {reason}")]
     NotLoaded {

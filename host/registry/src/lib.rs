@@ -65,7 +65,7 @@ pub use catalog::{
     ApprovalRequest, Entry, INSTRUCTIONS_RUNTIME, Loaded, PolicyFrom, RegistryEvent, SCRIPTS_RUNTIME, Scripts, Shadowed, TooLongForADialog,
     withheld_description, withheld_tool_description,
 };
-pub use config::{FirstLoad, Layer, RegistryConfig};
+pub use config::{FirstLoad, Layer, Pins, RegistryConfig};
 pub use direct::{Access, DirectSkill};
 pub use error::RegistryError;
 pub use pack::{PACK_MANIFEST, PackRef};

@@ -67,6 +67,8 @@ pub struct Registry {
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// Usage statistics (`<data_dir>/stats.db`); `None` when it cannot be opened.
     stats: Option<Arc<dyn Stats>>,
+    /// Team mode: the content hash each skill must have ([`RegistryConfig::pins`]).
+    pins: RwLock<Option<crate::config::Pins>>,
     /// The names found at open whose first load has not finished yet.
     loading: tokio::sync::watch::Sender<BTreeSet<SkillName>>,
     /// The names of the background first load not started yet, in the order they start:
@@ -152,6 +154,7 @@ impl Registry {
             events: broadcast::channel(1024).0,
             watcher: Mutex::new(None),
             stats,
+            pins: RwLock::new(config.pins.clone()),
             loading: tokio::sync::watch::Sender::new(BTreeSet::new()),
             queued: Mutex::new(VecDeque::new()),
             wanted: tokio::sync::watch::Sender::new(BTreeMap::new()),
@@ -292,6 +295,23 @@ impl Registry {
     /// could be opened.
     pub fn stats(&self) -> Option<&dyn Stats> {
         self.stats.as_deref()
+    }
+
+    /// Team mode: serve exactly what `pins` pins from now on (`None`: whatever the layers
+    /// hold), and bring every skill in line with it.
+    pub async fn set_pins(&self, pins: Option<crate::config::Pins>) -> Result<(), RegistryError> {
+        *self.pins.write() = pins;
+        self.rescan_all().await
+    }
+
+    /// Team mode: the skills not served because their files are not what the lock pins,
+    /// each with why (for a readiness check and `doctor`).
+    pub fn not_as_locked(&self) -> Vec<String> {
+        self.entries
+            .read()
+            .values()
+            .filter_map(|e| e.error.as_ref().filter(|e| matches!(***e, RegistryError::NotAsLocked { .. })).map(|e| e.to_string()))
+            .collect()
     }
 
     /// Claims of calls that run at most once across the hosts of a shared state store

@@ -26,6 +26,9 @@
 //! url = "postgres://skillhost@db.internal:5432/skillhost"   # default "sqlite": files in the data dir
 //! replica = "a"                     # this host's name in the shared audit [default: the host name]
 //! keys = "/etc/skillhost/keys"      # shared secrets approval questions are signed with
+//!
+//! [team]
+//! lock = "/etc/skillhost/skills.lock"   # serve exactly the skills this lock pins
 //! ```
 //!
 //! A key the host does not know is refused, naming the file, the line and the keys that
@@ -75,6 +78,9 @@ pub struct HostConfig {
     /// `[state]`: where trust, the audit log and the statistics live.
     #[serde(default)]
     pub state: StateSection,
+    /// `[team]`: a replica of a team gateway.
+    #[serde(default)]
+    pub team: TeamSection,
     /// The file this was read from (`None`: built in code).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -175,6 +181,18 @@ pub struct StateSection {
     pub keys: Option<PathBuf>,
 }
 
+/// `[team]` of the host config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TeamSection {
+    /// Serve exactly the skills this `skills.lock` pins, with the bytes it pins: every
+    /// registry the host opens refuses a skill the lock does not name or whose files hash
+    /// otherwise; `serve` installs the locked skills at start and when the file changes
+    /// (as `skillhost sync` does). Default: none (serve what the layers hold).
+    pub lock: Option<PathBuf>,
+}
+
 /// A key of `[state] keys` shorter than this is refused.
 pub const MIN_KEY_BYTES: usize = 32;
 
@@ -272,8 +290,13 @@ impl HostConfig {
                 *path = dir.join(&*path);
             }
         };
-        let optional =
-            [&mut self.sandbox.venv, &mut self.packages.python_wheels, &mut self.packages.npm_offline_cache, &mut self.state.keys];
+        let optional = [
+            &mut self.sandbox.venv,
+            &mut self.packages.python_wheels,
+            &mut self.packages.npm_offline_cache,
+            &mut self.state.keys,
+            &mut self.team.lock,
+        ];
         optional.into_iter().flatten().for_each(anchor);
         self.sources.verify.iter_mut().for_each(|rule| anchor(&mut rule.key));
     }
@@ -323,6 +346,19 @@ impl HostConfig {
             keys.rule(rule.prefix.clone(), sign::PublicKey::from_pem(&text, &rule.key).map_err(key_error)?);
         }
         Ok(())
+    }
+
+    /// `[team] lock` as the registry's pins: each locked skill's content hash; `None`
+    /// without a lock.
+    pub fn pins(&self) -> Result<Option<skillhost_registry::Pins>, ConfigError> {
+        let Some(path) = &self.team.lock else { return Ok(None) };
+        let lock = skillhost_source::lock::Lockfile::read(path).map_err(|e| ConfigError::Section {
+            file: self.file(),
+            section: "team",
+            message: format!("lock {}: {e}", path.display()),
+        })?;
+        let hashes = lock.skills.into_iter().map(|locked| (locked.name, locked.content)).collect();
+        Ok(Some(skillhost_registry::Pins { lock: path.clone(), hashes }))
     }
 
     /// This host's name in a shared state store: `[state] replica`, else the host name.

@@ -483,6 +483,9 @@ impl Host {
     /// ([`BwrapConfig::packages`]), the only ones it installs from.
     pub async fn open_registry(&self, mut config: RegistryConfig) -> Result<Arc<Registry>, HostError> {
         config.state.get_or_insert_with(|| self.state.clone());
+        if config.pins.is_none() {
+            config.pins = self.config.pins()?;
+        }
         config.audit = Some(skillhost_store::audit::RunAudit { log: self.audit.clone(), secrets: Some(self.secrets.clone()) });
         if let Ok(sandbox) = &self.sandbox {
             config.packages = sandbox.package_sources().clone();

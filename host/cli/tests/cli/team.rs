@@ -409,3 +409,67 @@ fn two_replicas_on_postgres_behind_haproxy_share_approvals_and_lose_or_repeat_no
     assert_eq!(claimed, format!("{CALLS}|{}", answered.len()), "claims, and answers kept");
     drop(balancer);
 }
+
+/// A replica in team mode whose skill's bytes are not what `[team] lock` pins refuses that
+/// skill (the call says why and what to run), serves the one that matches, and `doctor`
+/// says which is refused; so does a skill the lock does not name.
+#[test]
+fn a_skill_whose_bytes_differ_from_the_lock_is_refused_and_doctor_says_so() {
+    let data = tempfile::tempdir().unwrap();
+    let user = data.path().join("user-skills");
+    for name in ["good", "bad", "stray"] {
+        let dir = user.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(fixtures::LIMITS.wasm, dir.join("skill.wasm")).unwrap();
+        std::fs::write(dir.join("skill.toml"), fixtures::LIMITS.manifest().replace("name = \"limits\"", &format!("name = \"{name}\"")))
+            .unwrap();
+    }
+    let cli = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_skillhost")).arg("--data-dir").arg(data.path()).args(args).output().unwrap();
+    let content_hash = |name: &str| {
+        let out = cli(&["show", name, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        fn find(value: &Value) -> Option<String> {
+            match value {
+                Value::Object(map) => {
+                    map.get("content_hash").and_then(Value::as_str).map(str::to_owned).or_else(|| map.values().find_map(find))
+                }
+                Value::Array(items) => items.iter().find_map(find),
+                _ => None,
+            }
+        }
+        find(&serde_json::from_slice(&out.stdout).unwrap()).expect("show --json names the content hash")
+    };
+    let good = content_hash("good");
+    let bad = content_hash("bad");
+    // The lock pins `bad` at other bytes, from a registry nothing listens on; it does not
+    // name `stray`.
+    let digest = format!("sha256:{}", "0".repeat(64));
+    let lock = format!(
+        "version = 1\n\
+         [[skill]]\nname = \"good\"\nsource = \"oci://127.0.0.1:9/team/good:1\"\ndigest = \"{digest}\"\ncontent = \"{good}\"\n\
+         [[skill]]\nname = \"bad\"\nsource = \"oci://127.0.0.1:9/team/bad:1\"\ndigest = \"{digest}\"\ncontent = \"{}\"\n",
+        good.replace(&good[good.len() - 4..], "beef")
+    );
+    std::fs::write(data.path().join("skills.lock"), lock).unwrap();
+    std::fs::write(data.path().join("config.toml"), "[team]\nlock = \"skills.lock\"\n").unwrap();
+
+    let (code, out, err) = {
+        let out = cli(&["call", "good", "echo", "--input", "{\"value\": 1}"]);
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    assert_eq!(code, Some(0), "the skill as locked is served: {out}{err}");
+    let out = cli(&["call", "bad", "echo", "--input", "{\"value\": 1}"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the skill whose bytes differ is refused");
+    assert!(err.contains(&format!("its files hash to {bad}")) && err.contains("skillhost sync --lock"), "{err}");
+    let out = cli(&["call", "stray", "echo", "--input", "{\"value\": 1}"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the lock does not name it"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let out = cli(&["doctor", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let checks: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lock_check = checks.as_array().unwrap().iter().find(|c| c["name"] == "team lock").expect("doctor checks the lock");
+    assert_eq!(lock_check["available"], false, "{lock_check}");
+    let detail = lock_check["detail"].as_str().unwrap();
+    assert!(detail.contains("`bad`") && detail.contains("`stray`") && !detail.contains("`good`"), "{detail}");
+}

@@ -158,6 +158,9 @@ impl Registry {
         let result = match self.read_candidate(name, winner) {
             Ok((snapshot, parsed)) => {
                 let hash = snapshot.hash_of(&parsed);
+                if let Some(refused) = self.pin_refusal(name, &hash) {
+                    return self.commit_refused(name, winner, shadows, identity, refused);
+                }
                 // A skill's scripts run under its policy and packages, kept apart from
                 // its files: a changed policy or lock is a changed skill.
                 let same_policy = |l: &Loaded| {
@@ -251,6 +254,52 @@ impl Registry {
         if old.is_some_and(|old| old.state != state) {
             self.emit(RegistryEvent::StateChanged { name: name.clone(), state });
         }
+        Ok(true)
+    }
+
+    /// Team mode: why `name` with files hashing to `hash` is not served, if it is not.
+    fn pin_refusal(&self, name: &SkillName, hash: &str) -> Option<RegistryError> {
+        let pins = self.pins.read();
+        let pins = pins.as_ref()?;
+        let why = match pins.hashes.get(name.as_str()) {
+            Some(locked) if locked == hash => return None,
+            Some(locked) => format!("its files hash to {hash}, the lock pins {locked}"),
+            None => "the lock does not name it".to_owned(),
+        };
+        Some(RegistryError::NotAsLocked { name: name.to_string(), lock: pins.lock.clone(), why })
+    }
+
+    /// Commit `name` as refused by the lock: no version of it serves (not even the one
+    /// that served before), its error says why.
+    fn commit_refused(
+        &self,
+        name: &SkillName,
+        winner: &Candidate,
+        shadows: Vec<Shadowed>,
+        identity: DataKey,
+        refused: RegistryError,
+    ) -> Result<bool, RegistryError> {
+        let _trust = self.trust_ops.lock();
+        if first_report(name, &refused.to_string()) {
+            tracing::warn!(skill = %name, error = %refused, "not served");
+        }
+        let entry = Entry {
+            name: name.clone(),
+            state: self.stored_state(&identity)?,
+            identity,
+            layer: winner.layer,
+            origin: winner.path.clone(),
+            shadows,
+            error: Some(Arc::new(refused)),
+            loaded: None,
+        };
+        let error = entry.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+        let old = self.entries.write().insert(name.clone(), Arc::new(entry));
+        match old {
+            None => self.emit(RegistryEvent::Added(name.clone())),
+            Some(_) => self.emit(RegistryEvent::Updated(name.clone())),
+        }
+        self.emit(RegistryEvent::LoadFailed { name: name.clone(), error });
         Ok(true)
     }
 
