@@ -34,19 +34,21 @@ command -v "$SKILLHOST" >/dev/null 2>&1 || die "no skillhost binary: \`$SKILLHOS
 if ! help=$("$SKILLHOST" serve --help 2>&1) || ! grep -q -- '--ops' <<<"$help"; then
     die "$("$SKILLHOST" --version 2>/dev/null || echo "$SKILLHOST") cannot serve a team: this needs $NEEDS"
 fi
-command -v haproxy >/dev/null 2>&1 || die "haproxy is missing: apt-get install haproxy (scripts/system.sh does)"
+# Debian installs it in /usr/sbin, off a user's PATH.
+haproxy=$(command -v haproxy 2>/dev/null || echo /usr/sbin/haproxy)
+[ -x "$haproxy" ] || die "haproxy is missing: apt-get install haproxy (scripts/system.sh does)"
 pg_bin=""
 if command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1; then
     pg_bin=$(dirname "$(readlink -f "$(command -v postgres)")")
 else
-    for candidate in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V); do pg_bin=$candidate; done
+    pg_bin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -1)   # the newest installed
 fi
 [ -n "$pg_bin" ] && [ -x "$pg_bin/initdb" ] && [ -x "$pg_bin/postgres" ] \
     || die "PostgreSQL is missing (initdb, postgres): apt-get install postgresql (scripts/system.sh does)"
 psql=$pg_bin/psql; [ -x "$psql" ] || psql=psql
 [ -z "${TEAM_LOCK:-}" ] || [ -f "$TEAM_LOCK" ] || die "TEAM_LOCK=$TEAM_LOCK is not a file"
 [ -z "${TEAM_LOCK:-}" ] || TEAM_LOCK=$(readlink -f "$TEAM_LOCK")
-[ -z "${SKILLHOST_SKILLS:-}" ] || export SKILLHOST_SKILLS="$(readlink -f "$SKILLHOST_SKILLS")"
+if [ -n "${SKILLHOST_SKILLS:-}" ]; then SKILLHOST_SKILLS=$(readlink -f "$SKILLHOST_SKILLS"); export SKILLHOST_SKILLS; fi
 SKILLHOST=$(command -v "$SKILLHOST"); SKILLHOST=$(readlink -f "$SKILLHOST")
 
 in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -191,8 +193,8 @@ listen stats
     stats uri /
     stats refresh 2s
 CFG
-haproxy -q -c -f "$dir/haproxy.cfg" || die "haproxy refused $dir/haproxy.cfg (above)"
-setsid haproxy -W -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
+"$haproxy" -q -c -f "$dir/haproxy.cfg" || die "haproxy refused $dir/haproxy.cfg (above)"
+setsid "$haproxy" -W -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
 pids=("$!" "${pids[@]}")   # stopped first: no new requests while the replicas drain
 
 # --- ready? --------------------------------------------------------------------------
@@ -231,7 +233,7 @@ while sleep 1; do
     kill -0 "$haproxy_pid" 2>/dev/null || { keep=1; die "HAProxy stopped: see $dir/haproxy.log"; }
     for i in 0 1; do
         if [ -z "${gone[$i]}" ] && ! kill -0 "${replica_pids[$i]}" 2>/dev/null; then
-            gone[$i]=1
+            gone[i]=1
             wait "${replica_pids[$i]}" && code=0 || code=$?
             echo "try-team: replica ${names[$i]} stopped (exit $code; its log: $dir/${names[$i]}.log)" >&2
         fi
