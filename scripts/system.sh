@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages skillhost needs beyond the Rust toolchain, idempotently:
-# the wasm32-wasip2 Rust target, bubblewrap (the sandbox of server skills) and Node.js
-# with npm (for componentize-js). Sourced by run.sh and setup.sh.
+# the wasm32-wasip2 Rust target, bubblewrap (the sandbox of server skills), Node.js
+# with npm (for componentize-js), and PostgreSQL and HAProxy (the team gateway's shared
+# state and a load balancer, for its tests and deploy/local/try-team.sh). Sourced by
+# run.sh and setup.sh.
 set -euo pipefail
 
 have_target() { rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; }
@@ -44,6 +46,65 @@ fi
 if ! command -v jq >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing jq" >&2
     apt-get install -y jq >&2 || { apt-get update >&2 && apt-get install -y jq >&2; } || true
+fi
+
+# PostgreSQL: the shared state of a team gateway (`[state] url = "postgres://..."`).
+# Debian puts initdb and postgres under /usr/lib/postgresql/VERSION/bin, off PATH.
+# The package's own cluster and service are never used: each test, and
+# deploy/local/try-team.sh, makes its own cluster in a temporary directory and stops it.
+# initdb and postgres refuse to run as root, so a root harness runs both as the `postgres`
+# user the package creates (what the tests do; the lines below were run by hand):
+#   pgbin=$(dirname "$(ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -1)")
+#   dir=$(mktemp -d); chmod 755 "$dir"; mkdir "$dir/data" "$dir/sock"
+#   chown postgres:postgres "$dir/data" "$dir/sock"
+#   printf %s "$superuser_password" > "$dir/pw"; chown postgres "$dir/pw"
+#   runuser -u postgres -- "$pgbin/initdb" -D "$dir/data" -U postgres --pwfile="$dir/pw" \
+#       --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8
+#   setpriv --reuid=postgres --regid=postgres --clear-groups -- "$pgbin/postgres" \
+#       -D "$dir/data" -k "$dir/sock" -p "$port" -c listen_addresses=127.0.0.1 &
+#       # setpriv execs: the pid spawned is the postmaster's (runuser forks and stays in
+#       # between, and SIGKILLs postgres 2 s after forwarding a SIGTERM)
+#   until "$pgbin/pg_isready" -q -h "$dir/sock" -p "$port"; do sleep 0.1; done
+#   "$pgbin/psql" -h "$dir/sock" -p "$port" -U postgres -v ON_ERROR_STOP=1 \
+#       -c "CREATE ROLE skillhost LOGIN PASSWORD 'pw'" -c "CREATE DATABASE skillhost OWNER skillhost"
+#   # the host then connects to postgres://skillhost:pw@127.0.0.1:$port/skillhost
+#   kill -INT "$postmaster_pid"; wait   # fast shutdown: clients cut off, exit 0; then rm -rf "$dir"
+# A non-root harness runs the same initdb and postgres as itself, without runuser/setpriv.
+have_postgres() { command -v postgres >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; }
+if ! have_postgres; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing postgresql (the shared state of a team gateway, for its tests)" >&2
+        apt-get install -y postgresql >&2 || { apt-get update >&2 && apt-get install -y postgresql >&2; }
+    else
+        echo "setup: PostgreSQL is missing; install it (apt-get install postgresql) for the team gateway's tests" >&2
+    fi
+fi
+
+# HAProxy: the load balancer in front of the replicas in deploy/local/try-team.sh and the
+# team gateway's tests, each with its own generated haproxy.cfg.
+if ! command -v haproxy >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing haproxy (the load balancer of the team gateway's tests)" >&2
+        apt-get install -y haproxy >&2 || { apt-get update >&2 && apt-get install -y haproxy >&2; }
+    else
+        echo "setup: haproxy is missing; install it (apt-get install haproxy) for the team gateway's tests" >&2
+    fi
+fi
+
+# The packages enable system services (PostgreSQL's main cluster on :5432, HAProxy) and
+# start them where systemd runs; the tests start their own and need none of them.
+# `systemctl disable` works without a running systemd too (it removes the links).
+if [ "$(id -u)" = 0 ] && command -v systemctl >/dev/null 2>&1; then
+    for service in postgresql haproxy; do
+        if systemctl is-active --quiet "$service" 2>/dev/null; then
+            echo "setup: stopping the $service service (the tests start their own)" >&2
+            systemctl stop "$service" >&2 || true
+        fi
+        if systemctl is-enabled --quiet "$service" 2>/dev/null; then
+            echo "setup: disabling the $service service (the tests start their own)" >&2
+            systemctl disable "$service" >&2 2>/dev/null || true
+        fi
+    done
 fi
 
 # rustfmt and clippy: scripts/test.sh checks formatting and lints before the tests.
