@@ -372,9 +372,7 @@ impl HostConfig {
     pub fn state_keys(&self) -> Result<Vec<Vec<u8>>, ConfigError> {
         let Some(path) = &self.state.keys else { return Ok(Vec::new()) };
         let refused = |message: String| ConfigError::Section { file: self.file(), section: "state", message };
-        // The checks of a bearer token's file: a regular file of this user, never a link,
-        // readable by nobody else.
-        let text = skillhost_mcp::read_token_file(path).map_err(|e| refused(format!("keys: {e}")))?;
+        let text = read_keys_file(path).map_err(|message| refused(format!("keys {}: {message}", path.display())))?;
         let mut keys = Vec::new();
         for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
             let key = hex::decode(line.trim()).ok().filter(|k| k.len() >= MIN_KEY_BYTES).ok_or_else(|| {
@@ -466,6 +464,28 @@ impl std::str::FromStr for Agent {
     }
 }
 
+/// The text of a `[state] keys` file: a regular file (a link is followed: Kubernetes
+/// mounts a secret as one, and the path is the operator's, never a skill's) that others
+/// cannot read; its group may (a secret mounted `0440` for the pod's group).
+fn read_keys_file(path: &Path) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot open it: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_owned());
+    }
+    if meta.mode() & 0o007 != 0 {
+        return Err(format!(
+            "readable by every user (mode {:o}); run `chmod o-rwx {}`, and consider the keys leaked: make new ones",
+            meta.mode() & 0o777,
+            path.display()
+        ));
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(&mut file, 64 << 10), &mut text).map_err(|e| format!("cannot read it: {e}"))?;
+    Ok(text)
+}
+
 fn state_url<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<StateUrl>, D::Error> {
     let text: Option<String> = Deserialize::deserialize(d)?;
     text.map(|t| t.parse().map_err(serde::de::Error::custom)).transpose()
@@ -548,5 +568,26 @@ mod tests {
         let config = HostConfig::read(&dir.path().join(CONFIG_FILE)).unwrap();
         assert!(config.skills_from.is_empty() && config.sandbox.allow_weaker.is_empty());
         assert_eq!(config.package_sources().unwrap(), PackageSources::default());
+    }
+
+    #[test]
+    fn state_keys_are_read_in_order_from_a_file_others_cannot_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        let (new, old) = ("ab".repeat(32), "cd".repeat(40));
+        std::fs::write(&keys, format!("# signing key first\n{new}\n\n{old}\n")).unwrap();
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let config = HostConfig::parse("[state]\nkeys = \"keys\"\n", &dir.path().join("config.toml")).unwrap();
+        assert_eq!(config.state_keys().unwrap(), [hex::decode(&new).unwrap(), hex::decode(&old).unwrap()]);
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let error = HostConfig::parse("[state]\nkeys = \"keys\"\n", &dir.path().join("config.toml")).unwrap_err().to_string();
+        assert!(error.contains("readable by every user") && error.contains("chmod o-rwx"), "{error}");
+        std::fs::write(&keys, "abcd\n").unwrap();
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let error = HostConfig::parse("[state]\nkeys = \"keys\"\n", &dir.path().join("config.toml")).unwrap_err().to_string();
+        assert!(error.contains("keys:1: not a key") && error.contains("openssl rand -hex 32"), "{error}");
+        let error = HostConfig::parse("[state]\nurl = \"mysql://x\"\n", Path::new("c.toml")).unwrap_err().to_string();
+        assert!(error.starts_with("c.toml:2:7: state `mysql://x` is neither `sqlite` nor"), "{error}");
     }
 }

@@ -200,7 +200,22 @@ fn the_configuration_reference_is_what_the_host_reads() {
     let key = env.data.path().join("team");
     let made = env.run(&["key", "generate", "--out", key.to_str().unwrap()]);
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let reference = reference.replace("/etc/skillhost/team.pub", key.with_extension("pub").to_str().unwrap());
+    // `[state]` names a PostgreSQL the host connects to, and a file of shared keys; `[team]`
+    // a lockfile: a real server, a key made as the docs say, the empty lock.
+    let postgres = skillhost::state::cluster::Cluster::start().expect("PostgreSQL starts");
+    let keys = env.data.path().join("keys");
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new().create(true).write(true).mode(0o600).open(&keys).unwrap();
+        writeln!(file, "{}", "5a".repeat(32)).unwrap();
+    }
+    let url = reference.lines().find_map(|l| l.strip_prefix("url = \"")?.split('"').next()).expect("[state] url");
+    let reference = reference
+        .replace("/etc/skillhost/team.pub", key.with_extension("pub").to_str().unwrap())
+        .replace(url, &postgres.url())
+        .replace("/etc/skillhost/keys", keys.to_str().unwrap())
+        .replace("/etc/skillhost/skills.lock", lock.to_str().unwrap());
     let out = read(&reference);
     assert!(out.status.success(), "the reference is refused: {}", String::from_utf8_lossy(&out.stderr));
     let typo = reference.replace("allow_hosts =", "allow_host =");
