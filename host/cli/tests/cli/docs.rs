@@ -207,7 +207,7 @@ fn the_configuration_reference_is_what_the_host_reads() {
     {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let mut file = std::fs::OpenOptions::new().create(true).write(true).mode(0o600).open(&keys).unwrap();
+        let mut file = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&keys).unwrap();
         writeln!(file, "{}", "5a".repeat(32)).unwrap();
     }
     let url = reference.lines().find_map(|l| l.strip_prefix("url = \"")?.split('"').next()).expect("[state] url");
