@@ -1,6 +1,9 @@
-//! [`PgClaims`]: [`CallClaims`] in PostgreSQL. Each host writes a heartbeat every
-//! [`HEARTBEAT`] (table `replicas`); a claim whose host has not beaten for [`GONE`] is
-//! [`Claim::Interrupted`]. Claims older than [`KEPT`] are dropped.
+//! [`PgClaims`]: [`CallClaims`] in PostgreSQL: a new call is one statement (the claim),
+//! and its answer one more. Each host writes a heartbeat every [`HEARTBEAT`] (table
+//! `replicas`); a claim whose host has not beaten for [`GONE`] is
+//! [`Claim::Interrupted`] (a host whose heartbeat merely stalled then finishes the call
+//! it runs, and the other's caller is told the outcome is unknown: still never twice).
+//! Claims older than [`KEPT`] are dropped.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -59,29 +62,19 @@ impl CallClaims for PgClaims {
         self.pg
             .block(move |client| async move {
                 let now = now_ms();
-                // The heartbeat of this host first: a claim is never taken by a host that
-                // looks gone.
-                client
-                    .execute(
-                        "INSERT INTO replicas (name, seen_ms) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET seen_ms = $2",
-                        &[&replica, &now],
-                    )
+                let insert = client
+                    .prepare_cached("INSERT INTO call_claims (key, replica, started_ms) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING")
                     .await?;
-                let claimed = client
-                    .execute(
-                        "INSERT INTO call_claims (key, replica, started_ms) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING",
-                        &[&key, &replica, &now],
-                    )
-                    .await?;
+                let claimed = client.execute(&insert, &[&key, &replica, &now]).await?;
                 if claimed == 1 {
                     return Ok(Claim::New);
                 }
-                let row = client
-                    .query_one(
+                let found = client
+                    .prepare_cached(
                         "SELECT c.replica, c.answer, COALESCE(r.seen_ms, 0) FROM call_claims c LEFT JOIN replicas r ON r.name = c.replica WHERE c.key = $1",
-                        &[&key],
                     )
                     .await?;
+                let row = client.query_one(&found, &[&key]).await?;
                 let (owner, answer, seen): (String, Option<String>, i64) = (row.get(0), row.get(1), row.get(2));
                 Ok(match answer {
                     Some(answer) => Claim::Done(answer),
@@ -96,7 +89,8 @@ impl CallClaims for PgClaims {
         let (key, answer, replica) = (key.to_owned(), answer.to_owned(), self.pg.replica().to_owned());
         self.pg
             .block(move |client| async move {
-                client.execute("UPDATE call_claims SET answer = $2 WHERE key = $1 AND replica = $3", &[&key, &answer, &replica]).await?;
+                let update = client.prepare_cached("UPDATE call_claims SET answer = $2 WHERE key = $1 AND replica = $3").await?;
+                client.execute(&update, &[&key, &answer, &replica]).await?;
                 Ok(())
             })
             .map_err(|e| self.pg.error(e, FIX))
