@@ -372,7 +372,7 @@ impl HostConfig {
     pub fn state_keys(&self) -> Result<Vec<Vec<u8>>, ConfigError> {
         let Some(path) = &self.state.keys else { return Ok(Vec::new()) };
         let refused = |message: String| ConfigError::Section { file: self.file(), section: "state", message };
-        let text = read_keys_file(path).map_err(|message| refused(format!("keys {}: {message}", path.display())))?;
+        let text = read_keys_file(path).map_err(|e| refused(format!("keys {}: {e}", path.display())))?;
         let mut keys = Vec::new();
         for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
             let key = hex::decode(line.trim()).ok().filter(|k| k.len() >= MIN_KEY_BYTES).ok_or_else(|| {
@@ -467,22 +467,22 @@ impl std::str::FromStr for Agent {
 /// The text of a `[state] keys` file: a regular file (a link is followed: Kubernetes
 /// mounts a secret as one, and the path is the operator's, never a skill's) that others
 /// cannot read; its group may (a secret mounted `0440` for the pod's group).
-fn read_keys_file(path: &Path) -> Result<String, String> {
+fn read_keys_file(path: &Path) -> std::io::Result<String> {
     use std::os::unix::fs::MetadataExt;
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot open it: {e}"))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read it: {e}"))?;
+    let mut file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err("not a regular file".to_owned());
+        return Err(std::io::Error::other("not a regular file"));
     }
     if meta.mode() & 0o007 != 0 {
-        return Err(format!(
+        return Err(std::io::Error::other(format!(
             "readable by every user (mode {:o}); run `chmod o-rwx {}`, and consider the keys leaked: make new ones",
             meta.mode() & 0o777,
             path.display()
-        ));
+        )));
     }
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut std::io::Read::take(&mut file, 64 << 10), &mut text).map_err(|e| format!("cannot read it: {e}"))?;
+    std::io::Read::read_to_string(&mut std::io::Read::take(&mut file, 64 << 10), &mut text)?;
     Ok(text)
 }
 
