@@ -49,27 +49,10 @@ if ! command -v jq >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >
 fi
 
 # PostgreSQL: the shared state of a team gateway (`[state] url = "postgres://..."`).
-# Debian puts initdb and postgres under /usr/lib/postgresql/VERSION/bin, off PATH.
-# The package's own cluster and service are never used: each test, and
-# deploy/local/try-team.sh, makes its own cluster in a temporary directory and stops it.
-# initdb and postgres refuse to run as root, so a root harness runs both as the `postgres`
-# user the package creates (what the tests do; the lines below were run by hand):
-#   pgbin=$(dirname "$(ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -1)")
-#   dir=$(mktemp -d); chmod 755 "$dir"; mkdir "$dir/data" "$dir/sock"
-#   chown postgres:postgres "$dir/data" "$dir/sock"
-#   printf %s "$superuser_password" > "$dir/pw"; chown postgres "$dir/pw"
-#   runuser -u postgres -- "$pgbin/initdb" -D "$dir/data" -U postgres --pwfile="$dir/pw" \
-#       --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8
-#   setpriv --reuid=postgres --regid=postgres --clear-groups -- "$pgbin/postgres" \
-#       -D "$dir/data" -k "$dir/sock" -p "$port" -c listen_addresses=127.0.0.1 &
-#       # setpriv execs: the pid spawned is the postmaster's (runuser forks and stays in
-#       # between, and SIGKILLs postgres 2 s after forwarding a SIGTERM)
-#   until "$pgbin/pg_isready" -q -h "$dir/sock" -p "$port"; do sleep 0.1; done
-#   "$pgbin/psql" -h "$dir/sock" -p "$port" -U postgres -v ON_ERROR_STOP=1 \
-#       -c "CREATE ROLE skillhost LOGIN PASSWORD 'pw'" -c "CREATE DATABASE skillhost OWNER skillhost"
-#   # the host then connects to postgres://skillhost:pw@127.0.0.1:$port/skillhost
-#   kill -INT "$postmaster_pid"; wait   # fast shutdown: clients cut off, exit 0; then rm -rf "$dir"
-# A non-root harness runs the same initdb and postgres as itself, without runuser/setpriv.
+# The package's own cluster and service are never used: each test (and
+# deploy/local/try-team.sh) makes a throwaway cluster in a temporary directory, as the
+# `postgres` user when root (host/store/src/postgres/cluster.rs). Debian keeps initdb and
+# postgres under /usr/lib/postgresql/VERSION/bin, off PATH.
 have_postgres() { command -v postgres >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; }
 if ! have_postgres; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
