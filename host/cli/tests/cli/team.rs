@@ -1,6 +1,7 @@
 //! A team gateway on one machine: a real PostgreSQL (`Cluster`), two `serve --http`
-//! replicas sharing it, and HAProxy in front, all on 127.0.0.1. An approval made with the
-//! CLI is honoured by both replicas within a second, and a rejection likewise; the calls
+//! replicas sharing it, and HAProxy in front, all on 127.0.0.1. An approval question one
+//! replica asked is answered on the other, once; an approval made with the CLI is
+//! honoured by both replicas within a second, and a rejection likewise; the calls
 //! of both replicas are one table naming each; 1,000 calls through the balancer with
 //! replica `a` killed (SIGKILL) halfway are each answered, or retried with their key and
 //! answered, or (a call that was running on `a` when it died) told that their outcome is
@@ -153,18 +154,21 @@ enum Attempt {
 
 /// One stateless (2026-07-28) `tools/call` of `tool` over HTTP at `addr`, named `key`.
 fn call(addr: &str, token: &str, tool: &str, arguments: Value, key: &str) -> Attempt {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": tool, "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "skillhost/call-key": key,
-            }
+    let params = json!({
+        "name": tool, "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "skillhost/call-key": key,
         }
-    })
-    .to_string();
+    });
+    call_with(addr, token, params)
+}
+
+/// One stateless `tools/call` with these `params`.
+fn call_with(addr: &str, token: &str, params: Value) -> Attempt {
+    let tool = params["name"].as_str().unwrap_or_default().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
          MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -300,6 +304,34 @@ fn two_replicas_on_postgres_behind_haproxy_share_approvals_and_lose_or_repeat_no
     // Nobody approved the skill: both replicas refuse it.
     until(&a, &token, false);
     until(&b, &token, false);
+
+    // 0. A question asked by replica a (an MCP client's elicitation, 2026-07-28: the
+    // answer comes back in a retried call) is answered on replica b: signed with the
+    // shared keys, used once through the shared store, the approval then held by both.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    });
+    let params = json!({"name": format!("{SKILL}__append"), "arguments": {"path": "/data/probe", "line": "asked"}, "_meta": meta});
+    let Attempt::Reply(asked) = call_with(&a.addr, &token, params.clone()) else { panic!("replica a did not answer") };
+    let state = asked["result"]["requestState"].as_str().unwrap_or_else(|| panic!("an approval question: {asked}")).to_owned();
+    let mut answered = params.clone();
+    answered["requestState"] = json!(state);
+    answered["inputResponses"] = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+    let Attempt::Reply(reply) = call_with(&b.addr, &token, answered.clone()) else { panic!("replica b did not answer") };
+    assert!(ran(&reply, "asked"), "replica b took the answer to replica a's question and ran the call: {reply}");
+    until_state(&a, &token, "approved");
+    assert_eq!(team.psql(&format!("SELECT approved_via FROM skills WHERE name LIKE '%{SKILL}'")), "mcp-elicitation");
+    let reject = team.cli(&a, &["reject", SKILL]);
+    assert!(reject.status.success(), "{}", String::from_utf8_lossy(&reject.stderr));
+    until_state(&a, &token, "pending_review");
+    until_state(&b, &token, "pending_review");
+    // The same answer again, on either replica, approves nothing: it was used.
+    for replica in [&a, &b] {
+        let Attempt::Reply(replayed) = call_with(&replica.addr, &token, answered.clone()) else { panic!("no answer") };
+        assert!(!ran(&replayed, "asked"), "a used answer approved again on replica {}: {replayed}", replica.name);
+    }
+    assert_eq!(team.psql(&format!("SELECT state FROM skills WHERE name LIKE '%{SKILL}'")), "pending_review");
 
     // 1. A human approves with the CLI against the same state: both replicas honour it
     // (their trust state within a second of the CLI's exit; then the call runs).
