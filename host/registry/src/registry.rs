@@ -36,7 +36,7 @@ use crate::{pack, skillmd};
 use sha2::Digest;
 use skillhost_store::audit::{RunAudit, RunOutcome, RunRecord};
 use skillhost_store::stats::Outcome;
-use skillhost_store::{ApprovalChannel, Observation, SqliteStats, SqliteTrustStore, Stats, TrustState, TrustStore};
+use skillhost_store::{ApprovalChannel, Kept, Observation, PolicyStore, SqliteStats, SqliteTrustStore, Stats, TrustState, TrustStore};
 
 mod approval;
 mod rescan;
@@ -50,6 +50,8 @@ pub struct Registry {
     runtime: ListingCache,
     policy: Policy,
     trust: Arc<dyn TrustStore>,
+    /// Run policies, package locks and approved files ([`skillhost_store::State::policies`]).
+    policies: Arc<dyn PolicyStore>,
     entries: RwLock<BTreeMap<SkillName, Arc<Entry>>>,
     /// Held while the catalog is rescanned or the user layer changed (install, remove,
     /// rollback), so those apply one at a time. The first load of the skills found at open
@@ -130,15 +132,23 @@ impl Registry {
     /// still to come.
     pub async fn open(config: RegistryConfig, runtime: Arc<dyn SkillRuntime>, policy: Policy) -> Result<Arc<Self>, RegistryError> {
         std::fs::create_dir_all(&config.user).map_err(RegistryError::io(&config.user, "cannot create the user skills directory"))?;
-        let (trust, stats): (Arc<dyn TrustStore>, Option<Arc<dyn Stats>>) = match &config.state {
-            Some(state) => (state.trust.clone(), state.stats.clone()),
-            None => (
-                Arc::new(SqliteTrustStore::open(&config.data_dir)?),
-                SqliteStats::open(&config.data_dir)
-                    .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
-                    .ok()
-                    .map(|stats| Arc::new(stats) as Arc<dyn Stats>),
-            ),
+        // The host's stores when it gave them, else SQLite files and a policies folder in
+        // the data dir.
+        let state = config.state.as_ref();
+        let trust: Arc<dyn TrustStore> = match state {
+            Some(state) => state.trust.clone(),
+            None => Arc::new(SqliteTrustStore::open(&config.data_dir)?),
+        };
+        let stats: Option<Arc<dyn Stats>> = match state {
+            Some(state) => state.stats.clone(),
+            None => SqliteStats::open(&config.data_dir)
+                .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
+                .ok()
+                .map(|stats| Arc::new(stats) as Arc<dyn Stats>),
+        };
+        let policies: Arc<dyn PolicyStore> = match state {
+            Some(state) => state.policies.clone(),
+            None => Arc::new(skillhost_store::FilePolicies::new(config.data_dir.join("policies"))),
         };
         // Canonical paths, so watcher events map back to their layer.
         let layers = config.layers().into_iter().map(|(layer, dir)| (layer, std::fs::canonicalize(&dir).unwrap_or(dir))).collect();
@@ -147,6 +157,7 @@ impl Registry {
             runtime: ListingCache::new(runtime, &config.data_dir),
             policy,
             trust,
+            policies,
             entries: RwLock::new(BTreeMap::new()),
             reload: tokio::sync::Mutex::new(()),
             name_locks: Mutex::new(BTreeMap::new()),
@@ -342,7 +353,7 @@ impl Registry {
     }
 }
 
-/// Apply the trust changes the store tells of, while the registry lives. A change the
+/// Apply the trust (and run policy) changes the store tells of, while the registry lives. A change the
 /// receiver fell behind on (more than the channel holds) reads every state again.
 async fn follow_trust(registry: std::sync::Weak<Registry>, mut changes: broadcast::Receiver<skillhost_store::TrustChange>) {
     loop {
@@ -354,6 +365,21 @@ async fn follow_trust(registry: std::sync::Weak<Registry>, mut changes: broadcas
         let Some(registry) = registry.upgrade() else { return };
         if let Err(error) = registry.refresh_trust(identity.as_deref()) {
             tracing::warn!(%error, "cannot read a trust change made on another host; it applies when the skill next loads");
+        }
+        // A run policy or package lock written elsewhere: the skill loads again under it
+        // (a load whose files and records are unchanged does nothing).
+        let names: BTreeSet<SkillName> = registry
+            .catalog()
+            .iter()
+            .filter(|e| {
+                e.loaded.as_ref().is_some_and(|l| l.scripts.is_some()) && identity.as_deref().is_none_or(|id| e.identity.as_str() == id)
+            })
+            .map(|e| e.name.clone())
+            .collect();
+        if !names.is_empty()
+            && let Err(error) = registry.rescan(&names).await
+        {
+            tracing::warn!(%error, "cannot load skills again under a policy written on another host");
         }
     }
 }

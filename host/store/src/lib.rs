@@ -7,6 +7,7 @@
 //! | [`TrustStore`]: trust states and approvals | [`SqliteTrustStore`], `trust.db` | [`PgTrustStore`], tells other hosts of changes |
 //! | [`Stats`]: usage statistics of calls and missed searches | [`SqliteStats`], `stats.db` | [`PgStats`] |
 //! | [`AuditLog`]: every outbound request, and every run of scripts | [`SqliteAuditLog`], `audit.db` | [`PgAuditLog`] |
+//! | [`PolicyStore`]: run policies, package locks, approved files | [`FilePolicies`], `policies/` | [`PgPolicies`] |
 //! | [`SecretStore`]: secrets the egress gate adds to requests | [`FileSecretStore`], `secrets/` | (per host) |
 //!
 //! - [`state`]: [`State`], the stores opened from a [`StateUrl`].
@@ -28,6 +29,7 @@
 pub mod audit;
 pub mod claims;
 mod error;
+pub mod policies;
 pub mod postgres;
 pub mod secrets;
 mod sqlite;
@@ -39,7 +41,8 @@ mod writer;
 pub use audit::{AuditError, AuditLog, AuditQuery, RunAudit, RunOutcome, RunRecord, SqliteAuditLog};
 pub use claims::{CallClaims, Claim};
 pub use error::StoreError;
-pub use postgres::{PgAuditLog, PgStats, PgTrustStore};
+pub use policies::{FilePolicies, Kept, PolicyStore};
+pub use postgres::{PgAuditLog, PgPolicies, PgStats, PgTrustStore};
 pub use secrets::{FileSecretStore, SecretError, SecretStore};
 pub use state::{State, StateUrl};
 pub use stats::{SqliteStats, Stats};

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use crate::audit::{AuditLog, SqliteAuditLog};
 use crate::claims::CallClaims;
 use crate::error::StoreError;
-use crate::postgres::{Pg, PgAuditLog, PgClaims, PgStats, PgTrustStore};
+use crate::policies::{FilePolicies, PolicyStore};
+use crate::postgres::{Pg, PgAuditLog, PgClaims, PgPolicies, PgStats, PgTrustStore};
 use crate::stats::{SqliteStats, Stats};
 use crate::trust::{SqliteTrustStore, TrustStore};
 
@@ -54,6 +55,8 @@ pub struct State {
     pub stats: Option<Arc<dyn Stats>>,
     /// The audit log of outbound requests and runs.
     pub audit: Arc<dyn AuditLog>,
+    /// Skills' run policies, package locks and approved files.
+    pub policies: Arc<dyn PolicyStore>,
     /// Calls run at most once across the hosts of the store, by a key the client gives;
     /// `None` for SQLite (one host: a client's retry reaches the same process).
     pub claims: Option<Arc<dyn CallClaims>>,
@@ -81,6 +84,7 @@ impl State {
                     .ok()
                     .map(|stats| Arc::new(stats) as Arc<dyn Stats>),
                 audit: Arc::new(SqliteAuditLog::open(data_dir.join("audit.db"))?),
+                policies: Arc::new(FilePolicies::new(data_dir.join("policies"))),
                 claims: None,
                 shown: "sqlite".to_owned(),
                 replica: String::new(),
@@ -91,6 +95,7 @@ impl State {
                     trust: Arc::new(PgTrustStore::open(pg.clone())),
                     stats: Some(Arc::new(PgStats::open(pg.clone())?)),
                     audit: Arc::new(PgAuditLog::open(pg.clone())?),
+                    policies: Arc::new(PgPolicies::open(pg.clone())),
                     claims: Some(Arc::new(PgClaims::open(pg.clone()))),
                     shown: pg.shown().to_owned(),
                     replica: replica.to_owned(),

@@ -856,12 +856,20 @@ impl PackageLock {
         match std::fs::read(path) {
             Ok(bytes) if bytes.len() <= super::MAX_POLICY_BYTES * 64 => {
                 let text = std::str::from_utf8(&bytes).map_err(|_| LockReadError::NotUtf8 { path: path_buf() })?;
-                toml::from_str(text).map(Some).map_err(|source| LockReadError::Toml { path: path_buf(), source })
+                Self::parse(text, path).map(Some)
             }
             Ok(_) => Err(LockReadError::TooLarge { path: path_buf() }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(LockReadError::Io { path: path_buf(), source }),
         }
+    }
+
+    /// The lock in `text` (the file at `path`, for errors).
+    pub fn parse(text: &str, path: &Path) -> Result<Self, LockReadError> {
+        if text.len() > super::MAX_POLICY_BYTES * 64 {
+            return Err(LockReadError::TooLarge { path: path.to_owned() });
+        }
+        toml::from_str(text).map_err(|source| LockReadError::Toml { path: path.to_owned(), source })
     }
 
     /// Its file's text.

@@ -178,11 +178,6 @@ impl Registry {
         Ok(())
     }
 
-    /// Where the files of `identity`'s last approval are listed (path → SHA-256).
-    pub(super) fn approved_files_path(&self, identity: &DataKey) -> PathBuf {
-        self.config.data_dir.join("policies").join(format!("{identity}.approved-files.json"))
-    }
-
     /// Keep what a folder skill's approval covered, file by file, so that the request for
     /// a later version can say which files changed. Best effort: the approval itself is
     /// in the trust store.
@@ -192,22 +187,16 @@ impl Registry {
         }
         let hashes: BTreeMap<&str, String> =
             loaded.files.iter().map(|(path, bytes)| (path.as_str(), hex::encode(sha2::Sha256::digest(bytes)))).collect();
-        let path = self.approved_files_path(identity);
-        let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            let staged = tempfile::NamedTempFile::new_in(dir)?;
-            std::fs::write(staged.path(), serde_json::to_vec(&hashes).unwrap_or_default())?;
-            staged.persist(&path).map(drop).map_err(|e| e.error)
-        });
-        if let Err(e) = written {
-            tracing::warn!(path = %path.display(), "cannot record the approved files: {e}");
+        let text = serde_json::to_string(&hashes).unwrap_or_default();
+        if let Err(error) = self.policies.write(identity.as_str(), Kept::ApprovedFiles, &text) {
+            tracing::warn!(%error, "cannot record the approved files");
         }
     }
 
     /// The files of `identity`'s last approval, when recorded.
     pub(super) fn approved_files(&self, identity: &DataKey) -> Option<BTreeMap<String, String>> {
-        let bytes = std::fs::read(self.approved_files_path(identity)).ok()?;
-        serde_json::from_slice(&bytes).ok()
+        let text = self.policies.read(identity.as_str(), Kept::ApprovedFiles).ok()??;
+        serde_json::from_str(&text).ok()
     }
 
     /// **Human only** (see the module docs). Decline `name`: its approval is dropped, it

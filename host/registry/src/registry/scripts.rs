@@ -211,27 +211,26 @@ impl Registry {
         result
     }
 
-    /// Where the run policy of the skill identified by `identity` is kept: in the host's
-    /// data dir, outside every skill folder.
+    /// Where the run policy of the skill identified by `identity` is kept, outside every
+    /// skill folder: a file in the host's data dir, or a row of the shared state.
     pub fn policy_path(&self, identity: &DataKey) -> PathBuf {
-        self.config.data_dir.join("policies").join(format!("{identity}.toml"))
+        self.policies.place(identity.as_str(), Kept::Policy)
     }
 
     /// Write `name`'s run policy (a human's command, like [`approve`](Self::approve)) and
     /// load the skill again: a policy that grants something else changes its capability
-    /// digest, so it needs approval again. Returns the policy file.
+    /// digest, so it needs approval again. Returns where the policy is kept.
     pub async fn set_policy(&self, name: &str, policy: &RunPolicy) -> Result<PathBuf, RegistryError> {
         let (_, identity) = self.identity_of(name)?;
-        let path = self.policy_path(&identity);
         let text = format!("# The run policy of skill `{name}`, written by `skillhost policy`.\n{}", policy.to_toml());
-        self.write_beside(name, &path, &text).await?;
-        Ok(path)
+        self.write_record(name, &identity, Kept::Policy, &text).await?;
+        Ok(self.policy_path(&identity))
     }
 
     /// Where the resolved packages of the skill identified by `identity` are kept, beside
     /// its policy.
     pub fn lock_path(&self, identity: &DataKey) -> PathBuf {
-        self.config.data_dir.join("policies").join(format!("{identity}.lock"))
+        self.policies.place(identity.as_str(), Kept::Lock)
     }
 
     /// What makes the SKILL.md skill `name` (identified by `identity`, holding `files`)
@@ -251,8 +250,8 @@ impl Registry {
         }
         let policy_error = |path: &Path, reason: String| RegistryError::Policy { name: name.to_owned(), path: path.to_owned(), reason };
         let path = self.policy_path(identity);
-        let (policy, policy_from) = if path.exists() {
-            (RunPolicy::read(&path).map_err(|e| policy_error(&path, e.to_string()))?, PolicyFrom::Host)
+        let (policy, policy_from) = if let Some(text) = self.policies.read(identity.as_str(), Kept::Policy)? {
+            (RunPolicy::parse(&text, &path).map_err(|e| policy_error(&path, e.to_string()))?, PolicyFrom::Host)
         } else if let Some(toml) = files.get("skill.toml") {
             let manifest = skillhost_core::SkillManifest::parse_bytes(toml, Path::new("skill.toml"))
                 .map_err(|e| RegistryError::BadScripts { name: name.to_owned(), reason: format!("its skill.toml: {e}") })?;
@@ -270,7 +269,10 @@ impl Registry {
         let node = skillhost_core::run::declared_node(files, &sources.npm)
             .map_err(|e| RegistryError::BadScripts { name: name.to_owned(), reason: e.to_string() })?;
         let path = self.lock_path(identity);
-        let lock = skillhost_core::PackageLock::read(&path).map_err(|e| policy_error(&path, e.to_string()))?;
+        let lock = match self.policies.read(identity.as_str(), Kept::Lock)? {
+            Some(text) => Some(skillhost_core::PackageLock::parse(&text, &path).map_err(|e| policy_error(&path, e.to_string()))?),
+            None => None,
+        };
         // A lock of other packages, from other sources, or not whole is stale: resolved
         // and approved again before anything runs.
         let lock = lock.filter(|l| (!packages.is_empty() || node.is_some()) && l.fresh(&packages, node.as_ref(), sources).is_ok());
@@ -283,17 +285,12 @@ impl Registry {
     /// and where they come from.
     pub async fn set_lock(&self, name: &str, lock: &skillhost_core::PackageLock) -> Result<(), RegistryError> {
         let (_, identity) = self.identity_of(name)?;
-        self.write_beside(name, &self.lock_path(&identity), &lock.to_toml()).await
+        self.write_record(name, &identity, Kept::Lock, &lock.to_toml()).await
     }
 
-    /// Write `text` to `path` atomically, then load `name` again.
-    pub(super) async fn write_beside(&self, name: &str, path: &Path, text: &str) -> Result<(), RegistryError> {
-        let fail = |e: std::io::Error| RegistryError::Policy { name: name.to_owned(), path: path.to_owned(), reason: e.to_string() };
-        let dir = path.parent().map(Path::to_owned).unwrap_or_default();
-        std::fs::create_dir_all(&dir).map_err(fail)?;
-        let staged = tempfile::NamedTempFile::new_in(&dir).map_err(fail)?;
-        std::fs::write(staged.path(), text).map_err(fail)?;
-        staged.persist(path).map_err(|e| fail(e.error))?;
+    /// Keep `text` as `identity`'s record `kept`, then load `name` again.
+    pub(super) async fn write_record(&self, name: &str, identity: &DataKey, kept: Kept, text: &str) -> Result<(), RegistryError> {
+        self.policies.write(identity.as_str(), kept, text)?;
         let name = SkillName::new(name).map_err(|e| RegistryError::UnknownSkill { name: e.name })?;
         self.rescan(&BTreeSet::from([name])).await
     }

@@ -97,6 +97,14 @@ const STEPS: &[&str] = &[
          name    TEXT PRIMARY KEY,
          seen_ms BIGINT NOT NULL
      );",
+    // 3: skills' run policies, package locks and approved files, shared.
+    "CREATE TABLE policies (
+         identity   TEXT NOT NULL,
+         kind       TEXT NOT NULL,
+         text       TEXT NOT NULL,
+         updated_at BIGINT NOT NULL,
+         PRIMARY KEY (identity, kind)
+     );",
 ];
 
 /// Bring the schema up to date.

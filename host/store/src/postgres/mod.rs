@@ -8,6 +8,7 @@
 //! | [`PgAuditLog`] | `egress`, `runs`, each row naming the replica that wrote it |
 //! | [`PgStats`] | `calls`, `misses`, each row naming the replica |
 //! | [`PgClaims`] | `call_claims`, `replicas` (heartbeats) |
+//! | [`PgPolicies`] | `policies`: run policies, package locks, approved files |
 //!
 //! **Driver**: `tokio-postgres` with the `deadpool-postgres` pool: the asynchronous
 //! driver of the tokio ecosystem the host already runs on, maintained with the
@@ -40,6 +41,7 @@ mod audit;
 pub mod claims;
 pub mod cluster;
 mod migrate;
+mod policies;
 mod stats;
 mod trust;
 
@@ -49,6 +51,7 @@ use std::time::Duration;
 
 pub use audit::PgAuditLog;
 pub use claims::PgClaims;
+pub use policies::PgPolicies;
 pub use stats::PgStats;
 pub use trust::PgTrustStore;
 

@@ -194,3 +194,32 @@ fn a_claimed_call_runs_once_across_replicas_and_one_whose_host_died_is_interrupt
     assert_eq!(b.claim("k2").unwrap(), Claim::Interrupted { replica: "a".to_owned() });
     assert_eq!(b.claim("k3").unwrap(), Claim::New);
 }
+
+#[test]
+fn a_run_policy_written_on_one_host_is_read_on_the_others_and_told_to_them() {
+    use crate::policies::{Kept, PolicyStore};
+    let cluster = Cluster::start().unwrap();
+    let (pa, pb) = (Pg::connect(&cluster.url(), "a").unwrap(), Pg::connect(&cluster.url(), "b").unwrap());
+    let b_trust = PgTrustStore::open(pb.clone());
+    let mut heard = b_trust.changes().unwrap();
+    let (a, b) = (PgPolicies::open(pa), PgPolicies::open(pb));
+    assert_eq!(b.read("tool", Kept::Policy).unwrap(), None);
+    // The listener connects in the background: write until it hears.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        a.write("tool", Kept::Policy, "[network]\nallow = []\n").unwrap();
+        if heard.try_recv().is_ok() || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    a.write("tool", Kept::Lock, "version = 1\n").unwrap();
+    let started = Instant::now();
+    while heard.try_recv() != Ok(TrustChange::Skill("tool".to_owned())) {
+        assert!(started.elapsed() < Duration::from_secs(5), "a lock written on host a was not told to host b");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(b.read("tool", Kept::Policy).unwrap().as_deref(), Some("[network]\nallow = []\n"));
+    assert_eq!(b.read("tool", Kept::Lock).unwrap().as_deref(), Some("version = 1\n"));
+    assert!(b.place("tool", Kept::Policy).display().to_string().ends_with("#policies/tool.toml"));
+}
