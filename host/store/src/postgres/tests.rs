@@ -223,3 +223,41 @@ fn a_run_policy_written_on_one_host_is_read_on_the_others_and_told_to_them() {
     assert_eq!(b.read("tool", Kept::Lock).unwrap().as_deref(), Some("version = 1\n"));
     assert!(b.place("tool", Kept::Policy).display().to_string().ends_with("#policies/tool.toml"));
 }
+
+#[test]
+fn a_listener_whose_connection_dropped_reconnects_and_asks_for_everything_again() {
+    let cluster = Cluster::start().unwrap();
+    let a = PgTrustStore::open(Pg::connect(&cluster.url(), "a").unwrap());
+    let pb = Pg::connect(&cluster.url(), "b").unwrap();
+    let b = PgTrustStore::open(pb.clone());
+    let mut heard = b.changes().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while heard.try_recv().is_err() {
+        assert!(Instant::now() < deadline, "the listener never heard");
+        a.enable("tool").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The server ends every listening connection (a restart, a failover, a proxy's idle cut).
+    pb.block(|client| async move {
+        client.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'", &[]).await?;
+        Ok(())
+    })
+    .unwrap();
+    while heard.try_recv().is_ok() {}
+    let started = Instant::now();
+    loop {
+        match heard.try_recv() {
+            Ok(TrustChange::All) => break,
+            Ok(other) => panic!("{other:?}"),
+            Err(_) if started.elapsed() < Duration::from_secs(10) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("the listener did not come back: {e:?}"),
+        }
+    }
+    eprintln!("the listener was back, asking for every state again, after {:?}", started.elapsed());
+    a.disable("tool").unwrap();
+    let started = Instant::now();
+    while heard.try_recv() != Ok(TrustChange::Skill("tool".to_owned())) {
+        assert!(started.elapsed() < Duration::from_secs(5), "changes after the reconnection are heard");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
