@@ -99,7 +99,7 @@ fn balancer(backends: &[&Replica]) -> Balancer {
          frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend replicas\nbackend replicas\n    balance roundrobin\n{servers}"
     );
     std::fs::write(dir.path().join("haproxy.cfg"), config).unwrap();
-    let child = Command::new("haproxy")
+    let child = Command::new(haproxy())
         .arg("-db")
         .arg("-f")
         .arg(dir.path().join("haproxy.cfg"))
@@ -292,3 +292,13 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 criterion_main!(benches);
+
+/// HAProxy: on `PATH`, else where Debian puts it (`/usr/sbin`, off a user's `PATH`).
+fn haproxy() -> std::path::PathBuf {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join("haproxy"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| "/usr/sbin/haproxy".into())
+}

@@ -123,9 +123,9 @@ impl Balancer {
         );
         let path = dir.path().join("haproxy.cfg");
         std::fs::write(&path, config).unwrap();
-        let check = Command::new("haproxy").arg("-c").arg("-f").arg(&path).output().expect("haproxy is installed (scripts/system.sh)");
+        let check = Command::new(haproxy()).arg("-c").arg("-f").arg(&path).output().expect("haproxy is installed (scripts/system.sh)");
         assert!(check.status.success(), "haproxy -c: {}", String::from_utf8_lossy(&check.stderr));
-        let child = Command::new("haproxy").arg("-db").arg("-f").arg(&path).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let child = Command::new(haproxy()).arg("-db").arg("-f").arg(&path).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         let addr = format!("127.0.0.1:{port}");
         let started = Instant::now();
         while TcpStream::connect(&addr).is_err() {
@@ -504,4 +504,14 @@ fn a_skill_whose_bytes_differ_from_the_lock_is_refused_and_doctor_says_so() {
     assert_eq!(lock_check["available"], false, "{lock_check}");
     let detail = lock_check["detail"].as_str().unwrap();
     assert!(detail.contains("`bad`") && detail.contains("`stray`") && !detail.contains("`good`"), "{detail}");
+}
+
+/// HAProxy: on `PATH`, else where Debian puts it (`/usr/sbin`, off a user's `PATH`).
+fn haproxy() -> std::path::PathBuf {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join("haproxy"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| "/usr/sbin/haproxy".into())
 }
