@@ -1,6 +1,7 @@
 //! Guest fixtures for the integration tests and benchmarks, built from source by
 //! `build.rs`, and the helpers that turn them into installed skills.
 
+pub mod balancer;
 pub mod figures;
 pub mod git;
 pub mod python;

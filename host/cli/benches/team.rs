@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fixtures::LIMITS;
+use fixtures::balancer::Balancer;
 use fixtures::figures::Figure;
 use serde_json::json;
 use skillhost::state::cluster::Cluster;
@@ -76,42 +77,10 @@ fn replica(skills: &Path, token: &Path, config: &str) -> Replica {
     Replica { child, addr, _data: data }
 }
 
-/// HAProxy in front of `backends`, stopped on drop.
-struct Balancer {
-    child: Child,
-    addr: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Balancer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn balancer(backends: &[&Replica]) -> Balancer {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dir = tempfile::tempdir().unwrap();
-    let servers: String = backends.iter().enumerate().map(|(i, r)| format!("    server r{i} {}\n", r.addr)).collect();
-    let config = format!(
-        "global\n    maxconn 512\ndefaults\n    mode http\n    timeout connect 1s\n    timeout client 60s\n    timeout server 60s\n    option http-keep-alive\n\
-         frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend replicas\nbackend replicas\n    balance roundrobin\n{servers}"
-    );
-    std::fs::write(dir.path().join("haproxy.cfg"), config).unwrap();
-    let child = Command::new(haproxy())
-        .arg("-db")
-        .arg("-f")
-        .arg(dir.path().join("haproxy.cfg"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr = format!("127.0.0.1:{port}");
-    while TcpStream::connect(&addr).is_err() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Balancer { child, addr, _dir: dir }
+    let named: Vec<(String, &str)> = backends.iter().enumerate().map(|(i, r)| (format!("r{i}"), r.addr.as_str())).collect();
+    let named: Vec<(&str, &str)> = named.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+    Balancer::start(&named, "", "")
 }
 
 /// One kept-alive HTTP/1.1 connection making stateless `tools/call`s.
@@ -292,13 +261,3 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 criterion_main!(benches);
-
-/// HAProxy: on `PATH`, else where Debian puts it (`/usr/sbin`, off a user's `PATH`).
-fn haproxy() -> std::path::PathBuf {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .map(|dir| dir.join("haproxy"))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| "/usr/sbin/haproxy".into())
-}

@@ -10,11 +10,12 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use fixtures::balancer::Balancer;
 use serde_json::{Value, json};
 use skillhost::state::cluster::Cluster;
 
@@ -99,48 +100,6 @@ fn private(path: &Path, text: &str) {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(path).unwrap();
     file.write_all(text.as_bytes()).unwrap();
-}
-
-/// HAProxy on 127.0.0.1 in front of `backends`, stopped on drop.
-struct Balancer {
-    child: Child,
-    addr: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Balancer {
-    fn start(backends: &[(&str, &str)]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let dir = tempfile::tempdir().unwrap();
-        let servers: String =
-            backends.iter().map(|(name, addr)| format!("    server {name} {addr} check inter 200ms fall 2 rise 1\n")).collect();
-        let config = format!(
-            "global\n    maxconn 512\n\
-             defaults\n    mode http\n    timeout connect 1s\n    timeout client 60s\n    timeout server 60s\n\
-             \x20   retries 3\n    option redispatch\n    option http-buffer-request\n    retry-on conn-failure empty-response response-timeout\n\
-             frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\
-             backend replicas\n    balance roundrobin\n{servers}"
-        );
-        let path = dir.path().join("haproxy.cfg");
-        std::fs::write(&path, config).unwrap();
-        let check = Command::new(haproxy()).arg("-c").arg("-f").arg(&path).output().expect("haproxy is installed (scripts/system.sh)");
-        assert!(check.status.success(), "haproxy -c: {}", String::from_utf8_lossy(&check.stderr));
-        let child = Command::new(haproxy()).arg("-db").arg("-f").arg(&path).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-        let addr = format!("127.0.0.1:{port}");
-        let started = Instant::now();
-        while TcpStream::connect(&addr).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(10), "haproxy did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self { child, addr, _dir: dir }
-    }
-}
-
-impl Drop for Balancer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// What became of one HTTP attempt of a call.
@@ -356,7 +315,11 @@ fn two_replicas_on_postgres_behind_haproxy_share_approvals_and_lose_or_repeat_no
     until(&b, &token, true);
 
     // 3. 1,000 calls through the balancer; replica a killed halfway.
-    let balancer = Balancer::start(&[("a", &a.addr), ("b", &b.addr)]);
+    let balancer = Balancer::start(
+        &[("a", &a.addr), ("b", &b.addr)],
+        "check inter 200ms fall 2 rise 1",
+        "    retries 3\n    option redispatch\n    option http-buffer-request\n    retry-on conn-failure empty-response response-timeout\n",
+    );
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
     let retries = Arc::new(AtomicUsize::new(0));
@@ -504,14 +467,4 @@ fn a_skill_whose_bytes_differ_from_the_lock_is_refused_and_doctor_says_so() {
     assert_eq!(lock_check["available"], false, "{lock_check}");
     let detail = lock_check["detail"].as_str().unwrap();
     assert!(detail.contains("`bad`") && detail.contains("`stray`") && !detail.contains("`good`"), "{detail}");
-}
-
-/// HAProxy: on `PATH`, else where Debian puts it (`/usr/sbin`, off a user's `PATH`).
-fn haproxy() -> std::path::PathBuf {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .map(|dir| dir.join("haproxy"))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| "/usr/sbin/haproxy".into())
 }
