@@ -243,6 +243,12 @@ fn sigterm_drains_calls_in_flight_and_refuses_new_ones() {
     assert_eq!(error["id"], 2, "{error}");
     assert!(error["error"]["message"].as_str().unwrap().contains("draining"), "{error}");
     assert_eq!(error["error"]["data"]["retriable"], true, "{error}");
+    let metrics = request(&ops, "GET", "/metrics", &[], "").body;
+    assert_eq!(
+        sample(&metrics, r#"skillhost_calls_total{skill="limits",tool="echo",outcome="ok"}"#),
+        None,
+        "nothing of it ran:\n{metrics}"
+    );
 
     let answered = slow.join().unwrap();
     assert!(answered["result"].is_object() && answered["result"]["isError"] != true, "the call in flight finished: {answered}");
