@@ -58,6 +58,11 @@ pub struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
+    /// How log lines are written to stderr: `text` for a person, `json` (one object a
+    /// line) for a log collector.
+    #[arg(long, global = true, value_enum, env = "SKILLHOST_LOG_FORMAT", default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -162,4 +167,14 @@ pub enum Command {
     /// Create a new skill (Rust, Python, JavaScript, or a Python MCP server) that works out
     /// of the box
     New(new::NewArgs),
+}
+
+/// The format of log lines (`--log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (coloured at a terminal).
+    Text,
+    /// One JSON object a line: `timestamp`, `level`, `target`, `fields` (the message and
+    /// the event's fields), `span`/`spans` when inside one.
+    Json,
 }

@@ -81,7 +81,7 @@ fn main() -> ExitCode {
         // ignores a closed pipe.
         Err(error) => error.exit(),
     };
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -105,7 +105,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, format: cli::LogFormat) {
     let default = match verbose {
         0 => "warn,guest=info",
         1 => "debug",
@@ -115,7 +115,11 @@ fn init_logging(verbose: u8) {
         tracing_subscriber::EnvFilter::try_from_env("SKILLHOST_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Colour only for a person at a terminal: an MCP client or a log file gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
+    let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        cli::LogFormat::Text => subscriber.with_ansi(ansi).init(),
+        cli::LogFormat::Json => subscriber.json().with_current_span(false).init(),
+    }
 }
 
 /// Resolve the global options and run the command.

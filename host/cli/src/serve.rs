@@ -8,6 +8,10 @@
 //! nothing is served by then, so no call waits for it. The first SIGINT/SIGTERM stops
 //! serving (or, after stdin closed, is what a client sends next and changes nothing); a
 //! second one ends the wait.
+//!
+//! Over HTTP, the first SIGINT/SIGTERM drains: new requests get 503 with `Retry-After`,
+//! `/readyz` of `--ops` turns 503, and the calls in flight finish, for at most
+//! `--drain-timeout`; then the process stops as above.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use skillhost::index::SearchIndex;
-use skillhost::mcp::{HttpConfig, McpConfig, SkillhostMcp};
+use skillhost::mcp::{Drain, HttpConfig, McpConfig, OpsConfig, ReadinessCheck, SkillhostMcp};
 use skillhost::{Host, Registry};
 
 use crate::app::App;
@@ -32,11 +36,19 @@ directory appear at once (notifications/tools/list_changed).
 Client configuration (stdio), with absolute paths: `skillhost mcp-config CLIENT` prints the
 entry for claude, cursor, vscode or zed (and `claude mcp add ...`); --write merges it in.
 
+Operations (--http): --ops ADDR serves GET /healthz, /readyz (503 with the reasons while
+the skills first load or while draining) and /metrics (Prometheus) without the token: bind
+it to loopback or a cluster-internal address, never a public one. On SIGTERM or SIGINT the
+replica drains: new requests get 503 with Retry-After: 1, calls in flight finish (at most
+--drain-timeout), then it exits 0. Logs as JSON lines: --log-format json.
+
 Examples:
   skillhost serve                                  stdio, for a local agent
   skillhost serve --http                           on 127.0.0.1:8787, token in DATA_DIR/http-token
   skillhost serve --http 0.0.0.0:8787 --token-file ~/.config/skillhost/token
-  SKILLHOST_MCP_TOKEN=... skillhost serve --http")]
+  SKILLHOST_MCP_TOKEN=... skillhost serve --http
+  skillhost --log-format json serve --http 0.0.0.0:8787 --token-file /run/secrets/token \\
+      --ops 127.0.0.1:9090 --drain-timeout 20s      behind a balancer, probed and scraped")]
 pub struct ServeArgs {
     /// Do not offer skill_create and skill_update (agents cannot submit skills).
     #[arg(long)]
@@ -81,6 +93,16 @@ pub struct ServeArgs {
     /// for `skillhost install http://HOST:PORT/ --skill NAME`.
     #[arg(long, requires = "http")]
     publish_skills: bool,
+
+    /// With --http: serve GET /healthz, /readyz and /metrics (Prometheus) at ADDR, e.g.
+    /// 127.0.0.1:9090. No token is asked there: never bind it to a public address.
+    #[arg(long, value_name = "ADDR", requires = "http")]
+    ops: Option<SocketAddr>,
+
+    /// With --http: on SIGTERM or SIGINT, how long the calls in flight may take to finish
+    /// (new requests get 503 meanwhile); past it the process exits all the same.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::app::parse_duration)]
+    drain_timeout: Duration,
 
     /// Above this many skill tools, list only built-ins, pinned and activated tools;
     /// agents find the rest with tool_search.
@@ -222,6 +244,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     };
     // Once every skill found at start has loaded, what loading read and let go of (the
     // components' files, their hashing copies) goes back to the kernel.
+    let ops_registry = registry.clone();
     let settled = registry.clone();
     tokio::spawn(async move {
         settled.ready().await;
@@ -271,14 +294,30 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         // Off loopback the token is the user's choice: serve_http says how to give one.
         (None, None) => None,
     };
+    let drain = Drain::default();
     let config = HttpConfig {
         addr,
         token,
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,
         publish_skills: args.publish_skills,
+        drain: drain.clone(),
     };
     let shutdown = tokio_util::sync::CancellationToken::new();
+    if let Some(addr) = args.ops {
+        let ops = OpsConfig { addr, checks: readiness_checks(), metrics: Some(install_metrics()?) };
+        let (ready, bound) = tokio::sync::oneshot::channel();
+        let serving = skillhost::mcp::serve_ops(ops_registry, ops, drain.clone(), shutdown.clone(), Some(ready));
+        tokio::spawn(async move {
+            if let Err(error) = serving.await {
+                errln!("skillhost: the operations listener stopped: {error}");
+            }
+        });
+        match bound.await {
+            Ok(addr) => errln!("skillhost: serving /healthz, /readyz and /metrics at http://{addr}/ (no token: keep it private)"),
+            Err(_) => anyhow::bail!("the operations listener at {addr} did not start (see the line above); pick another --ops address"),
+        }
+    }
     let (ready, bound) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         if let Ok(addr) = bound.await {
@@ -289,7 +328,48 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     tokio::pin!(serving);
     tokio::select! {
         served = &mut serving => return Ok(served?),
-        () = signals.recv() => shutdown.cancel(),
+        () = signals.recv() => drain.start(),
     }
+    // Draining: new requests get 503 while the ones taken finish, at most --drain-timeout.
+    let in_flight = drain.in_flight();
+    tracing::info!(in_flight, timeout = ?args.drain_timeout, "draining: refusing new requests, finishing the ones in flight");
+    errln!(
+        "skillhost: draining: new requests get 503; waiting up to {} for {in_flight} in flight (a second SIGINT/SIGTERM stops at once)",
+        format!("{:?}", args.drain_timeout)
+    );
+    tokio::select! {
+        served = &mut serving => return Ok(served?),
+        finished = tokio::time::timeout(args.drain_timeout, drain.idle()) => if finished.is_err() {
+            let cut = drain.in_flight();
+            tracing::warn!(cut, timeout = ?args.drain_timeout, "drain timeout passed; stopping with requests still in flight");
+            errln!("skillhost: the drain timeout of {} passed with {cut} request(s) still in flight; they are cut", format!("{:?}", args.drain_timeout));
+        },
+        () = signals.second() => {
+            let cut = drain.in_flight();
+            tracing::warn!(cut, "signalled again while draining; stopping with requests still in flight");
+            errln!("skillhost: signalled again; stopping with {cut} request(s) still in flight");
+        }
+    }
+    shutdown.cancel();
     Ok(serving.await?)
+}
+
+/// What `/readyz` checks besides the registry's first load and the drain: one line each.
+fn readiness_checks() -> Vec<Arc<dyn ReadinessCheck>> {
+    vec![]
+}
+
+/// Install the Prometheus recorder every `metrics::counter!` of the host records into, and
+/// how `/metrics` renders it. Call durations are histograms (buckets from 5 ms to 5 min).
+fn install_metrics() -> Result<skillhost::mcp::MetricsRender> {
+    const SECONDS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets_for_metric(metrics_exporter_prometheus::Matcher::Suffix("_seconds".to_owned()), SECONDS)
+        .context("cannot set the histogram buckets of the metrics")?
+        .install_recorder()
+        .context("cannot install the metrics recorder (another one is installed)")?;
+    Ok(Arc::new(move || {
+        handle.run_upkeep();
+        handle.render()
+    }))
 }

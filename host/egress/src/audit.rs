@@ -1,6 +1,10 @@
 //! Audit rows for outbound requests and tunnels: [`Audit`] starts a row when a request
 //! starts and records it at once (refusals, failures) or hands it to a [`PendingRecord`]
 //! that is written when the response body or the tunnel ends.
+//!
+//! Every row is also counted ([`observe`]): through the `metrics` facade, refusals
+//! (`skillhost_egress_denied_total`) and bytes (`skillhost_egress_bytes_total`, by
+//! `direction`), by skill; nothing is kept unless the embedder installed a recorder.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -50,6 +54,7 @@ impl Audit {
     pub(crate) fn record(&self, url: String, ip: Option<IpAddr>, outcome: EgressOutcome, bytes_out: u64) {
         let mut row = self.row(url, ip, outcome, bytes_out);
         row.duration = self.started.elapsed();
+        observe(&row);
         self.sink.record(row);
     }
 
@@ -91,6 +96,19 @@ impl PendingRecord {
 impl Drop for PendingRecord {
     fn drop(&mut self) {
         self.record.duration = self.started.elapsed();
+        observe(&self.record);
         self.sink.record(self.record.clone());
+    }
+}
+
+/// Count `row` in the egress metrics: a refusal, and the bytes sent and received.
+fn observe(row: &EgressRecord) {
+    if matches!(row.outcome, EgressOutcome::Refused(_)) {
+        metrics::counter!("skillhost_egress_denied_total", "skill" => row.skill.clone()).increment(1);
+    }
+    for (direction, bytes) in [("sent", row.bytes_out), ("received", row.bytes_in)] {
+        if bytes > 0 {
+            metrics::counter!("skillhost_egress_bytes_total", "skill" => row.skill.clone(), "direction" => direction).increment(bytes);
+        }
     }
 }

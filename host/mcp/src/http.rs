@@ -12,6 +12,12 @@
 //! A request body is at most [`MAX_MESSAGE_BYTES`], as on stdio: a longer one gets a 413
 //! whose body is a JSON-RPC error naming the limit, refused by its `Content-Length` before
 //! a byte is read, or (chunked) as soon as what was read passes the limit.
+//!
+//! Draining ([`HttpConfig::drain`], [`Drain::start`]): every new request is answered 503
+//! with `Retry-After: 1` and a JSON-RPC error saying the replica is draining, before any
+//! of it runs; the requests already taken (counted until their response body ends, an
+//! SSE stream of a call included) finish. The notification stream a client keeps open
+//! (`GET /mcp`) is not counted: it ends when the server stops.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -27,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use serde_json::Value;
 
+use crate::ops::{Drain, InFlight};
 use crate::{MAX_MESSAGE_BYTES, McpError, SkillhostMcp};
 
 /// How the HTTP transport listens.
@@ -44,6 +51,9 @@ pub struct HttpConfig {
     /// Also publish the approved instruction-only skills as an Agent Skills well-known
     /// index (`GET /.well-known/agent-skills/…`, no token asked for those reads).
     pub publish_skills: bool,
+    /// The graceful stop: once started, new requests are refused 503 and those taken are
+    /// counted until answered (see the module's doc). Default: a drain never started.
+    pub drain: Drain,
 }
 
 impl Default for HttpConfig {
@@ -54,6 +64,7 @@ impl Default for HttpConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             publish_skills: false,
+            drain: Drain::default(),
         }
     }
 }
@@ -117,16 +128,18 @@ pub async fn serve_http(
         let token = token.clone();
         let stop = shutdown.clone();
         let published = published.clone();
+        let drain = config.drain.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 let service = service.clone();
                 let token = token.clone();
                 let published = published.clone();
+                let drain = drain.clone();
                 async move {
                     if let Some(registry) = published.as_deref().filter(|_| well_known(&request)) {
                         return Ok::<_, Infallible>(well_known_response(registry, request.uri().path()));
                     }
-                    Ok::<_, Infallible>(handle(&service, token.as_deref(), request).await)
+                    Ok::<_, Infallible>(handle(&service, token.as_deref(), &drain, request).await)
                 }
             });
             let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
@@ -164,6 +177,7 @@ pub(crate) struct Principal(pub String);
 async fn handle(
     service: &Service,
     expected: Option<&str>,
+    drain: &Drain,
     request: hyper::Request<Incoming>,
 ) -> hyper::Response<BoxBody<Bytes, Infallible>> {
     if let Some(expected) = expected {
@@ -178,6 +192,13 @@ async fn handle(
             return response;
         }
     }
+    // The notification stream (GET) stays open as long as the client: not counted, and
+    // refused like the rest once draining.
+    let counted = request.method() != hyper::Method::GET;
+    let in_flight = match drain.enter() {
+        Some(in_flight) => in_flight,
+        None => return draining(request).await,
+    };
     let mut request = match bounded(request).await {
         Ok(request) => request,
         Err(refused) => return refused,
@@ -187,8 +208,76 @@ async fn handle(
         None => "http-bearer".to_owned(),
     };
     request.extensions_mut().insert(Principal(principal));
-    service.handle(request).await
+    let response = service.handle(request).await;
+    if !counted {
+        return response;
+    }
+    // Counted until the response body ends: a call answered over SSE is in flight until then.
+    response.map(|body| Counted { body, _in_flight: in_flight }.boxed())
 }
+
+/// A response body holding its request's place in the [`Drain`] count until it ends or
+/// is dropped.
+struct Counted {
+    body: BoxBody<Bytes, Infallible>,
+    _in_flight: InFlight,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The 503 answering `request` while the replica drains: `Retry-After: 1` and a JSON-RPC
+/// error (with the request's id when its first bytes hold it) saying that nothing of it
+/// ran and that it may be sent again.
+async fn draining(request: hyper::Request<Incoming>) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    let mut scan = crate::transport::IdScan::default();
+    let mut body = request.into_body();
+    let mut read = 0usize;
+    while read < MAX_MESSAGE_BYTES {
+        let Some(Ok(frame)) = body.frame().await else { break };
+        let Ok(data) = frame.into_data() else { continue };
+        let take = data.len().min(MAX_MESSAGE_BYTES - read);
+        scan.feed(&data[..take]);
+        read += take;
+    }
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": scan.id(),
+        "error": {
+            "code": DRAINING_CODE,
+            "message": "this skillhost replica is draining (shutting down) and took none of this request; nothing of it ran: send it again (a load balancer sends it to another replica)",
+            "data": {"retriable": true, "retry_after_seconds": 1},
+        },
+    });
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    headers.insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+    headers.insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
+    response
+}
+
+/// The JSON-RPC error code of a request refused while draining (implementation-defined
+/// server error range).
+const DRAINING_CODE: i64 = -32001;
 
 /// `request` with its body read whole, when it is no longer than [`MAX_MESSAGE_BYTES`];
 /// else a 413 whose body is the JSON-RPC error saying so: at once for a `Content-Length`

@@ -48,6 +48,7 @@ mod failure;
 mod forge;
 mod http;
 mod knowledge;
+mod ops;
 mod run;
 mod search;
 mod server;
@@ -58,6 +59,7 @@ mod wellknown;
 
 pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};
 pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, directory as skills_directory};
+pub use ops::{Drain, MetricsRender, OpsConfig, ReadinessCheck, serve_ops};
 pub use search::SearchType;
 pub use server::{ApprovalKeys, CALL_KEY, IndexLoading, McpConfig, SkillhostMcp};
 pub use skillhost_index::SearchIndex;

@@ -39,6 +39,7 @@ use skillhost_store::stats::Outcome;
 use skillhost_store::{ApprovalChannel, Kept, Observation, PolicyStore, SqliteStats, SqliteTrustStore, Stats, TrustState, TrustStore};
 
 mod approval;
+mod observe;
 mod rescan;
 mod scripts;
 
@@ -292,10 +293,13 @@ impl Registry {
     /// loading is waited for. The version serving at the start of the call finishes it,
     /// whatever reloads meanwhile.
     pub async fn call(&self, skill: &str, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, RegistryError> {
+        let _in_flight = observe::InFlight::start();
         self.wait_loaded(skill).await;
-        let runnable = self.entry(skill)?.callable()?;
+        let entry = self.entry(skill).inspect_err(|_| observe::call_refused(None, tool))?;
+        let runnable = entry.callable().inspect_err(|_| observe::call_refused(Some(&entry), tool))?;
         let started = std::time::Instant::now();
         let result = runnable.call(tool, input, cx).await;
+        observe::call_done(&entry, tool, &result, started.elapsed());
         if let Some(stats) = &self.stats {
             stats.record_call(skill, tool, Outcome::of(&result), started.elapsed());
         }

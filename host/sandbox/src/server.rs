@@ -113,6 +113,25 @@ pub(crate) struct Server {
     pub(crate) calls: Option<ProxyCalls>,
     /// Held for the server's life: the private runtime dir, the egress proxy.
     _guards: Vec<Box<dyn std::any::Any + Send + Sync>>,
+    /// Counts it in the sandboxes running.
+    _running: Running,
+}
+
+/// One sandbox started (a server, a run), counted in the `skillhost_sandboxes_running`
+/// gauge (through the `metrics` facade) until dropped.
+pub(crate) struct Running(());
+
+impl Running {
+    pub(crate) fn start() -> Self {
+        metrics::gauge!("skillhost_sandboxes_running").increment(1.0);
+        Self(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        metrics::gauge!("skillhost_sandboxes_running").decrement(1.0);
+    }
 }
 
 /// What a spawn needs.
@@ -140,6 +159,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|source| StartError::Spawn { program: program.clone(), source })?;
+        let running = Running::start();
         let stdout = child.stdout.take().ok_or(StartError::NoPipe("stdout"))?;
         let stdin = child.stdin.take().ok_or(StartError::NoPipe("stdin"))?;
         let stderr = Arc::new(Stderr::default());
@@ -172,6 +192,7 @@ impl Server {
             confinement,
             calls,
             _guards: guards,
+            _running: running,
         }))
     }
 

@@ -104,6 +104,8 @@ pub mod mcp {
         MIN_DIRECTORY_BUDGET, McpConfig, SearchIndex, SkillhostMcp, load_or_create_token, read_token_file, serve, serve_http, serve_stdio,
         skills_directory,
     };
+    #[doc(no_inline)]
+    pub use skillhost_mcp::{Drain, MetricsRender, OpsConfig, ReadinessCheck, serve_ops};
 }
 
 /// The search index: BM25 over skills and tools, hybrid with the local embedding model.

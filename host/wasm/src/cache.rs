@@ -8,6 +8,9 @@
 //!
 //! A component's bytes ([`ComponentBytes`]) are held in memory only until the cache
 //! holds its code: a skill nobody calls then costs its hash, not its size.
+//!
+//! Each lookup is counted through the `metrics` facade (`skillhost_wasm_cache_total`,
+//! `result` `hit` or `miss`), kept only when the embedder installed a recorder.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -28,6 +31,9 @@ pub struct CacheStats {
     /// Loads that compiled.
     pub compiled: u64,
 }
+
+/// The metric counting lookups of the compiled cache, by `result` (`hit`, `miss`).
+const CACHE_LOOKUPS: &str = "skillhost_wasm_cache_total";
 
 pub(crate) struct ComponentCache {
     dir: Option<PathBuf>,
@@ -64,6 +70,7 @@ impl ComponentCache {
                 Ok(component) => {
                     bytes.release();
                     self.hits.fetch_add(1, Ordering::Relaxed);
+                    metrics::counter!(CACHE_LOOKUPS, "result" => "hit").increment(1);
                     tracing::debug!(entry = %entry.display(), "compiled component cache hit");
                     return Ok((component, CacheOutcome::Hit));
                 }
@@ -73,6 +80,7 @@ impl ComponentCache {
                 }
             }
         }
+        metrics::counter!(CACHE_LOOKUPS, "result" => "miss").increment(1);
         let component = self.compile(engine, &bytes.get()?)?;
         match store(&component, dir, &entry) {
             Ok(()) => bytes.release(),

@@ -14,6 +14,7 @@ mod languages;
 mod load;
 mod mcp;
 mod mcp_limits;
+mod ops;
 mod packages;
 mod runs;
 mod session;

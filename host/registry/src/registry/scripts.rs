@@ -145,7 +145,22 @@ impl Registry {
         cx: CallContext,
     ) -> Result<skillhost_core::RunOutput, RegistryError> {
         self.wait_loaded(skill).await;
-        let entry = self.entry(skill)?;
+        let entry = self.entry(skill).inspect_err(|_| super::observe::run_unknown())?;
+        let result = self.run_entry(&entry, skill, command, inputs, cx).await;
+        super::observe::run_done(&entry, &result);
+        result
+    }
+
+    /// [`run`](Self::run) of the catalog's `entry` for `skill`.
+    async fn run_entry(
+        &self,
+        entry: &Arc<Entry>,
+        skill: &str,
+        command: Vec<String>,
+        inputs: Vec<skillhost_core::RunInput>,
+        cx: CallContext,
+    ) -> Result<skillhost_core::RunOutput, RegistryError> {
+        let entry = entry.clone();
         let loaded = loaded(&entry)?;
         let Some(scripts) = &loaded.scripts else {
             let reason = match loaded.runtime {

@@ -128,6 +128,7 @@ impl BwrapRuntime {
         command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
         let started = Instant::now();
         let mut child = command.spawn().map_err(|e| jail_failed(format!("cannot start the jail: {e}")))?;
+        let _running = crate::server::Running::start();
         drop(profile);
         self.inner.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 
