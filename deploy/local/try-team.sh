@@ -18,7 +18,7 @@ set -euo pipefail
 
 SKILLHOST=${SKILLHOST:-skillhost}
 # The first skillhost with the team gateway: `serve --ops`, `--state`, `[state]`, `[team]`.
-NEEDS="skillhost 0.2.0 or later (serve --ops, --state, --log-format, --drain-timeout)"
+NEEDS="a skillhost whose serve has --ops, --log-format and --drain-timeout, and the global --state"
 port=${TEAM_PORT:-8780}
 pg_port=${TEAM_PG_PORT:-55432}
 drain=${TEAM_DRAIN:-10s}

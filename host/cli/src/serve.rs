@@ -245,6 +245,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     // Once every skill found at start has loaded, what loading read and let go of (the
     // components' files, their hashing copies) goes back to the kernel.
     let ops_registry = registry.clone();
+    let checks = readiness_checks(&host, &registry);
     let settled = registry.clone();
     tokio::spawn(async move {
         settled.ready().await;
@@ -305,7 +306,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     };
     let shutdown = tokio_util::sync::CancellationToken::new();
     if let Some(addr) = args.ops {
-        let ops = OpsConfig { addr, checks: readiness_checks(), metrics: Some(install_metrics()?) };
+        let ops = OpsConfig { addr, checks, metrics: Some(install_metrics()?) };
         let (ready, bound) = tokio::sync::oneshot::channel();
         let serving = skillhost::mcp::serve_ops(ops_registry, ops, drain.clone(), shutdown.clone(), Some(ready));
         tokio::spawn(async move {
@@ -354,15 +355,40 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     Ok(serving.await?)
 }
 
-/// What `/readyz` checks besides the registry's first load and the drain: one line each.
-fn readiness_checks() -> Vec<Arc<dyn ReadinessCheck>> {
-    vec![]
+/// What `/readyz` checks besides the registry's first load and the drain: the state store
+/// answers, and (team mode) every locked skill serves its locked bytes.
+fn readiness_checks(host: &Arc<Host>, registry: &Arc<Registry>) -> Vec<Arc<dyn ReadinessCheck>> {
+    vec![Arc::new(StateAnswers(host.clone())), Arc::new(AsLocked(registry.clone()))]
+}
+
+/// Ready while the state store (SQLite files, or the shared PostgreSQL) answers.
+struct StateAnswers(Arc<Host>);
+
+impl ReadinessCheck for StateAnswers {
+    fn check(&self) -> Vec<String> {
+        let state = self.0.state();
+        match state.trust.ping() {
+            Ok(_) => Vec::new(),
+            Err(error) => vec![format!("the state store ({}) does not answer: {error}", state.shown)],
+        }
+    }
+}
+
+/// Team mode: ready once every skill the lock pins serves its locked bytes, and nothing
+/// else is refused against the lock ([`Registry::not_as_locked`]).
+struct AsLocked(Arc<Registry>);
+
+impl ReadinessCheck for AsLocked {
+    fn check(&self) -> Vec<String> {
+        self.0.not_as_locked()
+    }
 }
 
 /// Install the Prometheus recorder every `metrics::counter!` of the host records into, and
-/// how `/metrics` renders it. Call durations are histograms (buckets from 5 ms to 5 min).
+/// how `/metrics` renders it. Durations are histograms (buckets from 0.5 ms to 5 min).
 fn install_metrics() -> Result<skillhost::mcp::MetricsRender> {
-    const SECONDS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+    const SECONDS: &[f64] =
+        &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
     let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
         .set_buckets_for_metric(metrics_exporter_prometheus::Matcher::Suffix("_seconds".to_owned()), SECONDS)
         .context("cannot set the histogram buckets of the metrics")?

@@ -319,14 +319,30 @@ impl Registry {
         self.rescan_all().await
     }
 
-    /// Team mode: the skills not served because their files are not what the lock pins,
-    /// each with why (for a readiness check and `doctor`).
+    /// Team mode: why what is served is not what the lock pins, one sentence per skill: a
+    /// skill refused because its files are not the locked ones (or the lock does not name
+    /// it), and a locked skill not served (not installed yet, or failing to load). Empty
+    /// when every locked skill serves its locked bytes, or without a lock (for a readiness
+    /// check and `doctor`).
     pub fn not_as_locked(&self) -> Vec<String> {
-        self.entries
-            .read()
+        let pins = self.pins.read();
+        let Some(pins) = pins.as_ref() else { return Vec::new() };
+        let entries = self.entries.read();
+        let mut reasons: Vec<String> = entries
             .values()
             .filter_map(|e| e.error.as_ref().filter(|e| matches!(***e, RegistryError::NotAsLocked { .. })).map(|e| e.to_string()))
-            .collect()
+            .collect();
+        for name in pins.hashes.keys() {
+            let served = SkillName::new(name).ok().and_then(|n| entries.get(&n)).is_some_and(|e| e.loaded.is_some() && e.error.is_none());
+            let refused = reasons.iter().any(|r| r.starts_with(&format!("skill `{name}` ")));
+            if !served && !refused {
+                reasons.push(format!(
+                    "skill `{name}` is pinned by {} but not served yet (not installed, or it does not load); see `skillhost list` and the log",
+                    pins.lock.display()
+                ));
+            }
+        }
+        reasons
     }
 
     /// Claims of calls that run at most once across the hosts of a shared state store

@@ -7,10 +7,10 @@
 //! answered, or (a call that was running on `a` when it died) told that their outcome is
 //! unknown, and no call ran twice, counted in the skill's own ledgers.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,6 +39,8 @@ struct Replica {
     data: tempfile::TempDir,
     served: Option<Served>,
     addr: String,
+    /// Its operations listener (`--ops`).
+    ops: String,
 }
 
 impl Team {
@@ -66,7 +68,7 @@ impl Team {
             self.secrets.path().join("keys").display()
         );
         std::fs::write(data.path().join("config.toml"), config).unwrap();
-        Replica { name, data, served: None, addr: String::new() }
+        Replica { name, data, served: None, addr: String::new(), ops: String::new() }
     }
 
     /// `skillhost COMMAND` over `replica`'s data dir (its config names the shared state).
@@ -82,11 +84,35 @@ impl Team {
             .unwrap()
     }
 
+    /// `serve --http --ops` over the replica's data dir, both listeners on free ports.
     fn start(&self, replica: &mut Replica) {
-        let token = self.token_file();
-        let (served, url) = crate::serve_http(self.skills.path(), replica.data.path(), &["--token-file", token.to_str().unwrap()]);
-        replica.addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
-        replica.served = Some(served);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--skills")
+            .arg(self.skills.path())
+            .arg("--data-dir")
+            .arg(replica.data.path())
+            .args(["serve", "--http", "127.0.0.1:0", "--ops", "127.0.0.1:0", "--drain-timeout", "10s", "--token-file"])
+            .arg(self.token_file())
+            .env_remove("SKILLHOST_MCP_TOKEN")
+            .env("SKILLHOST_VENV", fixtures::python::venv())
+            .env("SKILLHOST_LOG", "warn")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let (mut mcp, mut ops) = (None, None);
+        while mcp.is_none() || ops.is_none() {
+            let mut line = String::new();
+            assert!(stderr.read_line(&mut line).unwrap() > 0, "replica {} exited before listening", replica.name);
+            let address = |prefix: &str| line.trim().strip_prefix(prefix).map(|rest| rest.split('/').next().unwrap_or_default().to_owned());
+            mcp = mcp.or_else(|| address("skillhost: serving MCP at http://"));
+            ops = ops.or_else(|| address("skillhost: serving /healthz, /readyz and /metrics at http://"));
+        }
+        // Keep draining stderr so the replica never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        replica.addr = mcp.unwrap();
+        replica.ops = ops.unwrap();
+        replica.served = Some(Served(child));
     }
 
     fn psql(&self, sql: &str) -> String {
@@ -100,6 +126,25 @@ fn private(path: &Path, text: &str) {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(path).unwrap();
     file.write_all(text.as_bytes()).unwrap();
+}
+
+/// `GET PATH` on an operations listener: the status and the body.
+fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, response.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default())
+}
+
+/// The value of the Prometheus sample whose line starts with `name{` and holds each of
+/// `labels`.
+fn sample(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && labels.iter().all(|label| l.contains(label)))
+        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
 /// What became of one HTTP attempt of a call.
@@ -182,6 +227,11 @@ fn text_of(reply: &Value) -> String {
 
 /// The lines of `replica`'s ledger.
 fn ledger(replica: &Replica) -> Vec<String> {
+    lines_of(replica, "ledger")
+}
+
+/// The lines of every file called `file` in `replica`'s data dir.
+fn lines_of(replica: &Replica, file: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut dirs = vec![replica.data.path().to_owned()];
     while let Some(dir) = dirs.pop() {
@@ -189,7 +239,7 @@ fn ledger(replica: &Replica) -> Vec<String> {
             let path = entry.path();
             if path.is_dir() && !path.is_symlink() {
                 dirs.push(path);
-            } else if path.file_name().is_some_and(|n| n == "ledger") {
+            } else if path.file_name().is_some_and(|n| n == file) {
                 found.extend(std::fs::read_to_string(&path).unwrap().lines().map(str::to_owned));
             }
         }
@@ -399,6 +449,28 @@ fn two_replicas_on_postgres_behind_haproxy_share_approvals_and_lose_or_repeat_no
     let by_replica = team.psql(&format!("SELECT replica, count(*) FROM calls WHERE skill = '{SKILL}' GROUP BY replica ORDER BY replica"));
     let rows: Vec<&str> = by_replica.lines().collect();
     assert!(rows.len() == 2 && rows[0].starts_with("a|") && rows[1].starts_with("b|"), "calls by replica: {by_replica}");
+    // 5. Replica b's metrics counted exactly the calls its skill ran, and it is ready;
+    // SIGTERM drains it and it exits 0.
+    let (status, metrics) = get(&b.ops, "/metrics");
+    assert_eq!(status, 200);
+    let ran_on_b = ledger(&b).len() + lines_of(&b, "probe").len();
+    let counted = sample(&metrics, "skillhost_calls_total", &[&format!("skill=\"{SKILL}\""), "tool=\"append\"", "outcome=\"ok\""]);
+    assert_eq!(counted, Some(ran_on_b as f64), "b's calls_total against the lines its skill wrote");
+    assert!(sample(&metrics, "skillhost_store_latency_seconds_count", &["outcome=\"ok\""]).is_some_and(|n| n > 0.0), "store latency");
+    assert_eq!(get(&b.ops, "/readyz").0, 200);
+    assert_eq!(get(&b.ops, "/healthz").0, 200);
+    let mut served = b.served.take().unwrap();
+    rustix::process::kill_process(rustix::process::Pid::from_raw(served.0.id() as i32).unwrap(), rustix::process::Signal::TERM).unwrap();
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = served.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(20), "replica b did not stop after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "a drained replica exits 0: {status}");
+
     // Every call was claimed by its key once, by the replica that ran it.
     let claimed = team.psql("SELECT count(*), count(answer) FROM call_claims WHERE key LIKE 'http%call-%'");
     assert_eq!(claimed, format!("{CALLS}|{}", answered.len()), "claims, and answers kept");

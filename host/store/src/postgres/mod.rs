@@ -146,17 +146,22 @@ impl Pg {
         })
     }
 
-    /// Run `future` on the runtime thread and wait for it (at most [`OP_TIMEOUT`]).
+    /// Run `future` on the runtime thread and wait for it (at most [`OP_TIMEOUT`]); its
+    /// time is the `skillhost_store_latency_seconds` histogram.
     pub(crate) fn spawn_and_wait<T: Send + 'static>(
         &self,
         future: impl Future<Output = Result<T, PgFail>> + Send + 'static,
     ) -> Result<T, PgFail> {
         let (done, wait) = std::sync::mpsc::channel();
+        let started = std::time::Instant::now();
         self.handle.spawn(async move {
             let result = tokio::time::timeout(OP_TIMEOUT, future).await.unwrap_or(Err(PgFail::Timeout));
             let _ = done.send(result);
         });
-        wait.recv().unwrap_or(Err(PgFail::Timeout))
+        let result = wait.recv().unwrap_or(Err(PgFail::Timeout));
+        let outcome = if result.is_ok() { "ok" } else { "failed" };
+        metrics::histogram!("skillhost_store_latency_seconds", "outcome" => outcome).record(started.elapsed().as_secs_f64());
+        result
     }
 
     /// The runtime the stores' background tasks (the trust listener) run on.
