@@ -532,6 +532,40 @@ fn a_skill_whose_bytes_differ_from_the_lock_is_refused_and_doctor_says_so() {
     let out = cli(&["call", "stray", "echo", "--input", "{\"value\": 1}"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("the lock does not name it"), "{}", String::from_utf8_lossy(&out.stderr));
 
+    // A replica serving that data dir is not ready, and says which skills and why.
+    let token = data.path().join("token");
+    private(&token, &"7".repeat(64));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["serve", "--http", "127.0.0.1:0", "--ops", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .env("SKILLHOST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let ops = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "serve exited before listening");
+        if let Some(rest) = line.trim().strip_prefix("skillhost: serving /healthz, /readyz and /metrics at http://") {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+    };
+    let served = Served(child);
+    let started = Instant::now();
+    let (status, body) = loop {
+        let (status, body) = get(&ops, "/readyz");
+        // Until the first load ends, it is not ready for that reason; then for the lock's.
+        if body.contains("`bad`") || started.elapsed() > Duration::from_secs(30) {
+            break (status, body);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(served);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("its files hash to") && body.contains("`stray`") && !body.contains("`good`"), "{body}");
+
     let out = cli(&["doctor", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let checks: Value = serde_json::from_slice(&out.stdout).unwrap();
