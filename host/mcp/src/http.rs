@@ -108,22 +108,7 @@ pub async fn serve_http(
         let _ = ready.send(bound);
     }
     loop {
-        let (stream, peer) = tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accepting an MCP connection failed");
-                    continue;
-                }
-            },
-        };
-        // An answer leaves in more than one write (headers, then body or events): without
-        // this, Nagle's algorithm holds the last one back until the client's delayed ACK
-        // (40 ms) on a kept-alive connection.
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
-        }
+        let Some((stream, peer)) = accept(&listener, &shutdown, "an MCP").await else { return Ok(()) };
         let service = service.clone();
         let token = token.clone();
         let stop = shutdown.clone();
@@ -150,6 +135,33 @@ pub async fn serve_http(
                 () = stop.cancelled() => {}
             }
         });
+    }
+}
+
+/// The next connection of `listener` (`what` names it in a warning), with `TCP_NODELAY`
+/// set; `None` once `shutdown` is cancelled. An answer leaves in more than one write
+/// (headers, then body or events): without it, Nagle's algorithm holds the last one back
+/// until the client's delayed ACK (40 ms) on a kept-alive connection.
+pub(crate) async fn accept(
+    listener: &tokio::net::TcpListener,
+    shutdown: &CancellationToken,
+    what: &str,
+) -> Option<(tokio::net::TcpStream, SocketAddr)> {
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = shutdown.cancelled() => return None,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting {what} connection failed");
+                    continue;
+                }
+            },
+        };
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
+        }
+        return Some((stream, peer));
     }
 }
 

@@ -136,16 +136,7 @@ pub async fn serve_ops(
     }
     let ops = Arc::new(Ops { registry, config, drain });
     loop {
-        let (stream, peer) = tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accepting an operations connection failed");
-                    continue;
-                }
-            },
-        };
+        let Some((stream, peer)) = crate::http::accept(&listener, &shutdown, "an operations").await else { return Ok(()) };
         let ops = ops.clone();
         let stop = shutdown.clone();
         tokio::spawn(async move {
