@@ -296,12 +296,7 @@ impl AuditLog for SqliteAuditLog {
                     time: UNIX_EPOCH + Duration::from_millis(row.get::<_, i64>(0)? as u64),
                     skill: row.get(1)?,
                     command: row.get(2)?,
-                    outcome: match outcome.as_str() {
-                        "exit" => RunOutcome::Exit(code.unwrap_or(0) as i32),
-                        "signal" => RunOutcome::Signal(code.unwrap_or(0) as i32),
-                        "refused" => RunOutcome::Refused(reason.unwrap_or_default()),
-                        _ => RunOutcome::Failed(reason.unwrap_or_default()),
-                    },
+                    outcome: run_outcome(&outcome, code, reason),
                     bytes_in: row.get::<_, i64>(6)? as u64,
                     bytes_out: row.get::<_, i64>(7)? as u64,
                     duration: Duration::from_micros(row.get::<_, i64>(8)? as u64),
@@ -338,11 +333,7 @@ impl AuditLog for SqliteAuditLog {
                     method: row.get(3)?,
                     url: row.get(4)?,
                     ip: ip.and_then(|ip| ip.parse::<IpAddr>().ok()),
-                    outcome: match outcome.as_str() {
-                        "status" => EgressOutcome::Status(status.unwrap_or(0) as u16),
-                        "refused" => EgressOutcome::Refused(reason.unwrap_or_default()),
-                        _ => EgressOutcome::Failed(reason.unwrap_or_default()),
-                    },
+                    outcome: egress_outcome(&outcome, status, reason),
                     bytes_out: row.get::<_, i64>(9)? as u64,
                     bytes_in: row.get::<_, i64>(10)? as u64,
                     duration: Duration::from_micros(row.get::<_, i64>(11)? as u64),
@@ -361,6 +352,44 @@ impl AuditSink for SqliteAuditLog {
     }
 }
 
+/// A request's outcome as both backends store it: kind, status, reason.
+pub(crate) fn egress_columns(outcome: &EgressOutcome) -> (&'static str, Option<i64>, Option<&str>) {
+    match outcome {
+        EgressOutcome::Status(s) => ("status", Some(i64::from(*s)), None),
+        EgressOutcome::Refused(why) => ("refused", None, Some(why.as_str())),
+        EgressOutcome::Failed(why) => ("failed", None, Some(why.as_str())),
+    }
+}
+
+/// [`egress_columns`] read back.
+pub(crate) fn egress_outcome(kind: &str, status: Option<i64>, reason: Option<String>) -> EgressOutcome {
+    match kind {
+        "status" => EgressOutcome::Status(status.unwrap_or(0) as u16),
+        "refused" => EgressOutcome::Refused(reason.unwrap_or_default()),
+        _ => EgressOutcome::Failed(reason.unwrap_or_default()),
+    }
+}
+
+/// A run's outcome as both backends store it: kind, code, reason.
+pub(crate) fn run_columns(outcome: &RunOutcome) -> (&'static str, Option<i64>, Option<&str>) {
+    match outcome {
+        RunOutcome::Exit(code) => ("exit", Some(i64::from(*code)), None),
+        RunOutcome::Signal(signal) => ("signal", Some(i64::from(*signal)), None),
+        RunOutcome::Refused(why) => ("refused", None, Some(why.as_str())),
+        RunOutcome::Failed(why) => ("failed", None, Some(why.as_str())),
+    }
+}
+
+/// [`run_columns`] read back.
+pub(crate) fn run_outcome(kind: &str, code: Option<i64>, reason: Option<String>) -> RunOutcome {
+    match kind {
+        "exit" => RunOutcome::Exit(code.unwrap_or(0) as i32),
+        "signal" => RunOutcome::Signal(code.unwrap_or(0) as i32),
+        "refused" => RunOutcome::Refused(reason.unwrap_or_default()),
+        _ => RunOutcome::Failed(reason.unwrap_or_default()),
+    }
+}
+
 pub(crate) fn millis(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
@@ -371,11 +400,7 @@ fn insert(tx: &rusqlite::Transaction<'_>, row: &Row) -> rusqlite::Result<()> {
         Row::Request(r) => r,
         Row::Run(r) => return insert_run(tx, r),
     };
-    let (outcome, status, reason) = match &r.outcome {
-        EgressOutcome::Status(s) => ("status", Some(i64::from(*s)), None),
-        EgressOutcome::Refused(why) => ("refused", None, Some(why.as_str())),
-        EgressOutcome::Failed(why) => ("failed", None, Some(why.as_str())),
-    };
+    let (outcome, status, reason) = egress_columns(&r.outcome);
     tx.prepare_cached(
         "INSERT INTO egress (time_ms, skill, tool, method, url, ip, outcome, status, reason, bytes_out, bytes_in, duration_us)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -398,12 +423,7 @@ fn insert(tx: &rusqlite::Transaction<'_>, row: &Row) -> rusqlite::Result<()> {
 }
 
 fn insert_run(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> rusqlite::Result<()> {
-    let (outcome, code, reason) = match &r.outcome {
-        RunOutcome::Exit(code) => ("exit", Some(i64::from(*code)), None),
-        RunOutcome::Signal(signal) => ("signal", Some(i64::from(*signal)), None),
-        RunOutcome::Refused(why) => ("refused", None, Some(why.as_str())),
-        RunOutcome::Failed(why) => ("failed", None, Some(why.as_str())),
-    };
+    let (outcome, code, reason) = run_columns(&r.outcome);
     tx.prepare_cached(
         "INSERT INTO runs (time_ms, skill, command, outcome, code, reason, bytes_in, bytes_out, duration_us)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",

@@ -5,10 +5,10 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use skillhost_core::{AuditSink, EgressOutcome, EgressRecord};
+use skillhost_core::{AuditSink, EgressRecord};
 
 use super::Pg;
-use crate::audit::{AuditError, AuditLog, AuditQuery, Row, RunOutcome, RunRecord, millis};
+use crate::audit::{AuditError, AuditLog, AuditQuery, Row, RunRecord, egress_columns, egress_outcome, millis, run_columns, run_outcome};
 use crate::writer::{GATHER, Writer};
 
 /// The audit log in PostgreSQL.
@@ -94,11 +94,8 @@ impl Columns {
     fn of(row: &Row) -> Self {
         match row {
             Row::Request(r) => {
-                let (outcome, status, reason) = match &r.outcome {
-                    EgressOutcome::Status(s) => ("status", Some(i32::from(*s)), None),
-                    EgressOutcome::Refused(why) => ("refused", None, Some(why.clone())),
-                    EgressOutcome::Failed(why) => ("failed", None, Some(why.clone())),
-                };
+                let (outcome, status, reason) = egress_columns(&r.outcome);
+                let (status, reason) = (status.map(|s| s as i32), reason.map(str::to_owned));
                 Columns::Request {
                     time: millis(r.time),
                     skill: r.skill.clone(),
@@ -115,12 +112,8 @@ impl Columns {
                 }
             }
             Row::Run(r) => {
-                let (outcome, code, reason) = match &r.outcome {
-                    RunOutcome::Exit(code) => ("exit", Some(*code), None),
-                    RunOutcome::Signal(signal) => ("signal", Some(*signal), None),
-                    RunOutcome::Refused(why) => ("refused", None, Some(why.clone())),
-                    RunOutcome::Failed(why) => ("failed", None, Some(why.clone())),
-                };
+                let (outcome, code, reason) = run_columns(&r.outcome);
+                let (code, reason) = (code.map(|c| c as i32), reason.map(str::to_owned));
                 Columns::Run {
                     time: millis(r.time),
                     skill: r.skill.clone(),
@@ -170,12 +163,7 @@ impl AuditLog for PgAuditLog {
                     time: UNIX_EPOCH + Duration::from_millis(row.get::<_, i64>(0) as u64),
                     skill: row.get(1),
                     command: row.get(2),
-                    outcome: match row.get::<_, &str>(3) {
-                        "exit" => RunOutcome::Exit(code.unwrap_or(0)),
-                        "signal" => RunOutcome::Signal(code.unwrap_or(0)),
-                        "refused" => RunOutcome::Refused(reason.unwrap_or_default()),
-                        _ => RunOutcome::Failed(reason.unwrap_or_default()),
-                    },
+                    outcome: run_outcome(row.get::<_, &str>(3), code.map(i64::from), reason),
                     bytes_in: row.get::<_, i64>(6) as u64,
                     bytes_out: row.get::<_, i64>(7) as u64,
                     duration: Duration::from_micros(row.get::<_, i64>(8) as u64),
@@ -214,11 +202,7 @@ impl AuditLog for PgAuditLog {
                     method: row.get(3),
                     url: row.get(4),
                     ip: ip.and_then(|ip| ip.parse::<IpAddr>().ok()),
-                    outcome: match row.get::<_, &str>(6) {
-                        "status" => EgressOutcome::Status(status.unwrap_or(0) as u16),
-                        "refused" => EgressOutcome::Refused(reason.unwrap_or_default()),
-                        _ => EgressOutcome::Failed(reason.unwrap_or_default()),
-                    },
+                    outcome: egress_outcome(row.get::<_, &str>(6), status.map(i64::from), reason),
                     bytes_out: row.get::<_, i64>(9) as u64,
                     bytes_in: row.get::<_, i64>(10) as u64,
                     duration: Duration::from_micros(row.get::<_, i64>(11) as u64),
