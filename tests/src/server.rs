@@ -4,7 +4,9 @@
 //! - `/ok` — 200 with a 1 KiB body;
 //! - `/big?n=BYTES` — 200 with that many bytes;
 //! - `/redirect?to=URL` — 302 to URL;
-//! - `/hang` — reads the request and never answers (until the client goes away).
+//! - `/hang` — reads the request and never answers (until the client goes away);
+//! - `/v1/traces` — 200 with an empty protobuf body: what an OpenTelemetry collector
+//!   answers an OTLP/HTTP export it took whole (the test decodes [`Received::body`]).
 //!
 //! Threads, bounded: it serves until dropped, each connection at most 30 s.
 
@@ -23,6 +25,8 @@ pub struct Received {
     pub target: String,
     /// Headers, names lowercased, in order.
     pub headers: Vec<(String, String)>,
+    /// The body (`Content-Length` bytes).
+    pub body: Vec<u8>,
 }
 
 impl Received {
@@ -117,7 +121,7 @@ fn serve_one(stream: &TcpStream, reader: &mut BufReader<TcpStream>, log: &Mutex<
     let length = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse::<usize>().ok()).unwrap_or(0);
     let mut body = vec![0; length];
     let _ = reader.read_exact(&mut body);
-    log.lock().unwrap().push(Received { method, target: target.clone(), headers });
+    log.lock().unwrap().push(Received { method, target: target.clone(), headers, body });
 
     let mut stream = stream;
     let respond = |status, headers: &[(&str, &str)], body: &[u8]| respond(status, headers, body, keep_alive);
@@ -127,6 +131,7 @@ fn serve_one(stream: &TcpStream, reader: &mut BufReader<TcpStream>, log: &Mutex<
         "/ok" => respond(200, &[], &vec![b'x'; 1024]),
         "/big" => respond(200, &[], &vec![b'y'; param("n").parse().unwrap_or(0)]),
         "/redirect" => respond(302, &[("Location", param("to"))], b""),
+        "/v1/traces" => respond(200, &[("Content-Type", "application/x-protobuf")], b""),
         "/hang" => {
             let mut sink = [0; 1];
             let _ = stream.read(&mut sink);

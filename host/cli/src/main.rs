@@ -52,6 +52,7 @@ mod show;
 mod sources;
 mod stats;
 mod sync;
+mod telemetry;
 mod test;
 mod toolchain;
 
@@ -81,7 +82,17 @@ fn main() -> ExitCode {
         // ignores a closed pipe.
         Err(error) => error.exit(),
     };
-    init_logging(cli.verbose, cli.log_format);
+    let serving = matches!(cli.command, Command::Serve(_));
+    let app = App::new(cli.skills, cli.data_dir, cli.skills_from, cli.state, serving);
+    // Only `serve` exports traces; a config it cannot use fails `serve` itself, below.
+    let traces = match app.as_ref().ok().filter(|_| serving).and_then(|app| app.config().ok()) {
+        Some(config) => match telemetry::Traces::from_config(&config.telemetry) {
+            Ok(traces) => traces,
+            Err(e) => return exit::failed(&e, json),
+        },
+        None => None,
+    };
+    telemetry::init(cli.verbose, cli.log_format, traces.as_ref());
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -89,10 +100,16 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::HOST);
         }
     };
-    let result = runtime.block_on(run(cli));
+    let result = match app {
+        Ok(app) => runtime.block_on(run(&app, cli.command)),
+        Err(e) => Err(e),
+    };
     // Work left on the blocking pool is work nobody waits for (`serve` gave up on a
     // background compile): leave it, rather than wait for it without bound.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
     let unwritten = stdio::finish();
     match result {
         Ok(_) if unwritten.is_some() => {
@@ -105,28 +122,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: u8, format: cli::LogFormat) {
-    let default = match verbose {
-        0 => "warn,guest=info",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_env("SKILLHOST_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // Colour only for a person at a terminal: an MCP client or a log file gets plain text.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        cli::LogFormat::Text => subscriber.with_ansi(ansi).init(),
-        cli::LogFormat::Json => subscriber.json().with_current_span(false).init(),
-    }
-}
-
-/// Resolve the global options and run the command.
-async fn run(cli: Cli) -> Result<ExitCode> {
-    let serving = matches!(cli.command, Command::Serve(_));
-    let app = &App::new(cli.skills, cli.data_dir, cli.skills_from, cli.state, serving)?;
-    match cli.command {
+/// Run the command.
+async fn run(app: &App, command: Command) -> Result<ExitCode> {
+    match command {
         Command::List(args) => list::run(app, args).await,
         Command::Show(args) => show::run(app, args).await,
         Command::Approve(args) => approve::run(app, args).await,

@@ -95,6 +95,8 @@ struct CallsInner {
 struct RunningCall {
     tool: String,
     refusals: Vec<String>,
+    /// The span current when it began (the call's), parent of its requests' spans.
+    span: tracing::Span,
 }
 
 /// One call in [`ProxyCalls`], from [`ProxyCalls::begin`] until dropped.
@@ -110,7 +112,7 @@ impl ProxyCalls {
         let mut inner = self.inner.lock();
         inner.next += 1;
         let id = inner.next;
-        inner.running.insert(id, RunningCall { tool: tool.to_owned(), refusals: Vec::new() });
+        inner.running.insert(id, RunningCall { tool: tool.to_owned(), refusals: Vec::new(), span: tracing::Span::current() });
         ProxyCall { calls: self.clone(), id }
     }
 
@@ -121,6 +123,17 @@ impl ProxyCalls {
         tools.sort_unstable();
         tools.dedup();
         tools.join(",")
+    }
+
+    /// The span a request sent now belongs under: the running call's when exactly one
+    /// runs; none between calls or when calls overlap (the server's requests carry no
+    /// sign of which call sent them).
+    fn span(&self) -> tracing::Span {
+        let inner = self.inner.lock();
+        match inner.running.values().collect::<Vec<_>>()[..] {
+            [call] => call.span.clone(),
+            _ => tracing::Span::none(),
+        }
     }
 
     /// The egress refused a request while the calls running now ran.
@@ -406,7 +419,9 @@ impl Shared {
             return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: {reason}"));
         }
         strip_hop_by_hop(request.headers_mut());
-        match self.egress.send(&self.calls.tools(), request, &self.config.secrets).await {
+        let tools = self.calls.tools();
+        let sent = self.egress.send(&tools, request, &self.config.secrets);
+        match tracing::Instrument::instrument(sent, self.calls.span()).await {
             Ok(response) => {
                 let mut response = response.map(|body| body.boxed_unsync());
                 strip_hop_by_hop(response.headers_mut());
@@ -433,7 +448,9 @@ impl Shared {
             let audit = self.egress.audit(&self.calls.tools(), "CONNECT");
             return self.error(crate::SkillEgress::deny(&audit, format!("https://{authority}"), reason));
         }
-        let tunnel = match self.egress.open_tunnel(&self.calls.tools(), &authority).await {
+        let tools = self.calls.tools();
+        let opened = self.egress.open_tunnel(&tools, &authority);
+        let tunnel = match tracing::Instrument::instrument(opened, self.calls.span()).await {
             Ok(tunnel) => tunnel,
             Err(e) => return self.error(e),
         };

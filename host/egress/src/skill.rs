@@ -182,7 +182,49 @@ impl SkillEgress {
     /// the server gets a `Content-Length` and the audit log an exact size; it is read only
     /// once the request holds one of the skill's slots and room for it in the host's
     /// [`BodyBudget`](crate::BodyBudget), so a request waiting for either holds no body.
+    ///
+    /// Traced as an `egress.request` span (a child of the span current when it is polled:
+    /// the call's), with the checked host and the response status.
     pub async fn send<B>(
+        &self,
+        tool: &str,
+        request: http::Request<B>,
+        secrets: &[SecretBinding],
+    ) -> Result<http::Response<CappedBody>, EgressError>
+    where
+        B: Body<Data = Bytes> + Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let span = tracing::info_span!(
+            "egress.request",
+            otel.name = %request.method(),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            http.request.method = %request.method(),
+            server.address = tracing::field::Empty,
+            http.response.status_code = tracing::field::Empty,
+            skillhost.skill = %self.skill,
+            error.type = tracing::field::Empty,
+        );
+        let result = tracing::Instrument::instrument(self.send_checked(tool, request, secrets), span.clone()).await;
+        match &result {
+            Ok(response) => {
+                span.record("http.response.status_code", response.status().as_u16());
+                if response.status().is_server_error() || response.status().is_client_error() {
+                    span.record("otel.status_code", "ERROR");
+                    span.record("error.type", response.status().as_str());
+                }
+            }
+            Err(e) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", if matches!(e, EgressError::Denied { .. }) { "denied" } else { "failed" });
+            }
+        }
+        result
+    }
+
+    /// [`send`](Self::send) inside its span.
+    async fn send_checked<B>(
         &self,
         tool: &str,
         mut request: http::Request<B>,
@@ -195,6 +237,7 @@ impl SkillEgress {
         let audit = self.audit(tool, request.method().as_str());
         let uri = request.uri().to_string();
         let target = self.check(&audit, &uri)?;
+        tracing::Span::current().record("server.address", tracing::field::display(&target.host));
         let url = format!("{}{}", target.origin(), target.path);
         let secret_headers = self.secret_headers(&audit, &target, &url, secrets)?;
         let ip = self.resolve(&audit, &target, &url).await?;

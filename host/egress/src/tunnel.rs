@@ -50,8 +50,28 @@ impl SkillEgress {
     /// Open a tunnel to `authority` (`host:port`) for `tool`: checked against the rules as
     /// `https://host:port` (a tunnel carries TLS the host cannot see into, so only https
     /// rules open one), resolved once, the address checked, then connected. A refusal or
-    /// failure is audited; an open tunnel is audited when it ends.
+    /// failure is audited; an open tunnel is audited when it ends. Traced as an
+    /// `egress.tunnel` span until connected (a child of the span current when polled).
     pub async fn open_tunnel(&self, tool: &str, authority: &str) -> Result<Tunnel, EgressError> {
+        let span = tracing::info_span!(
+            "egress.tunnel",
+            otel.name = "CONNECT",
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            server.address = authority,
+            skillhost.skill = %self.skill(),
+            error.type = tracing::field::Empty,
+        );
+        let opened = tracing::Instrument::instrument(self.connect_tunnel(tool, authority), span.clone()).await;
+        if let Err(e) = &opened {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", if matches!(e, EgressError::Denied { .. }) { "denied" } else { "failed" });
+        }
+        opened
+    }
+
+    /// [`open_tunnel`](Self::open_tunnel) inside its span.
+    async fn connect_tunnel(&self, tool: &str, authority: &str) -> Result<Tunnel, EgressError> {
         let audit = self.audit(tool, "CONNECT");
         let target = self.check(&audit, &format!("https://{authority}"))?;
         let url = target.origin();

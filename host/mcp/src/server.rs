@@ -56,8 +56,8 @@ mod calls;
 mod elicit;
 mod index;
 mod once;
+mod trace;
 
-use calls::ProgressForwarder;
 pub use index::IndexLoading;
 use index::IndexSlot;
 pub use once::CALL_KEY;
@@ -415,32 +415,10 @@ impl ServerHandler for SkillhostMcp {
     }
 
     async fn call_tool(&self, params: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
-        if let Some(builtin) = Builtin::named(&params.name) {
-            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default(), context.ct.clone()).await.into());
-        }
-        if let (Some(tool), Some(forge)) = (ForgeTool::named(&params.name), &self.shared.forge) {
-            let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
-            let args = params.arguments.clone().unwrap_or_default();
-            let result = crate::forge::call(forge, tool, &args, forwarder.as_ref().map(ProgressForwarder::sink)).await;
-            if let Some(forwarder) = forwarder {
-                forwarder.flush().await;
-            }
-            return Ok(result.into());
-        }
-        let resolved = match self.resolve(&params.name) {
-            None => self.wait_for_skill(&params.name, &context).await?,
-            found => found,
-        };
-        match resolved {
-            Some(tool) => match (self.call_key(&context)?, self.shared.registry.claims()) {
-                (Some(key), Some(claims)) if tool.approved() => self.call_once(claims, key, tool, params, context).await,
-                _ => self.call_skill_tool(tool, params, context).await,
-            },
-            None => Err(ErrorData::invalid_params(
-                format!("unknown tool `{}`; tools are named SKILL__TOOL: call tool_search to find one", params.name),
-                None,
-            )),
-        }
+        let span = trace::call_span(&params, &context);
+        let outcome = tracing::Instrument::instrument(self.call(params, context), span.clone()).await;
+        trace::record_outcome(&span, &outcome);
+        outcome
     }
 
     async fn list_resources(

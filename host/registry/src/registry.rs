@@ -293,17 +293,23 @@ impl Registry {
     /// loading is waited for. The version serving at the start of the call finishes it,
     /// whatever reloads meanwhile.
     pub async fn call(&self, skill: &str, tool: &str, input: Value, cx: CallContext) -> Result<ToolOutput, RegistryError> {
-        let _in_flight = observe::InFlight::start();
-        self.wait_loaded(skill).await;
-        let entry = self.entry(skill).inspect_err(|_| observe::call_refused(None, tool))?;
-        let runnable = entry.callable().inspect_err(|_| observe::call_refused(Some(&entry), tool))?;
-        let started = std::time::Instant::now();
-        let result = runnable.call(tool, input, cx).await;
-        observe::call_done(&entry, tool, &result, started.elapsed());
-        if let Some(stats) = &self.stats {
-            stats.record_call(skill, tool, Outcome::of(&result), started.elapsed());
-        }
-        Ok(result?)
+        let span = observe::call_span(skill, tool);
+        let called = async {
+            let _in_flight = observe::InFlight::start();
+            self.wait_loaded(skill).await;
+            let entry = self.entry(skill).inspect_err(|_| observe::call_refused(None, tool))?;
+            let runnable = entry.callable().inspect_err(|_| observe::call_refused(Some(&entry), tool))?;
+            let started = std::time::Instant::now();
+            let result = runnable.call(tool, input, cx).await;
+            observe::call_done(&entry, tool, &result, started.elapsed());
+            if let Some(stats) = &self.stats {
+                stats.record_call(skill, tool, Outcome::of(&result), started.elapsed());
+            }
+            Ok(result?)
+        };
+        let result = tracing::Instrument::instrument(called, span.clone()).await;
+        observe::span_outcome(&span, &result);
+        result
     }
 
     /// The usage statistics of calls made through [`call`](Self::call), when the store

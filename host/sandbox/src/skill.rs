@@ -267,6 +267,7 @@ impl Skill for BwrapSkill {
     /// One `tools/call` on the running server (restarted, after its backoff, if it died
     /// since [`ready`](Skill::ready)); a server the kernel killed at its memory limit or
     /// that crashed is discarded.
+    #[tracing::instrument(name = "sandbox.invoke", skip_all, fields(skillhost.skill = %self.grant().skill, gen_ai.tool.name = invocation.tool))]
     async fn invoke(&self, invocation: Invocation<'_>) -> Result<Invoked, InvokeError> {
         let Invocation { tool, input, limit, deadline, progress } = invocation;
         let inner = &self.inner;

@@ -29,6 +29,9 @@
 //!
 //! [team]
 //! lock = "/etc/skillhost/skills.lock"   # serve exactly the skills this lock pins
+//!
+//! [telemetry]
+//! otlp_endpoint = "http://otel-collector:4318"   # export traces of calls and runs (OTLP/HTTP)
 //! ```
 //!
 //! A key the host does not know is refused, naming the file, the line and the keys that
@@ -81,6 +84,9 @@ pub struct HostConfig {
     /// `[team]`: a replica of a team gateway.
     #[serde(default)]
     pub team: TeamSection,
+    /// `[telemetry]`: where `serve` sends the traces of calls and runs.
+    #[serde(default)]
+    pub telemetry: TelemetrySection,
     /// The file this was read from (`None`: built in code).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -193,6 +199,21 @@ pub struct TeamSection {
     pub lock: Option<PathBuf>,
 }
 
+/// `[telemetry]` of the host config: OpenTelemetry traces of each call and run (MCP
+/// request, registry, runtime, outbound requests), exported by `serve` over OTLP/HTTP.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TelemetrySection {
+    /// The OTLP/HTTP endpoint of a collector, `http://` or `https://` (traces are posted
+    /// to its `/v1/traces`, protobuf). Default: the standard `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` when set, else no export.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` of the exported spans. Default: `OTEL_SERVICE_NAME`, else
+    /// `skillhost`.
+    pub service_name: Option<String>,
+}
+
 /// A key of `[state] keys` shorter than this is refused.
 pub const MIN_KEY_BYTES: usize = 32;
 
@@ -280,6 +301,7 @@ impl HostConfig {
         config.package_sources()?;
         config.source_caps(Caps::default())?;
         config.state_keys()?;
+        config.check_telemetry()?;
         Ok(config)
     }
 
@@ -359,6 +381,22 @@ impl HostConfig {
         })?;
         let hashes = lock.skills.into_iter().map(|locked| (locked.name, locked.content)).collect();
         Ok(Some(skillhost_registry::Pins { lock: path.clone(), hashes }))
+    }
+
+    /// `[telemetry] otlp_endpoint` checked: an `http://` or `https://` URL with a host.
+    fn check_telemetry(&self) -> Result<(), ConfigError> {
+        let Some(endpoint) = &self.telemetry.otlp_endpoint else { return Ok(()) };
+        let usable = url::Url::parse(endpoint).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+        match usable {
+            Some(_) => Ok(()),
+            None => Err(ConfigError::Section {
+                file: self.file(),
+                section: "telemetry",
+                message: format!(
+                    "otlp_endpoint `{endpoint}` is not an http:// or https:// URL; name the collector's OTLP/HTTP address, e.g. `http://otel-collector:4318`"
+                ),
+            }),
+        }
     }
 
     /// This host's name in a shared state store: `[state] replica`, else the host name.
@@ -589,5 +627,16 @@ mod tests {
         assert!(error.contains("keys:1: not a key") && error.contains("openssl rand -hex 32"), "{error}");
         let error = HostConfig::parse("[state]\nurl = \"mysql://x\"\n", Path::new("c.toml")).unwrap_err().to_string();
         assert!(error.starts_with("c.toml:2:7: state `mysql://x` is neither `sqlite` nor"), "{error}");
+    }
+
+    #[test]
+    fn a_telemetry_endpoint_is_an_http_url() {
+        let config = HostConfig::parse("[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\n", Path::new("c.toml")).unwrap();
+        assert_eq!(config.telemetry.otlp_endpoint.as_deref(), Some("http://127.0.0.1:4318"));
+        for bad in ["127.0.0.1:4318", "grpc://collector:4317", "http://"] {
+            let error =
+                HostConfig::parse(&format!("[telemetry]\notlp_endpoint = \"{bad}\"\n"), Path::new("c.toml")).unwrap_err().to_string();
+            assert!(error.contains(&format!("otlp_endpoint `{bad}` is not an http:// or https:// URL")), "{error}");
+        }
     }
 }

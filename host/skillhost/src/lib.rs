@@ -120,7 +120,7 @@ pub mod source {
     #[doc(no_inline)]
     pub use skillhost_source::{
         Artifact, Caps, FetchOptions, FetchProgress, Fetched, Installed, Installer, KeyPolicy, Outdated, Quiet, SourceAddr, SourceError,
-        Synced, address, archive, fetch, index, lock, oci, resolve, sign,
+        Synced, address, archive, fetch, http, index, lock, oci, resolve, sign,
     };
 }
 

@@ -75,8 +75,9 @@ impl WasiHttpHooks for HttpGate {
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
         // The guest's per-request options may only shorten the host's timeouts; they are
-        // ignored for now and the host's apply.
-        Box::new(self.clone().send(request))
+        // ignored for now and the host's apply. The request may be sent from a task of its
+        // own: its span is a child of the call's, current now.
+        Box::new(tracing::Instrument::instrument(self.clone().send(request), tracing::Span::current()))
     }
 }
 

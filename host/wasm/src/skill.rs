@@ -195,6 +195,7 @@ impl Skill for WasmSkill {
     /// A fresh store and instance run the tool under the skill's memory cap and an epoch
     /// deadline; a generic component's input is checked against its WIT before anything
     /// runs.
+    #[tracing::instrument(name = "wasm.invoke", skip_all, fields(skillhost.skill = %self.grant().skill, gen_ai.tool.name = invocation.tool))]
     async fn invoke(&self, invocation: Invocation<'_>) -> Result<Invoked, InvokeError> {
         let Invocation { tool, input, limit, progress, .. } = invocation;
         let code = self.code_for_call().await?;

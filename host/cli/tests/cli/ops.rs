@@ -282,3 +282,160 @@ fn log_format_json_writes_json_lines() {
     assert!(logs.iter().all(|l| l["level"].is_string() && l["fields"].is_object()), "{logs:?}");
     assert!(!rest.lines().any(|l| l.contains(" DEBUG ") || l.contains(" INFO ")), "no text-format line:\n{rest}");
 }
+
+/// One exported span, as the collector decoded it.
+#[derive(Debug)]
+struct ExportedSpan {
+    name: String,
+    trace: String,
+    id: String,
+    parent: String,
+    attributes: Vec<(String, String)>,
+    error: bool,
+}
+
+impl ExportedSpan {
+    fn attribute(&self, key: &str) -> Option<&str> {
+        self.attributes.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Every span in the OTLP/HTTP exports `collector` received, decoded with the protocol's
+/// own messages (a body that does not decode fails the test).
+fn exported_spans(collector: &fixtures::TestServer) -> Vec<ExportedSpan> {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use prost::Message as _;
+    let mut spans = Vec::new();
+    for export in collector.received().into_iter().filter(|r| r.target == "/v1/traces") {
+        assert_eq!(export.method, "POST");
+        assert_eq!(export.header("content-type"), Some("application/x-protobuf"), "{:?}", export.headers);
+        let request = ExportTraceServiceRequest::decode(&export.body[..]).expect("an OTLP ExportTraceServiceRequest");
+        for resource in request.resource_spans {
+            let service = resource.resource.iter().flat_map(|r| &r.attributes).find(|a| a.key == "service.name");
+            let service = service.and_then(|a| a.value.as_ref()).and_then(|v| v.value.as_ref());
+            assert!(matches!(service, Some(Any::StringValue(s)) if s == "skillhost"), "service.name: {service:?}");
+            for span in resource.scope_spans.into_iter().flat_map(|s| s.spans) {
+                let attributes = span
+                    .attributes
+                    .iter()
+                    .map(|a| {
+                        let value = match a.value.as_ref().and_then(|v| v.value.as_ref()) {
+                            Some(Any::StringValue(s)) => s.clone(),
+                            Some(Any::IntValue(i)) => i.to_string(),
+                            other => format!("{other:?}"),
+                        };
+                        (a.key.clone(), value)
+                    })
+                    .collect();
+                let error = span.status.as_ref().is_some_and(|s| s.code == 2);
+                spans.push(ExportedSpan {
+                    name: span.name,
+                    trace: hex(&span.trace_id),
+                    id: hex(&span.span_id),
+                    parent: hex(&span.parent_span_id),
+                    attributes,
+                    error,
+                });
+            }
+        }
+    }
+    spans
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// With `[telemetry] otlp_endpoint`, a call and a run are each one trace under the trace
+/// context the client sent (the `traceparent` header over HTTP; `_meta.traceparent` as a
+/// stdio client would), each span the child of the one before: `tools/call` → the
+/// registry's `registry.call` → `wasm.invoke` → `egress.request` (with the host asked and
+/// the status), and `tools/call skill_run` → `registry.run` → `sandbox.run`; a refused
+/// request is a failed span. The spans still queued when SIGTERM stops `serve` are
+/// exported before it exits.
+#[test]
+fn traces_of_a_call_and_a_run_reach_the_collector_under_the_clients_trace_context() {
+    let (collector, target) = (fixtures::TestServer::start_keep_alive(), fixtures::TestServer::start());
+    let env = OpsEnv::new("10s");
+    let net = env.skills.path().join("net");
+    std::fs::create_dir_all(&net).unwrap();
+    std::fs::copy(fixtures::NET.wasm, net.join("skill.wasm")).unwrap();
+    let origin = format!("http://127.0.0.1:{}", target.port());
+    std::fs::write(net.join("skill.toml"), format!("{}\n[network]\nallow = [\"{origin}\"]\n", fixtures::NET.manifest())).unwrap();
+    let tally = env.skills.path().join("tally");
+    std::fs::create_dir_all(tally.join("scripts")).unwrap();
+    std::fs::write(tally.join("SKILL.md"), "---\nname: tally\ndescription: Counts. Use it in tests.\n---\nRun `sh scripts/count.sh`.\n")
+        .unwrap();
+    std::fs::write(tally.join("scripts/count.sh"), "#!/bin/sh\necho 3\n").unwrap();
+    std::fs::write(env.data.path().join("config.toml"), format!("[telemetry]\notlp_endpoint = \"http://{}\"\n", collector.addr)).unwrap();
+    for skill in ["net", "tally"] {
+        let approved = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--skills")
+            .arg(env.skills.path())
+            .arg("--data-dir")
+            .arg(env.data.path())
+            .args(["approve", skill, "--yes"])
+            .output()
+            .unwrap();
+        assert!(approved.status.success(), "approve {skill}: {}", String::from_utf8_lossy(&approved.stderr));
+    }
+
+    let (mut child, mcp, ops, _stderr) = env.serve(&[], &[]);
+    eventually(180, "/readyz 200 once the skills loaded", || request(&ops, "GET", "/readyz", &[], "").status == 200);
+    let session = Session::open(&mcp);
+    let (call_trace, run_trace, refused_trace) =
+        ("4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c", "5e0c63257de34c92bf9efcd03927272e");
+    let fetch = |id, url: &str, trace: &str| {
+        let message =
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "net__fetch", "arguments": {"url": url}}});
+        let traceparent = format!("00-{trace}-00f067aa0ba902b7-01");
+        let headers = [("Mcp-Session-Id", session.id.as_str()), ("MCP-Protocol-Version", "2025-11-25"), ("traceparent", &traceparent)];
+        post(&mcp, &headers, &message).message()
+    };
+    let fetched = fetch(1, &format!("{origin}/ok"), call_trace);
+    assert_eq!(fetched["result"]["structuredContent"]["status"], 200, "{fetched}");
+    let refused = fetch(2, "http://127.0.0.2:9/", refused_trace);
+    assert!(refused["result"].is_object(), "{refused}");
+    let run = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "skill_run", "arguments": {"skill": "tally", "command": ["sh", "scripts/count.sh"]},
+        "_meta": {"traceparent": format!("00-{run_trace}-b7ad6b7169203331-01")}}});
+    let ran = session.post(&run).message();
+    assert!(ran["result"]["isError"] != true, "{ran}");
+
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(child.wait().unwrap().success(), "drained and exited 0");
+    let spans = exported_spans(&collector);
+    let names = |trace: &str| spans.iter().filter(|s| s.trace == trace).map(|s| s.name.as_str()).collect::<Vec<_>>();
+    // Each span's parent is the one named before it; the first's is the client's span.
+    let chain = |trace: &str, names: &[&str], client: &str| -> Vec<&ExportedSpan> {
+        let mut parent = client.to_owned();
+        names
+            .iter()
+            .map(|name| {
+                let span = spans.iter().find(|s| s.trace == trace && s.name == *name).unwrap_or_else(|| {
+                    panic!(
+                        "no span `{name}` in trace {trace}; it has {:?}",
+                        spans.iter().filter(|s| s.trace == trace).map(|s| &s.name).collect::<Vec<_>>()
+                    )
+                });
+                assert_eq!(span.parent, parent, "the parent of `{name}`: {span:?}");
+                parent = span.id.clone();
+                span
+            })
+            .collect()
+    };
+    let call = chain(call_trace, &["tools/call net__fetch", "call net", "wasm.invoke", "GET"], "00f067aa0ba902b7");
+    assert_eq!(call[0].attribute("gen_ai.tool.name"), Some("net__fetch"), "{:?}", call[0]);
+    assert_eq!(call[0].attribute("mcp.session.id"), Some(session.id.as_str()), "{:?}", call[0]);
+    assert_eq!(call[1].attribute("skillhost.skill"), Some("net"), "{:?}", call[1]);
+    assert_eq!(call[3].attribute("server.address"), Some("127.0.0.1"), "{:?}", call[3]);
+    assert_eq!(call[3].attribute("http.response.status_code"), Some("200"), "{:?}", call[3]);
+    assert!(call.iter().all(|s| !s.error), "{call:?}");
+    let refused = chain(refused_trace, &["tools/call net__fetch", "call net", "wasm.invoke", "GET"], "00f067aa0ba902b7");
+    assert!(refused[3].error && refused[3].attribute("error.type") == Some("denied"), "{:?}", refused[3]);
+    let run = chain(run_trace, &["tools/call skill_run", "run tally", "sandbox.run"], "b7ad6b7169203331");
+    assert_eq!(run[2].attribute("skillhost.skill"), Some("tally"), "{:?}", run[2]);
+    assert!(names(call_trace).len() == 4 && names(run_trace).len() == 3, "no other spans: {:?} {:?}", names(call_trace), names(run_trace));
+}

@@ -120,6 +120,41 @@ pub(super) fn error_result(text: String) -> CallToolResult {
 }
 
 impl SkillhostMcp {
+    /// A `tools/call`: a built-in tool, a forge tool, or a skill's tool (at most once
+    /// across replicas when the client keyed it).
+    pub(super) async fn call(
+        &self,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(builtin) = Builtin::named(&params.name) {
+            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default(), context.ct.clone()).await.into());
+        }
+        if let (Some(tool), Some(forge)) = (ForgeTool::named(&params.name), &self.shared.forge) {
+            let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
+            let args = params.arguments.clone().unwrap_or_default();
+            let result = crate::forge::call(forge, tool, &args, forwarder.as_ref().map(ProgressForwarder::sink)).await;
+            if let Some(forwarder) = forwarder {
+                forwarder.flush().await;
+            }
+            return Ok(result.into());
+        }
+        let resolved = match self.resolve(&params.name) {
+            None => self.wait_for_skill(&params.name, &context).await?,
+            found => found,
+        };
+        match resolved {
+            Some(tool) => match (self.call_key(&context)?, self.shared.registry.claims()) {
+                (Some(key), Some(claims)) if tool.approved() => self.call_once(claims, key, tool, params, context).await,
+                _ => self.call_skill_tool(tool, params, context).await,
+            },
+            None => Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`; tools are named SKILL__TOOL: call tool_search to find one", params.name),
+                None,
+            )),
+        }
+    }
+
     /// A call to a tool of a skill that is still loading waits for it (with a progress
     /// notification every second, when the client asked for progress), then resolves the
     /// name again; `None` when the skill is not loading, or loaded without that tool.

@@ -1,4 +1,6 @@
-//! The registry's metrics: each call and run counted once, where its outcome is decided.
+//! The registry's metrics and spans: each call and run counted once, where its outcome is
+//! decided, and traced as a `registry.call` or `registry.run` span (child of the MCP
+//! request's span; the runtime's and the egress's spans are its children).
 //!
 //! Recorded through the `metrics` facade: nothing is kept unless the embedder installed a
 //! recorder (`skillhost serve --http --ops` installs a Prometheus one). Labels are skill
@@ -81,4 +83,43 @@ pub(crate) fn run_done<T>(entry: &Entry, result: &Result<T, RegistryError>) {
         Err(_) => "refused",
     };
     metrics::counter!(RUNS, "skill" => skill, "outcome" => outcome).increment(1);
+}
+
+/// The span of a call of `tool` of `skill` (names as the caller gave them).
+pub(crate) fn call_span(skill: &str, tool: &str) -> tracing::Span {
+    tracing::info_span!(
+        "registry.call",
+        otel.name = format!("call {skill}"),
+        skillhost.skill = skill,
+        gen_ai.tool.name = tool,
+        otel.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// The span of a run of `skill`'s scripts.
+pub(crate) fn run_span(skill: &str) -> tracing::Span {
+    tracing::info_span!(
+        "registry.run",
+        otel.name = format!("run {skill}"),
+        skillhost.skill = skill,
+        otel.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// Mark `span` failed, with what kind of failure, when `result` is an error.
+pub(crate) fn span_outcome<T>(span: &tracing::Span, result: &Result<T, RegistryError>) {
+    let Err(error) = result else { return };
+    let kind = match error {
+        RegistryError::Call(call) if call.is_tool_error() => "tool_error",
+        RegistryError::Call(call) if call.is_limit() => "limit",
+        RegistryError::Run(skillhost_core::RunError::Limit { .. }) => "limit",
+        RegistryError::Run(skillhost_core::RunError::Cancelled { .. }) => "cancelled",
+        RegistryError::Call(_)
+        | RegistryError::Run(skillhost_core::RunError::Jail { .. } | skillhost_core::RunError::Unavailable { .. }) => "failed",
+        _ => "refused",
+    };
+    span.record("otel.status_code", "ERROR");
+    span.record("error.type", kind);
 }

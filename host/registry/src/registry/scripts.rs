@@ -144,10 +144,16 @@ impl Registry {
         inputs: Vec<skillhost_core::RunInput>,
         cx: CallContext,
     ) -> Result<skillhost_core::RunOutput, RegistryError> {
-        self.wait_loaded(skill).await;
-        let entry = self.entry(skill).inspect_err(|_| super::observe::run_unknown())?;
-        let result = self.run_entry(&entry, skill, command, inputs, cx).await;
-        super::observe::run_done(&entry, &result);
+        let span = super::observe::run_span(skill);
+        let ran = async {
+            self.wait_loaded(skill).await;
+            let entry = self.entry(skill).inspect_err(|_| super::observe::run_unknown())?;
+            let result = self.run_entry(&entry, skill, command, inputs, cx).await;
+            super::observe::run_done(&entry, &result);
+            result
+        };
+        let result = tracing::Instrument::instrument(ran, span.clone()).await;
+        super::observe::span_outcome(&span, &result);
         result
     }
 

@@ -73,6 +73,7 @@ impl BwrapRuntime {
     /// Run `job` in a jail of its own (see the module docs). The caller (the registry)
     /// checked that the skill is approved for exactly `job.files` and made `job.grant`
     /// from its policy.
+    #[tracing::instrument(name = "sandbox.run", skip_all, fields(skillhost.skill = %job.skill))]
     pub async fn run(&self, job: ScriptJob, cx: CallContext) -> Result<RunOutput, RunError> {
         job.check()?;
         let skill = job.skill.clone();

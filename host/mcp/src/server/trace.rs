@@ -1,0 +1,83 @@
+//! The span of a `tools/call`: the root of skillhost's part of a trace (registry,
+//! runtime and outbound requests are its children), whose parent is the client's W3C
+//! trace context: the `traceparent` and `tracestate` HTTP headers, or for a client
+//! without headers (stdio) the same keys in the request's `_meta`. Named and attributed
+//! as OpenTelemetry's MCP conventions say (`tools/call NAME`, `mcp.method.name`,
+//! `gen_ai.tool.name`, `mcp.session.id`).
+//!
+//! Nothing here exports anything: without a subscriber layer that sends spans on (`serve`
+//! with `[telemetry]`) and the propagator it installs, the context read is empty and the
+//! span costs what any `tracing` span costs.
+
+use opentelemetry::propagation::Extractor;
+use rmcp::RoleServer;
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::service::RequestContext;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+/// The span of `params`'s call, its parent the trace context the client sent.
+pub(super) fn call_span(params: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "tools/call",
+        otel.name = format!("tools/call {}", params.name),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %params.name,
+        mcp.session.id = tracing::field::Empty,
+        jsonrpc.request.id = %context.id,
+        error.type = tracing::field::Empty,
+    );
+    let parts = context.extensions.get::<http::request::Parts>();
+    if let Some(session) = parts.and_then(|p| p.headers.get("mcp-session-id")).and_then(|v| v.to_str().ok()) {
+        span.record("mcp.session.id", session);
+    }
+    let parent = match parts.filter(|p| p.headers.contains_key("traceparent")) {
+        Some(parts) => opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(&parts.headers))),
+        None => opentelemetry::global::get_text_map_propagator(|p| p.extract(&Meta(&context.meta))),
+    };
+    // A span no layer records has nothing to set; an invalid context leaves a root span.
+    let _ = span.set_parent(parent);
+    span
+}
+
+/// Mark `span` failed when the call did: a JSON-RPC error, or a result the tool marked as
+/// an error (a refusal or a limit included).
+pub(super) fn record_outcome(span: &tracing::Span, outcome: &Result<CallToolResponse, rmcp::ErrorData>) {
+    let failed = match outcome {
+        Err(e) => Some(format!("{:?}", e.code)),
+        Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => Some("tool_error".to_owned()),
+        Ok(_) => None,
+    };
+    if let Some(kind) = failed {
+        span.record("otel.status_code", "ERROR");
+        span.record("error.type", kind);
+    }
+}
+
+/// W3C trace context in HTTP headers.
+struct Headers<'a>(&'a http::HeaderMap);
+
+impl Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+/// W3C trace context in a request's `_meta` (SEP-414; string values only).
+struct Meta<'a>(&'a rmcp::model::RequestMetaObject);
+
+impl Extractor for Meta<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(serde_json::Value::as_str)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+}
