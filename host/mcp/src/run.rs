@@ -5,10 +5,12 @@
 //! inline) and carries images as image content; every file that is not inlined is kept
 //! by the server as a resource (`skillhost-run://RUN/PATH`, linked from the answer, `RUN`
 //! an unguessable id) until the run is collected ([`RunFiles`]: the oldest runs go first
-//! past a cap). An agent runs what a human approved under the policy the human
+//! past a cap), and with a shared state store kept there too, so the link reads on every
+//! replica. An agent runs what a human approved under the policy the human
 //! approved; it can grant nothing (no path, no host, no secret).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use base64::Engine;
 use parking_lot::Mutex;
@@ -16,7 +18,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use skillhost_core::{CallContext, RunInput, RunOutput};
-use skillhost_registry::{Registry, RegistryError};
+use skillhost_registry::{Registry, RegistryError, RunFile, RunFileStore};
 
 /// Text files up to this size are inlined in the structured answer.
 const INLINE_TEXT: usize = 16 << 10;
@@ -32,15 +34,19 @@ pub(crate) const SCHEME: &str = "skillhost-run://";
 /// The files of the server's runs, readable as resources until collected: past
 /// [`KEPT_RUNS`] runs or [`KEPT_BYTES`] bytes the oldest run is dropped. Kept by the
 /// server, not a session (over streamable HTTP a client's next request may be a session
-/// of its own), each run under a random id no other client can guess.
+/// of its own), each run under a random id no other client can guess; with a shared
+/// store, written there too (within its own budget) and read from there when this
+/// server does not hold the run (another replica ran it).
 pub(crate) struct RunFiles {
     random: ring::rand::SystemRandom,
     inner: Mutex<Kept>,
+    shared: Option<Arc<dyn RunFileStore>>,
 }
 
-impl Default for RunFiles {
-    fn default() -> Self {
-        Self { random: ring::rand::SystemRandom::new(), inner: Mutex::default() }
+impl RunFiles {
+    /// Runs' files kept in memory, and in `shared` when given.
+    pub(crate) fn new(shared: Option<Arc<dyn RunFileStore>>) -> Self {
+        Self { random: ring::rand::SystemRandom::new(), inner: Mutex::default(), shared }
     }
 }
 
@@ -52,12 +58,25 @@ struct Kept {
 
 impl RunFiles {
     /// Keep `files` (each under the cap alone); the run's id, or `None` when the OS
-    /// random source failed (the files are then not kept).
-    fn keep(&self, files: BTreeMap<String, Vec<u8>>) -> Option<String> {
+    /// random source failed (the files are then not kept). A shared store that fails
+    /// leaves the files readable on this server only, and says so in the log.
+    async fn keep(&self, files: BTreeMap<String, Vec<u8>>) -> Option<String> {
         use ring::rand::SecureRandom;
         let mut id = [0u8; 16];
         self.random.fill(&mut id).ok()?;
         let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        if let Some(shared) = self.shared.clone() {
+            let (run, copy) = (id.clone(), files.clone());
+            let stored = tokio::task::spawn_blocking(move || shared.keep(&run, &copy)).await;
+            if let Some(error) = stored.map_or_else(|e| Some(e.to_string()), |r| r.err().map(|e| e.to_string())) {
+                tracing::warn!(%error, run = %id, "a run's files are not in the shared store: its links read on this replica only");
+            }
+        }
+        self.keep_here(id, files)
+    }
+
+    /// Keep `files` in this server's memory as run `id`'s.
+    fn keep_here(&self, id: String, files: BTreeMap<String, Vec<u8>>) -> Option<String> {
         let mut kept = self.inner.lock();
         kept.bytes += files.values().map(Vec::len).sum::<usize>();
         kept.runs.push_back((id.clone(), files));
@@ -69,14 +88,32 @@ impl RunFiles {
         Some(id)
     }
 
-    /// The bytes of `uri` (`skillhost-run://RUN/PATH`).
-    pub(crate) fn read(&self, uri: &str) -> Result<Vec<u8>, RunFileError> {
+    /// The bytes of `uri` (`skillhost-run://RUN/PATH`): from this server's memory, else
+    /// from the shared store.
+    pub(crate) async fn read(&self, uri: &str) -> Result<Vec<u8>, RunFileError> {
         let rest = uri.strip_prefix(SCHEME).ok_or_else(|| RunFileError::NotARunFile(uri.to_owned()))?;
         let (run, path) = rest.split_once('/').ok_or_else(|| RunFileError::NoPath(uri.to_owned()))?;
-        let kept = self.inner.lock();
-        let files = kept.runs.iter().find(|(id, _)| id == run).map(|(_, files)| files);
-        let files = files.ok_or_else(|| RunFileError::NotKept(run.to_owned()))?;
-        files.get(path).cloned().ok_or_else(|| RunFileError::NoFile { run: run.to_owned(), path: path.to_owned() })
+        let here = {
+            let kept = self.inner.lock();
+            kept.runs.iter().find(|(id, _)| id == run).map(|(_, files)| files.get(path).cloned().ok_or(()))
+        };
+        let found = match (here, self.shared.clone()) {
+            (Some(found), _) => found.map_or(RunFile::NoFile, RunFile::Bytes),
+            (None, None) => RunFile::NotKept,
+            (None, Some(shared)) => {
+                let (id, file) = (run.to_owned(), path.to_owned());
+                match tokio::task::spawn_blocking(move || shared.read(&id, &file)).await {
+                    Ok(Ok(found)) => found,
+                    Ok(Err(e)) => return Err(RunFileError::Store(e.to_string())),
+                    Err(e) => return Err(RunFileError::Store(e.to_string())),
+                }
+            }
+        };
+        match found {
+            RunFile::Bytes(bytes) => Ok(bytes),
+            RunFile::NoFile => Err(RunFileError::NoFile { run: run.to_owned(), path: path.to_owned() }),
+            RunFile::NotKept => Err(RunFileError::NotKept(run.to_owned())),
+        }
     }
 }
 
@@ -87,10 +124,17 @@ pub(crate) enum RunFileError {
     NotARunFile(String),
     #[error("`{0}` names no file of the run")]
     NoPath(String),
-    #[error("run {0} is not kept (the server keeps the files of the last {KEPT_RUNS} runs, {mib} MiB in all); run it again", mib = KEPT_BYTES >> 20)]
+    #[error(
+        "run {0} is not kept (a server keeps the files of its last {KEPT_RUNS} runs, {mib} MiB in all; the replicas of a team the last {runs} runs, {team_mib} MiB); run it again",
+        runs = skillhost_registry::SHARED_RUNS,
+        team_mib = skillhost_registry::SHARED_BYTES >> 20,
+        mib = KEPT_BYTES >> 20
+    )]
     NotKept(String),
     #[error("run {run} left no file `{path}`")]
     NoFile { run: String, path: String },
+    #[error("the shared state store cannot be read: {0}")]
+    Store(String),
 }
 
 /// Why `skill_run` gave no answer: its inputs, or the registry's refusal of the run.
@@ -224,21 +268,25 @@ pub(crate) async fn skill_run(
         inputs.push(RunInput { path: input.path, bytes });
     }
     let output = registry.run(&args.skill, args.command, inputs, cx).await?;
-    Ok(answer(output, runs))
+    Ok(answer(output, runs).await)
+}
+
+/// A file's text when it is returned inline: UTF-8, no NUL, at most [`INLINE_TEXT`].
+fn inline(bytes: &[u8]) -> Option<String> {
+    std::str::from_utf8(bytes).ok().filter(|t| t.len() <= INLINE_TEXT && !t.contains('\0')).map(str::to_owned)
 }
 
 /// The structured answer and its content blocks; the files not inlined are kept in `runs`.
-fn answer(output: RunOutput, runs: &RunFiles) -> CallToolResult {
+async fn answer(output: RunOutput, runs: &RunFiles) -> CallToolResult {
     let mut blocks = Vec::new();
     let mut budget = CONTENT_CAP;
-    let inline = |bytes: &[u8]| std::str::from_utf8(bytes).ok().filter(|t| t.len() <= INLINE_TEXT && !t.contains('\0')).map(str::to_owned);
     let kept: BTreeMap<String, Vec<u8>> = output
         .files
         .iter()
         .filter(|f| inline(&f.bytes).is_none() && f.bytes.len() <= KEPT_BYTES)
         .map(|f| (f.path.clone(), f.bytes.clone()))
         .collect();
-    let run = if kept.is_empty() { None } else { runs.keep(kept) };
+    let run = if kept.is_empty() { None } else { runs.keep(kept).await };
     let mut files = Vec::with_capacity(output.files.len());
     for file in &output.files {
         let text = inline(&file.bytes);
@@ -315,12 +363,12 @@ mod tests {
         }
     }
 
-    #[test]
-    fn text_is_inlined_images_are_image_content_and_the_rest_stays_readable() {
-        let runs = RunFiles::default();
+    #[tokio::test]
+    async fn text_is_inlined_images_are_image_content_and_the_rest_stays_readable() {
+        let runs = RunFiles::new(None);
         let png = b"\x89PNG\r\n\x1a\nrest".to_vec();
         let blob = vec![0u8, 159, 146, 150];
-        let result = answer(output(&[("a.txt", b"hello".to_vec()), ("dot.png", png.clone()), ("data.bin", blob.clone())]), &runs);
+        let result = answer(output(&[("a.txt", b"hello".to_vec()), ("dot.png", png.clone()), ("data.bin", blob.clone())]), &runs).await;
         let value = result.structured_content.clone().unwrap();
         let files = value["files"].as_array().unwrap();
         assert_eq!(files[0]["returned"], "inline");
@@ -329,22 +377,22 @@ mod tests {
         assert_eq!(files[2]["returned"], "resource");
         assert!(matches!(&result.content[1], ContentBlock::Image(image) if image.mime_type == "image/png"));
         assert!(matches!(&result.content[2], ContentBlock::ResourceLink(link) if link.uri == files[2]["uri"]));
-        assert_eq!(runs.read(files[2]["uri"].as_str().unwrap()).unwrap(), blob);
-        assert_eq!(runs.read(files[1]["uri"].as_str().unwrap()).unwrap(), png);
+        assert_eq!(runs.read(files[2]["uri"].as_str().unwrap()).await.unwrap(), blob);
+        assert_eq!(runs.read(files[1]["uri"].as_str().unwrap()).await.unwrap(), png);
         let uri = files[2]["uri"].as_str().unwrap();
-        assert!(runs.read(&uri.replace("data.bin", "none")).unwrap_err().to_string().contains("no file"));
-        assert!(runs.read("skillhost-run://1/data.bin").unwrap_err().to_string().contains("not kept"), "ids are not guessable");
+        assert!(runs.read(&uri.replace("data.bin", "none")).await.unwrap_err().to_string().contains("no file"));
+        assert!(runs.read("skillhost-run://1/data.bin").await.unwrap_err().to_string().contains("not kept"), "ids are not guessable");
     }
 
-    #[test]
-    fn the_oldest_runs_are_collected_first() {
-        let runs = RunFiles::default();
-        let first = runs.keep(BTreeMap::from([("x".to_owned(), vec![1])])).unwrap();
-        let second = runs.keep(BTreeMap::from([("x".to_owned(), vec![2])])).unwrap();
+    #[tokio::test]
+    async fn the_oldest_runs_are_collected_first() {
+        let runs = RunFiles::new(None);
+        let first = runs.keep(BTreeMap::from([("x".to_owned(), vec![1])])).await.unwrap();
+        let second = runs.keep(BTreeMap::from([("x".to_owned(), vec![2])])).await.unwrap();
         for _ in 1..KEPT_RUNS {
-            runs.keep(BTreeMap::from([("x".to_owned(), vec![3])])).unwrap();
+            runs.keep(BTreeMap::from([("x".to_owned(), vec![3])])).await.unwrap();
         }
-        assert!(runs.read(&format!("{SCHEME}{first}/x")).unwrap_err().to_string().contains("not kept"));
-        assert_eq!(runs.read(&format!("{SCHEME}{second}/x")).unwrap(), vec![2]);
+        assert!(runs.read(&format!("{SCHEME}{first}/x")).await.unwrap_err().to_string().contains("not kept"));
+        assert_eq!(runs.read(&format!("{SCHEME}{second}/x")).await.unwrap(), vec![2]);
     }
 }

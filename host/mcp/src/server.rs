@@ -188,6 +188,7 @@ impl SkillhostMcp {
         let approvals = Approvals::shared(config.approval_timeout, &config.approval_keys.0, registry.claims());
         let running = Semaphore::new(config.max_runs.min(Semaphore::MAX_PERMITS));
         let index = tokio::sync::watch::Sender::new(IndexSlot { index, loading: false, failed: None });
+        let runs = crate::run::RunFiles::new(registry.run_files());
         let shared = Arc::new(Shared {
             registry,
             config,
@@ -196,7 +197,7 @@ impl SkillhostMcp {
             sessions: AtomicU64::new(0),
             forge: None,
             manifests: skills::Manifests::default(),
-            runs: crate::run::RunFiles::default(),
+            runs,
             running,
         });
         Self { session: Session::new(&shared), shared }
@@ -445,7 +446,7 @@ impl ServerHandler for SkillhostMcp {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = |why: String| ErrorData::resource_not_found(why, None);
         if request.uri.starts_with(crate::run::SCHEME) {
-            let bytes = self.shared.runs.read(&request.uri).map_err(|e| not_found(e.to_string()))?;
+            let bytes = self.shared.runs.read(&request.uri).await.map_err(|e| not_found(e.to_string()))?;
             return Ok(ReadResourceResult::new(vec![contents_of(bytes, &request.uri)]).into());
         }
         let rest = request

@@ -71,5 +71,6 @@ pub use error::RegistryError;
 pub use pack::{PACK_MANIFEST, PackRef};
 pub use registry::Registry;
 pub use skillhost_package::{ReadError, SizeLimits};
-pub use skillhost_store::{ApprovalChannel, ApprovedBy, CallClaims, Claim, TrustState};
+pub use skillhost_store::run_files::{SHARED_BYTES, SHARED_RUNS};
+pub use skillhost_store::{ApprovalChannel, ApprovedBy, CallClaims, Claim, RunFile, RunFileStore, TrustState};
 pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError, parse as parse_skill_md};

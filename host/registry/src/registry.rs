@@ -358,6 +358,12 @@ impl Registry {
         self.config.state.as_ref().and_then(|state| state.claims.clone())
     }
 
+    /// The files runs left, readable from every host of a shared state store; `None` with
+    /// SQLite (the MCP front keeps them in its memory).
+    pub fn run_files(&self) -> Option<Arc<dyn skillhost_store::RunFileStore>> {
+        self.config.state.as_ref().and_then(|state| state.run_files.clone())
+    }
+
     /// The stored state of a skill that has not loaded.
     fn stored_state(&self, identity: &DataKey) -> Result<TrustState, RegistryError> {
         Ok(self.trust.get(identity.as_str())?.map_or(TrustState::PendingReview, |r| r.state))

@@ -8,11 +8,14 @@
 //! | [`Stats`]: usage statistics of calls and missed searches | [`SqliteStats`], `stats.db` | [`PgStats`] |
 //! | [`AuditLog`]: every outbound request, and every run of scripts | [`SqliteAuditLog`], `audit.db` | [`PgAuditLog`] |
 //! | [`PolicyStore`]: run policies, package locks, approved files | [`FilePolicies`], `policies/` | [`PgPolicies`] |
+//! | [`RunFileStore`]: the files runs left, for their links | (the MCP front's memory) | [`PgRunFiles`] |
 //! | [`SecretStore`]: secrets the egress gate adds to requests | [`FileSecretStore`], `secrets/` | (per host) |
 //!
 //! - [`state`]: [`State`], the stores opened from a [`StateUrl`].
 //! - [`claims`]: [`CallClaims`], calls run at most once across the hosts of a shared
 //!   store, by a key the client gives (PostgreSQL only).
+//! - [`run_files`]: [`RunFileStore`], the files runs left, readable from every host of a
+//!   shared store (PostgreSQL only; one host keeps them in memory).
 //! - [`postgres`]: the PostgreSQL stores, their schema and the trust listener.
 //! - `writer`: the background writer of the append-only stores, whatever holds them.
 //! - `sqlite`: how the SQLite files are opened (WAL, busy timeout, owner-only 0600
@@ -31,6 +34,7 @@ pub mod claims;
 mod error;
 pub mod policies;
 pub mod postgres;
+pub mod run_files;
 pub mod secrets;
 mod sqlite;
 pub mod state;
@@ -42,7 +46,8 @@ pub use audit::{AuditError, AuditLog, AuditQuery, RunAudit, RunOutcome, RunRecor
 pub use claims::{CallClaims, Claim};
 pub use error::StoreError;
 pub use policies::{FilePolicies, Kept, PolicyStore};
-pub use postgres::{PgAuditLog, PgPolicies, PgStats, PgTrustStore};
+pub use postgres::{PgAuditLog, PgPolicies, PgRunFiles, PgStats, PgTrustStore};
+pub use run_files::{RunFile, RunFileStore};
 pub use secrets::{FileSecretStore, SecretError, SecretStore};
 pub use state::{State, StateUrl};
 pub use stats::{SqliteStats, Stats};

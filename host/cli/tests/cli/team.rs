@@ -172,10 +172,15 @@ fn call(addr: &str, token: &str, tool: &str, arguments: Value, key: &str) -> Att
 /// One stateless `tools/call` with these `params`.
 fn call_with(addr: &str, token: &str, params: Value) -> Attempt {
     let tool = params["name"].as_str().unwrap_or_default().to_owned();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    request(addr, token, "tools/call", &tool, params)
+}
+
+/// One stateless request of `method` about `name` (the tool, or the resource's URI).
+fn request(addr: &str, token: &str, method: &str, name: &str, params: Value) -> Attempt {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\nMcp-Name: {name}\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     let mut stream = match TcpStream::connect(addr) {
@@ -573,4 +578,49 @@ fn a_skill_whose_bytes_differ_from_the_lock_is_refused_and_doctor_says_so() {
     assert_eq!(lock_check["available"], false, "{lock_check}");
     let detail = lock_check["detail"].as_str().unwrap();
     assert!(detail.contains("`bad`") && detail.contains("`stray`") && !detail.contains("`good`"), "{detail}");
+}
+
+/// A file a run on replica `a` left is linked from its answer (`skillhost-run://`), and the
+/// link reads on replica `b`, which never ran it: the files are kept in the shared store.
+#[test]
+fn a_file_a_run_left_on_one_replica_is_read_through_its_link_on_the_other() {
+    let team = Team::new();
+    let dir = team.skills.path().join("bin-maker");
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: bin-maker\ndescription: Writes a binary file. Use it in tests.\n---\nRun `sh scripts/make.sh`.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("scripts/make.sh"), "#!/bin/sh\nprintf 'BIN\\377\\001' > out.bin\n").unwrap();
+    let (mut a, mut b) = (team.replica("a"), team.replica("b"));
+    let approved = team.cli(&a, &["approve", "bin-maker", "--yes"]);
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+    team.start(&mut a);
+    team.start(&mut b);
+    let token = std::fs::read_to_string(team.token_file()).unwrap();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let run = json!({"name": "skill_run", "arguments": {"skill": "bin-maker", "command": ["sh", "scripts/make.sh"]}, "_meta": meta});
+    let Attempt::Reply(ran) = call_with(&a.addr, token.trim(), run) else { panic!("replica a did not answer") };
+    let files = &ran["result"]["structuredContent"]["files"];
+    let file = files.as_array().into_iter().flatten().find(|f| f["path"] == "out.bin").unwrap_or_else(|| panic!("no out.bin: {ran}"));
+    assert_eq!(file["returned"], "resource", "{file}");
+    let uri = file["uri"].as_str().unwrap();
+    let read = |replica: &Replica, uri: &str| match request(
+        &replica.addr,
+        token.trim(),
+        "resources/read",
+        uri,
+        json!({"uri": uri, "_meta": meta}),
+    ) {
+        Attempt::Reply(reply) => reply,
+        Attempt::Retriable(why) => panic!("resources/read on {}: {why}", replica.name),
+    };
+    let on_b = read(&b, uri);
+    let blob = on_b["result"]["contents"][0]["blob"].as_str().unwrap_or_else(|| panic!("no blob read on b: {on_b}"));
+    assert_eq!(blob, "QklO/wE=", "the bytes the run left on a (base64 of BIN\\xff\\x01): {on_b}");
+    let missing = read(&b, &uri.replace("out.bin", "other.bin"));
+    assert!(missing["error"]["message"].as_str().unwrap_or_default().contains("left no file `other.bin`"), "{missing}");
+    let stranger = read(&b, &format!("skillhost-run://{}/out.bin", "0".repeat(32)));
+    assert!(stranger["error"]["message"].as_str().unwrap_or_default().contains("is not kept"), "{stranger}");
 }

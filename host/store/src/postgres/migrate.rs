@@ -105,6 +105,15 @@ const STEPS: &[&str] = &[
          updated_at BIGINT NOT NULL,
          PRIMARY KEY (identity, kind)
      );",
+    // 4: the files runs left, readable from every replica until collected.
+    "CREATE TABLE run_files (
+         run     TEXT NOT NULL,
+         path    TEXT NOT NULL,
+         bytes   BYTEA NOT NULL,
+         size    BIGINT NOT NULL,
+         kept_ms BIGINT NOT NULL,
+         PRIMARY KEY (run, path)
+     );",
 ];
 
 /// Bring the schema up to date.

@@ -42,6 +42,7 @@ pub mod claims;
 pub mod cluster;
 mod migrate;
 mod policies;
+mod run_files;
 mod stats;
 mod trust;
 
@@ -52,6 +53,7 @@ use std::time::Duration;
 pub use audit::PgAuditLog;
 pub use claims::PgClaims;
 pub use policies::PgPolicies;
+pub use run_files::PgRunFiles;
 pub use stats::PgStats;
 pub use trust::PgTrustStore;
 

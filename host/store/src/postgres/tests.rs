@@ -196,6 +196,32 @@ fn a_claimed_call_runs_once_across_replicas_and_one_whose_host_died_is_interrupt
 }
 
 #[test]
+fn a_runs_files_kept_by_one_host_are_read_on_another_until_collected() {
+    use crate::run_files::{RunFile, RunFileStore};
+    let cluster = Cluster::start().unwrap();
+    let a = PgRunFiles::with_budget(Pg::connect(&cluster.url(), "a").unwrap(), 3, 1000);
+    let b = PgRunFiles::open(Pg::connect(&cluster.url(), "b").unwrap());
+    let files = |bytes: &[u8]| [("out/report.pdf".to_owned(), bytes.to_vec()), ("b.bin".to_owned(), vec![0, 1, 2])].into();
+    a.keep("r1", &files(b"%PDF-1.7")).unwrap();
+    assert_eq!(b.read("r1", "out/report.pdf").unwrap(), RunFile::Bytes(b"%PDF-1.7".to_vec()));
+    assert_eq!(b.read("r1", "b.bin").unwrap(), RunFile::Bytes(vec![0, 1, 2]));
+    assert_eq!(b.read("r1", "other").unwrap(), RunFile::NoFile);
+    assert_eq!(b.read("r0", "b.bin").unwrap(), RunFile::NotKept);
+    // Past 3 runs, the oldest goes; past 1000 bytes, the older ones, never the newest.
+    for run in ["r2", "r3", "r4"] {
+        a.keep(run, &files(b"x")).unwrap();
+    }
+    assert_eq!(b.read("r1", "b.bin").unwrap(), RunFile::NotKept, "the fourth run collects the first");
+    assert!(matches!(b.read("r2", "b.bin").unwrap(), RunFile::Bytes(_)));
+    a.keep("r5", &files(&[7; 900])).unwrap();
+    a.keep("r6", &files(&[8; 2000])).unwrap();
+    for gone in ["r2", "r3", "r4", "r5"] {
+        assert_eq!(b.read(gone, "b.bin").unwrap(), RunFile::NotKept, "{gone} is past the byte budget");
+    }
+    assert_eq!(b.read("r6", "out/report.pdf").unwrap(), RunFile::Bytes(vec![8; 2000]), "a run alone over the budget stays");
+}
+
+#[test]
 fn a_run_policy_written_on_one_host_is_read_on_the_others_and_told_to_them() {
     use crate::policies::{Kept, PolicyStore};
     let cluster = Cluster::start().unwrap();
