@@ -1,4 +1,5 @@
-//! `skillhost audit`: the log of skills' outbound requests and runs of their scripts.
+//! `skillhost audit`: the log of skills' outbound requests and runs of their scripts, and
+//! of the org policy's decisions (`--caller`, `--decisions`).
 
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -13,6 +14,7 @@ use crate::output;
 #[command(after_help = "Examples:
   skillhost audit
   skillhost audit --skill uptime --since 1h
+  skillhost audit --caller ci-bot --since 1d      what the org policy allowed and refused ci-bot
   skillhost audit --json | jq '.[] | select(.outcome.kind == \"refused\")'")]
 pub struct AuditArgs {
     /// Only this skill's requests and runs.
@@ -21,6 +23,13 @@ pub struct AuditArgs {
     /// Only requests and runs newer than this (e.g. 30m, 2h, 7d).
     #[arg(long, value_name = "DURATION", value_parser = app::parse_duration)]
     since: Option<Duration>,
+    /// The org policy's decisions about this caller instead: what it asked, allowed or
+    /// refused, by which policies.
+    #[arg(long, value_name = "NAME", conflicts_with = "skill")]
+    caller: Option<String>,
+    /// The org policy's decisions about every caller instead.
+    #[arg(long, conflicts_with_all = ["skill", "caller"])]
+    decisions: bool,
     /// At most this many rows (the newest), requests and runs together.
     #[arg(long, default_value_t = 100)]
     limit: usize,
@@ -31,9 +40,15 @@ pub struct AuditArgs {
 
 /// Query the audit log and print its rows, requests and runs together, oldest first.
 pub fn run(app: &App, args: AuditArgs) -> Result<ExitCode> {
-    let AuditArgs { skill, since, limit, json } = args;
+    let AuditArgs { skill, caller, decisions, since, limit, json } = args;
     let host = app.host()?;
-    let query = skillhost::audit::AuditQuery { skill, since: since.map(|ago| SystemTime::now() - ago), limit: Some(limit) };
+    let since = since.map(|ago| SystemTime::now() - ago);
+    if decisions || caller.is_some() {
+        let query = skillhost::audit::AuditQuery { caller, since, limit: Some(limit), ..Default::default() };
+        output::decisions(&host.audit().decisions(&query)?, json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let query = skillhost::audit::AuditQuery { skill, since, limit: Some(limit), ..Default::default() };
     let (mut requests, mut runs) = (host.audit().query(&query)?, host.audit().runs(&query)?);
     // The newest `limit` rows of both together: drop the oldest of the two lists' tails.
     while requests.len() + runs.len() > limit {

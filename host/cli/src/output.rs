@@ -431,6 +431,32 @@ pub fn inspect(loaded: &DirectSkill, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// The org policy's decisions, oldest first: one line each, or a JSON array.
+pub fn decisions(rows: &[skillhost::audit::DecisionRecord], json: bool) -> Result<()> {
+    if json {
+        let millis = |time: std::time::SystemTime| time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|d| {
+                let mut value = serde_json::to_value(d).unwrap_or(Value::Null);
+                value["time"] = json!(millis(d.time));
+                value
+            })
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    if rows.is_empty() {
+        outln!("no decisions of the org policy recorded");
+    }
+    for d in rows {
+        let verdict = if d.allowed { "allowed" } else { "refused" };
+        let by = if d.policies.is_empty() { "(no policy permits it)".to_owned() } else { d.policies.join(", ") };
+        outln!("{} {:<16} {:<8} {:<40} {verdict:<7} {by}", skillhost::audit::rfc3339(d.time), d.caller, d.action, d.resource);
+    }
+    Ok(())
+}
+
 /// The audit log's rows, outbound requests and runs of scripts together, oldest first
 /// (by the time each started: a run comes before the requests its scripts made).
 pub fn audit(requests: &[skillhost::net::EgressRecord], runs: &[skillhost::audit::RunRecord], json: bool) -> Result<()> {

@@ -42,7 +42,7 @@
 /// The audit log of outbound requests and runs of scripts ([`Host::audit`](crate::Host::audit)), `<data_dir>/audit.db`.
 pub mod audit {
     pub use skillhost_store::audit::{
-        AuditError, AuditLog, AuditQuery, RunAudit, RunOutcome, RunRecord, SqliteAuditLog, command_text, rfc3339,
+        AuditError, AuditLog, AuditQuery, DecisionRecord, RunAudit, RunOutcome, RunRecord, SqliteAuditLog, command_text, rfc3339,
     };
 }
 

@@ -74,6 +74,8 @@ impl AuditError {
 pub struct AuditQuery {
     /// Only this skill's requests.
     pub skill: Option<String>,
+    /// Only this caller's decisions (for [`AuditLog::decisions`]).
+    pub caller: Option<String>,
     /// Only requests at or after this time.
     pub since: Option<SystemTime>,
     /// At most this many rows, newest last. Default: all.
@@ -127,6 +129,24 @@ pub struct RunRecord {
     pub duration: Duration,
 }
 
+/// One row of the audit log for a decision of the org policy: who asked to do what to
+/// what, whether it was allowed, and by which policies.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DecisionRecord {
+    /// When.
+    pub time: SystemTime,
+    /// The caller's name.
+    pub caller: String,
+    /// The action (`call`, `run`, `create`, ...).
+    pub action: String,
+    /// What it was about (`Tool::"notes__read"`, `Skill::"notes"`).
+    pub resource: String,
+    /// Whether it was allowed.
+    pub allowed: bool,
+    /// The policies that decided it (none: the default deny).
+    pub policies: Vec<String>,
+}
+
 /// Words of a command the audit log shows; the rest are counted.
 const COMMAND_WORDS: usize = 32;
 /// Characters of one word of a command the audit log shows; the rest are counted.
@@ -160,6 +180,13 @@ pub trait AuditLog: AuditSink {
 
     /// Read runs of skills' scripts, oldest first (after flushing what is queued).
     fn runs(&self, query: &AuditQuery) -> Result<Vec<RunRecord>, AuditError>;
+
+    /// Record one decision of the org policy.
+    fn record_decision(&self, record: DecisionRecord);
+
+    /// Read decisions of the org policy, oldest first (after flushing what is queued);
+    /// `query.skill` is not used, `query.caller` is.
+    fn decisions(&self, query: &AuditQuery) -> Result<Vec<DecisionRecord>, AuditError>;
 }
 
 /// Where a registry records the runs of skills' scripts: the host's audit log, and the
@@ -205,6 +232,7 @@ impl RunAudit {
 pub(crate) enum Row {
     Request(EgressRecord),
     Run(RunRecord),
+    Decision(DecisionRecord),
 }
 
 /// The audit log in SQLite.
@@ -243,7 +271,17 @@ CREATE TABLE IF NOT EXISTS runs (
     duration_us INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_skill_time ON runs (skill, time_ms);
-PRAGMA user_version = 2;
+CREATE TABLE IF NOT EXISTS decisions (
+    id INTEGER PRIMARY KEY,
+    time_ms INTEGER NOT NULL,
+    caller TEXT NOT NULL,
+    action TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    allowed INTEGER NOT NULL,
+    policies TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS decisions_caller_time ON decisions (caller, time_ms);
+PRAGMA user_version = 3;
 ";
 
 fn open(path: &Path) -> Result<Connection, AuditError> {
@@ -270,6 +308,38 @@ impl SqliteAuditLog {
 impl AuditLog for SqliteAuditLog {
     fn record_run(&self, record: RunRecord) {
         self.writer.send(Row::Run(record));
+    }
+
+    fn record_decision(&self, record: DecisionRecord) {
+        self.writer.send(Row::Decision(record));
+    }
+
+    fn decisions(&self, query: &AuditQuery) -> Result<Vec<DecisionRecord>, AuditError> {
+        self.flush();
+        let err = |e: rusqlite::Error| AuditError::file(&self.path, e);
+        let conn = open(&self.path)?;
+        let mut statement = conn
+            .prepare(
+                "SELECT time_ms, caller, action, resource, allowed, policies
+                 FROM decisions WHERE (?1 IS NULL OR caller = ?1) AND time_ms >= ?2 ORDER BY id DESC LIMIT ?3",
+            )
+            .map_err(err)?;
+        let limit = query.limit.map_or(i64::MAX, |l| l as i64);
+        let rows = statement
+            .query_map(params![query.caller, query.since.map_or(0, millis), limit], |row| {
+                Ok(DecisionRecord {
+                    time: UNIX_EPOCH + Duration::from_millis(row.get::<_, i64>(0)? as u64),
+                    caller: row.get(1)?,
+                    action: row.get(2)?,
+                    resource: row.get(3)?,
+                    allowed: row.get(4)?,
+                    policies: policies_of(&row.get::<_, String>(5)?),
+                })
+            })
+            .map_err(err)?;
+        let mut records = rows.collect::<Result<Vec<_>, _>>().map_err(err)?;
+        records.reverse();
+        Ok(records)
     }
 
     fn flush(&self) {
@@ -394,11 +464,28 @@ pub(crate) fn millis(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// A decision's policy ids in one column (an id holds no newline: Cedar ids are one line).
+pub(crate) fn policies_text(policies: &[String]) -> String {
+    policies.join("\n")
+}
+
+pub(crate) fn policies_of(text: &str) -> Vec<String> {
+    text.lines().map(str::to_owned).collect()
+}
+
 /// Write one row (inside the writer's transaction).
 fn insert(tx: &rusqlite::Transaction<'_>, row: &Row) -> rusqlite::Result<()> {
     let r = match row {
         Row::Request(r) => r,
         Row::Run(r) => return insert_run(tx, r),
+        Row::Decision(d) => {
+            return tx
+                .prepare_cached(
+                    "INSERT INTO decisions (time_ms, caller, action, resource, allowed, policies) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?
+                .execute(params![millis(d.time), d.caller, d.action, d.resource, d.allowed, policies_text(&d.policies)])
+                .map(drop);
+        }
     };
     let (outcome, status, reason) = egress_columns(&r.outcome);
     tx.prepare_cached(
@@ -443,7 +530,36 @@ fn insert_run(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> rusqlite::Result
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    /// What every backend keeps of the org policy's decisions.
+    pub(crate) fn decisions_are_kept_and_read_by_caller(log: &dyn AuditLog) {
+        let decision = |caller: &str, allowed, policies: &[&str]| DecisionRecord {
+            time: UNIX_EPOCH + Duration::from_millis(1_700_000_000_000),
+            caller: caller.to_owned(),
+            action: "call".to_owned(),
+            resource: "Tool::\"notes__write\"".to_owned(),
+            allowed,
+            policies: policies.iter().map(|p| (*p).to_owned()).collect(),
+        };
+        log.record_decision(decision("bob", false, &[]));
+        log.record_decision(decision("ann", true, &["writers", "team:2"]));
+        log.record_decision(decision("bob", false, &["no-writes"]));
+        let bob = log.decisions(&AuditQuery { caller: Some("bob".into()), ..AuditQuery::default() }).unwrap();
+        assert_eq!(bob, [decision("bob", false, &[]), decision("bob", false, &["no-writes"])]);
+        let all = log.decisions(&AuditQuery { limit: Some(2), ..AuditQuery::default() }).unwrap();
+        assert_eq!(
+            all,
+            [decision("ann", true, &["writers", "team:2"]), decision("bob", false, &["no-writes"])],
+            "the newest, oldest first"
+        );
+    }
+
+    #[test]
+    fn sqlite_keeps_decisions() {
+        let dir = tempfile::tempdir().unwrap();
+        decisions_are_kept_and_read_by_caller(&SqliteAuditLog::open(dir.path().join("audit.db")).unwrap());
+    }
+
     use super::*;
 
     fn record(skill: &str, outcome: EgressOutcome) -> EgressRecord {

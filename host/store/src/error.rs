@@ -27,6 +27,20 @@ pub enum StoreError {
         /// What failed.
         message: String,
     },
+    /// The callers database failed.
+    #[error("callers {}: {message}", path.display())]
+    Callers {
+        /// The database file.
+        path: PathBuf,
+        /// What failed, and what to do.
+        message: String,
+    },
+    /// A caller of that name exists.
+    #[error("a caller named `{name}` exists; remove it first (`skillhost caller remove {name}`) or pick another name")]
+    CallerExists {
+        /// The name.
+        name: String,
+    },
     /// The PostgreSQL state store failed.
     #[error("state store {url}: {message}; {fix}")]
     Postgres {

@@ -8,6 +8,7 @@
 //! | [`Stats`]: usage statistics of calls and missed searches | [`SqliteStats`], `stats.db` | [`PgStats`] |
 //! | [`AuditLog`]: every outbound request, and every run of scripts | [`SqliteAuditLog`], `audit.db` | [`PgAuditLog`] |
 //! | [`PolicyStore`]: run policies, package locks, approved files | [`FilePolicies`], `policies/` | [`PgPolicies`] |
+//! | [`CallerStore`]: the callers of the HTTP front, by their tokens' hashes | [`SqliteCallers`], `callers.db` | [`PgCallers`] |
 //! | [`RunFileStore`]: the files runs left, for their links | (the MCP front's memory) | [`PgRunFiles`] |
 //! | [`SecretStore`]: secrets the egress gate adds to requests | [`FileSecretStore`], `secrets/` | (per host) |
 //!
@@ -30,6 +31,7 @@
 //! - `error`: [`StoreError`], the trust store's and the statistics' errors.
 
 pub mod audit;
+pub mod callers;
 pub mod claims;
 mod error;
 pub mod policies;
@@ -42,11 +44,12 @@ pub mod stats;
 pub mod trust;
 mod writer;
 
-pub use audit::{AuditError, AuditLog, AuditQuery, RunAudit, RunOutcome, RunRecord, SqliteAuditLog};
+pub use audit::{AuditError, AuditLog, AuditQuery, DecisionRecord, RunAudit, RunOutcome, RunRecord, SqliteAuditLog};
+pub use callers::{CallerRecord, CallerStore, SqliteCallers};
 pub use claims::{CallClaims, Claim};
 pub use error::StoreError;
 pub use policies::{FilePolicies, Kept, PolicyStore};
-pub use postgres::{PgAuditLog, PgPolicies, PgRunFiles, PgStats, PgTrustStore};
+pub use postgres::{PgAuditLog, PgCallers, PgPolicies, PgRunFiles, PgStats, PgTrustStore};
 pub use run_files::{RunFile, RunFileStore};
 pub use secrets::{FileSecretStore, SecretError, SecretStore};
 pub use state::{State, StateUrl};

@@ -7,10 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::audit::{AuditLog, SqliteAuditLog};
+use crate::callers::{CallerStore, SqliteCallers};
 use crate::claims::CallClaims;
 use crate::error::StoreError;
 use crate::policies::{FilePolicies, PolicyStore};
-use crate::postgres::{Pg, PgAuditLog, PgClaims, PgPolicies, PgRunFiles, PgStats, PgTrustStore};
+use crate::postgres::{Pg, PgAuditLog, PgCallers, PgClaims, PgPolicies, PgRunFiles, PgStats, PgTrustStore};
 use crate::run_files::RunFileStore;
 use crate::stats::{SqliteStats, Stats};
 use crate::trust::{SqliteTrustStore, TrustStore};
@@ -61,6 +62,8 @@ pub struct State {
     /// Calls run at most once across the hosts of the store, by a key the client gives;
     /// `None` for SQLite (one host: a client's retry reaches the same process).
     pub claims: Option<Arc<dyn CallClaims>>,
+    /// The callers of the HTTP front, by their tokens' hashes.
+    pub callers: Arc<dyn CallerStore>,
     /// The files runs left, readable from every host of the store; `None` for SQLite (one
     /// host keeps them in its memory).
     pub run_files: Option<Arc<dyn RunFileStore>>,
@@ -90,6 +93,7 @@ impl State {
                 audit: Arc::new(SqliteAuditLog::open(data_dir.join("audit.db"))?),
                 policies: Arc::new(FilePolicies::new(data_dir.join("policies"))),
                 claims: None,
+                callers: Arc::new(SqliteCallers::open(data_dir)?),
                 run_files: None,
                 shown: "sqlite".to_owned(),
                 replica: String::new(),
@@ -102,6 +106,7 @@ impl State {
                     audit: Arc::new(PgAuditLog::open(pg.clone())?),
                     policies: Arc::new(PgPolicies::open(pg.clone())),
                     claims: Some(Arc::new(PgClaims::open(pg.clone()))),
+                    callers: Arc::new(PgCallers::open(pg.clone())),
                     run_files: Some(Arc::new(PgRunFiles::open(pg.clone()))),
                     shown: pg.shown().to_owned(),
                     replica: replica.to_owned(),

@@ -8,7 +8,10 @@ use std::time::{Duration, UNIX_EPOCH};
 use skillhost_core::{AuditSink, EgressRecord};
 
 use super::Pg;
-use crate::audit::{AuditError, AuditLog, AuditQuery, Row, RunRecord, egress_columns, egress_outcome, millis, run_columns, run_outcome};
+use crate::audit::{
+    AuditError, AuditLog, AuditQuery, DecisionRecord, Row, RunRecord, egress_columns, egress_outcome, millis, policies_of, policies_text,
+    run_columns, run_outcome,
+};
 use crate::writer::{GATHER, Writer};
 
 /// The audit log in PostgreSQL.
@@ -38,8 +41,17 @@ impl PgAuditLog {
                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                     )
                     .await?;
+                let decision = tx
+                    .prepare(
+                        "INSERT INTO decisions (replica, time_ms, caller, action, resource, allowed, policies)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    )
+                    .await?;
                 for row in &rows {
                     match row {
+                        Columns::Decision { time, caller, action, resource, allowed, policies } => {
+                            tx.execute(&decision, &[&replica, time, caller, action, resource, allowed, policies]).await?
+                        }
                         Columns::Request { time, skill, tool, method, url, ip, outcome, status, reason, bytes_out, bytes_in, duration } => {
                             tx.execute(
                                 &request,
@@ -63,6 +75,14 @@ impl PgAuditLog {
 
 /// A row's columns, owned, to move to the runtime thread.
 enum Columns {
+    Decision {
+        time: i64,
+        caller: String,
+        action: String,
+        resource: String,
+        allowed: bool,
+        policies: String,
+    },
     Request {
         time: i64,
         skill: String,
@@ -93,6 +113,14 @@ enum Columns {
 impl Columns {
     fn of(row: &Row) -> Self {
         match row {
+            Row::Decision(d) => Columns::Decision {
+                time: millis(d.time),
+                caller: d.caller.clone(),
+                action: d.action.clone(),
+                resource: d.resource.clone(),
+                allowed: d.allowed,
+                policies: policies_text(&d.policies),
+            },
             Row::Request(r) => {
                 let (outcome, status, reason) = egress_columns(&r.outcome);
                 let (status, reason) = (status.map(|s| s as i32), reason.map(str::to_owned));
@@ -133,6 +161,41 @@ impl Columns {
 impl AuditLog for PgAuditLog {
     fn record_run(&self, record: RunRecord) {
         self.writer.send(Row::Run(record));
+    }
+
+    fn record_decision(&self, record: DecisionRecord) {
+        self.writer.send(Row::Decision(record));
+    }
+
+    fn decisions(&self, query: &AuditQuery) -> Result<Vec<DecisionRecord>, AuditError> {
+        self.flush();
+        let (_, since, limit) = bounds(query);
+        let caller = query.caller.clone();
+        let rows = self
+            .pg
+            .block(move |client| async move {
+                Ok(client
+                    .query(
+                        "SELECT time_ms, caller, action, resource, allowed, policies
+                         FROM decisions WHERE ($1::TEXT IS NULL OR caller = $1) AND time_ms >= $2 ORDER BY id DESC LIMIT $3",
+                        &[&caller, &since, &limit],
+                    )
+                    .await?)
+            })
+            .map_err(|e| AuditError::postgres(self.pg.shown(), e))?;
+        let mut records: Vec<DecisionRecord> = rows
+            .into_iter()
+            .map(|row| DecisionRecord {
+                time: UNIX_EPOCH + Duration::from_millis(row.get::<_, i64>(0) as u64),
+                caller: row.get(1),
+                action: row.get(2),
+                resource: row.get(3),
+                allowed: row.get(4),
+                policies: policies_of(row.get(5)),
+            })
+            .collect();
+        records.reverse();
+        Ok(records)
     }
 
     fn flush(&self) {

@@ -114,6 +114,26 @@ const STEPS: &[&str] = &[
          kept_ms BIGINT NOT NULL,
          PRIMARY KEY (run, path)
      );",
+    // 5: the callers of the HTTP front (their tokens' SHA-256), and the org policy's
+    // decisions, each naming its replica.
+    "CREATE TABLE callers (
+         name       TEXT PRIMARY KEY,
+         token      TEXT NOT NULL UNIQUE,
+         groups     TEXT NOT NULL,
+         created_ms BIGINT NOT NULL,
+         expires_ms BIGINT
+     );
+     CREATE TABLE decisions (
+         id       BIGSERIAL PRIMARY KEY,
+         replica  TEXT NOT NULL,
+         time_ms  BIGINT NOT NULL,
+         caller   TEXT NOT NULL,
+         action   TEXT NOT NULL,
+         resource TEXT NOT NULL,
+         allowed  BOOLEAN NOT NULL,
+         policies TEXT NOT NULL
+     );
+     CREATE INDEX decisions_caller_time ON decisions (caller, time_ms);",
 ];
 
 /// Bring the schema up to date.

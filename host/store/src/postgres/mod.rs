@@ -38,6 +38,7 @@
 //! network or a socket; TLS to PostgreSQL is not offered yet.
 
 mod audit;
+mod callers;
 pub mod claims;
 pub mod cluster;
 mod migrate;
@@ -51,6 +52,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use audit::PgAuditLog;
+pub use callers::PgCallers;
 pub use claims::PgClaims;
 pub use policies::PgPolicies;
 pub use run_files::PgRunFiles;

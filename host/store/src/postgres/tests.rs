@@ -196,6 +196,24 @@ fn a_claimed_call_runs_once_across_replicas_and_one_whose_host_died_is_interrupt
 }
 
 #[test]
+fn callers_follow_the_same_rules_on_postgres_and_a_caller_removed_on_one_host_is_gone_on_the_other() {
+    use crate::callers::CallerStore;
+    let cluster = Cluster::start().unwrap();
+    crate::callers::tests::the_caller_rules(&PgCallers::open(Pg::connect(&cluster.url(), "a").unwrap()));
+    let (a, b) = (PgCallers::open(Pg::connect(&cluster.url(), "a").unwrap()), PgCallers::open(Pg::connect(&cluster.url(), "b").unwrap()));
+    assert_eq!(b.find("bb").unwrap().map(|r| r.name), Some("bob".to_owned()));
+    assert!(a.remove("bob").unwrap());
+    assert_eq!(b.find("bb").unwrap(), None, "removed on a, refused on b at its next lookup");
+}
+
+#[test]
+fn the_decisions_are_kept_on_postgres_and_read_by_caller() {
+    crate::audit::tests::decisions_are_kept_and_read_by_caller(
+        &PgAuditLog::open(Pg::connect(&Cluster::start().unwrap().url(), "a").unwrap()).unwrap(),
+    );
+}
+
+#[test]
 fn a_runs_files_kept_by_one_host_are_read_on_another_until_collected() {
     use crate::run_files::{RunFile, RunFileStore};
     let cluster = Cluster::start().unwrap();
