@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::{
-    approve, audit, build, call, clients, config, disable, doctor, enable, forge, index, inspect, install, list, new, policy, publish,
-    reject, remove, rollback, run, search, secret, serve, setup, show, stats, sync, test,
+    approve, audit, build, call, caller, clients, config, disable, doctor, enable, forge, index, inspect, install, list, new, policy,
+    publish, reject, remove, rollback, run, search, secret, serve, setup, show, stats, sync, test,
 };
 
 /// Run agent skills as sandboxed WebAssembly components.
@@ -125,6 +125,10 @@ pub enum Command {
     /// Manage the secrets the host adds to skills' requests (skills never see them)
     #[command(subcommand, after_help = secret::HELP)]
     Secret(secret::SecretCommand),
+
+    /// Manage the callers that reach `serve --http` with tokens of their own
+    #[command(subcommand, after_help = caller::HELP)]
+    Caller(caller::CallerCommand),
 
     /// Show the audit log of skills' outbound requests and runs of their scripts
     Audit(audit::AuditArgs),

@@ -21,6 +21,7 @@ mod approve;
 mod audit;
 mod build;
 mod call;
+mod caller;
 mod cli;
 mod clients;
 mod config;
@@ -141,6 +142,7 @@ async fn run(app: &App, command: Command) -> Result<ExitCode> {
         Command::Inspect(args) => inspect::run(app, args).await,
         Command::Build(args) => build::run(app, args).await,
         Command::Secret(command) => secret::run(app, command),
+        Command::Caller(command) => caller::run(app, command),
         Command::Audit(args) => audit::run(app, args),
         Command::Serve(args) => serve::run(app, args).await,
         Command::McpConfig(args) => clients::run(app, &args),

@@ -226,7 +226,18 @@ impl Signals {
 }
 
 async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: ServeArgs, signals: &mut Signals) -> Result<()> {
+    let org_policy = match &host.config().org.policies {
+        Some(dir) => {
+            let policies = Arc::new(skillhost::access::Policies::open(dir)?);
+            errln!("skillhost: the org policy in {} holds every caller over HTTP ({} policies)", dir.display(), policies.current().len());
+            tokio::spawn(follow_policies(policies.clone()));
+            Some(policies)
+        }
+        None => None,
+    };
+    let callers = host.state().callers.clone();
     let config = McpConfig {
+        org_policy,
         deferred_threshold: args.deferred_threshold,
         pinned: args.pinned,
         elicit_approvals: !args.no_elicitation,
@@ -299,6 +310,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     let config = HttpConfig {
         addr,
         token,
+        callers: Some(callers),
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,
         publish_skills: args.publish_skills,
@@ -353,6 +365,45 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     }
     shutdown.cancel();
     Ok(serving.await?)
+}
+
+/// Load the org policy again whenever one of its files changes (checked every 2 s): a set
+/// that validates replaces the one in force; one that does not is refused, said in the
+/// log, and the one in force keeps serving.
+async fn follow_policies(policies: Arc<skillhost::access::Policies>) {
+    let fingerprint = |dir: &std::path::Path| -> Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cedar"))
+            .map(|e| {
+                let meta = e.metadata().ok();
+                (e.path(), meta.as_ref().map_or(0, std::fs::Metadata::len), meta.and_then(|m| m.modified().ok()))
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let mut seen = fingerprint(policies.dir());
+    let mut ticks = tokio::time::interval(std::time::Duration::from_secs(2));
+    loop {
+        ticks.tick().await;
+        let now = fingerprint(policies.dir());
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        let reloading = policies.clone();
+        match tokio::task::spawn_blocking(move || reloading.reload()).await {
+            Ok(Ok(count)) => tracing::warn!(count, dir = %policies.dir().display(), "org policy reloaded"),
+            Ok(Err(error)) => {
+                tracing::error!(%error, "org policy change refused; the policies in force keep serving");
+                errln!("skillhost: the org policy change is refused, the policies in force keep serving: {error}");
+            }
+            Err(error) => tracing::error!(%error, "org policy reload failed"),
+        }
+    }
 }
 
 /// What `/readyz` checks besides the registry's first load and the drain: the state store

@@ -11,9 +11,11 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use skillhost_access::Action;
 use skillhost_index::{Query as IndexQuery, Ranker, SearchIndex, Target};
 use skillhost_registry::{Registry, TrustState};
 
+use crate::access::{Refused, Scope};
 use crate::knowledge::{self, KnowledgeError};
 use crate::search::{Document, Match, SearchError, SearchType, matching};
 use crate::tools::{ToolEntry, table};
@@ -232,7 +234,37 @@ pub enum BuiltinError {
     Knowledge(#[from] KnowledgeError),
     /// None of the skills asked for could be read: why, for each.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-    NoneRead(Vec<KnowledgeError>),
+    NoneRead(Vec<Unread>),
+    /// The org policy refused the caller.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+}
+
+/// Why a skill asked for was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum Unread {
+    /// It could not be.
+    #[error(transparent)]
+    Knowledge(#[from] KnowledgeError),
+    /// The org policy does not let the caller read it.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+}
+
+impl Unread {
+    fn kind(&self) -> &'static str {
+        match self {
+            Unread::Knowledge(e) => e.kind(),
+            Unread::Refused(_) => "refused",
+        }
+    }
+
+    fn fix(&self) -> Option<String> {
+        match self {
+            Unread::Knowledge(e) => e.fix(),
+            Unread::Refused(_) => None,
+        }
+    }
 }
 
 impl crate::failure::AgentFailure for BuiltinError {
@@ -242,7 +274,8 @@ impl crate::failure::AgentFailure for BuiltinError {
             BuiltinError::Query { .. } => "invalid_query",
             BuiltinError::Index { .. } => "index_failed",
             BuiltinError::Knowledge(e) => e.kind(),
-            BuiltinError::NoneRead(all) => all.first().map_or("unknown_skill", KnowledgeError::kind),
+            BuiltinError::NoneRead(all) => all.first().map_or("unknown_skill", Unread::kind),
+            BuiltinError::Refused(_) => "refused",
         }
     }
 
@@ -252,7 +285,8 @@ impl crate::failure::AgentFailure for BuiltinError {
             BuiltinError::Query { .. } => Some("fix the pattern, or search plain words with search_type \"fts\"".into()),
             BuiltinError::Index { .. } => Some("search with search_type \"regex\" meanwhile".into()),
             BuiltinError::Knowledge(e) => e.fix(),
-            BuiltinError::NoneRead(all) => all.first().and_then(KnowledgeError::fix),
+            BuiltinError::NoneRead(all) => all.first().and_then(Unread::fix),
+            BuiltinError::Refused(_) => None,
         }
     }
 }
@@ -456,14 +490,15 @@ fn rank<'a, T>(
 
 /// `tool_search`: approved tools only. Returns the response and the names found (to
 /// activate). `deferred` says how the found tools are loaded, for the response.
-pub fn tool_search(
+pub(crate) fn tool_search(
     registry: &Registry,
     index: &SessionIndex,
     args: &JsonObject,
     deferred: bool,
+    scope: &Scope,
 ) -> Result<(Value, Vec<String>), BuiltinError> {
     let args: SearchArgs = parse("tool_search", args)?;
-    let tools: Vec<ToolEntry> = table(registry).into_iter().filter(ToolEntry::approved).collect();
+    let tools: Vec<ToolEntry> = table(registry, scope).into_iter().filter(ToolEntry::approved).collect();
     let loading_mode = if deferred { LoadingMode::Deferred } else { LoadingMode::Always };
     let Ranked { hits: scored, ranker, why, weak } = rank(
         &args,
@@ -500,9 +535,9 @@ pub fn tool_search(
 }
 
 /// `skill_search`: approved skills only.
-pub fn skill_search(registry: &Registry, index: &SessionIndex, args: &JsonObject) -> Result<Value, BuiltinError> {
+pub(crate) fn skill_search(registry: &Registry, index: &SessionIndex, args: &JsonObject, scope: &Scope) -> Result<Value, BuiltinError> {
     let args: SearchArgs = parse("skill_search", args)?;
-    let skills: Vec<_> = knowledge::skills(registry).into_iter().filter(|e| e.state == TrustState::Approved).collect();
+    let skills: Vec<_> = knowledge::skills(registry, scope).into_iter().filter(|e| e.state == TrustState::Approved).collect();
     let Ranked { hits, ranker, why, weak } = rank(
         &args,
         registry,
@@ -545,10 +580,10 @@ struct SkillGetOutput {
 }
 
 /// `skill_list`.
-pub fn skill_list(registry: &Registry) -> Value {
+pub(crate) fn skill_list(registry: &Registry, scope: &Scope) -> Value {
     // Say which skills fail often, so the agent can fix them.
     let failing = registry.stats().map(|s| s.failing_map()).unwrap_or_default();
-    let skills = knowledge::skills(registry)
+    let skills = knowledge::skills(registry, scope)
         .iter()
         .filter_map(|e| knowledge::summary(e))
         .map(|mut summary| {
@@ -558,12 +593,12 @@ pub fn skill_list(registry: &Registry) -> Value {
             summary
         })
         .collect();
-    let loading = registry.loading().iter().map(ToString::to_string).collect();
+    let loading = if scope.restricted() { Vec::new() } else { registry.loading().iter().map(ToString::to_string).collect() };
     to_value(SkillListOutput { skills, loading })
 }
 
 /// `skill_get`: the budget is shared evenly between the skills asked for.
-pub fn skill_get(registry: &Registry, args: &JsonObject) -> Result<Value, BuiltinError> {
+pub(crate) fn skill_get(registry: &Registry, args: &JsonObject, scope: &Scope) -> Result<Value, BuiltinError> {
     let args: GetArgs = parse("skill_get", args)?;
     if args.names.is_empty() || args.names.len() > 10 {
         return Err(BuiltinError::Names);
@@ -572,9 +607,13 @@ pub fn skill_get(registry: &Registry, args: &JsonObject) -> Result<Value, Builti
     let mut skills = Vec::new();
     let mut errors = Vec::new();
     for name in &args.names {
+        if let Err(refused) = scope.check_skill(Action::Read, name, registry.entry(name).ok().as_deref()) {
+            errors.push(Unread::Refused(refused));
+            continue;
+        }
         match knowledge::get(registry, name, budget) {
             Ok(skill) => skills.push(skill),
-            Err(e) => errors.push(e),
+            Err(e) => errors.push(Unread::Knowledge(e)),
         }
     }
     if skills.is_empty() {
@@ -585,8 +624,9 @@ pub fn skill_get(registry: &Registry, args: &JsonObject) -> Result<Value, Builti
 }
 
 /// `read_skill_resource`.
-pub fn read_skill_resource(registry: &Registry, args: &JsonObject) -> Result<Value, BuiltinError> {
+pub(crate) fn read_skill_resource(registry: &Registry, args: &JsonObject, scope: &Scope) -> Result<Value, BuiltinError> {
     let args: ResourceArgs = parse("read_skill_resource", args)?;
+    scope.check_skill(Action::Read, &args.skill, registry.entry(&args.skill).ok().as_deref())?;
     let text = knowledge::read_resource(registry, &args.skill, &args.path)?;
     Ok(to_value(ResourceOutput { skill: args.skill, path: args.path, text }))
 }

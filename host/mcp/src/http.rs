@@ -1,8 +1,8 @@
 //! MCP over streamable HTTP: rmcp's `StreamableHttpService` behind hyper, with a bearer
 //! token in front.
 //!
-//! Every request must carry `Authorization: Bearer TOKEN` (compared in constant time) or
-//! gets 401, on loopback too: any local process (another user's, a browser extension's
+//! Every request must carry `Authorization: Bearer TOKEN`, the operator's token or a
+//! caller's own ([`crate::access::Authenticator`]), or gets 401, on loopback too: any local process (another user's, a browser extension's
 //! helper, a compromised tool) can reach 127.0.0.1, and the front offers `skill_create`
 //! and the approval questions. [`load_or_create_token`] keeps a generated token in a
 //! file only its owner can read (`skillhost serve --http` uses `DATA_DIR/http-token`).
@@ -22,6 +22,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
@@ -32,18 +33,23 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use serde_json::Value;
+use skillhost_registry::CallerStore;
 
+use crate::access::{Authenticator, Unauthenticated};
 use crate::ops::{Drain, InFlight};
 use crate::{MAX_MESSAGE_BYTES, McpError, SkillhostMcp};
 
 /// How the HTTP transport listens.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HttpConfig {
     /// Where to listen. Default: 127.0.0.1:8787.
     pub addr: SocketAddr,
-    /// The bearer token clients must send. Required: [`serve_http`] refuses to start
-    /// without one ([`load_or_create_token`] makes one).
+    /// The operator's bearer token (its holder is the caller `operator`). Required:
+    /// [`serve_http`] refuses to start without one ([`load_or_create_token`] makes one).
     pub token: Option<String>,
+    /// The callers with tokens of their own (`skillhost caller add`), looked up by
+    /// their tokens' hashes at every request. Default: none (only the operator's token).
+    pub callers: Option<Arc<dyn CallerStore>>,
     /// `Host` values accepted besides loopback names (for a public name or address).
     pub allowed_hosts: Vec<String>,
     /// Browser origins accepted besides loopback ones (`https://app.example.com:443`).
@@ -56,11 +62,25 @@ pub struct HttpConfig {
     pub drain: Drain,
 }
 
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("addr", &self.addr)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .field("callers", &self.callers.is_some())
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("publish_skills", &self.publish_skills)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             addr: SocketAddr::from(([127, 0, 0, 1], 8787)),
             token: None,
+            callers: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             publish_skills: false,
@@ -102,29 +122,29 @@ pub async fn serve_http(
     let published = config.publish_skills.then(|| server.registry().clone());
     let service =
         StreamableHttpService::new(move || Ok(server.session()), std::sync::Arc::new(LocalSessionManager::default()), rmcp_config);
-    let token = config.token.filter(|t| !t.is_empty()).map(|t| format!("Bearer {t}"));
-    tracing::info!(addr = %bound, token = token.is_some(), "serving MCP over streamable HTTP at /mcp");
+    let authenticator = Arc::new(Authenticator::new(config.token.as_deref().unwrap_or_default(), config.callers.clone()));
+    tracing::info!(addr = %bound, callers = config.callers.is_some(), "serving MCP over streamable HTTP at /mcp");
     if let Some(ready) = ready {
         let _ = ready.send(bound);
     }
     loop {
         let Some((stream, peer)) = accept(&listener, &shutdown, "an MCP").await else { return Ok(()) };
         let service = service.clone();
-        let token = token.clone();
+        let authenticator = authenticator.clone();
         let stop = shutdown.clone();
         let published = published.clone();
         let drain = config.drain.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 let service = service.clone();
-                let token = token.clone();
+                let authenticator = authenticator.clone();
                 let published = published.clone();
                 let drain = drain.clone();
                 async move {
                     if let Some(registry) = published.as_deref().filter(|_| well_known(&request)) {
                         return Ok::<_, Infallible>(well_known_response(registry, request.uri().path()));
                     }
-                    Ok::<_, Infallible>(handle(&service, token.as_deref(), &drain, request).await)
+                    Ok::<_, Infallible>(handle(&service, &authenticator, &drain, request).await)
                 }
             });
             let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
@@ -188,22 +208,26 @@ pub(crate) struct Principal(pub String);
 
 async fn handle(
     service: &Service,
-    expected: Option<&str>,
+    authenticator: &Authenticator,
     drain: &Drain,
     request: hyper::Request<Incoming>,
 ) -> hyper::Response<BoxBody<Bytes, Infallible>> {
-    if let Some(expected) = expected {
-        let given = request.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes()).unwrap_or_default();
-        if !constant_time_eq(given, expected.as_bytes()) {
-            let body = Full::new(Bytes::from_static(
-                b"missing or wrong bearer token: send `Authorization: Bearer TOKEN` with the token skillhost serve was given\n",
-            ));
+    let caller = match authenticator.authenticate(request.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes())).await {
+        Ok(caller) => caller,
+        Err(refused) => {
+            let body = Full::new(Bytes::from(format!("{}\n", refused.description())));
             let mut response = hyper::Response::new(body.boxed());
             *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
-            response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
+            let challenge = match refused {
+                Unauthenticated::Missing => "Bearer".to_owned(),
+                other => format!("Bearer error=\"invalid_token\", error_description=\"{}\"", other.description().replace('"', "'")),
+            };
+            if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
+                response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, value);
+            }
             return response;
         }
-    }
+    };
     // The notification stream (GET) stays open as long as the client: not counted, and
     // refused like the rest once draining.
     let counted = request.method() != hyper::Method::GET;
@@ -220,6 +244,7 @@ async fn handle(
         None => "http-bearer".to_owned(),
     };
     request.extensions_mut().insert(Principal(principal));
+    request.extensions_mut().insert(caller);
     let response = service.handle(request).await;
     if !counted {
         return response;
@@ -405,14 +430,9 @@ fn token_file(path: &Path, create: bool) -> Result<String, McpError> {
     Err(fail("it keeps appearing and disappearing; check what else writes to it".to_owned()))
 }
 
-/// Equality whose time does not depend on where the inputs differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{constant_time_eq, load_or_create_token};
+    use super::load_or_create_token;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
@@ -435,13 +455,5 @@ mod tests {
         std::fs::write(dir.path().join("empty"), "").unwrap();
         std::fs::set_permissions(dir.path().join("empty"), std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(load_or_create_token(&dir.path().join("empty")).unwrap_err().to_string().contains("empty"));
-    }
-
-    #[test]
-    fn token_comparison() {
-        assert!(constant_time_eq(b"Bearer abc", b"Bearer abc"));
-        assert!(!constant_time_eq(b"Bearer abd", b"Bearer abc"));
-        assert!(!constant_time_eq(b"Bearer ab", b"Bearer abc"));
-        assert!(!constant_time_eq(b"", b"Bearer abc"));
     }
 }

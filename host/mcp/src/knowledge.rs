@@ -215,8 +215,9 @@ pub struct PackInfo {
 }
 
 /// The skills an agent may learn about: loaded and not disabled, by name.
-pub fn skills(registry: &Registry) -> Vec<std::sync::Arc<Entry>> {
-    let mut entries: Vec<_> = registry.catalog().into_iter().filter(|e| e.loaded.is_some() && e.state != TrustState::Disabled).collect();
+pub(crate) fn skills(registry: &Registry, scope: &crate::access::Scope) -> Vec<std::sync::Arc<Entry>> {
+    let mut entries: Vec<_> =
+        registry.catalog().into_iter().filter(|e| e.loaded.is_some() && e.state != TrustState::Disabled && scope.sees_skill(e)).collect();
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     entries
 }
@@ -488,7 +489,12 @@ pub struct Directory {
 /// the names do not all fit: as many lines as fit, with descriptions cut to 60 bytes,
 /// and `(N more skills: call skill_search)`.
 pub fn directory(registry: &Registry, budget_tokens: usize) -> Directory {
-    let skills: Vec<(String, String)> = skills(registry)
+    directory_for(registry, &crate::access::Scope::local(), budget_tokens)
+}
+
+/// [`directory`] of the skills `scope`'s caller may see.
+pub(crate) fn directory_for(registry: &Registry, scope: &crate::access::Scope, budget_tokens: usize) -> Directory {
+    let skills: Vec<(String, String)> = skills(registry, scope)
         .into_iter()
         .filter(|e| e.state == TrustState::Approved)
         .filter_map(|e| Some((e.name.to_string(), e.loaded.as_ref()?.description.clone())))

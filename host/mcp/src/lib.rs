@@ -42,6 +42,7 @@
 //! connection, to be served with `rmcp::ServiceExt::serve`. Over a byte stream, wrap it in
 //! [`LineTransport`]: rmcp's own drops a line over its limit with only a log line.
 
+mod access;
 mod approval;
 mod builtin;
 mod failure;

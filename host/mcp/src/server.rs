@@ -28,22 +28,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationSchema, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
-    GetSkillResult, Implementation, InputRequest, InputRequiredResult, JsonObject, ListPromptsResult, ListResourcesResult,
-    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
-    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationSchema, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
+    GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, InputRequest, InputRequiredResult, JsonObject,
+    ListPromptsResult, ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt,
+    PromptArgument, PromptMessage, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
+use skillhost_access::{Action, Caller, Policies};
 use skillhost_core::{CallContext, CallError, CallFailure, Progress};
 use skillhost_index::SearchIndex;
 use skillhost_registry::{ApprovalChannel, Registry, RegistryError, RegistryEvent, TrustState};
 use tokio::sync::{Semaphore, SemaphorePermit, broadcast};
 
 use crate::McpError;
+use crate::access::Scope;
 use crate::approval::{Approvals, Asked};
 use crate::builtin::{self, Builtin};
 use crate::failure::AgentFailure;
@@ -97,6 +99,10 @@ pub struct McpConfig {
     /// `skill_run`s all sessions together may hold at once (`skillhost serve --max-runs
     /// N`). Default: 8.
     pub max_runs: usize,
+    /// The org policy deciding what each caller over HTTP may see and do (`[org]
+    /// policies`); stdio's local user is not subject to it. Default: none (every caller
+    /// may do everything).
+    pub org_policy: Option<Arc<Policies>>,
 }
 
 /// The shared secrets of [`McpConfig::approval_keys`], never shown (`Debug` counts them).
@@ -121,6 +127,7 @@ impl Default for McpConfig {
             max_session_runs: 4,
             max_runs: 8,
             approval_keys: ApprovalKeys::default(),
+            org_policy: None,
         }
     }
 }
@@ -230,10 +237,55 @@ impl SkillhostMcp {
     }
 
     /// The tools `tools/list` shows this session.
-    fn visible(&self) -> Vec<Tool> {
-        let tools = table(&self.shared.registry);
+    /// The caller of `context`'s request and what the org policy lets it see and do: the
+    /// HTTP front's authenticated caller, or over stdio the local user. An HTTP request
+    /// without one (never, from this crate's front) is nobody, allowed nothing the org
+    /// policy does not permit everyone.
+    pub(super) fn scope(&self, context: &RequestContext<RoleServer>) -> Scope {
+        let caller = match context.extensions.get::<http::request::Parts>() {
+            Some(parts) => {
+                parts.extensions.get::<Caller>().cloned().unwrap_or_else(|| Caller { name: String::new(), ..Caller::operator() })
+            }
+            None => Caller::local(),
+        };
+        let audit = self.shared.registry.state().map(|state| state.audit.clone());
+        Scope::new(caller, self.shared.config.org_policy.as_deref(), audit)
+    }
+
+    /// The server's description for `scope`'s caller: the instructions list only the
+    /// skills it may see.
+    fn info_for(&self, scope: &Scope) -> ServerConfig {
+        let mut info = self.get_info();
+        info.instructions = Some(self.instructions(scope));
+        info
+    }
+
+    /// The instructions an agent reads once: how tools are named and found, the skills
+    /// `scope`'s caller may see (within a budget), and which are still loading.
+    fn instructions(&self, scope: &Scope) -> String {
+        let mut instructions = "skillhost runs sandboxed skills. Tools are named SKILL__TOOL. When a tool you need is not listed, \
+             find it with tool_search; read a skill's instructions with skill_get before using it."
+            .to_owned();
+        // The L1 directory: the approved skills' names within a bounded budget.
+        let directory = knowledge::directory_for(&self.shared.registry, scope, knowledge::DIRECTORY_BUDGET);
+        if !directory.text.is_empty() {
+            instructions.push_str("\n\n");
+            instructions.push_str(&directory.text);
+        }
+        // Skills found at start whose first listing is still running (nothing waits for
+        // them): say so, since the instructions are read once.
+        let loading: Vec<String> = self.shared.registry.loading().iter().map(ToString::to_string).collect();
+        if !loading.is_empty() && !scope.restricted() {
+            instructions
+                .push_str(&format!("\n\nStill loading: {} (each joins tools/list when ready; skill_list shows them).", loading.join(", ")));
+        }
+        instructions
+    }
+
+    fn visible(&self, scope: &Scope) -> Vec<Tool> {
+        let tools = table(&self.shared.registry, scope);
         let mut listed: Vec<Tool> = builtin::all().iter().map(|b| b.to_mcp()).collect();
-        if self.shared.forge.is_some() {
+        if self.shared.forge.is_some() && scope.sees_forge() {
             listed.extend(ForgeTool::all());
         }
         if self.deferred(&tools) {
@@ -310,6 +362,21 @@ impl Session {
 }
 
 impl ServerHandler for SkillhostMcp {
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        result.instructions = Some(self.instructions(&self.scope(&context)));
+        Ok(result)
+    }
+
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.info_for(&self.scope(&context))))
+    }
+
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
@@ -323,23 +390,9 @@ impl ServerHandler for SkillhostMcp {
             .build();
         let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
-        let mut instructions = "skillhost runs sandboxed skills. Tools are named SKILL__TOOL. When a tool you need is not listed, \
-             find it with tool_search; read a skill's instructions with skill_get before using it."
-            .to_owned();
-        // The L1 directory: the approved skills' names within a bounded budget.
-        let directory = knowledge::directory(&self.shared.registry, knowledge::DIRECTORY_BUDGET);
-        if !directory.text.is_empty() {
-            instructions.push_str("\n\n");
-            instructions.push_str(&directory.text);
-        }
-        // Skills found at start whose first listing is still running (nothing waits for
-        // them): say so, since the instructions are read once.
-        let loading: Vec<String> = self.shared.registry.loading().iter().map(ToString::to_string).collect();
-        if !loading.is_empty() {
-            instructions
-                .push_str(&format!("\n\nStill loading: {} (each joins tools/list when ready; skill_list shows them).", loading.join(", ")));
-        }
-        info.instructions = Some(instructions);
+        // Without a request there is no caller: the skills listed are those everyone may see.
+        let nobody = Caller { name: String::new(), ..Caller::operator() };
+        info.instructions = Some(self.instructions(&Scope::new(nobody, self.shared.config.org_policy.as_deref(), None)));
         info
     }
 
@@ -400,7 +453,7 @@ impl ServerHandler for SkillhostMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // A session's first list waits (bounded) for the skills found at start, so that a
         // client that lists once sees them; later lists answer at once.
@@ -412,7 +465,7 @@ impl ServerHandler for SkillhostMcp {
             }
         }
         // ttl 0: the list changes with the registry and with activation.
-        Ok(ListToolsResult::with_all_items(self.visible()).with_ttl_ms(0))
+        Ok(ListToolsResult::with_all_items(self.visible(&self.scope(&context))).with_ttl_ms(0))
     }
 
     async fn call_tool(&self, params: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
@@ -425,11 +478,11 @@ impl ServerHandler for SkillhostMcp {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         // Each skill's SKILL.md and the files of its references/, scripts/ and assets/.
         let mut resources = Vec::new();
-        for entry in knowledge::skills(&self.shared.registry) {
+        for entry in knowledge::skills(&self.shared.registry, &self.scope(&context)) {
             for path in knowledge::listed_resources(&entry) {
                 let resource = Resource::new(format!("skill://{}/{path}", entry.name), format!("{} {path}", entry.name))
                     .with_mime_type(knowledge::mime_type(&path));
@@ -442,7 +495,7 @@ impl ServerHandler for SkillhostMcp {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = |why: String| ErrorData::resource_not_found(why, None);
         if request.uri.starts_with(crate::run::SCHEME) {
@@ -454,6 +507,9 @@ impl ServerHandler for SkillhostMcp {
             .strip_prefix("skill://")
             .ok_or_else(|| not_found(format!("`{}` is not a skill:// resource (skill://NAME/PATH)", request.uri)))?;
         let (skill, path) = rest.split_once('/').unwrap_or((rest, "SKILL.md"));
+        self.scope(&context)
+            .check_skill(Action::Read, skill, self.shared.registry.entry(skill).ok().as_deref())
+            .map_err(|e| not_found(e.to_string()))?;
         // Read, never run: a script is served as text like any other file.
         let bytes = knowledge::read_resource_bytes(&self.shared.registry, skill, path).map_err(|e| not_found(e.to_string()))?;
         let mime = knowledge::mime_type(path);
@@ -463,22 +519,22 @@ impl ServerHandler for SkillhostMcp {
     async fn list_skills(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        skills::list(&self.shared.registry, &self.shared.manifests, cursor)
+        skills::list(&self.shared.registry, &self.scope(&context), &self.shared.manifests, cursor)
     }
 
-    async fn get_skill(&self, request: GetSkillRequestParams, _context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData> {
-        skills::get(&self.shared.registry, &self.shared.manifests, &request.uri)
+    async fn get_skill(&self, request: GetSkillRequestParams, context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData> {
+        skills::get(&self.shared.registry, &self.scope(&context), &self.shared.manifests, &request.uri)
     }
 
     async fn read_resource_directory(
         &self,
         request: ReadResourceDirectoryRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
-        skills::read_directory(&self.shared.registry, &request.uri)
+        skills::read_directory(&self.shared.registry, &self.scope(&context), &request.uri)
     }
 
     async fn list_prompts(
@@ -503,7 +559,7 @@ impl ServerHandler for SkillhostMcp {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         if request.name != DIRECTORY_PROMPT {
             return Err(ErrorData::invalid_params(format!("unknown prompt `{}`; the prompts are: {DIRECTORY_PROMPT}", request.name), None));
@@ -519,7 +575,7 @@ impl ServerHandler for SkillhostMcp {
                     ErrorData::invalid_params(format!("`{DIRECTORY_BUDGET_ARG}` must be a whole number of tokens, not {value}"), None)
                 })?,
         };
-        let directory = knowledge::directory(&self.shared.registry, budget);
+        let directory = knowledge::directory_for(&self.shared.registry, &self.scope(&context), budget);
         let text = if directory.text.is_empty() { "No skills are approved yet.".to_owned() } else { directory.text };
         let result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
             .with_description(format!("{} of {} approved skills", directory.listed, directory.total));

@@ -33,8 +33,10 @@ use rmcp::model::{
     SkillResource, SkillResources,
 };
 use serde_json::{Value, json};
+use skillhost_access::Action;
 use skillhost_registry::{Entry, Registry, TrustState};
 
+use crate::access::Scope;
 use crate::knowledge::{self, KnowledgeError, SKILL_MD};
 
 /// Most skills in one `skills/list` page.
@@ -119,11 +121,11 @@ fn skill(entry: &Entry, manifests: &Manifests) -> Result<Skill, KnowledgeError> 
 
 /// `skills/list`: the approved skills with SKILL.md instructions, by name,
 /// [`PAGE_SIZE`] at a time; the cursor is the last name of the previous page.
-pub fn list(registry: &Registry, manifests: &Manifests, cursor: Option<&str>) -> Result<ListSkillsResult, ErrorData> {
+pub(crate) fn list(registry: &Registry, scope: &Scope, manifests: &Manifests, cursor: Option<&str>) -> Result<ListSkillsResult, ErrorData> {
     if cursor.is_some_and(|c| c.is_empty()) {
         return Err(ErrorData::invalid_params("an empty skills/list cursor: pass the nextCursor of the previous page, or none", None));
     }
-    let mut served = knowledge::skills(registry)
+    let mut served = knowledge::skills(registry, scope)
         .into_iter()
         .filter(|e| e.state == TrustState::Approved && e.has_instructions())
         .filter(|e| cursor.is_none_or(|after| e.name.as_str() > after))
@@ -140,7 +142,7 @@ pub fn list(registry: &Registry, manifests: &Manifests, cursor: Option<&str>) ->
 
 /// `skills/get` of `uri`: the entry, or an invalid-params error naming the skill and
 /// what to do.
-pub fn get(registry: &Registry, manifests: &Manifests, uri: &str) -> Result<GetSkillResult, ErrorData> {
+pub(crate) fn get(registry: &Registry, scope: &Scope, manifests: &Manifests, uri: &str) -> Result<GetSkillResult, ErrorData> {
     let refuse = |why: String| ErrorData::invalid_params(why, None);
     let name = uri
         .strip_prefix("skill://")
@@ -148,6 +150,7 @@ pub fn get(registry: &Registry, manifests: &Manifests, uri: &str) -> Result<GetS
         .filter(|name| !name.is_empty() && !name.contains('/'))
         .ok_or_else(|| refuse(format!("no skill at `{uri}`: skills are at skill://NAME/SKILL.md (see skills/list)")))?;
     let entry = knowledge::known(registry, name).map_err(|e| refuse(e.to_string()))?;
+    scope.check_skill(Action::Read, name, Some(&entry)).map_err(|e| refuse(e.to_string()))?;
     let skill = skill(&entry, manifests).map_err(|e| refuse(e.to_string()))?;
     Ok(GetSkillResult::new(skill).with_ttl_ms(0))
 }
@@ -155,13 +158,14 @@ pub fn get(registry: &Registry, manifests: &Manifests, uri: &str) -> Result<GetS
 /// `resources/directory/read` of `uri` (`skill://NAME` for the skill's folder, or
 /// `skill://NAME/FOLDER`): the files and folders directly inside, among the files its
 /// manifest serves (at most [`knowledge::MAX_MANIFEST_FILES`]), by name.
-pub fn read_directory(registry: &Registry, uri: &str) -> Result<ListResourcesResult, ErrorData> {
+pub(crate) fn read_directory(registry: &Registry, scope: &Scope, uri: &str) -> Result<ListResourcesResult, ErrorData> {
     let refuse = |why: String| ErrorData::invalid_params(why, None);
     let rest = uri
         .strip_prefix("skill://")
         .ok_or_else(|| refuse(format!("`{uri}` is not a skill folder: folders are skill://NAME or skill://NAME/FOLDER")))?;
     let (name, folder) = rest.trim_end_matches('/').split_once('/').unwrap_or((rest.trim_end_matches('/'), ""));
     let entry = knowledge::known(registry, name).map_err(|e| refuse(e.to_string()))?;
+    scope.check_skill(Action::Read, name, Some(&entry)).map_err(|e| refuse(e.to_string()))?;
     let served = knowledge::served_files(&entry).map_err(|e| refuse(e.to_string()))?;
     let prefix = if folder.is_empty() { String::new() } else { format!("{folder}/") };
     let mut children: Vec<Resource> = Vec::new();

@@ -102,8 +102,9 @@ pub fn public_name(skill: &SkillName, tool: &str) -> Option<String> {
     (name.len() <= MAX_MCP_NAME).then_some(name)
 }
 
-/// Every tool of every loaded skill that is not disabled, sorted by public name.
-pub fn table(registry: &Registry) -> Vec<ToolEntry> {
+/// Every tool of every loaded skill that is not disabled and `scope`'s caller may call,
+/// sorted by public name.
+pub(crate) fn table(registry: &Registry, scope: &crate::access::Scope) -> Vec<ToolEntry> {
     let mut tools = Vec::new();
     for entry in registry.catalog() {
         let Some(loaded) = &entry.loaded else { continue };
@@ -115,7 +116,10 @@ pub fn table(registry: &Registry) -> Vec<ToolEntry> {
                 tracing::warn!(skill = %entry.name, tool = %spec.name, "left out of MCP: `skill__tool` is longer than MCP's 128-byte limit; shorten the tool name");
                 continue;
             };
-            tools.push(ToolEntry { name, skill: entry.name.clone(), spec: spec.clone(), state: entry.state });
+            let tool = ToolEntry { name, skill: entry.name.clone(), spec: spec.clone(), state: entry.state };
+            if scope.sees_tool(&tool) {
+                tools.push(tool);
+            }
         }
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));

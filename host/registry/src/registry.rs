@@ -358,6 +358,11 @@ impl Registry {
         self.config.state.as_ref().and_then(|state| state.claims.clone())
     }
 
+    /// The stores this registry was opened over ([`RegistryConfig::state`]), when given.
+    pub fn state(&self) -> Option<&skillhost_store::State> {
+        self.config.state.as_ref()
+    }
+
     /// The files runs left, readable from every host of a shared state store; `None` with
     /// SQLite (the MCP front keeps them in its memory).
     pub fn run_files(&self) -> Option<Arc<dyn skillhost_store::RunFileStore>> {

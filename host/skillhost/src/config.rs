@@ -32,6 +32,9 @@
 //!
 //! [telemetry]
 //! otlp_endpoint = "http://otel-collector:4318"   # export traces of calls and runs (OTLP/HTTP)
+//!
+//! [org]
+//! policies = "/etc/skillhost/policy"   # the org policy in Cedar: who may do what over HTTP
 //! ```
 //!
 //! A key the host does not know is refused, naming the file, the line and the keys that
@@ -87,6 +90,9 @@ pub struct HostConfig {
     /// `[telemetry]`: where `serve` sends the traces of calls and runs.
     #[serde(default)]
     pub telemetry: TelemetrySection,
+    /// `[org]`: the org policy deciding what each caller may do.
+    #[serde(default)]
+    pub org: OrgSection,
     /// The file this was read from (`None`: built in code).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -214,6 +220,18 @@ pub struct TelemetrySection {
     pub service_name: Option<String>,
 }
 
+/// `[org]` of the host config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct OrgSection {
+    /// A directory of `*.cedar` files: the org policy `serve --http` holds every caller to
+    /// (validated at start, which fails on a set that does not validate; reloaded when a
+    /// file changes, a set that does not validate refused while the one in force keeps
+    /// serving). Default: none (every caller with a token may do everything).
+    pub policies: Option<PathBuf>,
+}
+
 /// A key of `[state] keys` shorter than this is refused.
 pub const MIN_KEY_BYTES: usize = 32;
 
@@ -318,6 +336,7 @@ impl HostConfig {
             &mut self.packages.npm_offline_cache,
             &mut self.state.keys,
             &mut self.team.lock,
+            &mut self.org.policies,
         ];
         optional.into_iter().flatten().for_each(anchor);
         self.sources.verify.iter_mut().for_each(|rule| anchor(&mut rule.key));

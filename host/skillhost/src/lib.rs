@@ -54,6 +54,13 @@ pub mod state {
     pub use skillhost_store::{State, StateUrl, StoreError, TrustChange, TrustStore};
 }
 
+/// Who may use the host: callers and their tokens ([`State::callers`](crate::state::State)),
+/// and the org policy in Cedar (`[org] policies`).
+pub mod access {
+    pub use skillhost_access::{Action, Caller, Decision, OrgPolicy, Policies, PolicyError, Target, Via, caller, policy, token};
+    pub use skillhost_store::{CallerRecord, CallerStore};
+}
+
 /// The secret store the egress gate reads ([`Host::secrets`](crate::Host::secrets)), `<data_dir>/secrets/`.
 pub mod secrets {
     pub use skillhost_store::secrets::{FileSecretStore, SecretError, SecretStore};

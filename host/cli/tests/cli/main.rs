@@ -2,6 +2,7 @@
 //! that tell tool errors from limits and host errors, `list` and `inspect`. (`new` +
 //! `build` producing a skill that runs is in `install`, from an installed binary.)
 
+mod access;
 mod audit;
 mod clients;
 mod docs;

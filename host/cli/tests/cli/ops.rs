@@ -61,20 +61,20 @@ impl OpsEnv {
 }
 
 /// A raw HTTP response: status, headers (lowercase names), body (de-chunked).
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
 }
 
 impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
     /// The JSON-RPC message of the body: the body itself, or the last `data:` line of an
     /// SSE stream.
-    fn message(&self) -> Value {
+    pub(crate) fn message(&self) -> Value {
         if let Ok(value) = serde_json::from_str(&self.body) {
             return value;
         }
@@ -84,7 +84,7 @@ impl Response {
 }
 
 /// Send one HTTP/1.1 request (`Connection: close`) and read the whole response.
-fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
+pub(crate) fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in headers {

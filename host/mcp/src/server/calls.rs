@@ -127,12 +127,18 @@ impl SkillhostMcp {
         params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let scope = self.scope(&context);
         if let Some(builtin) = Builtin::named(&params.name) {
-            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default(), context.ct.clone()).await.into());
+            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default(), context.ct.clone(), &scope).await.into());
         }
         if let (Some(tool), Some(forge)) = (ForgeTool::named(&params.name), &self.shared.forge) {
-            let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
             let args = params.arguments.clone().unwrap_or_default();
+            let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+            let action = if matches!(tool, ForgeTool::Create) { Action::Create } else { Action::Update };
+            if let Err(refused) = scope.check_skill(action, name, self.shared.registry.entry(name).ok().as_deref()) {
+                return Ok(error_result(refused.to_string()).into());
+            }
+            let forwarder = context.meta.get_progress_token().map(|token| ProgressForwarder::start(context.peer.clone(), token));
             let result = crate::forge::call(forge, tool, &args, forwarder.as_ref().map(ProgressForwarder::sink)).await;
             if let Some(forwarder) = forwarder {
                 forwarder.flush().await;
@@ -143,6 +149,12 @@ impl SkillhostMcp {
             None => self.wait_for_skill(&params.name, &context).await?,
             found => found,
         };
+        // A tool the caller may not call is refused before anything else about it is told.
+        if let Some(tool) = &resolved
+            && let Err(refused) = scope.check_tool(tool)
+        {
+            return Ok(error_result(refused.to_string()).into());
+        }
         match resolved {
             Some(tool) => match (self.call_key(&context)?, self.shared.registry.claims()) {
                 (Some(key), Some(claims)) if tool.approved() => self.call_once(claims, key, tool, params, context).await,
@@ -210,7 +222,7 @@ impl SkillhostMcp {
             timeout: None,
             cancel: context.ct.clone(),
             progress: forwarder.as_ref().map(ProgressForwarder::sink),
-            caller: format!("mcp:{}", self.session.id),
+            caller: self.scope(&context).caller().name.clone(),
         };
         let outcome = self.shared.registry.call(tool.skill.as_str(), &tool.spec.name, input, cx).await;
         if let Some(forwarder) = forwarder {
@@ -233,6 +245,7 @@ impl SkillhostMcp {
         builtin: Builtin,
         args: &JsonObject,
         cancel: tokio_util::sync::CancellationToken,
+        scope: &Scope,
     ) -> CallToolResult {
         let registry = &self.shared.registry;
         let full_text = matches!(builtin, Builtin::ToolSearch | Builtin::SkillSearch) && builtin::is_full_text(args);
@@ -243,26 +256,30 @@ impl SkillhostMcp {
         };
         let result = match builtin {
             Builtin::ToolSearch => {
-                let deferred = self.deferred(&table(registry));
-                builtin::tool_search(registry, &index, args, deferred).map(|(value, found)| {
+                let deferred = self.deferred(&table(registry, scope));
+                builtin::tool_search(registry, &index, args, deferred, scope).map(|(value, found)| {
                     if deferred {
                         self.activate(found);
                     }
                     value
                 })
             }
-            Builtin::SkillList => Ok(builtin::skill_list(registry)),
-            Builtin::SkillSearch => builtin::skill_search(registry, &index, args),
-            Builtin::SkillGet => builtin::skill_get(registry, args),
-            Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args),
+            Builtin::SkillList => Ok(builtin::skill_list(registry, scope)),
+            Builtin::SkillSearch => builtin::skill_search(registry, &index, args, scope),
+            Builtin::SkillGet => builtin::skill_get(registry, args, scope),
+            Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args, scope),
             Builtin::SkillRun => {
+                let skill = args.get("skill").and_then(Value::as_str).unwrap_or_default();
+                if let Err(refused) = scope.check_skill(Action::Run, skill, registry.entry(skill).ok().as_deref()) {
+                    return error_result(refused.to_string());
+                }
                 // Held until the call's future ends, however it ends (answered, failed,
                 // cancelled, the session gone).
                 let _held = match self.hold_run(args.get("skill").and_then(Value::as_str).unwrap_or_default()) {
                     Ok(held) => held,
                     Err(refused) => return refused.to_result(),
                 };
-                let cx = CallContext { cancel, caller: format!("mcp:{}", self.session.id), ..CallContext::default() };
+                let cx = CallContext { cancel, caller: scope.caller().name.clone(), ..CallContext::default() };
                 return match serde_json::from_value::<crate::run::RunArgs>(Value::Object(args.clone())) {
                     Ok(args) => crate::run::skill_run(registry, &self.shared.runs, args, cx).await.unwrap_or_else(|e| e.to_result()),
                     Err(source) => builtin::BuiltinError::Input { tool: "skill_run", source }.to_result(),

@@ -1,0 +1,197 @@
+//! Callers and the org policy over `serve --http`: two callers with tokens of their own
+//! (`skillhost caller add`) and a policy in Cedar. The reader may call the skill's `echo`
+//! but not its `sleep`, nor create skills; the writer may; a `forbid` keeps `fail` from
+//! both though the writer's permit covers the whole skill. Each sees only its tools in
+//! `tools/list` and `tool_search`, every decision is audited with the policy that made it,
+//! a policy that does not validate is refused at reload while the set in force keeps
+//! serving, and a token unknown, removed or expired gets a 401.
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::ops::request;
+use crate::{Env, Served};
+
+const POLICY: &str = r#"@id("readers-echo")
+permit(principal in Group::"readers", action == Action::"call", resource == Tool::"limits__echo");
+
+@id("writers-limits")
+permit(principal in Group::"writers", action == Action::"call", resource in Skill::"limits");
+
+@id("writers-forge")
+permit(principal in Group::"writers", action in [Action::"create", Action::"update"], resource);
+
+@id("everyone-reads")
+permit(principal, action in [Action::"list", Action::"read"], resource);
+
+@id("nobody-fails")
+forbid(principal, action == Action::"call", resource == Tool::"limits__fail");
+"#;
+
+/// One stateless (2026-07-28) request with `token`.
+fn rpc(addr: &str, token: &str, method: &str, name: &str, params: Value) -> crate::ops::Response {
+    let mut params = params;
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+    ];
+    request(addr, "POST", "/mcp", &headers, &body)
+}
+
+fn tools(addr: &str, token: &str) -> Vec<String> {
+    let listed = rpc(addr, token, "tools/list", "", json!({})).message();
+    let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("no tools: {listed}"));
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+fn call(addr: &str, token: &str, tool: &str, arguments: Value) -> Value {
+    rpc(addr, token, "tools/call", tool, json!({"name": tool, "arguments": arguments})).message()
+}
+
+/// The text of a call's answer, and whether it is an error.
+fn answer(reply: &Value) -> (String, bool) {
+    let text = reply["result"]["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect();
+    (text, reply["result"]["isError"] == true)
+}
+
+fn searched(addr: &str, token: &str) -> Vec<String> {
+    let found = call(addr, token, "tool_search", json!({"query": "limits", "search_type": "regex"}));
+    let tools = found["result"]["structuredContent"]["tools"].as_array().unwrap_or_else(|| panic!("{found}"));
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn two_callers_see_and_do_what_the_org_policy_permits_and_every_decision_is_audited() {
+    let env = Env::new();
+    let dir = env.skills.path().join("limits");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixtures::LIMITS.wasm, dir.join("skill.wasm")).unwrap();
+    std::fs::write(dir.join("skill.toml"), fixtures::LIMITS.manifest()).unwrap();
+    let policy = env.data.path().join("policy");
+    std::fs::create_dir_all(&policy).unwrap();
+    std::fs::write(policy.join("team.cedar"), POLICY).unwrap();
+    std::fs::write(env.data.path().join("config.toml"), "[org]\npolicies = \"policy\"\n").unwrap();
+    let add = |name: &str, group: &str, extra: &[&str]| {
+        let out = env.run(&[&["caller", "add", name, "--group", group, "--json"][..], extra].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let added: Value = serde_json::from_slice(&out.stdout).unwrap();
+        added["token"].as_str().unwrap().to_owned()
+    };
+    let reader = add("reader", "readers", &[]);
+    let writer = add("writer", "writers", &[]);
+    let brief = add("brief", "writers", &["--expires", "1s"]);
+    let brief_expires = Instant::now() + Duration::from_secs(1);
+    let gone = add("gone", "writers", &[]);
+    assert!(env.run(&["caller", "remove", "gone"]).status.success());
+    let listed = String::from_utf8_lossy(&env.run(&["caller", "list"]).stdout).into_owned();
+    assert!(listed.contains("reader") && listed.contains("readers") && !listed.contains(&reader), "tokens are never listed: {listed}");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--skills")
+        .arg(env.skills.path())
+        .arg("--data-dir")
+        .arg(env.data.path())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("SKILLHOST_MCP_TOKEN", "operator-token-0123456789")
+        .env("SKILLHOST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let addr = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "serve exited before listening");
+        if let Some(rest) = line.trim().strip_prefix("skillhost: serving MCP at http://") {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+    };
+    let (said, reading) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = said.send(line);
+        }
+    });
+    let _served = Served(child);
+
+    // What each sees: its tools, and the forge only for the writer.
+    let started = Instant::now();
+    while !tools(&addr, &reader).contains(&"limits__echo".to_owned()) {
+        assert!(started.elapsed() < Duration::from_secs(60), "limits never loaded");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (reader_tools, writer_tools) = (tools(&addr, &reader), tools(&addr, &writer));
+    let skill_tools = |all: &[String]| all.iter().filter(|t| t.starts_with("limits__")).cloned().collect::<Vec<_>>();
+    assert_eq!(skill_tools(&reader_tools), ["limits__echo"], "{reader_tools:?}");
+    assert!(!skill_tools(&writer_tools).contains(&"limits__fail".to_owned()), "a forbid hides it: {writer_tools:?}");
+    assert!(skill_tools(&writer_tools).contains(&"limits__sleep".to_owned()), "{writer_tools:?}");
+    assert!(!reader_tools.contains(&"skill_create".to_owned()) && writer_tools.contains(&"skill_create".to_owned()));
+    assert_eq!(searched(&addr, &reader), ["limits__echo"], "tool_search is filtered the same way");
+    assert!(!searched(&addr, &writer).contains(&"limits__fail".to_owned()));
+
+    // What each may do, and why not.
+    let (text, error) = answer(&call(&addr, &reader, "limits__echo", json!({"value": 1})));
+    assert!(!error, "{text}");
+    let (text, error) = answer(&call(&addr, &reader, "limits__sleep", json!({"ms": 1})));
+    assert!(error && text.contains("caller `reader` may not call Tool::\"limits__sleep\": no policy permits it"), "{text}");
+    let (text, error) = answer(&call(&addr, &writer, "limits__fail", json!({"kind": "failed"})));
+    assert!(error && text.contains("forbidden by `nobody-fails`"), "a forbid beats the writer's permit: {text}");
+    let (text, error) = answer(&call(&addr, &reader, "skill_create", json!({"name": "evil", "language": "rust", "source": "x"})));
+    assert!(error && text.contains("caller `reader` may not create Skill::\"evil\""), "{text}");
+    let (text, error) = answer(&call(&addr, &writer, "limits__sleep", json!({"ms": 1})));
+    assert!(!error, "{text}");
+    let operator = tools(&addr, "operator-token-0123456789");
+    assert!(skill_tools(&operator).is_empty(), "no policy names the operator: default deny: {operator:?}");
+
+    // Tokens nobody holds any more.
+    std::thread::sleep(brief_expires.saturating_duration_since(Instant::now()) + Duration::from_millis(100));
+    for (token, why) in
+        [(gone.as_str(), "unknown bearer token"), ("skh_made-up", "unknown bearer token"), (brief.as_str(), "expired bearer token")]
+    {
+        let refused = rpc(&addr, token, "tools/list", "", json!({}));
+        assert_eq!(refused.status, 401, "{why}: {}", refused.body);
+        assert!(refused.body.contains(why), "{}", refused.body);
+        assert!(refused.header("www-authenticate").unwrap_or_default().contains("invalid_token"), "{:?}", refused.headers);
+    }
+
+    // A policy that does not validate is refused; the set in force keeps serving.
+    std::fs::write(policy.join("typo.cedar"), "permit(principal in Group::\"readers\", action == Action::\"cal\", resource);").unwrap();
+    let refused = reading.iter().find(|line| line.contains("org policy change is refused")).expect("the refusal is said");
+    assert!(refused.contains("cal"), "{refused}");
+    assert!(!answer(&call(&addr, &reader, "limits__echo", json!({"value": 2}))).1, "the old set serves");
+    std::fs::write(
+        policy.join("typo.cedar"),
+        "@id(\"quiet\")\nforbid(principal in Group::\"readers\", action, resource == Tool::\"limits__echo\");",
+    )
+    .unwrap();
+    let started = Instant::now();
+    while !answer(&call(&addr, &reader, "limits__echo", json!({"value": 3}))).1 {
+        assert!(started.elapsed() < Duration::from_secs(20), "the valid change never took effect");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (text, _) = answer(&call(&addr, &reader, "limits__echo", json!({"value": 4})));
+    assert!(text.contains("forbidden by `quiet`"), "{text}");
+
+    // Every decision, with its caller and the policies that made it.
+    let out = env.run(&["audit", "--caller", "reader", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let rows = rows.as_array().unwrap();
+    let find = |resource: &str, allowed: bool| rows.iter().find(|r| r["resource"] == resource && r["allowed"] == allowed);
+    let allowed = find("Tool::\"limits__echo\"", true).unwrap_or_else(|| panic!("{rows:?}"));
+    assert_eq!(allowed["policies"], json!(["readers-echo"]));
+    let denied = find("Tool::\"limits__sleep\"", false).unwrap_or_else(|| panic!("{rows:?}"));
+    assert_eq!((&denied["action"], &denied["policies"]), (&json!("call"), &json!([])), "the default deny names no policy");
+    assert!(find("Skill::\"evil\"", false).is_some(), "{rows:?}");
+    assert!(rows.iter().all(|r| r["caller"] == "reader"), "only the reader's: {rows:?}");
+    let text = String::from_utf8_lossy(&env.run(&["audit", "--caller", "writer"]).stdout).into_owned();
+    assert!(text.lines().any(|l| l.contains("limits__fail") && l.contains("refused") && l.contains("nobody-fails")), "{text}");
+}

@@ -1,0 +1,218 @@
+//! Who is calling, and what the org policy lets them see and do.
+//!
+//! - [`Authenticator`]: every HTTP request's `Authorization: Bearer TOKEN` names its
+//!   caller: the operator's token (`serve --http`'s, compared in constant time) is the
+//!   caller `operator`; another token is looked up by its SHA-256 in the state store's
+//!   callers (an expired or removed one is refused). Anything else is a 401.
+//! - [`Scope`]: one request's caller and the org policy in force. Listings (`tools/list`,
+//!   `tool_search`, `skill_list`, `skills/list`, resources, the instructions) show only
+//!   what the caller may use ([`Scope::sees_tool`], [`Scope::sees_skill`]); an action
+//!   ([`Scope::check`]) is refused naming the policy that refused it, and audited. The
+//!   local user (stdio) and a host without an org policy are not restricted.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use skillhost_access::{Action, Caller, Decision, OrgPolicy, Policies, Target, Via};
+use skillhost_registry::{AuditLog, CallerStore, DecisionRecord, Entry};
+
+use crate::tools::ToolEntry;
+
+/// How the HTTP front tells who sent a request.
+pub(crate) struct Authenticator {
+    /// `Bearer TOKEN` of the operator's token.
+    operator: String,
+    callers: Option<Arc<dyn CallerStore>>,
+}
+
+/// Why a request was not authenticated (the 401's `error_description`).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Unauthenticated {
+    /// No `Authorization: Bearer` header.
+    Missing,
+    /// A token nobody holds (never made, or its caller removed).
+    Unknown,
+    /// The caller's token expired.
+    Expired,
+    /// The callers could not be read.
+    Store,
+}
+
+impl Unauthenticated {
+    pub(crate) fn description(&self) -> &'static str {
+        match self {
+            Unauthenticated::Missing => {
+                "missing bearer token: send `Authorization: Bearer TOKEN` (the token skillhost serve was given, or one from `skillhost caller add`)"
+            }
+            Unauthenticated::Unknown => "unknown bearer token: it was never made here, or its caller was removed (`skillhost caller list`)",
+            Unauthenticated::Expired => "expired bearer token: ask for a new one (`skillhost caller add`)",
+            Unauthenticated::Store => "the callers cannot be read from the state store right now; try again",
+        }
+    }
+}
+
+impl Authenticator {
+    pub(crate) fn new(operator_token: &str, callers: Option<Arc<dyn CallerStore>>) -> Self {
+        Self { operator: format!("Bearer {operator_token}"), callers }
+    }
+
+    /// The caller of a request whose `Authorization` header is `header`.
+    pub(crate) async fn authenticate(&self, header: Option<&[u8]>) -> Result<Caller, Unauthenticated> {
+        let header = header.unwrap_or_default();
+        if constant_time_eq(header, self.operator.as_bytes()) {
+            return Ok(Caller::operator());
+        }
+        let token = header.strip_prefix(b"Bearer ").and_then(|t| std::str::from_utf8(t).ok()).ok_or(Unauthenticated::Missing)?;
+        let Some(store) = self.callers.clone() else { return Err(Unauthenticated::Unknown) };
+        // Only a token's hash is looked up (and kept): a lookup by a high-entropy
+        // secret's hash leaks nothing by its timing.
+        let hash = skillhost_access::token::sha256(token.trim());
+        let found = tokio::task::spawn_blocking(move || store.find(&hash)).await;
+        let record = match found {
+            Ok(Ok(Some(record))) => record,
+            Ok(Ok(None)) => return Err(Unauthenticated::Unknown),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "cannot look a caller's token up");
+                return Err(Unauthenticated::Store);
+            }
+            Err(_) => return Err(Unauthenticated::Store),
+        };
+        if record.expired(SystemTime::now()) {
+            return Err(Unauthenticated::Expired);
+        }
+        Ok(Caller { name: record.name, groups: record.groups, via: Via::Token, scopes: Vec::new() })
+    }
+}
+
+/// Whether `a` and `b` are equal, in time that does not depend on where they differ.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// One request's caller and the org policy in force.
+pub(crate) struct Scope {
+    caller: Caller,
+    /// `None`: not restricted (no org policy, or the local user).
+    policy: Option<Arc<OrgPolicy>>,
+    audit: Option<Arc<dyn AuditLog>>,
+}
+
+/// The org policy refused an action.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "caller `{caller}` may not {action} {resource}: {reason}; the org policy decides who may do what: ask whoever keeps it (`skillhost audit --caller {caller}` shows the decisions)"
+)]
+pub(crate) struct Refused {
+    caller: String,
+    action: &'static str,
+    resource: String,
+    reason: String,
+}
+
+impl Scope {
+    /// The scope of `caller` under `policies` (`None`: no org policy), decisions written
+    /// to `audit`.
+    pub(crate) fn new(caller: Caller, policies: Option<&Policies>, audit: Option<Arc<dyn AuditLog>>) -> Self {
+        let policy = policies.filter(|_| caller.via != Via::Local).map(Policies::current);
+        Self { caller, policy, audit }
+    }
+
+    /// The caller.
+    pub(crate) fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// Whether an org policy restricts what the caller sees.
+    pub(crate) fn restricted(&self) -> bool {
+        self.policy.is_some()
+    }
+
+    /// The local user, whom no org policy restricts (the CLI's own listings).
+    pub(crate) fn local() -> Self {
+        Self { caller: Caller::local(), policy: None, audit: None }
+    }
+
+    fn decide(&self, action: Action, target: &Target<'_>) -> Option<Decision> {
+        Some(self.policy.as_ref()?.decide(&self.caller, action, target))
+    }
+
+    /// Whether the caller may see `tool` in listings and searches: whether it may call it.
+    pub(crate) fn sees_tool(&self, tool: &ToolEntry) -> bool {
+        self.decide(Action::Call, &tool_target(tool)).is_none_or(|d| d.allowed)
+    }
+
+    /// Whether the caller may see `entry`'s skill in listings.
+    pub(crate) fn sees_skill(&self, entry: &Entry) -> bool {
+        self.decide(Action::List, &skill_target(entry.name.as_str(), entry)).is_none_or(|d| d.allowed)
+    }
+
+    /// Whether the caller may do `action` to the skill `name` (`entry` when it is in the
+    /// catalog); the decision is audited.
+    pub(crate) fn check_skill(&self, action: Action, name: &str, entry: Option<&Entry>) -> Result<(), Refused> {
+        let target = Target::Skill { name, runtime: entry.and_then(|e| e.loaded.as_ref()).map_or("", |l| l.runtime) };
+        self.check(action, &target)
+    }
+
+    /// Whether the caller may call `tool`; audited.
+    pub(crate) fn check_tool(&self, tool: &ToolEntry) -> Result<(), Refused> {
+        self.check(Action::Call, &tool_target(tool))
+    }
+
+    /// The policy's decision, audited. A permit marked `@require_approval` refuses: this
+    /// host cannot ask a human to approve one call yet, and never runs it without.
+    fn check(&self, action: Action, target: &Target<'_>) -> Result<(), Refused> {
+        let Some(decision) = self.decide(action, target) else { return Ok(()) };
+        let allowed = decision.allowed && !decision.require_approval;
+        if let Some(audit) = &self.audit {
+            audit.record_decision(DecisionRecord {
+                time: SystemTime::now(),
+                caller: self.caller.name.clone(),
+                action: action.as_str().to_owned(),
+                resource: target.shown(),
+                allowed,
+                policies: decision.policies.clone(),
+            });
+        }
+        if allowed {
+            return Ok(());
+        }
+        let reason = if decision.allowed {
+            format!(
+                "{} only with a human's approval of the call (@require_approval), which this host cannot ask for yet",
+                decision.reason()
+            )
+        } else {
+            decision.reason()
+        };
+        Err(Refused { caller: self.caller.name.clone(), action: action.as_str(), resource: target.shown(), reason })
+    }
+
+    /// Whether the caller may use the forge (see `skill_create` and `skill_update`): the
+    /// policy permits it `create` or `update` on a skill of no name, so a permit that
+    /// names its skills still lets the call through but not the listing.
+    pub(crate) fn sees_forge(&self) -> bool {
+        [Action::Create, Action::Update]
+            .into_iter()
+            .any(|action| self.decide(action, &Target::Skill { name: "", runtime: "" }).is_none_or(|d| d.allowed))
+    }
+}
+
+fn tool_target(tool: &ToolEntry) -> Target<'_> {
+    Target::Tool { skill: tool.skill.as_str(), tool: &tool.spec.name, public: &tool.name }
+}
+
+fn skill_target<'a>(name: &'a str, entry: &'a Entry) -> Target<'a> {
+    Target::Skill { name, runtime: entry.loaded.as_ref().map_or("", |l| l.runtime) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+}
