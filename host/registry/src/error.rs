@@ -140,6 +140,14 @@ pub enum RegistryError {
         /// What is on disk now.
         current: String,
     },
+    /// An answer through an MCP client would approve a skill a human rejected.
+    #[error(
+        "skill `{name}` was rejected by a human; an answer through an MCP client cannot approve it: review it with `skillhost show {name}` and approve it with `skillhost approve {name}`"
+    )]
+    RejectedByHuman {
+        /// The skill.
+        name: String,
+    },
     /// `remove` of a skill that is not in the user layer.
     #[error("skill `{name}` is not installed in the user layer ({}); only installed skills can be removed, delete it from {} by hand", dir.display(), dir.display())]
     NotInstalled {

@@ -53,6 +53,15 @@ impl Team {
         fixtures::python::install(SKILL, team.skills.path(), "[[capabilities.files]]\npath = \".\"\nmode = \"rw\"\n");
         private(&team.token_file(), &"7".repeat(64));
         private(&team.secrets.path().join("keys"), &format!("{}\n", "ab".repeat(32)));
+        // The operator may do everything (answer approval questions included); agents
+        // may call, not approve.
+        std::fs::create_dir_all(team.secrets.path().join("policy")).unwrap();
+        std::fs::write(
+            team.secrets.path().join("policy/team.cedar"),
+            "@id(\"operator\")\npermit(principal == Caller::\"operator\", action, resource);\n\
+             @id(\"agents-call\")\npermit(principal in Group::\"agents\", action in [Action::\"call\", Action::\"list\", Action::\"read\"], resource);\n",
+        )
+        .unwrap();
         team
     }
 
@@ -63,9 +72,10 @@ impl Team {
     fn replica(&self, name: &'static str) -> Replica {
         let data = tempfile::tempdir().unwrap();
         let config = format!(
-            "[state]\nurl = \"{}\"\nreplica = \"{name}\"\nkeys = \"{}\"\n",
+            "[state]\nurl = \"{}\"\nreplica = \"{name}\"\nkeys = \"{}\"\n[org]\npolicies = \"{}\"\n",
             self.cluster.url(),
-            self.secrets.path().join("keys").display()
+            self.secrets.path().join("keys").display(),
+            self.secrets.path().join("policy").display()
         );
         std::fs::write(data.path().join("config.toml"), config).unwrap();
         Replica { name, data, served: None, addr: String::new(), ops: String::new() }
@@ -345,6 +355,20 @@ fn two_replicas_on_postgres_behind_haproxy_share_approvals_and_lose_or_repeat_no
         let Attempt::Reply(replayed) = call_with(&replica.addr, &token, answered.clone()) else { panic!("no answer") };
         assert!(!ran(&replayed, "asked"), "a used answer approved again on replica {}: {replayed}", replica.name);
     }
+    assert_eq!(team.psql(&format!("SELECT state FROM skills WHERE name LIKE '%{SKILL}'")), "pending_review");
+    // A fresh question, answered yes, cannot lift a human's rejection either; and a
+    // caller the org policy does not give `approve` is not even asked.
+    let Attempt::Reply(asked) = call_with(&a.addr, &token, params.clone()) else { panic!("replica a did not answer") };
+    let mut fresh = params.clone();
+    fresh["requestState"] = asked["result"]["requestState"].clone();
+    fresh["inputResponses"] = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+    let Attempt::Reply(refused) = call_with(&b.addr, &token, fresh) else { panic!("replica b did not answer") };
+    assert!(text_of(&refused).contains("was rejected by a human") && !ran(&refused, "asked"), "{refused}");
+    let added = team.cli(&a, &["caller", "add", "agent", "--group", "agents", "--json"]);
+    let agent: Value = serde_json::from_slice(&added.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&added.stderr)));
+    let Attempt::Reply(not_asked) = call_with(&b.addr, agent["token"].as_str().unwrap(), params.clone()) else { panic!("no answer") };
+    assert!(text_of(&not_asked).contains("caller `agent` may not approve"), "{not_asked}");
+    assert!(not_asked["result"]["requestState"].is_null(), "{not_asked}");
     assert_eq!(team.psql(&format!("SELECT state FROM skills WHERE name LIKE '%{SKILL}'")), "pending_review");
 
     // 1. A human approves with the CLI against the same state: both replicas honour it

@@ -41,6 +41,19 @@ impl SkillhostMcp {
         let name = tool.skill.as_str();
         let command = format!("run `skillhost approve {name}` in a terminal, then call again");
         let request = registry.approval_request(name).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        // Who may answer: in a team (a shared state store), only a caller the org policy
+        // gives `approve`; without an org policy nobody there (the agent behind a client
+        // could write the answer itself), a human approves at a terminal instead.
+        if self.shared.registry.claims().is_some() && self.shared.config.org_policy.is_none() {
+            return Ok(Approval::Refused(format!(
+                "skill `{name}` is {}; this host shares its approvals with a team, where an MCP client's answer approves nothing unless the org policy gives its caller `approve`: {command}",
+                request.state.as_str()
+            )));
+        }
+        let scope = self.scope(context);
+        if let Err(refused) = scope.check_skill(Action::Approve, name, registry.entry(name).ok().as_deref()) {
+            return Ok(Approval::Refused(format!("{refused}; {command}")));
+        }
         let supports = context.client_capabilities().is_some_and(|c| c.elicitation.is_some());
         if !self.shared.config.elicit_approvals || !supports {
             return Ok(Approval::Refused(format!(
@@ -104,6 +117,7 @@ impl SkillhostMcp {
                     "{error}; nothing was approved or ran: call the tool again to be asked about this version"
                 )));
             }
+            Err(error @ RegistryError::RejectedByHuman { .. }) => return Ok(Approval::Refused(format!("{error}; nothing ran"))),
             Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
         }
         tracing::info!(skill = name, session = %session, "approved by the user through MCP elicitation");

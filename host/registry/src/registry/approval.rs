@@ -172,6 +172,11 @@ impl Registry {
                 });
             }
         }
+        // A human's rejection stands until a human at a terminal says otherwise: an answer
+        // an MCP client relays (which the agent behind it may have written) never lifts it.
+        if channel == ApprovalChannel::McpElicitation && self.trust.get(entry.identity.as_str())?.is_some_and(|r| r.rejected) {
+            return Err(RegistryError::RejectedByHuman { name: name.to_owned() });
+        }
         self.trust.write_approval(&observation(&entry.identity, loaded), &loaded.requests, channel)?;
         self.record_approved_files(&entry.identity, loaded);
         self.set_state(&entry, TrustState::Approved);
