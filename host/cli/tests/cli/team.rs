@@ -501,7 +501,7 @@ fn two_replicas_on_postgres_behind_haproxy_share_approvals_and_lose_or_repeat_no
     assert!(status.success(), "a drained replica exits 0: {status}");
 
     // Every call was claimed by its key once, by the replica that ran it.
-    let claimed = team.psql("SELECT count(*), count(answer) FROM call_claims WHERE key LIKE 'http%call-%'");
+    let claimed = team.psql("SELECT count(*), count(answer) FROM call_claims WHERE key LIKE 'caller:operator%call-%'");
     assert_eq!(claimed, format!("{CALLS}|{}", answered.len()), "claims, and answers kept");
     drop(balancer);
 }
@@ -647,4 +647,38 @@ fn a_file_a_run_left_on_one_replica_is_read_through_its_link_on_the_other() {
     assert!(missing["error"]["message"].as_str().unwrap_or_default().contains("left no file `other.bin`"), "{missing}");
     let stranger = read(&b, &format!("skillhost-run://{}/out.bin", "0".repeat(32)));
     assert!(stranger["error"]["message"].as_str().unwrap_or_default().contains("is not kept"), "{stranger}");
+}
+
+/// A call key is its caller's own and names one call: another caller using it gets its
+/// own call run (never the first caller's kept answer), and the same caller sending
+/// another call under it is refused rather than answered with the first call's result.
+#[test]
+fn a_call_key_is_its_callers_own_and_names_one_call() {
+    let team = Team::new();
+    let mut a = team.replica("a");
+    let add = |name: &str| {
+        let added = team.cli(&a, &["caller", "add", name, "--group", "agents", "--json"]);
+        let added: Value =
+            serde_json::from_slice(&added.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&added.stderr)));
+        added["token"].as_str().unwrap().to_owned()
+    };
+    let (alice, bob) = (add("alice"), add("bob"));
+    let approved = team.cli(&a, &["approve", SKILL, "--yes"]);
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+    team.start(&mut a);
+    until(&a, &"7".repeat(64), true);
+    let append = format!("{SKILL}__append");
+    let reply = |token: &str, line: &str| match call(&a.addr, token, &append, json!({"path": "/data/keyed", "line": line}), "K") {
+        Attempt::Reply(reply) => reply,
+        Attempt::Retriable(why) => panic!("no answer: {why}"),
+    };
+    assert!(ran(&reply(&alice, "alice's"), "alice's"));
+    let bobs = reply(&bob, "bob's");
+    assert!(ran(&bobs, "bob's"), "bob's call under alice's key ran as bob's, not answered with alice's: {bobs}");
+    let again = reply(&alice, "alice's");
+    assert!(ran(&again, "alice's"), "a retry gets the kept answer: {again}");
+    let other = reply(&alice, "something else");
+    let message = other["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("names another call"), "the same key with other arguments is refused: {other}");
+    assert_eq!(lines_of(&a, "keyed"), ["alice's", "bob's"], "each ran once, the refused one not at all");
 }

@@ -8,8 +8,12 @@
 //! runs a call twice.
 //!
 //! Only calls of approved skills are claimed (an approval question is no answer to
-//! keep), and keys are scoped by who sent them: over HTTP, the holders of the bearer
-//! token; over stdio, the session.
+//! keep), and keys are scoped by who sent them: over HTTP, the caller (so one caller can
+//! neither read another's answer nor spoil its key); over stdio, this process's session.
+//! A kept answer is bound to the call it answers (tool and arguments): the same key with
+//! another call is refused, never answered with the first call's result. A call whose
+//! request went away while it ran (the client hung up) is kept as of unknown outcome, so
+//! its retries are answered at once.
 
 use super::calls::error_result;
 use super::*;
@@ -21,11 +25,79 @@ const MAX_KEY: usize = 200;
 /// How often a call running on another replica is looked at again.
 const POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// An answer as it is kept.
+/// An answer as it is kept, with the SHA-256 of the call it answers.
 #[derive(serde::Serialize, serde::Deserialize)]
-enum Kept {
+struct Kept {
+    call: String,
+    answer: Answer,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Answer {
     Result(CallToolResult),
     Error(ErrorData),
+}
+
+/// The SHA-256 of a call: its tool and its arguments as sent.
+fn call_hash(params: &CallToolRequestParams) -> String {
+    let arguments = serde_json::to_string(&params.arguments).unwrap_or_default();
+    let digest = ring::digest::digest(&ring::digest::SHA256, format!("{}\u{1f}{arguments}", params.name).as_bytes());
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A random id of this process, so that two hosts' stdio sessions (numbered from 1 each)
+/// never share a key in a shared store.
+fn process_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let mut bytes = [0u8; 16];
+        let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes);
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    })
+}
+
+/// A claimed call whose answer is not kept yet: dropped before [`Unfinished::finish`]
+/// (the request's future went away while the call ran), it keeps an answer saying the
+/// outcome is unknown, so that retries are not left waiting on it.
+struct Unfinished {
+    claims: Arc<dyn skillhost_registry::CallClaims>,
+    key: String,
+    call: String,
+    tool: String,
+    done: bool,
+}
+
+impl Unfinished {
+    async fn finish(mut self, answer: Answer) {
+        self.done = true;
+        let kept = Kept { call: std::mem::take(&mut self.call), answer };
+        let Ok(text) = serde_json::to_string(&kept) else { return };
+        let (claims, key) = (self.claims.clone(), std::mem::take(&mut self.key));
+        if let Ok(Err(error)) = tokio::task::spawn_blocking(move || claims.finish(&key, &text)).await {
+            tracing::warn!(%error, "cannot keep a claimed call's answer; a retry of it will be told its outcome is unknown");
+        }
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let unknown = error_result(format!(
+            "call `{}` with this {CALL_KEY} was running when its request went away: whether it had its effect is unknown, and it will not run again under this key. Check the effect, then call again with a new key if it is still needed",
+            self.tool
+        ));
+        let kept = Kept { call: std::mem::take(&mut self.call), answer: Answer::Result(unknown) };
+        let (claims, key) = (self.claims.clone(), std::mem::take(&mut self.key));
+        if let Ok(text) = serde_json::to_string(&kept) {
+            std::thread::spawn(move || {
+                if let Err(error) = claims.finish(&key, &text) {
+                    tracing::warn!(%error, "cannot keep the answer of a call whose request went away");
+                }
+            });
+        }
+    }
 }
 
 impl SkillhostMcp {
@@ -35,8 +107,10 @@ impl SkillhostMcp {
         let Some(key) = key.as_str().filter(|k| !k.is_empty() && k.len() <= MAX_KEY) else {
             return Err(ErrorData::invalid_params(format!("_meta \"{CALL_KEY}\" must be a string of 1 to {MAX_KEY} bytes"), None));
         };
-        let http = context.extensions.get::<http::request::Parts>().is_some();
-        let scope = if http { "http".to_owned() } else { format!("session:{}", self.session.id) };
+        let scope = match context.extensions.get::<http::request::Parts>() {
+            Some(_) => format!("caller:{}", self.scope(context).caller().name),
+            None => format!("stdio:{}:{}", process_id(), self.session.id),
+        };
         Ok(Some(format!("{scope}\u{1f}{key}")))
     }
 
@@ -50,6 +124,7 @@ impl SkillhostMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         use skillhost_registry::Claim;
+        let call = call_hash(&params);
         loop {
             let claim = {
                 let (claims, key) = (claims.clone(), key.clone());
@@ -62,25 +137,30 @@ impl SkillhostMcp {
             };
             match claim {
                 Claim::New => {
+                    let unfinished = Unfinished { claims, key, call, tool: tool.name.clone(), done: false };
                     let answer = self.call_skill_tool(tool, params, context).await;
-                    let kept = match &answer {
-                        Ok(CallToolResponse::Complete(result)) => Some(Kept::Result(result.clone())),
-                        Err(error) => Some(Kept::Error(error.clone())),
-                        Ok(_) => None,
-                    };
-                    if let Some(text) = kept.and_then(|k| serde_json::to_string(&k).ok()) {
-                        let result = tokio::task::spawn_blocking(move || claims.finish(&key, &text)).await;
-                        if let Ok(Err(error)) = result {
-                            tracing::warn!(%error, "cannot keep a claimed call's answer; a retry of it will be told its outcome is unknown");
-                        }
+                    match &answer {
+                        Ok(CallToolResponse::Complete(result)) => unfinished.finish(Answer::Result(result.clone())).await,
+                        Err(error) => unfinished.finish(Answer::Error(error.clone())).await,
+                        // Never here for an approved tool; kept as of unknown outcome.
+                        Ok(_) => drop(unfinished),
                     }
                     return answer;
                 }
                 Claim::Done(text) => {
-                    return match serde_json::from_str::<Kept>(&text) {
-                        Ok(Kept::Result(result)) => Ok(result.into()),
-                        Ok(Kept::Error(error)) => Err(error),
-                        Err(e) => Err(ErrorData::internal_error(format!("the kept answer of this call does not read back: {e}"), None)),
+                    let kept = serde_json::from_str::<Kept>(&text)
+                        .map_err(|e| ErrorData::internal_error(format!("the kept answer of this call does not read back: {e}"), None))?;
+                    if kept.call != call {
+                        return Err(ErrorData::invalid_params(
+                            format!(
+                                "_meta \"{CALL_KEY}\" names another call (another tool or other arguments): a key names one call; send this one with a new key"
+                            ),
+                            None,
+                        ));
+                    }
+                    return match kept.answer {
+                        Answer::Result(result) => Ok(result.into()),
+                        Answer::Error(error) => Err(error),
                     };
                 }
                 Claim::Running { .. } => {
