@@ -51,7 +51,7 @@ pub struct Cli {
     /// Where trust, the audit log and the statistics live: `sqlite` (files in the data
     /// dir) or `postgres://USER@HOST:PORT/DATABASE`, shared by the replicas of a team
     /// gateway and the CLI a human approves with. Overrides `[state] url` of the config.
-    #[arg(long, global = true, env = "SKILLHOST_STATE", value_name = "URL")]
+    #[arg(long, global = true, env = "SKILLHOST_STATE", hide_env_values = true, value_name = "URL")]
     pub state: Option<skillhost::state::StateUrl>,
 
     /// Log more (-v: debug, -vv: trace). Skill log lines are shown at info and above.

@@ -645,7 +645,7 @@ mod tests {
         let error = HostConfig::parse("[state]\nkeys = \"keys\"\n", &dir.path().join("config.toml")).unwrap_err().to_string();
         assert!(error.contains("keys:1: not a key") && error.contains("openssl rand -hex 32"), "{error}");
         let error = HostConfig::parse("[state]\nurl = \"mysql://x\"\n", Path::new("c.toml")).unwrap_err().to_string();
-        assert!(error.starts_with("c.toml:2:7: state `mysql://x` is neither `sqlite` nor"), "{error}");
+        assert!(error.starts_with("c.toml:2:7: state `mysql://…` is neither `sqlite` nor"), "{error}");
     }
 
     #[test]

@@ -16,8 +16,8 @@ use crate::run_files::RunFileStore;
 use crate::stats::{SqliteStats, Stats};
 use crate::trust::{SqliteTrustStore, TrustStore};
 
-/// Where a host's state lives.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Where a host's state lives. Its `Debug` never shows a password.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub enum StateUrl {
     /// `trust.db`, `audit.db` and `stats.db` in the data dir.
     #[default]
@@ -26,7 +26,17 @@ pub enum StateUrl {
     Postgres(String),
 }
 
-/// A state URL that is neither `sqlite` nor `postgres://…`.
+impl std::fmt::Debug for StateUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateUrl::Sqlite => f.write_str("Sqlite"),
+            StateUrl::Postgres(url) => f.debug_tuple("Postgres").field(&crate::postgres::shown(url)).finish(),
+        }
+    }
+}
+
+/// A state URL that is neither `sqlite` nor `postgres://…` (shown by its scheme only: the
+/// rest may hold a password).
 #[derive(Debug, thiserror::Error)]
 #[error("state `{given}` is neither `sqlite` nor a `postgres://USER@HOST:PORT/DATABASE` URL")]
 pub struct BadStateUrl {
@@ -43,7 +53,11 @@ impl std::str::FromStr for StateUrl {
         } else if given.starts_with("postgres://") || given.starts_with("postgresql://") {
             Ok(StateUrl::Postgres(given.to_owned()))
         } else {
-            Err(BadStateUrl { given: given.chars().take(40).collect() })
+            let given = match given.split_once("://") {
+                Some((scheme, _)) => format!("{}://…", scheme.chars().take(20).collect::<String>()),
+                None => given.chars().take(20).collect(),
+            };
+            Err(BadStateUrl { given })
         }
     }
 }

@@ -206,23 +206,37 @@ fn runtime_thread() -> std::io::Result<(tokio::runtime::Handle, tokio::sync::one
     Ok((handle, stop))
 }
 
-/// `url` without its password: `postgres://user:secret@host/db` → `postgres://user:***@host/db`,
-/// and `password=…` in a key-value string likewise.
-fn shown(url: &str) -> String {
-    if let Some(rest) = url.strip_prefix("postgres://").or_else(|| url.strip_prefix("postgresql://")) {
-        let scheme = &url[..url.len() - rest.len()];
-        let (authority, tail) = rest.split_once('/').map_or((rest, ""), |(a, t)| (a, t));
-        let shown_authority = match authority.rsplit_once('@') {
-            Some((user, host)) => match user.split_once(':') {
-                Some((name, _)) => format!("{name}:***@{host}"),
-                None => authority.to_owned(),
-            },
-            None => authority.to_owned(),
-        };
-        let tail = if tail.is_empty() && !rest.contains('/') { String::new() } else { format!("/{tail}") };
-        return format!("{scheme}{shown_authority}{tail}");
-    }
-    url.split_whitespace().map(|word| if word.starts_with("password=") { "password=***" } else { word }).collect::<Vec<_>>().join(" ")
+/// `url` as errors, logs and `/readyz` may show it: rebuilt from what it parses to (user,
+/// hosts, ports, database), never with its password, wherever the URL carried one
+/// (`user:PASSWORD@`, a `password=` parameter, a key-value string). One that does not
+/// parse is not shown at all.
+pub(crate) fn shown(url: &str) -> String {
+    let Ok(config) = url.parse::<tokio_postgres::Config>() else {
+        return "(a PostgreSQL connection string that does not parse; not shown, it may hold a password)".to_owned();
+    };
+    let user = match (config.get_user(), config.get_password().is_some()) {
+        (Some(user), true) => format!("{user}:***@"),
+        (Some(user), false) => format!("{user}@"),
+        (None, true) => ":***@".to_owned(),
+        (None, false) => String::new(),
+    };
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(n, host)| {
+            let host = match host {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            };
+            match ports.get(n).or(ports.first()) {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            }
+        })
+        .collect();
+    format!("postgres://{user}{}/{}", hosts.join(","), config.get_dbname().unwrap_or_default())
 }
 
 #[cfg(test)]

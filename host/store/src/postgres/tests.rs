@@ -171,9 +171,17 @@ fn a_database_that_does_not_answer_fails_with_what_to_check() {
 #[test]
 fn a_password_is_never_shown() {
     assert_eq!(shown("postgres://sh:s3cret@db:5432/skillhost"), "postgres://sh:***@db:5432/skillhost");
-    assert_eq!(shown("postgresql://sh@db/skillhost"), "postgresql://sh@db/skillhost");
-    assert_eq!(shown("postgres://db"), "postgres://db");
-    assert_eq!(shown("host=/run/pg user=sh password=s3cret"), "host=/run/pg user=sh password=***");
+    assert_eq!(shown("postgresql://sh@db/skillhost"), "postgres://sh@db:5432/skillhost");
+    assert_eq!(shown("host=/run/pg user=sh password=s3cret"), "postgres://sh:***@/run/pg/");
+    // A password with a `/`, and one given as a parameter, are hidden too.
+    for url in ["postgres://u:ab/cd@db/x", "postgres://u@db/x?password=s3cret", "postgres://u:p%40ss@db/x"] {
+        let shown = shown(url);
+        assert!(
+            !shown.contains("cd") && !shown.contains("s3cret") && !shown.contains("p%40ss") && !shown.contains("p@ss"),
+            "{url} → {shown}"
+        );
+    }
+    assert!(shown("postgres://u:pw@[bad").starts_with("(a PostgreSQL connection string that does not parse"));
 }
 
 #[test]
