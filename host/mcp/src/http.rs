@@ -39,6 +39,9 @@ use crate::access::{Authenticator, Unauthenticated};
 use crate::ops::{Drain, InFlight};
 use crate::{MAX_MESSAGE_BYTES, McpError, SkillhostMcp};
 
+/// Connections the MCP listener serves at once; more wait in the kernel's backlog.
+pub const MAX_CONNECTIONS: usize = 1024;
+
 /// How the HTTP transport listens.
 #[derive(Clone)]
 pub struct HttpConfig {
@@ -127,8 +130,9 @@ pub async fn serve_http(
     if let Some(ready) = ready {
         let _ = ready.send(bound);
     }
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let Some((stream, peer)) = accept(&listener, &shutdown, "an MCP").await else { return Ok(()) };
+        let Some((stream, peer, slot)) = accept(&listener, &shutdown, "an MCP", &slots).await else { return Ok(()) };
         let service = service.clone();
         let authenticator = authenticator.clone();
         let stop = shutdown.clone();
@@ -147,26 +151,47 @@ pub async fn serve_http(
                     Ok::<_, Infallible>(handle(&service, &authenticator, &drain, request).await)
                 }
             });
-            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
+            let connection = connection_builder().serve_connection(TokioIo::new(stream), handler);
             tokio::select! {
                 result = connection => if let Err(e) = result {
                     tracing::debug!(%peer, error = %e, "MCP HTTP connection ended with an error");
                 },
                 () = stop.cancelled() => {}
             }
+            drop(slot);
         });
     }
 }
 
+/// Time a client has to send a request's head, from when the server starts waiting for it
+/// (on a kept-alive connection too); then the connection is closed.
+pub(crate) const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How every listener serves a connection: HTTP/1.1 whose request heads must arrive within
+/// [`HEADER_TIMEOUT`] (a client that opens connections and sends nothing, or a byte at a
+/// time, holds none of them longer).
+pub(crate) fn connection_builder() -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+    builder
+}
+
 /// The next connection of `listener` (`what` names it in a warning), with `TCP_NODELAY`
-/// set; `None` once `shutdown` is cancelled. An answer leaves in more than one write
-/// (headers, then body or events): without it, Nagle's algorithm holds the last one back
-/// until the client's delayed ACK (40 ms) on a kept-alive connection.
+/// set, once one of `slots` is free (it is the connection's until dropped: past the cap,
+/// new connections wait in the kernel's backlog); `None` once `shutdown` is cancelled. An
+/// answer leaves in more than one write (headers, then body or events): without
+/// `TCP_NODELAY`, Nagle's algorithm holds the last one back until the client's delayed
+/// ACK (40 ms) on a kept-alive connection.
 pub(crate) async fn accept(
     listener: &tokio::net::TcpListener,
     shutdown: &CancellationToken,
     what: &str,
-) -> Option<(tokio::net::TcpStream, SocketAddr)> {
+    slots: &Arc<tokio::sync::Semaphore>,
+) -> Option<(tokio::net::TcpStream, SocketAddr, tokio::sync::OwnedSemaphorePermit)> {
+    let slot = tokio::select! {
+        () = shutdown.cancelled() => return None,
+        slot = slots.clone().acquire_owned() => slot.ok()?,
+    };
     loop {
         let (stream, peer) = tokio::select! {
             () = shutdown.cancelled() => return None,
@@ -181,7 +206,7 @@ pub(crate) async fn accept(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
         }
-        return Some((stream, peer));
+        return Some((stream, peer, slot));
     }
 }
 

@@ -135,22 +135,24 @@ pub async fn serve_ops(
         let _ = ready.send(bound);
     }
     let ops = Arc::new(Ops { registry, config, drain });
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let Some((stream, peer)) = crate::http::accept(&listener, &shutdown, "an operations").await else { return Ok(()) };
+        let Some((stream, peer, slot)) = crate::http::accept(&listener, &shutdown, "an operations", &slots).await else { return Ok(()) };
         let ops = ops.clone();
         let stop = shutdown.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 let ops = ops.clone();
-                async move { Ok::<_, Infallible>(ops.respond(&request)) }
+                async move { Ok::<_, Infallible>(ops.respond(&request).await) }
             });
-            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
+            let connection = crate::http::connection_builder().serve_connection(TokioIo::new(stream), handler);
             tokio::select! {
                 result = connection => if let Err(e) = result {
                     tracing::debug!(%peer, error = %e, "operations connection ended with an error");
                 },
                 () = stop.cancelled() => {}
             }
+            drop(slot);
         });
     }
 }
@@ -161,15 +163,22 @@ struct Ops {
     drain: Drain,
 }
 
+/// Connections the operations listener serves at once (probes and scrapes are few).
+const MAX_CONNECTIONS: usize = 32;
+
+/// How long `/readyz` waits for the embedder's checks (a state store that does not
+/// answer) before answering not ready for that reason.
+const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Ops {
-    fn respond<B>(&self, request: &hyper::Request<B>) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    async fn respond<B>(self: &Arc<Self>, request: &hyper::Request<B>) -> hyper::Response<BoxBody<Bytes, Infallible>> {
         if request.method() != hyper::Method::GET && request.method() != hyper::Method::HEAD {
             return text(405, "text/plain; charset=utf-8", "only GET is served here: /healthz, /readyz, /metrics\n".to_owned());
         }
         match request.uri().path() {
             "/healthz" => text(200, "text/plain; charset=utf-8", "ok\n".to_owned()),
             "/readyz" => {
-                let reasons = self.reasons();
+                let reasons = self.reasons().await;
                 if reasons.is_empty() {
                     text(200, "text/plain; charset=utf-8", "ready\n".to_owned())
                 } else {
@@ -188,8 +197,9 @@ impl Ops {
         }
     }
 
-    /// Why the replica is not ready, built-in checks first.
-    fn reasons(&self) -> Vec<String> {
+    /// Why the replica is not ready, built-in checks first; the embedder's on a blocking
+    /// thread, bounded by [`CHECK_TIMEOUT`].
+    async fn reasons(self: &Arc<Self>) -> Vec<String> {
         let mut reasons = Vec::new();
         if self.drain.is_draining() {
             reasons
@@ -208,7 +218,15 @@ impl Ops {
                 names.join(", ")
             ));
         }
-        reasons.extend(self.config.checks.iter().flat_map(|check| check.check()));
+        let ops = self.clone();
+        let checked = tokio::task::spawn_blocking(move || ops.config.checks.iter().flat_map(|check| check.check()).collect::<Vec<_>>());
+        match tokio::time::timeout(CHECK_TIMEOUT, checked).await {
+            Ok(Ok(found)) => reasons.extend(found),
+            Ok(Err(e)) => reasons.push(format!("the readiness checks failed: {e}")),
+            Err(_) => reasons.push(format!(
+                "the readiness checks (the state store among them) did not answer within {CHECK_TIMEOUT:?}; see the log and `skillhost doctor`"
+            )),
+        }
         reasons
     }
 }

@@ -439,3 +439,25 @@ fn traces_of_a_call_and_a_run_reach_the_collector_under_the_clients_trace_contex
     assert_eq!(run[2].attribute("skillhost.skill"), Some("tally"), "{:?}", run[2]);
     assert!(names(call_trace).len() == 4 && names(run_trace).len() == 3, "no other spans: {:?} {:?}", names(call_trace), names(run_trace));
 }
+
+/// A client that opens a connection and never finishes its request head holds it no
+/// longer than the header timeout, on the MCP listener and the operations one alike (it
+/// would otherwise hold a file descriptor for as long as it likes, and many such clients
+/// every descriptor the host has).
+#[test]
+fn a_request_head_that_never_ends_is_cut_off() {
+    let env = OpsEnv::new("2s");
+    let (mut child, mcp, ops, _stderr) = env.serve(&[], &[]);
+    for addr in [&mcp, &ops] {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut answer = Vec::new();
+        let read = stream.read_to_end(&mut answer);
+        assert!(read.is_ok(), "{addr}: the connection is still open after 60 s: {read:?}");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{addr}: {answer}");
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+}
