@@ -5,12 +5,16 @@
 //!   operator's token, an agent's own token, or an OAuth access token's subject.
 //! - [`token`]: agents' tokens, made from the OS random source and kept only as their
 //!   SHA-256.
+//! - [`jwt`]: OAuth 2.1 access tokens as signed JWTs checked against an issuer's JWKS
+//!   (RS256, ES256, EdDSA; issuer, audience, expiry), for the HTTP front as a resource
+//!   server. Fetching the JWKS is the embedder's.
 //! - [`policy`]: [`OrgPolicy`], the org policy in Cedar (schema [`policy::SCHEMA`]): which
 //!   caller may list, read, call, run, create, update or approve which skill or tool;
 //!   default deny, a `forbid` beats a `permit`; validated whole before it replaces the
 //!   set in force.
 
 pub mod caller;
+pub mod jwt;
 pub mod policy;
 pub mod token;
 

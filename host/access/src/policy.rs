@@ -491,4 +491,15 @@ mod tests {
         assert!(policies.refused().is_none());
         assert!(!policies.current().decide(&caller("x", &[]), Action::Call, &READ).allowed, "the new set serves");
     }
+
+    #[test]
+    fn the_documented_schema_and_examples_are_what_the_host_reads() {
+        let doc = include_str!("../../../docs/org-policy.md");
+        let blocks: Vec<&str> = doc.split("```cedar\n").skip(1).map(|b| b.split("```").next().unwrap_or_default()).collect();
+        assert_eq!(blocks[0].trim(), SCHEMA.trim(), "docs/org-policy.md shows the schema as it is");
+        assert_eq!(blocks.len(), 4, "the schema and three examples");
+        for example in &blocks[1..] {
+            set(&[("example.cedar", example)]).unwrap_or_else(|e| panic!("{e}\n{example}"));
+        }
+    }
 }
