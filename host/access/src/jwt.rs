@@ -278,7 +278,7 @@ impl Jwks {
         for (index, value) in raw.keys.into_iter().enumerate() {
             match parse_key(value) {
                 Ok(key) => jwks.keys.push(key),
-                Err(reason) => jwks.skipped.push(format!("key {index}: {reason}")),
+                Err(Skip(reason)) => jwks.skipped.push(format!("key {index}: {reason}")),
             }
         }
         if jwks.keys.is_empty() {
@@ -304,26 +304,30 @@ impl Jwks {
     }
 }
 
+/// Why a JWK of the document is skipped, in words (kept in [`Jwks::skipped`], never an
+/// error of its own: the document fails only when no key is usable).
+struct Skip(String);
+
 /// One JWK as a usable key, or the reason it is skipped.
-fn parse_key(value: Value) -> Result<Key, String> {
-    let raw: RawJwk = serde_json::from_value(value).map_err(|_| "not a JSON object with string members".to_owned())?;
+fn parse_key(value: Value) -> Result<Key, Skip> {
+    let raw: RawJwk = serde_json::from_value(value).map_err(|_| Skip("not a JSON object with string members".to_owned()))?;
     let label = raw.kid.as_deref().map_or_else(|| "(no kid)".to_owned(), |kid| format!("kid {:?}", clip(kid)));
-    let skip = |why: String| format!("{label}: {why}");
+    let skip = |why: Skip| Skip(format!("{label}: {}", why.0));
     if let Some(key_use) = raw.key_use.as_deref().filter(|u| *u != "sig") {
-        return Err(skip(format!("use is {:?}, not \"sig\"", clip(key_use))));
+        return Err(skip(Skip(format!("use is {:?}, not \"sig\"", clip(key_use)))));
     }
     if raw.key_ops.as_ref().is_some_and(|ops| !ops.iter().any(|op| op == "verify")) {
-        return Err(skip("key_ops does not include \"verify\"".into()));
+        return Err(skip(Skip("key_ops does not include \"verify\"".into())));
     }
     let material = key_material(&raw).map_err(skip)?;
     if let Some(declared) = raw.alg.as_deref().filter(|alg| Alg::from_name(alg) != Some(material.alg())) {
-        return Err(skip(format!("declares alg {:?}, but this key type is only used for {}", clip(declared), material.alg().name())));
+        return Err(skip(Skip(format!("declares alg {:?}, but this key type is only used for {}", clip(declared), material.alg().name()))));
     }
     Ok(Key { kid: raw.kid, material })
 }
 
 /// The key material of a JWK, by its kty and crv.
-fn key_material(raw: &RawJwk) -> Result<Material, String> {
+fn key_material(raw: &RawJwk) -> Result<Material, Skip> {
     match (raw.kty.as_deref(), raw.crv.as_deref()) {
         (Some("RSA"), _) => rsa_material(raw),
         (Some("EC"), Some("P-256")) => {
@@ -332,35 +336,35 @@ fn key_material(raw: &RawJwk) -> Result<Material, String> {
             Ok(Material::P256 { point: [&[0x04][..], &x, &y].concat() })
         }
         (Some("OKP"), Some("Ed25519")) => Ok(Material::Ed25519 { x: fixed_member(raw.x.as_deref(), "x", 32)? }),
-        (Some(kty @ ("EC" | "OKP")), crv) => Err(format!("kty {kty} with crv {:?} is not supported", crv.map(clip))),
-        (Some(kty), _) => Err(format!("kty {:?} is not supported", clip(kty))),
-        (None, _) => Err("no kty".into()),
+        (Some(kty @ ("EC" | "OKP")), crv) => Err(Skip(format!("kty {kty} with crv {:?} is not supported", crv.map(clip)))),
+        (Some(kty), _) => Err(Skip(format!("kty {:?} is not supported", clip(kty)))),
+        (None, _) => Err(Skip("no kty".into())),
     }
 }
 
 /// RSA modulus and exponent, leading zero bytes stripped, modulus 2048 to 8192 bits long.
-fn rsa_material(raw: &RawJwk) -> Result<Material, String> {
+fn rsa_material(raw: &RawJwk) -> Result<Material, Skip> {
     let n = strip_leading_zeros(member(raw.n.as_deref(), "n")?);
     let e = strip_leading_zeros(member(raw.e.as_deref(), "e")?);
     if !RSA_MODULUS_BYTES.contains(&n.len()) {
-        return Err(format!("RSA modulus is {} bytes; RS256 needs 2048 to 8192 bits", n.len()));
+        return Err(Skip(format!("RSA modulus is {} bytes; RS256 needs 2048 to 8192 bits", n.len())));
     }
     if e.is_empty() || e.len() > RSA_MAX_EXPONENT_BYTES {
-        return Err("RSA exponent is zero or too long".into());
+        return Err(Skip("RSA exponent is zero or too long".into()));
     }
     Ok(Material::Rsa { n, e })
 }
 
 /// A base64url JWK member, decoded.
-fn member(value: Option<&str>, name: &str) -> Result<Vec<u8>, String> {
-    let text = value.ok_or_else(|| format!("member {name} is missing"))?;
-    JWK_BASE64.decode(text).map_err(|_| format!("member {name} is not base64url"))
+fn member(value: Option<&str>, name: &str) -> Result<Vec<u8>, Skip> {
+    let text = value.ok_or_else(|| Skip(format!("member {name} is missing")))?;
+    JWK_BASE64.decode(text).map_err(|_| Skip(format!("member {name} is not base64url")))
 }
 
 /// A base64url JWK member that must decode to exactly `len` bytes.
-fn fixed_member(value: Option<&str>, name: &str, len: usize) -> Result<Vec<u8>, String> {
+fn fixed_member(value: Option<&str>, name: &str, len: usize) -> Result<Vec<u8>, Skip> {
     let bytes = member(value, name)?;
-    if bytes.len() == len { Ok(bytes) } else { Err(format!("member {name} is {} bytes, expected {len}", bytes.len())) }
+    if bytes.len() == len { Ok(bytes) } else { Err(Skip(format!("member {name} is {} bytes, expected {len}", bytes.len()))) }
 }
 
 /// The bytes without their leading zeros (JWKs should have none, some servers add one).
