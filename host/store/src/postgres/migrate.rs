@@ -107,6 +107,7 @@ const STEPS: &[&str] = &[
      );",
     // 4: the files runs left, readable from every replica until collected.
     "CREATE TABLE run_files (
+         seq     BIGSERIAL,
          run     TEXT NOT NULL,
          path    TEXT NOT NULL,
          bytes   BYTEA NOT NULL,

@@ -43,8 +43,9 @@ impl RunFileStore for PgRunFiles {
                 for (path, bytes) in &files {
                     tx.execute(&insert, &[&run, path, bytes, &(bytes.len() as i64), &now]).await?;
                 }
-                // The newest runs within the budget stay; a run alone over it stays too
-                // (the one just kept), as the host's own memory does.
+                // The newest runs (by the order they were kept in, not the clock: two in
+                // one millisecond stay in order) within the budget stay; a run alone over
+                // it stays too (the one just kept), as the host's own memory does.
                 tx.execute(
                     "DELETE FROM run_files WHERE run IN (
                          SELECT run FROM (
@@ -52,7 +53,7 @@ impl RunFileStore for PgRunFiles {
                                     row_number() OVER newest AS n,
                                     (sum(sum(size)) OVER newest)::BIGINT AS total
                              FROM run_files GROUP BY run
-                             WINDOW newest AS (ORDER BY max(kept_ms) DESC, run)
+                             WINDOW newest AS (ORDER BY max(seq) DESC)
                          ) ranked
                          WHERE n > $1 OR (n > 1 AND total > $2))",
                     &[&budget.0, &budget.1],
