@@ -4,6 +4,7 @@
 pub mod balancer;
 pub mod figures;
 pub mod git;
+pub mod issuer;
 pub mod python;
 pub mod registry;
 mod server;

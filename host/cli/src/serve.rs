@@ -236,6 +236,17 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         None => None,
     };
     let callers = host.state().callers.clone();
+    // Over HTTP only; a front that cannot check access tokens does not start.
+    let oauth = if args.http.is_some() { skillhost::oauth::front(host.config()).await? } else { None };
+    if let Some(oauth) = &oauth {
+        let settings = oauth.server.settings();
+        errln!(
+            "skillhost: taking OAuth access tokens from {} for {} (metadata at {})",
+            settings.issuer,
+            settings.resource,
+            oauth.server.metadata_url()
+        );
+    }
     let config = McpConfig {
         org_policy,
         deferred_threshold: args.deferred_threshold,
@@ -311,6 +322,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         addr,
         token,
         callers: Some(callers),
+        oauth,
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,
         publish_skills: args.publish_skills,

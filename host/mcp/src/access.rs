@@ -2,8 +2,11 @@
 //!
 //! - [`Authenticator`]: every HTTP request's `Authorization: Bearer TOKEN` names its
 //!   caller: the operator's token (`serve --http`'s, compared in constant time) is the
-//!   caller `operator`; another token is looked up by its SHA-256 in the state store's
-//!   callers (an expired or removed one is refused). Anything else is a 401.
+//!   caller `operator`; a caller's token (`skh_…`, checked for its shape first) is looked
+//!   up by its SHA-256 in the state store's callers (an expired or removed one is
+//!   refused); with `[oauth]`, any other token is an OAuth access token checked against
+//!   the issuer's keys ([`OAuthFront`]; a key it does not hold makes the embedder refetch
+//!   them once, then the token is checked again). Anything else is a 401.
 //! - [`Scope`]: one request's caller and the org policy in force. Listings (`tools/list`,
 //!   `tool_search`, `skill_list`, `skills/list`, resources, the instructions) show only
 //!   what the caller may use ([`Scope::sees_tool`], [`Scope::sees_skill`]); an action
@@ -13,20 +16,42 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use skillhost_access::{Action, Caller, Decision, OrgPolicy, Policies, Target, Via};
+use skillhost_access::jwt::JwtError;
+use skillhost_access::{Action, Caller, Decision, OAuthError, OrgPolicy, Policies, ResourceServer, Target, Via};
 use skillhost_registry::{AuditLog, CallerStore, DecisionRecord, Entry};
 
 use crate::tools::ToolEntry;
+
+/// The front as an OAuth resource server: the issuer's keys and claims
+/// ([`ResourceServer`]), and how to ask the embedder to refetch the keys.
+#[derive(Clone, Debug)]
+pub struct OAuthFront {
+    /// Checks access tokens; serves the protected-resource metadata.
+    pub server: Arc<ResourceServer>,
+    /// Notified when a token names a key the server does not hold (the issuer may have
+    /// rotated its keys): the embedder refetches the JWKS, at a rate it bounds, and puts
+    /// it in force with [`ResourceServer::set_keys`].
+    pub refetch: Arc<tokio::sync::Notify>,
+}
+
+/// How long a request whose token names an unknown key waits for the keys to be refetched.
+const REFETCH_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Store lookups of callers' tokens at once; more requests wait (a flood of made-up
+/// tokens cannot take the state store's connections from everything else).
+const MAX_LOOKUPS: usize = 8;
 
 /// How the HTTP front tells who sent a request.
 pub(crate) struct Authenticator {
     /// `Bearer TOKEN` of the operator's token.
     operator: String,
     callers: Option<Arc<dyn CallerStore>>,
+    lookups: tokio::sync::Semaphore,
+    oauth: Option<OAuthFront>,
 }
 
 /// Why a request was not authenticated (the 401's `error_description`).
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Unauthenticated {
     /// No `Authorization: Bearer` header.
     Missing,
@@ -36,24 +61,32 @@ pub(crate) enum Unauthenticated {
     Expired,
     /// The callers could not be read.
     Store,
+    /// An OAuth access token was refused.
+    AccessToken(OAuthError),
 }
 
 impl Unauthenticated {
-    pub(crate) fn description(&self) -> &'static str {
+    pub(crate) fn description(&self) -> String {
         match self {
             Unauthenticated::Missing => {
-                "missing bearer token: send `Authorization: Bearer TOKEN` (the token skillhost serve was given, or one from `skillhost caller add`)"
+                "missing bearer token: send `Authorization: Bearer TOKEN` (the token skillhost serve was given, one from `skillhost caller add`, or an access token from the authorization server the metadata names)".into()
             }
-            Unauthenticated::Unknown => "unknown bearer token: it was never made here, or its caller was removed (`skillhost caller list`)",
-            Unauthenticated::Expired => "expired bearer token: ask for a new one (`skillhost caller add`)",
-            Unauthenticated::Store => "the callers cannot be read from the state store right now; try again",
+            Unauthenticated::Unknown => "unknown bearer token: it was never made here, or its caller was removed (`skillhost caller list`)".into(),
+            Unauthenticated::Expired => "expired bearer token: ask for a new one (`skillhost caller add`)".into(),
+            Unauthenticated::Store => "the callers cannot be read from the state store right now; try again".into(),
+            Unauthenticated::AccessToken(e) => format!("access token refused: {e}"),
         }
     }
 }
 
 impl Authenticator {
-    pub(crate) fn new(operator_token: &str, callers: Option<Arc<dyn CallerStore>>) -> Self {
-        Self { operator: format!("Bearer {operator_token}"), callers }
+    pub(crate) fn new(operator_token: &str, callers: Option<Arc<dyn CallerStore>>, oauth: Option<OAuthFront>) -> Self {
+        Self { operator: format!("Bearer {operator_token}"), callers, lookups: tokio::sync::Semaphore::new(MAX_LOOKUPS), oauth }
+    }
+
+    /// The resource server, when the front accepts OAuth access tokens.
+    pub(crate) fn oauth(&self) -> Option<&ResourceServer> {
+        self.oauth.as_ref().map(|o| &*o.server)
     }
 
     /// The caller of a request whose `Authorization` header is `header`.
@@ -63,10 +96,27 @@ impl Authenticator {
             return Ok(Caller::operator());
         }
         let token = header.strip_prefix(b"Bearer ").and_then(|t| std::str::from_utf8(t).ok()).ok_or(Unauthenticated::Missing)?;
+        let token = token.trim();
+        if token.starts_with(skillhost_access::token::PREFIX) {
+            return self.token_caller(token).await;
+        }
+        match &self.oauth {
+            Some(oauth) => oauth_caller(oauth, token).await,
+            None => Err(Unauthenticated::Unknown),
+        }
+    }
+
+    /// The caller holding the caller's token `token`.
+    async fn token_caller(&self, token: &str) -> Result<Caller, Unauthenticated> {
+        // Only a token of the shape `generate` makes is looked up.
+        if !skillhost_access::token::well_formed(token) {
+            return Err(Unauthenticated::Unknown);
+        }
         let Some(store) = self.callers.clone() else { return Err(Unauthenticated::Unknown) };
         // Only a token's hash is looked up (and kept): a lookup by a high-entropy
         // secret's hash leaks nothing by its timing.
-        let hash = skillhost_access::token::sha256(token.trim());
+        let hash = skillhost_access::token::sha256(token);
+        let _slot = self.lookups.acquire().await.map_err(|_| Unauthenticated::Store)?;
         let found = tokio::task::spawn_blocking(move || store.find(&hash)).await;
         let record = match found {
             Ok(Ok(Some(record))) => record,
@@ -82,6 +132,23 @@ impl Authenticator {
         }
         Ok(Caller { name: record.name, groups: record.groups, via: Via::Token, scopes: Vec::new() })
     }
+}
+
+/// The caller of the access token `token`; a token signed by a key the server does not
+/// hold has the keys refetched (waiting at most [`REFETCH_WAIT`]) and is checked again.
+async fn oauth_caller(oauth: &OAuthFront, token: &str) -> Result<Caller, Unauthenticated> {
+    let now = || SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    match oauth.server.authenticate(token, now()) {
+        Err(OAuthError::Token(JwtError::UnknownKey(_))) => {}
+        other => return other.map_err(Unauthenticated::AccessToken),
+    }
+    let before = oauth.server.generation();
+    oauth.refetch.notify_one();
+    let deadline = tokio::time::Instant::now() + REFETCH_WAIT;
+    while oauth.server.generation() == before && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    oauth.server.authenticate(token, now()).map_err(Unauthenticated::AccessToken)
 }
 
 /// Whether `a` and `b` are equal, in time that does not depend on where they differ.

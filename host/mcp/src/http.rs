@@ -1,11 +1,16 @@
 //! MCP over streamable HTTP: rmcp's `StreamableHttpService` behind hyper, with a bearer
 //! token in front.
 //!
-//! Every request must carry `Authorization: Bearer TOKEN`, the operator's token or a
-//! caller's own ([`crate::access::Authenticator`]), or gets 401, on loopback too: any local process (another user's, a browser extension's
+//! Every request must carry `Authorization: Bearer TOKEN`, the operator's token, a
+//! caller's own or (with [`HttpConfig::oauth`]) an OAuth access token
+//! ([`crate::access::Authenticator`]), or gets 401, on loopback too: any local process (another user's, a browser extension's
 //! helper, a compromised tool) can reach 127.0.0.1, and the front offers `skill_create`
 //! and the approval questions. [`load_or_create_token`] keeps a generated token in a
 //! file only its owner can read (`skillhost serve --http` uses `DATA_DIR/http-token`).
+//! With OAuth, the protected-resource metadata (RFC 9728) is served without a token at
+//! `/.well-known/oauth-protected-resource` (and under the resource's path), and every 401
+//! names it (`WWW-Authenticate: Bearer resource_metadata="…"`), as the MCP authorization
+//! specification asks.
 //! Defaults are for a local agent: listen on 127.0.0.1, accept only loopback `Host`
 //! headers and loopback browser `Origin`s (against DNS rebinding).
 //!
@@ -35,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 use serde_json::Value;
 use skillhost_registry::CallerStore;
 
-use crate::access::{Authenticator, Unauthenticated};
+use crate::access::{Authenticator, OAuthFront, Unauthenticated};
 use crate::ops::{Drain, InFlight};
 use crate::{MAX_MESSAGE_BYTES, McpError, SkillhostMcp};
 
@@ -53,6 +58,9 @@ pub struct HttpConfig {
     /// The callers with tokens of their own (`skillhost caller add`), looked up by
     /// their tokens' hashes at every request. Default: none (only the operator's token).
     pub callers: Option<Arc<dyn CallerStore>>,
+    /// OAuth access tokens accepted as well, checked against the issuer's keys. Default:
+    /// none.
+    pub oauth: Option<OAuthFront>,
     /// `Host` values accepted besides loopback names (for a public name or address).
     pub allowed_hosts: Vec<String>,
     /// Browser origins accepted besides loopback ones (`https://app.example.com:443`).
@@ -71,6 +79,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("addr", &self.addr)
             .field("token", &self.token.as_ref().map(|_| "…"))
             .field("callers", &self.callers.is_some())
+            .field("oauth", &self.oauth.as_ref().map(|o| o.server.settings()))
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("publish_skills", &self.publish_skills)
@@ -84,6 +93,7 @@ impl Default for HttpConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 8787)),
             token: None,
             callers: None,
+            oauth: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             publish_skills: false,
@@ -125,8 +135,9 @@ pub async fn serve_http(
     let published = config.publish_skills.then(|| server.registry().clone());
     let service =
         StreamableHttpService::new(move || Ok(server.session()), std::sync::Arc::new(LocalSessionManager::default()), rmcp_config);
-    let authenticator = Arc::new(Authenticator::new(config.token.as_deref().unwrap_or_default(), config.callers.clone()));
-    tracing::info!(addr = %bound, callers = config.callers.is_some(), "serving MCP over streamable HTTP at /mcp");
+    let authenticator =
+        Arc::new(Authenticator::new(config.token.as_deref().unwrap_or_default(), config.callers.clone(), config.oauth.clone()));
+    tracing::info!(addr = %bound, callers = config.callers.is_some(), oauth = config.oauth.is_some(), "serving MCP over streamable HTTP at /mcp");
     if let Some(ready) = ready {
         let _ = ready.send(bound);
     }
@@ -237,21 +248,12 @@ async fn handle(
     drain: &Drain,
     request: hyper::Request<Incoming>,
 ) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    if let Some(metadata) = protected_resource_metadata(authenticator, &request) {
+        return metadata;
+    }
     let caller = match authenticator.authenticate(request.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes())).await {
         Ok(caller) => caller,
-        Err(refused) => {
-            let body = Full::new(Bytes::from(format!("{}\n", refused.description())));
-            let mut response = hyper::Response::new(body.boxed());
-            *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
-            let challenge = match refused {
-                Unauthenticated::Missing => "Bearer".to_owned(),
-                other => format!("Bearer error=\"invalid_token\", error_description=\"{}\"", other.description().replace('"', "'")),
-            };
-            if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
-                response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, value);
-            }
-            return response;
-        }
+        Err(refused) => return unauthorized(authenticator, &refused),
     };
     // The notification stream (GET) stays open as long as the client: not counted, and
     // refused like the rest once draining.
@@ -276,6 +278,46 @@ async fn handle(
     }
     // Counted until the response body ends: a call answered over SSE is in flight until then.
     response.map(|body| Counted { body, _in_flight: in_flight }.boxed())
+}
+
+/// The protected-resource metadata, when `request` asks for it (a `GET` of its path, or of
+/// the bare well-known path a client tries next).
+fn protected_resource_metadata<B>(
+    authenticator: &Authenticator,
+    request: &hyper::Request<B>,
+) -> Option<hyper::Response<BoxBody<Bytes, Infallible>>> {
+    let server = authenticator.oauth()?;
+    let path = request.uri().path();
+    if request.method() != hyper::Method::GET || (path != server.metadata_path() && path != skillhost_access::oauth::METADATA_PATH) {
+        return None;
+    }
+    let mut response = hyper::Response::new(Full::new(Bytes::from(server.metadata().to_string())).boxed());
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    Some(response)
+}
+
+/// The 401 for `refused`: `WWW-Authenticate: Bearer`, with `error="invalid_token"` when a
+/// token was sent, and the metadata's URL when the front takes OAuth access tokens.
+fn unauthorized(authenticator: &Authenticator, refused: &Unauthenticated) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    let description = refused.description();
+    let mut response = hyper::Response::new(Full::new(Bytes::from(format!("{description}\n"))).boxed());
+    *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+    let mut params = Vec::new();
+    if let Some(server) = authenticator.oauth() {
+        params.push(format!("resource_metadata=\"{}\"", server.metadata_url()));
+    }
+    if !matches!(refused, Unauthenticated::Missing) {
+        // RFC 6750 3: printable ASCII without `"` and `\\`.
+        let shown: String =
+            description.chars().map(|c| if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' { c } else { '\'' }).collect();
+        params.push("error=\"invalid_token\"".to_owned());
+        params.push(format!("error_description=\"{shown}\""));
+    }
+    let challenge = if params.is_empty() { "Bearer".to_owned() } else { format!("Bearer {}", params.join(", ")) };
+    if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, value);
+    }
+    response
 }
 
 /// A response body holding its request's place in the [`Drain`] count until it ends or

@@ -58,6 +58,7 @@ mod tools;
 mod transport;
 mod wellknown;
 
+pub use access::OAuthFront;
 pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};
 pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, directory as skills_directory};
 pub use ops::{Drain, MetricsRender, OpsConfig, ReadinessCheck, serve_ops};

@@ -93,6 +93,9 @@ pub struct HostConfig {
     /// `[org]`: the org policy deciding what each caller may do.
     #[serde(default)]
     pub org: OrgSection,
+    /// `[oauth]`: OAuth 2.1 access tokens accepted at the HTTP front.
+    #[serde(default)]
+    pub oauth: OAuthSection,
     /// The file this was read from (`None`: built in code).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -232,6 +235,30 @@ pub struct OrgSection {
     pub policies: Option<PathBuf>,
 }
 
+/// `[oauth]` of the host config: the HTTP front as an OAuth 2.1 resource server (the MCP
+/// authorization specification). `issuer`, `resource` and `jwks_url` go together.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct OAuthSection {
+    /// The authorization server's issuer identifier: a token's `iss` must equal it.
+    pub issuer: Option<String>,
+    /// This server's canonical URL as clients reach it (`https://mcp.example.com/mcp`): a
+    /// token's `aud` must name it; the protected-resource metadata is served under it.
+    pub resource: Option<String>,
+    /// Where the issuer publishes its signing keys (JWKS), fetched at start, every
+    /// [`JWKS_REFRESH`](crate::oauth::JWKS_REFRESH) and when a token names a key not held.
+    pub jwks_url: Option<String>,
+    /// The claim naming the caller (the org policy's `Caller::"…"`). Default `sub`.
+    pub name_claim: Option<String>,
+    /// The claim listing the caller's groups (`Group::"…"`). Default `groups`.
+    pub groups_claim: Option<String>,
+    /// Scopes the metadata lists as known here; the org policy reads a token's scopes as
+    /// `principal.scopes`.
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+}
+
 /// A key of `[state] keys` shorter than this is refused.
 pub const MIN_KEY_BYTES: usize = 32;
 
@@ -320,6 +347,7 @@ impl HostConfig {
         config.source_caps(Caps::default())?;
         config.state_keys()?;
         config.check_telemetry()?;
+        config.oauth()?;
         Ok(config)
     }
 
@@ -416,6 +444,37 @@ impl HostConfig {
                 ),
             }),
         }
+    }
+
+    /// `[oauth]` as the resource server's settings and the JWKS URL; `None` when the
+    /// section is empty.
+    pub fn oauth(&self) -> Result<Option<(skillhost_access::OAuthSettings, url::Url)>, ConfigError> {
+        let section = &self.oauth;
+        let refused = |message: String| ConfigError::Section { file: self.file(), section: "oauth", message };
+        let (issuer, resource, jwks_url) = match (&section.issuer, &section.resource, &section.jwks_url) {
+            (None, None, None) => return Ok(None),
+            (Some(issuer), Some(resource), Some(jwks_url)) => (issuer, resource, jwks_url),
+            _ => {
+                return Err(refused(
+                    "issuer, resource and jwks_url go together: set all three (the authorization server's issuer, this server's URL as clients reach it, the issuer's JWKS URL)".into(),
+                ));
+            }
+        };
+        let jwks = url::Url::parse(jwks_url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+            .ok_or_else(|| refused(format!("jwks_url `{jwks_url}` is not an https:// URL (the issuer's `jwks_uri`)")))?;
+        let mut settings = skillhost_access::OAuthSettings::new(issuer.clone(), resource.clone());
+        if let Some(claim) = &section.name_claim {
+            settings.name_claim = claim.clone();
+        }
+        if let Some(claim) = &section.groups_claim {
+            settings.groups_claim = claim.clone();
+        }
+        settings.scopes_supported = section.scopes_supported.clone();
+        // The same checks the front makes when it starts: a bad resource fails here.
+        skillhost_access::oauth::check_settings(&settings).map_err(|e| refused(e.to_string()))?;
+        Ok(Some((settings, jwks)))
     }
 
     /// This host's name in a shared state store: `[state] replica`, else the host name.
@@ -656,6 +715,28 @@ mod tests {
             let error =
                 HostConfig::parse(&format!("[telemetry]\notlp_endpoint = \"{bad}\"\n"), Path::new("c.toml")).unwrap_err().to_string();
             assert!(error.contains(&format!("otlp_endpoint `{bad}` is not an http:// or https:// URL")), "{error}");
+        }
+    }
+
+    fn parse(text: &str) -> Result<HostConfig, ConfigError> {
+        HostConfig::parse(text, Path::new("/etc/skillhost/config.toml"))
+    }
+
+    #[test]
+    fn oauth_needs_its_issuer_resource_and_keys_together_and_a_usable_resource() {
+        let whole =
+            "[oauth]\nissuer = \"https://id.example\"\nresource = \"https://mcp.example/mcp\"\njwks_url = \"https://id.example/jwks\"\n";
+        let (settings, jwks) = parse(whole).unwrap().oauth().unwrap().expect("configured");
+        assert_eq!((settings.name_claim.as_str(), settings.groups_claim.as_str()), ("sub", "groups"));
+        assert_eq!(jwks.as_str(), "https://id.example/jwks");
+        assert!(parse("").unwrap().oauth().unwrap().is_none());
+        for (bad, says) in [
+            ("[oauth]\nissuer = \"https://id.example\"\n", "go together"),
+            (&whole.replace("https://mcp.example/mcp", "mcp.example/mcp"), "not this server's absolute URL"),
+            (&whole.replace("https://id.example/jwks", "file:///etc/jwks"), "jwks_url"),
+        ] {
+            let error = parse(bad).unwrap_err().to_string();
+            assert!(error.contains("[oauth]") && error.contains(says), "{error}");
         }
     }
 }

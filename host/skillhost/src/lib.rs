@@ -57,7 +57,10 @@ pub mod state {
 /// Who may use the host: callers and their tokens ([`State::callers`](crate::state::State)),
 /// and the org policy in Cedar (`[org] policies`).
 pub mod access {
-    pub use skillhost_access::{Action, Caller, Decision, OrgPolicy, Policies, PolicyError, Target, Via, caller, policy, token};
+    pub use skillhost_access::{
+        Action, Caller, Decision, OAuthError, OAuthSettings, OrgPolicy, Policies, PolicyError, ResourceServer, Target, Via, caller, jwt,
+        oauth, policy, token,
+    };
     pub use skillhost_store::{CallerRecord, CallerStore};
 }
 
@@ -108,8 +111,8 @@ pub mod mcp {
     #[doc(no_inline)]
     pub use skillhost_mcp::{
         ApprovalKeys, CALL_KEY, DIRECTORY_BUDGET, Directory, HttpConfig, LineTransport, MAX_DIRECTORY_BUDGET, MAX_MESSAGE_BYTES,
-        MIN_DIRECTORY_BUDGET, McpConfig, SearchIndex, SkillhostMcp, load_or_create_token, read_token_file, serve, serve_http, serve_stdio,
-        skills_directory,
+        MIN_DIRECTORY_BUDGET, McpConfig, OAuthFront, SearchIndex, SkillhostMcp, load_or_create_token, read_token_file, serve, serve_http,
+        serve_stdio, skills_directory,
     };
     #[doc(no_inline)]
     pub use skillhost_mcp::{Drain, MetricsRender, OpsConfig, ReadinessCheck, serve_ops};
@@ -195,6 +198,7 @@ use skillhost_wasm::WasmRuntime;
 
 pub mod config;
 pub mod helpers;
+pub mod oauth;
 
 pub use config::HostConfig;
 
@@ -225,6 +229,9 @@ pub enum HostError {
     /// The search index (`<data_dir>/index`) cannot be opened.
     #[error(transparent)]
     Index(#[from] skillhost_index::IndexError),
+    /// The HTTP front cannot take OAuth access tokens (`[oauth]`).
+    #[error(transparent)]
+    OAuth(#[from] oauth::OAuthSetupError),
 }
 
 /// Builds a [`Host`].

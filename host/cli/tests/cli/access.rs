@@ -70,9 +70,41 @@ fn searched(addr: &str, token: &str) -> Vec<String> {
     tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
 }
 
-#[test]
-fn two_callers_see_and_do_what_the_org_policy_permits_and_every_decision_is_audited() {
-    let env = Env::new();
+/// `serve --http LISTEN` over `env` with the operator's token `operator-token-0123456789`:
+/// the address it serves at, its stderr's lines as they come, and the process.
+fn serve(env: &Env, listen: &str) -> (String, std::sync::mpsc::Receiver<String>, Served) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--skills")
+        .arg(env.skills.path())
+        .arg("--data-dir")
+        .arg(env.data.path())
+        .args(["serve", "--http", listen])
+        .env("SKILLHOST_MCP_TOKEN", "operator-token-0123456789")
+        .env("SKILLHOST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = Vec::new();
+    let addr = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "serve exited before listening: {}", said.join(""));
+        if let Some(rest) = line.trim().strip_prefix("skillhost: serving MCP at http://") {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+        said.push(line);
+    };
+    let (lines, reading) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    (addr, reading, Served(child))
+}
+
+/// `limits` in `env`'s skills, and the org policy [`POLICY`] in its config.
+fn limits_under_policy(env: &Env, config: &str) -> std::path::PathBuf {
     let dir = env.skills.path().join("limits");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(fixtures::LIMITS.wasm, dir.join("skill.wasm")).unwrap();
@@ -80,7 +112,23 @@ fn two_callers_see_and_do_what_the_org_policy_permits_and_every_decision_is_audi
     let policy = env.data.path().join("policy");
     std::fs::create_dir_all(&policy).unwrap();
     std::fs::write(policy.join("team.cedar"), POLICY).unwrap();
-    std::fs::write(env.data.path().join("config.toml"), "[org]\npolicies = \"policy\"\n").unwrap();
+    std::fs::write(env.data.path().join("config.toml"), format!("[org]\npolicies = \"policy\"\n{config}")).unwrap();
+    policy
+}
+
+/// Wait until `token`'s caller sees `tool` (the skills load in the background).
+fn wait_for_tool(addr: &str, token: &str, tool: &str) {
+    let started = Instant::now();
+    while !tools(addr, token).iter().any(|t| t == tool) {
+        assert!(started.elapsed() < Duration::from_secs(60), "{tool} never loaded");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn two_callers_see_and_do_what_the_org_policy_permits_and_every_decision_is_audited() {
+    let env = Env::new();
+    let policy = limits_under_policy(&env, "");
     let add = |name: &str, group: &str, extra: &[&str]| {
         let out = env.run(&[&["caller", "add", name, "--group", group, "--json"][..], extra].concat());
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -96,39 +144,10 @@ fn two_callers_see_and_do_what_the_org_policy_permits_and_every_decision_is_audi
     let listed = String::from_utf8_lossy(&env.run(&["caller", "list"]).stdout).into_owned();
     assert!(listed.contains("reader") && listed.contains("readers") && !listed.contains(&reader), "tokens are never listed: {listed}");
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
-        .arg("--skills")
-        .arg(env.skills.path())
-        .arg("--data-dir")
-        .arg(env.data.path())
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("SKILLHOST_MCP_TOKEN", "operator-token-0123456789")
-        .env("SKILLHOST_LOG", "warn")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let addr = loop {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "serve exited before listening");
-        if let Some(rest) = line.trim().strip_prefix("skillhost: serving MCP at http://") {
-            break rest.split('/').next().unwrap().to_owned();
-        }
-    };
-    let (said, reading) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = said.send(line);
-        }
-    });
-    let _served = Served(child);
+    let (addr, reading, _served) = serve(&env, "127.0.0.1:0");
 
     // What each sees: its tools, and the forge only for the writer.
-    let started = Instant::now();
-    while !tools(&addr, &reader).contains(&"limits__echo".to_owned()) {
-        assert!(started.elapsed() < Duration::from_secs(60), "limits never loaded");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_tool(&addr, &reader, "limits__echo");
     let (reader_tools, writer_tools) = (tools(&addr, &reader), tools(&addr, &writer));
     let skill_tools = |all: &[String]| all.iter().filter(|t| t.starts_with("limits__")).cloned().collect::<Vec<_>>();
     assert_eq!(skill_tools(&reader_tools), ["limits__echo"], "{reader_tools:?}");
@@ -194,4 +213,96 @@ fn two_callers_see_and_do_what_the_org_policy_permits_and_every_decision_is_audi
     assert!(rows.iter().all(|r| r["caller"] == "reader"), "only the reader's: {rows:?}");
     let text = String::from_utf8_lossy(&env.run(&["audit", "--caller", "writer"]).stdout).into_owned();
     assert!(text.lines().any(|l| l.contains("limits__fail") && l.contains("refused") && l.contains("nobody-fails")), "{text}");
+}
+
+/// Unix seconds now.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+#[test]
+fn oauth_access_tokens_from_the_configured_issuer_name_callers_and_anything_else_gets_401_naming_the_metadata() {
+    use fixtures::issuer::{Issuer, SigningKey};
+
+    let env = Env::new();
+    let key = SigningKey::new("k1");
+    let issuer = Issuer::start(&key);
+    // The resource is this server's URL as clients reach it: its port is chosen first.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let oauth = format!(
+        "[oauth]\nissuer = \"{}\"\nresource = \"{resource}\"\njwks_url = \"{}\"\nscopes_supported = [\"skills\"]\n",
+        issuer.id(),
+        issuer.jwks_url()
+    );
+    limits_under_policy(&env, &oauth);
+    let (addr, _reading, _served) = serve(&env, &format!("127.0.0.1:{port}"));
+    assert_eq!(issuer.fetches(), 1, "the keys are fetched at start");
+
+    // The metadata, without a token, at the resource's path and the bare well-known one.
+    let metadata_url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
+    for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"] {
+        let got = request(&addr, "GET", path, &[], "");
+        assert_eq!(got.status, 200, "{path}: {}", got.body);
+        let metadata: Value = serde_json::from_str(&got.body).unwrap();
+        assert_eq!(metadata["resource"], resource.as_str());
+        assert_eq!(metadata["authorization_servers"], json!([issuer.id()]));
+        assert_eq!(metadata["scopes_supported"], json!(["skills"]));
+    }
+
+    let claims = |sub: &str, aud: &str, exp: u64| json!({"iss": issuer.id(), "aud": aud, "sub": sub, "exp": exp, "iat": unix_now(), "groups": ["readers"], "scope": "skills"});
+    let later = unix_now() + 600;
+
+    // A valid token names its caller; its groups reach the org policy.
+    let alice = key.sign(&claims("alice@example.com", &resource, later));
+    wait_for_tool(&addr, &alice, "limits__echo");
+    let seen: Vec<String> = tools(&addr, &alice).into_iter().filter(|t| t.starts_with("limits__")).collect();
+    assert_eq!(seen, ["limits__echo"], "a reader by its token's groups claim");
+    let (text, error) = answer(&call(&addr, &alice, "limits__echo", json!({"value": 7})));
+    assert!(!error, "{text}");
+    let (text, error) = answer(&call(&addr, &alice, "limits__sleep", json!({"ms": 1})));
+    assert!(error && text.contains("caller `alice@example.com` may not call"), "{text}");
+
+    // Anything else: 401, naming the metadata.
+    let other = SigningKey::new("k1");
+    let refused = [
+        ("an expired token", key.sign(&claims("alice@example.com", &resource, unix_now() - 120)), "expired"),
+        (
+            "a token for another audience",
+            key.sign(&claims("alice@example.com", "http://elsewhere.example/mcp", later)),
+            "not meant for this server",
+        ),
+        ("a token signed by another key under the same kid", other.sign(&claims("alice@example.com", &resource, later)), "signature"),
+        ("a token naming the operator", key.sign(&claims("operator", &resource, later)), "keeps for itself"),
+    ];
+    for (what, token, why) in &refused {
+        let got = rpc(&addr, token, "tools/list", "", json!({}));
+        assert_eq!(got.status, 401, "{what}: {}", got.body);
+        assert!(got.body.contains(why), "{what}: {}", got.body);
+        let challenge = got.header("www-authenticate").unwrap_or_default();
+        assert!(challenge.contains(&format!("resource_metadata=\"{metadata_url}\"")), "{what}: {challenge}");
+        assert!(challenge.contains("error=\"invalid_token\""), "{what}: {challenge}");
+    }
+    let bare = request(&addr, "POST", "/mcp", &[("Content-Type", "application/json")], "{}");
+    assert_eq!(bare.status, 401);
+    let challenge = bare.header("www-authenticate").unwrap_or_default();
+    assert_eq!(challenge, format!("Bearer resource_metadata=\"{metadata_url}\""), "no token: where to get one, no error");
+
+    // The issuer rotates its keys: a token under the new kid has them fetched again.
+    let next = SigningKey::new("k2");
+    issuer.rotate(&next);
+    let bob = next.sign(&claims("bob", &resource, later));
+    let (text, error) = answer(&call(&addr, &bob, "limits__echo", json!({"value": 8})));
+    assert!(!error, "{text}");
+    assert_eq!(issuer.fetches(), 2, "fetched again once");
+
+    // The decisions name the OAuth callers.
+    let out = env.run(&["audit", "--caller", "alice@example.com", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let rows = rows.as_array().unwrap();
+    assert!(
+        rows.iter().any(|r| r["resource"] == "Tool::\"limits__echo\"" && r["allowed"] == true && r["policies"] == json!(["readers-echo"])),
+        "{rows:?}"
+    );
+    assert!(rows.iter().any(|r| r["resource"] == "Tool::\"limits__sleep\"" && r["allowed"] == false), "{rows:?}");
 }
