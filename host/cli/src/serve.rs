@@ -238,6 +238,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     let callers = host.state().callers.clone();
     // Over HTTP only; a front that cannot check access tokens does not start.
     let oauth = if args.http.is_some() { skillhost::oauth::front(host.config()).await? } else { None };
+    let quotas = host.config().quotas()?;
     if let Some(oauth) = &oauth {
         let settings = oauth.server.settings();
         errln!(
@@ -323,6 +324,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         token,
         callers: Some(callers),
         oauth,
+        quotas,
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,
         publish_skills: args.publish_skills,

@@ -42,6 +42,7 @@ use skillhost_registry::CallerStore;
 
 use crate::access::{Authenticator, OAuthFront, Unauthenticated};
 use crate::ops::{Drain, InFlight};
+use crate::quota::{Held, OverQuota, QuotaConfig, Quotas};
 use crate::{MAX_MESSAGE_BYTES, McpError, SkillhostMcp};
 
 /// Connections the MCP listener serves at once; more wait in the kernel's backlog.
@@ -61,6 +62,8 @@ pub struct HttpConfig {
     /// OAuth access tokens accepted as well, checked against the issuer's keys. Default:
     /// none.
     pub oauth: Option<OAuthFront>,
+    /// Each caller's limits on tool calls (`[quotas]`). Default: none.
+    pub quotas: QuotaConfig,
     /// `Host` values accepted besides loopback names (for a public name or address).
     pub allowed_hosts: Vec<String>,
     /// Browser origins accepted besides loopback ones (`https://app.example.com:443`).
@@ -80,6 +83,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("token", &self.token.as_ref().map(|_| "…"))
             .field("callers", &self.callers.is_some())
             .field("oauth", &self.oauth.as_ref().map(|o| o.server.settings()))
+            .field("quotas", &self.quotas)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("publish_skills", &self.publish_skills)
@@ -94,6 +98,7 @@ impl Default for HttpConfig {
             token: None,
             callers: None,
             oauth: None,
+            quotas: QuotaConfig::default(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             publish_skills: false,
@@ -135,31 +140,37 @@ pub async fn serve_http(
     let published = config.publish_skills.then(|| server.registry().clone());
     let service =
         StreamableHttpService::new(move || Ok(server.session()), std::sync::Arc::new(LocalSessionManager::default()), rmcp_config);
-    let authenticator =
-        Arc::new(Authenticator::new(config.token.as_deref().unwrap_or_default(), config.callers.clone(), config.oauth.clone()));
-    tracing::info!(addr = %bound, callers = config.callers.is_some(), oauth = config.oauth.is_some(), "serving MCP over streamable HTTP at /mcp");
+    let front = Arc::new(Front {
+        service,
+        authenticator: Authenticator::new(config.token.as_deref().unwrap_or_default(), config.callers.clone(), config.oauth.clone()),
+        drain: config.drain.clone(),
+        quotas: Quotas::new(config.quotas.clone()),
+    });
+    tracing::info!(
+        addr = %bound,
+        callers = config.callers.is_some(),
+        oauth = config.oauth.is_some(),
+        quotas = !config.quotas.is_empty(),
+        "serving MCP over streamable HTTP at /mcp"
+    );
     if let Some(ready) = ready {
         let _ = ready.send(bound);
     }
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let Some((stream, peer, slot)) = accept(&listener, &shutdown, "an MCP", &slots).await else { return Ok(()) };
-        let service = service.clone();
-        let authenticator = authenticator.clone();
+        let front = front.clone();
         let stop = shutdown.clone();
         let published = published.clone();
-        let drain = config.drain.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-                let service = service.clone();
-                let authenticator = authenticator.clone();
+                let front = front.clone();
                 let published = published.clone();
-                let drain = drain.clone();
                 async move {
                     if let Some(registry) = published.as_deref().filter(|_| well_known(&request)) {
                         return Ok::<_, Infallible>(well_known_response(registry, request.uri().path()));
                     }
-                    Ok::<_, Infallible>(handle(&service, &authenticator, &drain, request).await)
+                    Ok::<_, Infallible>(front.handle(request).await)
                 }
             });
             let connection = connection_builder().serve_connection(TokioIo::new(stream), handler);
@@ -242,42 +253,82 @@ fn well_known_response(registry: &skillhost_registry::Registry, path: &str) -> h
 #[derive(Clone, Debug)]
 pub(crate) struct Principal(pub String);
 
-async fn handle(
-    service: &Service,
-    authenticator: &Authenticator,
-    drain: &Drain,
-    request: hyper::Request<Incoming>,
-) -> hyper::Response<BoxBody<Bytes, Infallible>> {
-    if let Some(metadata) = protected_resource_metadata(authenticator, &request) {
-        return metadata;
+/// What every request of the listener goes through: who sent it, whether the replica
+/// still takes requests, the caller's quotas, then rmcp.
+struct Front {
+    service: Service,
+    authenticator: Authenticator,
+    drain: Drain,
+    quotas: Arc<Quotas>,
+}
+
+impl Front {
+    async fn handle(&self, request: hyper::Request<Incoming>) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+        if let Some(metadata) = protected_resource_metadata(&self.authenticator, &request) {
+            return metadata;
+        }
+        let authorization = request.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
+        let caller = match self.authenticator.authenticate(authorization).await {
+            Ok(caller) => caller,
+            Err(refused) => return unauthorized(&self.authenticator, &refused),
+        };
+        // The notification stream (GET) stays open as long as the client: not counted, and
+        // refused like the rest once draining.
+        let counted = request.method() != hyper::Method::GET;
+        let in_flight = match self.drain.enter() {
+            Some(in_flight) => in_flight,
+            None => return draining(request).await,
+        };
+        let (mut request, body) = match bounded(request).await {
+            Ok(read) => read,
+            Err(refused) => return refused,
+        };
+        let quota = match self.quotas.admit(&caller.name, crate::quota::tool_calls(&body)) {
+            Ok(held) => held,
+            Err(over) => return over_quota(&caller.name, &over, &body),
+        };
+        let principal = match request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            Some(session) => format!("http-session:{session}"),
+            None => "http-bearer".to_owned(),
+        };
+        request.extensions_mut().insert(Principal(principal));
+        request.extensions_mut().insert(caller);
+        let response = self.service.handle(request).await;
+        if !counted {
+            return response;
+        }
+        // Counted until the response body ends: a call answered over SSE is in flight
+        // until then, for the drain and for the caller's quota.
+        response.map(|body| Counted { body, _in_flight: in_flight, _quota: quota }.boxed())
     }
-    let caller = match authenticator.authenticate(request.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes())).await {
-        Ok(caller) => caller,
-        Err(refused) => return unauthorized(authenticator, &refused),
-    };
-    // The notification stream (GET) stays open as long as the client: not counted, and
-    // refused like the rest once draining.
-    let counted = request.method() != hyper::Method::GET;
-    let in_flight = match drain.enter() {
-        Some(in_flight) => in_flight,
-        None => return draining(request).await,
-    };
-    let mut request = match bounded(request).await {
-        Ok(request) => request,
-        Err(refused) => return refused,
-    };
-    let principal = match request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-        Some(session) => format!("http-session:{session}"),
-        None => "http-bearer".to_owned(),
-    };
-    request.extensions_mut().insert(Principal(principal));
-    request.extensions_mut().insert(caller);
-    let response = service.handle(request).await;
-    if !counted {
-        return response;
-    }
-    // Counted until the response body ends: a call answered over SSE is in flight until then.
-    response.map(|body| Counted { body, _in_flight: in_flight }.boxed())
+}
+
+/// The JSON-RPC error code of a call refused by the caller's quota (implementation-defined
+/// server error range).
+pub(crate) const QUOTA_CODE: i32 = -32029;
+
+/// The 429 answering a request over `caller`'s quota: `Retry-After`, and a JSON-RPC error
+/// for the request's id saying what was refused, when to come back and who can raise it.
+fn over_quota(caller: &str, over: &OverQuota, body: &[u8]) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    let mut scan = crate::transport::IdScan::default();
+    scan.feed(body);
+    let retry = over.retry_after_seconds();
+    tracing::warn!(caller, ?over, "refused a tool call over the caller's quota");
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": scan.id(),
+        "error": {
+            "code": QUOTA_CODE,
+            "message": over.describe(caller),
+            "data": {"retriable": true, "retry_after_seconds": retry},
+        },
+    });
+    let mut response = hyper::Response::new(Full::new(Bytes::from(answer.to_string())).boxed());
+    *response.status_mut() = hyper::StatusCode::TOO_MANY_REQUESTS;
+    let headers = response.headers_mut();
+    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    headers.insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from(retry));
+    response
 }
 
 /// The protected-resource metadata, when `request` asks for it (a `GET` of its path, or of
@@ -320,11 +371,12 @@ fn unauthorized(authenticator: &Authenticator, refused: &Unauthenticated) -> hyp
     response
 }
 
-/// A response body holding its request's place in the [`Drain`] count until it ends or
-/// is dropped.
+/// A response body holding its request's place in the [`Drain`] count, and its calls'
+/// places in the caller's quota, until it ends or is dropped.
 struct Counted {
     body: BoxBody<Bytes, Infallible>,
     _in_flight: InFlight,
+    _quota: Option<Held>,
 }
 
 impl hyper::body::Body for Counted {
@@ -387,7 +439,9 @@ const DRAINING_CODE: i64 = -32001;
 /// else a 413 whose body is the JSON-RPC error saying so: at once for a `Content-Length`
 /// over it (nothing of the body is read), and as soon as what was read passes it, with
 /// the request's id when that part holds it.
-async fn bounded(request: hyper::Request<Incoming>) -> Result<hyper::Request<Full<Bytes>>, hyper::Response<BoxBody<Bytes, Infallible>>> {
+async fn bounded(
+    request: hyper::Request<Incoming>,
+) -> Result<(hyper::Request<Full<Bytes>>, Bytes), hyper::Response<BoxBody<Bytes, Infallible>>> {
     let declared = request.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
     if let Some(declared) = declared.filter(|&n| n > MAX_MESSAGE_BYTES as u64) {
         return Err(too_large(Value::Null, declared.try_into().unwrap_or(usize::MAX), true));
@@ -409,7 +463,8 @@ async fn bounded(request: hyper::Request<Incoming>) -> Result<hyper::Request<Ful
         }
         read.extend_from_slice(&data);
     }
-    Ok(hyper::Request::from_parts(parts, Full::new(read.freeze())))
+    let read = read.freeze();
+    Ok((hyper::Request::from_parts(parts, Full::new(read.clone())), read))
 }
 
 /// The 413 answering a body of `size` bytes (`exact`, or at least that many), `id` its

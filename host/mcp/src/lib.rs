@@ -34,6 +34,10 @@
 //!   about.
 //! - `http`: streamable HTTP with a bearer token (always, loopback included; see
 //!   [`load_or_create_token`]) and Host/Origin checks.
+//! - `access`: who sent a request (the operator's token, a caller's token, an OAuth
+//!   access token, [`OAuthFront`]) and what the org policy lets it see and do.
+//! - `quota`: each caller's limits on tool calls over HTTP ([`QuotaConfig`]): a rate and
+//!   a concurrency per caller, answered 429 with `Retry-After`.
 //! - `transport`: [`MAX_MESSAGE_BYTES`], the longest message any transport reads (derived
 //!   from `skill_run`'s input cap), answered with a JSON-RPC error past it, never dropped;
 //!   and [`LineTransport`], the stdio transport that holds to it.
@@ -50,6 +54,7 @@ mod forge;
 mod http;
 mod knowledge;
 mod ops;
+mod quota;
 mod run;
 mod search;
 mod server;
@@ -62,6 +67,7 @@ pub use access::OAuthFront;
 pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};
 pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, directory as skills_directory};
 pub use ops::{Drain, MetricsRender, OpsConfig, ReadinessCheck, serve_ops};
+pub use quota::{Quota, QuotaConfig};
 pub use search::SearchType;
 pub use server::{ApprovalKeys, CALL_KEY, IndexLoading, McpConfig, SkillhostMcp};
 pub use skillhost_index::SearchIndex;

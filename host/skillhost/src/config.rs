@@ -96,6 +96,9 @@ pub struct HostConfig {
     /// `[oauth]`: OAuth 2.1 access tokens accepted at the HTTP front.
     #[serde(default)]
     pub oauth: OAuthSection,
+    /// `[quotas]`: each caller's limits on tool calls over HTTP.
+    #[serde(default)]
+    pub quotas: QuotasSection,
     /// The file this was read from (`None`: built in code).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -259,6 +262,34 @@ pub struct OAuthSection {
     pub scopes_supported: Vec<String>,
 }
 
+/// `[quotas]` of the host config: each caller's limits on `tools/call` over HTTP, on each
+/// replica. A call over them is answered 429 with `Retry-After`, nothing of it run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct QuotasSection {
+    /// Tool calls per minute: a burst of as many, then one each `60 / N` seconds.
+    /// Default: no limit.
+    pub calls_per_minute: Option<u32>,
+    /// Tool calls in flight at once. Default: no limit.
+    pub concurrent_calls: Option<u32>,
+    /// Overrides by caller name (`[quotas.callers.ci-bot]`): each key it sets replaces
+    /// the default's.
+    #[serde(default)]
+    pub callers: std::collections::BTreeMap<String, CallerQuota>,
+}
+
+/// `[quotas.callers.NAME]`: one caller's limits.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CallerQuota {
+    /// Tool calls per minute.
+    pub calls_per_minute: Option<u32>,
+    /// Tool calls in flight at once.
+    pub concurrent_calls: Option<u32>,
+}
+
 /// A key of `[state] keys` shorter than this is refused.
 pub const MIN_KEY_BYTES: usize = 32;
 
@@ -348,6 +379,7 @@ impl HostConfig {
         config.state_keys()?;
         config.check_telemetry()?;
         config.oauth()?;
+        config.quotas()?;
         Ok(config)
     }
 
@@ -475,6 +507,32 @@ impl HostConfig {
         // The same checks the front makes when it starts: a bad resource fails here.
         skillhost_access::oauth::check_settings(&settings).map_err(|e| refused(e.to_string()))?;
         Ok(Some((settings, jwks)))
+    }
+
+    /// `[quotas]` as the front's quota config; a limit of 0 is refused (the org policy is
+    /// what keeps a caller from calling).
+    pub fn quotas(&self) -> Result<skillhost_mcp::QuotaConfig, ConfigError> {
+        let section = &self.quotas;
+        let quota = |calls_per_minute: Option<u32>, concurrent_calls: Option<u32>, at: &str| {
+            if calls_per_minute == Some(0) || concurrent_calls == Some(0) {
+                return Err(ConfigError::Section {
+                    file: self.file(),
+                    section: "quotas",
+                    message: format!(
+                        "{at}: a limit of 0 lets no call through; leave the key out for no limit, and refuse a caller in the org policy"
+                    ),
+                });
+            }
+            Ok(skillhost_mcp::Quota { calls_per_minute, concurrent_calls })
+        };
+        let mut config = skillhost_mcp::QuotaConfig {
+            default: quota(section.calls_per_minute, section.concurrent_calls, "the default")?,
+            ..Default::default()
+        };
+        for (name, own) in &section.callers {
+            config.callers.insert(name.clone(), quota(own.calls_per_minute, own.concurrent_calls, &format!("caller `{name}`"))?);
+        }
+        Ok(config)
     }
 
     /// This host's name in a shared state store: `[state] replica`, else the host name.

@@ -306,3 +306,69 @@ fn oauth_access_tokens_from_the_configured_issuer_name_callers_and_anything_else
     );
     assert!(rows.iter().any(|r| r["resource"] == "Tool::\"limits__sleep\"" && r["allowed"] == false), "{rows:?}");
 }
+
+#[test]
+fn a_caller_over_its_quota_gets_429_with_retry_after_and_nothing_runs_while_others_are_served() {
+    let env = Env::new();
+    let quotas = "[quotas]\ncalls_per_minute = 3\n\n[quotas.callers.writer]\ncalls_per_minute = 100\nconcurrent_calls = 1\n";
+    limits_under_policy(&env, quotas);
+    let add = |name: &str, group: &str| {
+        let out = env.run(&["caller", "add", name, "--group", group, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["token"].as_str().unwrap().to_owned()
+    };
+    let (reader, writer) = (add("reader", "readers"), add("writer", "writers"));
+    let (addr, _reading, _served) = serve(&env, "127.0.0.1:0");
+    wait_for_tool(&addr, &reader, "limits__echo");
+
+    // The rate: three calls, then 429 until the bucket refills; listings are not counted.
+    for value in 0..3 {
+        let (text, error) = answer(&call(&addr, &reader, "limits__echo", json!({"value": value})));
+        assert!(!error, "{text}");
+    }
+    let refused = rpc(&addr, &reader, "tools/call", "limits__echo", json!({"name": "limits__echo", "arguments": {"value": 3}}));
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    let retry: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert!((1..=20).contains(&retry), "one call comes back every 20 s: {retry}");
+    let error = &refused.message()["error"];
+    assert_eq!(error["data"]["retriable"], true, "{error}");
+    assert_eq!(error["data"]["retry_after_seconds"], retry);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("caller `reader` is over its quota of 3 tool calls per minute") && message.contains("nothing of this call ran"),
+        "{message}"
+    );
+    assert!(tools(&addr, &reader).contains(&"limits__echo".to_owned()), "listing is not a call");
+    let (text, error) = answer(&call(&addr, &writer, "limits__echo", json!({"value": 9})));
+    assert!(!error, "another caller has its own quota: {text}");
+    let out = env.run(&["audit", "--caller", "reader", "--json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let echoes = rows.iter().filter(|r| r["resource"] == "Tool::\"limits__echo\"").count();
+    assert_eq!(echoes, 3, "the refused call never reached the server: {rows:?}");
+
+    // The concurrency: the writer's one call in flight holds its only place until it ends.
+    let slow = {
+        let (addr, writer) = (addr.clone(), writer.clone());
+        std::thread::spawn(move || {
+            rpc(&addr, &writer, "tools/call", "limits__sleep", json!({"name": "limits__sleep", "arguments": {"ms": 1500}}))
+        })
+    };
+    // The slow call goes first.
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let refused = loop {
+        let got = rpc(&addr, &writer, "tools/call", "limits__echo", json!({"name": "limits__echo", "arguments": {"value": 1}}));
+        if got.status == 429 {
+            break got;
+        }
+        assert!(started.elapsed() < Duration::from_secs(1), "a second call while one is in flight was served: {}", got.body);
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(refused.body.contains("already has 1 tool calls in flight"), "{}", refused.body);
+    let slow = slow.join().unwrap();
+    assert_eq!(slow.status, 200, "{}", slow.body);
+    let (text, error) = answer(&slow.message());
+    assert!(!error && text == "1500", "{text}");
+    let (text, error) = answer(&call(&addr, &writer, "limits__echo", json!({"value": 2})));
+    assert!(!error, "its place came back when the call ended: {text}");
+}
