@@ -497,7 +497,7 @@ mod tests {
         let doc = include_str!("../../../docs/org-policy.md");
         let blocks: Vec<&str> = doc.split("```cedar\n").skip(1).map(|b| b.split("```").next().unwrap_or_default()).collect();
         assert_eq!(blocks[0].trim(), SCHEMA.trim(), "docs/org-policy.md shows the schema as it is");
-        assert_eq!(blocks.len(), 4, "the schema and three examples");
+        assert!(blocks.len() >= 4, "the schema and three examples at least: {}", blocks.len());
         for example in &blocks[1..] {
             set(&[("example.cedar", example)]).unwrap_or_else(|e| panic!("{e}\n{example}"));
         }

@@ -164,6 +164,21 @@ pub(crate) struct Scope {
     audit: Option<Arc<dyn AuditLog>>,
 }
 
+/// What the org policy says to an action it does not refuse.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Permit {
+    /// Go ahead.
+    Yes,
+    /// Only once a human said yes to this one use: `policies` are the `@require_approval`
+    /// permits that allow it.
+    IfHumanApproves { policies: Vec<String> },
+}
+
+/// `policies` as `` `a`, `b` ``.
+pub(crate) fn quoted(policies: &[String]) -> String {
+    policies.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+}
+
 /// The org policy refused an action.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -214,22 +229,48 @@ impl Scope {
     }
 
     /// Whether the caller may do `action` to the skill `name` (`entry` when it is in the
-    /// catalog); the decision is audited.
+    /// catalog); the decision is audited. A permit marked `@require_approval` refuses
+    /// here: only a tool call can ask a human (see [`Scope::check_tool`]).
     pub(crate) fn check_skill(&self, action: Action, name: &str, entry: Option<&Entry>) -> Result<(), Refused> {
         let target = Target::Skill { name, runtime: entry.and_then(|e| e.loaded.as_ref()).map_or("", |l| l.runtime) };
-        self.check(action, &target)
+        match self.check(action, &target)? {
+            Permit::Yes => Ok(()),
+            Permit::IfHumanApproves { policies } => {
+                self.record(action, &target, false, &policies);
+                Err(self.refused(
+                    action,
+                    &target,
+                    format!(
+                        "permitted by {} only with a human's approval of each use (@require_approval), which only a tool call can ask for",
+                        quoted(&policies)
+                    ),
+                ))
+            }
+        }
     }
 
-    /// Whether the caller may call `tool`; audited.
-    pub(crate) fn check_tool(&self, tool: &ToolEntry) -> Result<(), Refused> {
+    /// Whether the caller may call `tool`: yes (audited), or only once a human approved
+    /// this call (audited when answered, [`Scope::record`]).
+    pub(crate) fn check_tool(&self, tool: &ToolEntry) -> Result<Permit, Refused> {
         self.check(Action::Call, &tool_target(tool))
     }
 
-    /// The policy's decision, audited. A permit marked `@require_approval` refuses: this
-    /// host cannot ask a human to approve one call yet, and never runs it without.
-    fn check(&self, action: Action, target: &Target<'_>) -> Result<(), Refused> {
-        let Some(decision) = self.decide(action, target) else { return Ok(()) };
-        let allowed = decision.allowed && !decision.require_approval;
+    /// The policy's decision; audited unless it waits for a human's answer.
+    fn check(&self, action: Action, target: &Target<'_>) -> Result<Permit, Refused> {
+        let Some(decision) = self.decide(action, target) else { return Ok(Permit::Yes) };
+        if decision.allowed && decision.require_approval {
+            return Ok(Permit::IfHumanApproves { policies: decision.policies });
+        }
+        self.record(action, target, decision.allowed, &decision.policies);
+        if decision.allowed {
+            return Ok(Permit::Yes);
+        }
+        Err(self.refused(action, target, decision.reason()))
+    }
+
+    /// Audit a decision: the policy's, or a human's answer to a `@require_approval` call
+    /// (`policies` the permits that asked for it).
+    pub(crate) fn record(&self, action: Action, target: &Target<'_>, allowed: bool, policies: &[String]) {
         if let Some(audit) = &self.audit {
             audit.record_decision(DecisionRecord {
                 time: SystemTime::now(),
@@ -237,21 +278,13 @@ impl Scope {
                 action: action.as_str().to_owned(),
                 resource: target.shown(),
                 allowed,
-                policies: decision.policies.clone(),
+                policies: policies.to_vec(),
             });
         }
-        if allowed {
-            return Ok(());
-        }
-        let reason = if decision.allowed {
-            format!(
-                "{} only with a human's approval of the call (@require_approval), which this host cannot ask for yet",
-                decision.reason()
-            )
-        } else {
-            decision.reason()
-        };
-        Err(Refused { caller: self.caller.name.clone(), action: action.as_str(), resource: target.shown(), reason })
+    }
+
+    fn refused(&self, action: Action, target: &Target<'_>, reason: String) -> Refused {
+        Refused { caller: self.caller.name.clone(), action: action.as_str(), resource: target.shown(), reason }
     }
 
     /// Whether the caller may use the forge (see `skill_create` and `skill_update`): the
@@ -264,7 +297,7 @@ impl Scope {
     }
 }
 
-fn tool_target(tool: &ToolEntry) -> Target<'_> {
+pub(crate) fn tool_target(tool: &ToolEntry) -> Target<'_> {
     Target::Tool { skill: tool.skill.as_str(), tool: &tool.spec.name, public: &tool.name }
 }
 

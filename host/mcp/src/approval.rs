@@ -52,6 +52,11 @@ pub(crate) struct Asked {
     /// Its capability digest when asked.
     #[serde(rename = "d")]
     pub capability_digest: String,
+    /// For a question about one call (an org policy's `@require_approval`), not the
+    /// skill: the call's hash (its tool and arguments). An answer to one kind of question
+    /// never answers the other.
+    #[serde(rename = "c", default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
 }
 
 /// The signed part of a token.
@@ -219,7 +224,7 @@ mod tests {
     use super::*;
 
     fn asked(session: &str) -> Asked {
-        Asked { session: session.into(), skill: "gated".into(), content_hash: "h".into(), capability_digest: "d".into() }
+        Asked { session: session.into(), skill: "gated".into(), content_hash: "h".into(), capability_digest: "d".into(), call: None }
     }
 
     #[test]

@@ -248,8 +248,8 @@ fn well_known_response(registry: &skillhost_registry::Registry, path: &str) -> h
 }
 
 /// Who sent an HTTP request, for binding approval questions to the asker: its MCP
-/// session when it has one (`Mcp-Session-Id`), else the bearer token (a 2026-07-28
-/// client has no session; every holder of the token is then one asker).
+/// session when it has one (`Mcp-Session-Id`), else its caller (a 2026-07-28 client has
+/// no session; every holder of the caller's token is then one asker).
 #[derive(Clone, Debug)]
 pub(crate) struct Principal(pub String);
 
@@ -289,7 +289,7 @@ impl Front {
         };
         let principal = match request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             Some(session) => format!("http-session:{session}"),
-            None => "http-bearer".to_owned(),
+            None => format!("http-caller:{}", caller.name),
         };
         request.extensions_mut().insert(Principal(principal));
         request.extensions_mut().insert(caller);

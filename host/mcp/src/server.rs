@@ -45,7 +45,7 @@ use skillhost_registry::{ApprovalChannel, Registry, RegistryError, RegistryEvent
 use tokio::sync::{Semaphore, SemaphorePermit, broadcast};
 
 use crate::McpError;
-use crate::access::Scope;
+use crate::access::{Permit, Scope};
 use crate::approval::{Approvals, Asked};
 use crate::builtin::{self, Builtin};
 use crate::failure::AgentFailure;

@@ -31,10 +31,14 @@ permit(principal, action in [Action::"list", Action::"read"], resource);
 forbid(principal, action == Action::"call", resource == Tool::"limits__fail");
 "#;
 
-/// One stateless (2026-07-28) request with `token`.
+/// One stateless (2026-07-28) request with `token` (a client without elicitation, unless
+/// `params` has its own `_meta`).
 fn rpc(addr: &str, token: &str, method: &str, name: &str, params: Value) -> crate::ops::Response {
     let mut params = params;
-    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    if params.get("_meta").is_none() {
+        params["_meta"] =
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    }
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let auth = format!("Bearer {token}");
     let headers = [
@@ -371,4 +375,78 @@ fn a_caller_over_its_quota_gets_429_with_retry_after_and_nothing_runs_while_othe
     assert!(!error && text == "1500", "{text}");
     let (text, error) = answer(&call(&addr, &writer, "limits__echo", json!({"value": 2})));
     assert!(!error, "its place came back when the call ended: {text}");
+}
+
+#[test]
+fn a_call_the_policy_permits_only_with_a_humans_yes_is_asked_bound_to_its_arguments_and_audited() {
+    let env = Env::new();
+    let policy = limits_under_policy(&env, "");
+    std::fs::write(
+        policy.join("careful.cedar"),
+        r#"@id("careful-sleeps")
+@require_approval
+permit(principal in Group::"careful", action == Action::"call", resource == Tool::"limits__sleep");
+
+@id("careful-approves")
+permit(principal == Caller::"vouched", action == Action::"approve", resource == Skill::"limits");
+"#,
+    )
+    .unwrap();
+    let add = |name: &str| {
+        let out = env.run(&["caller", "add", name, "--group", "careful", "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["token"].as_str().unwrap().to_owned()
+    };
+    let (vouched, unvouched) = (add("vouched"), add("unvouched"));
+    let (addr, _reading, _served) = serve(&env, "127.0.0.1:0");
+    wait_for_tool(&addr, &vouched, "limits__sleep");
+
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    });
+    let params = |ms: u64| json!({"name": "limits__sleep", "arguments": {"ms": ms}, "_meta": meta});
+    let send = |token: &str, params: &Value| rpc(&addr, token, "tools/call", "limits__sleep", params.clone()).message();
+    let answered = |asked: &Value, params: Value, yes: bool| {
+        let mut params = params;
+        params["requestState"] = asked["result"]["requestState"].clone();
+        params["inputResponses"] = json!({"approve": {"action": "accept", "content": {"approve": yes}}});
+        params
+    };
+
+    // Asked, with the agent's arguments shown after the host's words; yes runs it once.
+    let asked = send(&vouched, &params(5));
+    let question = asked["result"]["inputRequests"]["approve"].to_string();
+    assert!(question.contains("skillhost: allow caller `vouched` to call `limits__sleep` once?"), "{asked}");
+    assert!(question.contains("careful-sleeps") && question.contains(r#"{\"ms\":5}"#), "{question}");
+    let yes = answered(&asked, params(5), true);
+    let (text, error) = answer(&send(&vouched, &yes));
+    assert!(!error && text == "5", "the approved call ran: {text}");
+    // The same answer again is used; an answer about other arguments answers nothing.
+    let replayed = send(&vouched, &yes);
+    assert!(replayed["error"]["message"].as_str().unwrap_or_default().contains("already"), "{replayed}");
+    let asked = send(&vouched, &params(5));
+    let other = send(&vouched, &answered(&asked, params(1500), true));
+    assert!(other["error"]["message"].as_str().unwrap_or_default().contains("another question"), "{other}");
+    // No is no.
+    let asked = send(&vouched, &params(6));
+    let (text, error) = answer(&send(&vouched, &answered(&asked, params(6), false)));
+    assert!(error && text.contains("the user did not allow this call"), "{text}");
+
+    // A caller whose client the policy does not vouch for is not asked.
+    let refused = send(&unvouched, &params(7));
+    assert!(refused["result"]["requestState"].is_null(), "{refused}");
+    let (text, error) = answer(&refused);
+    assert!(error && text.contains("only a caller the org policy gives `approve` on skill `limits` may answer"), "{text}");
+
+    // The audit: the human's yes and no, and the refusal, each naming the permit.
+    let out = env.run(&["audit", "--decisions", "--json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let sleeps = |caller: &str, allowed: bool| {
+        rows.iter()
+            .filter(|r| r["caller"] == caller && r["resource"] == "Tool::\"limits__sleep\"" && r["allowed"] == allowed)
+            .inspect(|r| assert_eq!(r["policies"], json!(["careful-sleeps"]), "{r}"))
+            .count()
+    };
+    assert_eq!((sleeps("vouched", true), sleeps("vouched", false), sleeps("unvouched", false)), (1, 1, 1), "{rows:?}");
 }

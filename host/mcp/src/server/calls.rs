@@ -149,11 +149,18 @@ impl SkillhostMcp {
             None => self.wait_for_skill(&params.name, &context).await?,
             found => found,
         };
-        // A tool the caller may not call is refused before anything else about it is told.
-        if let Some(tool) = &resolved
-            && let Err(refused) = scope.check_tool(tool)
-        {
-            return Ok(error_result(refused.to_string()).into());
+        // A tool the caller may not call is refused before anything else about it is told;
+        // one the org policy permits only with a human's yes to the call asks for it.
+        if let Some(tool) = &resolved {
+            match scope.check_tool(tool) {
+                Ok(Permit::Yes) => {}
+                Ok(Permit::IfHumanApproves { policies }) => match self.call_approval(tool, &params, &context, &scope, &policies).await? {
+                    Approval::Granted => {}
+                    Approval::Ask(result) => return Ok(result.into()),
+                    Approval::Refused(text) => return Ok(error_result(text).into()),
+                },
+                Err(refused) => return Ok(error_result(refused.to_string()).into()),
+            }
         }
         match resolved {
             Some(tool) => match (self.call_key(&context)?, self.shared.registry.claims()) {

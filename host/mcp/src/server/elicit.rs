@@ -1,6 +1,8 @@
-//! A human's approval asked over MCP elicitation: the question (built by the registry,
-//! never from a skill's words first), bound to the session, content hash and capability
-//! digest shown, and what the answer does.
+//! A human's approval asked over MCP elicitation: of a skill (the question built by the
+//! registry, never from a skill's words first, bound to the session, content hash and
+//! capability digest shown), or of one call an org policy's `@require_approval` permits
+//! only with a human's yes (bound to the session, tool and arguments); and what the
+//! answer does.
 
 use super::*;
 
@@ -65,47 +67,17 @@ impl SkillhostMcp {
             Ok(message) => message,
             Err(too_long) => return Ok(Approval::Refused(too_long.to_string())),
         };
-        let session = self.session_key(context);
         let asked = Asked {
-            session: session.clone(),
+            session: self.session_key(context),
             skill: name.to_owned(),
             content_hash: request.content_hash.clone(),
             capability_digest: request.capability_digest.clone(),
+            call: None,
         };
-        let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
-        let (answer, asked) = if modern {
-            // 2026-07-28: the answer comes back with the retried call, along with the
-            // token of what was asked. A token that does not check out is refused
-            // before the answer is read, and records nothing.
-            let redeemed = match params.request_state.as_deref() {
-                Some(token) => Some(
-                    self.shared
-                        .approvals
-                        .redeem(token, &session, name)
-                        .map_err(|e| ErrorData::invalid_params(format!("skill `{name}`: {e}"), None))?,
-                ),
-                None => None,
-            };
-            let response = params.input_responses.as_ref().and_then(|r| r.get(APPROVAL_KEY));
-            let (Some(redeemed), Some(response)) = (redeemed, response) else {
-                let token = self.shared.approvals.issue(asked).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                let ask = InputRequest::Elicitation(ElicitRequest::new(elicit_params(message)));
-                let requests = [(APPROVAL_KEY.to_owned(), ask)].into_iter().collect();
-                return Ok(Approval::Ask(InputRequiredResult::new(Some(requests), Some(token))));
-            };
-            let answer: ElicitResult = serde_json::from_value(response.clone())
-                .map_err(|e| ErrorData::invalid_params(format!("bad elicitation response: {e}"), None))?;
-            (answer, redeemed)
-        } else {
-            let answer = context
-                .peer
-                .create_elicitation(elicit_params(message))
-                .await
-                .map_err(|e| ErrorData::internal_error(format!("asking the user to approve `{name}` failed: {e}"), None))?;
-            (answer, asked)
+        let (accepted, asked) = match self.ask_human(message, asked, params, context).await? {
+            Answer::Ask(result) => return Ok(Approval::Ask(result)),
+            Answer::Given { accepted, asked } => (accepted, asked),
         };
-        let accepted = answer.action == ElicitationAction::Accept
-            && answer.content.as_ref().and_then(|c| c.get("approve")).and_then(Value::as_bool) == Some(true);
         if !accepted {
             return Ok(Approval::Refused(format!("the user did not approve skill `{name}`; nothing ran. To approve it later, {command}")));
         }
@@ -120,7 +92,135 @@ impl SkillhostMcp {
             Err(error @ RegistryError::RejectedByHuman { .. }) => return Ok(Approval::Refused(format!("{error}; nothing ran"))),
             Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
         }
-        tracing::info!(skill = name, session = %session, "approved by the user through MCP elicitation");
+        tracing::info!(skill = name, session = %asked.session, "approved by the user through MCP elicitation");
         Ok(Approval::Granted)
     }
+
+    /// Decide whether a call the org policy permits only with a human's yes to it
+    /// (`@require_approval` in `policies`) may run, asking through the caller's client. Its
+    /// answer counts only when the org policy gives the caller `approve` on the skill:
+    /// whoever writes the policy says whose client a human answers behind. The answer is
+    /// bound to this session, tool and arguments, used once, and audited.
+    pub(super) async fn call_approval(
+        &self,
+        tool: &ToolEntry,
+        params: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        scope: &Scope,
+        policies: &[String],
+    ) -> Result<Approval, ErrorData> {
+        let name = tool.skill.as_str();
+        let target = crate::access::tool_target(tool);
+        let permits = crate::access::quoted(policies);
+        let caller = scope.caller().name.clone();
+        if let Err(refused) = scope.check_skill(Action::Approve, name, self.shared.registry.entry(name).ok().as_deref()) {
+            scope.record(Action::Call, &target, false, policies);
+            return Ok(Approval::Refused(format!(
+                "{permits} permits caller `{caller}` to call `{}` only once a human approves the call, and only a caller the org policy gives `approve` on skill `{name}` may answer: {refused}; nothing ran",
+                tool.name
+            )));
+        }
+        let supports = context.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        if !self.shared.config.elicit_approvals || !supports {
+            scope.record(Action::Call, &target, false, policies);
+            return Ok(Approval::Refused(format!(
+                "{permits} permits caller `{caller}` to call `{}` only once a human approves the call, and this client cannot ask its user; nothing ran",
+                tool.name
+            )));
+        }
+        let arguments = Value::Object(params.arguments.clone().unwrap_or_default()).to_string();
+        let call = skillhost_access::token::sha256(&format!("{}\0{arguments}", tool.name));
+        // Host-written lines first; the agent's arguments last, on one line, as data.
+        let message = format!(
+            "skillhost: allow caller `{caller}` to call `{}` once?\nThe org policy ({permits}) permits this call only with a human's yes.\nIts arguments (the agent's words):\n  {}\n",
+            tool.name,
+            skillhost_core::text::one_line(&arguments, ARGUMENTS_SHOWN),
+        );
+        let asked = Asked {
+            session: self.session_key(context),
+            skill: name.to_owned(),
+            content_hash: String::new(),
+            capability_digest: String::new(),
+            call: Some(call),
+        };
+        let accepted = match self.ask_human(message, asked, params, context).await? {
+            Answer::Ask(result) => return Ok(Approval::Ask(result)),
+            Answer::Given { accepted, .. } => accepted,
+        };
+        scope.record(Action::Call, &target, accepted, policies);
+        if !accepted {
+            return Ok(Approval::Refused(format!("the user did not allow this call of `{}`; nothing ran", tool.name)));
+        }
+        tracing::info!(tool = %tool.name, caller, "one call approved by the user through MCP elicitation");
+        Ok(Approval::Granted)
+    }
+
+    /// Ask the human `message` about `asked`: over 2026-07-28 the question goes back with
+    /// the call ([`Answer::Ask`]) and the answer comes with the retried call, its
+    /// `requestState` checked against what is asked now; over a session, asked at once.
+    async fn ask_human(
+        &self,
+        message: String,
+        asked: Asked,
+        params: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Answer, ErrorData> {
+        let name = asked.skill.clone();
+        let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        let (answer, asked) = if modern {
+            // 2026-07-28: the answer comes back with the retried call, along with the
+            // token of what was asked. A token that does not check out is refused
+            // before the answer is read, and records nothing.
+            let redeemed = match params.request_state.as_deref() {
+                Some(token) => {
+                    let redeemed = self
+                        .shared
+                        .approvals
+                        .redeem(token, &asked.session, &name)
+                        .map_err(|e| ErrorData::invalid_params(format!("skill `{name}`: {e}"), None))?;
+                    if redeemed.call != asked.call {
+                        return Err(ErrorData::invalid_params(
+                            format!(
+                                "skill `{name}`: the answer sent is to another question (another call, or the skill's approval); call again to be asked"
+                            ),
+                            None,
+                        ));
+                    }
+                    Some(redeemed)
+                }
+                None => None,
+            };
+            let response = params.input_responses.as_ref().and_then(|r| r.get(APPROVAL_KEY));
+            let (Some(redeemed), Some(response)) = (redeemed, response) else {
+                let token = self.shared.approvals.issue(asked).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let ask = InputRequest::Elicitation(ElicitRequest::new(elicit_params(message)));
+                let requests = [(APPROVAL_KEY.to_owned(), ask)].into_iter().collect();
+                return Ok(Answer::Ask(InputRequiredResult::new(Some(requests), Some(token))));
+            };
+            let answer: ElicitResult = serde_json::from_value(response.clone())
+                .map_err(|e| ErrorData::invalid_params(format!("bad elicitation response: {e}"), None))?;
+            (answer, redeemed)
+        } else {
+            let answer = context
+                .peer
+                .create_elicitation(elicit_params(message))
+                .await
+                .map_err(|e| ErrorData::internal_error(format!("asking the user about `{name}` failed: {e}"), None))?;
+            (answer, asked)
+        };
+        let accepted = answer.action == ElicitationAction::Accept
+            && answer.content.as_ref().and_then(|c| c.get("approve")).and_then(Value::as_bool) == Some(true);
+        Ok(Answer::Given { accepted, asked })
+    }
+}
+
+/// Bytes of a call's arguments a one-call approval question shows.
+const ARGUMENTS_SHOWN: usize = 1024;
+
+/// What asking a human came to.
+enum Answer {
+    /// The question, sent back with the call (2026-07-28).
+    Ask(InputRequiredResult),
+    /// The human's answer to `asked`.
+    Given { accepted: bool, asked: Asked },
 }
