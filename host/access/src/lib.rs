@@ -24,4 +24,4 @@ pub mod token;
 
 pub use caller::{Caller, Via};
 pub use oauth::{OAuthError, OAuthSettings, ResourceServer};
-pub use policy::{Action, Decision, OrgPolicy, Policies, PolicyError, Target};
+pub use policy::{Action, Decision, OrgPolicy, Policies, PolicyError, PolicyLine, Target};

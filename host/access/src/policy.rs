@@ -380,6 +380,53 @@ impl Policies {
     }
 }
 
+/// One policy as `show` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyLine {
+    /// Its id (`@id`, else `FILE:N`).
+    pub id: String,
+    /// `permit` or `forbid`.
+    pub effect: &'static str,
+    /// A permit marked `@require_approval`.
+    pub require_approval: bool,
+    /// Its text, on one line.
+    pub text: String,
+}
+
+impl OrgPolicy {
+    /// The policies that may decide about skill `name` or its tools: those whose resource
+    /// is any, a type, the skill, or one of its tools (`Tool::"NAME__…"`). Whom each
+    /// applies to is in its text: the policy cannot be asked "who" without a caller.
+    pub fn about_skill(&self, name: &str) -> Vec<PolicyLine> {
+        let concerns = |uid: &EntityUid| {
+            let id = uid.id().unescaped();
+            match uid.type_name().to_string().as_str() {
+                "Skill" => id == name,
+                "Tool" => id.strip_prefix(name).is_some_and(|rest| rest.starts_with("__")),
+                _ => false,
+            }
+        };
+        let mut lines: Vec<PolicyLine> = self
+            .policies
+            .policies()
+            .filter(|policy| match policy.resource_constraint() {
+                cedar_policy::ResourceConstraint::Any | cedar_policy::ResourceConstraint::Is(_) => true,
+                cedar_policy::ResourceConstraint::Eq(uid)
+                | cedar_policy::ResourceConstraint::In(uid)
+                | cedar_policy::ResourceConstraint::IsIn(_, uid) => concerns(&uid),
+            })
+            .map(|policy| PolicyLine {
+                id: policy.id().to_string(),
+                effect: if policy.effect() == cedar_policy::Effect::Forbid { "forbid" } else { "permit" },
+                require_approval: self.approval.contains(policy.id()),
+                text: policy.to_string().split_whitespace().collect::<Vec<_>>().join(" "),
+            })
+            .collect();
+        lines.sort_by(|a, b| a.id.cmp(&b.id));
+        lines
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,6 +537,26 @@ mod tests {
         assert_eq!(policies.reload().unwrap(), 2);
         assert!(policies.refused().is_none());
         assert!(!policies.current().decide(&caller("x", &[]), Action::Call, &READ).allowed, "the new set serves");
+    }
+
+    #[test]
+    fn the_policies_about_a_skill_are_those_naming_it_its_tools_or_any_resource() {
+        let policy = set(&[(
+            "a.cedar",
+            r#"@id("all") permit(principal, action == Action::"list", resource);
+@id("notes") permit(principal in Group::"g", action == Action::"read", resource == Skill::"notes");
+@id("tool") @require_approval permit(principal, action == Action::"call", resource == Tool::"notes__read");
+@id("in") forbid(principal, action == Action::"call", resource in Skill::"notes");
+@id("other") permit(principal, action == Action::"call", resource == Tool::"notesy__read");
+@id("tools") permit(principal, action == Action::"call", resource is Tool);"#,
+        )])
+        .unwrap();
+        let about = policy.about_skill("notes");
+        let ids: Vec<&str> = about.iter().map(|l| l.id.as_str()).collect();
+        assert_eq!(ids, ["all", "in", "notes", "tool", "tools"], "not `other`, another skill's tool");
+        let tool = about.iter().find(|l| l.id == "tool").unwrap();
+        assert!(tool.require_approval && tool.effect == "permit" && !tool.text.contains('\n'), "{tool:?}");
+        assert_eq!(about.iter().find(|l| l.id == "in").unwrap().effect, "forbid");
     }
 
     #[test]

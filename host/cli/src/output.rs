@@ -123,10 +123,13 @@ pub fn directory(directory: &skillhost::mcp::Directory, budget: usize, json: boo
 }
 
 /// Print one entry and what approving it would grant.
-pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Result<()> {
+pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, org: Option<&OrgLayer>, json: bool) -> Result<()> {
     if json {
         let mut value = entry_json(entry, true);
         value["approval"] = serde_json::to_value(request)?;
+        if let Some(org) = org {
+            value["org_policy"] = org.json();
+        }
         outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
@@ -199,7 +202,47 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, json: bool) -> Res
         outln!("files since the last approval (+ added, ~ changed, - removed):");
         request.files.iter().for_each(|line| outln!("  {line}"));
     }
+    if let Some(org) = org {
+        org.print();
+    }
     Ok(())
+}
+
+/// The org policy's layer of `show`: who may use the skill, beside what it may touch.
+pub struct OrgLayer {
+    /// The policy directory (`[org] policies`).
+    pub dir: std::path::PathBuf,
+    /// The policies about the skill, or why the set does not load.
+    pub policies: Result<Vec<skillhost::access::PolicyLine>, String>,
+}
+
+impl OrgLayer {
+    fn print(&self) {
+        let dir = self.dir.display();
+        match &self.policies {
+            Err(error) => outln!("org policy ({dir}): does not load, so `serve` would refuse to start: {error}"),
+            Ok(lines) if lines.is_empty() => {
+                outln!("org policy ({dir}): no policy names this skill or its tools: no caller over HTTP may use it (default deny)")
+            }
+            Ok(lines) => {
+                outln!("org policy ({dir}): who may use it over HTTP (a forbid beats every permit):");
+                for line in lines {
+                    let asks = if line.require_approval { " [each call asks a human]" } else { "" };
+                    outln!("  {} {}{asks}: {}", line.effect, line.id, line.text);
+                }
+            }
+        }
+    }
+
+    fn json(&self) -> Value {
+        match &self.policies {
+            Err(error) => json!({"dir": self.dir, "error": error}),
+            Ok(lines) => json!({
+                "dir": self.dir,
+                "policies": lines.iter().map(|l| json!({"id": l.id, "effect": l.effect, "require_approval": l.require_approval, "text": l.text})).collect::<Vec<_>>(),
+            }),
+        }
+    }
 }
 
 /// Who gave the last approval and through which channel, for `show`; `None` when the

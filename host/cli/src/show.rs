@@ -1,5 +1,6 @@
 //! `skillhost show NAME`: one skill, where it comes from, its state, what it asks for and
-//! its tools; with `--code` also its files, what an approval covers.
+//! its tools (the grant: what it may touch), and with `[org] policies` the policies that
+//! decide who may use it; with `--code` also its files, what an approval covers.
 
 use std::process::ExitCode;
 
@@ -31,7 +32,11 @@ pub async fn run(app: &App, args: ShowArgs) -> Result<ExitCode> {
     let registry = app.registry_for(&host, &args.name, true).await?;
     let entry = registry.entry(&args.name)?;
     let request = registry.approval_request(&args.name).ok();
-    output::show(&entry, request.as_ref(), args.json)?;
+    let org = host.config().org.policies.as_ref().map(|dir| output::OrgLayer {
+        dir: dir.clone(),
+        policies: skillhost::access::OrgPolicy::load(dir).map(|policy| policy.about_skill(&args.name)).map_err(|e| e.to_string()),
+    });
+    output::show(&entry, request.as_ref(), org.as_ref(), args.json)?;
     if args.code && !args.json {
         output::code(&entry.origin)?;
     }

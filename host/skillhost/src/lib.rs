@@ -58,8 +58,8 @@ pub mod state {
 /// and the org policy in Cedar (`[org] policies`).
 pub mod access {
     pub use skillhost_access::{
-        Action, Caller, Decision, OAuthError, OAuthSettings, OrgPolicy, Policies, PolicyError, ResourceServer, Target, Via, caller, jwt,
-        oauth, policy, token,
+        Action, Caller, Decision, OAuthError, OAuthSettings, OrgPolicy, Policies, PolicyError, PolicyLine, ResourceServer, Target, Via,
+        caller, jwt, oauth, policy, token,
     };
     pub use skillhost_store::{CallerRecord, CallerStore};
 }

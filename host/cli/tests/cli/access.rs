@@ -204,6 +204,17 @@ fn two_callers_see_and_do_what_the_org_policy_permits_and_every_decision_is_audi
     let (text, _) = answer(&call(&addr, &reader, "limits__echo", json!({"value": 4})));
     assert!(text.contains("forbidden by `quiet`"), "{text}");
 
+    // `show` prints both layers: what the skill may touch, and who may use it.
+    let shown = env.run(&["show", "limits"]);
+    let text = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(text.contains("org policy (") && text.contains("who may use it"), "{text}");
+    for line in ["permit readers-echo:", "permit writers-limits:", "forbid nobody-fails:", "forbid quiet:"] {
+        assert!(text.lines().any(|l| l.trim_start().starts_with(line)), "{line}: {text}");
+    }
+    let shown: Value = serde_json::from_slice(&env.run(&["show", "limits", "--json"]).stdout).unwrap();
+    let ids: Vec<&str> = shown["org_policy"]["policies"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["everyone-reads", "nobody-fails", "quiet", "readers-echo", "writers-forge", "writers-limits"]);
+
     // Every decision, with its caller and the policies that made it.
     let out = env.run(&["audit", "--caller", "reader", "--json"]);
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
