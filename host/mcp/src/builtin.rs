@@ -18,7 +18,7 @@ use skillhost_registry::{Registry, TrustState};
 use crate::access::{Refused, Scope};
 use crate::knowledge::{self, KnowledgeError};
 use crate::search::{Document, Match, SearchError, SearchType, matching};
-use crate::tools::{ToolEntry, table};
+use crate::tools::ToolEntry;
 
 /// Most results one search returns.
 const MAX_LIMIT: usize = 20;
@@ -488,17 +488,18 @@ fn rank<'a, T>(
     Ok(Ranked { hits: hits.iter().map(|h| (&items[h.index], h.score)).collect(), ranker: ranker.to_owned(), why: None, weak: None })
 }
 
-/// `tool_search`: approved tools only. Returns the response and the names found (to
-/// activate). `deferred` says how the found tools are loaded, for the response.
+/// `tool_search` over `tools` (the caller's [`table`](crate::tools::table)), approved ones only. Returns the
+/// response and the names found (to activate). `deferred` says how the found tools are
+/// loaded, for the response.
 pub(crate) fn tool_search(
     registry: &Registry,
     index: &SessionIndex,
     args: &JsonObject,
     deferred: bool,
-    scope: &Scope,
+    tools: Vec<ToolEntry>,
 ) -> Result<(Value, Vec<String>), BuiltinError> {
     let args: SearchArgs = parse("tool_search", args)?;
-    let tools: Vec<ToolEntry> = table(registry, scope).into_iter().filter(ToolEntry::approved).collect();
+    let tools: Vec<ToolEntry> = tools.into_iter().filter(ToolEntry::approved).collect();
     let loading_mode = if deferred { LoadingMode::Deferred } else { LoadingMode::Always };
     let Ranked { hits: scored, ranker, why, weak } = rank(
         &args,

@@ -263,8 +263,10 @@ impl SkillhostMcp {
         };
         let result = match builtin {
             Builtin::ToolSearch => {
-                let deferred = self.deferred(&table(registry, scope));
-                builtin::tool_search(registry, &index, args, deferred, scope).map(|(value, found)| {
+                // The caller's tools, decided by the org policy once for both uses.
+                let tools = table(registry, scope);
+                let deferred = self.deferred(&tools);
+                builtin::tool_search(registry, &index, args, deferred, tools).map(|(value, found)| {
                     if deferred {
                         self.activate(found);
                     }
