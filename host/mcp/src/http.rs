@@ -107,6 +107,32 @@ impl Default for HttpConfig {
     }
 }
 
+/// Characters an operator's token must have, at least, to guard a listener off loopback.
+pub const MIN_REMOTE_TOKEN_CHARS: usize = 32;
+
+/// Whether `token` may guard a listener on `addr`: there must be one; off loopback it must
+/// be at least [`MIN_REMOTE_TOKEN_CHARS`] long; and never a template's placeholder left in.
+fn check_token(addr: SocketAddr, token: Option<&str>) -> Result<(), McpError> {
+    let loopback = addr.ip().is_loopback();
+    let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) else {
+        let why = if loopback { "(loopback included: any local process can connect)" } else { "(not loopback)" };
+        return Err(McpError::Config(format!(
+            "listening on {addr} {why} needs a bearer token: pass --token-file FILE or set SKILLHOST_MCP_TOKEN (on loopback, `skillhost serve --http` makes one in DATA_DIR/http-token)"
+        )));
+    };
+    let make = "make one with `head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'`";
+    if token.to_ascii_uppercase().contains("CHANGE-ME") {
+        return Err(McpError::Config(format!("the bearer token is still the template's placeholder (CHANGE-ME): {make}")));
+    }
+    if !loopback && token.chars().count() < MIN_REMOTE_TOKEN_CHARS {
+        return Err(McpError::Config(format!(
+            "listening on {addr} (not loopback) needs a bearer token of at least {MIN_REMOTE_TOKEN_CHARS} characters, this one has {}: {make}",
+            token.chars().count()
+        )));
+    }
+    Ok(())
+}
+
 /// Serve MCP over streamable HTTP until `shutdown` is cancelled. Each MCP session gets
 /// its own [`SkillhostMcp::session`]. `ready` receives the bound address (useful with
 /// port 0).
@@ -116,13 +142,7 @@ pub async fn serve_http(
     shutdown: CancellationToken,
     ready: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
 ) -> Result<(), McpError> {
-    if config.token.as_deref().is_none_or(|t| t.trim().is_empty()) {
-        let why = if config.addr.ip().is_loopback() { "(loopback included: any local process can connect)" } else { "(not loopback)" };
-        return Err(McpError::Config(format!(
-            "listening on {} {why} needs a bearer token: pass --token-file FILE or set SKILLHOST_MCP_TOKEN (on loopback, `skillhost serve --http` makes one in DATA_DIR/http-token)",
-            config.addr
-        )));
-    }
+    check_token(config.addr, config.token.as_deref())?;
     let listener = tokio::net::TcpListener::bind(config.addr).await.map_err(|source| McpError::Listen { addr: config.addr, source })?;
     let bound = listener.local_addr().map_err(|source| McpError::Listen { addr: config.addr, source })?;
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), "[::1]".to_owned()];
