@@ -158,7 +158,8 @@ pub async fn follow_lock(app: &App, host: &skillhost::Host, registry: std::sync:
     // What is installed is known once the skills found at start have loaded.
     registry.ready().await;
     loop {
-        let now = std::fs::read(&lock).ok();
+        // Read under the lockfile's cap: a file grown past it is not read whole every poll.
+        let now = skillhost::source::http::read_file_capped(&lock, "the lockfile", skillhost::source::lock::MAX_LOCK_BYTES).ok();
         if now != seen {
             if seen.is_some() {
                 tracing::info!(lock = %lock.display(), "the lockfile changed: serving what it pins now");

@@ -648,6 +648,13 @@ fn read_keys_file(path: &Path) -> std::io::Result<String> {
     if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
+    if meta.mode() & 0o022 != 0 {
+        return Err(std::io::Error::other(format!(
+            "writable by users other than its owner (mode {:o}): whoever can write it can sign approvals; run `chmod go-w {}`",
+            meta.mode() & 0o777,
+            path.display()
+        )));
+    }
     if meta.mode() & 0o007 != 0 {
         return Err(std::io::Error::other(format!(
             "readable by every user (mode {:o}); run `chmod o-rwx {}`, and consider the keys leaked: make new ones",
@@ -757,6 +764,9 @@ mod tests {
         std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o644)).unwrap();
         let error = HostConfig::parse("[state]\nkeys = \"keys\"\n", &dir.path().join("config.toml")).unwrap_err().to_string();
         assert!(error.contains("readable by every user") && error.contains("chmod o-rwx"), "{error}");
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o660)).unwrap();
+        let error = HostConfig::parse("[state]\nkeys = \"keys\"\n", &dir.path().join("config.toml")).unwrap_err().to_string();
+        assert!(error.contains("writable by users other than its owner") && error.contains("chmod go-w"), "{error}");
         std::fs::write(&keys, "abcd\n").unwrap();
         std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600)).unwrap();
         let error = HostConfig::parse("[state]\nkeys = \"keys\"\n", &dir.path().join("config.toml")).unwrap_err().to_string();

@@ -31,7 +31,7 @@ pub const LOCK_FILE: &str = "skills.lock";
 const VERSION: u32 = 1;
 
 /// Largest lockfile read, in bytes.
-const MAX_LOCK_BYTES: u64 = 1 << 20;
+pub const MAX_LOCK_BYTES: u64 = 1 << 20;
 
 /// The pinned set.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
