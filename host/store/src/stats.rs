@@ -203,6 +203,16 @@ pub trait Stats: Send + Sync {
     }
 }
 
+/// Characters of a missed query kept: an agent's search text is kept as a hint, not whole.
+pub const MISS_CHARS: usize = 256;
+/// Missed queries kept, the newest (a listing reads the newest 500).
+pub const KEPT_MISSES: i64 = 1000;
+
+/// What of `query` a miss keeps: its first [`MISS_CHARS`] characters.
+pub(crate) fn kept_query(query: &str) -> String {
+    query.chars().take(MISS_CHARS).collect()
+}
+
 /// The usage statistics in SQLite, `<data_dir>/stats.db`.
 pub struct SqliteStats {
     path: PathBuf,
@@ -243,7 +253,9 @@ impl SqliteStats {
                     "INSERT INTO calls (skill, tool, ok, outcome, ms, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                     params![skill, tool, *outcome == Outcome::Ok, outcome.code(), ms, now()],
                 ),
-                Row::Miss { query } => tx.execute("INSERT INTO misses (query, at) VALUES (?1, ?2)", params![query, now()]),
+                Row::Miss { query } => tx.execute("INSERT INTO misses (query, at) VALUES (?1, ?2)", params![query, now()]).and_then(|_| {
+                    tx.execute("DELETE FROM misses WHERE rowid <= (SELECT max(rowid) FROM misses) - ?1", params![KEPT_MISSES])
+                }),
             }
             .map(drop)
         })
@@ -265,7 +277,7 @@ impl Stats for SqliteStats {
     }
 
     fn record_miss(&self, query: &str) {
-        self.writer.send(Row::Miss { query: query.to_owned() });
+        self.writer.send(Row::Miss { query: kept_query(query) });
     }
 
     fn flush(&self) {
@@ -361,6 +373,24 @@ fn now() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missed_queries_are_kept_short_and_only_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = SqliteStats::open(dir.path()).unwrap();
+        for i in 0..KEPT_MISSES + 50 {
+            stats.record_miss(&format!("{i} {}", "x".repeat(10_000)));
+        }
+        stats.flush();
+        let db = stats.read().unwrap();
+        let (count, longest, oldest): (i64, i64, String) = db
+            .query_row("SELECT count(*), max(length(query)), (SELECT query FROM misses ORDER BY rowid LIMIT 1) FROM misses", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!((count, longest), (KEPT_MISSES, MISS_CHARS as i64));
+        assert!(oldest.starts_with("50 "), "the oldest went first: {}", &oldest[..8]);
+    }
 
     #[test]
     fn counts_latency_failing_and_missing() {

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{Pg, PgFail};
 use crate::error::StoreError;
-use crate::stats::{Failing, Missing, Outcome, Stats, ToolStats, WINDOW};
+use crate::stats::{Failing, KEPT_MISSES, Missing, Outcome, Stats, ToolStats, WINDOW, kept_query};
 use crate::writer::{GATHER, Writer};
 
 const FIX: &str = "check that PostgreSQL answers at [state] url";
@@ -49,6 +49,9 @@ impl PgStats {
                 for query in &misses {
                     tx.execute(&miss, &[&replica, query, &at]).await?;
                 }
+                if !misses.is_empty() {
+                    tx.execute("DELETE FROM misses WHERE id <= (SELECT max(id) FROM misses) - $1", &[&KEPT_MISSES]).await?;
+                }
                 tx.commit().await?;
                 Ok(())
             })
@@ -76,7 +79,7 @@ impl Stats for PgStats {
     }
 
     fn record_miss(&self, query: &str) {
-        self.writer.send(Row::Miss { query: query.to_owned() });
+        self.writer.send(Row::Miss { query: kept_query(query) });
     }
 
     fn flush(&self) {
