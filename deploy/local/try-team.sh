@@ -89,6 +89,9 @@ secret_file() { ( umask 077; hex32 > "$1" ); }
 # them in order: the balancer, then the replicas (they drain), then PostgreSQL.
 as_pg=()
 mkdir -p "$dir/pg" "$dir/pg-socket"
+# Local connections are trusted (the script's own psql): only the cluster's owner may reach
+# its socket, never another local user.
+chmod 700 "$dir/pg-socket"
 if [ "$(id -u)" = 0 ]; then
     id postgres >/dev/null 2>&1 || die "running as root, PostgreSQL needs the \`postgres\` user (apt-get install postgresql makes it)"
     chown postgres: "$dir/pg" "$dir/pg-socket"
@@ -102,7 +105,7 @@ echo "try-team: PostgreSQL on 127.0.0.1:$pg_port ($pg_bin)" >&2
     --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; die "initdb failed (above)"; }
 setsid "${as_pg[@]}" "$pg_bin/postgres" -D "$dir/pg" -k "$dir/pg-socket" -p "$pg_port" \
-    -c listen_addresses=127.0.0.1 >"$dir/postgres.log" 2>&1 &
+    -c listen_addresses=127.0.0.1 -c unix_socket_permissions=0700 >"$dir/postgres.log" 2>&1 &
 pg_pid=$!
 for _ in $(seq 100); do
     "$pg_bin/pg_isready" -q -h "$dir/pg-socket" -p "$pg_port" && break
