@@ -4,7 +4,7 @@
 //! stdout and stderr, every file the run left with its size and SHA-256, small text files
 //! inline) and carries images as image content; every file that is not inlined is kept
 //! by the server as a resource (`skillhost-run://RUN/PATH`, linked from the answer, `RUN`
-//! an unguessable id) until the run is collected ([`RunFiles`]: the oldest runs go first
+//! an unguessable id, readable only by the caller whose run it was) until the run is collected ([`RunFiles`]: the oldest runs go first
 //! past a cap), and with a shared state store kept there too, so the link reads on every
 //! replica. An agent runs what a human approved under the policy the human
 //! approved; it can grant nothing (no path, no host, no secret).
@@ -57,22 +57,25 @@ struct Kept {
 }
 
 impl RunFiles {
-    /// Keep `files` (each under the cap alone); the run's id, or `None` when the OS
-    /// random source failed (the files are then not kept). A shared store that fails
-    /// leaves the files readable on this server only, and says so in the log.
-    async fn keep(&self, files: BTreeMap<String, Vec<u8>>) -> Option<String> {
+    /// Keep `files` (each under the cap alone) of a run of `owner` (the caller); the run's
+    /// id, or `None` when the OS random source failed (the files are then not kept). A
+    /// shared store that fails leaves the files readable on this server only, and says so
+    /// in the log.
+    async fn keep(&self, owner: &str, files: BTreeMap<String, Vec<u8>>) -> Option<String> {
         use ring::rand::SecureRandom;
         let mut id = [0u8; 16];
         self.random.fill(&mut id).ok()?;
         let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        // Kept under its owner and id: a link another caller learns reads nothing.
+        let key = owned(owner, &id);
         if let Some(shared) = self.shared.clone() {
-            let (run, copy) = (id.clone(), files.clone());
+            let (run, copy) = (key.clone(), files.clone());
             let stored = tokio::task::spawn_blocking(move || shared.keep(&run, &copy)).await;
             if let Some(error) = stored.map_or_else(|e| Some(e.to_string()), |r| r.err().map(|e| e.to_string())) {
                 tracing::warn!(%error, run = %id, "a run's files are not in the shared store: its links read on this replica only");
             }
         }
-        self.keep_here(id, files)
+        self.keep_here(key, files).map(|_| id)
     }
 
     /// Keep `files` in this server's memory as run `id`'s.
@@ -88,20 +91,22 @@ impl RunFiles {
         Some(id)
     }
 
-    /// The bytes of `uri` (`skillhost-run://RUN/PATH`): from this server's memory, else
-    /// from the shared store.
-    pub(crate) async fn read(&self, uri: &str) -> Result<Vec<u8>, RunFileError> {
+    /// The bytes of `uri` (`skillhost-run://RUN/PATH`) for `reader` (a caller): from this
+    /// server's memory, else from the shared store; another caller's run is not kept, as
+    /// far as `reader` can tell.
+    pub(crate) async fn read(&self, reader: &str, uri: &str) -> Result<Vec<u8>, RunFileError> {
         let rest = uri.strip_prefix(SCHEME).ok_or_else(|| RunFileError::NotARunFile(uri.to_owned()))?;
         let (run, path) = rest.split_once('/').ok_or_else(|| RunFileError::NoPath(uri.to_owned()))?;
+        let key = owned(reader, run);
         let here = {
             let kept = self.inner.lock();
-            kept.runs.iter().find(|(id, _)| id == run).map(|(_, files)| files.get(path).cloned().ok_or(()))
+            kept.runs.iter().find(|(id, _)| *id == key).map(|(_, files)| files.get(path).cloned().ok_or(()))
         };
         let found = match (here, self.shared.clone()) {
             (Some(found), _) => found.map_or(RunFile::NoFile, RunFile::Bytes),
             (None, None) => RunFile::NotKept,
             (None, Some(shared)) => {
-                let (id, file) = (run.to_owned(), path.to_owned());
+                let (id, file) = (key, path.to_owned());
                 match tokio::task::spawn_blocking(move || shared.read(&id, &file)).await {
                     Ok(Ok(found)) => found,
                     Ok(Err(e)) => return Err(RunFileError::Store(e.to_string())),
@@ -115,6 +120,11 @@ impl RunFiles {
             RunFile::NotKept => Err(RunFileError::NotKept(run.to_owned())),
         }
     }
+}
+
+/// The key a run's files are kept under: its owner's name and its id.
+fn owned(owner: &str, run: &str) -> String {
+    format!("{owner}\u{1f}{run}")
 }
 
 /// Why a run's file cannot be read (a `resources/read` of a `skillhost-run://` URI).
@@ -267,8 +277,9 @@ pub(crate) async fn skill_run(
         };
         inputs.push(RunInput { path: input.path, bytes });
     }
+    let owner = cx.caller.clone();
     let output = registry.run(&args.skill, args.command, inputs, cx).await?;
-    Ok(answer(output, runs).await)
+    Ok(answer(output, runs, &owner).await)
 }
 
 /// A file's text when it is returned inline: UTF-8, no NUL, at most [`INLINE_TEXT`].
@@ -276,8 +287,9 @@ fn inline(bytes: &[u8]) -> Option<String> {
     std::str::from_utf8(bytes).ok().filter(|t| t.len() <= INLINE_TEXT && !t.contains('\0')).map(str::to_owned)
 }
 
-/// The structured answer and its content blocks; the files not inlined are kept in `runs`.
-async fn answer(output: RunOutput, runs: &RunFiles) -> CallToolResult {
+/// The structured answer and its content blocks; the files not inlined are kept in `runs`,
+/// readable by `owner`.
+async fn answer(output: RunOutput, runs: &RunFiles, owner: &str) -> CallToolResult {
     let mut blocks = Vec::new();
     let mut budget = CONTENT_CAP;
     let kept: BTreeMap<String, Vec<u8>> = output
@@ -286,7 +298,7 @@ async fn answer(output: RunOutput, runs: &RunFiles) -> CallToolResult {
         .filter(|f| inline(&f.bytes).is_none() && f.bytes.len() <= KEPT_BYTES)
         .map(|f| (f.path.clone(), f.bytes.clone()))
         .collect();
-    let run = if kept.is_empty() { None } else { runs.keep(kept).await };
+    let run = if kept.is_empty() { None } else { runs.keep(owner, kept).await };
     let mut files = Vec::with_capacity(output.files.len());
     for file in &output.files {
         let text = inline(&file.bytes);
@@ -368,7 +380,8 @@ mod tests {
         let runs = RunFiles::new(None);
         let png = b"\x89PNG\r\n\x1a\nrest".to_vec();
         let blob = vec![0u8, 159, 146, 150];
-        let result = answer(output(&[("a.txt", b"hello".to_vec()), ("dot.png", png.clone()), ("data.bin", blob.clone())]), &runs).await;
+        let result =
+            answer(output(&[("a.txt", b"hello".to_vec()), ("dot.png", png.clone()), ("data.bin", blob.clone())]), &runs, "alice").await;
         let value = result.structured_content.clone().unwrap();
         let files = value["files"].as_array().unwrap();
         assert_eq!(files[0]["returned"], "inline");
@@ -377,22 +390,26 @@ mod tests {
         assert_eq!(files[2]["returned"], "resource");
         assert!(matches!(&result.content[1], ContentBlock::Image(image) if image.mime_type == "image/png"));
         assert!(matches!(&result.content[2], ContentBlock::ResourceLink(link) if link.uri == files[2]["uri"]));
-        assert_eq!(runs.read(files[2]["uri"].as_str().unwrap()).await.unwrap(), blob);
-        assert_eq!(runs.read(files[1]["uri"].as_str().unwrap()).await.unwrap(), png);
+        assert_eq!(runs.read("alice", files[2]["uri"].as_str().unwrap()).await.unwrap(), blob);
+        assert_eq!(runs.read("alice", files[1]["uri"].as_str().unwrap()).await.unwrap(), png);
         let uri = files[2]["uri"].as_str().unwrap();
-        assert!(runs.read(&uri.replace("data.bin", "none")).await.unwrap_err().to_string().contains("no file"));
-        assert!(runs.read("skillhost-run://1/data.bin").await.unwrap_err().to_string().contains("not kept"), "ids are not guessable");
+        assert!(runs.read("alice", &uri.replace("data.bin", "none")).await.unwrap_err().to_string().contains("no file"));
+        assert!(
+            runs.read("alice", "skillhost-run://1/data.bin").await.unwrap_err().to_string().contains("not kept"),
+            "ids are not guessable"
+        );
+        assert!(runs.read("bob", uri).await.unwrap_err().to_string().contains("not kept"), "another caller's link reads nothing");
     }
 
     #[tokio::test]
     async fn the_oldest_runs_are_collected_first() {
         let runs = RunFiles::new(None);
-        let first = runs.keep(BTreeMap::from([("x".to_owned(), vec![1])])).await.unwrap();
-        let second = runs.keep(BTreeMap::from([("x".to_owned(), vec![2])])).await.unwrap();
+        let first = runs.keep("alice", BTreeMap::from([("x".to_owned(), vec![1])])).await.unwrap();
+        let second = runs.keep("alice", BTreeMap::from([("x".to_owned(), vec![2])])).await.unwrap();
         for _ in 1..KEPT_RUNS {
-            runs.keep(BTreeMap::from([("x".to_owned(), vec![3])])).await.unwrap();
+            runs.keep("alice", BTreeMap::from([("x".to_owned(), vec![3])])).await.unwrap();
         }
-        assert!(runs.read(&format!("{SCHEME}{first}/x")).await.unwrap_err().to_string().contains("not kept"));
-        assert_eq!(runs.read(&format!("{SCHEME}{second}/x")).await.unwrap(), vec![2]);
+        assert!(runs.read("alice", &format!("{SCHEME}{first}/x")).await.unwrap_err().to_string().contains("not kept"));
+        assert_eq!(runs.read("alice", &format!("{SCHEME}{second}/x")).await.unwrap(), vec![2]);
     }
 }

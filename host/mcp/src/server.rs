@@ -499,7 +499,8 @@ impl ServerHandler for SkillhostMcp {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = |why: String| ErrorData::resource_not_found(why, None);
         if request.uri.starts_with(crate::run::SCHEME) {
-            let bytes = self.shared.runs.read(&request.uri).await.map_err(|e| not_found(e.to_string()))?;
+            let reader = self.scope(&context).caller().name.clone();
+            let bytes = self.shared.runs.read(&reader, &request.uri).await.map_err(|e| not_found(e.to_string()))?;
             return Ok(ReadResourceResult::new(vec![contents_of(bytes, &request.uri)]).into());
         }
         let rest = request
