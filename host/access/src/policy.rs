@@ -18,8 +18,9 @@
 //! and action scopes can hold for that caller and action (a policy naming another caller,
 //! a group the caller is not in, or another action never applies, so leaving it out
 //! changes no decision). Each [`OrgPolicy`] keeps the slices it made, with the caller's
-//! entities built once, in a cache of at most [`MAX_SLICES`], emptied when full; a reload
-//! is a new [`OrgPolicy`], so it starts with an empty cache.
+//! entities built once, in a cache of at most [`MAX_SLICES`] slices and
+//! [`MAX_SLICE_BYTES`], emptied when full; a reload is a new [`OrgPolicy`], so it starts
+//! with an empty cache.
 
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, HashSet};
@@ -70,6 +71,10 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 /// Slices (one a caller and action) an [`OrgPolicy`] keeps, at most; a full cache is
 /// emptied (simple, and it fills again from the callers actually calling).
 pub const MAX_SLICES: usize = 4096;
+/// Bytes of policy text (each slice holds its policies' own copy) and of callers' names,
+/// groups and scopes the slices of an [`OrgPolicy`] hold, at most, beyond the last slice
+/// made; past it the cache is emptied too.
+pub const MAX_SLICE_BYTES: usize = 64 << 20;
 
 /// What a caller asks to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -195,8 +200,6 @@ pub enum PolicyError {
 
 /// A loaded, validated org policy.
 pub struct OrgPolicy {
-    /// What the test of the slices decides with (a request is checked by `request`).
-    #[cfg(test)]
     schema: Schema,
     policies: PolicySet,
     authorizer: Authorizer,
@@ -204,6 +207,8 @@ pub struct OrgPolicy {
     approval: HashSet<PolicyId>,
     count: usize,
     types: Types,
+    /// Each policy's weight in the slice cache: the length of its text.
+    weights: HashMap<PolicyId, usize>,
     slices: Mutex<Slices>,
 }
 
@@ -245,6 +250,8 @@ struct Slice {
     /// The caller's entity and its groups', their hierarchy closed once (`None`: they
     /// could not be made, and every request is refused).
     entities: Option<Entities>,
+    /// What it counts for against [`MAX_SLICE_BYTES`].
+    bytes: usize,
 }
 
 /// The slices made, by a hash of their caller and action (compared whole on a lookup, so
@@ -254,6 +261,7 @@ struct Slices {
     hasher: RandomState,
     by_hash: HashMap<u64, Vec<Arc<Slice>>>,
     len: usize,
+    bytes: usize,
 }
 
 impl Slices {
@@ -269,10 +277,11 @@ impl Slices {
         if self.get(hash, &slice.caller, slice.action).is_some() {
             return; // another thread made it meanwhile
         }
-        if self.len >= MAX_SLICES {
+        if self.len >= MAX_SLICES || self.bytes > MAX_SLICE_BYTES {
             self.by_hash.clear();
-            self.len = 0;
+            (self.len, self.bytes) = (0, 0);
         }
+        self.bytes += slice.bytes;
         self.by_hash.entry(hash).or_default().push(slice);
         self.len += 1;
     }
@@ -347,17 +356,9 @@ impl OrgPolicy {
             return Err(PolicyError::Invalid { dir: dir.to_owned(), problems });
         }
         let count = policies.policies().count();
+        let weights = policies.policies().map(|p| (p.id().clone(), p.to_string().len())).collect();
         let slices = Mutex::new(Slices::default());
-        Ok(Self {
-            #[cfg(test)]
-            schema,
-            policies,
-            authorizer: Authorizer::new(),
-            approval,
-            count,
-            types: Types::new(),
-            slices,
-        })
+        Ok(Self { schema, policies, authorizer: Authorizer::new(), approval, count, types: Types::new(), weights, slices })
     }
 
     /// How many policies it holds.
@@ -410,9 +411,15 @@ impl OrgPolicy {
         let groups: HashSet<EntityUid> = caller.groups.iter().map(|g| Types::uid(&types.group, g)).collect();
         let action_uid = Types::uid(&types.action, action.as_str());
         let mut policies = PolicySet::new();
-        for policy in self.policies.policies().filter(|p| can_apply(p, &principal, &groups, &action_uid)) {
-            // Each id is unique in the whole set, so in the slice too.
-            policies.add(policy.clone()).unwrap_or_else(|e| unreachable!("a policy of the set is added once: {e}"));
+        let mut bytes = caller.name.len() + caller.groups.iter().chain(&caller.scopes).map(String::len).sum::<usize>();
+        let added = self.policies.policies().filter(|p| can_apply(p, &principal, &groups, &action_uid)).try_for_each(|policy| {
+            bytes += self.weights.get(policy.id()).copied().unwrap_or_default();
+            policies.add(policy.clone()).map_err(drop)
+        });
+        if added.is_err() {
+            // Never (each id is unique in the set, so in a slice); the whole set decides
+            // the same as a slice would.
+            policies = self.policies.clone();
         }
         let string = |s: &str| RestrictedExpression::new_string(s.to_owned());
         let scopes = RestrictedExpression::new_set(caller.scopes.iter().map(|s| string(s)));
@@ -423,12 +430,12 @@ impl OrgPolicy {
             let groups = groups.into_iter().map(|g| Entity::new_no_attrs(g, HashSet::new()));
             Entities::from_entities(std::iter::once(caller).chain(groups), None).ok()
         });
-        Slice { caller: caller.clone(), action, policies, principal, action_uid, entities }
+        Slice { caller: caller.clone(), action, policies, principal, action_uid, entities, bytes }
     }
 
-    /// The request and the entities it is evaluated against (the slice's and the
-    /// target's); `None` when the action is not about that kind of target, as the schema
-    /// says (checked here rather than by the schema on each request: it costs less).
+    /// The request, checked by the schema, and the entities it is evaluated against (the
+    /// slice's and the target's); `None` when the action is not about that kind of target
+    /// or the caller's entities could not be made.
     fn request(&self, slice: &Slice, target: &Target<'_>) -> Option<(Request, Entities)> {
         let caller_entities = slice.entities.clone()?;
         let types = &self.types;
@@ -437,21 +444,21 @@ impl OrgPolicy {
             let attrs = HashMap::from([("runtime".to_owned(), string(runtime))]);
             Entity::new(Types::uid(&types.skill, name), attrs, HashSet::new()).ok()
         };
-        let (resource, target_entities) = match (slice.action, *target) {
-            (Action::Call, Target::Tool { skill, tool, public }) => {
+        let (resource, target_entities) = match *target {
+            Target::Skill { name, runtime } => {
+                let skill = skill_entity(name, runtime)?;
+                (skill.uid(), vec![skill])
+            }
+            Target::Tool { skill, tool, public } => {
                 let parent = skill_entity(skill, "")?;
                 let id = Types::uid(&types.tool, public);
                 let attrs = HashMap::from([("skill".to_owned(), string(skill)), ("name".to_owned(), string(tool))]);
                 let tool = Entity::new(id.clone(), attrs, HashSet::from([parent.uid()])).ok()?;
                 (id, vec![parent, tool])
             }
-            (Action::Call, Target::Skill { .. }) | (_, Target::Tool { .. }) => return None,
-            (_, Target::Skill { name, runtime }) => {
-                let skill = skill_entity(name, runtime)?;
-                (skill.uid(), vec![skill])
-            }
         };
-        let request = Request::new(slice.principal.clone(), slice.action_uid.clone(), resource, Context::empty(), None).ok()?;
+        let request =
+            Request::new(slice.principal.clone(), slice.action_uid.clone(), resource, Context::empty(), Some(&self.schema)).ok()?;
         Some((request, caller_entities.add_entities(target_entities, None).ok()?))
     }
 
@@ -770,6 +777,14 @@ mod tests {
         }
         let slices = policy.slices.lock();
         assert_eq!((slices.len, slices.by_hash.values().map(Vec::len).sum::<usize>()), (1, 1), "the full cache was emptied");
+        drop(slices);
+        let big = format!("permit(principal, action, resource) when {{ principal.via != \"{}\" }};", "x".repeat(1 << 20));
+        let policy = set(&[("p.cedar", &big)]).unwrap();
+        for n in 0..100 {
+            assert!(policy.decide(&caller(&format!("c{n}"), &[]), Action::Call, &READ).allowed);
+        }
+        let slices = policy.slices.lock();
+        assert!(slices.len < 70 && slices.bytes <= MAX_SLICE_BYTES + (2 << 20), "{} slices of {} bytes", slices.len, slices.bytes);
     }
 
     #[test]
