@@ -1,12 +1,13 @@
 //! The org policy's cost per decision: one `call` decided against a set of 1 policy (the
 //! baseline) and of 100 (a team's: per-group permits on tools and skills, and forbids),
-//! and a `tools/list` of 50 tools filtered for one caller at 100 policies.
+//! the same for a caller not seen before (its slice of the set made, not kept), and a
+//! `tools/list` of 50 tools filtered for one caller at 100 policies.
 
 #![allow(missing_docs, reason = "criterion_group! generates an undocumented function")]
 
 use std::path::{Path, PathBuf};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use skillhost_access::{Action, Caller, OrgPolicy, Target, Via};
 
 /// `n` policies: permits of a group's calls to one skill's tools, reads of a skill, and a
@@ -37,6 +38,17 @@ fn decide(c: &mut Criterion) {
         group.bench_function(format!("decide one call, {n} policies"), |b| b.iter(|| policy.decide(&caller, Action::Call, &read)));
     }
     let policy = policies(100);
+    let mut seen = 0_u64;
+    group.bench_function("decide one call of a caller not seen before, 100 policies", |b| {
+        b.iter_batched(
+            || {
+                seen += 1;
+                Caller { name: format!("agent-{seen}"), ..caller.clone() }
+            },
+            |new| policy.decide(&new, Action::Call, &read),
+            BatchSize::SmallInput,
+        )
+    });
     let tools: Vec<(String, String)> = (0..50).map(|i| (format!("s{}", i % 10), format!("s{}__t{i}", i % 10))).collect();
     group.bench_function("filter a tools/list of 50 tools, 100 policies", |b| {
         b.iter(|| {

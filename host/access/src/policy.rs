@@ -13,15 +13,25 @@
 //! validated against the schema (an unknown entity type, action or attribute, a
 //! comparison of the wrong types), or refused with what is wrong where; [`Policies`]
 //! swaps a new set in only once it loaded, so a bad edit leaves the set in force serving.
+//!
+//! A decision is made against the caller's slice of the set: the policies whose principal
+//! and action scopes can hold for that caller and action (a policy naming another caller,
+//! a group the caller is not in, or another action never applies, so leaving it out
+//! changes no decision). Each [`OrgPolicy`] keeps the slices it made, with the caller's
+//! entities built once, in a cache of at most [`MAX_SLICES`] slices and
+//! [`MAX_SLICE_BYTES`], emptied when full; a reload is a new [`OrgPolicy`], so it starts
+//! with an empty cache.
 
+use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
 use cedar_policy::{
-    Authorizer, Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId, PolicySet, Request, RestrictedExpression, Schema,
-    ValidationMode, Validator,
+    ActionConstraint, Authorizer, Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, Policy, PolicyId, PolicySet,
+    PrincipalConstraint, Request, RestrictedExpression, Schema, ValidationMode, Validator,
 };
 use parking_lot::{Mutex, RwLock};
 
@@ -58,6 +68,13 @@ action call appliesTo { principal: Caller, resource: Tool };
 pub const MAX_FILES: usize = 256;
 /// Bytes of one policy file read, at most.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
+/// Slices (one a caller and action) an [`OrgPolicy`] keeps, at most; a full cache is
+/// emptied (simple, and it fills again from the callers actually calling).
+pub const MAX_SLICES: usize = 4096;
+/// Bytes of policy text (each slice holds its policies' own copy) and of callers' names,
+/// groups and scopes the slices of an [`OrgPolicy`] hold, at most, beyond the last slice
+/// made; past it the cache is emptied too.
+pub const MAX_SLICE_BYTES: usize = 64 << 20;
 
 /// What a caller asks to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -189,11 +206,84 @@ pub struct OrgPolicy {
     /// The ids of the permits annotated `@require_approval`.
     approval: HashSet<PolicyId>,
     count: usize,
+    types: Types,
+    /// Each policy's weight in the slice cache: the length of its text.
+    weights: HashMap<PolicyId, usize>,
+    slices: Mutex<Slices>,
 }
 
 impl std::fmt::Debug for OrgPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OrgPolicy").field("policies", &self.count).finish_non_exhaustive()
+    }
+}
+
+/// The schema's entity types, parsed once (parsing one is a good part of a request's
+/// cost).
+struct Types {
+    caller: EntityTypeName,
+    group: EntityTypeName,
+    skill: EntityTypeName,
+    tool: EntityTypeName,
+    action: EntityTypeName,
+}
+
+impl Types {
+    fn new() -> Self {
+        // These are this crate's own names: a test decides with each.
+        let parse = |name: &str| EntityTypeName::from_str(name).unwrap_or_else(|e| unreachable!("`{name}` is a type name: {e}"));
+        Self { caller: parse("Caller"), group: parse("Group"), skill: parse("Skill"), tool: parse("Tool"), action: parse("Action") }
+    }
+
+    fn uid(kind: &EntityTypeName, id: &str) -> EntityUid {
+        EntityUid::from_type_name_and_id(kind.clone(), EntityId::new(id))
+    }
+}
+
+/// The policies that can apply to one caller doing one action, and the caller's entities.
+struct Slice {
+    caller: Caller,
+    action: Action,
+    policies: PolicySet,
+    principal: EntityUid,
+    action_uid: EntityUid,
+    /// The caller's entity and its groups', their hierarchy closed once (`None`: they
+    /// could not be made, and every request is refused).
+    entities: Option<Entities>,
+    /// What it counts for against [`MAX_SLICE_BYTES`].
+    bytes: usize,
+}
+
+/// The slices made, by a hash of their caller and action (compared whole on a lookup, so
+/// that a lookup builds no key).
+#[derive(Default)]
+struct Slices {
+    hasher: RandomState,
+    by_hash: HashMap<u64, Vec<Arc<Slice>>>,
+    len: usize,
+    bytes: usize,
+}
+
+impl Slices {
+    fn hash(&self, caller: &Caller, action: Action) -> u64 {
+        self.hasher.hash_one((&caller.name, &caller.groups, caller.via.as_str(), &caller.scopes, action))
+    }
+
+    fn get(&self, hash: u64, caller: &Caller, action: Action) -> Option<Arc<Slice>> {
+        self.by_hash.get(&hash)?.iter().find(|s| s.action == action && s.caller == *caller).cloned()
+    }
+
+    fn insert(&mut self, hash: u64, slice: Arc<Slice>) {
+        if self.get(hash, &slice.caller, slice.action).is_some() {
+            return; // another thread made it meanwhile
+        }
+        if self.len >= MAX_SLICES || self.bytes > MAX_SLICE_BYTES {
+            self.by_hash.clear();
+            (self.len, self.bytes) = (0, 0);
+        }
+        self.bytes += slice.bytes;
+        self.by_hash.entry(hash).or_default().push(slice);
+        self.len += 1;
     }
 }
 
@@ -266,7 +356,9 @@ impl OrgPolicy {
             return Err(PolicyError::Invalid { dir: dir.to_owned(), problems });
         }
         let count = policies.policies().count();
-        Ok(Self { schema, policies, authorizer: Authorizer::new(), approval, count })
+        let weights = policies.policies().map(|p| (p.id().clone(), p.to_string().len())).collect();
+        let slices = Mutex::new(Slices::default());
+        Ok(Self { schema, policies, authorizer: Authorizer::new(), approval, count, types: Types::new(), weights, slices })
     }
 
     /// How many policies it holds.
@@ -281,9 +373,15 @@ impl OrgPolicy {
 
     /// Whether `caller` may do `action` on `target`.
     pub fn decide(&self, caller: &Caller, action: Action, target: &Target<'_>) -> Decision {
-        let deny = Decision { allowed: false, policies: Vec::new(), require_approval: false };
-        let Some((request, entities)) = self.request(caller, action, target) else { return deny };
-        let response = self.authorizer.is_authorized(&request, &self.policies, &entities);
+        let slice = self.slice(caller, action);
+        match self.request(&slice, target) {
+            Some((request, entities)) => self.decision(&slice.policies, &request, &entities),
+            None => Decision { allowed: false, policies: Vec::new(), require_approval: false },
+        }
+    }
+
+    fn decision(&self, policies: &PolicySet, request: &Request, entities: &Entities) -> Decision {
+        let response = self.authorizer.is_authorized(request, policies, entities);
         let reasons: Vec<&PolicyId> = response.diagnostics().reason().collect();
         let allowed = response.decision() == cedar_policy::Decision::Allow;
         let require_approval = allowed && reasons.iter().all(|id| self.approval.contains(*id));
@@ -292,9 +390,90 @@ impl OrgPolicy {
         Decision { allowed, policies, require_approval }
     }
 
-    /// The request and the entities it is evaluated against; `None` when a name cannot
-    /// be an entity id (never for names the host checked).
-    fn request(&self, caller: &Caller, action: Action, target: &Target<'_>) -> Option<(Request, Entities)> {
+    /// The slice of `caller` doing `action`, from the cache or made (outside the lock).
+    fn slice(&self, caller: &Caller, action: Action) -> Arc<Slice> {
+        let hash = {
+            let slices = self.slices.lock();
+            let hash = slices.hash(caller, action);
+            if let Some(slice) = slices.get(hash, caller, action) {
+                return slice;
+            }
+            hash
+        };
+        let slice = Arc::new(self.make_slice(caller, action));
+        self.slices.lock().insert(hash, Arc::clone(&slice));
+        slice
+    }
+
+    fn make_slice(&self, caller: &Caller, action: Action) -> Slice {
+        let types = &self.types;
+        let principal = Types::uid(&types.caller, &caller.name);
+        let groups: HashSet<EntityUid> = caller.groups.iter().map(|g| Types::uid(&types.group, g)).collect();
+        let action_uid = Types::uid(&types.action, action.as_str());
+        let mut policies = PolicySet::new();
+        let mut bytes = caller.name.len() + caller.groups.iter().chain(&caller.scopes).map(String::len).sum::<usize>();
+        let added = self.policies.policies().filter(|p| can_apply(p, &principal, &groups, &action_uid)).try_for_each(|policy| {
+            bytes += self.weights.get(policy.id()).copied().unwrap_or_default();
+            policies.add(policy.clone()).map_err(drop)
+        });
+        if added.is_err() {
+            // Never (each id is unique in the set, so in a slice); the whole set decides
+            // the same as a slice would.
+            policies = self.policies.clone();
+        }
+        let string = |s: &str| RestrictedExpression::new_string(s.to_owned());
+        let scopes = RestrictedExpression::new_set(caller.scopes.iter().map(|s| string(s)));
+        let attrs = HashMap::from([("via".to_owned(), string(caller.via.as_str())), ("scopes".to_owned(), scopes)]);
+        // Strings and sets of strings always make an entity, and a caller's groups have no
+        // parents (no cycle); should either fail, the caller's requests are refused.
+        let entities = Entity::new(principal.clone(), attrs, groups.clone()).ok().and_then(|caller| {
+            let groups = groups.into_iter().map(|g| Entity::new_no_attrs(g, HashSet::new()));
+            Entities::from_entities(std::iter::once(caller).chain(groups), None).ok()
+        });
+        Slice { caller: caller.clone(), action, policies, principal, action_uid, entities, bytes }
+    }
+
+    /// The request, checked by the schema, and the entities it is evaluated against (the
+    /// slice's and the target's); `None` when the action is not about that kind of target
+    /// or the caller's entities could not be made.
+    fn request(&self, slice: &Slice, target: &Target<'_>) -> Option<(Request, Entities)> {
+        let caller_entities = slice.entities.clone()?;
+        let types = &self.types;
+        let string = |s: &str| RestrictedExpression::new_string(s.to_owned());
+        let skill_entity = |name: &str, runtime: &str| {
+            let attrs = HashMap::from([("runtime".to_owned(), string(runtime))]);
+            Entity::new(Types::uid(&types.skill, name), attrs, HashSet::new()).ok()
+        };
+        let (resource, target_entities) = match *target {
+            Target::Skill { name, runtime } => {
+                let skill = skill_entity(name, runtime)?;
+                (skill.uid(), vec![skill])
+            }
+            Target::Tool { skill, tool, public } => {
+                let parent = skill_entity(skill, "")?;
+                let id = Types::uid(&types.tool, public);
+                let attrs = HashMap::from([("skill".to_owned(), string(skill)), ("name".to_owned(), string(tool))]);
+                let tool = Entity::new(id.clone(), attrs, HashSet::from([parent.uid()])).ok()?;
+                (id, vec![parent, tool])
+            }
+        };
+        let request =
+            Request::new(slice.principal.clone(), slice.action_uid.clone(), resource, Context::empty(), Some(&self.schema)).ok()?;
+        Some((request, caller_entities.add_entities(target_entities, None).ok()?))
+    }
+
+    /// What the whole set decides, the request checked by the schema: what a slice must
+    /// decide the same as.
+    #[cfg(test)]
+    fn decide_whole(&self, caller: &Caller, action: Action, target: &Target<'_>) -> Decision {
+        let deny = Decision { allowed: false, policies: Vec::new(), require_approval: false };
+        let Some((request, entities)) = self.request_whole(caller, action, target) else { return deny };
+        self.decision(&self.policies, &request, &entities)
+    }
+
+    /// The request as it was built before slicing, checked by the schema.
+    #[cfg(test)]
+    fn request_whole(&self, caller: &Caller, action: Action, target: &Target<'_>) -> Option<(Request, Entities)> {
         let uid = |kind: &str, id: &str| Some(EntityUid::from_type_name_and_id(EntityTypeName::from_str(kind).ok()?, EntityId::new(id)));
         let string = |s: &str| RestrictedExpression::new_string(s.to_owned());
         let groups: Vec<EntityUid> = caller.groups.iter().map(|g| uid("Group", g)).collect::<Option<_>>()?;
@@ -325,6 +504,25 @@ impl OrgPolicy {
         let request = Request::new(principal, uid("Action", action.as_str())?, resource, Context::empty(), Some(&self.schema)).ok()?;
         Some((request, Entities::from_entities(entities, None).ok()?))
     }
+}
+
+/// Whether `policy`'s principal and action scopes can hold for `principal` (in `groups`)
+/// doing `action`. The request's entities give a caller no ancestors but its groups, and
+/// a group and an action none (the schema has no group of groups nor of actions), so
+/// `in` holds only of the entity itself or one of the caller's groups. A scope with `is`,
+/// and every `when` and `unless`, is left to Cedar: the policy stays.
+fn can_apply(policy: &Policy, principal: &EntityUid, groups: &HashSet<EntityUid>, action: &EntityUid) -> bool {
+    let principal_ok = match policy.principal_constraint() {
+        PrincipalConstraint::Any | PrincipalConstraint::Is(_) | PrincipalConstraint::IsIn(..) => true,
+        PrincipalConstraint::Eq(uid) => uid == *principal,
+        PrincipalConstraint::In(uid) => uid == *principal || groups.contains(&uid),
+    };
+    principal_ok
+        && match policy.action_constraint() {
+            ActionConstraint::Any => true,
+            ActionConstraint::Eq(uid) => uid == *action,
+            ActionConstraint::In(uids) => uids.contains(action),
+        }
 }
 
 /// The parser's errors, one line.
@@ -537,6 +735,103 @@ mod tests {
         assert_eq!(policies.reload().unwrap(), 2);
         assert!(policies.refused().is_none());
         assert!(!policies.current().decide(&caller("x", &[]), Action::Call, &READ).allowed, "the new set serves");
+    }
+
+    /// Every caller, action and target of a set with each kind of scope decides the same
+    /// in its slice as in the whole set, the request checked by the schema: allowed, the
+    /// ids that decided, and whether it asks for approval.
+    #[test]
+    fn a_slice_decides_as_the_whole_set() {
+        let policy = set(&[
+            (
+                "team.cedar",
+                "@id(\"ann-notes\")\npermit(principal == Caller::\"ann\", action == Action::\"call\", resource in Skill::\"notes\");\n\
+                 @id(\"readers-look\")\npermit(principal in Group::\"readers\", action in [Action::\"list\", Action::\"read\"], resource);\n\
+                 @id(\"readers-read\")\npermit(principal in Group::\"readers\", action == Action::\"call\", resource == Tool::\"notes__read\");\n\
+                 @id(\"bob-notes\")\npermit(principal in Caller::\"bob\", action, resource == Skill::\"notes\");\n\
+                 @id(\"scripts\")\npermit(principal is Caller, action == Action::\"run\", resource) when { resource.runtime == \"scripts\" };\n\
+                 @id(\"ops\")\npermit(principal is Caller in Group::\"ops\", action == Action::\"call\", resource);\n\
+                 @id(\"list-unsandboxed\")\npermit(principal, action == Action::\"list\", resource) unless { resource.runtime == \"bwrap\" };\n\
+                 @id(\"ann-forge\")\npermit(principal == Caller::\"ann\", action in [Action::\"create\", Action::\"update\"], resource) when { principal.via == \"token\" };\n\
+                 @id(\"admins\")\npermit(principal in Group::\"admins\", action, resource);",
+            ),
+            (
+                "ask.cedar",
+                "@id(\"agents-ask\")\n@require_approval\npermit(principal in Group::\"agents\", action == Action::\"call\", resource in Skill::\"notes\");\n\
+                 @id(\"cat-approves\")\n@require_approval\npermit(principal == Caller::\"cat\", action in [Action::\"approve\", Action::\"run\"], resource);\n\
+                 @require_approval\npermit(principal, action == Action::\"read\", resource) when { principal.scopes.contains(\"read\") };",
+            ),
+            (
+                "guard.cedar",
+                "@id(\"no-writes-for-contractors\")\nforbid(principal in Group::\"contractors\", action, resource == Tool::\"notes__write\");\n\
+                 @id(\"no-eve\")\nforbid(principal == Caller::\"eve\", action, resource);\n\
+                 @id(\"oauth-needs-tools\")\nforbid(principal, action == Action::\"call\", resource) when { principal.via == \"oauth\" && !principal.scopes.contains(\"tools\") };\n\
+                 forbid(principal is Caller, action in [Action::\"create\", Action::\"update\"], resource) when { resource.runtime == \"wasm\" };\n\
+                 forbid(principal in Group::\"contractors\", action == Action::\"approve\", resource);",
+            ),
+        ])
+        .unwrap();
+        let names = ["ann", "bob", "cat", "eve", "readers", "x"];
+        let groups: &[&[&str]] = &[
+            &[],
+            &["readers"],
+            &["contractors"],
+            &["ops"],
+            &["agents"],
+            &["admins"],
+            &["readers", "contractors"],
+            &["agents", "readers", "ops"],
+            &["ann"],
+        ];
+        let ways: &[(Via, &[&str])] = &[(Via::Token, &[]), (Via::OAuth, &[]), (Via::OAuth, &["tools", "read"]), (Via::Operator, &[])];
+        let actions = [Action::List, Action::Read, Action::Call, Action::Run, Action::Create, Action::Update, Action::Approve];
+        let mut targets: Vec<Target<'_>> =
+            ["scripts", "wasm", "bwrap", ""].iter().map(|runtime| Target::Skill { name: "notes", runtime }).collect();
+        targets.push(Target::Skill { name: "other", runtime: "wasm" });
+        targets.extend([READ, WRITE, Target::Tool { skill: "other", tool: "x", public: "other__x" }]);
+        let (mut allowed, mut forbidden, mut approval) = (0, 0, 0);
+        for name in names {
+            for groups in groups {
+                for (via, scopes) in ways {
+                    let mut caller = caller(name, groups);
+                    (caller.via, caller.scopes) = (*via, scopes.iter().map(|s| (*s).to_owned()).collect());
+                    for action in actions {
+                        for target in &targets {
+                            let whole = policy.decide_whole(&caller, action, target);
+                            for _made_then_cached in 0..2 {
+                                assert_eq!(policy.decide(&caller, action, target), whole, "{caller:?} {action:?} {target:?}");
+                            }
+                            allowed += usize::from(whole.allowed);
+                            forbidden += usize::from(!whole.allowed && !whole.policies.is_empty());
+                            approval += usize::from(whole.require_approval);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(allowed > 1000 && forbidden > 1000 && approval > 100, "{allowed} allowed, {forbidden} forbidden, {approval} approval");
+        let ids = |slice: &Slice| -> Vec<String> { slice.policies.policies().map(|p| p.id().to_string()).collect() };
+        let mut unconstrained = ids(&policy.slice(&caller("x", &[]), Action::Call));
+        unconstrained.sort();
+        assert_eq!(unconstrained, ["oauth-needs-tools", "ops"], "a caller in no group calling has only the policies of any caller");
+    }
+
+    #[test]
+    fn the_slices_kept_are_bounded() {
+        let policy = set(&[("p.cedar", "permit(principal, action == Action::\"call\", resource);")]).unwrap();
+        for n in 0..=MAX_SLICES {
+            assert!(policy.decide(&caller(&format!("c{n}"), &[]), Action::Call, &READ).allowed);
+        }
+        let slices = policy.slices.lock();
+        assert_eq!((slices.len, slices.by_hash.values().map(Vec::len).sum::<usize>()), (1, 1), "the full cache was emptied");
+        drop(slices);
+        let big = format!("permit(principal, action, resource) when {{ principal.via != \"{}\" }};", "x".repeat(1 << 20));
+        let policy = set(&[("p.cedar", &big)]).unwrap();
+        for n in 0..100 {
+            assert!(policy.decide(&caller(&format!("c{n}"), &[]), Action::Call, &READ).allowed);
+        }
+        let slices = policy.slices.lock();
+        assert!(slices.len < 70 && slices.bytes <= MAX_SLICE_BYTES + (2 << 20), "{} slices of {} bytes", slices.len, slices.bytes);
     }
 
     #[test]
