@@ -92,7 +92,7 @@ async def main(mode, url, token, approved, pending):
         item = props["inputs"]["items"]
         if "$ref" in item:
             item = input_schema["$defs"][item["$ref"].rsplit("/", 1)[-1]]
-        check(set(item["properties"]) == {"path", "text", "base64"}, f"an input file: {item}")
+        check(set(item["properties"]) == {"path", "text", "base64", "executable"}, f"an input file: {item}")
         validate_input = jsonschema.validators.validator_for(input_schema)(input_schema)
         arguments = {
             "skill": approved,
@@ -114,14 +114,15 @@ async def main(mode, url, token, approved, pending):
         jsonschema.validators.validator_for(output_schema)(output_schema).validate(answer)
         check(answer["exit_code"] == 0, f"exit code {answer['exit_code']}: {answer['stderr']}")
         files = {f["path"]: f for f in answer["files"]}
-        check(sorted(files) == ["chart.png", "data/pixels.bin", "notes.txt", "report.txt"], f"files: {sorted(files)}")
+        check(sorted(files) == ["again.sh", "chart.png", "data/pixels.out", "report.txt"], f"files: {sorted(files)}")
+        check(answer["unchanged_inputs"] == ["data/pixels.bin", "notes.txt"], f"unchanged inputs: {answer['unchanged_inputs']}")
+        check([p for p, f in sorted(files.items()) if f["executable"]] == ["again.sh"], f"executables: {files}")
 
         report = files["report.txt"]
         expected = f"{NOTES.upper()}pixels {sha256(PIXELS)}\n"
         check(report["returned"] == "inline" and report["text"] == expected, f"report: {report}")
         check(report["sha256"] == sha256(report["text"].encode()), f"report sha256 {report['sha256']}")
         check(report["size"] == len(expected.encode()), f"report size {report['size']}")
-        check(files["notes.txt"]["text"] == NOTES, f"the text input comes back: {files['notes.txt']}")
 
         images = [c for c in result.content if isinstance(c, types.ImageContent)]
         check(len(images) == 1, f"{len(images)} image blocks")
@@ -134,12 +135,12 @@ async def main(mode, url, token, approved, pending):
         check((width, height, pixels) == (2, 2, PIXELS), f"the image's pixels: {width}x{height} {pixels.hex()}")
 
         links = [c for c in result.content if isinstance(c, types.ResourceLink)]
-        binary = files["data/pixels.bin"]
+        binary = files["data/pixels.out"]
         check(binary["returned"] == "resource", f"{binary}")
-        check([str(link.uri) for link in links] == [binary["uri"]], f"the binary input is linked: {links}")
+        check([str(link.uri) for link in links] == [binary["uri"]], f"the binary output is linked: {links}")
         read = await client.read_resource(binary["uri"])
         blobs = [base64.b64decode(c.blob) for c in read.contents if isinstance(c, types.BlobResourceContents)]
-        check(blobs == [PIXELS], f"the binary input read back as a resource: {read}")
+        check(blobs == [PIXELS], f"the binary output read back as a resource: {read}")
         chart_read = await client.read_resource(chart["uri"])
         chart_blobs = [base64.b64decode(c.blob) for c in chart_read.contents if isinstance(c, types.BlobResourceContents)]
         check(chart_blobs == [png], "the image is readable as a resource too")

@@ -3,8 +3,9 @@
 //! input given as text and one given as base64 into a text report and a PNG it builds
 //! itself, approved through the registry as a human would; the client checks the tool's
 //! listed schemas, the structured answer, the report inlined with its SHA-256, the PNG as
-//! image content whose bytes and pixels are right, the binary input as an embedded
-//! resource, and the refusal of a skill still waiting for approval. Both runs are then in
+//! image content whose bytes and pixels are right, a binary output as a linked resource,
+//! an executable output marked so, the inputs left as they came listed apart, and the
+//! refusal of a skill still waiting for approval. Both runs are then in
 //! the host's audit log.
 
 use std::path::Path;
@@ -17,7 +18,7 @@ use skillhost::{ApprovalChannel, RegistryConfig, TrustState};
 
 use crate::HANG_GUARD;
 
-const PLOT: &str = r#"import hashlib, struct, sys, zlib
+const PLOT: &str = r##"import hashlib, struct, sys, zlib
 notes, pixels = sys.argv[1], sys.argv[2]
 text = open(notes, encoding="utf-8").read()
 data = open(pixels, "rb").read()
@@ -29,8 +30,12 @@ rows = b"".join(b"\x00" + data[r * 3 * width:(r + 1) * 3 * width] for r in range
 png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
 png += chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 open("chart.png", "wb").write(png)
+__import__("os").makedirs("data", exist_ok=True)
+open("data/pixels.out", "wb").write(data)
+open("again.sh", "w").write("#!/bin/sh\nexec python3 scripts/plot.py notes.txt data/pixels.bin\n")
+__import__("os").chmod("again.sh", 0o755)
 print("wrote report.txt and chart.png")
-"#;
+"##;
 
 fn skill(root: &Path, name: &str) {
     let dir = root.join(name);
@@ -80,11 +85,12 @@ async fn the_python_sdk_runs_a_skills_script_and_gets_its_files_and_image() {
                 "stderr",
                 "stderr_bytes",
                 "stdout",
-                "stdout_bytes"
+                "stdout_bytes",
+                "unchanged_inputs"
             ]),
             "{mode}"
         );
-        assert_eq!(facts["file_properties"], json!(["path", "returned", "sha256", "size", "text", "uri"]), "{mode}");
+        assert_eq!(facts["file_properties"], json!(["executable", "path", "returned", "sha256", "size", "text", "uri"]), "{mode}");
         assert_eq!(facts["stdout"], "wrote report.txt and chart.png\n", "{mode}");
         let png = hex::decode(facts["png"].as_str().unwrap()).unwrap();
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{mode}");

@@ -145,7 +145,7 @@ async fn scripts_in_python_shell_and_node_transform_inputs_into_files() {
     }
     approve(&registry, "report").await;
 
-    let csv = RunInput { path: "in/sales.csv".into(), bytes: b"apples,3\npears,4\n".to_vec() };
+    let csv = RunInput::file("in/sales.csv", b"apples,3\npears,4\n".to_vec());
     let out = run(&registry, "report", &["python", "scripts/sum.py", "in/sales.csv", "out/summary.json"], vec![csv.clone()]).await.unwrap();
     assert_eq!(out.exit_code, Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout(&out).contains("cwd /workspace script /skill/scripts/sum.py"), "{}", stdout(&out));
@@ -153,7 +153,8 @@ async fn scripts_in_python_shell_and_node_transform_inputs_into_files() {
     assert_eq!(summary.bytes, br#"{"rows": 2, "total": 7}"#);
     assert_eq!(summary.size, summary.bytes.len() as u64);
     assert_eq!(summary.sha256, hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&summary.bytes)));
-    assert!(out.files.iter().any(|f| f.path == "in/sales.csv"), "inputs are in the workspace");
+    assert_eq!(out.unchanged_inputs, ["in/sales.csv"], "an input left as it came is listed apart");
+    assert!(!out.files.iter().any(|f| f.path == "in/sales.csv"), "not among what the run wrote");
 
     let out = run(&registry, "report", &["sh", "scripts/count.sh", "sales.csv"], vec![RunInput { path: "sales.csv".into(), ..csv }])
         .await
@@ -350,7 +351,7 @@ async fn a_changed_script_is_a_new_version_that_waits_for_a_human() {
     assert!(refused.to_string().contains("skillhost approve drifter"), "{refused}");
     // A bad request is refused before anything runs.
     approve(&registry, "drifter").await;
-    let bad = RunInput { path: "../escape".into(), bytes: Vec::new() };
+    let bad = RunInput::file("../escape", Vec::new());
     let refused = run(&registry, "drifter", &["sh", "scripts/say.sh"], vec![bad]).await.unwrap_err();
     assert!(matches!(refused, RegistryError::Run(RunError::Refused { .. })), "{refused}");
 }
@@ -601,8 +602,7 @@ async fn every_run_is_in_the_audit_log_with_its_command_exit_bytes_and_requests(
     assert!(matches!(&rows[0].outcome, RunOutcome::Refused(why) if why.contains("skillhost approve audited")), "{rows:?}");
 
     approve(&registry, "audited").await;
-    let inputs =
-        vec![RunInput { path: "a.txt".into(), bytes: b"0123456789".to_vec() }, RunInput { path: "b.bin".into(), bytes: vec![7u8; 1000] }];
+    let inputs = vec![RunInput::file("a.txt", b"0123456789".to_vec()), RunInput::file("b.bin", vec![7u8; 1000])];
     let out = run(&registry, "audited", &["python", "scripts/work.py", "a.txt", "b.bin"], inputs).await.unwrap();
     assert_eq!(out.exit_code, Some(3), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout(&out), "wrote 3035\n");
@@ -614,7 +614,8 @@ async fn every_run_is_in_the_audit_log_with_its_command_exit_bytes_and_requests(
     assert_eq!(row.outcome, RunOutcome::Exit(3));
     assert_eq!(row.bytes_in, 1010, "the input files' bytes");
     let files: u64 = out.files.iter().map(|f| f.size).sum();
-    assert_eq!(files, 1010 + 3035, "the inputs and out.bin come back");
+    assert_eq!(files, 3035, "out.bin comes back; the inputs, left as they came, are listed apart");
+    assert_eq!(out.unchanged_inputs, ["a.txt", "b.bin"]);
     assert_eq!(row.bytes_out, out.stdout_bytes + out.stderr_bytes + files, "printed and written");
     assert!(row.duration >= out.duration && row.duration < HANG_GUARD, "{:?} vs the run's {:?}", row.duration, out.duration);
     // Its outbound request is a row of its own, made after the run started.
@@ -861,7 +862,7 @@ async fn a_run_starts_one_of_the_skills_scripts_never_the_agents_own_code() {
     approve(&registry, "tidy").await;
 
     let evil = evil_py(port);
-    let input = |path: &str, text: &str| RunInput { path: path.into(), bytes: text.as_bytes().to_vec() };
+    let input = |path: &str, text: &str| RunInput::file(path, text.as_bytes().to_vec());
     let rm = "rm -f /host/data/victim.txt";
     let attacks: Vec<(Vec<&str>, Vec<RunInput>)> = vec![
         (vec!["python3", "-c", &evil], vec![]),

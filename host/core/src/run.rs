@@ -478,6 +478,15 @@ pub struct RunInput {
     pub path: String,
     /// Its bytes.
     pub bytes: Vec<u8>,
+    /// Whether it is made executable (mode 0755, else 0644).
+    pub executable: bool,
+}
+
+impl RunInput {
+    /// A file that is not executable.
+    pub fn file(path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
+        Self { path: path.into(), bytes: bytes.into(), executable: false }
+    }
 }
 
 /// One run, as the registry hands it to the runner: only an approved skill's, with the
@@ -577,6 +586,8 @@ pub struct RunFile {
     pub size: u64,
     /// SHA-256 of its bytes, lowercase hex.
     pub sha256: String,
+    /// Whether the run left it executable (any `x` bit).
+    pub executable: bool,
     /// Its bytes.
     #[serde(skip)]
     pub bytes: Vec<u8>,
@@ -584,7 +595,12 @@ pub struct RunFile {
 
 impl std::fmt::Debug for RunFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunFile").field("path", &self.path).field("size", &self.size).field("sha256", &self.sha256).finish_non_exhaustive()
+        f.debug_struct("RunFile")
+            .field("path", &self.path)
+            .field("size", &self.size)
+            .field("sha256", &self.sha256)
+            .field("executable", &self.executable)
+            .finish_non_exhaustive()
     }
 }
 
@@ -607,16 +623,19 @@ pub struct RunOutput {
     pub stderr_bytes: u64,
     /// The cap on each of stdout and stderr (its policy's output limit).
     pub output_cap: u64,
-    /// The files in its workspace when it ended (inputs it left unchanged included),
-    /// sorted by path.
+    /// The files in its workspace when it ended that it wrote or changed (an input it
+    /// left as it came is in [`unchanged_inputs`](Self::unchanged_inputs) instead), sorted
+    /// by path.
     pub files: Vec<RunFile>,
+    /// The inputs it left as they came (same bytes, same mode), by path.
+    pub unchanged_inputs: Vec<String>,
     /// What the walk of the workspace left out, one line each (a link, a special file,
     /// the caps).
     pub skipped: Vec<String>,
     /// Bytes its workspace used at the end, and its size.
     pub workspace: (u64, u64),
-    /// How long it ran.
-    #[serde(serialize_with = "ser_millis")]
+    /// How long it ran (`duration_ms` in JSON).
+    #[serde(rename = "duration_ms", serialize_with = "ser_millis")]
     pub duration: Duration,
 }
 

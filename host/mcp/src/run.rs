@@ -206,6 +206,9 @@ pub(crate) struct InputFile {
     /// Its content as base64 (for binary files).
     #[serde(default)]
     base64: Option<String>,
+    /// Make it executable (a script the command runs). Default: false.
+    #[serde(default)]
+    executable: bool,
 }
 
 /// What `skill_run` answers.
@@ -225,8 +228,10 @@ pub(crate) struct RunAnswer {
     stderr_bytes: u64,
     /// The cap on each of stdout and stderr.
     output_cap: u64,
-    /// The files it left in its workspace.
+    /// The files it wrote or changed in its workspace.
     files: Vec<FileAnswer>,
+    /// The inputs it left as they came (not repeated in `files`).
+    unchanged_inputs: Vec<String>,
     /// Entries of the workspace left out (links are never followed or returned).
     skipped: Vec<String>,
     /// How long it ran, in milliseconds.
@@ -242,6 +247,8 @@ pub(crate) struct FileAnswer {
     size: u64,
     /// SHA-256 of its bytes, lowercase hex.
     sha256: String,
+    /// Whether the run left it executable.
+    executable: bool,
     /// Its content, for a small text file.
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<String>,
@@ -275,7 +282,7 @@ pub(crate) async fn skill_run(
                 .map_err(|source| SkillRunError::Base64 { path: skillhost_core::text::quote(&input.path, 80), source })?,
             _ => return Err(SkillRunError::Content(skillhost_core::text::quote(&input.path, 80))),
         };
-        inputs.push(RunInput { path: input.path, bytes });
+        inputs.push(RunInput { path: input.path, bytes, executable: input.executable });
     }
     let owner = cx.caller.clone();
     let output = registry.run(&args.skill, args.command, inputs, cx).await?;
@@ -317,7 +324,15 @@ async fn answer(output: RunOutput, runs: &RunFiles, owner: &str) -> CallToolResu
                 "resource"
             }
         };
-        files.push(FileAnswer { path: file.path.clone(), size: file.size, sha256: file.sha256.clone(), text, returned, uri });
+        files.push(FileAnswer {
+            path: file.path.clone(),
+            size: file.size,
+            sha256: file.sha256.clone(),
+            executable: file.executable,
+            text,
+            returned,
+            uri,
+        });
     }
     let value = RunAnswer {
         exit_code: output.exit_code,
@@ -328,6 +343,7 @@ async fn answer(output: RunOutput, runs: &RunFiles, owner: &str) -> CallToolResu
         stderr_bytes: output.stderr_bytes,
         output_cap: output.output_cap,
         files,
+        unchanged_inputs: output.unchanged_inputs,
         skipped: output.skipped,
         duration_ms: output.duration.as_millis() as u64,
     };
@@ -357,6 +373,7 @@ mod tests {
                 path: (*path).to_owned(),
                 size: bytes.len() as u64,
                 sha256: String::new(),
+                executable: false,
                 bytes: bytes.clone(),
             })
             .collect();
@@ -369,6 +386,7 @@ mod tests {
             stderr_bytes: 0,
             output_cap: 1 << 20,
             files,
+            unchanged_inputs: Vec::new(),
             skipped: Vec::new(),
             workspace: (0, 0),
             duration: std::time::Duration::from_millis(5),

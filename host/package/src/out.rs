@@ -71,6 +71,7 @@ pub struct OutDir {
 /// Mode of the folders and files written: what a user's own tool would make.
 const DIR_MODE: u32 = 0o755;
 const FILE_MODE: u32 = 0o644;
+const EXECUTABLE_MODE: u32 = 0o755;
 
 impl OutDir {
     /// Open `path` for writing: created when missing (its parent must exist), or an
@@ -124,9 +125,10 @@ impl OutDir {
         Ok(false)
     }
 
-    /// Write `bytes` as the new file `relative` (plain `/`-separated names), creating the
-    /// folders on its way: its path on the host.
-    pub fn write(&self, relative: &str, bytes: &[u8]) -> Result<PathBuf, WriteError> {
+    /// Write `bytes` as the new file `relative` (plain `/`-separated names), mode 0644 or
+    /// (`executable`) 0755 under the umask, creating the folders on its way: its path on
+    /// the host.
+    pub fn write(&self, relative: &str, bytes: &[u8], executable: bool) -> Result<PathBuf, WriteError> {
         let shown = self.path.join(relative);
         skillhost_core::run::check_relative(relative).map_err(|reason| WriteError::BadPath { path: shown.clone(), reason })?;
         let relative = Path::new(relative);
@@ -139,7 +141,8 @@ impl OutDir {
             Beneath::Io(source) => WriteError::Io { path: self.path.join(parent), source },
         })?;
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&dir, name, flags, Mode::from_raw_mode(FILE_MODE)).map_err(|e| match e {
+        let mode = if executable { EXECUTABLE_MODE } else { FILE_MODE };
+        let fd = rustix::fs::openat(&dir, name, flags, Mode::from_raw_mode(mode)).map_err(|e| match e {
             Errno::EXIST => WriteError::Exists { path: shown.clone() },
             Errno::LOOP => WriteError::Link { path: shown.clone() },
             e => WriteError::Io { path: shown.clone(), source: e.into() },
@@ -173,31 +176,37 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         let out = OutDir::create(&root.path().join("out")).unwrap();
-        assert_eq!(out.write("a/b/c.txt", b"one").unwrap(), root.path().join("out/a/b/c.txt"));
+        assert_eq!(out.write("a/b/c.txt", b"one", false).unwrap(), root.path().join("out/a/b/c.txt"));
         assert_eq!(std::fs::read(root.path().join("out/a/b/c.txt")).unwrap(), b"one");
 
         // The folder swapped for a link after it was opened: writes still land in the
         // folder opened (moved aside), never where the link points.
         std::fs::rename(root.path().join("out"), root.path().join("moved")).unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), root.path().join("out")).unwrap();
-        out.write("d.txt", b"two").unwrap();
+        out.write("d.txt", b"two", false).unwrap();
+        out.write("run.sh", b"#!/bin/sh\n", true).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |name: &str| std::fs::metadata(root.path().join("moved").join(name)).unwrap().permissions().mode() & 0o777;
+            assert_eq!((mode("d.txt") & 0o111, mode("run.sh") & 0o100), (0, 0o100), "the executable bit is kept, only where it was");
+        }
         assert!(root.path().join("moved/d.txt").is_file());
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0, "nothing written through the link");
 
         // A link below it, at a folder or at the file itself: refused, naming it.
         std::os::unix::fs::symlink(elsewhere.path(), root.path().join("moved/sub")).unwrap();
-        let err = out.write("sub/e.txt", b"x").unwrap_err();
+        let err = out.write("sub/e.txt", b"x", false).unwrap_err();
         assert!(matches!(&err, WriteError::Link { path } if path.ends_with("sub")), "{err}");
         std::os::unix::fs::symlink(elsewhere.path().join("f.txt"), root.path().join("moved/f.txt")).unwrap();
-        let err = out.write("f.txt", b"x").unwrap_err();
+        let err = out.write("f.txt", b"x", false).unwrap_err();
         assert!(matches!(err, WriteError::Exists { .. }), "{err}");
         // A hard link (or any file) already there is not written through either.
         std::fs::write(elsewhere.path().join("g.txt"), b"theirs").unwrap();
         std::fs::hard_link(elsewhere.path().join("g.txt"), root.path().join("moved/g.txt")).unwrap();
-        assert!(matches!(out.write("g.txt", b"x").unwrap_err(), WriteError::Exists { .. }));
+        assert!(matches!(out.write("g.txt", b"x", false).unwrap_err(), WriteError::Exists { .. }));
         assert_eq!(std::fs::read(elsewhere.path().join("g.txt")).unwrap(), b"theirs");
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 1);
-        assert!(matches!(out.write("../x", b"x").unwrap_err(), WriteError::BadPath { .. }));
+        assert!(matches!(out.write("../x", b"x", false).unwrap_err(), WriteError::BadPath { .. }));
     }
 
     #[test]

@@ -171,3 +171,76 @@ fn python_m_never_imports_from_the_workspace() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout.contains("the skill ran") && !stdout.contains("AGENT CODE RAN"), "{stdout}");
 }
+
+/// Issue 45, items 1-3, as public skills write them: a `scripts/` package run in module
+/// form (`python -m scripts.bundle`, importing a sibling module), given a folder with
+/// `-i DIR=NAME` and returning a folder with an executable file in it. The folder's files
+/// arrive with their executable bits, the executable output is saved executable, the
+/// inputs left as they came are listed apart and not saved, and a link inside an input
+/// folder is refused before anything runs.
+#[test]
+fn a_folder_goes_in_a_folder_comes_out_with_its_executable_and_the_inputs_stay_apart() {
+    let env = Env::new();
+    let dir = env.skills.path().join("bundler");
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: bundler\ndescription: Bundles a folder. Use it in tests.\n---\nRun `python -m scripts.bundle IN OUT`.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("scripts/__init__.py"), "").unwrap();
+    std::fs::write(dir.join("scripts/names.py"), "def listed(root):\n    import os\n    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)\n").unwrap();
+    std::fs::write(
+        dir.join("scripts/bundle.py"),
+        r##"import os, sys
+from scripts.names import listed
+src, dst = sys.argv[1], sys.argv[2]
+os.makedirs(dst)
+names = listed(src)
+with open(os.path.join(dst, "MANIFEST"), "w") as out:
+    for name in names:
+        mode = "x" if os.access(os.path.join(src, name), os.X_OK) else "-"
+        out.write(f"{mode} {name}\n")
+with open(os.path.join(dst, "install.sh"), "w") as out:
+    out.write("#!/bin/sh\necho installing\n")
+os.chmod(os.path.join(dst, "install.sh"), 0o755)
+print(f"bundled {len(names)} files")
+"##,
+    )
+    .unwrap();
+    assert!(env.run(&["approve", "bundler", "--yes"]).status.success());
+
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("tree");
+    std::fs::create_dir_all(tree.join("bin")).unwrap();
+    std::fs::write(tree.join("readme.txt"), "hello\n").unwrap();
+    std::fs::write(tree.join("bin/tool"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(tree.join("bin/tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let saved = work.path().join("saved");
+    let input = format!("{}=in", tree.display());
+    let args = ["run", "bundler", "-i", &input, "--out", saved.to_str().unwrap(), "--", "python3", "-m", "scripts.bundle", "in", "out"];
+    let out = env.run(&args);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "bundled 2 files", "{text}");
+    assert_eq!(std::fs::read_to_string(saved.join("out/MANIFEST")).unwrap(), "x bin/tool\n- readme.txt\n", "modes went in");
+    let mode = std::fs::metadata(saved.join("out/install.sh")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o100, 0o100, "saved executable: {mode:o}");
+    assert!(!saved.join("in").exists(), "the inputs left as they came are not saved: {text}");
+    assert!(text.contains("inputs left as they came (not saved): in/bin/tool, in/readme.txt"), "{text}");
+    assert!(text.contains("file out/install.sh (") && text.contains("executable"), "{text}");
+
+    // --json: the units in the names, the inputs apart, the executable bit.
+    let out = env.run(&["run", "bundler", "-i", &input, "--json", "--", "python3", "-m", "scripts.bundle", "in", "out"]);
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert!(answer["duration_ms"].is_u64() && answer.get("duration").is_none(), "{answer}");
+    assert_eq!(answer["unchanged_inputs"], serde_json::json!(["in/bin/tool", "in/readme.txt"]));
+    let install = answer["files"].as_array().unwrap().iter().find(|f| f["path"] == "out/install.sh").unwrap();
+    assert_eq!(install["executable"], true, "{install}");
+
+    // A link inside an input folder is never followed.
+    std::os::unix::fs::symlink("/etc/passwd", tree.join("passwd")).unwrap();
+    let out = env.run(&["run", "bundler", "-i", &input, "--", "python3", "-m", "scripts.bundle", "in", "out"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a link, never followed into a run"), "{}", stderr(&out));
+}

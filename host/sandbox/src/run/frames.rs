@@ -1,8 +1,9 @@
 //! The framing between the host and a run's init over its stdin and stdout: each frame
 //! is a kind byte, a little-endian `u32` length and that many bytes (at most
-//! [`MAX_FRAME`]). The host writes the input files (`File`, then `Data`s) and closes
-//! stdin; the init writes the command's output as it comes (`Stdout`, `Stderr`), then
-//! the workspace's files, the entries it left out, and `Exit` last.
+//! [`MAX_FRAME`]). The host writes the input files (`File`, `Executable` for one that
+//! is, then `Data`s) and closes stdin; the init writes the command's output as it comes
+//! (`Stdout`, `Stderr`), then the workspace's files the same way, the entries it left
+//! out, and `Exit` last.
 //!
 //! Everything the init sends is the skill's data: the host reads it under the run's caps
 //! and checks every path again.
@@ -31,6 +32,8 @@ pub enum Kind {
     /// The init itself failed (an input it could not write, a command it could not
     /// start): one line of text.
     Error = 7,
+    /// The file last started is executable (no payload).
+    Executable = 8,
 }
 
 impl Kind {
@@ -43,6 +46,7 @@ impl Kind {
             5 => Kind::Skipped,
             6 => Kind::Exit,
             7 => Kind::Error,
+            8 => Kind::Executable,
             _ => return None,
         })
     }

@@ -4,13 +4,15 @@
 //!
 //! 1. makes itself not dumpable, so the command (same uid, no capabilities) cannot open
 //!    its descriptors through `/proc`;
-//! 2. writes the input files the host sends on stdin into the workspace;
+//! 2. writes the input files the host sends on stdin into the workspace (0644, or 0755
+//!    for one the host marks executable);
 //! 3. starts the command (stdin empty, stdout and stderr piped to it) and forwards what it
 //!    prints as frames on its own stdout;
 //! 4. when the command exits, kills every other process of the jail but its own
 //!    ancestors (the egress shim), so nothing the command left behind writes on;
-//! 5. walks the workspace without following a link, sends each regular file, names each
-//!    entry it left out, and ends with the exit status and the workspace's usage.
+//! 5. walks the workspace without following a link, sends each regular file (marked
+//!    executable when it has an `x` bit), names each entry it left out, and ends with the
+//!    exit status and the workspace's usage.
 //!
 //! Its diagnostics go to stderr; the host reads frames only ([`super::frames`]).
 
@@ -54,7 +56,11 @@ type Out = Arc<Mutex<io::Stdout>>;
 
 fn send(out: &Out, kind: Kind, payload: &[u8]) -> io::Result<()> {
     let mut out = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    frames::write_chunked(&mut *out, kind, payload)?;
+    match payload.is_empty() {
+        // A mark (`Executable`) is a frame of its own; chunks of nothing would be none.
+        true => frames::write(&mut *out, kind, payload)?,
+        false => frames::write_chunked(&mut *out, kind, payload)?,
+    }
     out.flush()
 }
 
@@ -133,6 +139,13 @@ fn write_inputs(input: &mut impl Read) -> io::Result<()> {
             Kind::Data => match &mut current {
                 Some(file) => file.write_all(&payload)?,
                 None => return Err(io::Error::other("input data before its file")),
+            },
+            Kind::Executable => match &current {
+                Some(file) => {
+                    use std::os::unix::fs::PermissionsExt;
+                    file.set_permissions(std::fs::Permissions::from_mode(0o755))?;
+                }
+                None => return Err(io::Error::other("an executable mark before its file")),
             },
             _ => return Err(io::Error::other("unexpected frame on stdin")),
         }
@@ -232,6 +245,9 @@ fn walk(out: &Out, budget: u64) -> io::Result<()> {
                 match open_file(&relative) {
                     Ok(mut file) => {
                         send(out, Kind::File, relative.as_bytes())?;
+                        if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0 {
+                            send(out, Kind::Executable, &[])?;
+                        }
                         let mut buf = vec![0u8; frames::MAX_FRAME];
                         loop {
                             let n = file.read(&mut buf)?;

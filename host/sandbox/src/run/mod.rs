@@ -141,6 +141,9 @@ impl BwrapRuntime {
             let mut buf = Vec::new();
             for input in &inputs {
                 frames::write(&mut buf, Kind::File, input.path.as_bytes())?;
+                if input.executable {
+                    frames::write(&mut buf, Kind::Executable, &[])?;
+                }
                 frames::write_chunked(&mut buf, Kind::Data, &input.bytes)?;
             }
             stdin.write_all(&buf).await?;
@@ -218,6 +221,7 @@ impl BwrapRuntime {
                 fix: format!("raise it with `skillhost policy {skill} --workspace 256MiB` (then approve again), or write less"),
             });
         }
+        let (files, unchanged_inputs) = apart_from_inputs(report.files, &job.inputs);
         Ok(RunOutput {
             exit_code: exit.code,
             signal: exit.signal,
@@ -226,12 +230,24 @@ impl BwrapRuntime {
             stdout: report.stdout.kept,
             stderr: report.stderr.kept,
             output_cap: grant.limits.output,
-            files: report.files,
+            files,
+            unchanged_inputs,
             skipped: report.skipped,
             workspace: (exit.used, exit.size),
             duration,
         })
     }
+}
+
+/// The files a run wrote or changed, and the paths of the inputs it left as they came
+/// (the same bytes and mode).
+fn apart_from_inputs(files: Vec<RunFile>, inputs: &[skillhost_core::RunInput]) -> (Vec<RunFile>, Vec<String>) {
+    let sent: std::collections::HashMap<&str, (&[u8], bool)> =
+        inputs.iter().map(|i| (i.path.as_str(), (i.bytes.as_slice(), i.executable))).collect();
+    let (unchanged, files): (Vec<RunFile>, Vec<RunFile>) = files
+        .into_iter()
+        .partition(|f| sent.get(f.path.as_str()).is_some_and(|(bytes, exec)| *bytes == f.bytes.as_slice() && *exec == f.executable));
+    (files, unchanged.into_iter().map(|f| f.path).collect())
 }
 
 /// How close to its size a workspace counts as full (a tmpfs rounds to pages).
@@ -323,11 +339,12 @@ impl Overrun {
 async fn read_report(stdout: &mut tokio::process::ChildStdout, caps: &Caps) -> Result<Report, Overrun> {
     let mut report = Report::default();
     let mut file_bytes = 0u64;
-    let mut current: Option<(String, Vec<u8>)> = None;
+    let mut current: Option<(String, Vec<u8>, bool)> = None;
     let mut discarding = false;
-    let finish = |current: &mut Option<(String, Vec<u8>)>, report: &mut Report| {
-        if let Some((path, bytes)) = current.take() {
-            report.files.push(RunFile { size: bytes.len() as u64, sha256: hex::encode(sha2::Sha256::digest(&bytes)), path, bytes });
+    let finish = |current: &mut Option<(String, Vec<u8>, bool)>, report: &mut Report| {
+        if let Some((path, bytes, executable)) = current.take() {
+            let sha256 = hex::encode(sha2::Sha256::digest(&bytes));
+            report.files.push(RunFile { size: bytes.len() as u64, sha256, executable, path, bytes });
         }
     };
     loop {
@@ -360,7 +377,7 @@ async fn read_report(stdout: &mut tokio::process::ChildStdout, caps: &Caps) -> R
                 if report.files.len() >= MAX_RUN_FILES {
                     return Err(Overrun::Damaged(format!("more than {MAX_RUN_FILES} files")));
                 }
-                current = Some((path, Vec::new()));
+                current = Some((path, Vec::new(), false));
             }
             Kind::Data => {
                 file_bytes += payload.len() as u64;
@@ -368,11 +385,16 @@ async fn read_report(stdout: &mut tokio::process::ChildStdout, caps: &Caps) -> R
                     return Err(Overrun::Files(caps.files));
                 }
                 match &mut current {
-                    Some((_, bytes)) => bytes.extend_from_slice(&payload),
+                    Some((_, bytes, _)) => bytes.extend_from_slice(&payload),
                     None if discarding => {}
                     None => return Err(Overrun::Damaged("data before a file".into())),
                 }
             }
+            Kind::Executable => match &mut current {
+                Some((_, _, executable)) => *executable = true,
+                None if discarding => {}
+                None => return Err(Overrun::Damaged("an executable mark before a file".into())),
+            },
             Kind::Skipped => {
                 finish(&mut current, &mut report);
                 discarding = false;
