@@ -136,7 +136,7 @@ pub fn show(entry: &Entry, request: Option<&ApprovalRequest>, org: Option<&OrgLa
     outln!("{} ({} layer, {})", entry.name, entry.layer.as_str(), entry.origin.display());
     if entry.layer == skillhost::registry::Layer::External {
         outln!(
-            "read-only: another agent's skill folder (--skills-from); its SKILL.md is served as instructions, nothing in it runs, skillhost writes nothing there"
+            "read-only: another agent's skill folder (--skills-from); skillhost writes nothing there and loads no component or skill.toml from it; its SKILL.md is served as instructions, and its scripts, if any, run only in the jail once approved, like any skill's"
         );
     }
     outln!("state: {}", entry.state);

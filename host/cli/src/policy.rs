@@ -46,7 +46,9 @@ pub struct PolicyArgs {
     /// `DIR:rw=NAME` (read-only unless `:rw`). Opened without following links. Repeatable.
     #[arg(long = "path", value_name = "DIR[:rw][=NAME]")]
     paths: Vec<String>,
-    /// A package added to what its scripts declare (`NAME==VERSION`). Repeatable.
+    /// A package added to what its scripts declare: a requirement (`NAME`, `NAME==1.2`,
+    /// `NAME>=1,<2`), resolved to exact versions with their hashes by `approve`, which
+    /// shows them so. Repeatable.
     #[arg(long = "package", value_name = "REQUIREMENT")]
     packages: Vec<String>,
     /// Time limit of each run (e.g. 90s, 5m).

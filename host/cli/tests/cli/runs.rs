@@ -244,3 +244,30 @@ print(f"bundled {len(names)} files")
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("is a link, never followed into a run"), "{}", stderr(&out));
 }
+
+/// Issue 45, item 5: a SKILL.md skill is approved as its frontmatter's `metadata.version`,
+/// else as its content hash's first 12 digits, never as `""`; and a first approval shows
+/// its request once, not again as "since the last approval" with every line added.
+#[test]
+fn a_skill_md_skill_has_a_version_and_a_first_approval_shows_its_request_once() {
+    let env = Env::new();
+    scripts_skill(&env, "plain", "#!/bin/sh\necho plain\n");
+    scripts_skill(&env, "tagged", "#!/bin/sh\necho tagged\n");
+    let md = env.skills.path().join("tagged/SKILL.md");
+    let text = std::fs::read_to_string(&md).unwrap().replacen("---\n", "---\nmetadata:\n  version: \"2.1\"\n", 1);
+    std::fs::write(&md, text).unwrap();
+
+    let shown = |name: &str| -> Value { serde_json::from_slice(&env.run(&["show", name, "--json"]).stdout).unwrap() };
+    let tagged = shown("tagged");
+    assert_eq!(tagged["approval"]["version"], "2.1", "{tagged}");
+    let plain = shown("plain");
+    let version = plain["approval"]["version"].as_str().unwrap();
+    assert!(version.len() == 12 && version.chars().all(|c| c.is_ascii_hexdigit()), "a short content hash: {plain}");
+    assert_eq!(plain["approval"]["diff"], serde_json::json!([]), "nothing approved before: nothing to compare: {plain}");
+    let text = String::from_utf8_lossy(&env.run(&["show", "plain"]).stdout).into_owned();
+    assert!(!text.contains("since the last approval"), "{text}");
+    assert!(env.run(&["approve", "plain", "--yes"]).status.success());
+    std::fs::write(env.skills.path().join("plain/scripts/run.sh"), "#!/bin/sh\necho changed\n").unwrap();
+    let changed = shown("plain");
+    assert_ne!(changed["approval"]["version"], plain["approval"]["version"], "a changed skill is a new version: {changed}");
+}

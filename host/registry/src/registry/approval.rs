@@ -133,7 +133,8 @@ impl Registry {
             capability_digest: loaded.capability_digest.clone(),
             requests,
             sandbox_without: loaded.sandbox_without.clone(),
-            diff: diff_lines(approved.as_deref().unwrap_or_default(), &loaded.requests),
+            // Against the last approval only: a first one shows its request once, above.
+            diff: approved.as_deref().map(|approved| diff_lines(approved, &loaded.requests)).unwrap_or_default(),
             content_changed: record.as_ref().and_then(|r| r.approved_hash.as_deref()).is_some_and(|hash| hash != loaded.content_hash),
             files: self.approved_files(&entry.identity).map(|approved| file_diff(&approved, &loaded.files)).unwrap_or_default(),
             provenance: self.provenance(&loaded.content_hash),

@@ -394,10 +394,18 @@ impl Registry {
                         )
                     }
                 };
+                // What its frontmatter calls its version, else its content hash's first
+                // 12 digits: every version of a SKILL.md skill has a name to be approved as.
+                let version = frontmatter
+                    .as_ref()
+                    .and_then(|fm| fm.metadata.get("version"))
+                    .map(|v| skillhost_core::text::one_line(v, 64))
+                    .filter(|v| !v.trim().is_empty())
+                    .unwrap_or_else(|| short_hash(&content_hash));
                 Ok(Loaded {
                     origin: candidate.path.clone(),
                     runtime,
-                    version: String::new(),
+                    version,
                     description,
                     tier,
                     tools: Vec::new(),
@@ -468,4 +476,10 @@ impl Registry {
             Parsed::Code(source) => self.runtime.is_listed(source),
         }
     }
+}
+
+/// The first 12 hex digits of a content hash (after its `sha256:` prefix, if any).
+fn short_hash(content_hash: &str) -> String {
+    let digits = content_hash.rsplit(':').next().unwrap_or(content_hash);
+    digits.chars().take(12).collect()
 }
