@@ -223,6 +223,10 @@ print(f"bundled {len(names)} files")
     let text = stderr(&out);
     assert!(out.status.success(), "{text}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "bundled 2 files", "{text}");
+    // The same script as a file, importing `scripts.names` from the skill's root.
+    let as_file = ["run", "bundler", "-i", &input, "--", "python3", "scripts/bundle.py", "in", "out"];
+    let out = env.run(&as_file);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "bundled 2 files", "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(saved.join("out/MANIFEST")).unwrap(), "x bin/tool\n- readme.txt\n", "modes went in");
     let mode = std::fs::metadata(saved.join("out/install.sh")).unwrap().permissions().mode();
     assert_eq!(mode & 0o100, 0o100, "saved executable: {mode:o}");

@@ -121,6 +121,10 @@ impl BwrapRuntime {
         }
         profile.init = Some(PathBuf::from(init));
         profile.env.push(("SKILL_DIR".into(), SKILL_DIR.into()));
+        // `python scripts/x.py` whose script imports `scripts.y`, as public skills write:
+        // the skill's root (read-only, what was approved) is on the import path; the
+        // workspace never is (`-m` runs under `-I`, see `rewrite`).
+        profile.env.push(("PYTHONPATH".into(), SKILL_DIR.into()));
         let mut args: Vec<OsString> = init_args.to_vec();
         args.push("--".into());
         args.extend(rewrite(&job.skill, &job.command, &job.files).into_iter().map(OsString::from));
