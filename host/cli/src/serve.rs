@@ -261,6 +261,8 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
     let quick = Arc::new(SearchIndex::new().context("cannot create the in-memory search index")?);
     let mut following = quick.follow(registry.clone());
     let server = SkillhostMcp::with_index(registry.clone(), config, quick);
+    // An approval answered over MCP installs the skill's packages as the terminal's does.
+    let server = server.with_packages(Arc::new(skillhost::packages::McpPackages::new(host.clone(), registry.clone())));
     let server = match args.forge.filter(|_| !args.no_forge) {
         Some(forge) => server.with_forge(forge),
         None => server,

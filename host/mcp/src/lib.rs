@@ -29,6 +29,8 @@
 //!   a token budget, and resource reads that never leave a skill's folder.
 //! - `forge`: `skill_create` and `skill_update` on `skillhost-forge`, offered when the
 //!   server has a forge ([`SkillhostMcp::with_forge`]).
+//! - `packages`: [`ApprovalPackages`], the embedder's resolving and installing of a
+//!   skill's packages around an approval answered over MCP.
 //! - `approval`: the signed, single-use, expiring `requestState` of an approval
 //!   question asked of a 2026-07-28 client, bound to the session and the version asked
 //!   about.
@@ -54,6 +56,7 @@ mod forge;
 mod http;
 mod knowledge;
 mod ops;
+mod packages;
 mod quota;
 mod run;
 mod search;
@@ -67,6 +70,7 @@ pub use access::OAuthFront;
 pub use http::{HttpConfig, load_or_create_token, read_token_file, serve_http};
 pub use knowledge::{DIRECTORY_BUDGET, Directory, MAX_DIRECTORY_BUDGET, MIN_DIRECTORY_BUDGET, directory as skills_directory};
 pub use ops::{Drain, MetricsRender, OpsConfig, ReadinessCheck, serve_ops};
+pub use packages::{ApprovalPackages, PackagesFailure, PackagesFuture};
 pub use quota::{Quota, QuotaConfig};
 pub use search::SearchType;
 pub use server::{ApprovalKeys, CALL_KEY, IndexLoading, McpConfig, SkillhostMcp};

@@ -150,6 +150,8 @@ struct Shared {
     sessions: AtomicU64,
     /// Serves `skill_create` and `skill_update` when set.
     forge: Option<Arc<skillhost_forge::Forge>>,
+    /// Resolves and installs a skill's packages around an approval answered here.
+    packages: Option<Arc<dyn crate::ApprovalPackages>>,
     /// The Skills extension's manifests, hashed once per skill version.
     manifests: skills::Manifests,
     /// The files of `skill_run`s, readable until collected.
@@ -203,6 +205,7 @@ impl SkillhostMcp {
             approvals,
             sessions: AtomicU64::new(0),
             forge: None,
+            packages: None,
             manifests: skills::Manifests::default(),
             runs,
             running,
@@ -217,6 +220,17 @@ impl SkillhostMcp {
             shared.forge = Some(forge);
         } else {
             tracing::warn!("with_forge after sessions were made: the forge tools are not offered");
+        }
+        self
+    }
+
+    /// Resolve and install skills' packages with `packages` around approvals answered over
+    /// MCP (without, a skill that declares packages is approved at a terminal only).
+    pub fn with_packages(mut self, packages: Arc<dyn crate::ApprovalPackages>) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.packages = Some(packages);
+        } else {
+            tracing::warn!("with_packages after sessions were made: approvals over MCP install no packages");
         }
         self
     }

@@ -110,9 +110,9 @@ pub mod forge {
 pub mod mcp {
     #[doc(no_inline)]
     pub use skillhost_mcp::{
-        ApprovalKeys, CALL_KEY, DIRECTORY_BUDGET, Directory, HttpConfig, LineTransport, MAX_DIRECTORY_BUDGET, MAX_MESSAGE_BYTES,
-        MIN_DIRECTORY_BUDGET, McpConfig, OAuthFront, SearchIndex, SkillhostMcp, load_or_create_token, read_token_file, serve, serve_http,
-        serve_stdio, skills_directory,
+        ApprovalKeys, ApprovalPackages, CALL_KEY, DIRECTORY_BUDGET, Directory, HttpConfig, LineTransport, MAX_DIRECTORY_BUDGET,
+        MAX_MESSAGE_BYTES, MIN_DIRECTORY_BUDGET, McpConfig, OAuthFront, PackagesFailure, PackagesFuture, SearchIndex, SkillhostMcp,
+        load_or_create_token, read_token_file, serve, serve_http, serve_stdio, skills_directory,
     };
     #[doc(no_inline)]
     pub use skillhost_mcp::{Drain, MetricsRender, OpsConfig, ReadinessCheck, serve_ops};
@@ -199,6 +199,7 @@ use skillhost_wasm::WasmRuntime;
 pub mod config;
 pub mod helpers;
 pub mod oauth;
+pub mod packages;
 
 pub use config::HostConfig;
 

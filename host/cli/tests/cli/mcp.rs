@@ -171,6 +171,38 @@ fn an_unapproved_skill_runs_only_after_the_human_accepts() {
     env.run("no_elicitation", "auto", None);
 }
 
+/// Issue 45, item 6: a SKILL.md skill whose script declares a package, approved by the
+/// answer to an elicitation its `skill_run` asked (the official Python SDK, both protocol
+/// eras): the question lists the package as resolved from the host's index (wheels made in
+/// the test), the yes installs it, and the run imports it. Without the install, the run
+/// was refused after the yes ("`skillhost approve tiny` installs it again").
+#[test]
+fn an_approval_answered_over_mcp_installs_the_packages_its_question_listed() {
+    for mode in MODES {
+        let env = McpEnv::new();
+        let wheels = env.data.path().join("wheels");
+        std::fs::create_dir_all(&wheels).unwrap();
+        fixtures::python::tinypkg_wheel(&wheels, "1.2.3", "tiny 1.2.3");
+        std::fs::write(env.data.path().join("config.toml"), format!("[packages]\npython_wheels = \"{}\"\n", wheels.display())).unwrap();
+        let dir = env.skills.path().join("tiny");
+        std::fs::create_dir_all(dir.join("scripts")).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: tiny\ndescription: Prints tinypkg's value. Use it in tests.\n---\nRun `python scripts/use.py`.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("scripts/use.py"),
+            "# /// script\n# dependencies = [\"tinypkg>=1.0\"]\n# ///\nimport tinypkg\nprint(tinypkg.VALUE)\n",
+        )
+        .unwrap();
+        let facts = env.run("run_approval", mode, None);
+        assert_eq!(facts["stdout"], "tiny 1.2.3\n", "{mode}: {facts}");
+        let asked = facts["asked"].as_str().unwrap();
+        assert!(asked.starts_with("skillhost: approve skill `tiny`?"), "{mode}: the host's words first: {asked}");
+    }
+}
+
 #[test]
 fn skill_instructions_and_resources_stay_inside_the_skill_folder() {
     let env = McpEnv::new();

@@ -225,6 +225,24 @@ async def approval(server, answer):
         print(json.dumps({"protocol": client.protocol_version, "error": result.is_error, "asked": server.elicitations[0]}))
 
 
+async def run_approval(server, _arg):
+    """A run of a SKILL.md skill's script no human approved yet: the client is asked (the
+    question lists the package its script declares, resolved), the yes installs it, and
+    the run that asked imports it."""
+    server.answer = ("accept", {"approve": True})
+    async with server.client(elicitation=True) as client:
+        result = await client.call_tool("skill_run", {"skill": "tiny", "command": ["python", "scripts/use.py"]})
+        check(len(server.elicitations) == 1, f"elicitations: {server.elicitations}")
+        asked = server.elicitations[0]
+        check("tiny" in asked and "tinypkg==1.2.3" in asked, asked)
+        check(not result.is_error, text_of(result))
+        answer = result.structured_content
+        check(answer["exit_code"] == 0 and answer["stdout"] == "tiny 1.2.3\n", f"{answer}")
+        again = await client.call_tool("skill_run", {"skill": "tiny", "command": ["python", "scripts/use.py"]})
+        check(not again.is_error and len(server.elicitations) == 1, "an approved skill must not ask again")
+        print(json.dumps({"protocol": client.protocol_version, "asked": asked, "stdout": answer["stdout"]}))
+
+
 async def no_elicitation(server, _arg):
     async with server.client(elicitation=False) as client:
         result = await client.call_tool("gated__echo", {"value": "hi"})
@@ -359,7 +377,7 @@ async def http(server, url):
         print(json.dumps({"protocol": session.protocol_version, "tools": len(tools)}))
 
 
-SCENARIOS = {f.__name__: f for f in [http, sandboxed, basics, cancel, list_changed, deferred, approval, no_elicitation, knowledge, agent_skills]}
+SCENARIOS = {f.__name__: f for f in [http, sandboxed, basics, cancel, list_changed, deferred, approval, run_approval, no_elicitation, knowledge, agent_skills]}
 
 
 # --- forge (skill_create / skill_update / rollback), appended by the forge's tests ---

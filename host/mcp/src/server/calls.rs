@@ -129,7 +129,34 @@ impl SkillhostMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         let scope = self.scope(&context);
         if let Some(builtin) = Builtin::named(&params.name) {
-            return Ok(self.call_builtin(builtin, &params.arguments.clone().unwrap_or_default(), context.ct.clone(), &scope).await.into());
+            let args = params.arguments.clone().unwrap_or_default();
+            // A run of scripts no human approved yet asks, as a call of a tool does (its
+            // packages installed after a yes); the org policy's `run` decides first.
+            if builtin == Builtin::SkillRun
+                && let Some(skill) = args.get("skill").and_then(Value::as_str)
+                && let Ok(entry) = self.shared.registry.entry(skill)
+                && matches!(entry.state, TrustState::PendingReview | TrustState::NeedsReapproval)
+                && entry.loaded.as_ref().is_some_and(|l| l.scripts.is_some())
+            {
+                if let Err(refused) = scope.check_skill(Action::Run, skill, Some(&entry)) {
+                    return Ok(error_result(refused.to_string()).into());
+                }
+                match self.approval(skill, &params, &context).await? {
+                    Approval::Granted => {}
+                    Approval::Ask(result) => return Ok(result.into()),
+                    Approval::Refused(text) => {
+                        // Audited as every refused run is.
+                        let command: Vec<String> = args
+                            .get("command")
+                            .and_then(Value::as_array)
+                            .map(|words| words.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                            .unwrap_or_default();
+                        self.shared.registry.audit_refused_run(skill, &command, &[], &text);
+                        return Ok(error_result(text).into());
+                    }
+                }
+            }
+            return Ok(self.call_builtin(builtin, &args, context.ct.clone(), &scope).await.into());
         }
         if let (Some(tool), Some(forge)) = (ForgeTool::named(&params.name), &self.shared.forge) {
             let args = params.arguments.clone().unwrap_or_default();
@@ -213,7 +240,7 @@ impl SkillhostMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if !tool.approved() {
-            match self.approval(&tool, &params, &context).await? {
+            match self.approval(tool.skill.as_str(), &params, &context).await? {
                 Approval::Granted => {}
                 Approval::Ask(result) => return Ok(result.into()),
                 Approval::Refused(text) => return Ok(error_result(text).into()),

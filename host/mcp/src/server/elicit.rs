@@ -32,15 +32,15 @@ impl SkillhostMcp {
             .map_or_else(|| format!("session:{}", self.session.id), |p| p.0.clone())
     }
 
-    /// Decide whether an unapproved skill may run now, asking the human if we can.
+    /// Decide whether the unapproved skill `name` may run now (a call of one of its tools,
+    /// a `skill_run` of its scripts), asking the human if we can.
     pub(super) async fn approval(
         &self,
-        tool: &ToolEntry,
+        name: &str,
         params: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<Approval, ErrorData> {
         let registry = &self.shared.registry;
-        let name = tool.skill.as_str();
         let command = format!("run `skillhost approve {name}` in a terminal, then call again");
         let request = registry.approval_request(name).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         // Who may answer: in a team (a shared state store), only a caller the org policy
@@ -63,6 +63,31 @@ impl SkillhostMcp {
                 request.state.as_str()
             )));
         }
+        // Its packages: resolved (and recorded) before it is asked about, so the question
+        // lists them; not again when the answer comes back (it is about what was shown).
+        let declares = registry
+            .entry(name)
+            .ok()
+            .is_some_and(|e| e.loaded.as_ref().and_then(|l| l.scripts.as_ref()).is_some_and(|s| s.declares_packages()));
+        let packages = match (&self.shared.packages, declares) {
+            (_, false) => None,
+            (None, true) => {
+                return Ok(Approval::Refused(format!(
+                    "skill `{name}` declares packages, which this server cannot install after an answer here; {command}"
+                )));
+            }
+            (Some(packages), true) => Some(packages.clone()),
+        };
+        let answering = context.protocol_version().is_some_and(|v| !v.has_initialize()) && params.request_state.is_some();
+        let request = match &packages {
+            Some(packages) if !answering => {
+                if let Err(e) = packages.resolve(name).await {
+                    return Ok(Approval::Refused(format!("skill `{name}`: its packages could not be resolved: {e}; nothing was approved")));
+                }
+                registry.approval_request(name).map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            }
+            _ => request,
+        };
         let message = match request.dialog_question() {
             Ok(message) => message,
             Err(too_long) => return Ok(Approval::Refused(too_long.to_string())),
@@ -80,6 +105,13 @@ impl SkillhostMcp {
         };
         if !accepted {
             return Ok(Approval::Refused(format!("the user did not approve skill `{name}`; nothing ran. To approve it later, {command}")));
+        }
+        // Installed after the yes, before the approval is recorded: a failed install
+        // approves nothing.
+        if let Some(packages) = &packages
+            && let Err(e) = packages.install(name).await
+        {
+            return Ok(Approval::Refused(format!("skill `{name}`: its packages could not be installed: {e}; nothing was approved")));
         }
         // Bound to what the human was shown: if the skill changed since, this fails.
         match registry.approve(name, &asked.content_hash, &asked.capability_digest, ApprovalChannel::McpElicitation).await {

@@ -50,6 +50,11 @@ impl RunAuditRow {
                 (outcome, 0)
             }
         };
+        self.record(outcome, bytes_out)
+    }
+
+    /// The row, with what became of the run.
+    fn record(self, outcome: RunOutcome, bytes_out: u64) -> RunRecord {
         RunRecord {
             time: self.time,
             skill: self.skill,
@@ -230,6 +235,15 @@ impl Registry {
             log.log.record_run(row.finish(&result));
         }
         result
+    }
+
+    /// Audit a run of `skill` refused before it reached [`run`](Self::run), with `why` (its
+    /// approval was asked over MCP and not given): a row like every refused run's.
+    pub fn audit_refused_run(&self, skill: &str, command: &[String], inputs: &[skillhost_core::RunInput], why: &str) {
+        if let Some(log) = &self.config.audit {
+            let row = RunAuditRow::start(log, skill, command, inputs);
+            log.log.record_run(row.record(RunOutcome::Refused(skillhost_core::text::one_line(why, 600)), 0));
+        }
     }
 
     /// Where the run policy of the skill identified by `identity` is kept, outside every
