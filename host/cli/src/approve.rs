@@ -16,15 +16,21 @@ use crate::output;
 and how they differ from the last approval, then asks y/N. The approval is bound to
 exactly what was shown: if the skill changes before you answer, nothing is approved.
 
+A SKILL.md skill's run policy can be given here with the flags of `skillhost policy`:
+it is written first, so the request shown (and approved) is the one with it.
+
 Examples:
   skillhost approve github
-  skillhost approve github --yes       for scripts that already reviewed it")]
+  skillhost approve github --yes       for scripts that already reviewed it
+  skillhost approve csv-report --package 'pandas>=2,<3' --allow https://api.example.com")]
 pub struct ApproveArgs {
     /// Skill name.
     name: String,
     /// Approve without asking.
     #[arg(long)]
     yes: bool,
+    #[command(flatten)]
+    policy: crate::policy::PolicyFlags,
 }
 
 /// Approve the skill once its first load is done: its packages resolved before the
@@ -32,6 +38,10 @@ pub struct ApproveArgs {
 pub async fn run(app: &App, args: ApproveArgs) -> Result<ExitCode> {
     let host = app.host()?;
     let registry = app.registry_for(&host, &args.name, true).await?;
+    if args.policy.changes() {
+        args.policy.write(&registry, &args.name).await?;
+        errln!("wrote the run policy of `{}`; its request below is the one with it", args.name);
+    }
     let packages = resolve_packages(&host, &registry, &args.name).await?;
     ask_and_approve(&registry, &args.name, args.yes, packages.map(|p| (&host, p))).await?;
     Ok(ExitCode::SUCCESS)

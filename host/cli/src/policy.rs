@@ -27,6 +27,16 @@ Examples:
 pub struct PolicyArgs {
     /// The skill.
     skill: String,
+    #[command(flatten)]
+    flags: PolicyFlags,
+    /// Print the policy file's text instead of a summary.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What a policy may grant, as flags (`policy`, and `approve` before it asks).
+#[derive(clap::Args)]
+pub struct PolicyFlags {
     /// Let its scripts reach this origin through the egress proxy (`https://api.example.com`,
     /// `http://127.0.0.1:8080`). Repeatable.
     #[arg(long = "allow", value_name = "URL")]
@@ -74,9 +84,36 @@ pub struct PolicyArgs {
     /// Start from nothing instead of the current policy.
     #[arg(long)]
     reset: bool,
-    /// Print the policy file's text instead of a summary.
-    #[arg(long)]
-    json: bool,
+}
+
+impl PolicyFlags {
+    /// Whether any flag changes the policy.
+    pub fn changes(&self) -> bool {
+        self.reset
+            || !(self.allow.is_empty()
+                && self.private.is_empty()
+                && self.secrets.is_empty()
+                && self.paths.is_empty()
+                && self.packages.is_empty())
+            || self.data.is_some()
+            || self.timeout.is_some()
+            || self.memory.is_some()
+            || self.output.is_some()
+            || self.workspace.is_some()
+            || self.any_command
+            || self.scripts_only
+    }
+
+    /// Write `skill`'s policy changed by these flags (it then waits for approval again):
+    /// the policy now.
+    pub async fn write(&self, registry: &skillhost::Registry, skill: &str) -> Result<RunPolicy> {
+        let entry = registry.entry(skill)?;
+        let current = RunPolicy::read(&registry.policy_path(&entry.identity)).map_err(|e| exit::usage(e.to_string()))?;
+        let base = if self.reset { RunPolicy::none() } else { current };
+        let updated = apply(&base, self)?;
+        registry.set_policy(skill, &updated).await?;
+        Ok(updated)
+    }
 }
 
 /// Show or change the policy.
@@ -85,27 +122,10 @@ pub async fn run(app: &App, args: PolicyArgs) -> Result<ExitCode> {
     let registry = app.registry_for(&host, &args.skill, true).await?;
     let entry = registry.entry(&args.skill)?;
     let current = registry.policy_path(&entry.identity);
-    let changes = args.reset
-        || !(args.allow.is_empty()
-            && args.private.is_empty()
-            && args.secrets.is_empty()
-            && args.paths.is_empty()
-            && args.packages.is_empty())
-        || args.data.is_some()
-        || args.timeout.is_some()
-        || args.memory.is_some()
-        || args.output.is_some()
-        || args.workspace.is_some()
-        || args.any_command
-        || args.scripts_only;
-    let policy = RunPolicy::read(&current).map_err(|e| exit::usage(e.to_string()))?;
-    let policy = if changes {
-        let base = if args.reset { RunPolicy::none() } else { policy };
-        let updated = apply(&base, &args)?;
-        registry.set_policy(&args.skill, &updated).await?;
-        updated
-    } else {
-        policy
+    let changes = args.flags.changes();
+    let policy = match changes {
+        true => args.flags.write(&registry, &args.skill).await?,
+        false => RunPolicy::read(&current).map_err(|e| exit::usage(e.to_string()))?,
     };
     if args.json {
         let value = serde_json::json!({ "skill": args.skill, "file": current, "policy": policy.to_toml(), "grants": policy.requests(), "digest": policy.digest() });
@@ -126,7 +146,7 @@ pub async fn run(app: &App, args: PolicyArgs) -> Result<ExitCode> {
 }
 
 /// `base` with the flags applied, checked by the policy's own parser.
-fn apply(base: &RunPolicy, args: &PolicyArgs) -> Result<RunPolicy> {
+fn apply(base: &RunPolicy, args: &PolicyFlags) -> Result<RunPolicy> {
     let mut table: toml::Table = toml::from_str(&base.to_toml())?;
     let push = |table: &mut toml::Table, path: &[&str], value: toml::Value| {
         let mut at = table;

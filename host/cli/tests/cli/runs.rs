@@ -270,8 +270,14 @@ fn a_skill_md_skill_has_a_version_and_a_first_approval_shows_its_request_once() 
     assert_eq!(plain["approval"]["diff"], serde_json::json!([]), "nothing approved before: nothing to compare: {plain}");
     let text = String::from_utf8_lossy(&env.run(&["show", "plain"]).stdout).into_owned();
     assert!(!text.contains("since the last approval"), "{text}");
-    assert!(env.run(&["approve", "plain", "--yes"]).status.success());
+    // `approve` takes the policy's flags: written first, shown and approved with it.
+    let approved = env.run(&["approve", "plain", "--yes", "--timeout", "2m"]);
+    let said = String::from_utf8_lossy(&approved.stdout).into_owned() + &stderr(&approved);
+    assert!(approved.status.success() && said.contains("limit timeout of each run: 120s"), "{said}");
+    let now = shown("plain");
+    assert_eq!(now["state"], "approved", "{now}");
+    assert!(now["approval"]["requests"].to_string().contains("limit timeout of each run: 120s"), "{now}");
     std::fs::write(env.skills.path().join("plain/scripts/run.sh"), "#!/bin/sh\necho changed\n").unwrap();
     let changed = shown("plain");
-    assert_ne!(changed["approval"]["version"], plain["approval"]["version"], "a changed skill is a new version: {changed}");
+    assert_ne!(changed["approval"]["version"], now["approval"]["version"], "a changed skill is a new version: {changed}");
 }
