@@ -42,10 +42,12 @@ pub struct Cli {
     #[arg(long, global = true, env = "SKILLHOST_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 
-    /// Also serve another agent's Agent Skills folders, read-only: `claude` adds
-    /// ~/.claude/skills and ./.claude/skills (their SKILL.md as instructions, their scripts
-    /// runnable in the jail once approved; nothing in them is written, no component or
-    /// skill.toml there is loaded). Also `skills_from = ["claude"]` in DATA_DIR/config.toml.
+    /// Also serve other agents' Agent Skills folders, read-only: `claude` adds
+    /// ~/.claude/skills and ./.claude/skills, `agents` ~/.agents/skills and
+    /// ./.agents/skills (Codex, Amp), `cursor` ~/.cursor/skills and ./.cursor/skills
+    /// (their SKILL.md as instructions, their scripts runnable in the jail once approved;
+    /// nothing in them is written, no component or skill.toml there is loaded). Also
+    /// `skills_from = ["claude", "agents"]` in DATA_DIR/config.toml.
     #[arg(long, global = true, value_name = "AGENT", env = "SKILLHOST_SKILLS_FROM", value_delimiter = ',', value_parser = config::parse_agent)]
     pub skills_from: Vec<skillhost::config::Agent>,
 

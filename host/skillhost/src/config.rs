@@ -300,6 +300,11 @@ pub const MIN_KEY_BYTES: usize = 32;
 pub enum Agent {
     /// Claude Code: `~/.claude/skills`, then the project's `./.claude/skills`.
     Claude,
+    /// The Agent Skills standard's own folders, which Codex CLI and Amp read:
+    /// `~/.agents/skills`, then the project's `./.agents/skills`.
+    Agents,
+    /// Cursor: `~/.cursor/skills`, then the project's `./.cursor/skills`.
+    Cursor,
 }
 
 /// Why the host config cannot be used.
@@ -589,17 +594,23 @@ impl Agent {
     pub fn as_str(self) -> &'static str {
         match self {
             Agent::Claude => "claude",
+            Agent::Agents => "agents",
+            Agent::Cursor => "cursor",
         }
     }
 
     /// Every agent, for help texts.
-    pub const ALL: &'static [Agent] = &[Agent::Claude];
+    pub const ALL: &'static [Agent] = &[Agent::Claude, Agent::Agents, Agent::Cursor];
 
-    /// The agent's skill folders, in precedence order, whether or not they exist.
+    /// The agent's skill folders, in precedence order, whether or not they exist: the
+    /// personal one, then the project's.
     pub fn folders(self, home: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
-        match self {
-            Agent::Claude => home.map(|h| h.join(".claude/skills")).into_iter().chain([cwd.join(".claude/skills")]).collect(),
-        }
+        let below = match self {
+            Agent::Claude => ".claude/skills",
+            Agent::Agents => ".agents/skills",
+            Agent::Cursor => ".cursor/skills",
+        };
+        home.map(|h| h.join(below)).into_iter().chain([cwd.join(below)]).collect()
     }
 
     /// The folders of `agents` that exist, each once (as a canonical path), none of them

@@ -127,6 +127,14 @@ async fn claude_skills_are_served_read_only_as_instructions() {
         assert_eq!((entry["runtime"].as_str(), entry["state"].as_str()), (Some("instructions"), Some("approved")), "{entry}");
         assert_eq!(entry["requests"], json!([]), "nothing is granted: {entry}");
     }
+    // The standard's own folders (Codex, Amp) and Cursor's, beside Claude's: each after it.
+    skill_md(&home.path().join(".agents/skills/codexed"), "codexed", "From ~/.agents/skills.");
+    skill_md(&project.path().join(".cursor/skills/cursored"), "cursored", "From ./.cursor/skills.");
+    let more = json_out(&run(&["--skills-from", "claude,agents,cursor", "list", "--json"]));
+    assert_eq!(names(&more), ["both", "codexed", "component", "cursored", "foo", "local", "served"], "{more}");
+    let codexed = more.as_array().unwrap().iter().find(|e| e["name"] == "codexed").unwrap();
+    assert_eq!(codexed["layer"], "external", "{codexed}");
+    assert_eq!(codexed["origin"], canonical(&home.path().join(".agents/skills/codexed")), "{codexed}");
     let show = run(&["--skills-from", "claude", "show", "foo"]);
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(text.contains(&format!("foo (external layer, {})", canonical(&claude.join("foo")))), "{text}");
