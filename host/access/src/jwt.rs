@@ -12,8 +12,8 @@
 //! 3. **Algorithm.** Only RS256, ES256 and EdDSA (Ed25519) are accepted. `none` (no signature at all), the HMAC
 //!    family HS* (whose "secret" an attacker could set to our public key) and everything else are refused.
 //! 4. **Key.** Keys come only from the JWKS the server was configured with; header fields that point at other
-//!    keys (`jku`, `jwk`, `x5u`, `x5c`) are ignored. With a `kid` only keys carrying that kid are tried; without
-//!    one, every key of the right type is. A key is used only for the algorithm of its own type (RSA for RS256,
+//!    keys (`jku`, `jwk`, `x5u`, `x5c`) are ignored. With a `kid` the keys carrying that kid are tried, and those
+//!    published without one; without one, every key of the right type is. A key is used only for the algorithm of its own type (RSA for RS256,
 //!    P-256 for ES256, Ed25519 for EdDSA), and only if the `alg` its JWK declares, if any, is that algorithm. So
 //!    a token can never make us check its signature with a key of another type ("algorithm confusion").
 //! 5. **Signature.** Checked over the exact ASCII bytes `header.payload` as received, before the claims are
@@ -520,7 +520,9 @@ fn candidate_keys<'k>(keys: &'k Jwks, alg: Alg, kid: Option<&str>) -> Result<Vec
     let of_alg = |key: &&Key| key.material.alg() == alg;
     match kid {
         Some(kid) => {
-            let named: Vec<&Key> = keys.keys.iter().filter(|key| key.kid.as_deref() == Some(kid)).collect();
+            // A kid is a hint (RFC 7515 4.1.4): the keys it names, and those published
+            // without a kid of their own.
+            let named: Vec<&Key> = keys.keys.iter().filter(|key| key.kid.as_deref().is_none_or(|own| own == kid)).collect();
             if named.is_empty() {
                 return Err(JwtError::UnknownKey(clip(kid)));
             }

@@ -33,7 +33,9 @@ pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 pub const MAX_GROUPS: usize = 256;
 /// Bytes of a caller's name or a group's, at most.
 pub const MAX_NAME_BYTES: usize = 255;
-/// Names an access token may not give its caller.
+/// The least time between two fetches of the issuer's keys.
+pub const MIN_REFETCH_GAP: std::time::Duration = std::time::Duration::from_secs(10);
+/// Names an access token may not give its caller (in any case).
 pub const RESERVED_NAMES: &[&str] = &["operator", "local"];
 
 /// How access tokens are checked and named: `[oauth]` of the host config.
@@ -93,6 +95,8 @@ pub struct ResourceServer {
     keys: RwLock<Arc<Jwks>>,
     /// How many times the keys were replaced.
     generation: AtomicU64,
+    /// When the keys in force were fetched.
+    fetched: parking_lot::Mutex<std::time::Instant>,
 }
 
 impl std::fmt::Debug for ResourceServer {
@@ -106,7 +110,13 @@ impl ResourceServer {
     pub fn new(settings: OAuthSettings, keys: Jwks) -> Result<Self, OAuthError> {
         check_settings(&settings)?;
         let rules = JwtRules::new(settings.issuer.clone(), settings.resource.clone());
-        Ok(Self { settings, rules, keys: RwLock::new(Arc::new(keys)), generation: AtomicU64::new(0) })
+        Ok(Self {
+            settings,
+            rules,
+            keys: RwLock::new(Arc::new(keys)),
+            generation: AtomicU64::new(0),
+            fetched: parking_lot::Mutex::new(std::time::Instant::now()),
+        })
     }
 
     /// The settings.
@@ -117,7 +127,21 @@ impl ResourceServer {
     /// Put `keys` in force (a refetched JWKS).
     pub fn set_keys(&self, keys: Jwks) {
         *self.keys.write() = Arc::new(keys);
+        *self.fetched.lock() = std::time::Instant::now();
         self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// How long ago the keys in force were fetched (made with [`new`](Self::new), or
+    /// replaced by [`set_keys`](Self::set_keys)).
+    pub fn keys_age(&self) -> std::time::Duration {
+        self.fetched.lock().elapsed()
+    }
+
+    /// Whether a token naming a key not held is worth a refetch of the keys: only when
+    /// the last fetch is [`MIN_REFETCH_GAP`] old or more (otherwise the keys are as new as
+    /// the issuer's, and the token is refused at once).
+    pub fn refetch_due(&self) -> bool {
+        self.keys_age() >= MIN_REFETCH_GAP
     }
 
     /// How many times the keys were replaced: a waiter for a refetch compares it.
@@ -142,13 +166,24 @@ impl ResourceServer {
         if let Some(problem) = name_problem(&name) {
             return Err(claim_error(name_claim, problem));
         }
-        if RESERVED_NAMES.contains(&name.as_str()) {
+        if RESERVED_NAMES.iter().any(|reserved| reserved.eq_ignore_ascii_case(&name)) {
             return Err(claim_error(name_claim, format!("is `{name}`, a name this host keeps for itself")));
         }
         let groups_claim = self.settings.groups_claim.as_str();
+        // Groups the issuer left out of the token (OpenID Connect's distributed claims, as
+        // Entra does past ~200 groups) are groups a `forbid` may name: refused, never
+        // read as "in no group".
+        let distributed = claims.get("_claim_names").and_then(Value::as_object).is_some_and(|names| names.contains_key(groups_claim));
+        if distributed {
+            return Err(claim_error(
+                groups_claim,
+                "is not in the token (the issuer points to it elsewhere, `_claim_names`): its groups cannot be known, so none are assumed; have the issuer put the groups in the token, or filter them to fewer".into(),
+            ));
+        }
         let groups: Vec<String> = match claims.get(groups_claim) {
             None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(list)) => list.split_whitespace().map(str::to_owned).collect(),
+            // One group, spaces and all ("IT Admins" is not `IT` and `Admins`).
+            Some(Value::String(group)) => vec![group.clone()],
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|item| {
@@ -228,7 +263,10 @@ fn name_problem(name: &str) -> Option<String> {
     if name.is_empty() || name.len() > MAX_NAME_BYTES {
         return Some(format!("is empty or longer than {MAX_NAME_BYTES} bytes"));
     }
-    name.chars().any(char::is_control).then(|| "holds a control character".to_owned())
+    // Printable ASCII: no look-alike letters, no bidi or format characters, no quotes or
+    // backticks to break out of a command a message suggests.
+    let bad = name.chars().find(|c| !(c.is_ascii_graphic() || *c == ' ') || matches!(c, '"' | '`' | '\\' | '\''));
+    bad.map(|c| format!("holds {c:?}: a caller's or group's name is printable ASCII without quotes or backslashes"))
 }
 
 #[cfg(test)]
@@ -266,6 +304,9 @@ mod tests {
         assert_eq!(name_problem("auth0|12345"), None);
         assert!(name_problem("").is_some());
         assert!(name_problem("a\u{1b}[2Jb").is_some());
+        for look_alike in ["\u{43e}perator", "operator\u{202e}", "a`rm -rf`", "a\"b"] {
+            assert!(name_problem(look_alike).is_some(), "{look_alike:?}");
+        }
         assert!(name_problem(&"a".repeat(MAX_NAME_BYTES + 1)).is_some());
     }
 }

@@ -37,6 +37,9 @@ pub struct OAuthFront {
 /// How long a request whose token names an unknown key waits for the keys to be refetched.
 const REFETCH_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// Requests that wait for a refetch at once; more are refused at once.
+const MAX_REFETCH_WAITERS: usize = 16;
+
 /// Store lookups of callers' tokens at once; more requests wait (a flood of made-up
 /// tokens cannot take the state store's connections from everything else).
 const MAX_LOOKUPS: usize = 8;
@@ -48,6 +51,8 @@ pub(crate) struct Authenticator {
     callers: Option<Arc<dyn CallerStore>>,
     lookups: tokio::sync::Semaphore,
     oauth: Option<OAuthFront>,
+    /// Places for requests waiting on a refetch of the issuer's keys.
+    waiters: tokio::sync::Semaphore,
 }
 
 /// Why a request was not authenticated (the 401's `error_description`).
@@ -81,7 +86,13 @@ impl Unauthenticated {
 
 impl Authenticator {
     pub(crate) fn new(operator_token: &str, callers: Option<Arc<dyn CallerStore>>, oauth: Option<OAuthFront>) -> Self {
-        Self { operator: format!("Bearer {operator_token}"), callers, lookups: tokio::sync::Semaphore::new(MAX_LOOKUPS), oauth }
+        Self {
+            operator: format!("Bearer {operator_token}"),
+            callers,
+            lookups: tokio::sync::Semaphore::new(MAX_LOOKUPS),
+            oauth,
+            waiters: tokio::sync::Semaphore::new(MAX_REFETCH_WAITERS),
+        }
     }
 
     /// The resource server, when the front accepts OAuth access tokens.
@@ -95,13 +106,18 @@ impl Authenticator {
         if constant_time_eq(header, self.operator.as_bytes()) {
             return Ok(Caller::operator());
         }
-        let token = header.strip_prefix(b"Bearer ").and_then(|t| std::str::from_utf8(t).ok()).ok_or(Unauthenticated::Missing)?;
+        // The scheme's name is case-insensitive (RFC 7235 2.1).
+        let token = header
+            .split_at_checked(7)
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"Bearer "))
+            .and_then(|(_, token)| std::str::from_utf8(token).ok())
+            .ok_or(Unauthenticated::Missing)?;
         let token = token.trim();
         if token.starts_with(skillhost_access::token::PREFIX) {
             return self.token_caller(token).await;
         }
         match &self.oauth {
-            Some(oauth) => oauth_caller(oauth, token).await,
+            Some(oauth) => self.oauth_caller(oauth, token).await,
             None => Err(Unauthenticated::Unknown),
         }
     }
@@ -134,21 +150,30 @@ impl Authenticator {
     }
 }
 
-/// The caller of the access token `token`; a token signed by a key the server does not
-/// hold has the keys refetched (waiting at most [`REFETCH_WAIT`]) and is checked again.
-async fn oauth_caller(oauth: &OAuthFront, token: &str) -> Result<Caller, Unauthenticated> {
-    let now = || SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    match oauth.server.authenticate(token, now()) {
-        Err(OAuthError::Token(JwtError::UnknownKey(_))) => {}
-        other => return other.map_err(Unauthenticated::AccessToken),
+impl Authenticator {
+    /// The caller of the access token `token`. A token naming a key the server does not
+    /// hold has the keys refetched and is checked again, waiting at most [`REFETCH_WAIT`],
+    /// but only when a fetch is due (the keys are [`MIN_REFETCH_GAP`] old) and a place
+    /// to wait is free: a stream of made-up key ids costs no waits and no fetches.
+    ///
+    /// [`MIN_REFETCH_GAP`]: skillhost_access::oauth::MIN_REFETCH_GAP
+    async fn oauth_caller(&self, oauth: &OAuthFront, token: &str) -> Result<Caller, Unauthenticated> {
+        // A clock before 1970 checks no expiry: refused, never read as time 0.
+        let now = || SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).map_err(|_| Unauthenticated::Store);
+        let unknown = match oauth.server.authenticate(token, now()?) {
+            Err(OAuthError::Token(unknown @ JwtError::UnknownKey(_))) => unknown,
+            other => return other.map_err(Unauthenticated::AccessToken),
+        };
+        let waiting = self.waiters.try_acquire().ok().filter(|_| oauth.server.refetch_due());
+        let Some(_place) = waiting else { return Err(Unauthenticated::AccessToken(OAuthError::Token(unknown))) };
+        let before = oauth.server.generation();
+        oauth.refetch.notify_one();
+        let deadline = tokio::time::Instant::now() + REFETCH_WAIT;
+        while oauth.server.generation() == before && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        oauth.server.authenticate(token, now()?).map_err(Unauthenticated::AccessToken)
     }
-    let before = oauth.server.generation();
-    oauth.refetch.notify_one();
-    let deadline = tokio::time::Instant::now() + REFETCH_WAIT;
-    while oauth.server.generation() == before && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    oauth.server.authenticate(token, now()).map_err(Unauthenticated::AccessToken)
 }
 
 /// Whether `a` and `b` are equal, in time that does not depend on where they differ.

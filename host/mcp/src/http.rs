@@ -307,9 +307,10 @@ impl Front {
             Ok(held) => held,
             Err(over) => return over_quota(&caller.name, &over, &body),
         };
+        // Bound to its caller too: a session id another caller learned asks nothing of it.
         let principal = match request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-            Some(session) => format!("http-session:{session}"),
-            None => format!("http-caller:{}", caller.name),
+            Some(session) => format!("http-session:{}:{}:{session}", caller.via.as_str(), caller.name),
+            None => format!("http-caller:{}:{}", caller.via.as_str(), caller.name),
         };
         request.extensions_mut().insert(Principal(principal));
         request.extensions_mut().insert(caller);
@@ -373,6 +374,9 @@ fn unauthorized(authenticator: &Authenticator, refused: &Unauthenticated) -> hyp
     let description = refused.description();
     let mut response = hyper::Response::new(Full::new(Bytes::from(format!("{description}\n"))).boxed());
     *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+    let headers = response.headers_mut();
+    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert(hyper::header::X_CONTENT_TYPE_OPTIONS, hyper::header::HeaderValue::from_static("nosniff"));
     let mut params = Vec::new();
     if let Some(server) = authenticator.oauth() {
         params.push(format!("resource_metadata=\"{}\"", server.metadata_url()));

@@ -497,6 +497,24 @@ impl HostConfig {
                 ));
             }
         };
+        if self.org.policies.is_none() {
+            return Err(refused(
+                "an OAuth issuer admits whoever it signs a token for, and without an org policy every such caller could do everything (call, run, create and approve skills): set `policies` under [org] (see org-policy.md)".into(),
+            ));
+        }
+        // As clients will send it in `aud`: a URL that is already in its normal form.
+        let normal = url::Url::parse(resource).ok().filter(|u| {
+            let text = u.as_str();
+            matches!(u.scheme(), "http" | "https")
+                && u.username().is_empty()
+                && u.password().is_none()
+                && (text == resource || text.strip_suffix('/') == Some(resource.as_str()))
+        });
+        if normal.is_none() {
+            return Err(refused(format!(
+                "resource `{resource}` is not this server's URL in normal form (lower-case scheme and host, no user, query or fragment, e.g. https://mcp.example.com/mcp): a token's `aud` must equal it exactly"
+            )));
+        }
         let jwks = url::Url::parse(jwks_url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
@@ -803,16 +821,18 @@ mod tests {
 
     #[test]
     fn oauth_needs_its_issuer_resource_and_keys_together_and_a_usable_resource() {
-        let whole =
-            "[oauth]\nissuer = \"https://id.example\"\nresource = \"https://mcp.example/mcp\"\njwks_url = \"https://id.example/jwks\"\n";
+        let whole = "[org]\npolicies = \"policy\"\n\n[oauth]\nissuer = \"https://id.example\"\nresource = \"https://mcp.example/mcp\"\njwks_url = \"https://id.example/jwks\"\n";
         let (settings, jwks) = parse(whole).unwrap().oauth().unwrap().expect("configured");
         assert_eq!((settings.name_claim.as_str(), settings.groups_claim.as_str()), ("sub", "groups"));
         assert_eq!(jwks.as_str(), "https://id.example/jwks");
         assert!(parse("").unwrap().oauth().unwrap().is_none());
         for (bad, says) in [
             ("[oauth]\nissuer = \"https://id.example\"\n", "go together"),
-            (&whole.replace("https://mcp.example/mcp", "mcp.example/mcp"), "not this server's absolute URL"),
+            (&whole.replace("https://mcp.example/mcp", "mcp.example/mcp"), "normal form"),
             (&whole.replace("https://id.example/jwks", "file:///etc/jwks"), "jwks_url"),
+            (&whole.replace("https://mcp.example/mcp", "https://MCP.example/mcp"), "normal form"),
+            (&whole.replace("https://mcp.example/mcp", "https://user@mcp.example/mcp"), "normal form"),
+            (&whole.replace("[org]\npolicies = \"policy\"\n", ""), "without an org policy"),
         ] {
             let error = parse(bad).unwrap_err().to_string();
             assert!(error.contains("[oauth]") && error.contains(says), "{error}");

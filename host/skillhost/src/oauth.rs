@@ -22,8 +22,7 @@ use crate::HostConfig;
 
 /// How often the issuer's keys are fetched again.
 pub const JWKS_REFRESH: Duration = Duration::from_secs(300);
-/// The least time between two fetches of the keys.
-pub const MIN_REFETCH_GAP: Duration = Duration::from_secs(10);
+pub use skillhost_access::oauth::MIN_REFETCH_GAP;
 /// Longest one fetch of the keys may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -74,16 +73,14 @@ pub async fn fetch(url: &Url, caps: &skillhost_source::Caps) -> Result<Jwks, OAu
 /// Refetch the keys every [`JWKS_REFRESH`] and when asked, no sooner than
 /// [`MIN_REFETCH_GAP`] after the last fetch, until the front lets go of `server`.
 async fn keep_fresh(server: Weak<ResourceServer>, refetch: Arc<tokio::sync::Notify>, url: Url, caps: skillhost_source::Caps) {
-    let mut last: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             () = tokio::time::sleep(JWKS_REFRESH) => {}
             () = refetch.notified() => {}
         }
-        if let Some(last) = last {
-            tokio::time::sleep_until(last + MIN_REFETCH_GAP).await;
-        }
-        last = Some(tokio::time::Instant::now());
+        // No sooner than the gap after the last fetch (the one at start included).
+        let Some(age) = server.upgrade().map(|s| s.keys_age()) else { return };
+        tokio::time::sleep(MIN_REFETCH_GAP.saturating_sub(age)).await;
         let fetched = fetch(&url, &caps).await;
         let Some(server) = server.upgrade() else { return };
         match fetched {

@@ -252,6 +252,7 @@ fn oauth_access_tokens_from_the_configured_issuer_name_callers_and_anything_else
     );
     limits_under_policy(&env, &oauth);
     let (addr, _reading, _served) = serve(&env, &format!("127.0.0.1:{port}"));
+    let started = Instant::now();
     assert_eq!(issuer.fetches(), 1, "the keys are fetched at start");
 
     // The metadata, without a token, at the resource's path and the bare well-known one.
@@ -303,7 +304,33 @@ fn oauth_access_tokens_from_the_configured_issuer_name_callers_and_anything_else
     let challenge = bare.header("www-authenticate").unwrap_or_default();
     assert_eq!(challenge, format!("Bearer resource_metadata=\"{metadata_url}\""), "no token: where to get one, no error");
 
-    // The issuer rotates its keys: a token under the new kid has them fetched again.
+    // Names and groups the issuer's users may shape: look-alikes of the host's own names
+    // refused, a string of groups one group, groups left out of the token refused.
+    for sub in ["Operator", "\u{43e}perator", "local\u{202e}"] {
+        let got = rpc(&addr, &key.sign(&claims(sub, &resource, later)), "tools/list", "", json!({}));
+        assert_eq!(got.status, 401, "{sub:?}: {}", got.body);
+    }
+    let mut spaced = claims("carol", &resource, later);
+    spaced["groups"] = json!("readers admins");
+    let (text, error) = answer(&call(&addr, &key.sign(&spaced), "limits__echo", json!({"value": 1})));
+    assert!(error && text.contains("caller `carol` may not call"), "`readers admins` is one group, not `readers`: {text}");
+    let mut elsewhere = claims("dave", &resource, later);
+    elsewhere.as_object_mut().unwrap().remove("groups");
+    elsewhere["_claim_names"] = json!({"groups": "src1"});
+    let got = rpc(&addr, &key.sign(&elsewhere), "tools/list", "", json!({}));
+    assert!(got.status == 401 && got.body.contains("_claim_names"), "groups the token left out are not \"no groups\": {}", got.body);
+
+    // Tokens naming keys nobody published cost no fetch while the keys are fresh.
+    let stranger = SigningKey::new("made-up");
+    for n in 0..5 {
+        let got = rpc(&addr, &stranger.sign(&claims(&format!("x{n}"), &resource, later)), "tools/list", "", json!({}));
+        assert_eq!(got.status, 401, "{}", got.body);
+    }
+    assert_eq!(issuer.fetches(), 1, "no refetch within 10 s of the last fetch");
+
+    // The issuer rotates its keys: a token under the new kid has them fetched again (once
+    // the keys in force are 10 s old).
+    std::thread::sleep(Duration::from_secs(10).saturating_sub(started.elapsed()));
     let next = SigningKey::new("k2");
     issuer.rotate(&next);
     let bob = next.sign(&claims("bob", &resource, later));

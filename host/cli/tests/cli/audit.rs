@@ -35,8 +35,9 @@ fn skillhost_audit_shows_runs_with_their_command_exit_code_and_bytes() {
     assert_eq!(lines.len(), 2, "{text}");
     assert!(lines[0].contains(r#"run          "sh" "scripts/count.sh" "in.txt" refused: "#), "{text}");
     assert!(lines[0].contains("skillhost approve tally"), "{text}");
-    // In: the input's 6 bytes. Out: the input left in the workspace and count.txt ("3\n").
-    assert!(lines[1].contains(r#""sh" "scripts/count.sh" "in.txt" exit 2 in=6 out=8 "#), "{text}");
+    // In: the input's 6 bytes. Out: count.txt ("3\n"); the input, left as it came, is
+    // not returned, nor counted, again.
+    assert!(lines[1].contains(r#""sh" "scripts/count.sh" "in.txt" exit 2 in=6 out=2 "#), "{text}");
 
     let out = env.run(&["audit", "--json", "--skill", "tally", "--limit", "1"]);
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
@@ -45,6 +46,6 @@ fn skillhost_audit_shows_runs_with_their_command_exit_code_and_bytes() {
     let row = &rows[0];
     assert_eq!(row["record"], "run", "{row}");
     assert_eq!((&row["outcome"]["kind"], &row["outcome"]["detail"]), (&Value::from("exit"), &Value::from(2)), "{row}");
-    assert_eq!((row["bytes_in"].as_u64(), row["bytes_out"].as_u64()), (Some(6), Some(8)), "{row}");
+    assert_eq!((row["bytes_in"].as_u64(), row["bytes_out"].as_u64()), (Some(6), Some(2)), "{row}");
     assert!(row["duration_ms"].as_f64().unwrap() > 0.0, "{row}");
 }
