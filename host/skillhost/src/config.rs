@@ -750,7 +750,7 @@ mod tests {
         assert!(refused("[packages]\npython_index = \"http://example.com/simple\"\n").contains("[packages]"));
         assert!(refused("[packages]\npython_index = \"https://a/\"\npython_wheels = \"/w\"\n").contains("keep one"));
         assert!(refused("[forge]\nattempt_window = \"soon\"\n").starts_with("c.toml:2:18:"));
-        assert!(refused("skills_from = [\"cursor\"]\n").contains("cursor"));
+        assert!(refused("skills_from = [\"windsurf\"]\n").contains("windsurf"));
         let config = HostConfig::parse("[forge]\nattempt_window = \"30m\"\n", Path::new("c.toml")).unwrap();
         assert_eq!(config.forge_config("/f").attempt_window, Duration::from_secs(1800));
     }
