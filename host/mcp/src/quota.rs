@@ -187,6 +187,8 @@ pub(crate) fn tool_calls(body: &[u8]) -> u32 {
     }
     let is_call = |head: &Head<'_>| head.method.as_deref() == Some("tools/call");
     match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        // No body: a GET of the notification stream, a DELETE of a session.
+        None => 0,
         Some(b'[') => serde_json::from_slice::<Vec<Head<'_>>>(body).map_or(1, |batch| batch.iter().filter(|h| is_call(h)).count() as u32),
         _ => serde_json::from_slice::<Head<'_>>(body).map_or(1, |head| u32::from(is_call(&head))),
     }
@@ -248,5 +250,6 @@ mod tests {
         assert_eq!(tool_calls(br#"{"method":"tools\/call"}"#), 1, "an escaped name is the same name");
         assert_eq!(tool_calls(br#"{"method":"ping","method":"tools/call"}"#), 1, "unreadable: charged");
         assert_eq!(tool_calls(b"not json"), 1);
+        assert_eq!(tool_calls(b""), 0, "a GET or DELETE has no body and is no call");
     }
 }
