@@ -303,7 +303,7 @@ impl Front {
             Ok(read) => read,
             Err(refused) => return refused,
         };
-        let quota = match self.quotas.admit(&caller.name, crate::quota::tool_calls(&body)) {
+        let quota = match self.quotas.admit(&caller.name, &body) {
             Ok(held) => held,
             Err(over) => return over_quota(&caller.name, &over, &body),
         };

@@ -126,14 +126,18 @@ impl Quotas {
         Arc::new(Self { config, usage: Mutex::new(HashMap::new()) })
     }
 
-    /// Admit `calls` tool calls of `caller` now, or say why not. `None` when nothing is
-    /// held (no call, or no limit for this caller).
-    pub(crate) fn admit(self: &Arc<Self>, caller: &str, calls: u32) -> Result<Option<Held>, OverQuota> {
+    /// Admit the tool calls of `caller`'s request `body` now, or say why not. `None` when
+    /// nothing is held (no limit for this caller, or no call). The body is read only for a
+    /// caller with a limit: without quotas no request is parsed twice.
+    pub(crate) fn admit(self: &Arc<Self>, caller: &str, body: &[u8]) -> Result<Option<Held>, OverQuota> {
         let quota = self.config.of(caller);
-        if calls == 0 || quota == Quota::default() {
+        if quota == Quota::default() {
             return Ok(None);
         }
-        self.admit_at(caller, calls, quota, Instant::now()).map(Some)
+        match tool_calls(body) {
+            0 => Ok(None),
+            calls => self.admit_at(caller, calls, quota, Instant::now()).map(Some),
+        }
     }
 
     fn admit_at(self: &Arc<Self>, caller: &str, calls: u32, quota: Quota, now: Instant) -> Result<Held, OverQuota> {
@@ -224,13 +228,15 @@ mod tests {
     #[test]
     fn calls_in_flight_hold_their_places_until_dropped() {
         let q = quotas(Quota { calls_per_minute: None, concurrent_calls: Some(2) });
-        let (a, b) = (q.admit("a", 1).unwrap(), q.admit("a", 1).unwrap());
-        assert_eq!(q.admit("a", 1).err(), Some(OverQuota::Concurrency { limit: 2 }));
+        const CALL: &[u8] = br#"{"method":"tools/call"}"#;
+        let (a, b) = (q.admit("a", CALL).unwrap(), q.admit("a", CALL).unwrap());
+        assert_eq!(q.admit("a", CALL).err(), Some(OverQuota::Concurrency { limit: 2 }));
+        assert!(q.admit("a", br#"{"method":"tools/list"}"#).unwrap().is_none(), "a listing is no call");
         drop(a);
-        let c = q.admit("a", 1).unwrap();
-        assert!(q.admit("a", 1).is_err());
+        let c = q.admit("a", CALL).unwrap();
+        assert!(q.admit("a", CALL).is_err());
         drop((b, c));
-        assert!(q.admit("a", 2).is_ok(), "a batch of two takes both places");
+        assert!(q.admit("a", br#"[{"method":"tools/call"},{"method":"tools/call"}]"#).is_ok(), "a batch of two takes both places");
     }
 
     #[test]
