@@ -16,6 +16,10 @@ use std::ffi::OsString;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use rustix::process::Pid;
 
 use skillhost_core::text;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -30,7 +34,7 @@ use crate::{Artifact, FetchOptions, Fetched, Provenance, SignatureStatus};
 const STDERR_CAP: usize = 8 << 10;
 
 /// How often a clone's size on disk is checked while git writes it.
-const CLONE_WATCH: std::time::Duration = std::time::Duration::from_millis(100);
+const CLONE_WATCH: Duration = Duration::from_millis(100);
 
 /// Characters of a git's standard error shown in a message.
 const STDERR_SHOWN: usize = 600;
@@ -319,9 +323,14 @@ impl Git {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // A git still running when the fetch gives up (timeout, cap) is killed.
+            // git and what it starts (index-pack, remote helpers) in a group of their own,
+            // killed together when the fetch gives up (timeout, cap): see [`Group`].
+            .process_group(0)
             .kill_on_drop(true);
         let mut child = command.spawn().map_err(Failure::Io)?;
+        // Declared after `child`, so dropped before it: the group is killed while its
+        // leader is not yet reaped, so its id cannot name another process group by then.
+        let group = Group::of(&child);
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(Failure::Io(std::io::Error::other("git's output pipes were not opened")));
         };
@@ -330,6 +339,7 @@ impl Git {
             // finish its stdout); past the cap on stdout, reading stops and git is killed.
             let (out, err) = tokio::try_join!(read_capped(stdout, cap), read_stderr(stderr))?;
             let status = child.wait().await.map_err(Failure::Io)?;
+            group.reaped();
             if status.success() {
                 Ok(out)
             } else {
@@ -339,6 +349,58 @@ impl Git {
         };
         // On a timeout or a cap the future (and the child with it) is dropped: killed.
         tokio::time::timeout_at(deadline, work).await.unwrap_or(Err(Failure::Timeout))
+    }
+}
+
+/// The process group a git command runs in. Killing `git` alone (as `kill_on_drop` does)
+/// leaves the `index-pack` or remote helper it started writing into the staging folder
+/// while that folder is removed, so a stopped fetch could leave files behind. When this is
+/// dropped before git exited, every process of the group is killed and waited for (up to
+/// [`GROUP_EXIT`]) before anything else is dropped.
+struct Group {
+    /// The group's id: git's pid while git is not reaped, 0 once it is.
+    id: AtomicI32,
+}
+
+/// How long a killed group's processes are waited for.
+const GROUP_EXIT: Duration = Duration::from_secs(2);
+
+impl Group {
+    fn of(child: &tokio::process::Child) -> Self {
+        Self { id: AtomicI32::new(child.id().and_then(|pid| i32::try_from(pid).ok()).unwrap_or(0)) }
+    }
+
+    /// git exited and was reaped (its helpers exit before it does): nothing to kill, and
+    /// its id may now be reused by others.
+    fn reaped(&self) {
+        self.id.store(0, Ordering::Relaxed);
+    }
+
+    /// Whether a process of group `id` is still alive (zombies, which write nothing, are
+    /// not counted: those of git's helpers are reaped by whoever adopted them).
+    fn alive(id: Pid) -> bool {
+        let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+        entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))).any(|e| {
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
+            // `pid (comm) state ppid pgrp …`: comm may hold anything, so read after its last `)`.
+            let mut fields = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace()).into_iter().flatten();
+            let state = fields.next();
+            let pgrp = fields.nth(1);
+            state != Some("Z") && pgrp == Some(&id.as_raw_nonzero().to_string())
+        })
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let Some(id) = Pid::from_raw(self.id.swap(0, Ordering::Relaxed)) else { return };
+        if rustix::process::kill_process_group(id, rustix::process::Signal::KILL).is_err() {
+            return;
+        }
+        let until = Instant::now() + GROUP_EXIT;
+        while Self::alive(id) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 }
 
