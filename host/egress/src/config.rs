@@ -1,5 +1,5 @@
 //! How the host reaches the network on skills' behalf: [`NetConfig`] (resolver, secrets,
-//! audit sink, timeouts, caps, the request-body budget, TLS roots) and the
+//! audit sink, timeouts, caps, the request-body budget, TLS roots, the egress CA) and the
 //! [`SystemResolver`].
 
 use std::net::IpAddr;
@@ -37,6 +37,10 @@ pub struct NetConfig {
     pub request_body_budget: BodyBudget,
     /// Root certificates for HTTPS. Default: the Mozilla roots (webpki-roots).
     pub tls: Arc<rustls::ClientConfig>,
+    /// The CA the sandbox proxy terminates TLS with for hosts a secret is bound to, and
+    /// that sandboxes with such secrets trust. Default: none, and a `CONNECT` to such a
+    /// host is refused (the facade gives `<data_dir>/egress-ca`).
+    pub ca: Option<Arc<crate::EgressCa>>,
 }
 
 impl Default for NetConfig {
@@ -58,6 +62,7 @@ impl Default for NetConfig {
             max_concurrent_per_skill: 8,
             request_body_budget: BodyBudget::default(),
             tls: Arc::new(tls),
+            ca: None,
         }
     }
 }

@@ -126,6 +126,13 @@ pub enum EgressError {
         /// The secret's name.
         name: String,
     },
+    /// The server's response cannot be handed to the skill (it could carry a secret's
+    /// value past the redactor).
+    #[error("the response cannot be passed on: {reason}")]
+    InvalidResponse {
+        /// Why.
+        reason: String,
+    },
     /// The request cannot be sent as it is (a bad URI or header value).
     #[error("invalid request: {reason}")]
     InvalidRequest {

@@ -42,14 +42,15 @@
 //! So one skill's proxy holds at most 64 connections with a head each, plus its share of
 //! the 64 MiB budget, whatever it sends.
 //!
-//! **Secrets differ from the wasm gate.** The gate adds a bound secret's header to
-//! requests for its hosts, so a wasm skill never holds the value. Through `CONNECT` the
-//! proxy only sees TLS bytes and cannot add a header. So a server skill that declares a
-//! secret receives its value from the sandbox runtime (an environment variable); its
-//! rules still decide where it can send it. A run of a skill's scripts holds no secret
-//! value at all: the secrets its policy binds ([`ProxyConfig::secrets`]) are added by the
-//! proxy to its plain-HTTP requests for their hosts, and a `CONNECT` to one of those hosts
-//! is refused, saying so, rather than sent without the secret.
+//! **Secrets.** The wasm gate adds a bound secret's header to requests for its hosts, so a
+//! wasm skill never holds the value; the proxy does the same for the secrets its policy
+//! binds ([`ProxyConfig::secrets`]): to a plain-HTTP request for their hosts, and to each
+//! request of a `CONNECT` to one of their hosts, whose TLS it terminates with a leaf of
+//! the host's egress CA ([`NetConfig::ca`](crate::NetConfig::ca); the sandbox trusts it
+//! through its CA bundle) and checks as a plain request (`terminate`). A response echoing
+//! a secret's value has it redacted before the skill reads it. Without a CA, a `CONNECT`
+//! to a secret-bound host is refused, saying so, rather than sent without the secret. A
+//! host with no secret bound is tunnelled: the proxy never sees its bytes.
 
 use std::convert::Infallible;
 use std::io::Write;
@@ -117,7 +118,7 @@ impl ProxyCalls {
     }
 
     /// The tools of the calls running now, for an audit row.
-    fn tools(&self) -> String {
+    pub(crate) fn tools(&self) -> String {
         let inner = self.inner.lock();
         let mut tools: Vec<&str> = inner.running.values().map(|c| c.tool.as_str()).collect();
         tools.sort_unstable();
@@ -137,7 +138,7 @@ impl ProxyCalls {
     }
 
     /// The egress refused a request while the calls running now ran.
-    fn refused(&self, reason: &str) {
+    pub(crate) fn refused(&self, reason: &str) {
         for call in self.inner.lock().running.values_mut() {
             call.refusals.push(reason.to_owned());
         }
@@ -178,8 +179,9 @@ pub struct ProxyConfig {
     /// connections and `CONNECT` tunnels together. One more is answered `503` and closed.
     /// Default: 64.
     pub max_connections: usize,
-    /// Secrets the proxy adds to plain-HTTP requests for their hosts (a run of a skill's
-    /// scripts); a `CONNECT` to one of those hosts is refused. Default: none.
+    /// Secrets the proxy adds to requests for their hosts: plain-HTTP ones, and those of a
+    /// `CONNECT` it terminates with the host's egress CA (refused without one). Default:
+    /// none.
     pub secrets: Vec<SecretBinding>,
 }
 
@@ -197,7 +199,7 @@ impl Default for ProxyConfig {
 }
 
 /// The smallest read buffer hyper accepts, so the least head cap.
-const MIN_HEAD_BYTES: usize = 8192;
+pub(crate) const MIN_HEAD_BYTES: usize = 8192;
 
 /// The proxy could not start.
 #[derive(Debug, thiserror::Error)]
@@ -219,18 +221,18 @@ pub struct EgressProxy {
 }
 
 /// What every connection's handler shares.
-struct Shared {
-    egress: SkillEgress,
-    config: ProxyConfig,
-    stop: CancellationToken,
+pub(crate) struct Shared {
+    pub(crate) egress: SkillEgress,
+    pub(crate) config: ProxyConfig,
+    pub(crate) stop: CancellationToken,
     /// One permit per open connection (a `CONNECT` tunnel keeps its connection's).
     connections: Arc<Semaphore>,
     /// Whether a refused connection was logged as a warning yet (later ones are debug).
     warned_full: AtomicBool,
-    calls: ProxyCalls,
+    pub(crate) calls: ProxyCalls,
 }
 
-type ProxyBody = UnsyncBoxBody<Bytes, EgressError>;
+pub(crate) type ProxyBody = UnsyncBoxBody<Bytes, EgressError>;
 
 impl EgressProxy {
     /// Listen on the Unix socket `path` (which must not exist yet) and serve `egress`'s
@@ -340,7 +342,7 @@ async fn serve(stream: UnixStream, shared: Arc<Shared>, slot: Arc<OwnedSemaphore
 }
 
 /// A whole HTTP/1.1 answer with a one-line text body, closing the connection.
-fn raw_answer(status: &str, line: &str) -> Vec<u8> {
+pub(crate) fn raw_answer(status: &str, line: &str) -> Vec<u8> {
     let body = format!("{line}\n");
     format!(
         "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -351,10 +353,10 @@ fn raw_answer(status: &str, line: &str) -> Vec<u8> {
 
 /// The skill's request body with [`ProxyConfig::body_timeout`], counted from its first
 /// read (after the request has its slot and budget), so a slow sender is cut off.
-struct TimedBody {
-    body: Incoming,
-    timeout: Duration,
-    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+pub(crate) struct TimedBody {
+    pub(crate) body: Incoming,
+    pub(crate) timeout: Duration,
+    pub(crate) deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// A request body outlived [`ProxyConfig::body_timeout`].
@@ -407,7 +409,7 @@ impl Shared {
             return self.connect(request, slot).await;
         }
         let timeout = self.config.body_timeout;
-        let mut request = request.map(|body| TimedBody { body, timeout, deadline: None });
+        let request = request.map(|body| TimedBody { body, timeout, deadline: None });
         let uri = request.uri();
         if uri.scheme().is_none() || uri.authority().is_none() {
             let reason = format!(
@@ -418,14 +420,33 @@ impl Shared {
             audit.record(crate::skill::redact(&uri.to_string()), None, EgressOutcome::Refused(reason.clone()), 0);
             return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: {reason}"));
         }
+        self.forward(request).await
+    }
+
+    /// Send a checked-form request (absolute URI) through the skill's egress with the
+    /// proxy's secrets, and answer with the response, hop-by-hop headers stripped and any
+    /// echo of a secret's value redacted ([`crate::terminate::Redactor`]). Plain requests
+    /// and the decrypted requests of a terminated `CONNECT` both come here.
+    pub(crate) async fn forward(&self, mut request: Request<TimedBody>) -> Response<ProxyBody> {
         strip_hop_by_hop(request.headers_mut());
+        let redactor = crate::terminate::Redactor::of(&self.egress, &self.config.secrets);
+        if !redactor.is_empty() {
+            // A compressed body could carry the secret past the redactor.
+            request.headers_mut().insert(header::ACCEPT_ENCODING, header::HeaderValue::from_static("identity"));
+        }
         let tools = self.calls.tools();
         let sent = self.egress.send(&tools, request, &self.config.secrets);
         match tracing::Instrument::instrument(sent, self.calls.span()).await {
             Ok(response) => {
                 let mut response = response.map(|body| body.boxed_unsync());
                 strip_hop_by_hop(response.headers_mut());
-                response
+                if redactor.is_empty() {
+                    return response;
+                }
+                match redactor.response(response) {
+                    Ok(response) => response,
+                    Err(reason) => self.error(EgressError::InvalidResponse { reason }),
+                }
             }
             Err(e) => self.error(e),
         }
@@ -441,6 +462,9 @@ impl Shared {
         let target = self.egress.policy().check_url(&format!("https://{authority}")).ok();
         let bound = |s: &&SecretBinding| target.as_ref().is_some_and(|t| s.hosts.iter().any(|rule| rule.matches(t)));
         if let Some(secret) = self.config.secrets.iter().find(bound) {
+            if let (Some(ca), Some(target)) = (&self.egress.net().ca, &target) {
+                return crate::terminate::accept(self.clone(), request, slot, ca, target.clone(), authority);
+            }
             let reason = format!(
                 "`CONNECT {authority}`: secret `{}` is bound to this host and the proxy cannot add its header inside TLS; reach it over plain http:// (the proxy adds the secret), or remove the secret from the skill's policy",
                 secret.name
@@ -476,7 +500,7 @@ impl Shared {
     }
 
     /// The answer to a request the egress refused or could not complete.
-    fn error(&self, error: EgressError) -> Response<ProxyBody> {
+    pub(crate) fn error(&self, error: EgressError) -> Response<ProxyBody> {
         let skill = self.egress.skill();
         if let EgressError::Denied { reason } = &error {
             tracing::warn!(%skill, "outbound request refused: {reason}");
@@ -511,7 +535,7 @@ impl Shared {
 }
 
 /// A one-line plain-text answer.
-fn text(status: StatusCode, line: String) -> Response<ProxyBody> {
+pub(crate) fn text(status: StatusCode, line: String) -> Response<ProxyBody> {
     let mut response = Response::new(Full::new(Bytes::from(line + "\n")).map_err(|never| match never {}).boxed_unsync());
     *response.status_mut() = status;
     let headers = response.headers_mut();

@@ -1,0 +1,399 @@
+//! TLS termination in the sandbox proxy, for hosts a secret is bound to, so that a
+//! sandboxed skill's HTTPS requests get the secret added while the sandbox never holds it.
+//!
+//! A `CONNECT host:port` whose `https://host:port` a bound secret names (and the rules
+//! allow) is not tunnelled when the host has an [`EgressCa`](crate::EgressCa)
+//! ([`NetConfig::ca`](crate::NetConfig::ca)); instead ([`accept`]):
+//!
+//! 1. the proxy answers `200` and reads the client's TLS `ClientHello` within the head
+//!    timeout: its SNI must be the `CONNECT` host (no SNI, or another name, is refused and
+//!    audited, and the connection closed);
+//! 2. it completes the handshake with a leaf the CA minted for that name, offering
+//!    `http/1.1` only by ALPN (HTTP/2 is not terminated yet: a client offering only `h2`
+//!    fails the handshake);
+//! 3. it reads each decrypted HTTP/1.1 request under the proxy's head and body bounds, at
+//!    most [`MAX_REQUESTS`] per connection, the whole connection within the tunnel's total
+//!    time: the request target must be origin-form, or absolute-form naming the same
+//!    `https` origin; the `Host` header must name the `CONNECT` authority (a request
+//!    naming another host is refused with 403 and audited, never sent);
+//! 4. the request is sent as the proxy sends a plain one ([`Shared::forward`]): checked
+//!    against the skill's rules again, the secret added, resolved once and pinned, its own
+//!    TLS upstream verified against [`NetConfig::tls`](crate::NetConfig::tls)'s roots, the
+//!    response capped and audited (request line and status; never a header value);
+//! 5. the response is redacted ([`Redactor`]) before the sandbox reads a byte of it.
+//!
+//! Hosts with no secret bound keep the plain tunnel: the proxy never sees their bytes.
+//! Redirects are never followed by the proxy; the client's next request to another host is
+//! a new `CONNECT`, checked for that host (and given no secret unless one is bound to it).
+//!
+//! **Redaction** ([`Redactor`]): every value of a secret bound in the proxy's policy is
+//! replaced in the response headers and the whole body by as many `*`, so lengths (and
+//! `Content-Length`) stay right. The body is scanned as it streams, with the last
+//! `longest secret - 1` bytes held back until the next chunk shows whether they start a
+//! value, so there is no size bound beyond the response cap. A body the proxy cannot read
+//! (a `Content-Encoding` other than `identity`, which it asks for) is refused with 502
+//! rather than passed on unread: fail closed. A value the server sends transformed
+//! (base64, URL-encoded, split by chunk framing is handled; compressed is refused) other
+//! than compression is not recognised.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use skillhost_core::SecretBinding;
+use skillhost_core::egress::{Scheme, Target, TargetHost};
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::proxy::{MIN_HEAD_BYTES, ProxyBody, Shared, TimedBody, text};
+use crate::{EgressCa, EgressError, SkillEgress};
+
+/// Requests one terminated connection may carry; the last is answered with
+/// `Connection: close`.
+pub const MAX_REQUESTS: usize = 100;
+
+/// Answer a `CONNECT` to a secret-bound `target` by terminating its TLS (see the module
+/// docs): `200` now, the rest once hyper hands over the connection.
+pub(crate) fn accept(
+    shared: Arc<Shared>,
+    request: Request<Incoming>,
+    slot: Arc<OwnedSemaphorePermit>,
+    ca: &EgressCa,
+    target: Target,
+    authority: String,
+) -> Response<ProxyBody> {
+    let tools = shared.calls.tools();
+    let origin = format!("https://{authority}");
+    let refuse = |reason: String| {
+        let audit = shared.egress.audit(&tools, "CONNECT");
+        shared.error(SkillEgress::deny(&audit, origin.clone(), reason))
+    };
+    let TargetHost::Name(name) = &target.host else {
+        return refuse(format!(
+            "`CONNECT {authority}`: a secret is bound to this address, and the proxy adds secrets only for a host name (it cannot prove an address); bind the secret to the host's name and connect to the name"
+        ));
+    };
+    let leaf = match ca.authority().and_then(|ca| ca.leaf(name)) {
+        Ok(leaf) => leaf,
+        Err(e) => {
+            return refuse(format!("`CONNECT {authority}`: a secret is bound to this host and the host's egress CA cannot be used: {e}"));
+        }
+    };
+    let name = name.clone();
+    tokio::spawn(async move {
+        // The connection counts among the proxy's until it ends.
+        let _slot = slot;
+        let client = match hyper::upgrade::on(request).await {
+            Ok(upgraded) => TokioIo::new(upgraded),
+            Err(e) => {
+                tracing::debug!(skill = %shared.egress.skill(), "CONNECT {authority}: the client left before the tunnel opened: {e}");
+                return;
+            }
+        };
+        let stop = shared.stop.clone();
+        let total = shared.config.tunnel.total_timeout;
+        tokio::select! {
+            () = stop.cancelled() => {}
+            _ = tokio::time::timeout(total, serve(&shared, client, leaf, &name, &target, &authority, &tools)) => {}
+        }
+    });
+    Response::new(http_body_util::Empty::new().map_err(|never| match never {}).boxed_unsync())
+}
+
+/// The handshake with the client, then its requests.
+async fn serve(
+    shared: &Arc<Shared>,
+    client: TokioIo<hyper::upgrade::Upgraded>,
+    leaf: Arc<rustls::sign::CertifiedKey>,
+    name: &str,
+    target: &Target,
+    authority: &str,
+    tools: &str,
+) {
+    let skill = shared.egress.skill().clone();
+    let timeout = shared.config.header_timeout;
+    let origin = format!("https://{authority}");
+    let deny = |reason: String| {
+        let audit = shared.egress.audit(tools, "CONNECT");
+        let error = SkillEgress::deny(&audit, origin.clone(), reason.clone());
+        tracing::warn!(%skill, "outbound request refused: {error}");
+        shared.calls.refused(&reason);
+    };
+    let acceptor = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), client);
+    let start = match tokio::time::timeout(timeout, acceptor).await {
+        Ok(Ok(start)) => start,
+        Ok(Err(e)) => return tracing::debug!(%skill, "CONNECT {authority}: no TLS from the client: {e}"),
+        Err(_) => return tracing::debug!(%skill, "CONNECT {authority}: no TLS hello within {timeout:?}"),
+    };
+    let sni = start.client_hello().server_name().map(|s| s.trim_end_matches('.').to_ascii_lowercase());
+    if sni.as_deref() != Some(name) {
+        let sent = sni.map_or_else(|| "no server name".to_owned(), |s| format!("server name `{s}`"));
+        return deny(format!(
+            "`CONNECT {authority}`: the TLS handshake asked for {sent}, not `{name}`; a secret is bound to `{name}` and the proxy answers only for that name (connect to the host you name)"
+        ));
+    }
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(Leaf(leaf)));
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let tls = match tokio::time::timeout(timeout, start.into_stream(Arc::new(config))).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
+            // A client that pins its server's certificate, or does not trust the CA, ends here.
+            return tracing::warn!(
+                %skill,
+                "CONNECT {authority}: the client refused the TLS handshake of the host's proxy ({e}); a secret is bound to `{name}`, so the proxy answers for it with a certificate of the host's egress CA: the client must trust the sandbox's CA bundle (SSL_CERT_FILE) and not pin the server's certificate"
+            );
+        }
+        Err(_) => return tracing::debug!(%skill, "CONNECT {authority}: TLS handshake not done within {timeout:?}"),
+    };
+    let head_bytes = shared.config.max_head_bytes.max(MIN_HEAD_BYTES);
+    let served = Arc::new(AtomicUsize::new(0));
+    let service = hyper::service::service_fn(|request: Request<Incoming>| {
+        let (shared, served) = (shared.clone(), served.clone());
+        async move {
+            let mut response = inner(&shared, request, target, authority, tools).await;
+            if served.fetch_add(1, Ordering::Relaxed) + 1 >= MAX_REQUESTS {
+                response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let result = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeout)
+        .max_buf_size(head_bytes)
+        .max_header_size(head_bytes)
+        .serve_connection(TokioIo::new(tls), service)
+        .await;
+    if let Err(e) = result {
+        tracing::debug!(%skill, "terminated connection to {authority} ended: {e}");
+    }
+}
+
+/// One decrypted request: checked to name the `CONNECT` host, then sent as a plain one.
+async fn inner(shared: &Arc<Shared>, request: Request<Incoming>, target: &Target, authority: &str, tools: &str) -> Response<ProxyBody> {
+    let method = request.method().clone();
+    let refuse = |url: String, reason: String| {
+        let audit = shared.egress.audit(tools, method.as_str());
+        shared.error(SkillEgress::deny(&audit, crate::skill::redact(&url), reason))
+    };
+    let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    let url = format!("https://{authority}{path}");
+    if method == Method::CONNECT {
+        return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: `CONNECT` inside the tunnel to {authority} is not served"));
+    }
+    let same = |other: &Target| other.scheme == Scheme::Https && other.host == target.host && other.port == target.port;
+    if request.uri().authority().is_some() {
+        let uri = request.uri().to_string();
+        if !shared.egress.policy().check_url(&uri).is_ok_and(|t| same(&t)) {
+            return refuse(
+                uri.clone(),
+                format!(
+                    "`{method} {}` inside the TLS connection to {authority} names another origin; the proxy sends what it decrypts for {authority} only there",
+                    crate::skill::redact(&uri)
+                ),
+            );
+        }
+    }
+    let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("").to_owned();
+    if !shared.egress.policy().check_url(&format!("https://{host}/")).is_ok_and(|t| same(&t)) {
+        return refuse(
+            url,
+            format!(
+                "`{method}` inside the TLS connection to {authority} carries `Host: {host}`; a secret is bound to {authority} and the proxy sends a request only to the host it was opened for (send `Host: {authority}`)"
+            ),
+        );
+    }
+    let timeout = shared.config.body_timeout;
+    let (mut parts, body) = request.into_parts();
+    parts.uri = match http::Uri::try_from(url.as_str()) {
+        Ok(uri) => uri,
+        Err(_) => return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: `{path}` is not a valid path")),
+    };
+    shared.forward(Request::from_parts(parts, TimedBody { body, timeout, deadline: None })).await
+}
+
+/// The leaf of the `CONNECT` host, whatever the hello says (the SNI was checked before).
+#[derive(Debug)]
+struct Leaf(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::server::ResolvesServerCert for Leaf {
+    fn resolve(&self, _hello: rustls::server::ClientHello<'_>) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
+/// The secret values a proxy's responses must not carry back (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Redactor {
+    values: Arc<Vec<Vec<u8>>>,
+}
+
+impl Redactor {
+    /// The values of `secrets` the host has (one missing is refused when it is needed).
+    pub(crate) fn of(egress: &SkillEgress, secrets: &[SecretBinding]) -> Self {
+        let mut values: Vec<Vec<u8>> = secrets
+            .iter()
+            .filter_map(|binding| egress.net().secrets.secret(&binding.name))
+            .map(|value| value.as_bytes().to_vec())
+            .filter(|value| !value.is_empty())
+            .collect();
+        values.sort();
+        values.dedup();
+        Self { values: Arc::new(values) }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Replace each value in `bytes` by as many `*`.
+    fn redact(&self, bytes: &mut [u8]) -> bool {
+        let mut found = false;
+        for value in self.values.iter() {
+            let mut at = 0;
+            while at + value.len() <= bytes.len() {
+                if bytes[at..].starts_with(value) {
+                    bytes[at..at + value.len()].fill(b'*');
+                    found = true;
+                    at += value.len();
+                } else {
+                    at += 1;
+                }
+            }
+        }
+        found
+    }
+
+    /// `response` with its headers redacted and its body redacted as it streams; an
+    /// encoded body is refused (the reason).
+    pub(crate) fn response(&self, response: Response<ProxyBody>) -> Result<Response<ProxyBody>, String> {
+        let (mut parts, body) = response.into_parts();
+        if let Some(encoding) = parts.headers.get(header::CONTENT_ENCODING)
+            && !encoding.as_bytes().eq_ignore_ascii_case(b"identity")
+        {
+            return Err(format!(
+                "the server sent a body with `Content-Encoding: {}` although the proxy asked for `identity`; a secret is bound to this host and the proxy passes on only a body it can check for the secret's value",
+                String::from_utf8_lossy(encoding.as_bytes())
+            ));
+        }
+        let mut redacted = false;
+        for value in parts.headers.values_mut() {
+            let mut bytes = value.as_bytes().to_vec();
+            if self.redact(&mut bytes) {
+                redacted = true;
+                *value = HeaderValue::from_bytes(&bytes).expect("`*` keeps a header value valid");
+            }
+        }
+        if redacted {
+            tracing::warn!("a response header echoed a secret's value; redacted");
+        }
+        let body = Redacting { inner: body, redactor: self.clone(), held: Vec::new(), ended: false };
+        Ok(Response::from_parts(parts, body.boxed_unsync()))
+    }
+}
+
+/// A response body with every secret value replaced, across chunk boundaries.
+struct Redacting {
+    inner: ProxyBody,
+    redactor: Redactor,
+    /// The tail of what was read, not passed on yet: it may begin a value.
+    held: Vec<u8>,
+    ended: bool,
+}
+
+impl Body for Redacting {
+    type Data = Bytes;
+    type Error = EgressError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, EgressError>>> {
+        let this = &mut *self;
+        let keep = this.redactor.values.iter().map(Vec::len).max().unwrap_or(1) - 1;
+        loop {
+            if this.ended {
+                if this.held.is_empty() {
+                    return Poll::Ready(None);
+                }
+                let rest = std::mem::take(&mut this.held);
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(rest)))));
+            }
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => this.ended = true,
+                Poll::Ready(Some(Err(e))) => {
+                    this.held.clear();
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(Some(Ok(frame))) => {
+                    // Trailers are not passed on (they could carry the value unchecked).
+                    let Ok(data) = frame.into_data() else { continue };
+                    this.held.extend_from_slice(&data);
+                    if this.redactor.redact(&mut this.held) {
+                        tracing::warn!("a response body echoed a secret's value; redacted");
+                    }
+                    if this.held.len() > keep {
+                        let tail = this.held.split_off(this.held.len() - keep);
+                        let out = std::mem::replace(&mut this.held, tail);
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+                    }
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended && self.held.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redactor(values: &[&str]) -> Redactor {
+        Redactor { values: Arc::new(values.iter().map(|v| v.as_bytes().to_vec()).collect()) }
+    }
+
+    /// Chunks, one frame each.
+    struct Chunks(std::collections::VecDeque<Bytes>);
+
+    impl Body for Chunks {
+        type Data = Bytes;
+        type Error = EgressError;
+
+        fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, EgressError>>> {
+            Poll::Ready(self.0.pop_front().map(|c| Ok(Frame::data(c))))
+        }
+    }
+
+    async fn through(redactor: &Redactor, chunks: &[&str]) -> String {
+        let inner = Chunks(chunks.iter().map(|c| Bytes::copy_from_slice(c.as_bytes())).collect()).boxed_unsync();
+        let body = Redacting { inner, redactor: redactor.clone(), held: Vec::new(), ended: false };
+        String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_value_is_redacted_within_and_across_chunks_keeping_the_length() {
+        let r = redactor(&["s3cr3t-value"]);
+        assert_eq!(through(&r, &["token=s3cr3t-value;"]).await, "token=************;");
+        assert_eq!(through(&r, &["a s3cr", "3t-va", "lue b"]).await, "a ************ b");
+        assert_eq!(through(&r, &["s3cr3t-valu", "e", "s3cr3t-value"]).await, "************************");
+        assert_eq!(through(&r, &["nothing", " here"]).await, "nothing here");
+        assert_eq!(through(&r, &["s3cr3t-valu"]).await, "s3cr3t-valu", "a prefix alone is passed on at the end");
+    }
+}
