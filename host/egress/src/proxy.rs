@@ -443,10 +443,7 @@ impl Shared {
                 if redactor.is_empty() {
                     return response;
                 }
-                match redactor.response(response) {
-                    Ok(response) => response,
-                    Err(reason) => self.error(EgressError::InvalidResponse { reason }),
-                }
+                redactor.response(response).unwrap_or_else(|e| self.error(e))
             }
             Err(e) => self.error(e),
         }

@@ -277,16 +277,18 @@ impl Redactor {
     }
 
     /// `response` with its headers redacted and its body redacted as it streams; an
-    /// encoded body is refused (the reason).
-    pub(crate) fn response(&self, response: Response<ProxyBody>) -> Result<Response<ProxyBody>, String> {
+    /// encoded body is refused ([`EgressError::InvalidResponse`]).
+    pub(crate) fn response(&self, response: Response<ProxyBody>) -> Result<Response<ProxyBody>, EgressError> {
         let (mut parts, body) = response.into_parts();
         if let Some(encoding) = parts.headers.get(header::CONTENT_ENCODING)
             && !encoding.as_bytes().eq_ignore_ascii_case(b"identity")
         {
-            return Err(format!(
-                "the server sent a body with `Content-Encoding: {}` although the proxy asked for `identity`; a secret is bound to this host and the proxy passes on only a body it can check for the secret's value",
-                String::from_utf8_lossy(encoding.as_bytes())
-            ));
+            return Err(EgressError::InvalidResponse {
+                reason: format!(
+                    "the server sent a body with `Content-Encoding: {}` although the proxy asked for `identity`; a secret is bound to this host and the proxy passes on only a body it can check for the secret's value",
+                    String::from_utf8_lossy(encoding.as_bytes())
+                ),
+            });
         }
         let mut redacted = false;
         for value in parts.headers.values_mut() {
