@@ -22,13 +22,13 @@ use crate::{load_error, ok, shared_cache};
 /// Resolves names from a table; each name answers its list in turn (the last one
 /// repeating), so a second lookup can be made to give a different address.
 #[derive(Default)]
-struct TestResolver {
+pub(crate) struct TestResolver {
     names: Mutex<HashMap<String, Vec<IpAddr>>>,
     lookups: AtomicUsize,
 }
 
 impl TestResolver {
-    fn with(entries: &[(&str, &[&str])]) -> Arc<Self> {
+    pub(crate) fn with(entries: &[(&str, &[&str])]) -> Arc<Self> {
         let resolver = Self::default();
         for (name, addrs) in entries {
             resolver.names.lock().unwrap().insert(name.to_string(), addrs.iter().map(|a| a.parse().unwrap()).collect());
@@ -393,14 +393,14 @@ async fn the_github_skill_binds_its_token_to_the_api_host_only() {
 
 /// A certificate authority of the test's own: a host built with [`TestCa::client_config`]
 /// trusts it and nothing else.
-struct TestCa {
+pub(crate) struct TestCa {
     key: rcgen::KeyPair,
     params: rcgen::CertificateParams,
     cert: rcgen::Certificate,
 }
 
 impl TestCa {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -410,14 +410,22 @@ impl TestCa {
     }
 
     /// A server certificate for `name`, issued by this CA.
-    fn issue(&self, name: &str) -> (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>) {
+    pub(crate) fn issue(&self, name: &str) -> (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>) {
         let key = rcgen::KeyPair::generate().unwrap();
-        let params = rcgen::CertificateParams::new(vec![name.to_owned()]).unwrap();
+        let mut params = rcgen::CertificateParams::new(vec![name.to_owned()]).unwrap();
+        // Not the CA's name (OpenSSL takes a certificate naming its issuer as self-signed).
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params.distinguished_name.push(rcgen::DnType::CommonName, name);
         let cert = params.signed_by(&key, &rcgen::Issuer::from_params(&self.params, &self.key)).unwrap();
         (cert.der().clone(), rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()))
     }
 
-    fn client_config(&self) -> Arc<rustls::ClientConfig> {
+    /// The CA's certificate.
+    pub(crate) fn cert(&self) -> &rustls::pki_types::CertificateDer<'static> {
+        self.cert.der()
+    }
+
+    pub(crate) fn client_config(&self) -> Arc<rustls::ClientConfig> {
         let mut roots = rustls::RootCertStore::empty();
         roots.add(self.cert.der().clone()).unwrap();
         let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))

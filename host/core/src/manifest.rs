@@ -284,13 +284,6 @@ impl SkillManifest {
                 Some(section.into_inner().validate().map_err(|(message, fix)| at(Some(span), message, fix))?)
             }
         };
-        if let (Some(_), Some(section)) = (&server, raw.secrets.first()) {
-            return Err(at(
-                Some(section.span()),
-                "`[[secrets]]` adds a header to requests, which a sandboxed server's HTTPS requests (CONNECT through the host's proxy) cannot carry".into(),
-                "give the server the secret as an environment variable with `[[server.secrets]] name = \"...\" env = \"API_KEY\"`".into(),
-            ));
-        }
         // Checked here so a bad `[[tests]]` fails like any manifest error; read with
         // `SkillManifest::test_cases`.
         convert_tests(raw.tests, &at)?;

@@ -111,6 +111,11 @@ const RESERVED_ENV: &[&str] = &[
     "LD_PRELOAD",
     "LD_LIBRARY_PATH",
     "SKILLHOST_DATA",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "CURL_CA_BUNDLE",
+    "PIP_CERT",
 ];
 
 impl ServerSection {
@@ -190,12 +195,17 @@ mod tests {
             ("[server]\ncommand = \"x\"\n[[server.secrets]]\nname = \"k\"\nenv = \"PATH\"\n", "`PATH` is set by the sandbox"),
             ("[server]\ncommand = \"x\"\n[[server.secrets]]\nname = \"k\"\nenv = \"lower\"\n", "not a valid environment variable name"),
             (
-                "[server]\ncommand = \"x\"\n[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"k\"\nheader = \"X-Key\"\nhosts = [\"https://a.org\"]\n",
-                "as an environment variable with `[[server.secrets]]",
+                "[server]\ncommand = \"x\"\n[[server.secrets]]\nname = \"k\"\nenv = \"SSL_CERT_FILE\"\n",
+                "`SSL_CERT_FILE` is set by the sandbox",
             ),
         ] {
             let err = parse(extra).unwrap_err();
             assert!(err.contains(expected), "{err:?} should contain {expected:?}");
         }
+        // A server's `[[secrets]]` is added by the proxy, which terminates TLS for its hosts.
+        let m = test_manifest(
+            "[server]\ncommand = \"x\"\n[network]\nallow = [\"https://a.org\"]\n[[secrets]]\nname = \"k\"\nheader = \"X-Key\"\nhosts = [\"https://a.org\"]\n",
+        );
+        assert_eq!(m.secrets[0].name, "k");
     }
 }

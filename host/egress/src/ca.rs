@@ -227,6 +227,11 @@ fn pem(label: &str, der: &[u8]) -> String {
     out
 }
 
+/// The system's CA bundle: the first of the usual paths the host has.
+pub fn system_bundle() -> Option<String> {
+    SYSTEM_BUNDLES.iter().find_map(|path| std::fs::read_to_string(path).ok())
+}
+
 /// A loaded CA: signs leaves for the proxy.
 pub struct Authority {
     issuer: Issuer<'static, KeyPair>,
@@ -258,7 +263,7 @@ impl Authority {
     /// What a sandbox trusts: the system's CA bundle (the first of the usual paths the
     /// host has; none when it has none) followed by this CA.
     pub fn bundle(&self) -> String {
-        let mut bundle = SYSTEM_BUNDLES.iter().find_map(|path| std::fs::read_to_string(path).ok()).unwrap_or_default();
+        let mut bundle = system_bundle().unwrap_or_default();
         if !bundle.is_empty() && !bundle.ends_with('\n') {
             bundle.push('\n');
         }

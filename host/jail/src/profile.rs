@@ -14,7 +14,8 @@
 //!   read-only at `/skill` (the working directory), its data dirs at `/data…` read-only or
 //!   writable as granted (for a probe run, which holds none, an empty size-capped tmpfs
 //!   at `/data` instead: [`Profile::scratch`]), and a minimal `/etc` (`passwd`, `group`, `hosts`,
-//!   `localtime`). No home, nothing else of the host; the root itself is read-only.
+//!   `localtime`; a networked sandbox's CA bundle at [`CA_BUNDLE`], named by the
+//!   [`CA_BUNDLE_ENV`] variables). No home, nothing else of the host; the root itself is read-only.
 //! - Data dirs are [`Bind`]s: directories the host opened without following a link
 //!   ([`skillhost_core::DirGrant::open`]) and hands bwrap as inherited descriptors
 //!   (`--bind-fd`, `--ro-bind-fd`). bwrap mounts the descriptor's directory and refuses to
@@ -134,7 +135,19 @@ pub struct NetSetup {
     pub shim_args: Vec<OsString>,
     /// The loopback port the shim listens on inside.
     pub port: u16,
+    /// The CA bundle the sandbox trusts (the system's and, when the sandbox's requests
+    /// carry secrets, the host's egress CA), bound read-only at [`CA_BUNDLE`] and named by
+    /// [`CA_BUNDLE_ENV`]. None: the sandbox has no bundle (as before).
+    pub ca_bundle: Option<PathBuf>,
 }
+
+/// Where a networked sandbox finds its CA bundle ([`NetSetup::ca_bundle`]): the path
+/// OpenSSL, curl and Python look at on Debian.
+pub const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// The variables naming [`CA_BUNDLE`], so each client trusts it: OpenSSL (Python's `ssl`,
+/// `urllib`, httpx), requests, node (added to its roots), curl and pip.
+pub const CA_BUNDLE_ENV: &[&str] = &["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE", "PIP_CERT"];
 
 /// Everything one sandbox is built from, bar the programs it runs through ([`Programs`]).
 #[derive(Clone, Debug)]
@@ -286,6 +299,11 @@ impl Profile {
             a.push("--ro-bind");
             a.push(&net.shim);
             a.push(SHIM_PATH);
+            if let Some(bundle) = &net.ca_bundle {
+                a.push("--ro-bind");
+                a.push(bundle);
+                a.push(CA_BUNDLE);
+            }
         }
         if let Some(init) = &self.init {
             a.push("--ro-bind");
@@ -354,8 +372,11 @@ impl Profile {
         if self.workspace.is_some() {
             mounts.push((WORKSPACE_DIR.to_owned(), false));
         }
-        if self.net.is_some() {
+        if let Some(net) = &self.net {
             mounts.extend([EGRESS_SOCKET, SHIM_PATH].map(|p| (p.to_owned(), false)));
+            if net.ca_bundle.is_some() {
+                mounts.push((CA_BUNDLE.to_owned(), false));
+            }
         }
         if self.init.is_some() {
             mounts.push((INIT_PATH.to_owned(), false));
@@ -417,6 +438,9 @@ impl Profile {
             }
             env.push(("NO_PROXY".to_owned(), String::new()));
             env.push(("no_proxy".to_owned(), String::new()));
+            if net.ca_bundle.is_some() {
+                env.extend(CA_BUNDLE_ENV.iter().map(|key| ((*key).to_owned(), CA_BUNDLE.to_owned())));
+            }
         }
         env.extend(self.env.iter().cloned());
         env
@@ -534,7 +558,13 @@ mod tests {
             etc_dir: root.join("etc"),
             env: Vec::new(),
             limits: ResourceLimits { address_space: 1 << 30, processes: 64, cpu_seconds: 60, file_size: 1 << 20, open_files: 256 },
-            net: Some(NetSetup { socket: root.join("etc/hosts"), shim: "/usr/bin/true".into(), shim_args: vec![], port: 3128 }),
+            net: Some(NetSetup {
+                socket: root.join("etc/hosts"),
+                shim: "/usr/bin/true".into(),
+                shim_args: vec![],
+                port: 3128,
+                ca_bundle: None,
+            }),
             workspace: None,
             init: None,
             node_modules: None,
@@ -603,10 +633,15 @@ mod tests {
             shim: "/usr/bin/skillhost".into(),
             shim_args: vec!["__shim".into()],
             port: 3128,
+            ca_bundle: Some("/run/x/etc/ca-bundle.pem".into()),
         });
         let argv = text(&p.argv(&programs(), OsStr::new("/usr/bin/node"), &[]).unwrap());
         assert!(argv.contains("--ro-bind /run/x/egress.sock /run/skillhost/egress.sock"), "{argv}");
         assert!(argv.contains("--setenv HTTPS_PROXY http://127.0.0.1:3128"), "{argv}");
+        assert!(argv.contains("--ro-bind /run/x/etc/ca-bundle.pem /etc/ssl/certs/ca-certificates.crt"), "{argv}");
+        for key in CA_BUNDLE_ENV {
+            assert!(argv.contains(&format!("--setenv {key} /etc/ssl/certs/ca-certificates.crt")), "{argv}");
+        }
         assert!(argv.ends_with("-- /run/skillhost/shim __shim --socket /run/skillhost/egress.sock --port 3128 -- /usr/bin/node"), "{argv}");
     }
 }

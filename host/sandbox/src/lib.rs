@@ -528,10 +528,15 @@ impl Launch {
         }
         let etc_dir = run_dir.path().join("etc");
         profile::write_etc(&etc_dir).map_err(io("cannot write its /etc"))?;
+        // A secret the proxy adds to requests (`[[secrets]]`, terminating TLS with the
+        // host's egress CA) never enters the sandbox: a variable naming it too holds a
+        // placeholder, so code that checks for the variable still runs.
+        let proxied = |name: &str| config.net.ca.is_some() && grant.secrets.iter().any(|s| s.name == name);
         let mut env = Vec::new();
         if full {
             for secret in &grant.env_secrets {
                 let value = config.secrets.secret(&secret.name).ok_or_else(|| StartError::SecretNotSet(secret.name.clone()))?;
+                let value = if proxied(&secret.name) { format!("{SECRET_PLACEHOLDER}{}", secret.name) } else { value };
                 env.push((secret.env.clone(), value));
             }
         }
@@ -542,7 +547,25 @@ impl Launch {
             let shim = config.shim.as_ref().and_then(|s| s.split_first()).ok_or(StartError::NoShim)?;
             let socket = run_dir.path().join("egress.sock");
             let egress = SkillEgress::new(grant.skill.clone(), Arc::new(grant.network.clone()), config.net.clone());
-            // A server's grant binds no header secrets (its manifest cannot); a run's policy may.
+            // What the sandbox trusts: the system's bundle, and the host's egress CA when
+            // the proxy terminates TLS for the secrets its grant binds.
+            let bundle = match &config.net.ca {
+                Some(ca) if !grant.secrets.is_empty() => Some(
+                    ca.authority()
+                        .map_err(|e| StartError::Io { what: "cannot use the host's egress CA".into(), source: std::io::Error::other(e) })?
+                        .bundle(),
+                ),
+                _ => skillhost_egress::ca::system_bundle(),
+            };
+            let ca_bundle = match bundle {
+                Some(bundle) => {
+                    let path = etc_dir.join("ca-bundle.pem");
+                    std::fs::write(&path, bundle).map_err(io("cannot write its CA bundle"))?;
+                    Some(path)
+                }
+                None => None,
+            };
+            // The secrets the proxy adds (a server's `[[secrets]]`, a run's policy's).
             let proxy_config = ProxyConfig { secrets: grant.secrets.clone(), ..ProxyConfig::default() };
             let proxy = EgressProxy::bind(&socket, egress, proxy_config).map_err(StartError::Proxy)?;
             if let Some(user) = user {
@@ -563,6 +586,7 @@ impl Launch {
                 shim: PathBuf::from(shim.0),
                 shim_args: shim.1.to_vec(),
                 port: skillhost_egress::shim::DEFAULT_PORT,
+                ca_bundle,
             });
         }
         // The probe runs write only to memory: an empty tmpfs at /data, capped.
@@ -618,6 +642,10 @@ impl Launch {
 /// lives in the sandbox's mount namespace, dies with it, and its pages count against the
 /// sandbox's memory cgroup besides.
 pub const PROBE_SCRATCH_BYTES: u64 = 32 << 20;
+
+/// What a server's variable for a secret the proxy adds holds instead of its value
+/// (followed by the secret's name).
+pub const SECRET_PLACEHOLDER: &str = "skillhost-proxy-adds-";
 
 /// What must live as long as a sandbox (its runtime dir, its egress proxy).
 type Guards = Vec<Box<dyn std::any::Any + Send + Sync>>;

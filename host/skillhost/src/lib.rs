@@ -160,7 +160,7 @@ pub mod net {
     #[doc(no_inline)]
     pub use skillhost_core::{AuditSink, EgressOutcome, EgressPolicy, EgressRecord, Resolver, SecretSource};
     #[doc(no_inline)]
-    pub use skillhost_wasm::NetConfig;
+    pub use skillhost_wasm::{EgressCa, NetConfig};
 }
 
 /// The concrete runtimes behind the seam, for an embedder that configures them
@@ -275,7 +275,8 @@ impl HostBuilder {
     /// compiled cache off. Default: [`WasmConfig::default`] with the cache in
     /// `<data_dir>/cache` and `baseline_compile` on (an uncached component's first calls
     /// run on Winch's code while Cranelift compiles it). Whatever `net` says, the host's secret store
-    /// (`<data_dir>/secrets`) and audit log (`<data_dir>/audit.db`) are plugged in.
+    /// (`<data_dir>/secrets`) and audit log (`<data_dir>/audit.db`) are plugged in, and
+    /// unless `net.ca` names one, the egress CA is `<data_dir>/egress-ca`.
     pub fn wasm_config(mut self, config: WasmConfig) -> Self {
         self.wasm = Some(config);
         self
@@ -328,6 +329,9 @@ impl HostBuilder {
         let audit: Arc<dyn AuditLog> = state.audit.clone();
         wasm.net.secrets = secrets.clone();
         wasm.net.audit = audit.clone();
+        // The CA the sandbox proxy terminates TLS with for secret-bound hosts, made on
+        // first need.
+        wasm.net.ca.get_or_insert_with(|| Arc::new(skillhost_wasm::EgressCa::new(data_dir.join("egress-ca"))));
         let cache_dir = wasm.cache_dir.clone();
         let mut sandbox_config = match self.sandbox {
             Some(given) => given,

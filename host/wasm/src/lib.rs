@@ -34,7 +34,7 @@ use wasmtime::component::Linker;
 
 pub use cache::{CacheOutcome, CacheStats};
 pub use skill::WasmSkill;
-pub use skillhost_egress::{NetConfig, SystemResolver};
+pub use skillhost_egress::{EgressCa, NetConfig, SystemResolver};
 
 use crate::bindings::SkillPre;
 use crate::cache::{ComponentBytes, ComponentCache};

@@ -1,0 +1,337 @@
+//! Secrets over HTTPS for sandboxed code (issue 44): a run of a skill's scripts, in the
+//! real jail, reaches an HTTPS server on 127.0.0.1 (a test CA the host's upstream TLS
+//! trusts, names from a test resolver) with Python `requests`, `httpx`, `urllib` and
+//! `curl`, and the proxy adds the secret the run's policy binds, terminating TLS with the
+//! host's egress CA; the secret is in no variable or file of the sandbox, and an echo of
+//! it comes back redacted. A host with no secret is tunnelled (the client sees the
+//! server's own certificate). Attacks: a `Host` header or an absolute-form URI naming
+//! another host inside the terminated connection, an SNI naming another host, a
+//! `CONNECT` to the host's address, a redirect to another host: each refused (and
+//! audited) or given no secret.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use skillhost::net::{EgressOutcome, NetConfig};
+use skillhost::run::RunPolicy;
+use skillhost::runtime::WasmConfig;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::network::{TestCa, TestResolver};
+use crate::{HANG_GUARD, ok, shared_cache};
+
+const SECRET: &str = "s3cr3t-https-4417";
+
+/// An HTTPS server on 127.0.0.1 with one certificate: records each request head, and
+/// answers `/echo` with the head it got (body and an `x-echo` header), `/redirect` with
+/// a 302 to `redirect`, anything else with `hello over tls`.
+struct Upstream {
+    port: u16,
+    heads: Arc<Mutex<Vec<String>>>,
+    /// Its certificate.
+    cert: rustls::pki_types::CertificateDer<'static>,
+}
+
+impl Upstream {
+    async fn start(
+        identity: (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>),
+        redirect: String,
+    ) -> Self {
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![identity.0.clone()], identity.1)
+            .unwrap();
+        let cert = identity.0;
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let heads: Arc<Mutex<Vec<String>>> = Arc::default();
+        let record = heads.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, record, redirect) = (acceptor.clone(), record.clone(), redirect.clone());
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    let (mut head, mut buf) = (Vec::new(), [0u8; 4096]);
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    record.lock().unwrap().push(head.clone());
+                    let path = head.split(' ').nth(1).unwrap_or("/").to_owned();
+                    let auth = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("authorization: ").or_else(|| l.strip_prefix("Authorization: ")))
+                        .unwrap_or("none")
+                        .to_owned();
+                    let reply = match path.as_str() {
+                        "/echo" => format!(
+                            "HTTP/1.1 200 OK\r\nx-echo: {auth}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{head}",
+                            head.len()
+                        ),
+                        "/redirect" => {
+                            format!("HTTP/1.1 302 Found\r\nlocation: {redirect}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                        }
+                        _ => "HTTP/1.1 200 OK\r\ncontent-length: 14\r\nconnection: close\r\n\r\nhello over tls".to_owned(),
+                    };
+                    let _ = tls.write_all(reply.as_bytes()).await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        Self { port, heads, cert }
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+/// A host whose upstream TLS trusts `ca` only and whose resolver points `secure.test`
+/// and `other.test` at 127.0.0.1, with the sandbox runtime; its egress CA is made in
+/// `data` on first need.
+fn host_trusting(data: &Path, ca: &TestCa) -> skillhost::Host {
+    let resolver = TestResolver::with(&[("secure.test", &["127.0.0.1"]), ("other.test", &["127.0.0.1"])]);
+    let net = NetConfig { resolver, tls: ca.client_config(), ..NetConfig::default() };
+    skillhost::Host::builder()
+        .data_dir(data)
+        .wasm_config(WasmConfig { cache_dir: Some(shared_cache().join("compiled")), net, ..WasmConfig::default() })
+        .sandbox_config({
+            let mut config = fixtures::python::sandbox_config(data);
+            config.shim = Some(vec![env!("CARGO_BIN_EXE_skillhost-shim").into()]);
+            config.init = Some(vec![env!("CARGO_BIN_EXE_skillhost-run-init").into()]);
+            config
+        })
+        .build()
+        .unwrap()
+}
+
+/// The script: each client against the secret-bound host, the tunnelled host's
+/// certificate, the attacks, and a scan of what the sandbox can read.
+const PROBE: &str = r#"
+import hashlib, json, os, socket, ssl, subprocess, sys, urllib.request
+conf = json.load(open("/skill/scripts/conf.json"))
+secure, other = conf["secure"], conf["other"]
+def out(*a): print(*a, flush=True)
+import requests, httpx
+out("requests", requests.get(f"https://{secure}/hello").text)
+out("httpx", httpx.get(f"https://{secure}/hello").text)
+out("urllib", urllib.request.urlopen(f"https://{secure}/hello").read().decode())
+curl = subprocess.run(["curl", "-sS", f"https://{secure}/hello"], capture_output=True, text=True)
+out("curl", curl.stdout, curl.stderr.strip())
+echo = requests.get(f"https://{secure}/echo")
+out("echo header", echo.headers.get("x-echo"))
+out("echo body has bearer", "bearer" in echo.text.lower())
+open("echo.txt", "w").write(echo.text)
+
+proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+def connect(authority):
+    s = socket.create_connection((proxy[0].split("//")[1], int(proxy[1])))
+    s.sendall(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = s.recv(1)
+        if not chunk:
+            break
+        answer += chunk
+    return s, answer.split(b"\r\n")[0].decode()
+def peer(authority, name):
+    s, status = connect(authority)
+    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+    t = ctx.wrap_socket(s, server_hostname=name)
+    return hashlib.sha256(t.getpeercert(binary_form=True)).hexdigest()
+out("tunnelled cert", peer(other, "other.test"))
+out("terminated cert", peer(secure, "secure.test"))
+def inside(request):
+    s, status = connect(secure)
+    t = ssl.create_default_context().wrap_socket(s, server_hostname="secure.test")
+    t.sendall(request.encode())
+    return t.recv(65536).split(b"\r\n")[0].decode()
+out("host header", inside(f"GET /hello HTTP/1.1\r\nHost: {other}\r\n\r\n"))
+out("absolute form", inside(f"GET https://{other}/hello HTTP/1.1\r\nHost: {secure}\r\n\r\n"))
+try:
+    s, status = connect(secure)
+    ssl.create_default_context().wrap_socket(s, server_hostname="other.test")
+    out("sni", "accepted")
+except (ssl.SSLError, OSError) as e:
+    out("sni", "refused")
+s, status = connect(conf["secure_ip"])
+out("ip", status)
+bundle = open(os.environ["SSL_CERT_FILE"]).read() + ssl.DER_cert_to_PEM_cert(bytes.fromhex(conf["test_ca"]))
+open("/tmp/all.pem", "w").write(bundle)
+r = requests.get(f"https://{secure}/redirect", verify="/tmp/all.pem")
+out("redirect", r.status_code, r.text)
+
+scan = ["\n".join(f"{k}={v}" for k, v in os.environ.items())]
+for top in ["/etc", "/tmp", "/skill", "/run", "/proc/self/environ", os.getcwd()]:
+    paths = [top] if os.path.isfile(top) else [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
+    for path in paths:
+        try:
+            scan.append(open(path, "rb").read(1 << 20).decode("latin-1"))
+        except OSError:
+            pass
+open("scan.txt", "w").write("\n".join(scan))
+"#;
+
+/// A run of a skill's scripts reaches a secret-bound HTTPS host with every client, the
+/// secret added by the proxy and never in the sandbox; the attacks are refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_holds_the_secret() {
+    let test_ca = TestCa::new();
+    let other = Upstream::start(test_ca.issue("other.test"), String::new()).await;
+    let other_origin = format!("https://other.test:{}", other.port);
+    let secure = Upstream::start(test_ca.issue("secure.test"), format!("{other_origin}/landing")).await;
+    let secure_origin = format!("https://secure.test:{}", secure.port);
+
+    let data = tempfile::tempdir().unwrap();
+    let skills = tempfile::tempdir().unwrap();
+    let host = host_trusting(data.path(), &test_ca);
+    host.secrets().set("api-token", SECRET).unwrap();
+
+    let dir = skills.path().join("fetcher");
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(dir.join("SKILL.md"), "---\nname: fetcher\ndescription: Calls an HTTPS API in tests. Use it in tests.\n---\nRun it.\n")
+        .unwrap();
+    std::fs::write(dir.join("scripts/probe.py"), PROBE).unwrap();
+    let conf = serde_json::json!({
+        "secure": format!("secure.test:{}", secure.port),
+        "other": format!("other.test:{}", other.port),
+        "secure_ip": format!("127.0.0.1:{}", secure.port),
+        "test_ca": hex::encode(test_ca.cert()),
+    });
+    std::fs::write(dir.join("scripts/conf.json"), conf.to_string()).unwrap();
+
+    let mut config = skillhost::RegistryConfig::new(data.path());
+    config.workspace = Some(skills.path().to_owned());
+    config.watch = false;
+    let registry = tokio::time::timeout(HANG_GUARD, host.open_registry(config)).await.unwrap().unwrap();
+    let policy = RunPolicy::parse(
+        &format!(
+            "[network]\nallow = [\"{secure_origin}\", \"{other_origin}\"]\nprivate = [\"{secure_origin}\", \"{other_origin}\"]\n[[secrets]]\nname = \"api-token\"\nheader = \"Authorization\"\nformat = \"Bearer {{}}\"\nhosts = [\"{secure_origin}\"]\n"
+        ),
+        Path::new("policy"),
+    )
+    .unwrap();
+    registry.set_policy("fetcher", &policy).await.unwrap();
+    let request = registry.approval_request("fetcher").unwrap();
+    registry.approve("fetcher", &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
+    let command = ["python", "scripts/probe.py"].map(str::to_owned).to_vec();
+    let out = tokio::time::timeout(HANG_GUARD, registry.run("fetcher", command, Vec::new(), Default::default()))
+        .await
+        .expect("the run hung")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no `{key}` line\nstdout: {stdout}\nstderr: {stderr}"))
+            .to_owned()
+    };
+
+    for client in ["requests", "httpx", "urllib"] {
+        assert_eq!(line(client), "hello over tls", "{client} through the terminating proxy; stderr: {stderr}");
+    }
+    assert!(line("curl").starts_with("hello over tls"), "curl: {}", line("curl"));
+    let bearer = format!("authorization: bearer {SECRET}");
+    let hello = secure.heads().into_iter().filter(|h| h.starts_with("GET /hello ")).collect::<Vec<_>>();
+    assert_eq!(hello.len(), 4, "one request per client reached the server: {hello:?}");
+    assert!(hello.iter().all(|h| h.to_lowercase().contains(&bearer)), "the proxy added the secret to each: {hello:?}");
+
+    // The echo of the secret is redacted in the header and the body, lengths kept.
+    assert_eq!(line("echo header"), format!("Bearer {}", "*".repeat(SECRET.len())));
+    assert_eq!(line("echo body has bearer"), "True");
+    let echo = out.files.iter().find(|f| f.path == "echo.txt").expect("echo.txt");
+    assert!(String::from_utf8_lossy(&echo.bytes).contains(&format!("Bearer {}", "*".repeat(SECRET.len()))));
+
+    // No secret anywhere the sandbox could read.
+    assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
+    let scan = out.files.iter().find(|f| f.path == "scan.txt");
+    let scan = scan.unwrap_or_else(|| panic!("no scan.txt: {:?}\nstdout: {stdout}\nstderr: {stderr}", out.skipped));
+    assert!(scan.bytes.len() > 1000, "the scan read files");
+    assert!(!String::from_utf8_lossy(&scan.bytes).contains(SECRET), "the secret is in no variable or file of the sandbox");
+    assert!(String::from_utf8_lossy(&scan.bytes).contains("SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"));
+
+    // A host without a secret is tunnelled: the client sees the server's own certificate.
+    let sha = |der: &[u8]| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(der));
+    assert_eq!(line("tunnelled cert"), sha(&other.cert), "the upstream's certificate");
+    assert_ne!(line("terminated cert"), line("tunnelled cert"));
+
+    // The attacks.
+    assert!(line("host header").starts_with("HTTP/1.1 403"), "{}", line("host header"));
+    assert!(line("absolute form").starts_with("HTTP/1.1 403"), "{}", line("absolute form"));
+    assert_eq!(line("sni"), "refused");
+    assert!(line("ip").starts_with("HTTP/1.1 403"), "{}", line("ip"));
+    assert_eq!(line("redirect"), "200 hello over tls", "the client followed the redirect itself");
+    let landing = other.heads();
+    assert!(landing.iter().any(|h| h.starts_with("GET /landing ")), "{landing:?}");
+    assert!(landing.iter().all(|h| !h.contains(SECRET)), "the secret did not follow the redirect: {landing:?}");
+    assert!(secure.heads().iter().all(|h| !h.contains("Host: other.test")), "nothing for another host was sent");
+
+    // Each refusal is audited, naming what was refused; no row holds the secret.
+    let audited = async {
+        loop {
+            let rows = host.audit().query(&Default::default()).unwrap();
+            if rows.iter().filter(|r| matches!(r.outcome, EgressOutcome::Refused(_))).count() >= 4 {
+                break rows;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    let rows = tokio::time::timeout(HANG_GUARD, audited).await.expect("the refusals reach the audit log");
+    let refused: Vec<String> = rows
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            EgressOutcome::Refused(reason) => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    for what in ["carries `Host: other.test", "names another origin", "the TLS handshake asked for server name `other.test`", "127.0.0.1"] {
+        assert!(refused.iter().any(|r| r.contains(what)), "`{what}` audited: {refused:#?}");
+    }
+    assert!(rows.iter().any(|r| r.url.contains("secure.test") && r.url.ends_with("/hello")), "decrypted requests audited");
+    assert!(rows.iter().all(|r| !format!("{r:?}").contains(SECRET)), "no audit row holds the secret");
+}
+
+/// A server skill (`[[secrets]]` beside `[server]`) reaches a secret-bound HTTPS host with
+/// httpx; the proxy adds the secret, the variable the server declared for it holds a
+/// placeholder, and the server's echo comes back redacted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_skill_gets_its_secret_added_over_https_and_holds_only_a_placeholder() {
+    let test_ca = TestCa::new();
+    let secure = Upstream::start(test_ca.issue("secure.test"), String::new()).await;
+    let origin = format!("https://secure.test:{}", secure.port);
+    let data = tempfile::tempdir().unwrap();
+    let skills = tempfile::tempdir().unwrap();
+    let host = host_trusting(data.path(), &test_ca);
+    host.secrets().set("api-token", SECRET).unwrap();
+    let dir = fixtures::python::install(
+        "sandbox-probe",
+        skills.path(),
+        &format!(
+            "[network]\nallow = [\"{origin}\"]\nprivate = [\"{origin}\"]\n[[secrets]]\nname = \"api-token\"\nheader = \"Authorization\"\nformat = \"Bearer {{}}\"\nhosts = [\"{origin}\"]\n[[server.secrets]]\nname = \"api-token\"\nenv = \"API_TOKEN\"\n"
+        ),
+    );
+    let skill = tokio::time::timeout(HANG_GUARD, host.load_path_granted(&dir)).await.expect("load hung").unwrap();
+
+    let out = ok(&skill, "fetch", serde_json::json!({ "url": format!("{origin}/echo") })).await;
+    assert_eq!(out["ok"], true, "{out}");
+    assert_eq!(out["value"]["status"], 200, "{out}");
+    let body = out["value"]["body"].as_str().unwrap().to_owned();
+    assert!(body.contains(&format!("Bearer {}", "*".repeat(SECRET.len()))), "the echo is redacted: {body}");
+    assert!(!body.contains(SECRET));
+    let heads = secure.heads();
+    assert!(heads.iter().any(|h| h.contains(&format!("authorization: Bearer {SECRET}"))), "the proxy added it: {heads:?}");
+
+    let env = ok(&skill, "environment", serde_json::json!({})).await;
+    let env = &env["env"];
+    assert_eq!(env["API_TOKEN"], "skillhost-proxy-adds-api-token", "a placeholder, not the value");
+    assert!(env.as_object().unwrap().values().all(|v| !v.as_str().unwrap_or_default().contains(SECRET)), "{env}");
+    assert_eq!(env["SSL_CERT_FILE"], "/etc/ssl/certs/ca-certificates.crt");
+}
