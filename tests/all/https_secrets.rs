@@ -23,8 +23,9 @@ use crate::{HANG_GUARD, ok, shared_cache};
 const SECRET: &str = "s3cr3t-https-4417";
 
 /// An HTTPS server on 127.0.0.1 with one certificate: records each request head, and
-/// answers `/echo` with the head it got (body and an `x-echo` header), `/redirect` with
-/// a 302 to `redirect`, anything else with `hello over tls`.
+/// answers `/echo` with the head it got (body and an `x-echo` header), `/gzip` with a
+/// gzip-encoded body, `/redirect` with a 302 to `redirect`, anything else with
+/// `hello over tls`.
 struct Upstream {
     port: u16,
     heads: Arc<Mutex<Vec<String>>>,
@@ -74,6 +75,9 @@ impl Upstream {
                             "HTTP/1.1 200 OK\r\nx-echo: {auth}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{head}",
                             head.len()
                         ),
+                        "/gzip" => {
+                            "HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 4\r\nconnection: close\r\n\r\nzzzz".to_owned()
+                        }
                         "/redirect" => {
                             format!("HTTP/1.1 302 Found\r\nlocation: {redirect}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
                         }
@@ -128,6 +132,7 @@ echo = requests.get(f"https://{secure}/echo")
 out("echo header", echo.headers.get("x-echo"))
 out("echo body has bearer", "bearer" in echo.text.lower())
 open("echo.txt", "w").write(echo.text)
+out("gzip", requests.get(f"https://{secure}/gzip").status_code)
 
 proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
 def connect(authority):
@@ -249,6 +254,14 @@ async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_
     assert_eq!(line("echo body has bearer"), "True");
     let echo = out.files.iter().find(|f| f.path == "echo.txt").expect("echo.txt");
     assert!(String::from_utf8_lossy(&echo.bytes).contains(&format!("Bearer {}", "*".repeat(SECRET.len()))));
+
+    // A body the proxy cannot check for the secret is not passed on.
+    assert_eq!(line("gzip"), "502");
+
+    // The egress CA was made on first need, its key the host's alone.
+    use std::os::unix::fs::PermissionsExt;
+    let key = std::fs::metadata(data.path().join("egress-ca/ca.key")).unwrap();
+    assert_eq!(key.permissions().mode() & 0o777, 0o600);
 
     // No secret anywhere the sandbox could read.
     assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
