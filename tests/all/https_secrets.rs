@@ -6,8 +6,10 @@
 //! it comes back redacted. A host with no secret is tunnelled (the client sees the
 //! server's own certificate). Attacks: a `Host` header or an absolute-form URI naming
 //! another host inside the terminated connection, an SNI naming another host, a
-//! `CONNECT` to the host's address, a redirect to another host: each refused (and
-//! audited) or given no secret.
+//! `CONNECT` to the host's address, a redirect to another host, an HTTP/2 request for
+//! another name on the connection opened for this one (coalescing): each refused (and
+//! audited) or given no secret. HTTP/2 is negotiated by ALPN (curl's and a hand-framed
+//! client's requests).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -159,6 +161,45 @@ def inside(request):
     return t.recv(65536).split(b"\r\n")[0].decode()
 out("host header", inside(f"GET /hello HTTP/1.1\r\nHost: {other}\r\n\r\n"))
 out("absolute form", inside(f"GET https://{other}/hello HTTP/1.1\r\nHost: {secure}\r\n\r\n"))
+h2 = subprocess.run(["curl", "-sS", "--http2", "-o", "/dev/null", "-w", "%{http_version} %{http_code}", f"https://{secure}/hello-h2"], capture_output=True, text=True)
+out("curl h2", h2.stdout, h2.stderr.strip())
+def h2_get(authority, path):
+    # A client of its own, frames written by hand, so that it can put any `:authority`
+    # on the connection the proxy opened for `secure` (what a coalescing client does).
+    s, status = connect(secure)
+    ctx = ssl.create_default_context(); ctx.set_alpn_protocols(["h2"])
+    t = ctx.wrap_socket(s, server_hostname="secure.test")
+    if t.selected_alpn_protocol() != "h2":
+        return "no h2", b""
+    def lit(n, v):
+        n, v = n.encode(), v.encode()
+        return bytes([0, len(n)]) + n + bytes([len(v)]) + v
+    def frame(kind, flags, stream, payload):
+        return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+    block = lit(":method", "GET") + lit(":scheme", "https") + lit(":authority", authority) + lit(":path", path)
+    t.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") + frame(1, 5, 1, block))
+    buf, status, body = b"", None, b""
+    while True:
+        while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+            chunk = t.recv(65536)
+            if not chunk:
+                return status, body
+            buf += chunk
+        n = int.from_bytes(buf[:3], "big")
+        kind, flags, stream, payload, buf = buf[3], buf[4], int.from_bytes(buf[5:9], "big"), buf[9:9 + n], buf[9 + n:]
+        if kind == 4 and not flags & 1:
+            t.sendall(frame(4, 1, 0, b""))
+        if stream == 1 and kind == 1:
+            # `:status 200` is entry 8 of HPACK's static table.
+            status = "200" if payload[:1] == b"\x88" else "not 200"
+        if stream == 1 and kind == 0:
+            body += payload
+        if (stream == 1 and kind in (0, 1) and flags & 1) or kind == 7:
+            return status, body
+status, body = h2_get(secure, "/hello-raw-h2")
+out("h2 same host", status, body.decode(errors="replace"))
+status, body = h2_get(other, "/coalesced")
+out("h2 coalesced", status, "another origin" in body.decode(errors="replace"))
 try:
     s, status = connect(secure)
     ssl.create_default_context().wrap_socket(s, server_hostname="other.test")
@@ -276,7 +317,18 @@ async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_
     assert_eq!(line("tunnelled cert"), sha(&other.cert), "the upstream's certificate");
     assert_ne!(line("terminated cert"), line("tunnelled cert"));
 
+    // HTTP/2, negotiated by ALPN: curl's request and a client's own frames reach the
+    // server with the secret added.
+    assert_eq!(line("curl h2").trim_end(), "2 200", "curl --http2 through the terminating proxy");
+    assert_eq!(line("h2 same host"), "200 hello over tls");
+    for path in ["/hello-h2", "/hello-raw-h2"] {
+        let heads = secure.heads().into_iter().filter(|h| h.starts_with(&format!("GET {path} "))).collect::<Vec<_>>();
+        assert!(heads.len() == 1 && heads[0].to_lowercase().contains(&bearer), "{path} sent once with the secret: {heads:?}");
+    }
+
     // The attacks.
+    assert_eq!(line("h2 coalesced"), "not 200 True", "a request for another name on the HTTP/2 connection is refused");
+    assert!(other.heads().iter().all(|h| !h.starts_with("GET /coalesced")), "nothing coalesced reached the other host");
     assert!(line("host header").starts_with("HTTP/1.1 403"), "{}", line("host header"));
     assert!(line("absolute form").starts_with("HTTP/1.1 403"), "{}", line("absolute form"));
     assert_eq!(line("sni"), "refused");
@@ -291,7 +343,7 @@ async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_
     let audited = async {
         loop {
             let rows = host.audit().query(&Default::default()).unwrap();
-            if rows.iter().filter(|r| matches!(r.outcome, EgressOutcome::Refused(_))).count() >= 4 {
+            if rows.iter().filter(|r| matches!(r.outcome, EgressOutcome::Refused(_))).count() >= 5 {
                 break rows;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -305,6 +357,8 @@ async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_
             _ => None,
         })
         .collect();
+    let coalesced = refused.iter().filter(|r| r.contains("names another origin")).count();
+    assert_eq!(coalesced, 2, "the absolute-form request and the coalesced HTTP/2 one: {refused:#?}");
     for what in ["carries `Host: other.test", "names another origin", "the TLS handshake asked for server name `other.test`", "127.0.0.1"] {
         assert!(refused.iter().any(|r| r.contains(what)), "`{what}` audited: {refused:#?}");
     }

@@ -8,14 +8,16 @@
 //! 1. the proxy answers `200` and reads the client's TLS `ClientHello` within the head
 //!    timeout: its SNI must be the `CONNECT` host (no SNI, or another name, is refused and
 //!    audited, and the connection closed);
-//! 2. it completes the handshake with a leaf the CA minted for that name, offering
-//!    `http/1.1` only by ALPN (HTTP/2 is not terminated yet: a client offering only `h2`
-//!    fails the handshake);
-//! 3. it reads each decrypted HTTP/1.1 request under the proxy's head and body bounds, at
-//!    most [`MAX_REQUESTS`] per connection, the whole connection within the tunnel's total
-//!    time: the request target must be origin-form, or absolute-form naming the same
-//!    `https` origin; the `Host` header must name the `CONNECT` authority (a request
-//!    naming another host is refused with 403 and audited, never sent);
+//! 2. it completes the handshake with a leaf the CA minted for that name, offering `h2`
+//!    and `http/1.1` by ALPN;
+//! 3. it reads each decrypted request (HTTP/1.1, or the streams of an HTTP/2 connection)
+//!    under the proxy's head and body bounds, at most [`MAX_REQUESTS`] per connection, the
+//!    whole connection within the tunnel's total time: the request target must be
+//!    origin-form, or name the same `https` origin (absolute form in HTTP/1.1, the
+//!    `:authority` of HTTP/2); the `Host` header, when sent, must name the `CONNECT`
+//!    authority. A request naming another host (an HTTP/2 client *coalescing* a request
+//!    for another name onto this connection, a forged `Host`) is refused with 403 and
+//!    audited, never sent;
 //! 4. the request is sent as the proxy sends a plain one ([`Shared::forward`]): checked
 //!    against the skill's rules again, the secret added, resolved once and pinned, its own
 //!    TLS upstream verified against [`NetConfig::tls`](crate::NetConfig::tls)'s roots, the
@@ -59,6 +61,9 @@ use crate::{EgressCa, EgressError, SkillEgress};
 /// Requests one terminated connection may carry; the last is answered with
 /// `Connection: close`.
 pub const MAX_REQUESTS: usize = 100;
+
+/// Requests an HTTP/2 connection may have open at once.
+pub const MAX_STREAMS: u32 = 16;
 
 /// Answer a `CONNECT` to a secret-bound `target` by terminating its TLS (see the module
 /// docs): `200` now, the rest once hyper hands over the connection.
@@ -145,7 +150,7 @@ async fn serve(
         .expect("ring supports the default TLS versions")
         .with_no_client_auth()
         .with_cert_resolver(Arc::new(Leaf(leaf)));
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let tls = match tokio::time::timeout(timeout, start.into_stream(Arc::new(config))).await {
         Ok(Ok(tls)) => tls,
         Ok(Err(e)) => {
@@ -158,24 +163,56 @@ async fn serve(
         Err(_) => return tracing::debug!(%skill, "CONNECT {authority}: TLS handshake not done within {timeout:?}"),
     };
     let head_bytes = shared.config.max_head_bytes.max(MIN_HEAD_BYTES);
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
     let served = Arc::new(AtomicUsize::new(0));
+    // Set once the connection has carried its last request: HTTP/2 is then told to go away
+    // (streams already open finish); HTTP/1.1 closes after the answer that says so.
+    let last = Arc::new(tokio::sync::Notify::new());
     let service = hyper::service::service_fn(|request: Request<Incoming>| {
-        let (shared, served) = (shared.clone(), served.clone());
+        let (shared, served, last) = (shared.clone(), served.clone(), last.clone());
+        // Owned: HTTP/2 runs each stream as a task of its own.
+        let (target, authority, tools) = (target.clone(), authority.to_owned(), tools.to_owned());
         async move {
-            let mut response = inner(&shared, request, target, authority, tools).await;
-            if served.fetch_add(1, Ordering::Relaxed) + 1 >= MAX_REQUESTS {
-                response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            if served.fetch_add(1, Ordering::Relaxed) >= MAX_REQUESTS {
+                return Ok(text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("skillhost egress proxy: this connection carried its {MAX_REQUESTS} requests; open another"),
+                ));
+            }
+            let mut response = inner(&shared, request, &target, &authority, &tools).await;
+            if served.load(Ordering::Relaxed) >= MAX_REQUESTS {
+                if !h2 {
+                    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                last.notify_one();
             }
             Ok::<_, Infallible>(response)
         }
     });
-    let result = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(timeout)
-        .max_buf_size(head_bytes)
-        .max_header_size(head_bytes)
-        .serve_connection(TokioIo::new(tls), service)
-        .await;
+    let io = TokioIo::new(tls);
+    let result = if h2 {
+        let connection = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .max_header_list_size(u32::try_from(head_bytes).unwrap_or(u32::MAX))
+            .max_concurrent_streams(MAX_STREAMS)
+            .serve_connection(io, service);
+        tokio::pin!(connection);
+        tokio::select! {
+            ended = connection.as_mut() => ended,
+            () = last.notified() => {
+                connection.as_mut().graceful_shutdown();
+                connection.await
+            }
+        }
+    } else {
+        hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(timeout)
+            .max_buf_size(head_bytes)
+            .max_header_size(head_bytes)
+            .serve_connection(io, service)
+            .await
+    };
     if let Err(e) = result {
         tracing::debug!(%skill, "terminated connection to {authority} ended: {e}");
     }
@@ -206,7 +243,11 @@ async fn inner(shared: &Arc<Shared>, request: Request<Incoming>, target: &Target
             );
         }
     }
-    let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("").to_owned();
+    // HTTP/2 names the host in `:authority` (checked above) and usually sends no `Host`.
+    let host = match request.headers().get(header::HOST) {
+        Some(host) => host.to_str().unwrap_or("").to_owned(),
+        None => request.uri().authority().map_or_else(String::new, |a| a.to_string()),
+    };
     if !shared.egress.policy().check_url(&format!("https://{host}/")).is_ok_and(|t| same(&t)) {
         return refuse(
             url,
@@ -217,6 +258,8 @@ async fn inner(shared: &Arc<Shared>, request: Request<Incoming>, target: &Target
     }
     let timeout = shared.config.body_timeout;
     let (mut parts, body) = request.into_parts();
+    // Upstream, the proxy speaks HTTP/1.1 whatever the client spoke.
+    parts.version = http::Version::HTTP_11;
     parts.uri = match http::Uri::try_from(url.as_str()) {
         Ok(uri) => uri,
         Err(_) => return text(StatusCode::BAD_REQUEST, format!("skillhost egress proxy: `{path}` is not a valid path")),
