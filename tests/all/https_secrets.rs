@@ -208,6 +208,14 @@ except (ssl.SSLError, OSError) as e:
     out("sni", "refused")
 s, status = connect(conf["secure_ip"])
 out("ip", status)
+pinned = subprocess.run(["curl", "-sS", "--pinnedpubkey", "sha256//" + "A" * 43 + "=", f"https://{secure}/pinned"], capture_output=True, text=True)
+out("pinned key", pinned.returncode)
+try:
+    s, status = connect(secure)
+    ssl.create_default_context(cadata=bytes.fromhex(conf["test_ca"])).wrap_socket(s, server_hostname="secure.test")
+    out("pinned ca", "accepted")
+except ssl.SSLCertVerificationError:
+    out("pinned ca", "refused")
 bundle = open(os.environ["SSL_CERT_FILE"]).read() + ssl.DER_cert_to_PEM_cert(bytes.fromhex(conf["test_ca"]))
 open("/tmp/all.pem", "w").write(bundle)
 r = requests.get(f"https://{secure}/redirect", verify="/tmp/all.pem")
@@ -332,6 +340,9 @@ async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_
     assert!(line("host header").starts_with("HTTP/1.1 403"), "{}", line("host header"));
     assert!(line("absolute form").starts_with("HTTP/1.1 403"), "{}", line("absolute form"));
     assert_eq!(line("sni"), "refused");
+    // Pinning clients fail (curl's exit 90: the pinned key did not match).
+    assert_eq!(line("pinned key"), "90");
+    assert_eq!(line("pinned ca"), "refused");
     assert!(line("ip").starts_with("HTTP/1.1 403"), "{}", line("ip"));
     assert_eq!(line("redirect"), "200 hello over tls", "the client followed the redirect itself");
     let landing = other.heads();
@@ -343,7 +354,11 @@ async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_
     let audited = async {
         loop {
             let rows = host.audit().query(&Default::default()).unwrap();
-            if rows.iter().filter(|r| matches!(r.outcome, EgressOutcome::Refused(_))).count() >= 5 {
+            // Five refusals, and the three clients that took no certificate of the proxy's
+            // (the certificate probe, the pinned key, the pinned CA).
+            let refused = rows.iter().filter(|r| matches!(r.outcome, EgressOutcome::Refused(_))).count();
+            let failed = rows.iter().filter(|r| matches!(r.outcome, EgressOutcome::Failed(_))).count();
+            if refused >= 5 && failed >= 3 {
                 break rows;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -363,6 +378,19 @@ async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_
         assert!(refused.iter().any(|r| r.contains(what)), "`{what}` audited: {refused:#?}");
     }
     assert!(rows.iter().any(|r| r.url.contains("secure.test") && r.url.ends_with("/hello")), "decrypted requests audited");
+    // A client that would not take the proxy's certificate is audited naming the skill,
+    // the host and why (its own error cannot say).
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            EgressOutcome::Failed(reason) => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    for what in ["refused the certificate the proxy presented for `secure.test`", "without sending a request"] {
+        let found = failed.iter().find(|r| r.contains(what)).unwrap_or_else(|| panic!("`{what}` audited: {failed:#?}"));
+        assert!(found.starts_with("skill `fetcher`:") && found.contains("must not pin"), "{found}");
+    }
     assert!(rows.iter().all(|r| !format!("{r:?}").contains(SECRET)), "no audit row holds the secret");
 }
 
