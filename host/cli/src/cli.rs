@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::{
-    approve, audit, build, call, caller, clients, config, disable, doctor, enable, forge, index, inspect, install, list, new, policy,
+    approve, audit, build, ca, call, caller, clients, config, disable, doctor, enable, forge, index, inspect, install, list, new, policy,
     publish, reject, remove, rollback, run, search, secret, serve, setup, show, stats, sync, test,
 };
 
@@ -128,6 +128,10 @@ pub enum Command {
     /// Manage the secrets the host adds to skills' requests (skills never see them)
     #[command(subcommand, after_help = secret::HELP)]
     Secret(secret::SecretCommand),
+
+    /// Show or rotate the CA sandboxes trust for hosts a secret is bound to
+    #[command(subcommand, after_help = ca::HELP)]
+    Ca(ca::CaCommand),
 
     /// Manage the callers that reach `serve --http` with tokens of their own
     #[command(subcommand, after_help = caller::HELP)]

@@ -20,6 +20,7 @@ mod app;
 mod approve;
 mod audit;
 mod build;
+mod ca;
 mod call;
 mod caller;
 mod cli;
@@ -142,6 +143,7 @@ async fn run(app: &App, command: Command) -> Result<ExitCode> {
         Command::Inspect(args) => inspect::run(app, args).await,
         Command::Build(args) => build::run(app, args).await,
         Command::Secret(command) => secret::run(app, command),
+        Command::Ca(command) => ca::run(app, command),
         Command::Caller(command) => caller::run(app, command),
         Command::Audit(args) => audit::run(app, args),
         Command::Serve(args) => serve::run(app, args).await,

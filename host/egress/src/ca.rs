@@ -109,6 +109,22 @@ impl EgressCa {
         Ok(authority)
     }
 
+    /// The CA as it is now, never made: `None` when the directory has none yet.
+    pub fn existing(&self) -> Result<Option<Arc<Authority>>, CaError> {
+        let mut current = self.current.lock();
+        if let Some(authority) = &*current {
+            return Ok(Some(authority.clone()));
+        }
+        let authority = self.read()?.map(Arc::new);
+        current.clone_from(&authority);
+        Ok(authority)
+    }
+
+    /// The CA's certificate file (PEM), for other trust stores.
+    pub fn cert_path(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
     /// Make a new key and certificate, replacing the old ones (sandboxes started from now
     /// on trust the new CA only; leaves of the old one are forgotten).
     pub fn rotate(&self) -> Result<Arc<Authority>, CaError> {
@@ -120,10 +136,6 @@ impl EgressCa {
 
     fn key_path(&self) -> PathBuf {
         self.dir.join("ca.key")
-    }
-
-    fn cert_path(&self) -> PathBuf {
-        self.dir.join("ca.pem")
     }
 
     /// The CA in the directory, if it has a key.
@@ -184,13 +196,17 @@ impl EgressCa {
     }
 }
 
-/// The CA's parameters, from its key alone: its name carries the key's fingerprint.
+/// The CA's common name, from its key: it carries the key's fingerprint.
+fn ca_name(key: &KeyPair) -> String {
+    format!("skillhost egress CA {}", hex::encode(&sha2::Sha256::digest(key.public_key_raw())[..8]))
+}
+
+/// The CA's parameters, from its key alone.
 fn ca_params(key: &KeyPair) -> CertificateParams {
-    let fingerprint = hex::encode(&sha2::Sha256::digest(key.public_key_raw())[..8]);
     let mut params = CertificateParams::default();
     let mut name = DistinguishedName::new();
     name.push(DnType::OrganizationName, "skillhost");
-    name.push(DnType::CommonName, format!("skillhost egress CA {fingerprint}"));
+    name.push(DnType::CommonName, ca_name(key));
     params.distinguished_name = name;
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
@@ -234,6 +250,7 @@ pub fn system_bundle() -> Option<String> {
 
 /// A loaded CA: signs leaves for the proxy.
 pub struct Authority {
+    name: String,
     issuer: Issuer<'static, KeyPair>,
     cert: CertificateDer<'static>,
     leaves: parking_lot::Mutex<VecDeque<(String, Arc<CertifiedKey>, Instant)>>,
@@ -247,7 +264,17 @@ impl std::fmt::Debug for Authority {
 
 impl Authority {
     fn new(params: CertificateParams, key: KeyPair, cert: CertificateDer<'static>) -> Self {
-        Self { issuer: Issuer::new(params, key), cert, leaves: parking_lot::Mutex::default() }
+        Self { name: ca_name(&key), issuer: Issuer::new(params, key), cert, leaves: parking_lot::Mutex::default() }
+    }
+
+    /// Its common name (`skillhost egress CA` and its key's fingerprint).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The SHA-256 of its certificate, hex: what `openssl x509 -fingerprint -sha256` shows.
+    pub fn fingerprint(&self) -> String {
+        hex::encode(sha2::Sha256::digest(&self.cert))
     }
 
     /// The CA's certificate.

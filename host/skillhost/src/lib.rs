@@ -331,7 +331,7 @@ impl HostBuilder {
         wasm.net.audit = audit.clone();
         // The CA the sandbox proxy terminates TLS with for secret-bound hosts, made on
         // first need.
-        wasm.net.ca.get_or_insert_with(|| Arc::new(skillhost_wasm::EgressCa::new(data_dir.join("egress-ca"))));
+        let egress_ca = wasm.net.ca.get_or_insert_with(|| Arc::new(skillhost_wasm::EgressCa::new(data_dir.join("egress-ca")))).clone();
         let cache_dir = wasm.cache_dir.clone();
         let mut sandbox_config = match self.sandbox {
             Some(given) => given,
@@ -356,7 +356,19 @@ impl HostBuilder {
             tracing::debug!("no sandbox runtime: {e}");
         }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
-        Ok(Host { runtime, sandbox, policy, secrets, audit, state, data_dir, cache_dir, config, index: parking_lot::Mutex::default() })
+        Ok(Host {
+            runtime,
+            sandbox,
+            policy,
+            secrets,
+            audit,
+            egress_ca,
+            state,
+            data_dir,
+            cache_dir,
+            config,
+            index: parking_lot::Mutex::default(),
+        })
     }
 }
 
@@ -367,6 +379,8 @@ pub struct Host {
     policy: Policy,
     secrets: Arc<dyn SecretStore>,
     audit: Arc<dyn AuditLog>,
+    /// The CA the sandbox proxy terminates TLS with for secret-bound hosts.
+    egress_ca: Arc<net::EgressCa>,
     /// Trust, audit and statistics: SQLite in the data dir, or a shared PostgreSQL.
     state: skillhost_store::State,
     data_dir: PathBuf,
@@ -411,6 +425,13 @@ impl Host {
     /// The secret store the egress gate reads.
     pub fn secrets(&self) -> &dyn SecretStore {
         &*self.secrets
+    }
+
+    /// The CA the sandbox proxy terminates TLS with for hosts a secret is bound to
+    /// (`<data_dir>/egress-ca` unless the wasm config's `net.ca` named another): sandboxes
+    /// that reach such a host trust it.
+    pub fn egress_ca(&self) -> &net::EgressCa {
+        &self.egress_ca
     }
 
     /// The audit log of outbound requests and of runs of skills' scripts.

@@ -598,6 +598,45 @@ fn approve_shows_capability_lines_before_anything_the_skill_wrote() {
 
 /// `skillhost serve --http 127.0.0.1:0 EXTRA...` over `skills` and `data`, and the URL it
 /// serves MCP at; killed on drop.
+/// `skillhost ca`: `show` makes nothing and says how the CA comes to be; `rotate` makes
+/// one (key 0600 in the data dir) and a second rotation replaces it; `show` names the one
+/// on disk, as text, JSON and PEM.
+#[test]
+fn ca_show_makes_nothing_and_rotate_replaces_the_egress_ca() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let shown = env.run(&["ca", "show"]);
+    assert!(shown.status.success(), "{}", String::from_utf8_lossy(&shown.stderr));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("no egress CA yet"), "{}", String::from_utf8_lossy(&shown.stdout));
+    assert!(!env.data.path().join("egress-ca").exists(), "show made nothing");
+    let pem = env.run(&["ca", "show", "--pem"]);
+    assert!(!pem.status.success() && String::from_utf8_lossy(&pem.stderr).contains("skillhost ca rotate"), "{pem:?}");
+
+    let json = |args: &[&str]| -> Value {
+        let out = env.run(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = json(&["ca", "rotate", "--json"]);
+    assert_eq!((first["made"].as_bool(), first["rotated"].as_bool()), (Some(true), Some(true)), "{first}");
+    let key = std::fs::metadata(env.data.path().join("egress-ca/ca.key")).unwrap();
+    assert_eq!(key.permissions().mode() & 0o777, 0o600);
+    let shown = json(&["ca", "show", "--json"]);
+    assert_eq!(shown["sha256"], first["sha256"], "{shown}");
+    assert_eq!(shown["rotated"], false);
+    let pem = env.run(&["ca", "show", "--pem"]);
+    let pem = String::from_utf8(pem.stdout).unwrap();
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----") && pem.trim_end().ends_with("-----END CERTIFICATE-----"), "{pem}");
+    assert_eq!(pem.trim_end(), std::fs::read_to_string(shown["cert"].as_str().unwrap()).unwrap().trim_end());
+
+    let second = json(&["ca", "rotate", "--json"]);
+    assert_ne!(second["sha256"], first["sha256"], "a new CA");
+    assert_ne!(second["name"], first["name"], "its name carries its key's fingerprint");
+    let text = env.run(&["ca", "show"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(second["sha256"].as_str().unwrap()) && text.contains(second["name"].as_str().unwrap()), "{text}");
+}
+
 fn serve_http(skills: &Path, data: &Path, extra: &[&str]) -> (Served, String) {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
