@@ -486,7 +486,30 @@ pub enum SecretError {
     },
 }
 
+/// Who adds a bound secret to a skill's requests, for [`SecretBinding::approval_line`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecretCarrier {
+    /// The host makes the requests (a WebAssembly skill's).
+    Host,
+    /// The host's proxy, for code in a sandbox (a server skill, a run of scripts).
+    Proxy,
+}
+
 impl SecretBinding {
+    /// What a human approves: the header exactly as it will be sent (the value shown as
+    /// `<secret NAME>`), the hosts, and who adds it.
+    pub fn approval_line(&self, carrier: SecretCarrier) -> String {
+        let hosts: Vec<&str> = self.hosts.iter().map(|r| r.text.as_str()).collect();
+        let value = self.format.replacen("{}", &format!("<secret {}>", self.name), 1);
+        let by = match carrier {
+            SecretCarrier::Host => "by the host, which makes the skill's requests; the skill never holds the value",
+            SecretCarrier::Proxy => {
+                "by the host's proxy, over HTTPS too (it answers for these hosts with the host's egress CA, which the sandbox trusts); the sandbox never holds the value"
+            }
+        };
+        format!("secret `{}` sent as `{}: {value}` to {} {by}", self.name, self.header, hosts.join(", "))
+    }
+
     /// Check a `[[secrets]]` entry against the skill's network policy.
     pub fn from_section(section: &SecretSection, network: &EgressPolicy) -> Result<Self, SecretError> {
         let name = || section.name.clone();

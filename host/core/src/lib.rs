@@ -26,7 +26,7 @@ pub mod text;
 mod tool;
 
 pub use call::{Envelope, Invocation, InvokeError, Invoked, Output};
-pub use egress::{Denial, EgressPolicy, SecretBinding, SecretError};
+pub use egress::{Denial, EgressPolicy, SecretBinding, SecretCarrier, SecretError};
 pub use grant::{
     Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, HeldRoots, PROBE_TIMEOUT, Policy, dir_beneath, open_beneath,
 };

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use toml::Spanned;
 
-use crate::egress::{EgressPolicy, NetworkSection, SecretBinding, SecretSection};
+use crate::egress::{EgressPolicy, NetworkSection, SecretBinding, SecretCarrier, SecretSection};
 use crate::grant::{DataKey, DirGrant, FileMode, Grant, GrantError, Policy};
 use crate::limits::{ByteSize, LimitsRequest, parse_size};
 use crate::manifest::{FileCapability, ManifestError, SearchMeta, SkillManifest};
@@ -399,10 +399,7 @@ impl RunPolicy {
                 lines.push(format!("network {kind}: {}", rule.text));
             }
         }
-        for secret in &self.secrets {
-            let hosts: Vec<&str> = secret.hosts.iter().map(|r| r.text.as_str()).collect();
-            lines.push(format!("secret `{}` added by the host in header `{}` to {}", secret.name, secret.header, hosts.join(", ")));
-        }
+        lines.extend(self.secrets.iter().map(|secret| secret.approval_line(SecretCarrier::Proxy)));
         for package in &self.packages {
             lines.push(format!("package added by the policy: {package}"));
         }

@@ -530,8 +530,10 @@ impl Launch {
         profile::write_etc(&etc_dir).map_err(io("cannot write its /etc"))?;
         // A secret the proxy adds to requests (`[[secrets]]`, terminating TLS with the
         // host's egress CA) never enters the sandbox: a variable naming it too holds a
-        // placeholder, so code that checks for the variable still runs.
-        let proxied = |name: &str| config.net.ca.is_some() && grant.secrets.iter().any(|s| s.name == name);
+        // placeholder, so code that checks for the variable still runs. So it is without
+        // an egress CA too (the proxy then refuses `CONNECT` to its hosts, saying why):
+        // what the approval showed holds either way.
+        let proxied = |name: &str| grant.secrets.iter().any(|s| s.name == name);
         let mut env = Vec::new();
         if full {
             for secret in &grant.env_secrets {

@@ -4,6 +4,7 @@
 //! agent.
 
 use super::*;
+use skillhost_core::SecretCarrier;
 
 /// The capability digest of an instruction-only skill, which asks for nothing.
 pub(super) const NO_CAPABILITIES: &str = "none";
@@ -90,16 +91,22 @@ pub(super) fn requests(
             std::iter::once(&server.command).chain(&server.args).cloned().collect::<Vec<_>>().join(" ")
         ));
         for secret in &server.secrets {
-            lines.push(format!(
-                "secret `{}` given to the server as environment variable `{}` (it can send it to any allowed host)",
-                secret.name, secret.env
-            ));
+            // A secret the proxy adds (`[[secrets]]`) is a placeholder in the variable.
+            if manifest.secrets.iter().any(|bound| bound.name == secret.name) {
+                lines.push(format!(
+                    "environment variable `{}` holds a placeholder for secret `{}`, never its value (the proxy adds the value, below)",
+                    secret.env, secret.name
+                ));
+            } else {
+                lines.push(format!(
+                    "secret `{}` given to the server as environment variable `{}` (it can send it to any allowed host)",
+                    secret.name, secret.env
+                ));
+            }
         }
     }
-    for secret in &manifest.secrets {
-        let hosts: Vec<&str> = secret.hosts.iter().map(|r| r.text.as_str()).collect();
-        lines.push(format!("secret `{}` sent in header `{}` to {}", secret.name, secret.header, hosts.join(", ")));
-    }
+    let carrier = if manifest.server.is_some() { SecretCarrier::Proxy } else { SecretCarrier::Host };
+    lines.extend(manifest.secrets.iter().map(|secret| secret.approval_line(carrier)));
     let limits = &grant.limits;
     lines.push(format!("limit timeout: {:?}", limits.timeout));
     lines.push(format!("limit memory: {}", ByteSize(limits.memory)));

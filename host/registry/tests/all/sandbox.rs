@@ -50,6 +50,11 @@ async fn server_skills_have_the_same_tiers_and_approvals() {
     probe(&env, "pure", "");
     probe(&env, "networked", "[network]\nallow = [\"https://example.com\"]\n");
     probe(&env, "keyed", "[[server.secrets]]\nname = \"api\"\nenv = \"API_KEY\"\n");
+    probe(
+        &env,
+        "proxied",
+        "[network]\nallow = [\"https://api.example.com\"]\n[[secrets]]\nname = \"api\"\nheader = \"Authorization\"\nformat = \"Bearer {}\"\nhosts = [\"https://api.example.com\"]\n[[server.secrets]]\nname = \"api\"\nenv = \"API_KEY\"\n",
+    );
     let registry = open(&env, false).await;
 
     let runtime = |name: &str| registry.entry(name).unwrap().loaded.as_ref().map(|l| l.runtime);
@@ -73,6 +78,19 @@ async fn server_skills_have_the_same_tiers_and_approvals() {
         request.requests
     );
     assert!(request.requests.iter().any(|r| r.contains("runs `python server.py` in a bubblewrap sandbox")), "{:?}", request.requests);
+    // A secret the proxy adds is shown as it is sent, and its variable as a placeholder.
+    let proxied = registry.approval_request("proxied").unwrap().requests;
+    assert!(
+        proxied.iter().any(|r| r.starts_with("environment variable `API_KEY` holds a placeholder for secret `api`, never its value")),
+        "{proxied:?}"
+    );
+    assert!(
+        proxied.iter().any(|r| r.starts_with(
+            "secret `api` sent as `Authorization: Bearer <secret api>` to https://api.example.com by the host's proxy, over HTTPS too"
+        )),
+        "{proxied:?}"
+    );
+    assert!(proxied.iter().all(|r| !r.contains("given to the server")), "{proxied:?}");
 
     // An approved skill whose declared secret is not set says how to set it.
     registry.approve("keyed", &request.content_hash, &request.capability_digest, skillhost_registry::ApprovalChannel::Cli).await.unwrap();
