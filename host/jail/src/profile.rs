@@ -16,6 +16,10 @@
 //!   at `/data` instead: [`Profile::scratch`]), and a minimal `/etc` (`passwd`, `group`, `hosts`,
 //!   `localtime`; a networked sandbox's CA bundle at [`CA_BUNDLE`], named by the
 //!   [`CA_BUNDLE_ENV`] variables). No home, nothing else of the host; the root itself is read-only.
+//! - Node in a networked sandbox: the directory of [`NetSetup::node_fetch`] read-only at
+//!   [`NODE_DIR`], its preload named by `NODE_OPTIONS`, so node's `fetch` goes through the
+//!   proxy (node 20 ignores `HTTPS_PROXY`), and `NODE_USE_ENV_PROXY=1` for the nodes that
+//!   honour it.
 //! - Data dirs are [`Bind`]s: directories the host opened without following a link
 //!   ([`skillhost_core::DirGrant::open`]) and hands bwrap as inherited descriptors
 //!   (`--bind-fd`, `--ro-bind-fd`). bwrap mounts the descriptor's directory and refuses to
@@ -139,7 +143,18 @@ pub struct NetSetup {
     /// carry secrets, the host's egress CA), bound read-only at [`CA_BUNDLE`] and named by
     /// [`CA_BUNDLE_ENV`]. None: the sandbox has no bundle (as before).
     pub ca_bundle: Option<PathBuf>,
+    /// A directory holding undici and the preload [`NODE_PRELOAD_FILE`] that makes it the
+    /// dispatcher of node's `fetch` (`skillhost_sandbox::node_fetch`), bound read-only at
+    /// [`NODE_DIR`] and named by `NODE_OPTIONS`. None: node's fetch reaches
+    /// nothing (below node 22.21).
+    pub node_fetch: Option<PathBuf>,
 }
+
+/// Where a networked sandbox finds [`NetSetup::node_fetch`].
+pub const NODE_DIR: &str = "/run/skillhost/node";
+
+/// The preload's name in [`NODE_DIR`].
+pub const NODE_PRELOAD_FILE: &str = "preload.cjs";
 
 /// Where a networked sandbox finds its CA bundle ([`NetSetup::ca_bundle`]): the path
 /// OpenSSL, curl and Python look at on Debian.
@@ -304,6 +319,11 @@ impl Profile {
                 a.push(bundle);
                 a.push(CA_BUNDLE);
             }
+            if let Some(node) = &net.node_fetch {
+                a.push("--ro-bind");
+                a.push(node);
+                a.push(NODE_DIR);
+            }
         }
         if let Some(init) = &self.init {
             a.push("--ro-bind");
@@ -377,6 +397,9 @@ impl Profile {
             if net.ca_bundle.is_some() {
                 mounts.push((CA_BUNDLE.to_owned(), false));
             }
+            if net.node_fetch.is_some() {
+                mounts.push((NODE_DIR.to_owned(), false));
+            }
         }
         if self.init.is_some() {
             mounts.push((INIT_PATH.to_owned(), false));
@@ -440,6 +463,15 @@ impl Profile {
             env.push(("no_proxy".to_owned(), String::new()));
             if net.ca_bundle.is_some() {
                 env.extend(CA_BUNDLE_ENV.iter().map(|key| ((*key).to_owned(), CA_BUNDLE.to_owned())));
+            }
+            if net.node_fetch.is_some() {
+                // Node starts with the preload, and the nodes that can (22.21 and 24.5 on)
+                // honour the proxy variables themselves. A skill may start a node with
+                // another NODE_OPTIONS, without the preload: that node's fetch then
+                // reaches nothing, since the proxy, not the preload, is the sandbox's only
+                // way out.
+                env.push(("NODE_OPTIONS".to_owned(), format!("--require={NODE_DIR}/{NODE_PRELOAD_FILE}")));
+                env.push(("NODE_USE_ENV_PROXY".to_owned(), "1".to_owned()));
             }
         }
         env.extend(self.env.iter().cloned());
@@ -564,6 +596,7 @@ mod tests {
                 shim_args: vec![],
                 port: 3128,
                 ca_bundle: None,
+                node_fetch: None,
             }),
             workspace: None,
             init: None,
@@ -634,6 +667,7 @@ mod tests {
             shim_args: vec!["__shim".into()],
             port: 3128,
             ca_bundle: Some("/run/x/etc/ca-bundle.pem".into()),
+            node_fetch: None,
         });
         let argv = text(&p.argv(&programs(), OsStr::new("/usr/bin/node"), &[]).unwrap());
         assert!(argv.contains("--ro-bind /run/x/egress.sock /run/skillhost/egress.sock"), "{argv}");
@@ -643,5 +677,34 @@ mod tests {
             assert!(argv.contains(&format!("--setenv {key} /etc/ssl/certs/ca-certificates.crt")), "{argv}");
         }
         assert!(argv.ends_with("-- /run/skillhost/shim __shim --socket /run/skillhost/egress.sock --port 3128 -- /usr/bin/node"), "{argv}");
+    }
+
+    /// A networked sandbox with the node-fetch directory binds it read-only at
+    /// `/run/skillhost/node` and starts node with its preload; without it, or without
+    /// network, there is neither.
+    #[test]
+    fn a_networked_profile_starts_node_with_the_fetch_preload() {
+        let net = |node_fetch: Option<PathBuf>| NetSetup {
+            socket: "/run/x/egress.sock".into(),
+            shim: "/usr/bin/skillhost".into(),
+            shim_args: vec!["__shim".into()],
+            port: 3128,
+            ca_bundle: None,
+            node_fetch,
+        };
+        let mut p = profile();
+        p.net = Some(net(Some("/srv/toolchains/node-fetch".into())));
+        let argv = text(&p.argv(&programs(), OsStr::new("/usr/bin/node"), &[]).unwrap());
+        assert!(argv.contains("--ro-bind /srv/toolchains/node-fetch /run/skillhost/node "), "{argv}");
+        assert!(argv.contains("--setenv NODE_OPTIONS --require=/run/skillhost/node/preload.cjs "), "{argv}");
+        assert!(argv.contains("--setenv NODE_USE_ENV_PROXY 1 "), "{argv}");
+        assert!(p.mounts().contains(&("/run/skillhost/node".to_owned(), false)));
+
+        p.net = Some(net(None));
+        let argv = text(&p.argv(&programs(), OsStr::new("/usr/bin/node"), &[]).unwrap());
+        assert!(!argv.contains("/run/skillhost/node") && !argv.contains("NODE_OPTIONS"), "{argv}");
+        p.net = None;
+        let argv = text(&p.argv(&programs(), OsStr::new("/usr/bin/node"), &[]).unwrap());
+        assert!(!argv.contains("/run/skillhost/node") && !argv.contains("NODE_"), "{argv}");
     }
 }

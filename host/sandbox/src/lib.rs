@@ -14,7 +14,8 @@
 //!   the deadline and on drop) and the call path (deadline, cancellation, output cap).
 //! - `server`: the process and the rmcp client over its stdio; progress notifications go
 //!   to [`CallContext::progress`](skillhost_core::CallContext).
-//! - [`python`]: the managed venv and its setup; [`check`]: `skillhost test`.
+//! - [`python`]: the managed venv and its setup; [`node_fetch`]: the undici and preload
+//!   that make node's `fetch` use the egress proxy; [`check`]: `skillhost test`.
 //!
 //! **The run that lists tools at load holds a probe grant** ([`Grant::probe`]): an empty
 //! scratch dir instead of its data dirs, no network, no secrets; the skill may not be
@@ -23,6 +24,7 @@
 
 pub mod check;
 mod error;
+pub mod node_fetch;
 pub mod python;
 pub mod run;
 mod server;
@@ -41,6 +43,7 @@ use skillhost_core::{
 use skillhost_egress::{EgressProxy, NetConfig, ProxyCalls, ProxyConfig, SkillEgress};
 
 pub use error::{CommandError, StartError};
+pub use node_fetch::NodeFetchUnavailable;
 pub use python::Venv;
 pub use skill::BwrapSkill;
 pub use skillhost_egress::shim;
@@ -80,6 +83,13 @@ pub struct BwrapConfig {
     /// chooses an index. Shown in every approval request of a skill with packages.
     /// Default: [`PackageSources::default`] (PyPI and registry.npmjs.org).
     pub packages: PackageSources,
+    /// The directory `skillhost setup` installs [`node_fetch`] into: a networked sandbox
+    /// binds it and starts node with its preload, so node's `fetch` goes through the
+    /// egress proxy. Used only when it holds what this binary expects
+    /// ([`node_fetch::installed`]) and the sandbox's uid reaches it; otherwise a Node
+    /// script's fetch reaches nothing ([`BwrapRuntime::node_fetch`] says why). Default:
+    /// none (the facade names `<toolchains>/node-fetch`).
+    pub node_fetch: Option<PathBuf>,
     /// How networked skills reach the network: the egress proxy each of their servers
     /// gets applies these (resolver, audit sink, timeouts, caps). Default:
     /// [`NetConfig::default`] (system resolver, no audit).
@@ -134,6 +144,7 @@ impl BwrapConfig {
             shim: None,
             init: None,
             packages: PackageSources::default(),
+            node_fetch: None,
             net: Arc::new(NetConfig::default()),
             idle_timeout: Duration::from_secs(300),
             start_timeout: Duration::from_secs(30),
@@ -157,6 +168,7 @@ impl std::fmt::Debug for BwrapConfig {
             .field("work_dir", &self.work_dir)
             .field("shim", &self.shim)
             .field("init", &self.init)
+            .field("node_fetch", &self.node_fetch)
             .field("idle_timeout", &self.idle_timeout)
             .field("allow_weaker", &self.allow_weaker)
             .field("packages", &self.packages)
@@ -186,6 +198,8 @@ pub(crate) struct Runtime {
     config: BwrapConfig,
     venv: Option<Venv>,
     venv_error: Option<String>,
+    /// [`BwrapConfig::node_fetch`] when networked sandboxes use it, or why not.
+    node_fetch: Result<PathBuf, NodeFetchUnavailable>,
     /// bwrap, prlimit and the isolation layers every server gets.
     jail: Jail,
     /// Server processes started so far (tool listings and calls).
@@ -249,9 +263,10 @@ impl BwrapRuntime {
                 Err(e) => (None, Some(e.to_string())),
             },
         };
+        let node_fetch = node_fetch::usable(config.node_fetch.as_deref(), root.then_some(config.sandbox_id));
         let jail = Jail::new(programs, config.sandbox_id, Self::reach(&config, venv.as_ref()));
         jail.isolation().warn_unavailable();
-        Ok(Self { inner: Arc::new(Runtime { config, venv, venv_error, jail, started: Default::default() }) })
+        Ok(Self { inner: Arc::new(Runtime { config, venv, venv_error, node_fetch, jail, started: Default::default() }) })
     }
 
     /// The host paths every sandbox of `config` binds, which the uid a root host drops to
@@ -291,6 +306,12 @@ impl BwrapRuntime {
     /// calls (a load from a kept listing starts none).
     pub fn servers_started(&self) -> u64 {
         self.inner.started.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The directory node's fetch goes through the proxy with in networked sandboxes
+    /// ([`BwrapConfig::node_fetch`]), or why there is none (with the fix).
+    pub fn node_fetch(&self) -> Result<&Path, &NodeFetchUnavailable> {
+        self.inner.node_fetch.as_deref()
     }
 
     /// The venv Python skills run with, if any.
@@ -589,6 +610,7 @@ impl Launch {
                 shim_args: shim.1.to_vec(),
                 port: skillhost_egress::shim::DEFAULT_PORT,
                 ca_bundle,
+                node_fetch: runtime.node_fetch.as_ref().ok().cloned(),
             });
         }
         // The probe runs write only to memory: an empty tmpfs at /data, capped.

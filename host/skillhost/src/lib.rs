@@ -245,12 +245,21 @@ pub struct HostBuilder {
     sandbox: Option<BwrapConfig>,
     policy: Option<Policy>,
     config: Option<HostConfig>,
+    toolchains: Option<PathBuf>,
 }
 
 impl HostBuilder {
     /// Where skills' data dirs live (`<dir>/skills/<name>/`). Required.
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// Where `skillhost setup` installs toolchains; the sandbox finds node's fetch preload
+    /// there (`node-fetch`, [`BwrapConfig::node_fetch`], unless the sandbox config names
+    /// one). Default: `<data_dir>/toolchains`.
+    pub fn toolchains(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.toolchains = Some(dir.into());
         self
     }
 
@@ -347,6 +356,8 @@ impl HostBuilder {
             sandbox_config.shim.get_or_insert(shim);
             sandbox_config.init.get_or_insert(init);
         }
+        let toolchains = self.toolchains.unwrap_or_else(|| data_dir.join("toolchains"));
+        sandbox_config.node_fetch.get_or_insert_with(|| toolchains.join(skillhost_sandbox::node_fetch::DIR_NAME));
         sandbox_config.secrets = secrets.clone();
         // One egress for both runtimes: the same resolver, secrets and audit log.
         sandbox_config.net = Arc::new(wasm.net.clone());
