@@ -52,8 +52,10 @@ fi
 
 # The guest toolchains `skillhost build` drives for Python and JavaScript skills
 # (componentize-py from PyPI, componentize-js and jco from npm, versions pinned by the
-# binary), shared by the tests through SKILLHOST_TOOLCHAINS; a no-op when their stamps
-# match. Without them the language tests say SKIPPED.
+# binary) and node-fetch (undici by `npm ci` from the binary's lockfile, and the preload
+# networked sandboxes start node with), shared by the tests through SKILLHOST_TOOLCHAINS;
+# a no-op when their stamps match. Without them the language tests say SKIPPED, and the
+# tests of node's fetch in the jail (tests/all/https_node.rs) fail saying to run this.
 export SKILLHOST_TOOLCHAINS="${SKILLHOST_TOOLCHAINS:-$setup_root/target/toolchains}"
 # mcp-server-fetch simplifies pages with readabilipy, which runs Mozilla's Readability.js
 # under node when its npm packages sit in its javascript/ folder (and otherwise falls back

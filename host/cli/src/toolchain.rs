@@ -7,6 +7,11 @@
 //! Toolchains live in `DATA_DIR/toolchains` (or `SKILLHOST_TOOLCHAINS`); a toolchain
 //! installed some other way is used instead when `SKILLHOST_COMPONENTIZE_PY` or
 //! `SKILLHOST_COMPONENTIZE_JS` names its executable.
+//!
+//! Beside them, installed the same way, `node-fetch`: the pinned undici and the preload
+//! that make node's `fetch` use the egress proxy in a networked sandbox
+//! (`skillhost_sandbox::node_fetch`, which the host binds from here), installed with
+//! `npm ci` from its lockfile, so the bytes are the ones its integrity names.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -16,6 +21,9 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+
+use skillhost_jail::profile::NODE_PRELOAD_FILE;
+use skillhost_sandbox::node_fetch;
 
 use crate::app::progress_spinner as spinner;
 
@@ -32,17 +40,22 @@ pub enum Toolchain {
     Python,
     /// componentize-js (StarlingMonkey) with jco, for skills written in JavaScript.
     Js,
+    /// undici and the preload that make node's fetch go through the egress proxy in a
+    /// networked sandbox (not a build toolchain: node scripts of SKILL.md skills and
+    /// node servers use it).
+    NodeFetch,
 }
 
 impl Toolchain {
     /// Every toolchain, for `skillhost setup toolchains` without arguments.
-    pub const ALL: [Self; 2] = [Self::Python, Self::Js];
+    pub const ALL: [Self; 3] = [Self::Python, Self::Js, Self::NodeFetch];
 
     /// The pinned packages, as the registry's client takes them.
     pub fn packages(self) -> &'static [&'static str] {
         match self {
             Self::Python => &["componentize-py==0.25.0"],
             Self::Js => &["@bytecodealliance/componentize-js@0.23.0", "@bytecodealliance/jco@1.35.0"],
+            Self::NodeFetch => &[node_fetch::UNDICI],
         }
     }
 
@@ -51,28 +64,31 @@ impl Toolchain {
         match self {
             Self::Python => "componentize-py",
             Self::Js => "componentize-js",
+            Self::NodeFetch => node_fetch::DIR_NAME,
         }
     }
 
-    /// The variable naming an executable installed some other way.
-    pub fn override_var(self) -> &'static str {
+    /// The variable naming an executable installed some other way, if one may.
+    pub fn override_var(self) -> Option<&'static str> {
         match self {
-            Self::Python => "SKILLHOST_COMPONENTIZE_PY",
-            Self::Js => "SKILLHOST_COMPONENTIZE_JS",
+            Self::Python => Some("SKILLHOST_COMPONENTIZE_PY"),
+            Self::Js => Some("SKILLHOST_COMPONENTIZE_JS"),
+            Self::NodeFetch => None,
         }
     }
 
-    /// The executable inside the toolchain's directory.
+    /// The executable inside the toolchain's directory (node-fetch's preload).
     fn executable(self, dir: &Path) -> PathBuf {
         match self {
             Self::Python => dir.join("bin/componentize-py"),
             Self::Js => dir.join("node_modules/.bin/componentize-js"),
+            Self::NodeFetch => dir.join(NODE_PRELOAD_FILE),
         }
     }
 
     /// The executable when it is installed (or named by the override variable).
     pub fn installed(self, root: &Path) -> Option<PathBuf> {
-        if let Some(exe) = std::env::var_os(self.override_var()) {
+        if let Some(exe) = self.override_var().and_then(std::env::var_os) {
             return Some(PathBuf::from(exe)).filter(|p| p.is_file());
         }
         let dir = root.join(self.tool());
@@ -80,8 +96,14 @@ impl Toolchain {
         (exe.is_file() && std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == self.stamp())).then_some(exe)
     }
 
+    /// What the stamp holds: the packages, and node-fetch's preload (a binary with
+    /// another preload installs it again).
     fn stamp(self) -> String {
-        self.packages().join("\n")
+        let packages = self.packages().join("\n");
+        match self {
+            Self::NodeFetch => format!("{packages}\n{}", node_fetch::PRELOAD),
+            _ => packages,
+        }
     }
 }
 
@@ -95,13 +117,12 @@ pub fn root(data_dir: &Path) -> PathBuf {
 /// The executable of `toolchain`, installing it into `root` first when it is missing or
 /// was installed with other versions (or always, with `force`).
 pub fn ensure(toolchain: Toolchain, root: &Path, force: bool) -> Result<PathBuf> {
-    if let Some(exe) = std::env::var_os(toolchain.override_var()) {
+    if let Some((var, exe)) = toolchain.override_var().and_then(|var| Some((var, std::env::var_os(var)?))) {
         let exe = PathBuf::from(exe);
         let exe = std::path::absolute(&exe).unwrap_or(exe);
         if !exe.is_file() {
             bail!(
-                "{}={}: no such file; point it at a {} executable, or unset it to let skillhost install one",
-                toolchain.override_var(),
+                "{var}={}: no such file; point it at a {} executable, or unset it to let skillhost install one",
                 exe.display(),
                 toolchain.tool()
             );
@@ -133,6 +154,7 @@ pub fn ensure(toolchain: Toolchain, root: &Path, force: bool) -> Result<PathBuf>
     match toolchain {
         Toolchain::Python => install_python(&dir)?,
         Toolchain::Js => install_js(&dir)?,
+        Toolchain::NodeFetch => install_node_fetch(&dir)?,
     }
     if !exe.is_file() {
         bail!(
@@ -185,6 +207,20 @@ fn install_js(dir: &Path) -> Result<()> {
     npm.args(["install", "--no-fund", "--no-audit", "--no-update-notifier", "--prefix"]).arg(dir);
     run_step(npm, "npm install componentize-js and jco").context(
         "npm could not install componentize-js; install Node.js 18 or newer with npm (Debian: apt-get install nodejs npm), check that the npm registry is reachable (npm honours HTTPS_PROXY), or install @bytecodealliance/componentize-js yourself and set SKILLHOST_COMPONENTIZE_JS to its componentize-js executable",
+    )
+}
+
+/// The pinned undici under an npm prefix with `npm ci` from the lockfile the binary
+/// holds (its integrity checked), beside the preload; no install scripts run.
+fn install_node_fetch(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (name, text) in node_fetch::FILES {
+        std::fs::write(dir.join(name), text).with_context(|| format!("cannot write {}", dir.join(name).display()))?;
+    }
+    let mut npm = Command::new("npm");
+    npm.args(["ci", "--omit=dev", "--ignore-scripts", "--no-fund", "--no-audit", "--no-update-notifier", "--prefix"]).arg(dir);
+    run_step(npm, &format!("npm ci {}", node_fetch::UNDICI)).context(
+        "npm could not install undici for node's fetch in the sandbox; install Node.js with npm (Debian: apt-get install nodejs npm) and check that the npm registry is reachable (npm honours HTTPS_PROXY); until then a Node script's fetch in a networked sandbox reaches nothing",
     )
 }
 
