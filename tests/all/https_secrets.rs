@@ -15,28 +15,28 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use skillhost::net::{EgressOutcome, NetConfig};
-use skillhost::run::RunPolicy;
+use skillhost::run::{RunOutput, RunPolicy};
 use skillhost::runtime::WasmConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::network::{TestCa, TestResolver};
 use crate::{HANG_GUARD, ok, shared_cache};
 
-const SECRET: &str = "s3cr3t-https-4417";
+pub(crate) const SECRET: &str = "s3cr3t-https-4417";
 
 /// An HTTPS server on 127.0.0.1 with one certificate: records each request head, and
 /// answers `/echo` with the head it got (body and an `x-echo` header), `/gzip` with a
 /// gzip-encoded body, `/redirect` with a 302 to `redirect`, anything else with
 /// `hello over tls`.
-struct Upstream {
-    port: u16,
+pub(crate) struct Upstream {
+    pub(crate) port: u16,
     heads: Arc<Mutex<Vec<String>>>,
     /// Its certificate.
-    cert: rustls::pki_types::CertificateDer<'static>,
+    pub(crate) cert: rustls::pki_types::CertificateDer<'static>,
 }
 
 impl Upstream {
-    async fn start(
+    pub(crate) async fn start(
         identity: (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>),
         redirect: String,
     ) -> Self {
@@ -93,19 +93,20 @@ impl Upstream {
         Self { port, heads, cert }
     }
 
-    fn heads(&self) -> Vec<String> {
+    pub(crate) fn heads(&self) -> Vec<String> {
         self.heads.lock().unwrap().clone()
     }
 }
 
 /// A host whose upstream TLS trusts `ca` only and whose resolver points `secure.test`
-/// and `other.test` at 127.0.0.1, with the sandbox runtime; its egress CA is made in
-/// `data` on first need.
-fn host_trusting(data: &Path, ca: &TestCa) -> skillhost::Host {
+/// and `other.test` at 127.0.0.1, with the sandbox runtime and the toolchains of
+/// scripts/setup.sh (node's fetch preload); its egress CA is made in `data` on first need.
+pub(crate) fn host_trusting(data: &Path, ca: &TestCa) -> skillhost::Host {
     let resolver = TestResolver::with(&[("secure.test", &["127.0.0.1"]), ("other.test", &["127.0.0.1"])]);
     let net = NetConfig { resolver, tls: ca.client_config(), ..NetConfig::default() };
     skillhost::Host::builder()
         .data_dir(data)
+        .toolchains(fixtures::toolchains())
         .wasm_config(WasmConfig { cache_dir: Some(shared_cache().join("compiled")), net, ..WasmConfig::default() })
         .sandbox_config({
             let mut config = fixtures::python::sandbox_config(data);
@@ -115,6 +116,32 @@ fn host_trusting(data: &Path, ca: &TestCa) -> skillhost::Host {
         })
         .build()
         .unwrap()
+}
+
+/// The policy's `[[secrets]]` binding `api-token` as a bearer token to `origin`.
+pub(crate) fn secret_policy(origin: &str) -> String {
+    format!("[[secrets]]\nname = \"api-token\"\nheader = \"Authorization\"\nformat = \"Bearer {{}}\"\nhosts = [\"{origin}\"]\n")
+}
+
+/// Open a registry of `host` over `data` with `skills` as its workspace, give the skill
+/// `name` the run policy `policy`, approve it as a human would, and run `command`.
+pub(crate) async fn approve_and_run(
+    host: &skillhost::Host,
+    data: &Path,
+    skills: &Path,
+    name: &str,
+    policy: &str,
+    command: &[&str],
+) -> RunOutput {
+    let mut config = skillhost::RegistryConfig::new(data);
+    config.workspace = Some(skills.to_owned());
+    config.watch = false;
+    let registry = tokio::time::timeout(HANG_GUARD, host.open_registry(config)).await.unwrap().unwrap();
+    registry.set_policy(name, &RunPolicy::parse(policy, Path::new("policy")).unwrap()).await.unwrap();
+    let request = registry.approval_request(name).unwrap();
+    registry.approve(name, &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
+    let command = command.iter().map(|word| (*word).to_owned()).collect();
+    tokio::time::timeout(HANG_GUARD, registry.run(name, command, Vec::new(), Default::default())).await.expect("the run hung").unwrap()
 }
 
 /// The script: each client against the secret-bound host, the tunnelled host's
@@ -260,25 +287,11 @@ async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_
     });
     std::fs::write(dir.join("scripts/conf.json"), conf.to_string()).unwrap();
 
-    let mut config = skillhost::RegistryConfig::new(data.path());
-    config.workspace = Some(skills.path().to_owned());
-    config.watch = false;
-    let registry = tokio::time::timeout(HANG_GUARD, host.open_registry(config)).await.unwrap().unwrap();
-    let policy = RunPolicy::parse(
-        &format!(
-            "[network]\nallow = [\"{secure_origin}\", \"{other_origin}\"]\nprivate = [\"{secure_origin}\", \"{other_origin}\"]\n[[secrets]]\nname = \"api-token\"\nheader = \"Authorization\"\nformat = \"Bearer {{}}\"\nhosts = [\"{secure_origin}\"]\n"
-        ),
-        Path::new("policy"),
-    )
-    .unwrap();
-    registry.set_policy("fetcher", &policy).await.unwrap();
-    let request = registry.approval_request("fetcher").unwrap();
-    registry.approve("fetcher", &request.content_hash, &request.capability_digest, skillhost::ApprovalChannel::Cli).await.unwrap();
-    let command = ["python", "scripts/probe.py"].map(str::to_owned).to_vec();
-    let out = tokio::time::timeout(HANG_GUARD, registry.run("fetcher", command, Vec::new(), Default::default()))
-        .await
-        .expect("the run hung")
-        .unwrap();
+    let policy = format!(
+        "[network]\nallow = [\"{secure_origin}\", \"{other_origin}\"]\nprivate = [\"{secure_origin}\", \"{other_origin}\"]\n{}",
+        secret_policy(&secure_origin)
+    );
+    let out = approve_and_run(&host, data.path(), skills.path(), "fetcher", &policy, &["python", "scripts/probe.py"]).await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let line = |key: &str| {
@@ -410,7 +423,8 @@ async fn a_server_skill_gets_its_secret_added_over_https_and_holds_only_a_placeh
         "sandbox-probe",
         skills.path(),
         &format!(
-            "[network]\nallow = [\"{origin}\"]\nprivate = [\"{origin}\"]\n[[secrets]]\nname = \"api-token\"\nheader = \"Authorization\"\nformat = \"Bearer {{}}\"\nhosts = [\"{origin}\"]\n[[server.secrets]]\nname = \"api-token\"\nenv = \"API_TOKEN\"\n"
+            "[network]\nallow = [\"{origin}\"]\nprivate = [\"{origin}\"]\n{}[[server.secrets]]\nname = \"api-token\"\nenv = \"API_TOKEN\"\n",
+            secret_policy(&origin)
         ),
     );
     let skill = tokio::time::timeout(HANG_GUARD, host.load_path_granted(&dir)).await.expect("load hung").unwrap();

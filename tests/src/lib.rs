@@ -18,6 +18,13 @@ use skillhost_package as package;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
+/// Where scripts/setup.sh installs the toolchains (node's fetch preload among them):
+/// `SKILLHOST_TOOLCHAINS`, else the workspace's `target/toolchains`.
+pub fn toolchains() -> PathBuf {
+    std::env::var_os("SKILLHOST_TOOLCHAINS")
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolchains"), PathBuf::from)
+}
+
 /// A guest crate and the component built from it.
 #[derive(Clone, Copy, Debug)]
 pub struct Guest {

@@ -534,6 +534,43 @@ fn a_sandbox_without_the_uid_drop_is_refused_until_the_config_accepts_it_and_the
     assert!(doctor.contains("CVE-2026-87766"), "{doctor}");
 }
 
+/// `doctor` says whether node's fetch reaches the proxy from a networked sandbox: missing,
+/// with `skillhost setup` as the fix, where the toolchains hold no node-fetch; ok with the
+/// one scripts/setup.sh installed.
+#[test]
+fn doctor_says_whether_nodes_fetch_reaches_the_proxy() {
+    let env = Env::new();
+    let node_fetch = |toolchains: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+            .arg("--skills")
+            .arg(env.skills.path())
+            .arg("--data-dir")
+            .arg(env.data.path())
+            .args(["doctor", "--json"])
+            .env("SKILLHOST_TOOLCHAINS", toolchains)
+            .env("SKILLHOST_VENV", fixtures::python::venv())
+            .env_remove("SKILLHOST_LOG")
+            .output()
+            .unwrap();
+        let checks: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("doctor --json: {e}: {out:?}"));
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "node fetch")
+            .cloned()
+            .unwrap_or_else(|| panic!("no node fetch check: {checks}"))
+    };
+    let empty = tempfile::tempdir().unwrap();
+    let missing = node_fetch(empty.path());
+    assert_eq!(missing["available"], false, "{missing}");
+    assert!(missing["detail"].as_str().unwrap().contains("reaches nothing"), "{missing}");
+    assert!(missing["fix"].as_str().unwrap().contains("run `skillhost setup`"), "{missing}");
+    let installed = node_fetch(&fixtures::toolchains());
+    assert_eq!(installed["available"], true, "scripts/setup.sh installs it: {installed}");
+    assert!(installed["detail"].as_str().unwrap().contains("node-fetch"), "{installed}");
+}
+
 /// Attack: a skill file whose code hides what it does from the human reading `show
 /// --code`: an escape sequence that erases the line it is on (`\x1b[2K`), a carriage
 /// return that lets a comment overwrite the call before it on screen, and a right-to-left
