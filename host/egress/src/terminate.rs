@@ -51,8 +51,8 @@ use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use skillhost_core::SecretBinding;
 use skillhost_core::egress::{Scheme, Target, TargetHost};
+use skillhost_core::{EgressOutcome, SecretBinding};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::proxy::{MIN_HEAD_BYTES, ProxyBody, Shared, TimedBody, text};
@@ -132,6 +132,17 @@ async fn serve(
         tracing::warn!(%skill, "outbound request refused: {error}");
         shared.calls.refused(&reason);
     };
+    // The client would not take the proxy's certificate (it pins the server's, or trusts
+    // other roots than the sandbox's bundle): audited as a failed `CONNECT` and told to the
+    // calls running, since the client's own error cannot say why.
+    let not_trusted = |what: String| {
+        let reason = format!(
+            "skill `{skill}`: {what}; a secret is bound to `{name}`, so the host's proxy answers for it with a certificate of the host's egress CA and adds the secret: the client must trust the sandbox's CA bundle (SSL_CERT_FILE, /etc/ssl/certs/ca-certificates.crt) and must not pin the server's certificate or key (a client that pins cannot be given a secret by the host; remove the secret from its policy to tunnel this host instead)"
+        );
+        tracing::warn!(%skill, "CONNECT {authority}: {reason}");
+        shared.egress.audit(tools, "CONNECT").record(origin.clone(), None, EgressOutcome::Failed(reason.clone()), 0);
+        shared.calls.refused(&reason);
+    };
     let acceptor = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), client);
     let start = match tokio::time::timeout(timeout, acceptor).await {
         Ok(Ok(start)) => start,
@@ -153,12 +164,9 @@ async fn serve(
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let tls = match tokio::time::timeout(timeout, start.into_stream(Arc::new(config))).await {
         Ok(Ok(tls)) => tls,
+        // A client that pins a certificate authority, or trusts other roots, ends here.
         Ok(Err(e)) => {
-            // A client that pins its server's certificate, or does not trust the CA, ends here.
-            return tracing::warn!(
-                %skill,
-                "CONNECT {authority}: the client refused the TLS handshake of the host's proxy ({e}); a secret is bound to `{name}`, so the proxy answers for it with a certificate of the host's egress CA: the client must trust the sandbox's CA bundle (SSL_CERT_FILE) and not pin the server's certificate"
-            );
+            return not_trusted(format!("the client refused the certificate the proxy presented for `{name}` in the TLS handshake ({e})"));
         }
         Err(_) => return tracing::debug!(%skill, "CONNECT {authority}: TLS handshake not done within {timeout:?}"),
     };
@@ -213,8 +221,15 @@ async fn serve(
             .serve_connection(io, service)
             .await
     };
-    if let Err(e) = result {
+    if let Err(e) = &result {
         tracing::debug!(%skill, "terminated connection to {authority} ended: {e}");
+    }
+    // A client that pins the server's certificate or key checks it after the handshake and
+    // leaves without a word (with or without TLS's close_notify).
+    if served.load(Ordering::Relaxed) == 0 {
+        not_trusted(format!(
+            "the client closed its TLS connection to `{name}` after the handshake without sending a request (a client that pins the server's certificate or public key does this)"
+        ));
     }
 }
 
