@@ -429,13 +429,14 @@ impl Shared {
     /// and the decrypted requests of a terminated `CONNECT` both come here.
     pub(crate) async fn forward(&self, mut request: Request<TimedBody>) -> Response<ProxyBody> {
         strip_hop_by_hop(request.headers_mut());
-        let redactor = crate::terminate::Redactor::of(&self.egress, &self.config.secrets);
+        let values = crate::terminate::SecretValues::read(&self.egress, &self.config.secrets);
+        let redactor = crate::terminate::Redactor::of(&values);
         if !redactor.is_empty() {
             // A compressed body could carry the secret past the redactor.
             request.headers_mut().insert(header::ACCEPT_ENCODING, header::HeaderValue::from_static("identity"));
         }
         let tools = self.calls.tools();
-        let sent = self.egress.send(&tools, request, &self.config.secrets);
+        let sent = self.egress.send_with(&tools, request, &self.config.secrets, &values);
         match tracing::Instrument::instrument(sent, self.calls.span()).await {
             Ok(response) => {
                 let mut response = response.map(|body| body.boxed_unsync());

@@ -15,7 +15,7 @@ use http_body_util::BodyExt;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use skillhost_core::egress::{Scheme, Target, TargetHost};
-use skillhost_core::{EgressOutcome, EgressPolicy, SecretBinding, SkillName};
+use skillhost_core::{EgressOutcome, EgressPolicy, SecretBinding, SecretSource, SkillName};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -148,14 +148,15 @@ impl SkillEgress {
         }
     }
 
-    /// The headers of the secrets bound to `target`, looked up before anything leaves the
-    /// host: a missing secret refuses the request.
+    /// The headers of the secrets bound to `target`, their values from `values`, looked up
+    /// before anything leaves the host: a missing secret refuses the request.
     fn secret_headers(
         &self,
         audit: &Audit,
         target: &Target,
         url: &str,
         secrets: &[SecretBinding],
+        values: &dyn SecretSource,
     ) -> Result<Vec<(HeaderName, HeaderValue)>, EgressError> {
         let mut headers = Vec::new();
         for binding in secrets {
@@ -163,7 +164,7 @@ impl SkillEgress {
                 continue;
             }
             let Ok(name) = HeaderName::try_from(binding.header.as_str()) else { continue };
-            let Some(secret) = self.net.secrets.secret(&binding.name) else {
+            let Some(secret) = values.secret(&binding.name) else {
                 let reason = format!("secret `{}` is not set; set it with `skillhost secret set {}`", binding.name, binding.name);
                 return Err(Self::deny(audit, url.to_owned(), reason));
             };
@@ -195,6 +196,23 @@ impl SkillEgress {
         B: Body<Data = Bytes> + Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        self.send_with(tool, request, secrets, &*self.net.secrets).await
+    }
+
+    /// [`send`](Self::send) with the secrets' values taken from `values` rather than the
+    /// host's store: the proxy reads them once per request, for the header and for the
+    /// redaction of the response alike.
+    pub(crate) async fn send_with<B>(
+        &self,
+        tool: &str,
+        request: http::Request<B>,
+        secrets: &[SecretBinding],
+        values: &dyn SecretSource,
+    ) -> Result<http::Response<CappedBody>, EgressError>
+    where
+        B: Body<Data = Bytes> + Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let span = tracing::info_span!(
             "egress.request",
             otel.name = %request.method(),
@@ -206,7 +224,7 @@ impl SkillEgress {
             skillhost.skill = %self.skill,
             error.type = tracing::field::Empty,
         );
-        let result = tracing::Instrument::instrument(self.send_checked(tool, request, secrets), span.clone()).await;
+        let result = tracing::Instrument::instrument(self.send_checked(tool, request, secrets, values), span.clone()).await;
         match &result {
             Ok(response) => {
                 span.record("http.response.status_code", response.status().as_u16());
@@ -229,6 +247,7 @@ impl SkillEgress {
         tool: &str,
         mut request: http::Request<B>,
         secrets: &[SecretBinding],
+        values: &dyn SecretSource,
     ) -> Result<http::Response<CappedBody>, EgressError>
     where
         B: Body<Data = Bytes> + Send,
@@ -239,7 +258,7 @@ impl SkillEgress {
         let target = self.check(&audit, &uri)?;
         tracing::Span::current().record("server.address", tracing::field::display(&target.host));
         let url = format!("{}{}", target.origin(), target.path);
-        let secret_headers = self.secret_headers(&audit, &target, &url, secrets)?;
+        let secret_headers = self.secret_headers(&audit, &target, &url, secrets, values)?;
         let ip = self.resolve(&audit, &target, &url).await?;
 
         // The Host header is the authority that was checked, whatever the skill asked for.

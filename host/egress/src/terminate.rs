@@ -30,7 +30,9 @@
 //!
 //! **Redaction** ([`Redactor`]): every value of a secret bound in the proxy's policy is
 //! replaced in the response headers and the whole body by as many `*`, so lengths (and
-//! `Content-Length`) stay right. The body is scanned as it streams, with the last
+//! `Content-Length`) stay right. The values are read from the host's store once per
+//! request ([`SecretValues`]), for the header and the redaction alike, so a secret set
+//! again while a request passes cannot be sent as one value and redacted as another. The body is scanned as it streams, with the last
 //! `longest secret - 1` bytes held back until the next chunk shows whether they start a
 //! value, so there is no size bound beyond the response cap. A body the proxy cannot read
 //! (a `Content-Encoding` other than `identity`, which it asks for) is refused with 502
@@ -52,7 +54,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use skillhost_core::egress::{Scheme, Target, TargetHost};
-use skillhost_core::{EgressOutcome, SecretBinding};
+use skillhost_core::{EgressOutcome, SecretBinding, SecretSource};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::proxy::{MIN_HEAD_BYTES, ProxyBody, Shared, TimedBody, text};
@@ -292,6 +294,31 @@ impl rustls::server::ResolvesServerCert for Leaf {
     }
 }
 
+/// The values of a proxy's bound secrets, read from the host's store once for one request
+/// ([`Shared::forward`](crate::proxy)): the header the request gets and the redaction of
+/// its response use the same value, even when the secret is set again in between, and the
+/// store is read once per secret, not once for each.
+pub(crate) struct SecretValues(Vec<(String, Option<String>)>);
+
+impl SecretValues {
+    /// Each of `secrets`' values, as the host has them now.
+    pub(crate) fn read(egress: &SkillEgress, secrets: &[SecretBinding]) -> Self {
+        let mut values: Vec<(String, Option<String>)> = Vec::with_capacity(secrets.len());
+        for binding in secrets {
+            if !values.iter().any(|(name, _)| *name == binding.name) {
+                values.push((binding.name.clone(), egress.net().secrets.secret(&binding.name)));
+            }
+        }
+        Self(values)
+    }
+}
+
+impl SecretSource for SecretValues {
+    fn secret(&self, name: &str) -> Option<String> {
+        self.0.iter().find(|(n, _)| n == name).and_then(|(_, value)| value.clone())
+    }
+}
+
 /// The secret values a proxy's responses must not carry back (see the module docs).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Redactor {
@@ -299,11 +326,12 @@ pub(crate) struct Redactor {
 }
 
 impl Redactor {
-    /// The values of `secrets` the host has (one missing is refused when it is needed).
-    pub(crate) fn of(egress: &SkillEgress, secrets: &[SecretBinding]) -> Self {
+    /// The values the host has (one missing is refused when it is needed).
+    pub(crate) fn of(secrets: &SecretValues) -> Self {
         let mut values: Vec<Vec<u8>> = secrets
+            .0
             .iter()
-            .filter_map(|binding| egress.net().secrets.secret(&binding.name))
+            .filter_map(|(_, value)| value.as_ref())
             .map(|value| value.as_bytes().to_vec())
             .filter(|value| !value.is_empty())
             .collect();
@@ -320,8 +348,13 @@ impl Redactor {
     fn redact(&self, bytes: &mut [u8]) -> bool {
         let mut found = false;
         for value in self.values.iter() {
-            let mut at = 0;
+            let (Some(&first), mut at) = (value.first(), 0) else { continue };
             while at + value.len() <= bytes.len() {
+                // Compared only where the value's first byte is.
+                match bytes[at..=bytes.len() - value.len()].iter().position(|&b| b == first) {
+                    Some(skip) => at += skip,
+                    None => break,
+                }
                 if bytes[at..].starts_with(value) {
                     bytes[at..at + value.len()].fill(b'*');
                     found = true;

@@ -1,16 +1,21 @@
 //! The egress proxy: plain requests and CONNECT tunnels to allowed 127.0.0.1 ports work and
 //! are audited; other ports, schemes and names resolving to loopback get 403 with a body
 //! that says how to allow them; responses are capped; tunnels end at their limits;
-//! malformed requests get 400; dropping the proxy removes its socket.
+//! malformed requests get 400; dropping the proxy removes its socket; a bound secret is
+//! read once per request, so the value sent is the value redacted.
 
+use std::convert::Infallible;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Empty, Full};
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
-use skillhost_core::EgressOutcome;
+use skillhost_core::egress::{NetworkSection, SecretSection};
+use skillhost_core::{EgressOutcome, EgressPolicy, SecretBinding, SecretSource};
 use skillhost_egress::TunnelLimits;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -246,4 +251,58 @@ async fn dropping_the_proxy_removes_its_socket_and_stops_serving() {
     let n = tokio::time::timeout(Duration::from_secs(5), open.read(&mut buf)).await.expect("closed").unwrap_or(0);
     assert_eq!(n, 0);
     drop(dir);
+}
+
+/// A secret set again at every read, as if a human rotated it while requests pass.
+#[derive(Default)]
+struct Rotating(AtomicUsize);
+
+impl SecretSource for Rotating {
+    fn secret(&self, _name: &str) -> Option<String> {
+        Some(format!("rotated-{:04}", self.0.fetch_add(1, Ordering::SeqCst)))
+    }
+}
+
+/// An HTTP server on 127.0.0.1 answering with the `Authorization` header it got.
+async fn authorization_echo() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
+                    let auth = request.headers().get("authorization").map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+                    Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(auth))))
+                });
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    addr
+}
+
+/// The proxy reads a bound secret once per request, for the header it adds and for the
+/// redaction of the response alike: a secret set again in between cannot make it send one
+/// value and redact another (the echo would reach the skill). Fails when the proxy reads
+/// the store once for the header and once for the redactor.
+#[tokio::test]
+async fn the_secret_sent_is_the_secret_redacted_even_when_it_is_set_again_meanwhile() {
+    let server = authorization_echo().await;
+    let origin = format!("http://127.0.0.1:{}", server.port());
+    let policy = EgressPolicy::from_section(&NetworkSection { allow: vec![origin.clone()], ..Default::default() }).unwrap();
+    let section =
+        SecretSection { name: "api-token".into(), header: "Authorization".into(), format: "Bearer {}".into(), hosts: vec![origin.clone()] };
+    let binding = SecretBinding::from_section(&section, &policy).unwrap();
+    let store = Arc::new(Rotating::default());
+    let t = TestProxy::start(&[origin.clone()], &[], no_names(), |net, config| {
+        net.secrets = store.clone();
+        config.secrets = vec![binding];
+    });
+
+    for sent in 1..=2 {
+        let answer = via_proxy(&t.path(), "GET", &format!("{origin}/echo")).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(answer.body, format!("Bearer {}", "*".repeat("rotated-0000".len())), "the echo of the value sent is redacted");
+        assert_eq!(store.0.load(Ordering::SeqCst), sent, "one read of the store per request");
+    }
 }
