@@ -91,6 +91,18 @@ const PAIRS: &[Pair] = &[
         goal: None,
     },
     Pair {
+        what: "HTTPS GET through the sandbox proxy terminating TLS for a secret-bound host (secret added, response redacted) vs the host's direct HTTPS request, on a kept connection",
+        measured: "egress_tls/terminated_kept",
+        baseline: "egress_tls/direct_kept",
+        goal: ratio("≤ 1.3×", 1.3),
+    },
+    Pair {
+        what: "the same on a new connection per request: CONNECT and a TLS handshake with the proxy (its upstream connection kept) vs a TLS handshake with the server",
+        measured: "egress_tls/terminated_new",
+        baseline: "egress_tls/direct_new",
+        goal: None,
+    },
+    Pair {
         what: "Python MCP server spawn to first answer, sandboxed vs unsandboxed",
         measured: "sandbox_spawn/sandboxed",
         baseline: "sandbox_spawn/direct",
