@@ -5,10 +5,10 @@
 //! - `egress_tls/terminated_kept`: a GET through the proxy the way a sandboxed client
 //!   sends it (the shim's TCP bridge aside): one `CONNECT secure.test:PORT` on the proxy's
 //!   Unix socket, TLS trusting the host's egress CA, then every request on that kept
-//!   connection (a new one when the proxy closes it, after its
-//!   `terminate::MAX_REQUESTS`, 100, requests). The proxy checks each request, adds the secret, sends it over its own TLS
-//!   connection to the server (kept in the skill's pool between requests) and redacts the
-//!   secret from the response. `egress_tls/direct_kept` is the same GET from the host
+//!   connection (a new one when the proxy closes it, after its 100 requests). The proxy
+//!   checks each request, adds the secret, sends it over its own TLS connection to the
+//!   server (kept in the skill's pool between requests) and redacts the secret from the
+//!   response. `egress_tls/direct_kept` is the same GET from the host
 //!   itself over one kept TLS connection to the server.
 //! - `egress_tls/terminated_new`: a new connection per request: socket connect, `CONNECT`,
 //!   a full TLS handshake with the proxy (its leaf is cached after the first), the request
@@ -27,7 +27,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -62,7 +62,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// A client trusting `root` only, resuming no session.
+/// A client trusting `root` only, resuming sessions only when `resume`.
 fn client_trusting(root: CertificateDer<'static>, resume: bool) -> Arc<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(root).unwrap();
@@ -182,7 +182,7 @@ async fn direct(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>) -> SendReques
 
 /// A connection through the proxy at `socket`: `CONNECT`, its `200`, then TLS with the
 /// proxy as the server.
-async fn through(socket: &PathBuf, port: u16, tls: &Arc<rustls::ClientConfig>) -> SendRequest<Empty<Bytes>> {
+async fn through(socket: &Path, port: u16, tls: &Arc<rustls::ClientConfig>) -> SendRequest<Empty<Bytes>> {
     let mut unix = UnixStream::connect(socket).await.unwrap();
     unix.write_all(format!("CONNECT {NAME}:{port} HTTP/1.1\r\nHost: {NAME}:{port}\r\n\r\n").as_bytes()).await.unwrap();
     // Byte by byte, so that nothing of the TLS that follows is read here.
