@@ -294,7 +294,7 @@ async fn the_secret_sent_is_the_secret_redacted_even_when_it_is_set_again_meanwh
         SecretSection { name: "api-token".into(), header: "Authorization".into(), format: "Bearer {}".into(), hosts: vec![origin.clone()] };
     let binding = SecretBinding::from_section(&section, &policy).unwrap();
     let store = Arc::new(Rotating::default());
-    let t = TestProxy::start(&[origin.clone()], &[], no_names(), |net, config| {
+    let t = TestProxy::start(std::slice::from_ref(&origin), &[], no_names(), |net, config| {
         net.secrets = store.clone();
         config.secrets = vec![binding];
     });
