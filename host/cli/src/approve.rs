@@ -44,6 +44,14 @@ pub async fn run(app: &App, args: ApproveArgs) -> Result<ExitCode> {
     }
     let packages = resolve_packages(&host, &registry, &args.name).await?;
     ask_and_approve(&registry, &args.name, args.yes, packages.map(|p| (&host, p))).await?;
+    // The approval started compiling its code: finished here, it reaches the compiled
+    // cache, so that its first call (here or in a running `serve`) does not compile it.
+    if !host.optimizing().is_empty() {
+        errln!("compiling `{}` so that its first call need not (Ctrl-C stops waiting; its first call then compiles it)", args.name);
+        if !host.finish_optimizing(crate::serve::FINISH_COMPILES).await {
+            errln!("still compiling after {} s; stopped waiting", crate::serve::FINISH_COMPILES.as_secs());
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

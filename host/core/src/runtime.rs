@@ -401,6 +401,11 @@ pub trait Skill: Send + Sync {
         None
     }
 
+    /// Start compiling its code in the background (bounded, at a low priority), so that
+    /// its first call finds it compiled: what a host does when a human approves it. Its
+    /// calls never wait for it. Default: nothing to compile.
+    fn compile_ahead(&self) {}
+
     /// Whether its code was compiled, taken from a compiled cache, or is not compiled
     /// yet; `None` for code that is not compiled (a server skill). Default: `None`.
     fn cache_outcome(&self) -> Option<CacheOutcome> {

@@ -380,6 +380,13 @@ impl Registry {
         self.entries.write().insert(entry.name.clone(), Arc::new(Entry { state, ..entry.clone() }));
         if changed {
             tracing::info!(skill = %entry.name, %state, "trust state changed");
+            // Approved code is compiled now, so its first call need not; nothing a human
+            // did not approve is compiled ahead.
+            if state == TrustState::Approved
+                && let Some(skill) = entry.loaded.as_ref().and_then(|l| l.skill.as_ref())
+            {
+                skill.compile_ahead();
+            }
             self.emit(RegistryEvent::StateChanged { name: entry.name.clone(), state });
         }
     }

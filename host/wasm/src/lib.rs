@@ -255,6 +255,7 @@ impl WasmRuntime {
             reflection,
             code: tokio::sync::OnceCell::new(),
             optimized: Arc::default(),
+            optimizing: std::sync::atomic::AtomicBool::new(false),
             runtime: self.inner.clone(),
         };
         let tools = match (&skill.reflection, listing) {
@@ -287,18 +288,12 @@ impl WasmRuntime {
     /// ends) and Winch compiles the code the first calls run; Cranelift's replaces it in
     /// `skill.optimized` when ready.
     pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill) -> Result<Prepared, LoadError> {
-        let link = Linking {
-            path: skill.path.clone(),
-            manifest: skill.manifest,
-            skill: skill.grant().skill.clone(),
-            reflection: skill.reflection.clone(),
-            network: !skill.grant().network.is_empty(),
-        };
+        let link = Linking::of(skill);
         let not_component = |reason: String| LoadError::NotAComponent { path: skill.path.clone(), reason };
         if let Some(baseline) = inner.baseline.as_ref().filter(|_| !inner.cache.contains(&skill.bytes)) {
             let code = skill.bytes.get().map_err(|e| not_component(e.to_string()))?;
             let engine = baseline.engine.clone();
-            Self::optimize_in_background(inner, link.clone(), skill.bytes.clone(), skill.optimized.clone());
+            Self::optimize_once(inner, skill);
             match tokio::task::spawn_blocking(move || wasmtime::component::Component::new(&engine, &code)).await {
                 Ok(Ok(component)) => return link.link(baseline, &component, CacheOutcome::Baseline),
                 Ok(Err(error)) => {
@@ -318,15 +313,28 @@ impl WasmRuntime {
         link.link(&inner.optimized, &component, outcome)
     }
 
+    /// [`optimize_in_background`](Self::optimize_in_background) `skill`'s code, unless
+    /// that was started already.
+    pub(crate) fn optimize_once(inner: &Arc<Inner>, skill: &WasmSkill) {
+        if !skill.optimizing.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            Self::optimize_in_background(inner, Linking::of(skill), skill.bytes.clone(), skill.optimized.clone());
+        }
+    }
+
     /// Compile `code` with Cranelift in the background, one compile at a time, into the
     /// compiled cache and, linked, into `slot`. Counted in `in_flight` from now until it
-    /// is done, whatever happens to it.
+    /// is done, whatever happens to it. A compile whose skill is gone by its turn (unloaded,
+    /// or replaced by other bytes) is dropped: cancelled, nothing compiled or cached.
     fn optimize_in_background(inner: &Arc<Inner>, link: Linking, code: Arc<ComponentBytes>, slot: Arc<std::sync::OnceLock<Prepared>>) {
         let done = InFlight::start(inner, link.skill.clone());
         let runtime = inner.clone();
         tokio::spawn(async move {
             let _done = done;
             let Ok(_turn) = runtime.optimizing.acquire().await else { return };
+            if Arc::strong_count(&slot) == 1 {
+                tracing::debug!(skill = %link.skill, "its skill is gone: its queued compile is dropped");
+                return;
+            }
             let compiled = in_the_background({
                 let runtime = runtime.clone();
                 move || runtime.cache.load(&runtime.optimized.engine, &code)
@@ -411,6 +419,17 @@ struct Linking {
 }
 
 impl Linking {
+    /// How `skill`'s code links.
+    fn of(skill: &WasmSkill) -> Self {
+        Self {
+            path: skill.path.clone(),
+            manifest: skill.manifest,
+            skill: skill.grant().skill.clone(),
+            reflection: skill.reflection.clone(),
+            network: !skill.grant().network.is_empty(),
+        }
+    }
+
     /// Link `component`, compiled for `tier`'s engine, ready to instantiate.
     fn link(&self, tier: &Tier, component: &wasmtime::component::Component, outcome: CacheOutcome) -> Result<Prepared, LoadError> {
         let path = &self.path;

@@ -43,6 +43,9 @@ pub struct WasmSkill {
     /// Cranelift's code, when `code` is the baseline compiler's: set by the background
     /// compile, and used from then on.
     pub(crate) optimized: Arc<std::sync::OnceLock<Prepared>>,
+    /// Whether Cranelift's compile of its code was started (by its first call, or ahead of
+    /// it when it was approved): it is started once.
+    pub(crate) optimizing: std::sync::atomic::AtomicBool,
     pub(crate) runtime: Arc<Inner>,
 }
 
@@ -160,6 +163,16 @@ impl WasmSkill {
 impl Skill for WasmSkill {
     fn envelope(&self) -> &Envelope {
         &self.envelope
+    }
+
+    /// Cranelift's compile in the background, queued behind the others, unless its code is
+    /// compiled or cached already: the compiled cache then holds it for its first call
+    /// (in this process or the next).
+    fn compile_ahead(&self) {
+        if self.optimized.get().is_some() || self.code.get().is_some() || self.runtime.cache.contains(&self.bytes) {
+            return;
+        }
+        crate::WasmRuntime::optimize_once(&self.runtime, self);
     }
 
     /// Whether its component was compiled, taken from the compiled cache, or is not

@@ -256,3 +256,48 @@ async fn network_asks_to_confirm_and_shows_its_hosts() {
     assert_eq!((request.tier, request.state), (RiskTier::Confirm, TrustState::PendingReview));
     assert!(request.requests.contains(&"network allow: https://api.example.com".to_owned()), "{:?}", request.requests);
 }
+
+/// Files under `dir`, recursively.
+fn files_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| if e.path().is_dir() { files_in(&e.path()) } else { 1 }).sum())
+        .unwrap_or(0)
+}
+
+/// A human's approval compiles the approved code ahead of its first call, into the
+/// compiled cache, and nothing else is compiled ahead: a pending skill loaded from its
+/// kept listing (nothing compiled at load) has nothing in the cache until it is approved;
+/// then Cranelift's compile is queued and reaches the cache, and the skill stays callable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_compiles_the_approved_code_ahead_of_its_first_call() {
+    let env = Env::new();
+    limits_folder(env.ws(), "0.1.0", "2s", WRITABLE);
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = || {
+        std::sync::Arc::new(
+            skillhost_wasm::WasmRuntime::new(skillhost_wasm::WasmConfig {
+                cache_dir: Some(cache.path().to_owned()),
+                ..skillhost_wasm::WasmConfig::default()
+            })
+            .unwrap(),
+        )
+    };
+    let open = |wasm: std::sync::Arc<skillhost_wasm::WasmRuntime>| {
+        let policy = skillhost_core::Policy::new(env.data.path().join("skill-data"));
+        Registry::open(env.config(false), wasm, policy)
+    };
+    // The first load asks the component for its tools (compiling it) and keeps the listing.
+    drop(open(runtime()).await.unwrap());
+    std::fs::remove_dir_all(cache.path()).unwrap();
+    std::fs::create_dir_all(cache.path()).unwrap();
+
+    let wasm = runtime();
+    let registry = open(wasm.clone()).await.unwrap();
+    assert_eq!(state(&registry, "limits"), TrustState::PendingReview);
+    assert!(wasm.optimizing().is_empty() && files_in(cache.path()) == 0, "nothing compiled for code no human approved");
+
+    approve_as_seen(&registry, "limits").await;
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await, "the compile queued at approval finished");
+    assert!(files_in(cache.path()) > 0, "the approved code is in the compiled cache");
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
+}
