@@ -224,9 +224,6 @@ pub enum HostError {
     /// be opened.
     #[error(transparent)]
     State(#[from] skillhost_store::StoreError),
-    /// The WebAssembly runtime could not start.
-    #[error("the WebAssembly runtime could not start: {0}")]
-    Runtime(#[from] skillhost_wasm::RuntimeError),
     /// The search index (`<data_dir>/index`) cannot be opened.
     #[error(transparent)]
     Index(#[from] skillhost_index::IndexError),
@@ -318,7 +315,8 @@ impl HostBuilder {
         self
     }
 
-    /// Start the host.
+    /// Start the host. The WebAssembly runtime is made when the host first loads a
+    /// component; if it cannot start, each such load fails saying why.
     pub fn build(self) -> Result<Host, HostError> {
         let data_dir = self.data_dir.ok_or(HostError::NoDataDir)?;
         let config = self.config.unwrap_or_default();
@@ -361,14 +359,14 @@ impl HostBuilder {
         sandbox_config.secrets = secrets.clone();
         // One egress for both runtimes: the same resolver, secrets and audit log.
         sandbox_config.net = Arc::new(wasm.net.clone());
-        let runtime = WasmRuntime::new(wasm)?;
+        let wasm = LazyWasm::new(wasm);
         let sandbox = BwrapRuntime::new(sandbox_config);
         if let Err(e) = &sandbox {
             tracing::debug!("no sandbox runtime: {e}");
         }
         let policy = self.policy.unwrap_or_else(|| Policy::new(data_dir.join("skills")));
         Ok(Host {
-            runtime,
+            wasm,
             sandbox,
             policy,
             secrets,
@@ -383,9 +381,45 @@ impl HostBuilder {
     }
 }
 
+/// The host's WebAssembly runtime, made when a component first loads: its engines (a pooling allocator, compilers) cost tens of
+/// milliseconds, which a host that runs no component (`skillhost run` of a SKILL.md
+/// skill's scripts, `approve`) never pays. Every clone shares the one runtime.
+#[derive(Clone)]
+struct LazyWasm(Arc<(WasmConfig, std::sync::OnceLock<MadeWasm>)>);
+
+/// What [`LazyWasm`] made of its config: the runtime, or why it cannot start.
+type MadeWasm = Result<WasmRuntime, Arc<skillhost_wasm::RuntimeError>>;
+
+impl LazyWasm {
+    fn new(config: WasmConfig) -> Self {
+        Self(Arc::new((config, std::sync::OnceLock::new())))
+    }
+
+    /// The runtime, made now if it was not yet, or why it cannot start.
+    fn get(&self) -> Result<&WasmRuntime, &Arc<skillhost_wasm::RuntimeError>> {
+        let (config, made) = &*self.0;
+        made.get_or_init(|| WasmRuntime::new(config.clone()).map_err(Arc::new)).as_ref()
+    }
+
+    /// The runtime if it was made.
+    fn made(&self) -> Option<&WasmRuntime> {
+        self.0.1.get().and_then(|made| made.as_ref().ok())
+    }
+
+    /// The runtime as the registry sees it: made at the first component it loads, its
+    /// error (if it cannot start) given to each such load.
+    fn runtime(&self) -> Arc<dyn skillhost_core::SkillRuntime> {
+        let lazy = self.clone();
+        Arc::new(LazyRuntime::new("wasm", move || {
+            let runtime = lazy.get().map_err(|e| Box::new(e.clone()) as Box<dyn std::error::Error + Send + Sync>)?;
+            Ok(Arc::new(runtime.clone()) as Arc<dyn skillhost_core::SkillRuntime>)
+        }))
+    }
+}
+
 /// Loads skills and calls their tools.
 pub struct Host {
-    runtime: WasmRuntime,
+    wasm: LazyWasm,
     sandbox: Result<BwrapRuntime, runtime::SandboxError>,
     policy: Policy,
     secrets: Arc<dyn SecretStore>,
@@ -472,20 +506,23 @@ impl Host {
 
     /// Counters of the compiled-component cache.
     pub fn cache_stats(&self) -> CacheStats {
-        self.runtime.cache_stats()
+        self.wasm.made().map(WasmRuntime::cache_stats).unwrap_or_default()
     }
 
     /// The skills whose optimised compile is queued or running in the background (see
     /// [`HostBuilder::baseline_compile`]).
     pub fn optimizing(&self) -> Vec<SkillName> {
-        self.runtime.optimizing()
+        self.wasm.made().map(WasmRuntime::optimizing).unwrap_or_default()
     }
 
     /// Wait, up to `limit`, for the background compiles to put their optimised code in
     /// the compiled cache: whether none is left. A server calls it as it stops (no call
     /// is waiting by then), so that the next start does not compile them again.
     pub async fn finish_optimizing(&self, limit: std::time::Duration) -> bool {
-        self.runtime.finish_optimizing(limit).await
+        match self.wasm.made() {
+            Some(runtime) => runtime.finish_optimizing(limit).await,
+            None => true,
+        }
     }
 
     /// The sandbox runtime for `[server]` skills, or why there is none.
@@ -496,7 +533,7 @@ impl Host {
     /// Both runtimes behind one [`skillhost_core::SkillRuntime`] that routes by code.
     fn runtimes(&self) -> Runtimes {
         Runtimes {
-            wasm: Some(Arc::new(self.runtime.clone())),
+            wasm: Some(self.wasm.runtime()),
             server: self.sandbox.as_ref().ok().map(|s| Arc::new(s.clone()) as Arc<dyn skillhost_core::SkillRuntime>),
             server_unavailable: self.sandbox.as_ref().err().map(ToString::to_string),
         }
