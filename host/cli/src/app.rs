@@ -106,9 +106,10 @@ impl App {
     }
 
     /// The registry for a command about one skill: only `name` loads (`wait` false: not
-    /// even that until the command asks for it, as a call does, or never, for reject and
-    /// disable), so no other skill's code (a pending server that never answers, a slow
-    /// compile) runs or holds up a human's command.
+    /// even that until the command asks for it, as a call or a run does, or never, for
+    /// reject and disable), so no other skill is read, and no other skill's code (a
+    /// pending server that never answers, a slow compile) runs or holds up a human's
+    /// command.
     pub async fn registry_for(&self, host: &Host, name: &str, wait: bool) -> Result<Arc<Registry>> {
         let registry = self.registry_on_demand(host).await?;
         if wait && registry.loading().iter().any(|n| n.as_str() == name) {
@@ -119,9 +120,9 @@ impl App {
         Ok(registry)
     }
 
-    /// The registry with only what loads without running code loaded; any other skill
-    /// loads when the command asks for it ([`FirstLoad::OnDemand`](skillhost::registry::FirstLoad)):
-    /// an install loads the skill it installs and no other.
+    /// The registry with no skill loaded yet: each loads when the command asks for it
+    /// ([`FirstLoad::OnDemand`](skillhost::registry::FirstLoad)): an install loads the
+    /// skill it installs and no other.
     pub async fn registry_on_demand(&self, host: &Host) -> Result<Arc<Registry>> {
         let mut config = self.registry_config(host, false)?;
         config.first_load = skillhost::registry::FirstLoad::OnDemand;

@@ -115,7 +115,7 @@ pub struct Pins {
 
 /// When the skills whose first load runs their code (a first listing compiles a
 /// component or starts a server) load. Whatever loads without running code (instructions,
-/// code whose tool listing an earlier load kept) loads at open in every mode.
+/// code whose tool listing an earlier load kept) loads at open, except on demand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum FirstLoad {
@@ -126,10 +126,11 @@ pub enum FirstLoad {
     /// its first request at once); [`Registry::loading`](crate::Registry::loading) names
     /// those still to come.
     Background,
-    /// Only when asked for: [`Registry::wait_loaded`](crate::Registry::wait_loaded) loads
-    /// that one skill, [`Registry::ready`](crate::Registry::ready) all of them; an install
-    /// or rescan of a name loads it. For a command about one skill (an install, an
-    /// approval), which then runs no other skill's code.
+    /// Every skill, whatever its first load runs, only when asked for:
+    /// [`Registry::wait_loaded`](crate::Registry::wait_loaded) loads that one skill,
+    /// [`Registry::ready`](crate::Registry::ready) all of them; an install or rescan of a
+    /// name loads it. For a command about one skill (a run, an install, an approval),
+    /// which then reads, hashes and runs no other skill.
     OnDemand,
 }
 

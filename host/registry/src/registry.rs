@@ -128,9 +128,9 @@ impl Registry {
     /// `config.first_load` is [`FirstLoad::Open`], return once what loads without running
     /// any of its code has loaded (instructions, and code whose tool listing an earlier
     /// load kept); the rest loads in the background ([`FirstLoad::Background`]), smallest
-    /// code first, each skill announced ([`RegistryEvent::Added`]) as it is ready, or when
-    /// asked for ([`FirstLoad::OnDemand`]); [`loading`](Self::loading) tells which are
-    /// still to come.
+    /// code first, each skill announced ([`RegistryEvent::Added`]) as it is ready.
+    /// Opened [`FirstLoad::OnDemand`], nothing loads until asked for, not even what would
+    /// run nothing. [`loading`](Self::loading) tells which are still to come.
     pub async fn open(config: RegistryConfig, runtime: Arc<dyn SkillRuntime>, policy: Policy) -> Result<Arc<Self>, RegistryError> {
         std::fs::create_dir_all(&config.user).map_err(RegistryError::io(&config.user, "cannot create the user skills directory"))?;
         // The host's stores when it gave them, else SQLite files and a policies folder in
@@ -185,6 +185,13 @@ impl Registry {
             registry.rescan_all().await?;
             return Ok(registry);
         }
+        // A command about one skill reads no other: every name waits until asked for.
+        if registry.config.first_load == FirstLoad::OnDemand {
+            let names = registry.names_on_disk();
+            registry.loading.send_replace(names.clone());
+            *registry.queued.lock() = names.into_iter().collect();
+            return Ok(registry);
+        }
         // What loads without running anything (instructions, code with a kept listing)
         // loads now, in milliseconds: a restart answers with its whole catalog. The rest
         // (a first listing, which compiles a component or starts a server) loads after.
@@ -193,16 +200,8 @@ impl Registry {
             registry.rescan_names(registry.names_on_disk(), Pass::RunsNothing).await?
         };
         registry.loading.send_replace(later.clone());
+        registry.queue_smallest_first(later);
         let loader = registry.clone();
-        // Smallest code first: compiles share the cores, and a large component started
-        // first would hold up every small one behind it. A skill a call waits for starts
-        // first, and alone ([`wait_loaded`](Self::wait_loaded)).
-        let mut later: Vec<SkillName> = later.into_iter().collect();
-        later.sort_by_cached_key(|name| snapshot::code_size(&registry.layers, name));
-        *registry.queued.lock() = later.into();
-        if registry.config.first_load == FirstLoad::OnDemand {
-            return Ok(registry);
-        }
         tokio::spawn(async move {
             // First listings compile: as many at once as there are cores, so that the
             // skill a call moves to the front gets a slot soon.
@@ -245,6 +244,8 @@ impl Registry {
     /// [`FirstLoad::OnDemand`], it loads them.
     pub async fn ready(&self) {
         if self.config.first_load == FirstLoad::OnDemand && !self.queued.lock().is_empty() {
+            let queued: Vec<SkillName> = self.queued.lock().drain(..).collect();
+            self.queue_smallest_first(queued);
             let slots = std::thread::available_parallelism().map_or(2, std::num::NonZero::get).clamp(2, RESCAN_CONCURRENCY);
             if let Err(error) = self.rescan_queue(&self.queued, Pass::All, slots).await {
                 tracing::error!(%error, "loading the skills failed");
@@ -252,6 +253,15 @@ impl Registry {
         }
         let mut loading = self.loading.subscribe();
         let _ = loading.wait_for(BTreeSet::is_empty).await;
+    }
+
+    /// Queue `names` for their first load smallest code first: compiles share the cores,
+    /// and a large component started first would hold up every small one behind it. A
+    /// skill a call waits for starts first, and alone ([`wait_loaded`](Self::wait_loaded)).
+    fn queue_smallest_first(&self, names: impl IntoIterator<Item = SkillName>) {
+        let mut names: Vec<SkillName> = names.into_iter().collect();
+        names.sort_by_cached_key(|name| snapshot::code_size(&self.layers, name));
+        *self.queued.lock() = names.into();
     }
 
     /// Take `name` out of the first load's queue: whether it was in it (not started yet).

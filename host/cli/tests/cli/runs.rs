@@ -281,3 +281,25 @@ fn a_skill_md_skill_has_a_version_and_a_first_approval_shows_its_request_once() 
     let changed = shown("plain");
     assert_ne!(changed["approval"]["version"], now["approval"]["version"], "a changed skill is a new version: {changed}");
 }
+
+/// `run` reads the one skill it runs and no other: a broken skill beside it (here a
+/// SKILL.md without its frontmatter) is not read, loaded or reported, so it neither
+/// holds up the run nor adds a warning to what the run prints. (Before, every skill that
+/// loads without running code was read and committed first, and each failure warned.)
+#[test]
+fn a_run_reads_only_its_own_skill_and_a_broken_one_beside_it_is_never_reported() {
+    let env = Env::new();
+    scripts_skill(&env, "solo", "#!/bin/sh\necho ran\n");
+    assert!(env.run(&["approve", "solo", "--yes"]).status.success());
+    let broken = env.skills.path().join("broken-beside");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("SKILL.md"), "No frontmatter here.\n").unwrap();
+    // The broken skill is there to be reported by a command that reads every skill.
+    let listed = env.run(&["list", "--json"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("broken-beside"), "{}", stderr(&listed));
+
+    let out = env.run(&["run", "solo", "--", "sh", "scripts/run.sh"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    assert!(!stderr(&out).contains("broken-beside"), "the run read another skill: {}", stderr(&out));
+}
