@@ -116,7 +116,7 @@ const BUILD_CGROUP: CgroupLimits = CgroupLimits { memory: 4 << 30, pids: 512, cp
 /// toolchain, the SDK, the vendored crates and the build dirs, or the uid drop is off.
 fn jail(forge_dir: &Path, programs: Programs, sysroot: &Path, cache: &Path) -> Arc<Jail> {
     let reach = vec![sysroot.to_owned(), cache.to_owned(), forge_dir.join("builds"), forge_dir.join("targets")];
-    let jail = Jail::new(programs, (DEFAULT_SANDBOX_ID, DEFAULT_SANDBOX_ID), reach);
+    let jail = Jail::new(programs, (DEFAULT_SANDBOX_ID, DEFAULT_SANDBOX_ID), reach, None);
     // Said once per process, like the sandbox runtime's own warnings at start (a root
     // host whose forge dir that uid cannot reach builds without the uid drop).
     static WARNED: std::sync::Once = std::sync::Once::new();

@@ -107,9 +107,10 @@ impl Jail {
     /// a root host drops to `sandbox_id` (uid, gid), which must reach every path of
     /// `reach` (what this user's jails bind: work dirs, a venv, a toolchain), or the uid
     /// drop is reported unavailable. Paths in `reach` that do not exist yet are skipped:
-    /// make them first.
-    pub fn new(programs: Programs, sandbox_id: (u32, u32), reach: Vec<PathBuf>) -> Self {
-        let isolation = Isolation::detect(&isolation::Probe { bwrap: programs.bwrap.clone(), sandbox_id, reach });
+    /// make them first. `kept`: the file where a verdict of probes that all passed is
+    /// kept for the rest of the boot ([`isolation::Probe::kept`]), or `None`.
+    pub fn new(programs: Programs, sandbox_id: (u32, u32), reach: Vec<PathBuf>, kept: Option<PathBuf>) -> Self {
+        let isolation = Isolation::detect(&isolation::Probe { bwrap: programs.bwrap.clone(), sandbox_id, reach, kept });
         Self { programs, isolation }
     }
 

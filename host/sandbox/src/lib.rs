@@ -8,8 +8,10 @@
 //! - The jail (`skillhost-jail`): the bwrap argv of a server, built from the grant only
 //!   (its [`Profile`]), with `prlimit` setting the resource limits before `bwrap` starts,
 //!   and the isolation layers under bwrap (uid drop when the host is root, a cgroup per
-//!   server, a seccomp filter), detected once by [`BwrapRuntime::new`], which warns about
-//!   each one this machine lacks; [`BwrapRuntime::isolation`] lists them.
+//!   server, a seccomp filter), detected once by [`BwrapRuntime::new`] (the verdict of
+//!   bwrap probes that all passed kept in the work dir for the rest of the boot, see
+//!   [`KEPT_PROBES`]), which warns about each one this machine lacks;
+//!   [`BwrapRuntime::isolation`] lists them.
 //! - `skill`: the lifecycle (start at the first call, idle stop, restart with backoff, kill at
 //!   the deadline and on drop) and the call path (deadline, cancellation, output cap).
 //! - `server`: the process and the rmcp client over its stdio; progress notifications go
@@ -264,7 +266,10 @@ impl BwrapRuntime {
             },
         };
         let node_fetch = node_fetch::usable(config.node_fetch.as_deref(), root.then_some(config.sandbox_id));
-        let jail = Jail::new(programs, config.sandbox_id, Self::reach(&config, venv.as_ref()));
+        // The probes' verdict is kept for the boot in the work dir: the next command of
+        // this host (a `skillhost run`) spawns no probe.
+        let kept = Some(config.work_dir.join(KEPT_PROBES));
+        let jail = Jail::new(programs, config.sandbox_id, Self::reach(&config, venv.as_ref()), kept);
         jail.isolation().warn_unavailable();
         Ok(Self { inner: Arc::new(Runtime { config, venv, venv_error, node_fetch, jail, started: Default::default() }) })
     }
@@ -661,6 +666,11 @@ impl Launch {
         .await
     }
 }
+
+/// The file in the work dir holding the verdict of the isolation probes that all passed
+/// on this boot (`skillhost_jail::isolation::Probe::kept`): a later start of the same host
+/// spawns no probe while the boot, the programs and the system are the same.
+pub const KEPT_PROBES: &str = "isolation-probes";
 
 /// The size of the tmpfs at `/data` a probe run (code no human approved) writes to: it
 /// lives in the sandbox's mount namespace, dies with it, and its pages count against the

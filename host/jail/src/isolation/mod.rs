@@ -11,8 +11,8 @@
 //!   CPU; the tree is killed at the deadline or the stop and the cgroup removed.
 //! - **A seccomp filter** ([`seccomp`]) installed by bwrap just before the command runs.
 //!
-//! [`Isolation::detect`] finds what works (it runs bwrap once to prove it); a layer that
-//! is unavailable is reported with what to do ([`Isolation::layers`], the `skillhost
+//! [`Isolation::detect`] finds what works (it runs bwrap to prove it, or takes the verdict
+//! of probes that passed on this boot, see [`Probe::kept`]); a layer that is unavailable is reported with what to do ([`Isolation::layers`], the `skillhost
 //! doctor` command).
 //!
 //! **A missing layer fails closed.** The layers [`expected`] for this host (a root host:
@@ -29,6 +29,7 @@
 //! process into the cgroup and hands bwrap the filter ([`attach`]).
 
 pub mod cgroup;
+mod proven;
 pub mod seccomp;
 
 use std::ffi::OsString;
@@ -39,6 +40,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use cgroup::{CgroupLimits, Cgroups, ServerCgroup};
+use proven::Proven;
 
 /// The uid and gid a root host runs sandboxes as by default (nobody/nogroup).
 pub const DEFAULT_SANDBOX_ID: u32 = 65534;
@@ -111,6 +113,11 @@ pub struct Probe {
     /// Paths every sandbox binds (the work dir, the venv, the shim): the uid dropped to
     /// must reach them.
     pub reach: Vec<PathBuf>,
+    /// A file (the host's own, beside what its sandboxes bind) where the verdict of probes
+    /// that all passed is kept for the rest of this boot, so that the next process of the
+    /// same host runs none; `None`: probe every time. What it may keep and when it is
+    /// used again is [`Proven`]'s to say.
+    pub kept: Option<PathBuf>,
 }
 
 /// The isolation layers this host uses.
@@ -128,15 +135,16 @@ pub struct Isolation {
 
 impl Isolation {
     /// Find what works here; runs bwrap (a few milliseconds) to prove the uid drop, the
-    /// user namespaces and the seccomp filter.
+    /// user namespaces and the seccomp filter, unless [`Probe::kept`] holds the verdict of
+    /// probes that all passed on this boot for the same programs and system ([`Proven`]).
     pub fn detect(probe: &Probe) -> Self {
         let mut iso = Isolation::default();
-        let version = std::process::Command::new(&probe.bwrap)
-            .arg("--version")
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-            .filter(|v| !v.is_empty());
+        let root = rustix::process::geteuid().is_root();
+        let (uid, gid) = probe.sandbox_id;
+        let drop = root.then(|| crate::which("setpriv").map(|setpriv| UserDrop { setpriv, uid, gid }));
+        let programs = seccomp::programs();
+        let proven = Proven::find(probe, drop.as_ref(), programs.as_deref().ok());
+        let version = proven.version.clone();
         iso.layers.push(Layer {
             name: "bwrap".into(),
             available: version.is_some(),
@@ -158,39 +166,31 @@ impl Isolation {
             fix: (!userns).then(|| "allow them: `sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1`".into()),
         });
 
-        let root = rustix::process::geteuid().is_root();
-        let (uid, gid) = probe.sandbox_id;
-        let setpriv = crate::which("setpriv");
-        let user_layer = if !root {
-            Layer {
+        let user_layer = match (drop, &proven.user) {
+            (None, _) => Layer {
                 name: UID_DROP.into(),
                 available: true,
                 detail: format!("the host runs as uid {}, not root: sandboxes run as that uid", rustix::process::geteuid().as_raw()),
                 fix: None,
+            },
+            (Some(Some(drop)), Ok(())) => {
+                iso.user = Some(drop);
+                Layer { name: UID_DROP.into(), available: true, detail: format!("sandboxes run as uid {uid} gid {gid}"), fix: None }
             }
-        } else if let Some(setpriv) = setpriv {
-            let drop = UserDrop { setpriv, uid, gid };
-            match run_probe(probe, Some(&drop), None) {
-                Ok(()) => {
-                    iso.user = Some(drop);
-                    Layer { name: UID_DROP.into(), available: true, detail: format!("sandboxes run as uid {uid} gid {gid}"), fix: None }
-                }
-                Err(e) => Layer {
-                    name: UID_DROP.into(),
-                    available: false,
-                    detail: format!("bwrap as uid {uid} failed: {e}"),
-                    fix: Some(format!(
-                        "without it sandboxes would run as host root; let uid {uid} use user namespaces and reach the paths sandboxes bind (every parent directory searchable: `chmod o+x`, or put the data dir under a path such as /var/lib/skillhost)"
-                    )),
-                },
-            }
-        } else {
-            Layer {
+            (Some(Some(_)), Err(e)) => Layer {
+                name: UID_DROP.into(),
+                available: false,
+                detail: format!("bwrap as uid {uid} failed: {e}"),
+                fix: Some(format!(
+                    "without it sandboxes would run as host root; let uid {uid} use user namespaces and reach the paths sandboxes bind (every parent directory searchable: `chmod o+x`, or put the data dir under a path such as /var/lib/skillhost)"
+                )),
+            },
+            (Some(None), _) => Layer {
                 name: UID_DROP.into(),
                 available: false,
                 detail: "`setpriv` was not found on PATH".into(),
                 fix: Some("install util-linux (`setpriv`); without it sandboxes would run as host root".into()),
-            }
+            },
         };
         iso.layers.push(user_layer);
 
@@ -213,9 +213,10 @@ impl Isolation {
         });
         iso.cgroups = cgroups;
 
-        let seccomp = match seccomp::programs() {
-            Ok(programs) => run_probe(probe, iso.user.as_ref(), Some(programs.as_slice())).map(|()| programs).map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
+        let seccomp = match (programs, proven.seccomp) {
+            (Ok(programs), Ok(())) => Ok(programs),
+            (Err(e), _) => Err(e.to_string()),
+            (Ok(_), Err(e)) => Err(e.to_string()),
         };
         iso.layers.push(match seccomp {
             Ok(programs) => {
@@ -316,9 +317,14 @@ pub enum ConfineError {
     Seccomp(#[source] std::io::Error),
 }
 
-/// Why a probe run of bwrap failed (reported as the layer's detail).
+/// Why a probe run of bwrap failed, or did not run (reported as the layer's detail).
 #[derive(Debug, thiserror::Error)]
 enum ProbeError {
+    #[error("`setpriv` was not found on PATH")]
+    NoSetpriv,
+    /// The seccomp programs could not be built (their own error is reported).
+    #[error("no seccomp programs to install")]
+    NoPrograms,
     #[error(transparent)]
     SeccompFile(std::io::Error),
     #[error("cannot run {program}: {source}")]
