@@ -284,10 +284,18 @@ CREATE INDEX IF NOT EXISTS decisions_caller_time ON decisions (caller, time_ms);
 PRAGMA user_version = 3;
 ";
 
+/// The `user_version` [`SCHEMA`] sets.
+const SCHEMA_VERSION: i64 = 3;
+
 fn open(path: &Path) -> Result<Connection, AuditError> {
     let err = |e: rusqlite::Error| AuditError::file(path, e);
     let conn = sqlite::connect(path).map_err(err)?;
-    conn.execute_batch(SCHEMA).map_err(err)?;
+    // Made (or brought up to date) once: opening a log already at this schema writes
+    // nothing, so it commits (and syncs) nothing.
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(err)?;
+    if version != SCHEMA_VERSION {
+        conn.execute_batch(SCHEMA).map_err(err)?;
+    }
     Ok(conn)
 }
 

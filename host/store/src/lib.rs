@@ -19,8 +19,9 @@
 //!   shared store (PostgreSQL only; one host keeps them in memory).
 //! - [`postgres`]: the PostgreSQL stores, their schema and the trust listener.
 //! - `writer`: the background writer of the append-only stores, whatever holds them.
-//! - `sqlite`: how the SQLite files are opened (WAL, busy timeout, owner-only 0600
-//!   files), and the background writer the append-only ones (stats, audit) share.
+//! - `sqlite`: how the SQLite files are opened (WAL, commits synced but the statistics',
+//!   no checkpoint at close, busy timeout, owner-only 0600 files), and the background
+//!   writer the append-only ones (stats, audit) share.
 //! - [`trust`]: the trust store and the [`TrustState`] rules, including why a narrowed
 //!   capability also needs reapproval.
 //! - [`stats`]: per-tool latency and failures, failing skills, searches that found

@@ -2,9 +2,19 @@
 //! background writer of the append-only ones ([`crate::writer`]).
 //!
 //! [`connect`] opens a database as every store does: WAL (readers never block the
-//! writer), `synchronous = NORMAL`, a 5 s busy timeout for the other processes of the same
-//! data dir (a `serve` and a `skillhost stats` side by side). [`Writer::start`] writes a
-//! store's rows on a thread of its own, each batch in one transaction.
+//! writer), a 5 s busy timeout for the other processes of the same data dir (a `serve` and
+//! a `skillhost stats` side by side), and no checkpoint when the process closes it.
+//! [`Writer::start`] writes a store's rows on a thread of its own, each batch in one
+//! transaction.
+//!
+//! **A commit is on disk when it returns** (`synchronous = FULL`: the WAL is synced at
+//! each commit), so an audit row, an approval, a rejection or a revoked token survives a
+//! crash of the process or of the machine from its commit on; only the usage statistics
+//! ([`Commit::Written`]) are written without a sync, and survive a crash of the process
+//! but not of the machine. Closing a database neither checkpoints it nor removes its WAL:
+//! a short-lived command (`skillhost run`) would otherwise pay two syncs and a directory
+//! sync per database at exit, and as many again to make the WAL anew at its next start.
+//! SQLite checkpoints each WAL as it reaches 1000 pages, at a commit.
 //!
 //! The files are the owner's alone: [`connect`] creates a database 0600 (SQLite gives its
 //! `-wal` and `-shm` files the database's mode), tightens an existing one and its `-wal`,
@@ -19,8 +29,24 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-/// Open (or create) the database at `path`, as every store does.
+/// How far a commit is when it returns (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// On disk: the WAL is synced (`synchronous = FULL`).
+    Synced,
+    /// Written to the WAL, not synced (`synchronous = NORMAL`): lost if the machine
+    /// crashes before the next checkpoint. For statistics only.
+    Written,
+}
+
+/// Open (or create) the database at `path`, as every store does, its commits
+/// [`Commit::Synced`].
 pub fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    connect_as(path, Commit::Synced)
+}
+
+/// [`connect`] with commits as `commit` says.
+pub fn connect_as(path: &Path, commit: Commit) -> rusqlite::Result<Connection> {
     make_private(path).map_err(|e| {
         rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
@@ -29,8 +55,13 @@ pub fn connect(path: &Path) -> rusqlite::Result<Connection> {
     })?;
     let db = Connection::open(path)?;
     db.busy_timeout(Duration::from_secs(5))?;
-    db.pragma_update(None, "journal_mode", "WAL")?;
-    db.pragma_update(None, "synchronous", "NORMAL")?;
+    db.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    // Kept in the file: set once, when it is made.
+    let mode: String = db.pragma_query_value(None, "journal_mode", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        db.pragma_update(None, "journal_mode", "WAL")?;
+    }
+    db.pragma_update(None, "synchronous", if commit == Commit::Synced { "FULL" } else { "NORMAL" })?;
     Ok(db)
 }
 

@@ -336,7 +336,8 @@ impl Stats for SqliteStats {
 }
 
 fn connect(path: &Path) -> Result<Connection, StoreError> {
-    sqlite::connect(path).map_err(fail(path))
+    // Statistics: losing the last ones to a machine crash is no loss worth a sync per commit.
+    sqlite::connect_as(path, sqlite::Commit::Written).map_err(fail(path))
 }
 
 fn fail(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {

@@ -398,18 +398,27 @@ impl TrustStore for SqliteTrustStore {
     }
 
     fn record_seen(&self, seen: &Observation<'_>, state: TrustState) -> Result<TrustState, StoreError> {
-        let stored: String = self
-            .db
-            .lock()
+        let db = self.db.lock();
+        // A row that already says this is not written again: a load of an unchanged skill
+        // (every `skillhost run`) commits nothing, and syncs nothing.
+        let written: Option<String> = db
             .query_row(
                 "INSERT INTO skills (name, state, seen_hash, seen_digest, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(name) DO UPDATE SET state = CASE skills.state WHEN 'disabled' THEN 'disabled' ELSE ?2 END,
                      seen_hash = ?3, seen_digest = ?4, updated_at = ?5
+                 WHERE skills.state NOT IN ('disabled', ?2) OR skills.seen_hash IS NOT ?3 OR skills.seen_digest IS NOT ?4
                  RETURNING state",
                 params![seen.name, state.as_str(), seen.content_hash, seen.capability_digest, now()],
                 |row| row.get(0),
             )
+            .optional()
             .map_err(self.err("check that the data directory is writable"))?;
+        let stored = match written {
+            Some(stored) => stored,
+            None => db
+                .query_row("SELECT state FROM skills WHERE name = ?1", params![seen.name], |row| row.get(0))
+                .map_err(self.err("check the database file"))?,
+        };
         Ok(TrustState::parse(&stored).unwrap_or(state))
     }
 
