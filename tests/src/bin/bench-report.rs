@@ -127,6 +127,24 @@ const PAIRS: &[Pair] = &[
         goal: adds_at_most("the jail adds ≤ 25 ms", 25e6),
     },
     Pair {
+        what: "`skillhost run` of a SKILL.md skill's `sh -c true` as a process vs the same run in process (`Registry::run`)",
+        measured: "cli_run/cli_sh",
+        baseline: "cli_run/in_process_sh",
+        goal: adds_at_most("the CLI adds ≤ 30 ms", 30e6),
+    },
+    Pair {
+        what: "`skillhost run` of a SKILL.md skill's `python3 -c pass` as a process vs the same run in process (`Registry::run`)",
+        measured: "cli_run/cli_python",
+        baseline: "cli_run/in_process_python",
+        goal: adds_at_most("the CLI adds ≤ 30 ms", 30e6),
+    },
+    Pair {
+        what: "`skillhost run` of `sh -c true` with 20 other skills in the workspace vs alone",
+        measured: "cli_run/cli_among_others_sh",
+        baseline: "cli_run/cli_sh",
+        goal: None,
+    },
+    Pair {
         what: "trivial tool over stdio MCP (raw client) vs in process",
         measured: "mcp/stdio_round_trip_raw",
         baseline: "mcp/in_process",
