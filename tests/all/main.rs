@@ -10,6 +10,7 @@ mod generic;
 mod hostile_files;
 mod hostile_listing;
 mod hostile_text;
+mod https_attacks;
 mod https_node;
 mod https_secrets;
 mod life_approval;
