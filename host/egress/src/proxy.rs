@@ -439,12 +439,19 @@ impl Shared {
         let sent = self.egress.send_with(&tools, request, &self.config.secrets, &values);
         match tracing::Instrument::instrument(sent, self.calls.span()).await {
             Ok(response) => {
-                let mut response = response.map(|body| body.boxed_unsync());
+                let response = response.map(|body| body.boxed_unsync());
+                // Redacted before the hop-by-hop headers go: the redactor refuses a
+                // `Transfer-Encoding` it cannot read.
+                let mut response = if redactor.is_empty() {
+                    response
+                } else {
+                    match redactor.response(response) {
+                        Ok(response) => response,
+                        Err(e) => return self.error(e),
+                    }
+                };
                 strip_hop_by_hop(response.headers_mut());
-                if redactor.is_empty() {
-                    return response;
-                }
-                redactor.response(response).unwrap_or_else(|e| self.error(e))
+                response
             }
             Err(e) => self.error(e),
         }

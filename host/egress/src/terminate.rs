@@ -29,14 +29,16 @@
 //! a new `CONNECT`, checked for that host (and given no secret unless one is bound to it).
 //!
 //! **Redaction** ([`Redactor`]): every value of a secret bound in the proxy's policy is
-//! replaced in the response headers and the whole body by as many `*`, so lengths (and
-//! `Content-Length`) stay right. The values are read from the host's store once per
+//! replaced in the response's status line (its reason phrase), header names and values,
+//! and the whole body by as many `*`, so lengths (and `Content-Length`) stay right;
+//! trailers and 1xx answers are never passed on. The values are read from the host's store once per
 //! request ([`SecretValues`]), for the header and the redaction alike, so a secret set
 //! again while a request passes cannot be sent as one value and redacted as another. The body is scanned as it streams, with the last
 //! `longest secret - 1` bytes held back until the next chunk shows whether they start a
 //! value, so there is no size bound beyond the response cap. A body the proxy cannot read
-//! (a `Content-Encoding` other than `identity`, which it asks for) is refused with 502
-//! rather than passed on unread: fail closed. A value the server sends transformed
+//! (a `Content-Encoding` other than `identity`, which it asks for, in any of its
+//! headers; a `Transfer-Encoding` other than `chunked`) is refused with 502 rather than
+//! passed on unread, the refusal quoting the value redacted: fail closed. A value the server sends transformed
 //! (base64, URL-encoded, split by chunk framing is handled; compressed is refused) other
 //! than compression is not recognised.
 
@@ -346,42 +348,57 @@ impl Redactor {
 
     /// Replace each value in `bytes` by as many `*`.
     fn redact(&self, bytes: &mut [u8]) -> bool {
-        let mut found = false;
-        for value in self.values.iter() {
-            let (Some(&first), mut at) = (value.first(), 0) else { continue };
-            while at + value.len() <= bytes.len() {
-                // Compared only where the value's first byte is.
-                match bytes[at..=bytes.len() - value.len()].iter().position(|&b| b == first) {
-                    Some(skip) => at += skip,
-                    None => break,
-                }
-                if bytes[at..].starts_with(value) {
-                    bytes[at..at + value.len()].fill(b'*');
-                    found = true;
-                    at += value.len();
-                } else {
-                    at += 1;
-                }
-            }
-        }
-        found
+        redact_values(&self.values, bytes)
     }
 
-    /// `response` with its headers redacted and its body redacted as it streams; an
-    /// encoded body is refused ([`EgressError::InvalidResponse`]).
+    /// `response` with its status line and headers (names and values) redacted and its
+    /// body redacted as it streams; a body it cannot read is refused
+    /// ([`EgressError::InvalidResponse`]): a `Content-Encoding` other than `identity` in any
+    /// of its headers, or a `Transfer-Encoding` other than `chunked` (so call this before
+    /// hop-by-hop headers are stripped).
     pub(crate) fn response(&self, response: Response<ProxyBody>) -> Result<Response<ProxyBody>, EgressError> {
         let (mut parts, body) = response.into_parts();
-        if let Some(encoding) = parts.headers.get(header::CONTENT_ENCODING)
-            && !encoding.as_bytes().eq_ignore_ascii_case(b"identity")
-        {
-            return Err(EgressError::InvalidResponse {
-                reason: format!(
-                    "the server sent a body with `Content-Encoding: {}` although the proxy asked for `identity`; a secret is bound to this host and the proxy passes on only a body it can check for the secret's value",
-                    String::from_utf8_lossy(encoding.as_bytes())
-                ),
+        for (name, readable) in [(header::CONTENT_ENCODING, "identity"), (header::TRANSFER_ENCODING, "chunked")] {
+            let unreadable = parts.headers.get_all(&name).iter().find(|value| {
+                value.as_bytes().split(|&b| b == b',').any(|coding| !coding.trim_ascii().eq_ignore_ascii_case(readable.as_bytes()))
             });
+            if let Some(value) = unreadable {
+                // The refusal quotes the value: redacted, as it reaches the sandbox.
+                let mut shown = value.as_bytes().to_vec();
+                self.redact(&mut shown);
+                return Err(EgressError::InvalidResponse {
+                    reason: format!(
+                        "the server sent a body with `{name}: {}` although the proxy asked for `identity`; a secret is bound to this host and the proxy passes on only a body it can check for the secret's value",
+                        String::from_utf8_lossy(&shown)
+                    ),
+                });
+            }
         }
         let mut redacted = false;
+        if let Some(reason) = parts.extensions.get::<hyper::ext::ReasonPhrase>() {
+            let mut bytes = reason.as_bytes().to_vec();
+            if self.redact(&mut bytes) {
+                redacted = true;
+                let reason = hyper::ext::ReasonPhrase::try_from(bytes).expect("`*` keeps a reason phrase valid");
+                parts.extensions.insert(reason);
+            }
+        }
+        // Header names are lowercase: compared with the values lowercased.
+        let lowered: Vec<Vec<u8>> = self.values.iter().map(|v| v.to_ascii_lowercase()).collect();
+        if parts.headers.keys().any(|name| redact_values(&lowered, &mut name.as_str().as_bytes().to_vec())) {
+            redacted = true;
+            let mut headers = header::HeaderMap::with_capacity(parts.headers.len());
+            let mut current = None;
+            for (name, value) in std::mem::take(&mut parts.headers) {
+                if let Some(name) = name {
+                    let mut bytes = name.as_str().as_bytes().to_vec();
+                    redact_values(&lowered, &mut bytes);
+                    current = Some(header::HeaderName::from_bytes(&bytes).expect("`*` keeps a header name valid"));
+                }
+                headers.append(current.clone().expect("the first header has a name"), value);
+            }
+            parts.headers = headers;
+        }
         for value in parts.headers.values_mut() {
             let mut bytes = value.as_bytes().to_vec();
             if self.redact(&mut bytes) {
@@ -390,11 +407,34 @@ impl Redactor {
             }
         }
         if redacted {
-            tracing::warn!("a response header echoed a secret's value; redacted");
+            tracing::warn!("a response's status line or headers echoed a secret's value; redacted");
         }
         let body = Redacting { inner: body, redactor: self.clone(), held: Vec::new(), ended: false };
         Ok(Response::from_parts(parts, body.boxed_unsync()))
     }
+}
+
+/// Replace each of `values` in `bytes` by as many `*`.
+fn redact_values(values: &[Vec<u8>], bytes: &mut [u8]) -> bool {
+    let mut found = false;
+    for value in values {
+        let (Some(&first), mut at) = (value.first(), 0) else { continue };
+        while at + value.len() <= bytes.len() {
+            // Compared only where the value's first byte is.
+            match bytes[at..=bytes.len() - value.len()].iter().position(|&b| b == first) {
+                Some(skip) => at += skip,
+                None => break,
+            }
+            if bytes[at..].starts_with(value) {
+                bytes[at..at + value.len()].fill(b'*');
+                found = true;
+                at += value.len();
+            } else {
+                at += 1;
+            }
+        }
+    }
+    found
 }
 
 /// A response body with every secret value replaced, across chunk boundaries.
