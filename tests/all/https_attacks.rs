@@ -5,8 +5,9 @@
 //! - The server echoes the secret back in forms the redactor must catch or refuse: a
 //!   second `Content-Encoding` header after `identity`, a gzip `Transfer-Encoding`, a
 //!   `Content-Encoding` value the proxy's error would quote, the status line's reason
-//!   phrase, a header's name, a trailer, a 1xx informational response, a `Location`, and
-//!   the value split across chunks written apart.
+//!   phrase, a header's name, a trailer, a 1xx informational response, a `Location`, the
+//!   value split across chunks written apart, and a resource showing the value served in
+//!   two ranges that each hold half of it.
 //! - The script attacks the terminated connection: a request smuggled behind
 //!   `Content-Length` and `Transfer-Encoding` together, HTTP/2 requests whose `host`
 //!   header or `:authority` name another host, a header value with a line break (an
@@ -80,6 +81,24 @@ fn hostile_reply(path: &str, head: &str, token: &str) -> Vec<Vec<u8>> {
                 format!("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n{close}\r\n{:x}\r\ntoken={a}\r\n", a.len() + 6).into_bytes(),
                 format!("{:x}\r\n{b};\r\n0\r\n\r\n", b.len() + 1).into_bytes(),
             ]
+        }
+        "/token" => {
+            // A resource showing the caller's credential, served in ranges when asked.
+            let body = format!("authorization: {auth}\n");
+            let range = head.lines().find_map(|l| l.strip_prefix("range: bytes=")).and_then(|r| {
+                let (a, b) = r.trim().split_once('-')?;
+                Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?.min(body.len() - 1)))
+            });
+            vec![match range {
+                Some((a, b)) if a <= b => format!(
+                    "HTTP/1.1 206 Partial Content\r\ncontent-range: bytes {a}-{b}/{}\r\ncontent-length: {}\r\n{close}\r\n{}",
+                    body.len(),
+                    b - a + 1,
+                    &body[a..=b]
+                )
+                .into_bytes(),
+                _ => format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n{close}\r\n{body}", body.len()).into_bytes(),
+            }]
         }
         "/location" => {
             vec![format!("HTTP/1.1 302 Found\r\nlocation: https://other.test/?t={token}\r\ncontent-length: 0\r\n{close}\r\n").into_bytes()]
@@ -226,6 +245,15 @@ const ECHOES: &str = r#"
 for path in conf["paths"]:
     raw = exchange(f"GET {path} HTTP/1.1\r\nHost: {secure}\r\nTE: trailers\r\nConnection: close\r\n\r\n")
     out("resp" + path, raw.hex())
+# The credential's resource in two ranges, each half of the value the whole one shows redacted.
+whole = exchange(f"GET /token HTTP/1.1\r\nHost: {secure}\r\nConnection: close\r\n\r\n").split(b"\r\n\r\n", 1)[1]
+at = whole.index(b"Bearer ") + 7
+n = len(whole.rstrip(b"\n")) - at
+halves = []
+for a, b in [(at, at + n // 2 - 1), (at + n // 2, at + n - 1)]:
+    raw = exchange(f"GET /token HTTP/1.1\r\nHost: {secure}\r\nRange: bytes={a}-{b}\r\nConnection: close\r\n\r\n")
+    halves.append(raw.split(b"\r\n")[0].decode() + " " + raw.split(b"\r\n\r\n", 1)[1].decode(errors="replace").strip())
+out("ranges", " | ".join(halves))
 try:
     open(conf["ca_key"], "rb").read()
     out("ca key", "read")
@@ -377,6 +405,12 @@ async fn a_hostile_server_cannot_echo_the_secret_past_the_proxy_in_any_http_form
     assert_eq!(String::from_utf8_lossy(&body), format!("token={stars};"));
     let (head, _) = response("/location");
     assert!(head.starts_with("HTTP/1.1 302") && head.contains(&format!("?t={stars}")), "{head}");
+    // Two ranges of a resource showing the credential, each half of the value: the proxy
+    // asks for the whole (no `Range` to a secret-bound host), so each comes back redacted.
+    let ranges = stage.line("ranges");
+    let (first, second) = SECRET.split_at(SECRET.len() / 2);
+    assert!(!ranges.contains(first) && !ranges.contains(second), "the secret reached the sandbox in two ranges: {ranges}");
+    assert!(ranges.starts_with("HTTP/1.1 200 OK ") && ranges.contains(&stars), "{ranges}");
     // Each request reached the hostile server with the secret (so each echo was real).
     let heads = stage.hostile.heads();
     for path in ECHO_PATHS {
