@@ -432,8 +432,11 @@ impl Shared {
         let values = crate::terminate::SecretValues::read(&self.egress, &self.config.secrets);
         let redactor = crate::terminate::Redactor::of(&values);
         if !redactor.is_empty() {
-            // A compressed body could carry the secret past the redactor.
+            // A compressed body could carry the secret past the redactor, and so could a
+            // part of one (two ranges, each with a piece of the value): the whole, plain.
             request.headers_mut().insert(header::ACCEPT_ENCODING, header::HeaderValue::from_static("identity"));
+            request.headers_mut().remove(header::RANGE);
+            request.headers_mut().remove(header::IF_RANGE);
         }
         let tools = self.calls.tools();
         let sent = self.egress.send_with(&tools, request, &self.config.secrets, &values);

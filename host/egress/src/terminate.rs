@@ -38,7 +38,9 @@
 //! value, so there is no size bound beyond the response cap. A body the proxy cannot read
 //! (a `Content-Encoding` other than `identity`, which it asks for, in any of its
 //! headers; a `Transfer-Encoding` other than `chunked`) is refused with 502 rather than
-//! passed on unread, the refusal quoting the value redacted: fail closed. A value the server sends transformed
+//! passed on unread, the refusal quoting the value redacted: fail closed. So is a part of
+//! a body (206): the proxy drops `Range` and `If-Range` from requests to these hosts, since
+//! two ranges could each carry a piece of a value the redactor cannot match. A value the server sends transformed
 //! (base64, URL-encoded, split by chunk framing is handled; compressed is refused) other
 //! than compression is not recognised.
 
@@ -354,10 +356,15 @@ impl Redactor {
     /// `response` with its status line and headers (names and values) redacted and its
     /// body redacted as it streams; a body it cannot read is refused
     /// ([`EgressError::InvalidResponse`]): a `Content-Encoding` other than `identity` in any
-    /// of its headers, or a `Transfer-Encoding` other than `chunked` (so call this before
-    /// hop-by-hop headers are stripped).
+    /// of its headers, a `Transfer-Encoding` other than `chunked` (so call this before
+    /// hop-by-hop headers are stripped), or a part of one (206; the proxy sends no `Range`).
     pub(crate) fn response(&self, response: Response<ProxyBody>) -> Result<Response<ProxyBody>, EgressError> {
         let (mut parts, body) = response.into_parts();
+        if parts.status == StatusCode::PARTIAL_CONTENT {
+            return Err(EgressError::InvalidResponse {
+                reason: "the server sent part of a body (206) although the proxy asked for the whole (a part may hold a piece of a secret's value, which the redactor cannot match); a secret is bound to this host and the proxy passes on only whole bodies".into(),
+            });
+        }
         for (name, readable) in [(header::CONTENT_ENCODING, "identity"), (header::TRANSFER_ENCODING, "chunked")] {
             let unreadable = parts.headers.get_all(&name).iter().find(|value| {
                 value.as_bytes().split(|&b| b == b',').any(|coding| !coding.trim_ascii().eq_ignore_ascii_case(readable.as_bytes()))
