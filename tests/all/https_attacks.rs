@@ -7,7 +7,8 @@
 //!   `Content-Encoding` value the proxy's error would quote, the status line's reason
 //!   phrase, a header's name, a trailer, a 1xx informational response, a `Location`, the
 //!   value split across chunks written apart, and a resource showing the value served in
-//!   two ranges that each hold half of it.
+//!   two ranges that each hold half of it; and a server of the secret's whose certificate
+//!   names the value (quoted by the proxy's TLS error).
 //! - The script attacks the terminated connection: a request smuggled behind
 //!   `Content-Length` and `Transfer-Encoding` together, HTTP/2 requests whose `host`
 //!   header or `:authority` name another host, a header value with a line break (an
@@ -242,6 +243,11 @@ def status_of(got, stream=1):
 
 /// Each hostile response, fetched over HTTP/1.1 and written to stdout in hex.
 const ECHOES: &str = r#"
+# A server of the secret's whose certificate names the secret (not the host): the TLS
+# failure the proxy reports must not quote it.
+named = conf["named"]
+raw = exchange(f"GET /named HTTP/1.1\r\nHost: {named}\r\nConnection: close\r\n\r\n", named)
+out("resp/named", raw.hex())
 for path in conf["paths"]:
     raw = exchange(f"GET {path} HTTP/1.1\r\nHost: {secure}\r\nTE: trailers\r\nConnection: close\r\n\r\n")
     out("resp" + path, raw.hex())
@@ -288,6 +294,10 @@ impl Stage {
         let test_ca = TestCa::new();
         let hostile = Hostile::start(test_ca.issue("secure.test")).await;
         let origin = format!("https://secure.test:{}", hostile.port);
+        // Another server of the secret's, whose certificate is valid for a name holding the
+        // value (its owner could have one issued) but not for `secure.test`.
+        let named = Hostile::start(test_ca.issue(&format!("{SECRET}.secure.test"))).await;
+        let named_origin = format!("https://secure.test:{}", named.port);
         let data = tempfile::tempdir().unwrap();
         let skills = tempfile::tempdir().unwrap();
         let resolver = TestResolver::with(&[("secure.test", &["127.0.0.1"])]);
@@ -316,12 +326,16 @@ impl Stage {
         std::fs::write(dir.join("scripts/attack.py"), format!("{HELPERS}{script}")).unwrap();
         let conf = serde_json::json!({
             "secure": format!("secure.test:{}", hostile.port),
+            "named": format!("secure.test:{}", named.port),
             "port": hostile.port,
             "paths": ECHO_PATHS,
             "ca_key": data.path().join("egress-ca/ca.key"),
         });
         std::fs::write(dir.join("scripts/conf.json"), conf.to_string()).unwrap();
-        let policy = format!("[network]\nallow = [\"{origin}\"]\nprivate = [\"{origin}\"]\n{}", secret_policy(&origin));
+        let policy = format!(
+            "[network]\nallow = [\"{origin}\", \"{named_origin}\"]\nprivate = [\"{origin}\", \"{named_origin}\"]\n{}",
+            secret_policy(&origin).replace(&format!("\"{origin}\""), &format!("\"{origin}\", \"{named_origin}\""))
+        );
         let out = approve_and_run(&host, data.path(), skills.path(), "attacker", &policy, &["python", "scripts/attack.py"]).await;
         Self { hostile, data, out, host }
     }
@@ -391,6 +405,9 @@ async fn a_hostile_server_cannot_echo_the_secret_past_the_proxy_in_any_http_form
         let (head, body) = response(path);
         assert!(head.starts_with("HTTP/1.1 502"), "{path}: {head}{}", String::from_utf8_lossy(&body));
     }
+    // A TLS failure naming what the server's certificate names, the value among them.
+    let (head, body) = response("/named");
+    assert!(head.starts_with("HTTP/1.1 502") && String::from_utf8_lossy(&body).contains("TLS"), "{head}");
     // The status line, a header's name, a trailer and a 1xx answer: passed on redacted, or not at all.
     let (head, _) = response("/reason");
     assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
