@@ -435,6 +435,11 @@ async fn a_hostile_server_cannot_echo_the_secret_past_the_proxy_in_any_http_form
         assert!(sent.len() == 1 && sent[0].contains(&format!("authorization: Bearer {SECRET}")), "{path}: {heads:?}");
     }
 
+    // Nor does the host's audit of it (the TLS failure's row among them).
+    let rows = stage.host.audit().query(&Default::default()).unwrap();
+    assert!(rows.iter().any(|r| r.url.ends_with("/named")), "the TLS failure audited");
+    let held: Vec<String> = rows.iter().map(|r| format!("{r:?}")).filter(|r| r.contains(SECRET)).collect();
+    assert!(held.is_empty(), "audit rows hold the secret: {held:#?}");
     // Nothing in the sandbox holds the secret or the CA's key.
     assert_eq!(stage.line("ca key"), "unreadable");
     let key = std::fs::read(stage.data.path().join("egress-ca/ca.key")).unwrap();
