@@ -450,13 +450,13 @@ impl Shared {
                 } else {
                     match redactor.response(response) {
                         Ok(response) => response,
-                        Err(e) => return self.error(e),
+                        Err(e) => return self.error_redacted(e, &redactor),
                     }
                 };
                 strip_hop_by_hop(response.headers_mut());
                 response
             }
-            Err(e) => self.error(e),
+            Err(e) => self.error_redacted(e, &redactor),
         }
     }
 
@@ -509,10 +509,18 @@ impl Shared {
 
     /// The answer to a request the egress refused or could not complete.
     pub(crate) fn error(&self, error: EgressError) -> Response<ProxyBody> {
+        self.error_redacted(error, &crate::terminate::Redactor::default())
+    }
+
+    /// [`error`](Self::error) with `redactor`'s values replaced in what it says and logs:
+    /// an error may quote what a secret-bound server sent (a header, the names of its
+    /// certificate), so it may hold a secret's value.
+    pub(crate) fn error_redacted(&self, error: EgressError, redactor: &crate::terminate::Redactor) -> Response<ProxyBody> {
         let skill = self.egress.skill();
         if let EgressError::Denied { reason } = &error {
+            let reason = redactor.text(reason);
             tracing::warn!(%skill, "outbound request refused: {reason}");
-            self.calls.refused(reason);
+            self.calls.refused(&reason);
             return text(StatusCode::FORBIDDEN, format!("skillhost refused a request of skill `{skill}`: {reason}"));
         }
         let (status, close) = match &error {
@@ -529,6 +537,7 @@ impl Shared {
             EgressError::InvalidRequest { .. } => (StatusCode::BAD_REQUEST, false),
             _ => (StatusCode::BAD_GATEWAY, false),
         };
+        let error = redactor.text(&error.to_string());
         if close {
             tracing::warn!(%skill, "outbound request refused: {error}");
         } else {

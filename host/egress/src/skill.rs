@@ -285,7 +285,13 @@ impl SkillEgress {
 
         let (response, reuse) = match tokio::time::timeout_at(deadline, self.exchange(&target, ip, request)).await {
             Ok(Ok(exchanged)) => exchanged,
-            Ok(Err(e)) => return Err(Self::failed(&audit, url, Some(ip), bytes_out, e)),
+            Ok(Err(e)) => {
+                // The failure may quote what the server sent (the names of its certificate):
+                // the audit row holds none of the values of the secrets given to it.
+                let redactor = crate::terminate::Redactor::values(secrets.iter().filter_map(|s| values.secret(&s.name)));
+                audit.record(url, Some(ip), EgressOutcome::Failed(redactor.text(&e.to_string())), bytes_out);
+                return Err(e);
+            }
             Err(_) => return Err(Self::failed(&audit, url, Some(ip), bytes_out, EgressError::TotalTimeout(self.net.total_timeout))),
         };
         let outcome = EgressOutcome::Status(response.status().as_u16());

@@ -31,7 +31,9 @@
 //! **Redaction** ([`Redactor`]): every value of a secret bound in the proxy's policy is
 //! replaced in the response's status line (its reason phrase), header names and values,
 //! and the whole body by as many `*`, so lengths (and `Content-Length`) stay right;
-//! trailers and 1xx answers are never passed on. The values are read from the host's store once per
+//! trailers and 1xx answers are never passed on. So is the text of an error the proxy
+//! answers with (it may quote what the server sent: a header, its certificate's names),
+//! and the audit row of a failed exchange. The values are read from the host's store once per
 //! request ([`SecretValues`]), for the header and the redaction alike, so a secret set
 //! again while a request passes cannot be sent as one value and redacted as another. The body is scanned as it streams, with the last
 //! `longest secret - 1` bytes held back until the next chunk shows whether they start a
@@ -332,13 +334,12 @@ pub(crate) struct Redactor {
 impl Redactor {
     /// The values the host has (one missing is refused when it is needed).
     pub(crate) fn of(secrets: &SecretValues) -> Self {
-        let mut values: Vec<Vec<u8>> = secrets
-            .0
-            .iter()
-            .filter_map(|(_, value)| value.as_ref())
-            .map(|value| value.as_bytes().to_vec())
-            .filter(|value| !value.is_empty())
-            .collect();
+        Self::values(secrets.0.iter().filter_map(|(_, value)| value.clone()))
+    }
+
+    /// The redactor of `values` (empty ones left out).
+    pub(crate) fn values(values: impl IntoIterator<Item = String>) -> Self {
+        let mut values: Vec<Vec<u8>> = values.into_iter().map(String::into_bytes).filter(|value| !value.is_empty()).collect();
         values.sort();
         values.dedup();
         Self { values: Arc::new(values) }
@@ -351,6 +352,16 @@ impl Redactor {
     /// Replace each value in `bytes` by as many `*`.
     fn redact(&self, bytes: &mut [u8]) -> bool {
         redact_values(&self.values, bytes)
+    }
+
+    /// `text` with each value replaced by as many `*`.
+    pub(crate) fn text(&self, text: &str) -> String {
+        let mut bytes = text.as_bytes().to_vec();
+        if !self.redact(&mut bytes) {
+            return text.to_owned();
+        }
+        // A whole value (UTF-8) starts and ends on a character's boundary: still UTF-8.
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 
     /// `response` with its status line and headers (names and values) redacted and its
