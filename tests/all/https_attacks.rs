@@ -460,6 +460,14 @@ other = f"other.test:{port}"
 # A request smuggled in the body of another (`Content-Length` and `Transfer-Encoding` both).
 raw = exchange(f"POST /cl-te HTTP/1.1\r\nHost: {secure}\r\nContent-Length: 60\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: {other}\r\nConnection: close\r\n\r\n")
 out("cl-te", " | ".join(l.decode(errors="replace") for l in raw.split(b"\r\n") if l.startswith(b"HTTP/1.1")))
+# HTTP/1.1 inside the connection: an absolute URI for another port of the host, a `Host`
+# hiding another host behind userinfo, two `Host` headers; and a `CONNECT` to an IPv6 literal.
+def first(raw):
+    return raw.split(b"\r\n")[0].decode()
+out("other port", first(exchange(f"GET https://secure.test:{port + 1}/other-port HTTP/1.1\r\nHost: {secure}\r\nConnection: close\r\n\r\n")))
+out("host userinfo", first(exchange(f"GET /host-userinfo HTTP/1.1\r\nHost: {secure}@{other}\r\nConnection: close\r\n\r\n")))
+out("two hosts", first(exchange(f"GET /two-hosts HTTP/1.1\r\nHost: {secure}\r\nHost: {other}\r\nConnection: close\r\n\r\n")))
+out("ipv6", connect(f"[::1]:{port}")[1])
 # HTTP/2: a `host` header naming another host than `:authority`; an `:authority` whose
 # host is another behind userinfo naming this one; a header value with a line break.
 out("h2 host", status_of(h2(frame(1, 5, 1, request_block(secure, "/h2-host", lit("host", other))))))
@@ -511,6 +519,14 @@ async fn a_script_cannot_smuggle_inject_or_flood_its_way_through_the_terminated_
     assert!(!post.contains("content-length: 60") && !post.contains("transfer-encoding"), "{post}");
     assert_eq!(sent("/smuggled"), 0, "{cl_te}: {heads:?}");
     assert!(heads.iter().all(|h| !h.contains("other.test")), "{heads:?}");
+    assert!(stage.line("other port").starts_with("HTTP/1.1 403"), "{}", stage.line("other port"));
+    assert!(stage.line("host userinfo").starts_with("HTTP/1.1 403"), "{}", stage.line("host userinfo"));
+    assert_eq!(sent("/other-port") + sent("/host-userinfo"), 0, "{heads:?}");
+    // Two `Host` headers: the first is checked, and the request is sent with that one only.
+    assert_eq!(stage.line("two hosts"), "HTTP/1.1 200 OK");
+    let two = heads.iter().find(|h| h.starts_with("GET /two-hosts ")).expect("/two-hosts sent");
+    assert_eq!(two.matches("host: ").count(), 1, "{two}");
+    assert!(stage.line("ipv6").starts_with("HTTP/1.1 403"), "{}", stage.line("ipv6"));
     // HTTP/2: another host in `host` or `:authority`, or a line break in a value: refused.
     assert_eq!(stage.line("h2 host"), "not 200");
     assert_ne!(stage.line("h2 userinfo"), "200");
