@@ -7,7 +7,7 @@
 //!   `Content-Encoding` value the proxy's error would quote, the status line's reason
 //!   phrase, a header's name, a trailer, a 1xx informational response, a `Location`, the
 //!   value split across chunks written apart, and a resource showing the value served in
-//!   two ranges that each hold half of it; and a server of the secret's whose certificate
+//!   two ranges that each hold half of it, or cut short at each length through it; and a server of the secret's whose certificate
 //!   names the value (quoted by the proxy's TLS error).
 //! - The script attacks the terminated connection: a request smuggled behind
 //!   `Content-Length` and `Transfer-Encoding` together, HTTP/2 requests whose `host`
@@ -100,6 +100,12 @@ fn hostile_reply(path: &str, head: &str, token: &str) -> Vec<Vec<u8>> {
                 .into_bytes(),
                 _ => format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n{close}\r\n{body}", body.len()).into_bytes(),
             }]
+        }
+        p if p.starts_with("/cut?") => {
+            // A resource showing the caller's credential cut to the length asked for.
+            let body = format!("authorization: {auth}\n");
+            let n = p["/cut?".len()..].parse::<usize>().unwrap_or(0).min(body.len());
+            vec![format!("HTTP/1.1 200 OK\r\ncontent-length: {n}\r\n{close}\r\n{}", &body[..n]).into_bytes()]
         }
         "/location" => {
             vec![format!("HTTP/1.1 302 Found\r\nlocation: https://other.test/?t={token}\r\ncontent-length: 0\r\n{close}\r\n").into_bytes()]
@@ -260,6 +266,10 @@ for a, b in [(at, at + n // 2 - 1), (at + n // 2, at + n - 1)]:
     raw = exchange(f"GET /token HTTP/1.1\r\nHost: {secure}\r\nRange: bytes={a}-{b}\r\nConnection: close\r\n\r\n")
     halves.append(raw.split(b"\r\n")[0].decode() + " " + raw.split(b"\r\n\r\n", 1)[1].decode(errors="replace").strip())
 out("ranges", " | ".join(halves))
+# The same resource cut at each length through the value: each answer ends in a longer
+# piece of it.
+cuts = [exchange(f"GET /cut?{k} HTTP/1.1\r\nHost: {secure}\r\nConnection: close\r\n\r\n").split(b"\r\n\r\n", 1)[1] for k in range(at + 1, at + n)]
+out("cuts", " | ".join(c[at:].decode(errors="replace") for c in cuts))
 try:
     open(conf["ca_key"], "rb").read()
     out("ca key", "read")
@@ -435,6 +445,11 @@ async fn a_hostile_server_cannot_echo_the_secret_past_the_proxy_in_any_http_form
         assert!(sent.len() == 1 && sent[0].contains(&format!("authorization: Bearer {SECRET}")), "{path}: {heads:?}");
     }
 
+    // Cut short by the server at each length through the value: no answer ends in more
+    // than 3 bytes of it (a longer piece of the value's start at a body's end is redacted).
+    let cuts = stage.line("cuts");
+    assert!(!cuts.contains(&SECRET[..4]), "the value's start reached the sandbox piece by piece: {cuts}");
+    assert_eq!(cuts.matches(" | ").count(), SECRET.len() - 2, "{cuts}");
     // Nor does the host's audit of it (the TLS failure's row among them).
     let rows = stage.host.audit().query(&Default::default()).unwrap();
     assert!(rows.iter().any(|r| r.url.ends_with("/named")), "the TLS failure audited");
