@@ -37,7 +37,9 @@
 //! request ([`SecretValues`]), for the header and the redaction alike, so a secret set
 //! again while a request passes cannot be sent as one value and redacted as another. The body is scanned as it streams, with the last
 //! `longest secret - 1` bytes held back until the next chunk shows whether they start a
-//! value, so there is no size bound beyond the response cap. A body the proxy cannot read
+//! value (a body that ends in the first [`MIN_CUT`] or more bytes of a value has them
+//! redacted too: a server cutting what it shows where the skill asks would hand it out
+//! piece by piece), so there is no size bound beyond the response cap. A body the proxy cannot read
 //! (a `Content-Encoding` other than `identity`, which it asks for, in any of its
 //! headers; a `Transfer-Encoding` other than `chunked`) is refused with 502 rather than
 //! passed on unread, the refusal quoting the value redacted: fail closed. So is a part of
@@ -354,6 +356,21 @@ impl Redactor {
         redact_values(&self.values, bytes)
     }
 
+    /// Replace the end of `tail`, the last bytes of a body, by as many `*` when it is the
+    /// start of a value at least [`MIN_CUT`] bytes long (or the whole value, when shorter):
+    /// a server that cuts what it shows short, where the skill asks, would otherwise hand
+    /// it the value piece by piece.
+    fn redact_cut(&self, tail: &mut [u8]) {
+        for value in self.values.iter() {
+            let min = MIN_CUT.min(value.len());
+            let longest = (value.len() - 1).min(tail.len());
+            if let Some(n) = (min..=longest).rev().find(|&n| tail.ends_with(&value[..n])) {
+                let at = tail.len() - n;
+                tail[at..].fill(b'*');
+            }
+        }
+    }
+
     /// `text` with each value replaced by as many `*`.
     pub(crate) fn text(&self, text: &str) -> String {
         let mut bytes = text.as_bytes().to_vec();
@@ -455,6 +472,11 @@ fn redact_values(values: &[Vec<u8>], bytes: &mut [u8]) -> bool {
     found
 }
 
+/// The shortest start of a value redacted at a body's end ([`Redactor::redact_cut`]):
+/// shorter, a body ending in it is more likely chance than a cut value, and the skill
+/// learns at most this many bytes less one.
+const MIN_CUT: usize = 4;
+
 /// A response body with every secret value replaced, across chunk boundaries.
 struct Redacting {
     inner: ProxyBody,
@@ -476,7 +498,8 @@ impl Body for Redacting {
                 if this.held.is_empty() {
                     return Poll::Ready(None);
                 }
-                let rest = std::mem::take(&mut this.held);
+                let mut rest = std::mem::take(&mut this.held);
+                this.redactor.redact_cut(&mut rest);
                 return Poll::Ready(Some(Ok(Frame::data(Bytes::from(rest)))));
             }
             match Pin::new(&mut this.inner).poll_frame(cx) {
@@ -545,6 +568,7 @@ mod tests {
         assert_eq!(through(&r, &["a s3cr", "3t-va", "lue b"]).await, "a ************ b");
         assert_eq!(through(&r, &["s3cr3t-valu", "e", "s3cr3t-value"]).await, "************************");
         assert_eq!(through(&r, &["nothing", " here"]).await, "nothing here");
-        assert_eq!(through(&r, &["s3cr3t-valu"]).await, "s3cr3t-valu", "a prefix alone is passed on at the end");
+        assert_eq!(through(&r, &["a s3cr3t-valu"]).await, "a ***********", "a body cut in a value ends redacted");
+        assert_eq!(through(&r, &["a s3c"]).await, "a s3c", "a shorter start of a value is passed on");
     }
 }
