@@ -121,6 +121,21 @@ fn limits_under_policy(env: &Env, config: &str) -> std::path::PathBuf {
 }
 
 /// Wait until `token`'s caller sees `tool` (the skills load in the background).
+/// `skillhost audit ARGS --json`, read again (for up to a minute) until `done` says its
+/// rows are all there: `serve` writes them from a thread of its own.
+fn audit_until(env: &Env, args: &[&str], done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = env.run(&[&["audit"], args, &["--json"]].concat());
+        let rows: Vec<Value> =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        if done(&rows) || Instant::now() > deadline {
+            return rows;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn wait_for_tool(addr: &str, token: &str, tool: &str) {
     let started = Instant::now();
     while !tools(addr, token).iter().any(|t| t == tool) {
@@ -216,9 +231,7 @@ fn two_callers_see_and_do_what_the_org_policy_permits_and_every_decision_is_audi
     assert_eq!(ids, ["everyone-reads", "nobody-fails", "quiet", "readers-echo", "writers-forge", "writers-limits"]);
 
     // Every decision, with its caller and the policies that made it.
-    let out = env.run(&["audit", "--caller", "reader", "--json"]);
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    let rows = rows.as_array().unwrap();
+    let rows = audit_until(&env, &["--caller", "reader"], |rows| rows.iter().any(|r| r["resource"] == "Skill::\"evil\""));
     let find = |resource: &str, allowed: bool| rows.iter().find(|r| r["resource"] == resource && r["allowed"] == allowed);
     let allowed = find("Tool::\"limits__echo\"", true).unwrap_or_else(|| panic!("{rows:?}"));
     assert_eq!(allowed["policies"], json!(["readers-echo"]));
@@ -339,9 +352,7 @@ fn oauth_access_tokens_from_the_configured_issuer_name_callers_and_anything_else
     assert_eq!(issuer.fetches(), 2, "fetched again once");
 
     // The decisions name the OAuth callers.
-    let out = env.run(&["audit", "--caller", "alice@example.com", "--json"]);
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    let rows = rows.as_array().unwrap();
+    let rows = audit_until(&env, &["--caller", "alice@example.com"], |rows| rows.iter().any(|r| r["resource"] == "Tool::\"limits__echo\""));
     assert!(
         rows.iter().any(|r| r["resource"] == "Tool::\"limits__echo\"" && r["allowed"] == true && r["policies"] == json!(["readers-echo"])),
         "{rows:?}"
@@ -383,10 +394,11 @@ fn a_caller_over_its_quota_gets_429_with_retry_after_and_nothing_runs_while_othe
     assert!(tools(&addr, &reader).contains(&"limits__echo".to_owned()), "listing is not a call");
     let (text, error) = answer(&call(&addr, &writer, "limits__echo", json!({"value": 9})));
     assert!(!error, "another caller has its own quota: {text}");
-    let out = env.run(&["audit", "--caller", "reader", "--json"]);
-    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    let echoes = rows.iter().filter(|r| r["resource"] == "Tool::\"limits__echo\"").count();
-    assert_eq!(echoes, 3, "the refused call never reached the server: {rows:?}");
+    // The decisions reach the audit log from `serve`'s writer thread: read until the three
+    // allowed calls are there, then no fourth.
+    let echoes = |rows: &[Value]| rows.iter().filter(|r| r["resource"] == "Tool::\"limits__echo\"").count();
+    let rows = audit_until(&env, &["--caller", "reader"], |rows| echoes(rows) >= 3);
+    assert_eq!(echoes(&rows), 3, "the refused call never reached the server: {rows:?}");
 
     // The concurrency: the writer's one call in flight holds its only place until it ends.
     let slow = {
