@@ -18,19 +18,18 @@
 //!   egress CA's key.
 
 use std::io::Read;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use skillhost::net::NetConfig;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::https_secrets::{SECRET, approve_and_run, secret_policy};
-use crate::network::{TestCa, TestResolver};
+use crate::network::{TestCa, TestResolver, TlsServer};
 
 /// An HTTPS server for `secure.test` answering each path with a hostile response built
 /// from the request's bearer token; it records each request head.
 struct Hostile {
     port: u16,
-    heads: Arc<Mutex<Vec<String>>>,
+    server: TlsServer,
 }
 
 /// `bytes` gzip-compressed.
@@ -116,51 +115,17 @@ fn hostile_reply(path: &str, head: &str, token: &str) -> Vec<Vec<u8>> {
 
 impl Hostile {
     async fn start(identity: (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>)) -> Self {
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![identity.0], identity.1)
-            .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let heads: Arc<Mutex<Vec<String>>> = Arc::default();
-        let record = heads.clone();
-        tokio::spawn(async move {
-            while let Ok((tcp, _)) = listener.accept().await {
-                let (acceptor, record) = (acceptor.clone(), record.clone());
-                tokio::spawn(async move {
-                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
-                    let (mut head, mut buf) = (Vec::new(), [0u8; 4096]);
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match tls.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&head).into_owned();
-                    record.lock().unwrap().push(head.clone());
-                    let path = head.split(' ').nth(1).unwrap_or("/").to_owned();
-                    let token = head.lines().find_map(|l| l.strip_prefix("authorization: Bearer ")).unwrap_or("no-token").to_owned();
-                    for (i, piece) in hostile_reply(&path, &head, &token).into_iter().enumerate() {
-                        if i > 0 {
-                            // Apart, so that the proxy reads them as two chunks.
-                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                        }
-                        if tls.write_all(&piece).await.is_err() || tls.flush().await.is_err() {
-                            return;
-                        }
-                    }
-                    let _ = tls.shutdown().await;
-                });
-            }
-        });
-        Self { port, heads }
+        let reply = |head: &str| {
+            let path = head.split(' ').nth(1).unwrap_or("/");
+            let token = head.lines().find_map(|l| l.strip_prefix("authorization: Bearer ")).unwrap_or("no-token");
+            hostile_reply(path, head, token)
+        };
+        let server = TlsServer::answering(identity, Arc::new(reply)).await;
+        Self { port: server.port, server }
     }
 
     fn heads(&self) -> Vec<String> {
-        self.heads.lock().unwrap().clone()
+        self.server.heads()
     }
 }
 

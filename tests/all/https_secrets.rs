@@ -12,14 +12,13 @@
 //! client's requests).
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use skillhost::net::{EgressOutcome, NetConfig};
 use skillhost::run::{RunOutput, RunPolicy};
 use skillhost::runtime::WasmConfig;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::network::{TestCa, TestResolver};
+use crate::network::{TestCa, TestResolver, TlsServer};
 use crate::{HANG_GUARD, ok, shared_cache};
 
 pub(crate) const SECRET: &str = "s3cr3t-https-4417";
@@ -30,7 +29,7 @@ pub(crate) const SECRET: &str = "s3cr3t-https-4417";
 /// `hello over tls`.
 pub(crate) struct Upstream {
     pub(crate) port: u16,
-    heads: Arc<Mutex<Vec<String>>>,
+    server: TlsServer,
     /// Its certificate.
     pub(crate) cert: rustls::pki_types::CertificateDer<'static>,
 }
@@ -40,61 +39,29 @@ impl Upstream {
         identity: (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>),
         redirect: String,
     ) -> Self {
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![identity.0.clone()], identity.1)
-            .unwrap();
-        let cert = identity.0;
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let heads: Arc<Mutex<Vec<String>>> = Arc::default();
-        let record = heads.clone();
-        tokio::spawn(async move {
-            while let Ok((tcp, _)) = listener.accept().await {
-                let (acceptor, record, redirect) = (acceptor.clone(), record.clone(), redirect.clone());
-                tokio::spawn(async move {
-                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
-                    let (mut head, mut buf) = (Vec::new(), [0u8; 4096]);
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match tls.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&head).into_owned();
-                    record.lock().unwrap().push(head.clone());
-                    let path = head.split(' ').nth(1).unwrap_or("/").to_owned();
-                    let auth = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("authorization: ").or_else(|| l.strip_prefix("Authorization: ")))
-                        .unwrap_or("none")
-                        .to_owned();
-                    let reply = match path.as_str() {
-                        "/echo" => format!(
-                            "HTTP/1.1 200 OK\r\nx-echo: {auth}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{head}",
-                            head.len()
-                        ),
-                        "/gzip" => {
-                            "HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 4\r\nconnection: close\r\n\r\nzzzz".to_owned()
-                        }
-                        "/redirect" => {
-                            format!("HTTP/1.1 302 Found\r\nlocation: {redirect}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                        }
-                        _ => "HTTP/1.1 200 OK\r\ncontent-length: 14\r\nconnection: close\r\n\r\nhello over tls".to_owned(),
-                    };
-                    let _ = tls.write_all(reply.as_bytes()).await;
-                    let _ = tls.shutdown().await;
-                });
-            }
-        });
-        Self { port, heads, cert }
+        let cert = identity.0.clone();
+        let reply = move |head: &str| {
+            let path = head.split(' ').nth(1).unwrap_or("/");
+            let auth = head
+                .lines()
+                .find_map(|l| l.strip_prefix("authorization: ").or_else(|| l.strip_prefix("Authorization: ")))
+                .unwrap_or("none");
+            let reply = match path {
+                "/echo" => {
+                    format!("HTTP/1.1 200 OK\r\nx-echo: {auth}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{head}", head.len())
+                }
+                "/gzip" => "HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 4\r\nconnection: close\r\n\r\nzzzz".to_owned(),
+                "/redirect" => format!("HTTP/1.1 302 Found\r\nlocation: {redirect}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+                _ => "HTTP/1.1 200 OK\r\ncontent-length: 14\r\nconnection: close\r\n\r\nhello over tls".to_owned(),
+            };
+            vec![reply.into_bytes()]
+        };
+        let server = TlsServer::answering(identity, Arc::new(reply)).await;
+        Self { port: server.port, server, cert }
     }
 
     pub(crate) fn heads(&self) -> Vec<String> {
-        self.heads.lock().unwrap().clone()
+        self.server.heads()
     }
 }
 

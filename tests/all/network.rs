@@ -437,18 +437,31 @@ impl TestCa {
     }
 }
 
-/// What a TLS server saw of each request: the SNI name and the lowercased request head.
+/// What a TLS server saw of each request: the SNI name and the request head.
 type Seen = Arc<Mutex<Vec<(Option<String>, String)>>>;
 
+/// How a [`TlsServer`] answers a request head: its response in pieces, written 100 ms
+/// apart (so that a proxy reads them as separate chunks).
+pub(crate) type Reply = Arc<dyn Fn(&str) -> Vec<Vec<u8>> + Send + Sync>;
+
 /// An HTTPS server on 127.0.0.1 presenting one certificate; it records the SNI name and
-/// the request head of each request that got past the handshake, and answers `over tls`.
-struct TlsServer {
-    port: u16,
+/// the request head of each request that got past the handshake, and answers it with its
+/// [`Reply`] (`over tls` unless told otherwise), then closes the connection.
+pub(crate) struct TlsServer {
+    pub(crate) port: u16,
     seen: Seen,
 }
 
 impl TlsServer {
     async fn start(identity: (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>)) -> Self {
+        let over_tls = b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\nconnection: close\r\n\r\nover tls";
+        Self::answering(identity, Arc::new(|_: &str| vec![over_tls.to_vec()])).await
+    }
+
+    pub(crate) async fn answering(
+        identity: (rustls::pki_types::CertificateDer<'static>, rustls::pki_types::PrivateKeyDer<'static>),
+        reply: Reply,
+    ) -> Self {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
@@ -463,21 +476,28 @@ impl TlsServer {
         let record = seen.clone();
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
-                let (acceptor, record) = (acceptor.clone(), record.clone());
+                let (acceptor, record, reply) = (acceptor.clone(), record.clone(), reply.clone());
                 tokio::spawn(async move {
                     // A client that refuses the certificate ends here.
                     let Ok(mut tls) = acceptor.accept(tcp).await else { return };
                     let sni = tls.get_ref().1.server_name().map(str::to_owned);
-                    let (mut head, mut buf) = (Vec::new(), [0u8; 1024]);
+                    let (mut head, mut buf) = (Vec::new(), [0u8; 4096]);
                     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
                         match tls.read(&mut buf).await {
                             Ok(0) | Err(_) => return,
                             Ok(n) => head.extend_from_slice(&buf[..n]),
                         }
                     }
-                    record.lock().unwrap().push((sni, String::from_utf8_lossy(&head).to_lowercase()));
-                    let reply = "HTTP/1.1 200 OK\r\ncontent-length: 8\r\nconnection: close\r\n\r\nover tls";
-                    let _ = tls.write_all(reply.as_bytes()).await;
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    record.lock().unwrap().push((sni, head.clone()));
+                    for (i, piece) in reply(&head).into_iter().enumerate() {
+                        if i > 0 {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                        if tls.write_all(&piece).await.is_err() || tls.flush().await.is_err() {
+                            return;
+                        }
+                    }
                     let _ = tls.shutdown().await;
                 });
             }
@@ -485,8 +505,14 @@ impl TlsServer {
         Self { port, seen }
     }
 
+    /// The SNI name and the lowercased head of each request.
     fn seen(&self) -> Vec<(Option<String>, String)> {
-        self.seen.lock().unwrap().clone()
+        self.seen.lock().unwrap().iter().map(|(sni, head)| (sni.clone(), head.to_lowercase())).collect()
+    }
+
+    /// The head of each request, as it came.
+    pub(crate) fn heads(&self) -> Vec<String> {
+        self.seen.lock().unwrap().iter().map(|(_, head)| head.clone()).collect()
     }
 }
 
