@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use skillhost::net::NetConfig;
 
-use crate::https_secrets::{SECRET, approve_and_run, secret_policy};
+use crate::https_secrets::{SECRET, approve_and_run, printed_line, secret_policy};
 use crate::network::{TestCa, TestResolver, TlsServer};
 
 /// An HTTPS server for `secure.test` answering each path with a hostile response built
@@ -317,12 +317,7 @@ impl Stage {
 
     /// The value of the stdout line `key …`.
     fn line(&self, key: &str) -> String {
-        let stdout = String::from_utf8_lossy(&self.out.stdout);
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .map(str::to_owned)
-            .unwrap_or_else(|| panic!("no `{key}` line\nstdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&self.out.stderr)))
+        printed_line(&self.out, key)
     }
 }
 

@@ -6,7 +6,7 @@
 //! `skillhost setup` (scripts/setup.sh installs it under `SKILLHOST_TOOLCHAINS`), which
 //! the jail binds at `/run/skillhost/node`.
 
-use crate::https_secrets::{SECRET, Upstream, approve_and_run, host_trusting, secret_policy};
+use crate::https_secrets::{SECRET, Upstream, approve_and_run, host_trusting, printed_line, secret_policy};
 use crate::network::TestCa;
 
 /// The script: fetch from the secret-bound host (`/hello`, `/echo`), then from the other
@@ -78,13 +78,7 @@ async fn a_node_script_fetches_through_the_proxy_with_the_secret_added_and_throu
     let out = approve_and_run(&host, data.path(), skills.path(), "node-fetcher", &policy, &["node", "scripts/fetch.mjs"]).await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let line = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .unwrap_or_else(|| panic!("no `{key}` line\nstdout: {stdout}\nstderr: {stderr}"))
-            .to_owned()
-    };
+    let line = |key: &str| printed_line(&out, key);
 
     assert_eq!(line("fetch"), "200 hello over tls", "node's fetch through the terminating proxy; stderr: {stderr}");
     let hello: Vec<String> = secure.heads().into_iter().filter(|h| h.starts_with("GET /hello ")).collect();

@@ -65,6 +65,17 @@ impl Upstream {
     }
 }
 
+/// The value of the stdout line `KEY …` a run's script printed; a missing one panics
+/// showing the run's whole output.
+pub(crate) fn printed_line(out: &RunOutput, key: &str) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key} ")))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no `{key}` line\nstdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
 /// A host whose upstream TLS trusts `ca` only and whose resolver points `secure.test`
 /// and `other.test` at 127.0.0.1, with the sandbox runtime and the toolchains of
 /// scripts/setup.sh (node's fetch preload); its egress CA is made in `data` on first need.
@@ -261,13 +272,7 @@ async fn a_script_reaches_a_secret_bound_https_host_with_every_client_and_never_
     let out = approve_and_run(&host, data.path(), skills.path(), "fetcher", &policy, &["python", "scripts/probe.py"]).await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let line = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .unwrap_or_else(|| panic!("no `{key}` line\nstdout: {stdout}\nstderr: {stderr}"))
-            .to_owned()
-    };
+    let line = |key: &str| printed_line(&out, key);
 
     for client in ["requests", "httpx", "urllib"] {
         assert_eq!(line(client), "hello over tls", "{client} through the terminating proxy; stderr: {stderr}");

@@ -460,6 +460,18 @@ impl Shared {
         }
     }
 
+    /// The client's connection once hyper hands it over after a `CONNECT`'s 200, or `None`
+    /// when the client left before.
+    pub(crate) async fn upgraded(&self, request: Request<Incoming>, authority: &str) -> Option<TokioIo<hyper::upgrade::Upgraded>> {
+        match hyper::upgrade::on(request).await {
+            Ok(upgraded) => Some(TokioIo::new(upgraded)),
+            Err(e) => {
+                tracing::debug!(skill = %self.egress.skill(), "CONNECT {authority}: the client left before the tunnel opened: {e}");
+                None
+            }
+        }
+    }
+
     /// `CONNECT host:port`: open the tunnel, answer 200, then relay once hyper hands over
     /// the connection.
     async fn connect(self: Arc<Self>, request: Request<Incoming>, slot: Arc<OwnedSemaphorePermit>) -> Response<ProxyBody> {
@@ -490,13 +502,7 @@ impl Shared {
         tokio::spawn(async move {
             // The tunnel counts among the proxy's connections until it ends.
             let _slot = slot;
-            let client = match hyper::upgrade::on(request).await {
-                Ok(upgraded) => TokioIo::new(upgraded),
-                Err(e) => {
-                    tracing::debug!(skill = %shared.egress.skill(), "CONNECT {authority}: the client left before the tunnel opened: {e}");
-                    return;
-                }
-            };
+            let Some(client) = shared.upgraded(request, &authority).await else { return };
             tokio::select! {
                 () = shared.stop.cancelled() => {}
                 result = tunnel.relay(client, limits) => if let Err(e) = result {

@@ -106,13 +106,7 @@ pub(crate) fn accept(
     tokio::spawn(async move {
         // The connection counts among the proxy's until it ends.
         let _slot = slot;
-        let client = match hyper::upgrade::on(request).await {
-            Ok(upgraded) => TokioIo::new(upgraded),
-            Err(e) => {
-                tracing::debug!(skill = %shared.egress.skill(), "CONNECT {authority}: the client left before the tunnel opened: {e}");
-                return;
-            }
-        };
+        let Some(client) = shared.upgraded(request, &authority).await else { return };
         let stop = shared.stop.clone();
         let total = shared.config.tunnel.total_timeout;
         tokio::select! {
