@@ -240,6 +240,8 @@ async fn serve(
 /// One decrypted request: checked to name the `CONNECT` host, then sent as a plain one.
 async fn inner(shared: &Arc<Shared>, request: Request<Incoming>, target: &Target, authority: &str, tools: &str) -> Response<ProxyBody> {
     let method = request.method().clone();
+    // What the skill sent, as it appears in a refusal: one line, capped.
+    let shown = |sent: &str| skillhost_core::text::one_line(sent, 200);
     let refuse = |url: String, reason: String| {
         let audit = shared.egress.audit(tools, method.as_str());
         shared.error(SkillEgress::deny(&audit, crate::skill::redact(&url), reason))
@@ -256,8 +258,9 @@ async fn inner(shared: &Arc<Shared>, request: Request<Incoming>, target: &Target
             return refuse(
                 uri.clone(),
                 format!(
-                    "`{method} {}` inside the TLS connection to {authority} names another origin; the proxy sends what it decrypts for {authority} only there",
-                    crate::skill::redact(&uri)
+                    "`{} {}` inside the TLS connection to {authority} names another origin; the proxy sends what it decrypts for {authority} only there",
+                    shown(method.as_str()),
+                    shown(&crate::skill::redact(&uri))
                 ),
             );
         }
@@ -271,7 +274,9 @@ async fn inner(shared: &Arc<Shared>, request: Request<Incoming>, target: &Target
         return refuse(
             url,
             format!(
-                "`{method}` inside the TLS connection to {authority} carries `Host: {host}`; a secret is bound to {authority} and the proxy sends a request only to the host it was opened for (send `Host: {authority}`)"
+                "`{}` inside the TLS connection to {authority} carries `Host: {}`; a secret is bound to {authority} and the proxy sends a request only to the host it was opened for (send `Host: {authority}`)",
+                shown(method.as_str()),
+                shown(&host)
             ),
         );
     }
