@@ -406,6 +406,11 @@ pub trait Skill: Send + Sync {
     /// calls never wait for it. Default: nothing to compile.
     fn compile_ahead(&self) {}
 
+    /// Drop the compile [`compile_ahead`](Self::compile_ahead) queued, if it has not
+    /// started: what a host does when the approval is withdrawn before it ran, so that
+    /// nothing is compiled for code no human approves. Default: nothing to cancel.
+    fn cancel_compile_ahead(&self) {}
+
     /// Whether its code was compiled, taken from a compiled cache, or is not compiled
     /// yet; `None` for code that is not compiled (a server skill). Default: `None`.
     fn cache_outcome(&self) -> Option<CacheOutcome> {

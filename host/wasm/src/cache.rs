@@ -59,9 +59,9 @@ impl ComponentCache {
         CacheStats { hits: self.hits.load(Ordering::Relaxed), compiled: self.compiled.load(Ordering::Relaxed) }
     }
 
-    /// The compiled form of `bytes`, from the cache or compiled now (and then stored, and
-    /// the bytes let go).
-    pub(crate) fn load(&self, engine: &Engine, bytes: &ComponentBytes) -> wasmtime::Result<(Component, CacheOutcome)> {
+    /// The compiled form of `bytes`, from the cache or compiled now (and then, with
+    /// `keep`, stored and the bytes let go).
+    pub(crate) fn load(&self, engine: &Engine, bytes: &ComponentBytes, keep: bool) -> wasmtime::Result<(Component, CacheOutcome)> {
         let (Some(dir), Some(entry)) = (&self.dir, self.entry(bytes)) else {
             return self.compile(engine, &bytes.get()?).map(|c| (c, CacheOutcome::Compiled));
         };
@@ -82,11 +82,26 @@ impl ComponentCache {
         }
         metrics::counter!(CACHE_LOOKUPS, "result" => "miss").increment(1);
         let component = self.compile(engine, &bytes.get()?)?;
+        if !keep {
+            return Ok((component, CacheOutcome::Compiled));
+        }
         match store(&component, dir, &entry) {
             Ok(()) => bytes.release(),
-            Err(e) => tracing::warn!(dir = %dir.display(), "cannot write the compiled cache: {e}"),
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), "cannot write the compiled cache: {e}");
+                return Ok((component, CacheOutcome::Compiled));
+            }
         }
-        Ok((component, CacheOutcome::Compiled))
+        // The code the process keeps is the stored entry, mapped from its file: pages the
+        // kernel can drop and read again, not the compile's anonymous copy (as large as
+        // the entry, tens of MB for an interpreter), which goes back to the kernel now.
+        match deserialize(engine, &entry) {
+            Ok(stored) => Ok((stored, CacheOutcome::Compiled)),
+            Err(e) => {
+                tracing::warn!(entry = %entry.display(), "cannot map the entry just written: {e}");
+                Ok((component, CacheOutcome::Compiled))
+            }
+        }
     }
 
     fn compile(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {

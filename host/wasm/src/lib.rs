@@ -25,6 +25,7 @@ mod proptests;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use skillhost_core::{Annotations, Envelope, Grant, LoadError, Skill, SkillCode, SkillRuntime, SkillSource, ToolSpec};
@@ -118,13 +119,17 @@ impl Tier {
 pub(crate) struct Inner {
     /// Cranelift: what is cached and what runs for good.
     optimized: Tier,
-    /// Winch, for first calls of uncached components ([`WasmConfig::baseline_compile`]).
-    baseline: Option<Tier>,
+    /// Winch, for first calls of uncached components ([`WasmConfig::baseline_compile`]):
+    /// built when the first one is prepared, so a host whose components are all cached
+    /// never builds it (an engine, a pool, a ticker thread); `None` inside when it could
+    /// not be built (Cranelift's compile is then waited for).
+    baseline: Option<(WasmConfig, std::sync::OnceLock<Option<Tier>>)>,
     net: Arc<NetConfig>,
     cache: ComponentCache,
     /// One permit: background compiles run one at a time, each on one thread (see
     /// [`engine::build`]), so at most one core works on code nobody is waiting for.
-    optimizing: Semaphore,
+    /// [`WasmRuntime::hold_compiles`] takes it too.
+    optimizing: Arc<Semaphore>,
     /// The background compiles queued or running, by skill: what
     /// [`WasmRuntime::finish_optimizing`] waits for.
     in_flight: tokio::sync::watch::Sender<Vec<skillhost_core::SkillName>>,
@@ -132,6 +137,18 @@ pub(crate) struct Inner {
     pub(crate) pool: Semaphore,
     /// The data roots granted directories lie beneath, held open between calls.
     pub(crate) roots: skillhost_core::HeldRoots,
+}
+
+impl Inner {
+    /// Winch's tier, built now if it was not yet (`None` if it cannot be).
+    fn baseline_tier((config, tier): &(WasmConfig, std::sync::OnceLock<Option<Tier>>)) -> Option<&Tier> {
+        tier.get_or_init(|| {
+            Tier::new(config, true)
+                .inspect_err(|error| tracing::warn!(%error, "no baseline compiler: first calls of uncached components wait for Cranelift"))
+                .ok()
+        })
+        .as_ref()
+    }
 }
 
 /// Loads and runs WebAssembly skills.
@@ -145,7 +162,7 @@ impl WasmRuntime {
     /// interface.
     pub fn new(config: WasmConfig) -> Result<Self, RuntimeError> {
         let optimized = Tier::new(&config, false)?;
-        let baseline = if config.baseline_compile { Some(Tier::new(&config, true)?) } else { None };
+        let baseline = config.baseline_compile.then(|| (config.clone(), std::sync::OnceLock::new()));
         let cache = ComponentCache::new(config.cache_dir.as_deref(), &engine::fingerprint(&optimized.engine));
         Ok(Self {
             inner: Arc::new(Inner {
@@ -153,7 +170,7 @@ impl WasmRuntime {
                 baseline,
                 net: Arc::new(config.net.clone()),
                 cache,
-                optimizing: Semaphore::new(1),
+                optimizing: Arc::new(Semaphore::new(1)),
                 in_flight: tokio::sync::watch::Sender::new(Vec::new()),
                 pool: Semaphore::new(config.max_instances.max(1) as usize),
                 roots: skillhost_core::HeldRoots::default(),
@@ -180,6 +197,16 @@ impl WasmRuntime {
     pub async fn finish_optimizing(&self, limit: Duration) -> bool {
         let mut in_flight = self.inner.in_flight.subscribe();
         tokio::time::timeout(limit, in_flight.wait_for(Vec::is_empty)).await.is_ok()
+    }
+
+    /// Hold the background compiles until the returned guard is dropped: one running now
+    /// finishes first, and those queued before or meanwhile wait (a skill gone or a
+    /// compile cancelled by then is dropped at its turn, as always). For an embedder that
+    /// wants the cores for something else for a while, and for tests that order a change
+    /// of a skill before its compile.
+    pub async fn hold_compiles(&self) -> CompilesHeld {
+        let permit = self.inner.optimizing.clone().acquire_owned().await;
+        CompilesHeld(permit.expect("the background compile semaphore is never closed"))
     }
 
     /// Load `source` holding exactly `grant`; unlike [`SkillRuntime::load`] this returns
@@ -253,9 +280,7 @@ impl WasmRuntime {
             manifest: manifest_hint(source),
             bytes: Arc::new(ComponentBytes::new(path, bytes.clone())),
             reflection,
-            code: tokio::sync::OnceCell::new(),
-            optimized: Arc::default(),
-            optimizing: std::sync::atomic::AtomicBool::new(false),
+            compiled: Arc::default(),
             runtime: self.inner.clone(),
         };
         let tools = match (&skill.reflection, listing) {
@@ -268,32 +293,37 @@ impl WasmRuntime {
                 tool_specs(&skill.grant().skill, listed)?
             }
             (None, None) => {
-                skill.code().await?;
-                tool_specs(&skill.grant().skill, describe(&skill).await?)?
+                // Compiled for this question only: kept neither in the compiled cache nor
+                // in memory, since nobody may have approved this code.
+                let code = Self::prepare(&self.inner, &skill, Purpose::Listing).await?;
+                tool_specs(&skill.grant().skill, describe(&skill, &code).await?)?
             }
         };
         skill.envelope.set_tools(tools)?;
         // Code the compiled cache holds is read from there by the first call, without the
         // bytes (a compile still under way lets them go when it stores its code).
-        if skill.code.get().is_none() && self.inner.cache.contains(&skill.bytes) {
+        if skill.compiled.get().is_none() && self.inner.cache.contains(&skill.bytes) {
             skill.bytes.release();
         }
         tracing::debug!(skill = %skill.grant().skill, tools = skill.tools().len(), cache = ?skill.cache_outcome(), "loaded wasm skill");
         Ok(Arc::new(skill))
     }
 
-    /// Compile (or take from the compiled cache) and link a skill's component. With a
-    /// baseline tier and nothing cached, Cranelift's compile starts at once in the
-    /// background (so it is under way, and can reach the cache, however soon the process
-    /// ends) and Winch compiles the code the first calls run; Cranelift's replaces it in
-    /// `skill.optimized` when ready.
-    pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill) -> Result<Prepared, LoadError> {
+    /// Compile (or take from the compiled cache) and link a skill's component. For a
+    /// call, with a baseline tier and nothing cached, Cranelift's compile starts at once in
+    /// the background (so it is under way, and can reach the cache, however soon the
+    /// process ends) and Winch compiles the code the first calls run; Cranelift's replaces
+    /// it in `skill.compiled` when ready. For the listing of its tools at load, nothing is
+    /// queued or cached: code no human approved leaves nothing behind.
+    pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill, purpose: Purpose) -> Result<Prepared, LoadError> {
         let link = Linking::of(skill);
         let not_component = |reason: String| LoadError::NotAComponent { path: skill.path.clone(), reason };
-        if let Some(baseline) = inner.baseline.as_ref().filter(|_| !inner.cache.contains(&skill.bytes)) {
+        if let Some(baseline) = inner.baseline.as_ref().filter(|_| !inner.cache.contains(&skill.bytes)).and_then(Inner::baseline_tier) {
             let code = skill.bytes.get().map_err(|e| not_component(e.to_string()))?;
             let engine = baseline.engine.clone();
-            Self::optimize_once(inner, skill);
+            if purpose == Purpose::Call {
+                Self::optimize_once(inner, skill);
+            }
             match tokio::task::spawn_blocking(move || wasmtime::component::Component::new(&engine, &code)).await {
                 Ok(Ok(component)) => return link.link(baseline, &component, CacheOutcome::Baseline),
                 Ok(Err(error)) => {
@@ -306,7 +336,8 @@ impl WasmRuntime {
         // not compile it: the queued background compile then finds it in the cache).
         let runtime = inner.clone();
         let code = skill.bytes.clone();
-        let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &code))
+        let keep = purpose == Purpose::Call;
+        let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &code, keep))
             .await
             .map_err(|e| interrupted(&skill.grant().skill, &e))?
             .map_err(|e| not_component(one_line(&e)))?;
@@ -316,16 +347,17 @@ impl WasmRuntime {
     /// [`optimize_in_background`](Self::optimize_in_background) `skill`'s code, unless
     /// that was started already.
     pub(crate) fn optimize_once(inner: &Arc<Inner>, skill: &WasmSkill) {
-        if !skill.optimizing.swap(true, std::sync::atomic::Ordering::AcqRel) {
-            Self::optimize_in_background(inner, Linking::of(skill), skill.bytes.clone(), skill.optimized.clone());
+        if !skill.compiled.queued.swap(true, Ordering::AcqRel) {
+            Self::optimize_in_background(inner, Linking::of(skill), skill.bytes.clone(), skill.compiled.clone());
         }
     }
 
     /// Compile `code` with Cranelift in the background, one compile at a time, into the
-    /// compiled cache and, linked, into `slot`. Counted in `in_flight` from now until it
+    /// compiled cache and, linked, into `slot` in place of any baseline code. Counted in `in_flight` from now until it
     /// is done, whatever happens to it. A compile whose skill is gone by its turn (unloaded,
-    /// or replaced by other bytes) is dropped: cancelled, nothing compiled or cached.
-    fn optimize_in_background(inner: &Arc<Inner>, link: Linking, code: Arc<ComponentBytes>, slot: Arc<std::sync::OnceLock<Prepared>>) {
+    /// or replaced by other bytes) or that was cancelled meanwhile is dropped: nothing is
+    /// compiled or cached.
+    fn optimize_in_background(inner: &Arc<Inner>, link: Linking, code: Arc<ComponentBytes>, slot: Arc<Compiled>) {
         let done = InFlight::start(inner, link.skill.clone());
         let runtime = inner.clone();
         tokio::spawn(async move {
@@ -335,14 +367,27 @@ impl WasmRuntime {
                 tracing::debug!(skill = %link.skill, "its skill is gone: its queued compile is dropped");
                 return;
             }
+            if slot.cancelled.load(Ordering::Acquire) {
+                // Queued again by the next approval.
+                slot.queued.store(false, Ordering::Release);
+                tracing::debug!(skill = %link.skill, "its approval was withdrawn: its queued compile is dropped");
+                return;
+            }
             let compiled = in_the_background({
                 let runtime = runtime.clone();
-                move || runtime.cache.load(&runtime.optimized.engine, &code)
+                move || {
+                    let compiled = runtime.cache.load(&runtime.optimized.engine, &code, true);
+                    // What Cranelift allocated while compiling (hundreds of MB for an
+                    // interpreter's component) goes back to the kernel, not to a heap the
+                    // process keeps at that size for as long as it lives.
+                    skillhost_core::give_back_freed_memory();
+                    compiled
+                }
             });
             match compiled.await {
                 Ok(Ok((component, outcome))) => match link.link(&runtime.optimized, &component, outcome) {
                     Ok(prepared) => {
-                        let _ = slot.set(prepared);
+                        slot.optimized(prepared);
                         tracing::debug!(skill = %link.skill, "optimised code ready");
                     }
                     Err(error) => {
@@ -357,6 +402,54 @@ impl WasmRuntime {
         });
     }
 }
+
+/// What a skill's code is compiled for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// Asking it for its tools at load, under a probe grant.
+    Listing,
+    /// Its calls, which only approved code gets.
+    Call,
+}
+
+/// A skill's compiled and linked component, and the background compile that makes
+/// Cranelift's code of it.
+#[derive(Default)]
+pub(crate) struct Compiled {
+    /// What calls run: set by the first that needs it, replaced by Cranelift's code when
+    /// it was a baseline compiler's (whose code then goes when the calls running on it
+    /// end: tens of MB for an interpreter's component).
+    current: parking_lot::RwLock<Option<Arc<Prepared>>>,
+    /// Held while one caller prepares `current`, so the others wait for it.
+    pub(crate) preparing: tokio::sync::Mutex<()>,
+    /// Whether Cranelift's compile was queued, by the first call on the baseline tier or
+    /// ahead of any at approval: once per skill (again only after a cancelled one).
+    pub(crate) queued: AtomicBool,
+    /// Whether the approval that queued it was withdrawn: it is dropped at its turn.
+    pub(crate) cancelled: AtomicBool,
+}
+
+impl Compiled {
+    /// The code calls run now, if any.
+    pub(crate) fn get(&self) -> Option<Arc<Prepared>> {
+        self.current.read().clone()
+    }
+
+    /// The code a first caller prepared, unless the background compile set its own
+    /// meanwhile: what calls run from now on.
+    fn first(&self, prepared: Prepared) -> Arc<Prepared> {
+        self.current.write().get_or_insert_with(|| Arc::new(prepared)).clone()
+    }
+
+    /// Cranelift's code, in place of what calls ran until now.
+    fn optimized(&self, prepared: Prepared) {
+        *self.current.write() = Some(Arc::new(prepared));
+    }
+}
+
+/// Background compiles held by [`WasmRuntime::hold_compiles`] until this is dropped.
+#[must_use = "the compiles resume as soon as this is dropped"]
+pub struct CompilesHeld(#[allow(dead_code, reason = "held for its drop")] tokio::sync::OwnedSemaphorePermit);
 
 /// Run `work` on a thread of its own at a lower scheduling priority (nice 10): a compile
 /// nobody waits for takes the cores only when the compiles and calls someone waits for
@@ -543,11 +636,11 @@ const OUR_WORLD_EXPORT: &str = "skillhost:skill/guest@0.1.0";
 
 /// Ask the skill for its tools, in a fresh instance under a probe grant (the skill may not
 /// be approved: it gets no directory, no network and no secrets). The caller checks them.
-async fn describe(skill: &WasmSkill) -> Result<Vec<ListedTool>, LoadError> {
+async fn describe(skill: &WasmSkill, code: &Prepared) -> Result<Vec<ListedTool>, LoadError> {
     let name = skill.grant().skill.clone();
     let runtime_error = |reason: String| LoadError::Runtime { skill: name.clone(), reason };
-    let Some(Prepared { code: Code::Skill(pre), engine, .. }) = skill.code.get() else {
-        return Err(runtime_error("its component is not of our world, or not compiled".into()));
+    let Prepared { code: Code::Skill(pre), engine, .. } = code else {
+        return Err(runtime_error("its component is not of our world".into()));
     };
     // No directory at all: describing its tools needs none, and so nothing it does here
     // can write to the host's disk.

@@ -37,15 +37,9 @@ pub struct WasmSkill {
     /// For a component not of our world, what its WIT says: its tools and how to call
     /// them. `None` for our own skills.
     pub(crate) reflection: Option<Reflection>,
-    /// The compiled and linked component; set by the first call (or by the load, when it
-    /// had to ask the component for its tools).
-    pub(crate) code: tokio::sync::OnceCell<Prepared>,
-    /// Cranelift's code, when `code` is the baseline compiler's: set by the background
-    /// compile, and used from then on.
-    pub(crate) optimized: Arc<std::sync::OnceLock<Prepared>>,
-    /// Whether Cranelift's compile of its code was started (by its first call, or ahead of
-    /// it when it was approved): it is started once.
-    pub(crate) optimizing: std::sync::atomic::AtomicBool,
+    /// The compiled and linked component calls run, and the background compile that
+    /// makes Cranelift's code of it.
+    pub(crate) compiled: Arc<crate::Compiled>,
     pub(crate) runtime: Arc<Inner>,
 }
 
@@ -73,16 +67,23 @@ impl WasmSkill {
     }
 
     /// The compiled and linked component: compiled (or taken from the compiled cache)
-    /// by the first caller, shared by every later one.
-    pub(crate) async fn code(&self) -> Result<&Prepared, LoadError> {
-        if let Some(optimized) = self.optimized.get() {
-            return Ok(optimized);
+    /// by the first caller (or by the load, when it had to ask the component for its
+    /// tools), shared by every later one, until Cranelift's code replaces a baseline
+    /// compiler's.
+    pub(crate) async fn code(&self) -> Result<Arc<Prepared>, LoadError> {
+        if let Some(code) = self.compiled.get() {
+            return Ok(code);
         }
-        self.code.get_or_try_init(|| crate::WasmRuntime::prepare(&self.runtime, self)).await
+        let _turn = self.compiled.preparing.lock().await;
+        if let Some(code) = self.compiled.get() {
+            return Ok(code);
+        }
+        let prepared = crate::WasmRuntime::prepare(&self.runtime, self, crate::Purpose::Call).await?;
+        Ok(self.compiled.first(prepared))
     }
 
     /// [`code`](Self::code), for a call.
-    async fn code_for_call(&self) -> Result<&Prepared, CallFailure> {
+    async fn code_for_call(&self) -> Result<Arc<Prepared>, CallFailure> {
         self.code().await.map_err(|e| CallFailure::Host { message: format!("its component could not be prepared: {e}") })
     }
 
@@ -169,16 +170,23 @@ impl Skill for WasmSkill {
     /// compiled or cached already: the compiled cache then holds it for its first call
     /// (in this process or the next).
     fn compile_ahead(&self) {
-        if self.optimized.get().is_some() || self.code.get().is_some() || self.runtime.cache.contains(&self.bytes) {
+        self.compiled.cancelled.store(false, std::sync::atomic::Ordering::Release);
+        if self.compiled.get().is_some_and(|code| code.outcome != CacheOutcome::Baseline) || self.runtime.cache.contains(&self.bytes) {
             return;
         }
         crate::WasmRuntime::optimize_once(&self.runtime, self);
     }
 
+    /// A compile queued ahead that has not started yet is dropped at its turn (one
+    /// already running finishes: Cranelift cannot be stopped halfway).
+    fn cancel_compile_ahead(&self) {
+        self.compiled.cancelled.store(true, std::sync::atomic::Ordering::Release);
+    }
+
     /// Whether its component was compiled, taken from the compiled cache, or is not
     /// compiled yet ([`CacheOutcome::Deferred`]): always `Some`.
     fn cache_outcome(&self) -> Option<CacheOutcome> {
-        Some(self.optimized.get().or(self.code.get()).map_or(CacheOutcome::Deferred, |prepared| prepared.outcome))
+        Some(self.compiled.get().map_or(CacheOutcome::Deferred, |prepared| prepared.outcome))
     }
 
     /// Its tools, as our own skill listed them or as a generic component's WIT says. A
@@ -193,7 +201,7 @@ impl Skill for WasmSkill {
     /// Its first call compiles the component (or reads it from the compiled cache), and
     /// says so to a caller that follows progress; the call's clock starts after.
     async fn ready(&self, _tool: &str, _limit: Duration, cx: &CallContext) -> Result<(), CallFailure> {
-        if self.code.get().is_none()
+        if self.compiled.get().is_none()
             && let Some(progress) = &cx.progress
         {
             let message = format!(

@@ -1,9 +1,12 @@
 //! Trust: every state transition, the approval request and its diff, the call errors
 //! that name the fixing command, and persistence across restarts.
 
+use std::sync::Arc;
+
 use serde_json::json;
 use skillhost_core::RiskTier;
-use skillhost_registry::{ApprovedBy, Registry, RegistryError, TrustState};
+use skillhost_registry::{ApprovedBy, Registry, RegistryError, RegistryEvent, TrustState};
+use skillhost_wasm::{WasmConfig, WasmRuntime};
 
 use crate::{Env, WRITABLE, call, limits_folder};
 
@@ -264,6 +267,55 @@ fn files_in(dir: &std::path::Path) -> usize {
         .unwrap_or(0)
 }
 
+/// A compiled cache of its own and a registry over it, for the compile-ahead tests.
+struct Ahead {
+    cache: tempfile::TempDir,
+}
+
+impl Ahead {
+    /// The first load asks the component for its tools (compiling it for that alone:
+    /// nothing is cached for code no human approved) and keeps the listing, so that the
+    /// next load of the same bytes compiles nothing.
+    async fn new(env: &Env) -> Self {
+        let ahead = Self { cache: tempfile::tempdir().unwrap() };
+        drop(ahead.open(env, ahead.runtime()).await);
+        assert_eq!(ahead.files(), 0, "the listing of unapproved code compiled nothing into the cache");
+        ahead
+    }
+
+    fn runtime(&self) -> Arc<WasmRuntime> {
+        let config = WasmConfig { cache_dir: Some(self.cache.path().to_owned()), ..WasmConfig::default() };
+        Arc::new(WasmRuntime::new(config).unwrap())
+    }
+
+    async fn open(&self, env: &Env, wasm: Arc<WasmRuntime>) -> Arc<Registry> {
+        let policy = skillhost_core::Policy::new(env.data.path().join("skill-data"));
+        Registry::open(env.config(false), wasm, policy).await.unwrap()
+    }
+
+    fn empty(&self) {
+        std::fs::remove_dir_all(self.cache.path()).unwrap();
+        std::fs::create_dir_all(self.cache.path()).unwrap();
+    }
+
+    fn files(&self) -> usize {
+        files_in(self.cache.path())
+    }
+
+    /// Whether the cache holds code compiled from `bytes`.
+    fn holds(&self, bytes: &[u8]) -> bool {
+        use sha2::Digest;
+        let name = format!("{}.cwasm", hex::encode(sha2::Sha256::digest(bytes)));
+        std::fs::read_dir(self.cache.path()).unwrap().flatten().any(|engine| engine.path().join(&name).is_file())
+    }
+}
+
+/// LIMITS' component with a custom section of its own: other bytes, the same code.
+fn other_limits_bytes() -> Vec<u8> {
+    let bytes = std::fs::read(fixtures::LIMITS.wasm).unwrap();
+    skillhost_package::embed(&bytes, &[("skillhost-test-other", b"2".as_slice())]).unwrap()
+}
+
 /// A human's approval compiles the approved code ahead of its first call, into the
 /// compiled cache, and nothing else is compiled ahead: a pending skill loaded from its
 /// kept listing (nothing compiled at load) has nothing in the cache until it is approved;
@@ -272,32 +324,114 @@ fn files_in(dir: &std::path::Path) -> usize {
 async fn approval_compiles_the_approved_code_ahead_of_its_first_call() {
     let env = Env::new();
     limits_folder(env.ws(), "0.1.0", "2s", WRITABLE);
-    let cache = tempfile::tempdir().unwrap();
-    let runtime = || {
-        std::sync::Arc::new(
-            skillhost_wasm::WasmRuntime::new(skillhost_wasm::WasmConfig {
-                cache_dir: Some(cache.path().to_owned()),
-                ..skillhost_wasm::WasmConfig::default()
-            })
-            .unwrap(),
-        )
-    };
-    let open = |wasm: std::sync::Arc<skillhost_wasm::WasmRuntime>| {
-        let policy = skillhost_core::Policy::new(env.data.path().join("skill-data"));
-        Registry::open(env.config(false), wasm, policy)
-    };
-    // The first load asks the component for its tools (compiling it) and keeps the listing.
-    drop(open(runtime()).await.unwrap());
-    std::fs::remove_dir_all(cache.path()).unwrap();
-    std::fs::create_dir_all(cache.path()).unwrap();
-
-    let wasm = runtime();
-    let registry = open(wasm.clone()).await.unwrap();
+    let ahead = Ahead::new(&env).await;
+    let wasm = ahead.runtime();
+    let registry = ahead.open(&env, wasm.clone()).await;
     assert_eq!(state(&registry, "limits"), TrustState::PendingReview);
-    assert!(wasm.optimizing().is_empty() && files_in(cache.path()) == 0, "nothing compiled for code no human approved");
+    assert!(wasm.optimizing().is_empty() && ahead.files() == 0, "nothing compiled for code no human approved");
 
     approve_as_seen(&registry, "limits").await;
     assert!(wasm.finish_optimizing(crate::HANG_GUARD).await, "the compile queued at approval finished");
-    assert!(files_in(cache.path()) > 0, "the approved code is in the compiled cache");
+    assert!(ahead.files() > 0, "the approved code is in the compiled cache");
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
+}
+
+/// A compile queued at approval and cancelled before its turn (the approval withdrawn)
+/// compiles and caches nothing; approved again, the skill is compiled and callable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compile_cancelled_before_its_turn_caches_nothing_and_the_next_approval_compiles_it() {
+    let env = Env::new();
+    limits_folder(env.ws(), "0.1.0", "2s", WRITABLE);
+    let ahead = Ahead::new(&env).await;
+    let wasm = ahead.runtime();
+    let registry = ahead.open(&env, wasm.clone()).await;
+
+    let held = wasm.hold_compiles().await;
+    approve_as_seen(&registry, "limits").await;
+    assert_eq!(wasm.optimizing().len(), 1, "queued at approval");
+    registry.reject("limits").await.unwrap();
+    drop(held);
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
+    assert_eq!((ahead.files(), wasm.cache_stats().compiled), (0, 0), "nothing compiled once the approval was withdrawn");
+    let refused = call(&registry, "limits", "echo", json!({"value": 1})).await.unwrap_err();
+    assert!(refused.to_string().contains("skillhost approve limits"), "{refused}");
+
+    approve_as_seen(&registry, "limits").await;
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
+    assert_eq!((ahead.files(), wasm.cache_stats().compiled), (1, 1), "approved again: compiled ahead");
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
+}
+
+/// A compile queued at approval and overtaken by other bytes before its turn compiles
+/// the approved bytes or nothing: the new bytes, not approved, are not compiled (nor
+/// cached by their listing); once a human approves them they are, and the skill is
+/// callable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compile_overtaken_by_new_bytes_compiles_nothing_for_the_bytes_nobody_approved() {
+    let env = Env::new();
+    let dir = limits_folder(env.ws(), "0.1.0", "2s", WRITABLE);
+    let ahead = Ahead::new(&env).await;
+    let wasm = ahead.runtime();
+    let policy = skillhost_core::Policy::new(env.data.path().join("skill-data"));
+    let registry = Registry::open(env.config(true), wasm.clone(), policy).await.unwrap();
+    let mut events = registry.subscribe();
+
+    let held = wasm.hold_compiles().await;
+    approve_as_seen(&registry, "limits").await;
+    let other = other_limits_bytes();
+    std::fs::write(dir.join("skill.wasm"), &other).unwrap();
+    crate::wait_for(&mut events, "the new bytes loaded", |e| matches!(e, RegistryEvent::Updated(n) if n.as_str() == "limits")).await;
+    assert_ne!(state(&registry, "limits"), TrustState::Approved, "other bytes wait for a human");
+    drop(held);
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
+    assert!(!ahead.holds(&other), "nothing compiled for the bytes nobody approved");
+    let approved = std::fs::read(fixtures::LIMITS.wasm).unwrap();
+    assert_eq!(ahead.files(), usize::from(ahead.holds(&approved)), "at most the approved bytes were compiled");
+
+    approve_as_seen(&registry, "limits").await;
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
+    assert!(ahead.holds(&other), "approved: compiled ahead");
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
+}
+
+/// A compile that fails, here because the file it must read the approved bytes from again
+/// (the cache held them at load, and lost them since) now holds other bytes, caches
+/// nothing: the other bytes are never compiled in place of the approved ones, a call says
+/// to reload, and the reloaded skill waits for a human, then compiles and answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_compile_caches_nothing_and_never_compiles_bytes_swapped_under_it() {
+    let env = Env::new();
+    let dir = limits_folder(env.ws(), "0.1.0", "2s", WRITABLE);
+    let ahead = Ahead::new(&env).await;
+    // Approved, compiled into the cache, then the approval withdrawn: the next load takes
+    // its listing from the kept one and, the cache holding its code, lets its bytes go.
+    let wasm = ahead.runtime();
+    let registry = ahead.open(&env, wasm.clone()).await;
+    approve_as_seen(&registry, "limits").await;
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
+    registry.reject("limits").await.unwrap();
+    drop(registry);
+    assert_eq!(ahead.files(), 1);
+    let wasm = ahead.runtime();
+    let registry = ahead.open(&env, wasm.clone()).await;
+    ahead.empty();
+
+    let held = wasm.hold_compiles().await;
+    approve_as_seen(&registry, "limits").await;
+    let other = other_limits_bytes();
+    std::fs::write(dir.join("skill.wasm"), &other).unwrap();
+    drop(held);
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
+    assert_eq!((ahead.files(), wasm.cache_stats().compiled), (0, 0), "the swapped bytes were not compiled");
+    let failed = call(&registry, "limits", "echo", json!({"value": 1})).await.unwrap_err().to_string();
+    assert!(failed.contains("holds other bytes than the ones loaded; reload the skill"), "{failed}");
+    drop(registry);
+
+    let registry = ahead.open(&env, wasm.clone()).await;
+    assert_ne!(state(&registry, "limits"), TrustState::Approved, "other bytes wait for a human");
+    assert!(!ahead.holds(&other), "nothing compiled for the bytes nobody approved");
+    approve_as_seen(&registry, "limits").await;
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
+    assert!(ahead.holds(&other), "approved: compiled ahead");
     assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
 }
