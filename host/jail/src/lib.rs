@@ -95,23 +95,26 @@ pub fn check_allow_weaker(allow_weaker: &[String]) -> Result<(), JailError> {
 }
 
 /// The jail of one user: its programs and the isolation layers this machine gives its
-/// jails, detected once.
+/// jails, detected once, when first asked for (a host that never starts a jail, such as
+/// a `serve` of WebAssembly skills alone, probes nothing).
 #[derive(Debug)]
 pub struct Jail {
     programs: Programs,
-    isolation: Isolation,
+    probe: isolation::Probe,
+    isolation: std::sync::OnceLock<Isolation>,
 }
 
 impl Jail {
-    /// Detect the layers for jails run with `programs` (runs bwrap, a few milliseconds):
-    /// a root host drops to `sandbox_id` (uid, gid), which must reach every path of
-    /// `reach` (what this user's jails bind: work dirs, a venv, a toolchain), or the uid
-    /// drop is reported unavailable. Paths in `reach` that do not exist yet are skipped:
-    /// make them first. `kept`: the file where a verdict of probes that all passed is
-    /// kept for the rest of the boot ([`isolation::Probe::kept`]), or `None`.
+    /// The jail for `programs`; its layers are detected at the first question about them
+    /// (runs bwrap, a few milliseconds; unavailable ones are logged then): a root host
+    /// drops to `sandbox_id` (uid, gid), which must reach every path of `reach` (what this
+    /// user's jails bind: work dirs, a venv, a toolchain), or the uid drop is reported
+    /// unavailable. Paths in `reach` that do not exist yet are skipped: make them first.
+    /// `kept`: the file where a verdict of probes that all passed is kept for the rest of
+    /// the boot ([`isolation::Probe::kept`]), or `None`.
     pub fn new(programs: Programs, sandbox_id: (u32, u32), reach: Vec<PathBuf>, kept: Option<PathBuf>) -> Self {
-        let isolation = Isolation::detect(&isolation::Probe { bwrap: programs.bwrap.clone(), sandbox_id, reach, kept });
-        Self { programs, isolation }
+        let probe = isolation::Probe { bwrap: programs.bwrap.clone(), sandbox_id, reach, kept };
+        Self { programs, probe, isolation: std::sync::OnceLock::new() }
     }
 
     /// The programs its jails run through.
@@ -121,13 +124,17 @@ impl Jail {
 
     /// The layers its jails get, and those it lacks.
     pub fn isolation(&self) -> &Isolation {
-        &self.isolation
+        self.isolation.get_or_init(|| {
+            let isolation = Isolation::detect(&self.probe);
+            isolation.warn_unavailable();
+            isolation
+        })
     }
 
     /// The uid drop its jails get (a root host): the uid and gid that must own what a
     /// jail writes and reach what it binds.
     pub fn user(&self) -> Option<&UserDrop> {
-        self.isolation.user.as_ref()
+        self.isolation().user.as_ref()
     }
 
     /// Fail closed: the layers this host expects that its jails lack, as `NAME (opted out
@@ -135,7 +142,7 @@ impl Jail {
     /// otherwise the refusal naming each missing layer, what was found and the fix
     /// ([`Isolation::weakened`]). Nothing may run in a jail of this host while it refuses.
     pub fn weakened(&self, allow_weaker: &[String]) -> Result<Vec<String>, LayersMissing> {
-        self.isolation.weakened(allow_weaker)
+        self.isolation().weakened(allow_weaker)
     }
 
     /// The jail that runs `program` (a path inside it) with `args` under `profile`:
@@ -152,7 +159,7 @@ impl Jail {
         program: &OsStr,
         args: &[OsString],
     ) -> Result<Jailed, JailError> {
-        let confinement = self.isolation.confine(name, limits)?;
+        let confinement = self.isolation().confine(name, limits)?;
         let argv = profile.argv_with(&self.programs, &confinement, program, args)?;
         tracing::trace!(name, ?argv, "starting a jail");
         let mut command = profile.command(&argv);

@@ -270,7 +270,6 @@ impl BwrapRuntime {
         // this host (a `skillhost run`) spawns no probe.
         let kept = Some(config.work_dir.join(KEPT_PROBES));
         let jail = Jail::new(programs, config.sandbox_id, Self::reach(&config, venv.as_ref()), kept);
-        jail.isolation().warn_unavailable();
         Ok(Self { inner: Arc::new(Runtime { config, venv, venv_error, node_fetch, jail, started: Default::default() }) })
     }
 
