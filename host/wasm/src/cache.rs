@@ -59,9 +59,9 @@ impl ComponentCache {
         CacheStats { hits: self.hits.load(Ordering::Relaxed), compiled: self.compiled.load(Ordering::Relaxed) }
     }
 
-    /// The compiled form of `bytes`, from the cache or compiled now (and then, with
-    /// `keep`, stored and the bytes let go).
-    pub(crate) fn load(&self, engine: &Engine, bytes: &ComponentBytes, keep: bool) -> wasmtime::Result<(Component, CacheOutcome)> {
+    /// The compiled form of `bytes`, from the cache or compiled now (and then stored, and
+    /// the bytes let go).
+    pub(crate) fn load(&self, engine: &Engine, bytes: &ComponentBytes) -> wasmtime::Result<(Component, CacheOutcome)> {
         let (Some(dir), Some(entry)) = (&self.dir, self.entry(bytes)) else {
             return self.compile(engine, &bytes.get()?).map(|c| (c, CacheOutcome::Compiled));
         };
@@ -82,9 +82,6 @@ impl ComponentCache {
         }
         metrics::counter!(CACHE_LOOKUPS, "result" => "miss").increment(1);
         let component = self.compile(engine, &bytes.get()?)?;
-        if !keep {
-            return Ok((component, CacheOutcome::Compiled));
-        }
         match store(&component, dir, &entry) {
             Ok(()) => bytes.release(),
             Err(e) => {

@@ -293,9 +293,9 @@ impl WasmRuntime {
                 tool_specs(&skill.grant().skill, listed)?
             }
             (None, None) => {
-                // Compiled for this question only: kept neither in the compiled cache nor
-                // in memory, since nobody may have approved this code.
-                let code = Self::prepare(&self.inner, &skill, Purpose::Listing).await?;
+                // With a baseline tier, compiled by Winch and not cached; no background
+                // compile is queued for code nobody may have approved.
+                let code = skill.code_for(Purpose::Listing).await?;
                 tool_specs(&skill.grant().skill, describe(&skill, &code).await?)?
             }
         };
@@ -314,7 +314,7 @@ impl WasmRuntime {
     /// the background (so it is under way, and can reach the cache, however soon the
     /// process ends) and Winch compiles the code the first calls run; Cranelift's replaces
     /// it in `skill.compiled` when ready. For the listing of its tools at load, nothing is
-    /// queued or cached: code no human approved leaves nothing behind.
+    /// queued in the background: only a call or a human's approval queues Cranelift.
     pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill, purpose: Purpose) -> Result<Prepared, LoadError> {
         let link = Linking::of(skill);
         let not_component = |reason: String| LoadError::NotAComponent { path: skill.path.clone(), reason };
@@ -336,8 +336,7 @@ impl WasmRuntime {
         // not compile it: the queued background compile then finds it in the cache).
         let runtime = inner.clone();
         let code = skill.bytes.clone();
-        let keep = purpose == Purpose::Call;
-        let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &code, keep))
+        let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &code))
             .await
             .map_err(|e| interrupted(&skill.grant().skill, &e))?
             .map_err(|e| not_component(one_line(&e)))?;
@@ -376,7 +375,7 @@ impl WasmRuntime {
             let compiled = in_the_background({
                 let runtime = runtime.clone();
                 move || {
-                    let compiled = runtime.cache.load(&runtime.optimized.engine, &code, true);
+                    let compiled = runtime.cache.load(&runtime.optimized.engine, &code);
                     // What Cranelift allocated while compiling (hundreds of MB for an
                     // interpreter's component) goes back to the kernel, not to a heap the
                     // process keeps at that size for as long as it lives.

@@ -71,15 +71,30 @@ impl WasmSkill {
     /// tools), shared by every later one, until Cranelift's code replaces a baseline
     /// compiler's.
     pub(crate) async fn code(&self) -> Result<Arc<Prepared>, LoadError> {
-        if let Some(code) = self.compiled.get() {
+        self.code_for(crate::Purpose::Call).await
+    }
+
+    /// [`code`](Self::code), prepared for `purpose` if it is not yet.
+    pub(crate) async fn code_for(&self, purpose: crate::Purpose) -> Result<Arc<Prepared>, LoadError> {
+        if let Some(code) = self.ready_code(purpose) {
             return Ok(code);
         }
         let _turn = self.compiled.preparing.lock().await;
-        if let Some(code) = self.compiled.get() {
+        if let Some(code) = self.ready_code(purpose) {
             return Ok(code);
         }
-        let prepared = crate::WasmRuntime::prepare(&self.runtime, self, crate::Purpose::Call).await?;
+        let prepared = crate::WasmRuntime::prepare(&self.runtime, self, purpose).await?;
         Ok(self.compiled.first(prepared))
+    }
+
+    /// The code prepared already, if any; a call of Winch's code (the listing's) queues
+    /// Cranelift's compile, once.
+    fn ready_code(&self, purpose: crate::Purpose) -> Option<Arc<Prepared>> {
+        let code = self.compiled.get()?;
+        if purpose == crate::Purpose::Call && code.outcome == CacheOutcome::Baseline {
+            crate::WasmRuntime::optimize_once(&self.runtime, self);
+        }
+        Some(code)
     }
 
     /// [`code`](Self::code), for a call.

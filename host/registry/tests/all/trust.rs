@@ -273,9 +273,9 @@ struct Ahead {
 }
 
 impl Ahead {
-    /// The first load asks the component for its tools (compiling it for that alone:
-    /// nothing is cached for code no human approved) and keeps the listing, so that the
-    /// next load of the same bytes compiles nothing.
+    /// The first load asks the component for its tools (compiling it with Winch, which
+    /// nothing caches, and queueing nothing in the background for code no human approved)
+    /// and keeps the listing, so that the next load of the same bytes compiles nothing.
     async fn new(env: &Env) -> Self {
         let ahead = Self { cache: tempfile::tempdir().unwrap() };
         drop(ahead.open(env, ahead.runtime()).await);
@@ -283,8 +283,10 @@ impl Ahead {
         ahead
     }
 
+    /// A runtime with the baseline tier, as `serve`'s: the listing's compile is Winch's,
+    /// which is never cached.
     fn runtime(&self) -> Arc<WasmRuntime> {
-        let config = WasmConfig { cache_dir: Some(self.cache.path().to_owned()), ..WasmConfig::default() };
+        let config = WasmConfig { cache_dir: Some(self.cache.path().to_owned()), baseline_compile: true, ..WasmConfig::default() };
         Arc::new(WasmRuntime::new(config).unwrap())
     }
 
