@@ -13,9 +13,9 @@
 //! commit), it is measured the same way in the same run, alternating with this build's:
 //! the before and after of a change.
 //!
-//! The wasm skills of `skills/` are built once with this build's `skillhost build` into
-//! `target/memory-bench` (copies of their folders; rebuilt when a source is newer than
-//! the component). Not a criterion bench: it measures bytes, not time.
+//! The wasm skills of `skills/` are built in place with this build's `skillhost build`
+//! when their component is missing or older than a source, as `scripts/run.sh` does.
+//! Not a criterion bench: it measures bytes, not time.
 
 #![allow(missing_docs, reason = "a bench binary")]
 
@@ -43,48 +43,31 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
-/// `skills/` as `serve` is given it: each folder copied, its component built.
+/// `skills/`, as `scripts/run.sh` serves it: each wasm skill built in place (its
+/// `skill.wasm`, ignored by git) when missing or older than a source of it.
 fn bundled_skills() -> (PathBuf, usize) {
-    let into = workspace().join("target/memory-bench/skills");
+    let skills = workspace().join("skills");
     let mut components = 0;
-    for entry in std::fs::read_dir(workspace().join("skills")).unwrap() {
-        let from = entry.unwrap().path();
-        let to = into.join(from.file_name().unwrap());
-        copy_sources(&from, &to);
-        if to.join("Cargo.toml").exists() {
-            components += 1;
-            if stale(&to) {
-                eprintln!("memory: building {}", to.display());
-                let data = tempfile::tempdir().unwrap();
-                let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
-                    .arg("--data-dir")
-                    .arg(data.path())
-                    .arg("build")
-                    .arg(&to)
-                    .output()
-                    .expect("the skillhost binary runs");
-                assert!(out.status.success(), "skillhost build {}: {}", to.display(), String::from_utf8_lossy(&out.stderr));
-            }
-        }
-    }
-    (into, components)
-}
-
-/// Copy `from` into `to`, leaving build output (`target/`, `skill.wasm`) out.
-fn copy_sources(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap();
-        if name == "target" || name == "skill.wasm" {
+    for entry in std::fs::read_dir(&skills).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("Cargo.toml").exists() {
             continue;
         }
-        if path.is_dir() {
-            copy_sources(&path, &to.join(name));
-        } else if std::fs::read(&path).ok() != std::fs::read(to.join(name)).ok() {
-            std::fs::copy(&path, to.join(name)).unwrap();
+        components += 1;
+        if stale(&dir) {
+            eprintln!("memory: building {}", dir.display());
+            let data = tempfile::tempdir().unwrap();
+            let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+                .arg("--data-dir")
+                .arg(data.path())
+                .arg("build")
+                .arg(&dir)
+                .output()
+                .expect("the skillhost binary runs");
+            assert!(out.status.success(), "skillhost build {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
         }
     }
+    (skills, components)
 }
 
 /// Whether `dir`'s component is missing or older than a source of it.
