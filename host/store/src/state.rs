@@ -62,6 +62,11 @@ impl std::str::FromStr for StateUrl {
     }
 }
 
+/// What a scoped thread returned (its panic goes on in the caller).
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 /// The stores of a host, opened together.
 #[derive(Clone)]
 pub struct State {
@@ -98,19 +103,28 @@ impl State {
     /// database (its schema brought up to date), this host writing as `replica`.
     pub fn open(url: &StateUrl, replica: &str, data_dir: &Path) -> Result<Self, StoreError> {
         match url {
-            StateUrl::Sqlite => Ok(State {
-                trust: Arc::new(SqliteTrustStore::open(data_dir)?),
-                stats: SqliteStats::open(data_dir)
-                    .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
-                    .ok()
-                    .map(|stats| Arc::new(stats) as Arc<dyn Stats>),
-                audit: Arc::new(SqliteAuditLog::open(data_dir.join("audit.db"))?),
-                policies: Arc::new(FilePolicies::new(data_dir.join("policies"))),
-                claims: None,
-                callers: Arc::new(SqliteCallers::open(data_dir)?),
-                run_files: None,
-                shown: "sqlite".to_owned(),
-                replica: String::new(),
+            // The four files open side by side (each is a few system calls, a schema
+            // check and a sync of nothing): a `serve` answers nobody before they are.
+            StateUrl::Sqlite => std::thread::scope(|side| {
+                let stats = side.spawn(|| SqliteStats::open(data_dir));
+                let audit = side.spawn(|| SqliteAuditLog::open(data_dir.join("audit.db")));
+                let callers = side.spawn(|| SqliteCallers::open(data_dir));
+                let trust = SqliteTrustStore::open(data_dir);
+                let (stats, audit, callers) = (joined(stats), joined(audit), joined(callers));
+                Ok(State {
+                    trust: Arc::new(trust?),
+                    stats: stats
+                        .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
+                        .ok()
+                        .map(|stats| Arc::new(stats) as Arc<dyn Stats>),
+                    audit: Arc::new(audit?),
+                    policies: Arc::new(FilePolicies::new(data_dir.join("policies"))),
+                    claims: None,
+                    callers: Arc::new(callers?),
+                    run_files: None,
+                    shown: "sqlite".to_owned(),
+                    replica: String::new(),
+                })
             }),
             StateUrl::Postgres(url) => {
                 let pg = Pg::connect(url, replica)?;
