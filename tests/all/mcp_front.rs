@@ -300,6 +300,54 @@ async fn full_text_search_is_answered_by_the_search_index_alone() {
     }
 }
 
+/// A front whose search index is still opening (`serve`'s, which answers before its index
+/// on disk has opened): a session's first full-text search waits for it (bounded), then
+/// ranks with BM25 in memory, an index made then and synced with the registry, so it finds
+/// what is loaded and says why it is BM25; a regex search needs no index at all. A session
+/// after the index came ranks with that one; a search whose index never comes (its
+/// opening abandoned) says so. Nothing is found that is not loaded: the stand-in is synced
+/// at each search, not filled once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_before_the_index_opened_rank_with_a_stand_in_made_then() {
+    async fn session(server: &SkillhostMcp) -> RunningService<RoleClient, ()> {
+        let (client_side, host_side) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(skillhost::mcp::serve(server.session(), host_side));
+        tokio::time::timeout(HANG_GUARD, ().serve(client_side)).await.expect("handshake hung").expect("the front answers the handshake")
+    }
+    let planted = Planted::new();
+    let registry = planted.registry().await;
+    let config = McpConfig { first_search_wait: Duration::from_millis(200), ..McpConfig::default() };
+    let server = SkillhostMcp::without_index(registry.clone(), config);
+    let loading = server.index_loading();
+
+    let early = session(&server).await;
+    let regex = answer(&early, "tool_search", json!({"query": "echo", "search_type": "regex"})).await;
+    assert_eq!(regex["structuredContent"]["ranker"], "regex", "{regex}");
+    let fts = answer(&early, "tool_search", json!({"query": "echo values"})).await;
+    let found = &fts["structuredContent"];
+    assert_eq!(found["ranker"], "bm25", "{fts}");
+    assert!(found.to_string().contains("limits__echo"), "the stand-in did not find the loaded skill: {fts}");
+    assert!(found["why"].as_str().is_some_and(|why| why.contains("still loading")), "{fts}");
+
+    // The index handed over: a new session ranks with it, the early one keeps its ranker.
+    let index = Arc::new(skillhost::index::SearchIndex::new().unwrap());
+    loading.ready(index.clone());
+    let later = session(&server).await;
+    let fts = answer(&later, "skill_search", json!({"query": "echo values"})).await;
+    assert!(fts["structuredContent"].to_string().contains("limits"), "{fts}");
+    assert!(fts["structuredContent"]["why"].as_str().is_some_and(|why| why.contains("no embedding model")), "{fts}");
+    assert!(index.status().skills > 0, "the later session did not search the index handed over");
+    let again = answer(&early, "skill_search", json!({"query": "echo values"})).await;
+    assert!(again["structuredContent"]["why"].as_str().is_some_and(|why| why.contains("still loading")), "{again}");
+
+    // An opening abandoned: the next server's search says so and still finds the skill.
+    let server = SkillhostMcp::without_index(registry, McpConfig::default());
+    drop(server.index_loading());
+    let abandoned = answer(&session(&server).await, "skill_search", json!({"query": "echo values"})).await;
+    assert!(abandoned["structuredContent"].to_string().contains("limits"), "{abandoned}");
+    assert!(abandoned["structuredContent"]["why"].as_str().is_some_and(|why| why.contains("did not open")), "{abandoned}");
+}
+
 /// One error shape for agents (issue 41): every built-in tool (the knowledge and search
 /// tools, `skill_run`, the forge's `skill_create` and `skill_update`) given bad input
 /// answers an `isError` result whose one text block is a JSON object with a snake_case

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use skillhost::index::SearchIndex;
 use skillhost::mcp::{Drain, HttpConfig, McpConfig, OpsConfig, ReadinessCheck, SkillhostMcp};
 use skillhost::{Host, Registry};
 
@@ -258,9 +257,7 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         approval_keys: skillhost::mcp::ApprovalKeys(host.config().state_keys()?),
         ..McpConfig::default()
     };
-    let quick = Arc::new(SearchIndex::new().context("cannot create the in-memory search index")?);
-    let mut following = quick.follow(registry.clone());
-    let server = SkillhostMcp::with_index(registry.clone(), config, quick);
+    let server = SkillhostMcp::without_index(registry.clone(), config);
     // An approval answered over MCP installs the skill's packages as the terminal's does.
     let server = server.with_packages(Arc::new(skillhost::packages::McpPackages::new(host.clone(), registry.clone())));
     let server = match args.forge.filter(|_| !args.no_forge) {
@@ -283,9 +280,8 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
             Ok(Ok(index)) => {
                 let follow = index.follow(registry);
                 loading.ready(index);
-                following.abort();
-                following = follow;
                 tracing::debug!("search index ready");
+                let _ = follow.await;
             }
             Ok(Err(error)) => {
                 loading.failed(&error.to_string());
@@ -296,7 +292,6 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
                 tracing::warn!(%error, "opening the search index failed");
             }
         }
-        let _ = following.await;
     });
     let Some(addr) = args.http else {
         tracing::info!("serving MCP on stdio");

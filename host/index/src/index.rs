@@ -36,6 +36,17 @@ use crate::text::{ANALYZER, analyzer, terms};
 
 /// The writer's memory budget: tantivy's per-thread minimum is 15 MB.
 const WRITER_BUDGET: usize = 32 << 20;
+
+/// `index`'s writer: one indexing thread and one merging thread (tantivy's default is four
+/// of those, started with the writer, for a catalogue of skills that fits one segment).
+fn writer(index: &Index) -> tantivy::Result<IndexWriter> {
+    let options = tantivy::indexer::IndexWriterOptions::builder()
+        .memory_budget_per_thread(WRITER_BUDGET)
+        .num_worker_threads(1)
+        .num_merge_threads(1)
+        .build();
+    index.writer_with_options(options)
+}
 /// Most results one query returns.
 pub const MAX_LIMIT: usize = 100;
 /// How deep each ranking goes before fusion and tie-breaks.
@@ -244,7 +255,7 @@ impl SearchIndex {
     fn in_memory(embedder: Option<Arc<dyn Embedder>>) -> Result<Self, IndexError> {
         let (schema, fields) = store::schema();
         let index = in_ram(schema);
-        let writer = index.writer_with_num_threads(1, WRITER_BUDGET)?;
+        let writer = writer(&index)?;
         Self::assemble(&index, writer, fields, embedder, Storage::Memory)
     }
 
@@ -288,7 +299,7 @@ impl SearchIndex {
     /// another process holds the writer, copy the documents into memory instead.
     fn load_disk(index: Index, dir: &Path, fields: Fields, embedder: Option<Arc<dyn Embedder>>) -> Result<Self, IndexError> {
         index.tokenizers().register(ANALYZER, analyzer());
-        match index.writer_with_num_threads(1, WRITER_BUDGET) {
+        match writer(&index) {
             Ok(writer) => {
                 let this = Self::assemble(&index, writer, fields, embedder, Storage::Disk(dir.to_owned()))?;
                 let searcher = this.reader.searcher();
@@ -302,7 +313,7 @@ impl SearchIndex {
                 );
                 let disk = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
                 let ram = in_ram(index.schema());
-                let writer = ram.writer_with_num_threads(1, WRITER_BUDGET)?;
+                let writer = writer(&ram)?;
                 let this = Self::assemble(&ram, writer, fields, embedder, Storage::Copy(dir.to_owned()))?;
                 this.load(&disk.searcher(), true)?;
                 this.commit(&mut this.writer.lock())?;

@@ -145,6 +145,9 @@ struct Shared {
     /// Ranks `fts` searches (synced with the registry before each search), and whether
     /// a better one is still opening.
     index: tokio::sync::watch::Sender<IndexSlot>,
+    /// The BM25 index in memory searches rank with while no index was given, once one
+    /// needed it.
+    stand_in: Mutex<Option<Arc<SearchIndex>>>,
     /// The `requestState` tokens of approvals asked of 2026-07-28 clients.
     approvals: Approvals,
     sessions: AtomicU64,
@@ -194,6 +197,18 @@ impl SkillhostMcp {
     /// `index` (e.g. one with an embedder, for hybrid ranking). The index is synced with
     /// the registry before each search.
     pub fn with_index(registry: Arc<Registry>, config: McpConfig, index: Arc<SearchIndex>) -> Self {
+        Self::serving(registry, config, Some(index))
+    }
+
+    /// A server whose searches rank with the index handed over later through
+    /// [`index_loading`](Self::index_loading); until it comes (or when it never does),
+    /// with BM25 in memory, an index made at the first search that needs it, not before:
+    /// a session that never searches, or searches once the index came, costs nothing for it.
+    pub fn without_index(registry: Arc<Registry>, config: McpConfig) -> Self {
+        Self::serving(registry, config, None)
+    }
+
+    fn serving(registry: Arc<Registry>, config: McpConfig, index: Option<Arc<SearchIndex>>) -> Self {
         let approvals = Approvals::shared(config.approval_timeout, &config.approval_keys.0, registry.claims());
         let running = Semaphore::new(config.max_runs.min(Semaphore::MAX_PERMITS));
         let index = tokio::sync::watch::Sender::new(IndexSlot { index, loading: false, failed: None });
@@ -202,6 +217,7 @@ impl SkillhostMcp {
             registry,
             config,
             index,
+            stand_in: Mutex::default(),
             approvals,
             sessions: AtomicU64::new(0),
             forge: None,

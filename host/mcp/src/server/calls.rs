@@ -282,14 +282,12 @@ impl SkillhostMcp {
         scope: &Scope,
     ) -> CallToolResult {
         let registry = &self.shared.registry;
-        let full_text = matches!(builtin, Builtin::ToolSearch | Builtin::SkillSearch) && builtin::is_full_text(args);
-        let index = if full_text {
-            self.session_index().await
-        } else {
-            builtin::SessionIndex::pin(self.shared.index.borrow().index.clone(), None, None)
-        };
         let result = match builtin {
             Builtin::ToolSearch => {
+                let index = match self.search_index("tool_search", args).await {
+                    Ok(index) => index,
+                    Err(error) => return error.to_result(),
+                };
                 // The caller's tools, decided by the org policy once for both uses.
                 let tools = table(registry, scope);
                 let deferred = self.deferred(&tools);
@@ -301,7 +299,10 @@ impl SkillhostMcp {
                 })
             }
             Builtin::SkillList => Ok(builtin::skill_list(registry, scope)),
-            Builtin::SkillSearch => builtin::skill_search(registry, &index, args, scope),
+            Builtin::SkillSearch => match self.search_index("skill_search", args).await {
+                Ok(index) => builtin::skill_search(registry, &index, args, scope),
+                Err(error) => return error.to_result(),
+            },
             Builtin::SkillGet => builtin::skill_get(registry, args, scope),
             Builtin::ReadSkillResource => builtin::read_skill_resource(registry, args, scope),
             Builtin::SkillRun => {

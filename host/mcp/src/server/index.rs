@@ -6,7 +6,9 @@ use super::*;
 /// The search index in place, and whether a better one is on its way.
 #[derive(Clone)]
 pub(super) struct IndexSlot {
-    pub(super) index: Arc<SearchIndex>,
+    /// `None`: none was given ([`SkillhostMcp::without_index`]): searches rank with the
+    /// stand-in ([`SkillhostMcp::stand_in`]).
+    pub(super) index: Option<Arc<SearchIndex>>,
     /// Whether [`SkillhostMcp::index_loading`]'s index is still opening.
     pub(super) loading: bool,
     /// Why the index that was opening did not come.
@@ -26,7 +28,7 @@ impl IndexLoading {
     pub fn ready(mut self, index: Arc<SearchIndex>) {
         self.settled = true;
         self.slot.send_modify(|slot| {
-            slot.index = index;
+            slot.index = Some(index);
             slot.loading = false;
             slot.failed = None;
         });
@@ -59,7 +61,7 @@ impl SkillhostMcp {
     /// yet: a session keeps the ranker of its first full-text search, so that the same
     /// query keeps its order within it.
     pub fn set_index(&self, index: Arc<SearchIndex>) {
-        self.shared.index.send_modify(|slot| slot.index = index);
+        self.shared.index.send_modify(|slot| slot.index = Some(index));
     }
 
     /// Say that a better search index (hybrid, on disk, with the embedding model) is
@@ -75,12 +77,40 @@ impl SkillhostMcp {
         IndexLoading { slot: self.shared.index.clone(), settled: false }
     }
 
+    /// The index a `tool` search with `args` ranks with: the session's for a full-text
+    /// one ([`session_index`](Self::session_index)); a regex or exact one ranks without it.
+    pub(super) async fn search_index(&self, tool: &'static str, args: &JsonObject) -> Result<builtin::SessionIndex, builtin::BuiltinError> {
+        let index = if builtin::is_full_text(args) {
+            self.session_index().await
+        } else {
+            let given = self.shared.index.borrow().index.clone();
+            self.index_or_stand_in(given).map(|index| builtin::SessionIndex::pin(index, None, None))
+        };
+        index.map_err(|source| builtin::BuiltinError::Index { tool, source })
+    }
+
+    /// `given`, or else the stand-in: BM25 in memory, made at the first search that needs
+    /// it (most sessions of a `serve` never do: the index on disk opens first), filled by
+    /// the sync every search starts with.
+    fn index_or_stand_in(&self, given: Option<Arc<SearchIndex>>) -> Result<Arc<SearchIndex>, skillhost_index::IndexError> {
+        if let Some(index) = given {
+            return Ok(index);
+        }
+        let mut stand_in = self.shared.stand_in.lock();
+        if let Some(index) = stand_in.as_ref() {
+            return Ok(index.clone());
+        }
+        let index = Arc::new(SearchIndex::new()?);
+        *stand_in = Some(index.clone());
+        Ok(index)
+    }
+
     /// The index this session's full-text searches rank with: fixed at its first search,
     /// after waiting (bounded) for an index still opening and the skills still loading.
-    pub(super) async fn session_index(&self) -> builtin::SessionIndex {
+    pub(super) async fn session_index(&self) -> Result<builtin::SessionIndex, skillhost_index::IndexError> {
         self.session
             .ranker
-            .get_or_init(|| async {
+            .get_or_try_init(|| async {
                 let mut slot = self.shared.index.subscribe();
                 let wait = self.shared.config.first_search_wait;
                 // The skills found at start are searched for too. Still loading after the
@@ -91,9 +121,10 @@ impl SkillhostMcp {
                 };
                 let _ = tokio::time::timeout(wait, settled).await;
                 let slot = slot.borrow().clone();
-                builtin::SessionIndex::pin(slot.index, slot.loading.then_some(wait), slot.failed)
+                let index = self.index_or_stand_in(slot.index)?;
+                Ok(builtin::SessionIndex::pin(index, slot.loading.then_some(wait), slot.failed))
             })
             .await
-            .clone()
+            .cloned()
     }
 }
