@@ -160,8 +160,9 @@ pub async fn run(app: &App, mut args: ServeArgs) -> Result<ExitCode> {
 /// Serve `registry` (opened by `host`) until the client leaves (stdio) or the process is
 /// signalled. Nothing slow comes before the first answer: the registry loads its skills in
 /// the background, and the host's search index (with the embedding model when it is
-/// installed) opens off the request path while an in-memory BM25 index stands in; each
-/// session keeps the ranker its first search got (see `SkillhostMcp::index_loading`).
+/// installed) opens off the request path; a search that cannot wait for it ranks with
+/// BM25 in memory, an index made by the first such search (`SkillhostMcp::without_index`);
+/// each session keeps the ranker its first search got (see `SkillhostMcp::index_loading`).
 async fn serve(host: Arc<Host>, registry: Arc<Registry>, args: ServeArgs) -> Result<()> {
     let mut signals = Signals::new()?;
     let served = serve_until_stopped(host.clone(), registry, args, &mut signals).await;
