@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """skillhost's start-up alone, before and after a change: one or more `skillhost` binaries
-(release builds of two commits, say), alternated over ROUNDS spawns each, over the same
+(release builds of two commits, say), alternated over ROUNDS (15) spawns each, over the same
 skills directory, each binary on a data dir of its own warmed by one spawn first.
 
 Per spawn, one raw JSON-RPC line client (as bench.py's) times spawn -> `initialize`
@@ -8,7 +8,7 @@ answered and spawn -> the first `tools/call` of TOOL answered (sent right after
 `notifications/initialized`), then reads VmRSS, RssAnon and RssFile after IDLE_S idle.
 Prints the median of each figure per binary, and each binary's ratio to the first.
 
-Usage: start.py --skills DIR --tool SKILL__TOOL --arguments JSON BIN [BIN...]
+Usage: start.py --skills DIR --tool SKILL__TOOL --arguments JSON [--rounds N] BIN [BIN...]
 """
 
 import argparse
@@ -67,6 +67,7 @@ def main():
     parser.add_argument("--skills", required=True)
     parser.add_argument("--tool", required=True)
     parser.add_argument("--arguments", default="{}")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"spawns of each binary (default {ROUNDS})")
     parser.add_argument("binaries", nargs="+")
     args = parser.parse_args()
     arguments = json.loads(args.arguments)
@@ -76,11 +77,11 @@ def main():
         for binary in args.binaries:
             spawn(binary, args.skills, data[binary], args.tool, arguments)
         figures = {b: [] for b in args.binaries}
-        for _ in range(ROUNDS):
+        for _ in range(args.rounds):
             for binary in args.binaries:
                 figures[binary].append(spawn(binary, args.skills, data[binary], args.tool, arguments))
         names = ["initialize ms", "first call ms", "VmRSS MiB", "RssAnon MiB", "RssFile MiB"]
-        print(f"load average {os.getloadavg()[0]:.2f}; medians of {ROUNDS} warm spawns each, alternated")
+        print(f"load average {os.getloadavg()[0]:.2f}; medians of {args.rounds} warm spawns each, alternated")
         first = None
         for binary in args.binaries:
             medians = [statistics.median(f[i] for f in figures[binary]) for i in range(len(names))]
