@@ -7,7 +7,7 @@ use super::*;
 #[derive(Clone)]
 pub(super) struct IndexSlot {
     /// `None`: none was given ([`SkillhostMcp::without_index`]): searches rank with the
-    /// stand-in ([`SkillhostMcp::stand_in`]).
+    /// stand-in ([`SkillhostMcp::index_or_stand_in`]).
     pub(super) index: Option<Arc<SearchIndex>>,
     /// Whether [`SkillhostMcp::index_loading`]'s index is still opening.
     pub(super) loading: bool,
