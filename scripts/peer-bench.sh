@@ -4,7 +4,9 @@
 # a no-op when done: skillhost (release), hyper-mcp at a pinned version from crates.io,
 # the echo skill (`skillhost new` + scripts/peer-bench/echo.rs, `skillhost build`) and
 # the echo plugin (scripts/peer-bench/hyper-echo, on the Extism PDK), all under
-# TARGET/peer-bench (TARGET: CARGO_TARGET_DIR or ./target). Then runs
+# TARGET/peer-bench (TARGET: CARGO_TARGET_DIR or ./target) but the echo skill, a standalone
+# crate made outside the checkout (in the checkout, `skillhost new` makes a member of this
+# repository's workspace): in $XDG_CACHE_HOME/skillhost-peer-bench. Then runs
 # scripts/peer-bench/bench.py, which prints the table (with --json, one JSON object).
 # Not run by CI: its figures are timings. Run it with nothing else busy on the machine.
 #
@@ -43,12 +45,14 @@ cargo build --quiet --release --locked --target wasm32-wasip2 \
 plugin="$dir/hyper-echo-build/wasm32-wasip2/release/hyper_echo.wasm"
 
 say "the echo skill (skillhost SDK)"
-if [ ! -f "$dir/echo/skill.toml" ]; then
-    (cd "$dir" && "$skillhost" --data-dir "$dir/build-data" new echo --lang rust >/dev/null)
-    sed -i 's/^description = .*/description = "Echo the text back"/' "$dir/echo/skill.toml"
+skills="${XDG_CACHE_HOME:-$HOME/.cache}/skillhost-peer-bench"
+mkdir -p "$skills"
+if [ ! -f "$skills/echo/skill.toml" ]; then
+    (cd "$skills" && "$skillhost" --data-dir "$dir/build-data" new echo --lang rust >/dev/null)
+    sed -i 's/^description = .*/description = "Echo the text back"/' "$skills/echo/skill.toml"
 fi
-cmp -s scripts/peer-bench/echo.rs "$dir/echo/src/lib.rs" || cp scripts/peer-bench/echo.rs "$dir/echo/src/lib.rs"
-"$skillhost" --data-dir "$dir/build-data" build "$dir/echo" >/dev/null
+cmp -s scripts/peer-bench/echo.rs "$skills/echo/src/lib.rs" || cp scripts/peer-bench/echo.rs "$skills/echo/src/lib.rs"
+"$skillhost" --data-dir "$dir/build-data" build "$skills/echo" >/dev/null
 
-python3 scripts/peer-bench/bench.py --skillhost "$skillhost" --skill "$dir/echo/skill.wasm" \
+python3 scripts/peer-bench/bench.py --skillhost "$skillhost" --skill "$skills/echo/skill.wasm" \
     --hyper-mcp "$hyper" --plugin "$plugin" --peer-version "$PEER_VERSION" --work "$dir/run" "$@"
