@@ -19,6 +19,8 @@
 
 #![allow(missing_docs, reason = "a bench binary")]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -56,15 +58,7 @@ fn bundled_skills() -> (PathBuf, usize) {
         components += 1;
         if stale(&dir) {
             eprintln!("memory: building {}", dir.display());
-            let data = tempfile::tempdir().unwrap();
-            let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
-                .arg("--data-dir")
-                .arg(data.path())
-                .arg("build")
-                .arg(&dir)
-                .output()
-                .expect("the skillhost binary runs");
-            assert!(out.status.success(), "skillhost build {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+            common::build_skill(&dir);
         }
     }
     (skills, components)

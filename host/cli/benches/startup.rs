@@ -46,6 +46,8 @@
 
 #![allow(missing_docs, reason = "criterion's macros generate undocumented items")]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -89,20 +91,7 @@ fn language_component(name: &str) -> PathBuf {
             std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
         }
     }
-    let data = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_skillhost"))
-        .arg("--data-dir")
-        .arg(data.path())
-        .arg("build")
-        .arg(&dir)
-        .output()
-        .expect("the skillhost binary runs");
-    assert!(
-        out.status.success(),
-        "skillhost build {} failed (toolchains from SKILLHOST_TOOLCHAINS; scripts/setup.sh installs them):\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::build_skill(&dir);
     dir
 }
 
