@@ -67,6 +67,8 @@ use crate::app::App;
 use crate::cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // What compiles and loads free goes back to the kernel as it is freed, on every thread.
+    skillhost::runtime::trim_as_freed();
     // A sandbox starts this binary again as its egress shim or a run's init.
     if let Some(code) = skillhost::helpers::run_if_helper() {
         return code;

@@ -5,8 +5,8 @@
 //!
 //! This crate runs nothing and knows nothing of wasmtime or processes; its only I/O is
 //! opening a granted directory ([`open_beneath`], [`DirGrant::open`], below a root
-//! held open: [`HeldRoots`]) (and handing freed
-//! heap back to the kernel, [`give_back_freed_memory`]). The wasm and
+//! held open: [`HeldRoots`]) (and handing freed heap back to the kernel,
+//! [`give_back_freed_memory`], [`trim_as_freed`]). The wasm and
 //! sandbox runtimes depend on it, never the other way round.
 
 mod call;
@@ -30,7 +30,7 @@ pub use egress::{Denial, EgressPolicy, SecretBinding, SecretCarrier, SecretError
 pub use grant::{
     Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, HeldRoots, PROBE_TIMEOUT, Policy, dir_beneath, open_beneath,
 };
-pub use heap::give_back_freed_memory;
+pub use heap::{give_back_freed_memory, trim_as_freed};
 pub use limits::{ByteSize, Limits, LimitsRequest, QuantityError, fmt_duration, parse_duration, parse_size};
 pub use manifest::{FileCapability, MAX_MANIFEST_BYTES, ManifestError, SearchMeta, SkillManifest, TestCase};
 pub use name::{NameError, SkillName};
