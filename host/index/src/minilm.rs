@@ -19,8 +19,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use ort::environment::Environment;
-use ort::session::Session;
 use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
+use ort::session::{RunOptions, Session};
 use ort::value::Tensor;
 use tokenizers::{Tokenizer, TruncationParams};
 
@@ -88,7 +88,7 @@ enum EmbedFailure {
     TokenCount { shape: String, tokens: usize },
 }
 
-/// Why the optimised graph was not kept (logged; the session is used all the same).
+/// Why the optimised graph was not kept (logged; the session is then made from the model file).
 #[derive(Debug, thiserror::Error)]
 enum KeepError {
     #[error(transparent)]
@@ -184,6 +184,10 @@ struct Held {
 struct Loaded {
     session: Session,
     token_type_ids: bool,
+    /// Each run gives back the memory its arena grew by: ONNX Runtime's CPU arena grows to
+    /// the longest text a session embedded (tens of MB once a catalogue was indexed) and
+    /// would keep that for the session's life.
+    run: RunOptions,
 }
 
 /// What identifies a file's contents without reading it.
@@ -308,11 +312,12 @@ fn prepared_name(identity: &str, runtime: &Path) -> String {
     format!("minilm-{}.onnx", hex::encode(&key[..8]))
 }
 
-/// A session of `graph`, with ONNX Runtime's hardware-independent optimisations (level
-/// 2), which saves the graph it optimised to `path` (renamed into place whole): the
-/// session, and the saved file's stamp or why it was not saved. `None` when the folder
-/// cannot be made or the session not made this way.
-fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<(Session, Result<FileStamp, KeepError>)> {
+/// Optimise `graph` with ONNX Runtime's hardware-independent optimisations (level 2) and
+/// save the result to `path` (renamed into place whole): the saved file's stamp, or `None`
+/// (logged) when the folder cannot be made, the graph not optimised or the file not kept.
+/// The session that optimised it is dropped here: it still holds what optimising took, a
+/// session made from the saved file does not.
+fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<FileStamp> {
     let dir = path.parent()?;
     if let Err(e) = std::fs::create_dir_all(dir) {
         tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", dir.display());
@@ -323,19 +328,20 @@ fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<(Sess
     let made = builder(environment, GraphOptimizationLevel::Level2)
         .and_then(|b| Ok(b.with_optimized_model_path(&partial)?))
         .and_then(|mut b| b.commit_from_memory(graph));
-    match made {
-        Ok(session) => {
-            let saved = std::fs::rename(&partial, path)
-                .map_err(KeepError::from)
-                .and_then(|()| FileStamp::of(path).ok_or_else(|| KeepError::Vanished(path.to_owned())));
-            if saved.is_err() {
-                let _ = std::fs::remove_file(&partial);
-            }
-            Some((session, saved))
-        }
+    if let Err(e) = made {
+        let _ = std::fs::remove_file(&partial);
+        tracing::warn!("embedding model: cannot optimise its graph into {}: {e}", path.display());
+        return None;
+    }
+    drop(made);
+    let saved = std::fs::rename(&partial, path)
+        .map_err(KeepError::from)
+        .and_then(|()| FileStamp::of(path).ok_or_else(|| KeepError::Vanished(path.to_owned())));
+    match saved {
+        Ok(stamp) => Some(stamp),
         Err(e) => {
             let _ = std::fs::remove_file(&partial);
-            tracing::warn!("embedding model: cannot optimise its graph into {}: {e}", path.display());
+            tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", path.display());
             None
         }
     }
@@ -362,24 +368,8 @@ impl Shared {
             }
             onnx = Some(bytes);
         }
-        if let (Some(path), Some(stamp)) = (&self.prepared, *prepared) {
-            if FileStamp::of(path) == Some(stamp) {
-                let made = builder(&self.environment, GraphOptimizationLevel::Level3).and_then(|mut b| b.commit_from_file(path));
-                match made {
-                    Ok(session) => {
-                        tracing::debug!("embedding model session made from {} in {:?}", path.display(), started.elapsed());
-                        return Ok(Loaded::new(session));
-                    }
-                    Err(e) => {
-                        tracing::warn!("embedding model: {} did not load ({e}); making the session from the model file", path.display())
-                    }
-                }
-            } else {
-                tracing::warn!(
-                    "embedding model: {} changed since the host found or saved it; making the session from the model file",
-                    path.display()
-                );
-            }
+        if let Some(loaded) = self.session_of_prepared(*prepared, started) {
+            return Ok(loaded);
         }
         let onnx = match onnx {
             Some(bytes) => bytes,
@@ -393,35 +383,57 @@ impl Shared {
                 .ok_or_else(|| ModelError::Model("the model's graph no longer rewrites as it did".to_owned()))?,
             None => onnx,
         };
-        if let (Some(path), None) = (&self.prepared, *prepared) {
-            // A session made but whose graph could not be saved is used all the same.
-            if let Some((session, saved)) = prepare(&self.environment, &graph, path) {
-                match saved {
-                    Ok(stamp) => {
-                        *prepared = Some(stamp);
-                        tracing::debug!(
-                            "embedding model session made, and its optimised graph saved to {}, in {:?}",
-                            path.display(),
-                            started.elapsed()
-                        );
-                    }
-                    Err(e) => tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", path.display()),
-                }
-                return Ok(Loaded::new(session));
+        if let (Some(path), None) = (&self.prepared, *prepared)
+            && let Some(stamp) = prepare(&self.environment, &graph, path)
+        {
+            *prepared = Some(stamp);
+            tracing::debug!("embedding model: its optimised graph saved to {} in {:?}", path.display(), started.elapsed());
+            // What optimising took goes back before the session is made again, from the
+            // saved graph, as every later start makes it.
+            skillhost_core::give_back_freed_memory();
+            if let Some(loaded) = self.session_of_prepared(*prepared, started) {
+                return Ok(loaded);
             }
         }
+        // A graph that could not be optimised into the cache, or not loaded from it, is
+        // optimised here all the same.
         let session = builder(&self.environment, GraphOptimizationLevel::Level3)
             .and_then(|mut b| b.commit_from_memory(&graph))
             .map_err(ModelError::Session)?;
         tracing::debug!("embedding model session made from {} in {:?}", self.files.onnx.display(), started.elapsed());
-        Ok(Loaded::new(session))
+        Loaded::new(session).map_err(ModelError::Session)
+    }
+
+    /// A session made from the optimised graph in the cache while it is the one
+    /// `prepared` stamps; `None` (logged when there was one) otherwise.
+    fn session_of_prepared(&self, prepared: Option<FileStamp>, started: Instant) -> Option<Loaded> {
+        let (path, stamp) = (self.prepared.as_deref()?, prepared?);
+        if FileStamp::of(path) != Some(stamp) {
+            tracing::warn!(
+                "embedding model: {} changed since the host found or saved it; making the session from the model file",
+                path.display()
+            );
+            return None;
+        }
+        match builder(&self.environment, GraphOptimizationLevel::Level3).and_then(|mut b| b.commit_from_file(path)).and_then(Loaded::new) {
+            Ok(loaded) => {
+                tracing::debug!("embedding model session made from {} in {:?}", path.display(), started.elapsed());
+                Some(loaded)
+            }
+            Err(e) => {
+                tracing::warn!("embedding model: {} did not load ({e}); making the session from the model file", path.display());
+                None
+            }
+        }
     }
 }
 
 impl Loaded {
-    fn new(session: Session) -> Self {
+    fn new(session: Session) -> Result<Self, ort::Error> {
         let token_type_ids = session.inputs().iter().any(|input| input.name() == "token_type_ids");
-        Self { session, token_type_ids }
+        let mut run = RunOptions::new()?;
+        run.set("memory.enable_memory_arena_shrinkage", "cpu:0")?;
+        Ok(Self { session, token_type_ids, run })
     }
 
     /// The unit vector of `text`: its word pieces through the graph, each token's vector
@@ -436,7 +448,7 @@ impl Loaded {
         if self.token_type_ids {
             inputs.push(("token_type_ids".into(), tensor(widen(encoding.get_type_ids()))?.into()));
         }
-        let outputs = self.session.run(inputs)?;
+        let outputs = self.session.run_with_options(inputs, &self.run)?;
         let output = outputs.get(TOKEN_VECTORS).ok_or(EmbedFailure::NoOutput)?;
         let (shape, values) = output.try_extract_tensor::<f32>()?;
         let [1, rows, width] = shape[..] else {
@@ -655,7 +667,7 @@ mod tests {
         let float = builder(&environment, GraphOptimizationLevel::Level3)
             .and_then(|mut b| b.commit_from_memory(&std::fs::read(&files.onnx).unwrap()))
             .unwrap();
-        let mut float = Loaded::new(float);
+        let mut float = Loaded::new(float).unwrap();
         let ours: Vec<Vec<f32>> = texts.iter().map(|t| float.embed(&tokenizer, t).unwrap()).collect();
         let theirs = fastembed_float(&files, &environment).embed(&texts, Some(1)).unwrap();
         let worst = ours.iter().zip(&theirs).flat_map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y).abs())).fold(0f32, f32::max);
