@@ -411,6 +411,12 @@ pub trait Skill: Send + Sync {
     /// nothing is compiled for code no human approves. Default: nothing to cancel.
     fn cancel_compile_ahead(&self) {}
 
+    /// Let go of the code compiled to list its tools (and of what it was compiled from,
+    /// when it can be read again): what a host does with a skill no human approved, which
+    /// is not called until one does (the approval compiles it ahead). Default: nothing
+    /// held.
+    fn release_code(&self) {}
+
     /// Whether its code was compiled, taken from a compiled cache, or is not compiled
     /// yet; `None` for code that is not compiled (a server skill). Default: `None`.
     fn cache_outcome(&self) -> Option<CacheOutcome> {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use skillhost_core::{DataKey, Provenance, RiskTier, Skill, SkillManifest, SkillName, ToolSpec, text};
+use skillhost_core::{CacheOutcome, DataKey, Provenance, RiskTier, Skill, SkillManifest, SkillName, ToolSpec, text};
 
 use crate::config::Layer;
 use crate::error::RegistryError;
@@ -167,6 +167,15 @@ pub struct Loaded {
     /// For a SKILL.md skill with scripts: what `Registry::run` runs, and under what.
     pub scripts: Option<Scripts>,
     pub(crate) skill: Option<Arc<dyn Skill>>,
+}
+
+impl Loaded {
+    /// Whether its code is compiled now (or was taken from the compiled cache), or not
+    /// yet ([`CacheOutcome::Deferred`]: a skill no human approved holds none); `None` for
+    /// code that is not compiled (a server skill, scripts, instructions).
+    pub fn compiled(&self) -> Option<CacheOutcome> {
+        self.skill.as_ref().and_then(|skill| skill.cache_outcome())
+    }
 }
 
 impl std::fmt::Debug for Loaded {

@@ -391,10 +391,15 @@ impl Registry {
         if changed {
             tracing::info!(skill = %entry.name, %state, "trust state changed");
             // Approved code is compiled now, so its first call need not; nothing a human
-            // did not approve is compiled ahead, and a compile queued by an approval
-            // withdrawn before its turn is dropped.
+            // did not approve is compiled ahead or kept compiled, and a compile queued by an
+            // approval withdrawn before its turn is dropped.
             if let Some(skill) = entry.loaded.as_ref().and_then(|l| l.skill.as_ref()) {
-                if state == TrustState::Approved { skill.compile_ahead() } else { skill.cancel_compile_ahead() }
+                if state == TrustState::Approved {
+                    skill.compile_ahead();
+                } else {
+                    skill.cancel_compile_ahead();
+                    skill.release_code();
+                }
             }
             self.emit(RegistryEvent::StateChanged { name: entry.name.clone(), state });
         }

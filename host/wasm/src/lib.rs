@@ -444,6 +444,11 @@ impl Compiled {
     fn optimized(&self, prepared: Prepared) {
         *self.current.write() = Some(Arc::new(prepared));
     }
+
+    /// No code: the next caller prepares it again.
+    pub(crate) fn release(&self) {
+        self.current.write().take();
+    }
 }
 
 /// Background compiles held by [`WasmRuntime::hold_compiles`] until this is dropped.

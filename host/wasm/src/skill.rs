@@ -198,6 +198,14 @@ impl Skill for WasmSkill {
         self.compiled.cancelled.store(true, std::sync::atomic::Ordering::Release);
     }
 
+    /// The listing's code goes (a call running on it keeps it until it ends), and so do
+    /// the component's bytes: a compile at approval reads the file again and takes it only
+    /// if it hashes the same.
+    fn release_code(&self) {
+        self.compiled.release();
+        self.bytes.release();
+    }
+
     /// Whether its component was compiled, taken from the compiled cache, or is not
     /// compiled yet ([`CacheOutcome::Deferred`]): always `Some`.
     fn cache_outcome(&self) -> Option<CacheOutcome> {

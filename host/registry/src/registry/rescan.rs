@@ -202,6 +202,10 @@ impl Registry {
             Ok(loaded) => {
                 let state = self.trust.observe(&observation(&identity, &loaded), &loaded.requests)?;
                 tracing::info!(skill = %name, layer = %winner.layer, version = %loaded.version, %state, "loaded");
+                // Nobody calls it before a human approves it, and the approval compiles it.
+                if let (false, Some(skill)) = (state == TrustState::Approved, &loaded.skill) {
+                    skill.release_code();
+                }
                 Entry {
                     name: name.clone(),
                     identity: identity.clone(),

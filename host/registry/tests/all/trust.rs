@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use skillhost_core::RiskTier;
+use skillhost_core::{CacheOutcome, RiskTier};
 use skillhost_registry::{ApprovedBy, Registry, RegistryError, RegistryEvent, TrustState};
 use skillhost_wasm::{WasmConfig, WasmRuntime};
 
@@ -335,6 +335,29 @@ async fn approval_compiles_the_approved_code_ahead_of_its_first_call() {
     approve_as_seen(&registry, "limits").await;
     assert!(wasm.finish_optimizing(crate::HANG_GUARD).await, "the compile queued at approval finished");
     assert!(ahead.files() > 0, "the approved code is in the compiled cache");
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
+}
+
+/// A pending skill keeps no code: what its first load compiled to list its tools (Winch's
+/// code, never cached) goes once it listed them, and so do its component's bytes; a
+/// human's approval compiles it ahead, from the file read again and checked against the
+/// bytes approved, and it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_skill_keeps_no_code_until_its_approval_compiles_it() {
+    let env = Env::new();
+    limits_folder(env.ws(), "0.1.0", "2s", WRITABLE);
+    let ahead = Ahead { cache: tempfile::tempdir().unwrap() };
+    let wasm = ahead.runtime();
+    let registry = ahead.open(&env, wasm.clone()).await;
+    let compiled = |registry: &Registry| registry.entry("limits").unwrap().loaded.as_ref().unwrap().compiled();
+    assert_eq!(state(&registry, "limits"), TrustState::PendingReview);
+    assert_eq!(compiled(&registry), Some(CacheOutcome::Deferred), "the listing's code went");
+    assert_eq!(ahead.files(), 0);
+
+    approve_as_seen(&registry, "limits").await;
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
+    assert_eq!(compiled(&registry), Some(CacheOutcome::Compiled), "compiled ahead at approval");
+    assert_eq!(ahead.files(), 1);
     assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
 }
 
