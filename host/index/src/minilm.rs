@@ -364,6 +364,8 @@ fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<Prepa
         return None;
     }
     drop(made);
+    // A graph with no weights over the threshold writes no weights file: an empty one
+    // stands for it, so that every kept graph is stamped the same way.
     let saved = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
