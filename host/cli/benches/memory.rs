@@ -210,6 +210,24 @@ fn idle(bin: &Path, skills: &Path, data: &Path) -> [u64; 3] {
     rss
 }
 
+/// How much of `host/cli/startup-order.txt` the binary was linked by: the names the file
+/// lists that the binary has. A toolchain or dependency update renames them; then
+/// `scripts/startup-order.py` makes the file again (see `build.rs`).
+fn startup_order(binary: &Path) -> String {
+    let order = workspace().join("host/cli/startup-order.txt");
+    let Ok(order) = std::fs::read_to_string(&order) else {
+        return "no startup-order.txt".to_owned();
+    };
+    let Ok(nm) = Command::new("nm").arg(binary).output() else {
+        return "nm is not installed: not checked".to_owned();
+    };
+    let nm = String::from_utf8_lossy(&nm.stdout);
+    let defined: std::collections::HashSet<&str> = nm.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let listed: Vec<&str> = order.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
+    let found = listed.iter().filter(|name| defined.contains(*name)).count();
+    format!("{found} of the {} functions startup-order.txt lists are in it", listed.len())
+}
+
 fn median(mut values: Vec<u64>) -> u64 {
     values.sort_unstable();
     values[values.len() / 2]
@@ -230,6 +248,9 @@ fn main() {
         std::fs::read_dir(&skills).unwrap().count(),
         std::env::var("SKILLHOST_MODEL_DIR").map_or_else(|_| "not set (BM25)".to_owned(), |d| format!("from {d}"))
     );
+    for (name, bin) in &binaries {
+        eprintln!("memory: {name}: {}", startup_order(bin));
+    }
     // [binary][cold, warm][round] -> [VmRSS, RssAnon, RssFile]
     let mut measured = vec![[Vec::new(), Vec::new()]; binaries.len()];
     for round in 0..ROUNDS {
