@@ -13,6 +13,11 @@
 //! commit), it is measured the same way in the same run, alternating with this build's:
 //! the before and after of a change.
 //!
+//! "This build" is the binary users install: `cargo build --release -p skillhost-cli`, run
+//! by the bench first (what `cargo install --path host/cli` makes), not the bench profile's
+//! own, whose dependencies carry the dev-dependencies' features and so other symbol names:
+//! the release link's startup order (`build.rs`) would not apply to it.
+//!
 //! The wasm skills of `skills/` are built in place with this build's `skillhost build`
 //! when their component is missing or older than a source, as `scripts/run.sh` does.
 //! Not a criterion bench: it measures bytes, not time.
@@ -210,6 +215,27 @@ fn idle(bin: &Path, skills: &Path, data: &Path) -> [u64; 3] {
     rss
 }
 
+/// `cargo build --release -p skillhost-cli`, and the binary it made.
+fn release_binary() -> PathBuf {
+    eprintln!("memory: cargo build --release -p skillhost-cli");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.args(["build", "--release", "--quiet", "-p", "skillhost-cli"]).current_dir(workspace());
+    // What cargo set for this bench: some build scripts read it, and with it the build would
+    // not be the one a shell's `cargo build` makes (and the next one would redo it).
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        let set_by_cargo = (name.starts_with("CARGO_") && name != "CARGO_HOME" && name != "CARGO_TARGET_DIR")
+            || ["OUT_DIR", "LD_LIBRARY_PATH", "RUSTUP_TOOLCHAIN", "RUSTUP_TOOLCHAIN_SOURCE", "RUST_RECURSION_COUNT"].contains(&&*name);
+        if set_by_cargo {
+            build.env_remove(&*name);
+        }
+    }
+    let built = build.status().unwrap();
+    assert!(built.success(), "cargo build --release -p skillhost-cli failed");
+    Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().join("release/skillhost")
+}
+
 /// How much of `host/cli/startup-order.txt` the binary was linked by: the names the file
 /// lists that the binary has. A toolchain or dependency update renames them; then
 /// `scripts/startup-order.py` makes the file again (see `build.rs`).
@@ -237,8 +263,8 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    let this = release_binary();
     let (skills, components) = bundled_skills();
-    let this: PathBuf = env!("CARGO_BIN_EXE_skillhost").into();
     let mut binaries = vec![("this build", this)];
     if let Some(other) = std::env::var_os("SKILLHOST_BENCH_OTHER") {
         binaries.push(("SKILLHOST_BENCH_OTHER", PathBuf::from(other)));
