@@ -27,9 +27,7 @@ Usage: (. scripts/setup.sh && scripts/startup-order.py [--rounds N])
 import argparse
 import bisect
 import glob
-import json
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -38,6 +36,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "peer-bench"))
+from bench import BenchError, Server  # noqa: E402  (the peer bench's raw stdio MCP client)
 SETTLE_SECONDS = 5
 GIVE_UP_SECONDS = 300
 
@@ -46,93 +46,64 @@ def say(*args):
     print("startup-order:", *args, file=sys.stderr)
 
 
-class Serve:
-    """`skillhost serve` over stdio with the tracker preloaded."""
-
-    def __init__(self, binary, track, pages, skills, data, home):
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": home,
-            "LANG": "C.UTF-8",
-            "XDG_CACHE_HOME": os.path.join(home, ".cache"),
-            "XDG_DATA_HOME": os.path.join(home, ".local/share"),
-            "XDG_CONFIG_HOME": os.path.join(home, ".config"),
-            "LD_PRELOAD": track,
-            "SKILLHOST_ORDER_EXE": os.path.realpath(binary),
-            "SKILLHOST_ORDER_OUT": pages,
-        }
-        env["SKILLHOST_MODEL_DIR"] = os.environ["SKILLHOST_MODEL_DIR"]
+def serve(binary, track, pages, skills, data, home):
+    """`skillhost serve` over stdio with the tracker preloaded, and the peer bench's client
+    to it."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "XDG_DATA_HOME": os.path.join(home, ".local/share"),
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "LD_PRELOAD": track,
+        "SKILLHOST_ORDER_EXE": os.path.realpath(binary),
+        "SKILLHOST_ORDER_OUT": pages,
+        "SKILLHOST_MODEL_DIR": os.environ["SKILLHOST_MODEL_DIR"],
         # the venv the tests and benches give the Python skills
-        env["SKILLHOST_VENV"] = os.environ.get("SKILLHOST_VENV", os.path.join(ROOT, "target", "python"))
-        self.data = data
-        self.proc = subprocess.Popen(
-            [binary, "--skills", skills, "--data-dir", data, "serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=open(os.path.join(home, "serve.log"), "ab"),
-            env=env,
-            text=True,
-        )
-        self.next_id = 0
-
-    def ask(self, method, params):
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise SystemExit(f"startup-order: serve ended before answering {method}")
-            if line.startswith("{"):
-                message = json.loads(line)
-                if message.get("id") == self.next_id:
-                    if "error" in message:
-                        raise SystemExit(f"startup-order: {method} failed: {message['error']}")
-                    return message["result"]
-
-    def send(self, message):
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-
-    def call(self, tool, arguments):
-        result = self.ask("tools/call", {"name": tool, "arguments": arguments})
-        if result.get("isError"):
-            raise SystemExit(f"startup-order: {tool} failed: {result}")
-
-    def start(self):
-        self.ask("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "startup-order", "version": "1"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        self.ask("tools/list", {})
-
-    def settle(self):
-        """Wait until the compiled cache stops growing (the background compiles are done)."""
-        count = lambda: len(glob.glob(os.path.join(self.data, "cache", "**", "*.cwasm"), recursive=True))
-        last, since, began = count(), time.time(), time.time()
-        while time.time() - since < SETTLE_SECONDS:
-            if time.time() - began > GIVE_UP_SECONDS:
-                raise SystemExit("startup-order: the background compiles did not settle")
-            time.sleep(0.5)
-            now = count()
-            if now != last:
-                last, since = now, time.time()
-
-    def stop(self):
-        self.proc.stdin.close()
-        if self.proc.wait(timeout=60) != 0:
-            raise SystemExit(f"startup-order: serve exited with {self.proc.returncode}")
+        "SKILLHOST_VENV": os.environ.get("SKILLHOST_VENV", os.path.join(ROOT, "target", "python")),
+    }
+    argv = [binary, "--skills", skills, "--data-dir", data, "serve"]
+    return Server("skillhost", argv, env, os.path.join(home, "serve.log"))
 
 
-def one_skill(serve):
-    serve.start()
-    serve.call("text-tools__slugify", {"text": "Crème Brûlée: A Guide!"})
+def call(server, tool, arguments):
+    request = server.request("tools/call", {"name": tool, "arguments": arguments})
+    result, _ = server.answer_to(request, f"tools/call {tool}")
+    if result.get("isError"):
+        raise SystemExit(f"startup-order: {tool} failed: {result}")
+
+
+def start(server):
+    server.initialize()
+    server.answer_to(server.request("tools/list", {}), "tools/list")
+
+
+def settle(data):
+    """Wait until the compiled cache stops growing (the background compiles are done)."""
+    count = lambda: len(glob.glob(os.path.join(data, "cache", "**", "*.cwasm"), recursive=True))
+    last, since, began = count(), time.time(), time.time()
+    while time.time() - since < SETTLE_SECONDS:
+        if time.time() - began > GIVE_UP_SECONDS:
+            raise SystemExit("startup-order: the background compiles did not settle")
+        time.sleep(0.5)
+        now = count()
+        if now != last:
+            last, since = now, time.time()
+
+
+def one_skill(server):
+    start(server)
+    call(server, "text-tools__slugify", {"text": "Crème Brûlée: A Guide!"})
     for _ in range(20):
-        serve.call("text-tools__slugify", {"text": "Quarterly report 2024 Q3"})
+        call(server, "text-tools__slugify", {"text": "Quarterly report 2024 Q3"})
 
 
-def bundled(serve):
-    serve.start()
-    serve.call("skill_list", {})
-    serve.call("tool_search", {"query": "convert units"})
-    serve.call("text-tools__slugify", {"text": "Crème Brûlée: A Guide!"})
+def bundled(server):
+    start(server)
+    call(server, "skill_list", {})
+    call(server, "tool_search", {"query": "convert units"})
+    call(server, "text-tools__slugify", {"text": "Crème Brûlée: A Guide!"})
 
 
 def run(binary, track, work, name, skills, data, scenario):
@@ -143,10 +114,15 @@ def run(binary, track, work, name, skills, data, scenario):
     home = os.path.join(work, "home")
     os.makedirs(home, exist_ok=True)
     say(name)
-    serve = Serve(binary, track, pages, skills, data, home)
-    scenario(serve)
-    serve.settle()
-    serve.stop()
+    server = serve(binary, track, pages, skills, data, home)
+    try:
+        scenario(server)
+    except BenchError as e:
+        raise SystemExit(f"startup-order: {name}: {e}")
+    settle(data)
+    server.proc.stdin.close()
+    if server.proc.wait(timeout=60) != 0:
+        raise SystemExit(f"startup-order: {name}: serve exited with {server.proc.returncode}")
     offsets = []
     for path in sorted(glob.glob(pages + ".*"), key=lambda p: int(p.rsplit(".", 1)[1])):
         raw = open(path, "rb").read()
