@@ -18,8 +18,11 @@ seen; so the binary is linked with the file and profiled again, the ordered func
 by side and the unseen ones on pages of their own, until a round finds (almost) nothing new.
 
 Run it after a toolchain or dependency update (symbol names carry a hash of both; a name the
-linker does not find is skipped, so a stale file only orders less). Needs the release build,
-gcc, and the model and venv the tests use (scripts/setup.sh installs them).
+linker does not find is skipped, so a stale file only orders less). It builds the release
+binary itself (`cargo build --release -p skillhost-cli`, as `cargo install --path host/cli`
+does: a whole-workspace build unifies features and names its symbols otherwise); it needs
+gcc, the bundled skills built (`./scripts/run.sh`) and the model and venv the tests use
+(scripts/setup.sh installs them). About four minutes a round on two cores.
 
 Usage: (. scripts/setup.sh && scripts/startup-order.py [--rounds N])
 """
@@ -38,6 +41,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "peer-bench"))
 from bench import BenchError, Server  # noqa: E402  (the peer bench's raw stdio MCP client)
+
 SETTLE_SECONDS = 5
 GIVE_UP_SECONDS = 300
 
@@ -244,10 +248,12 @@ def main():
             kib = sum(sizes.get(n, 0) for n in rank) // 1024
             say(f"round {round}: {moved} functions new or moved up; {len(rank)} functions ({kib} KiB) in {os.path.relpath(out)}")
             # A function only shows when it is the first touched on its page: those that ran on a
-            # page another had opened show once the ordered ones are packed; stop when none is left.
+            # page another had opened show once the ordered ones are packed; stop when a round
+            # finds under 1 % more.
             if moved * 100 < len(rank):
                 break
         subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "skillhost-cli"], cwd=ROOT, check=True)
+
 
 if __name__ == "__main__":
     main()
