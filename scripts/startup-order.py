@@ -20,7 +20,7 @@ by side and the unseen ones on pages of their own, until a round finds (almost) 
 Run it after a toolchain or dependency update (symbol names carry a hash of both; a name the
 linker does not find is skipped, so a stale file only orders less). It builds the release
 binary itself (`cargo build --release -p skillhost-cli`, as `cargo install --path host/cli`
-does: a whole-workspace build unifies features and names its symbols otherwise); it needs
+does: a whole-workspace build unifies features, which can rename symbols); it needs
 gcc, the bundled skills built (`./scripts/run.sh`) and the model and venv the tests use
 (scripts/setup.sh installs them). About four minutes a round on two cores.
 
