@@ -16,6 +16,10 @@ pub trait Embedder: Send + Sync {
     }
     /// One vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// A batch of embeddings is done (the index was synced): let go of what embedding it
+    /// held and will not need for the next text, made again by the next
+    /// [`embed`](Self::embed). Default: nothing.
+    fn release(&self) {}
 }
 
 /// An embedder failed: the document or query falls back to BM25 alone.

@@ -445,7 +445,19 @@ impl SearchIndex {
         if stats != SyncStats::default() {
             self.commit(&mut writer)?;
         }
+        self.batch_done(&stats);
         Ok(stats)
+    }
+
+    /// The embedder lets go of what a batch that embedded more than one skill held
+    /// ([`Embedder::release`]); one skill re-indexed keeps it for the searches around it.
+    fn batch_done(&self, stats: &SyncStats) {
+        if stats.indexed > 1
+            && stats.embedded > 0
+            && let Some(embedder) = &self.embedder
+        {
+            embedder.release();
+        }
     }
 
     /// The stored fingerprint of content `base` under this index's embedder.
@@ -524,6 +536,7 @@ impl SearchIndex {
             self.commit(writer)?;
             tracing::debug!(indexed = stats.indexed, removed = stats.removed, embedded = stats.embedded, "search index synced");
         }
+        self.batch_done(&stats);
         Ok(stats)
     }
 

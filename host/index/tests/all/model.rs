@@ -29,6 +29,26 @@ fn the_session_is_made_by_the_first_embedding_and_released_when_idle() {
     assert_eq!(first, again, "a session made again embeds the same");
 }
 
+/// A catalogue indexed lets the session go (the pages of weights its texts touched and
+/// the heap that ran them), one skill re-indexed keeps it for the searches around it, and
+/// a search makes it again.
+#[test]
+fn a_catalogue_indexed_lets_the_session_go_and_a_search_makes_it_again() {
+    use skillhost_index::{Query, SearchIndex, SkillDoc, Target};
+    let Some(files) = files("released after a batch") else { return };
+    let model = std::sync::Arc::new(MiniLm::open(&files, None, MiniLm::DEFAULT_IDLE).unwrap());
+    let index = SearchIndex::with_embedder(model.clone()).unwrap();
+    let catalogue = [SkillDoc::new("uptime", "check whether web sites are up"), SkillDoc::new("csv", "summarise a CSV file")];
+    assert_eq!(index.upsert(catalogue).unwrap().indexed, 2);
+    assert!(!model.is_loaded(), "the catalogue's session went once it was indexed");
+
+    let found = index.search(&Query::new("is my site down?", Target::Skills)).unwrap();
+    assert_eq!(found.hits.first().map(|hit| hit.skill.as_str()), Some("uptime"));
+    assert!(model.is_loaded(), "the search made it again");
+    assert_eq!(index.upsert([SkillDoc::new("weather", "the forecast for a city")]).unwrap().indexed, 1);
+    assert!(model.is_loaded(), "one skill re-indexed keeps it");
+}
+
 #[test]
 fn a_model_file_changed_under_the_host_is_refused() {
     let Some(files) = files("changed model") else { return };
