@@ -402,8 +402,9 @@ pub trait Skill: Send + Sync {
     }
 
     /// Start compiling its code in the background (bounded, at a low priority), so that
-    /// its first call finds it compiled: what a host does when a human approves it. Its
-    /// calls never wait for it. Default: nothing to compile.
+    /// its first call finds it compiled (in the compiled cache, or in place of the code a
+    /// call already runs): what a host does when a human approves it. Its calls never
+    /// wait for it. Default: nothing to compile.
     fn compile_ahead(&self) {}
 
     /// Drop the compile [`compile_ahead`](Self::compile_ahead) queued, if it has not

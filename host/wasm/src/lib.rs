@@ -352,7 +352,7 @@ impl WasmRuntime {
     }
 
     /// Compile `code` with Cranelift in the background, one compile at a time, into the
-    /// compiled cache and, linked, into `slot` in place of any baseline code. Counted in `in_flight` from now until it
+    /// compiled cache and, linked, into `slot` in place of the baseline code it holds. Counted in `in_flight` from now until it
     /// is done, whatever happens to it. A compile whose skill is gone by its turn (unloaded,
     /// or replaced by other bytes) or that was cancelled meanwhile is dropped: nothing is
     /// compiled or cached.
@@ -440,9 +440,18 @@ impl Compiled {
         self.current.write().get_or_insert_with(|| Arc::new(prepared)).clone()
     }
 
-    /// Cranelift's code, in place of what calls ran until now.
+    /// Cranelift's code, in place of what calls ran until now. A skill holding no code
+    /// (compiled ahead, not called yet) keeps holding none: its first call maps the code
+    /// from the compiled cache, which the compile filled. One whose first call started
+    /// before that and prepared the baseline's code meanwhile queues the compile again
+    /// (a cache hit then).
     fn optimized(&self, prepared: Prepared) {
-        *self.current.write() = Some(Arc::new(prepared));
+        let mut current = self.current.write();
+        if current.is_some() {
+            *current = Some(Arc::new(prepared));
+        } else {
+            self.queued.store(false, Ordering::Release);
+        }
     }
 
     /// No code: the next caller prepares it again.

@@ -203,8 +203,17 @@ impl Registry {
                 let state = self.trust.observe(&observation(&identity, &loaded), &loaded.requests)?;
                 tracing::info!(skill = %name, layer = %winner.layer, version = %loaded.version, %state, "loaded");
                 // Nobody calls it before a human approves it, and the approval compiles it.
-                if let (false, Some(skill)) = (state == TrustState::Approved, &loaded.skill) {
-                    skill.release_code();
+                // Approved code whose tools the baseline compiler listed (which is never
+                // cached) is compiled ahead as an approval's is, into the cache, where its
+                // first call and the next start find it; the listing's code goes.
+                if let Some(skill) = &loaded.skill {
+                    let listed_by_baseline = skill.cache_outcome() == Some(skillhost_core::CacheOutcome::Baseline);
+                    if state != TrustState::Approved || listed_by_baseline {
+                        skill.release_code();
+                    }
+                    if state == TrustState::Approved && listed_by_baseline {
+                        skill.compile_ahead();
+                    }
                 }
                 Entry {
                     name: name.clone(),

@@ -356,9 +356,30 @@ async fn a_pending_skill_keeps_no_code_until_its_approval_compiles_it() {
 
     approve_as_seen(&registry, "limits").await;
     assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
-    assert_eq!(compiled(&registry), Some(CacheOutcome::Compiled), "compiled ahead at approval");
-    assert_eq!(ahead.files(), 1);
+    assert_eq!(ahead.files(), 1, "compiled ahead at approval, into the cache");
+    assert_eq!(compiled(&registry), Some(CacheOutcome::Deferred), "and held by nothing until a call");
     assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
+    assert_eq!(compiled(&registry), Some(CacheOutcome::Hit), "the first call mapped it from the cache");
+}
+
+/// A skill approved as it loads (pure computation, auto-approved) whose tools were listed
+/// with Winch's code (never cached) is compiled ahead as an approval's is: the listing's
+/// code goes, Cranelift's reaches the cache, and the first call (as the next start's)
+/// maps it from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_skill_listed_at_load_is_compiled_ahead_in_place_of_the_baseline_code() {
+    let env = Env::new();
+    limits_folder(env.ws(), "0.1.0", "2s", "");
+    let ahead = Ahead { cache: tempfile::tempdir().unwrap() };
+    let wasm = ahead.runtime();
+    let registry = ahead.open(&env, wasm.clone()).await;
+    assert_eq!(state(&registry, "limits"), TrustState::Approved, "pure computation is auto-approved");
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await, "the compile queued at load finished");
+    let compiled = |registry: &Registry| registry.entry("limits").unwrap().loaded.as_ref().unwrap().compiled();
+    assert_eq!(compiled(&registry), Some(CacheOutcome::Deferred), "the listing's code went");
+    assert!(ahead.holds(&std::fs::read(fixtures::LIMITS.wasm).unwrap()), "the approved code is in the compiled cache");
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 7})).await.unwrap().value, json!(7));
+    assert_eq!(compiled(&registry), Some(CacheOutcome::Hit), "the first call mapped it from the cache");
 }
 
 /// A compile queued at approval and cancelled before its turn (the approval withdrawn)
