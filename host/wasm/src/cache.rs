@@ -59,9 +59,17 @@ impl ComponentCache {
         CacheStats { hits: self.hits.load(Ordering::Relaxed), compiled: self.compiled.load(Ordering::Relaxed) }
     }
 
-    /// The compiled form of `bytes`, from the cache or compiled now (and then stored, and
-    /// the bytes let go).
-    pub(crate) fn load(&self, engine: &Engine, bytes: &ComponentBytes) -> wasmtime::Result<(Component, CacheOutcome)> {
+    /// The compiled form of `bytes` for `engine`, from the cache or compiled now (and then
+    /// stored, and the bytes let go). What is stored is compiled by an engine of its own,
+    /// made from `config` (`engine`'s) and dropped after: with it goes what a compiler keeps
+    /// between compiles for the engine's life (Cranelift's register allocator's buffers,
+    /// 4 MB once the bundled skills were compiled).
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        config: &wasmtime::Config,
+        bytes: &ComponentBytes,
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let (Some(dir), Some(entry)) = (&self.dir, self.entry(bytes)) else {
             return self.compile(engine, &bytes.get()?).map(|c| (c, CacheOutcome::Compiled));
         };
@@ -81,12 +89,12 @@ impl ComponentCache {
             }
         }
         metrics::counter!(CACHE_LOOKUPS, "result" => "miss").increment(1);
-        let component = self.compile(engine, &bytes.get()?)?;
-        match store(&component, dir, &entry) {
+        let compiled = self.compile(&Engine::new(config)?, &bytes.get()?)?.serialize()?;
+        match store(&compiled, dir, &entry) {
             Ok(()) => bytes.release(),
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), "cannot write the compiled cache: {e}");
-                return Ok((component, CacheOutcome::Compiled));
+                return Ok((adopt(engine, &compiled)?, CacheOutcome::Compiled));
             }
         }
         // The code the process keeps is the stored entry, mapped from its file: pages the
@@ -96,7 +104,7 @@ impl ComponentCache {
             Ok(stored) => Ok((stored, CacheOutcome::Compiled)),
             Err(e) => {
                 tracing::warn!(entry = %entry.display(), "cannot map the entry just written: {e}");
-                Ok((component, CacheOutcome::Compiled))
+                Ok((adopt(engine, &compiled)?, CacheOutcome::Compiled))
             }
         }
     }
@@ -117,9 +125,17 @@ fn deserialize(engine: &Engine, entry: &Path) -> wasmtime::Result<Component> {
     unsafe { Component::deserialize_file(engine, entry) }
 }
 
-fn store(component: &Component, dir: &Path, entry: &Path) -> std::io::Result<()> {
+/// `compiled` (what [`Component::serialize`] made of a compile just now, in this process,
+/// by an engine of `engine`'s configuration) as `engine`'s, from memory.
+#[allow(unsafe_code)]
+fn adopt(engine: &Engine, compiled: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `deserialize` trusts its input to be code wasmtime compiled: `compiled` was
+    // serialized by wasmtime in this process a moment ago and never left its memory.
+    unsafe { Component::deserialize(engine, compiled) }
+}
+
+fn store(bytes: &[u8], dir: &Path, entry: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let bytes = component.serialize().map_err(std::io::Error::other)?;
     let tmp = dir.join(format!(".{}.{}.tmp", std::process::id(), rand_suffix()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, entry).inspect_err(|_| {

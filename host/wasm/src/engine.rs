@@ -15,8 +15,9 @@ use crate::WasmConfig;
 /// settings otherwise). With [`WasmConfig::baseline_compile`], Cranelift compiles in the
 /// background while Winch's code serves: on one thread, so that it never takes the
 /// cores (wasmtime's parallel compilation shares one thread pool between engines) from
-/// the Winch compiles and the calls that someone is waiting for.
-pub(crate) fn build(config: &WasmConfig, baseline: bool) -> wasmtime::Result<Engine> {
+/// the Winch compiles and the calls that someone is waiting for. The engine's
+/// configuration comes with it: an engine made from it compiles code the first runs.
+pub(crate) fn build(config: &WasmConfig, baseline: bool) -> wasmtime::Result<(Engine, Config)> {
     let n = config.max_instances.max(1);
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(n)
@@ -42,7 +43,7 @@ pub(crate) fn build(config: &WasmConfig, baseline: bool) -> wasmtime::Result<Eng
     } else if config.baseline_compile {
         wasm.parallel_compilation(false);
     }
-    Engine::new(&wasm)
+    Ok((Engine::new(&wasm)?, wasm))
 }
 
 /// A stable digest of everything about `engine` that makes compiled code incompatible:

@@ -92,6 +92,8 @@ pub struct RuntimeError(String);
 /// One compiler's engine and its linkers.
 pub(crate) struct Tier {
     pub(crate) engine: Engine,
+    /// `engine`'s configuration, for the engines the compiled cache compiles with.
+    config: wasmtime::Config,
     /// For skills without network: no `wasi:http`.
     linker: Linker<CallState>,
     /// For skills granted network: `wasi:http` behind the gate.
@@ -100,14 +102,14 @@ pub(crate) struct Tier {
 
 impl Tier {
     fn new(config: &WasmConfig, baseline: bool) -> Result<Self, RuntimeError> {
-        let engine = engine::build(config, baseline).map_err(|e| RuntimeError(format!("{e:#}")))?;
+        let (engine, wasmtime_config) = engine::build(config, baseline).map_err(|e| RuntimeError(format!("{e:#}")))?;
         engine::start_ticker(&engine, config.epoch_tick);
         let linker = |http| {
             let mut linker = Linker::new(&engine);
             state::add_to_linker(&mut linker, http).map(|()| linker).map_err(|e| RuntimeError(format!("{e:#}")))
         };
         let (linker, linker_http) = (linker(false)?, linker(true)?);
-        Ok(Self { engine, linker, linker_http })
+        Ok(Self { engine, config: wasmtime_config, linker, linker_http })
     }
 
     fn linker(&self, network: bool) -> &Linker<CallState> {
@@ -336,10 +338,11 @@ impl WasmRuntime {
         // not compile it: the queued background compile then finds it in the cache).
         let runtime = inner.clone();
         let code = skill.bytes.clone();
-        let (component, outcome) = tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &code))
-            .await
-            .map_err(|e| interrupted(&skill.grant().skill, &e))?
-            .map_err(|e| not_component(one_line(&e)))?;
+        let (component, outcome) =
+            tokio::task::spawn_blocking(move || runtime.cache.load(&runtime.optimized.engine, &runtime.optimized.config, &code))
+                .await
+                .map_err(|e| interrupted(&skill.grant().skill, &e))?
+                .map_err(|e| not_component(one_line(&e)))?;
         link.link(&inner.optimized, &component, outcome)
     }
 
@@ -375,7 +378,7 @@ impl WasmRuntime {
             let compiled = in_the_background({
                 let runtime = runtime.clone();
                 move || {
-                    let compiled = runtime.cache.load(&runtime.optimized.engine, &code);
+                    let compiled = runtime.cache.load(&runtime.optimized.engine, &runtime.optimized.config, &code);
                     // What Cranelift allocated while compiling (hundreds of MB for an
                     // interpreter's component) goes back to the kernel, not to a heap the
                     // process keeps at that size for as long as it lives.
