@@ -54,6 +54,49 @@ async fn second_load_comes_from_the_cache_and_engine_changes_invalidate_it() {
     assert_eq!(ok(&loaded, "echo", json!({"value": 8})).await, json!(8));
 }
 
+/// With a compile worker, Cranelift compiles in a process of its own: the entry it made
+/// is stored, mapped by the host (wasmtime checks it was compiled for the host's engine)
+/// and runs; a restarted host finds it. A worker that cannot be started leaves the compile
+/// to the host; one that fails fails the compile, saying so, and caches nothing.
+#[tokio::test]
+async fn a_compile_worker_compiles_for_the_cache_and_its_failures_are_not_cached() {
+    let worker = |program: &str| Some(vec![std::ffi::OsString::from(program), skillhost_wasm::worker::SUBCOMMAND.into()]);
+    let cache = tempfile::tempdir().unwrap();
+    let config = WasmConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        compile_worker: worker(env!("CARGO_BIN_EXE_skillhost-compile")),
+        ..WasmConfig::default()
+    };
+    let first = TestHost::with_config(config.clone());
+    let loaded = first.host.load_path_granted(&LIMITS.folder(first.skills.path())).await.unwrap();
+    assert_eq!(loaded.cache_outcome(), Some(CacheOutcome::Compiled));
+    assert_eq!((first.host.cache_stats().compiled, cwasm_files(cache.path())), (1, 1), "the worker's code is in the cache");
+    assert_eq!(ok(&loaded, "echo", json!({"value": 7})).await, json!(7));
+    let restarted = TestHost::with_config(WasmConfig { compile_worker: None, ..config.clone() });
+    let loaded = restarted.host.load_path_granted(&LIMITS.folder(restarted.skills.path())).await.unwrap();
+    assert_eq!(loaded.cache_outcome(), Some(CacheOutcome::Hit), "a host without a worker maps what one compiled");
+
+    let missing = tempfile::tempdir().unwrap();
+    let absent = missing.path().join("no-such-worker");
+    let host = TestHost::with_config(WasmConfig {
+        cache_dir: Some(missing.path().join("cache")),
+        compile_worker: worker(absent.to_str().unwrap()),
+        ..WasmConfig::default()
+    });
+    let loaded = host.host.load_path_granted(&LIMITS.folder(host.skills.path())).await.unwrap();
+    assert_eq!(ok(&loaded, "echo", json!({"value": 8})).await, json!(8), "compiled by the host itself");
+
+    let failing = tempfile::tempdir().unwrap();
+    let host = TestHost::with_config(WasmConfig {
+        cache_dir: Some(failing.path().join("cache")),
+        compile_worker: worker("/bin/false"),
+        ..WasmConfig::default()
+    });
+    let refused = host.host.load_path_granted(&LIMITS.folder(host.skills.path())).await.unwrap_err();
+    assert!(refused.to_string().contains("compile worker failed"), "{refused}");
+    assert_eq!(cwasm_files(failing.path()), 0, "nothing cached");
+}
+
 #[tokio::test]
 async fn a_corrupt_cache_entry_is_recompiled() {
     let cache = tempfile::tempdir().unwrap();

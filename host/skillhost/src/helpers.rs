@@ -1,7 +1,9 @@
 //! The host's helper programs, in the program that links the host: a sandbox starts the
 //! host's own executable again as its first process, as the egress shim (a networked
 //! server skill or script: `EXE __shim ...`) or as a run's init (a skill's scripts:
-//! `EXE __run -- ...`). One call at the top of `main` makes any program one:
+//! `EXE __run -- ...`), and the WebAssembly runtime starts it as a compile worker
+//! (`EXE __compile ...`: Cranelift's compiles for the compiled cache, whose memory then
+//! goes with the worker). One call at the top of `main` makes any program one:
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
@@ -19,23 +21,26 @@
 //! embedder ships one binary. The cost is one `argv` check at start.
 //!
 //! Once `run_if_helper` has returned `None` in this process, a [`Host`](crate::Host)
-//! built without an explicit [`BwrapConfig::init`](crate::BwrapConfig::init) or
-//! [`shim`](crate::BwrapConfig::shim) uses this executable for both. Without that call
-//! the host has neither, and scripts and networked server skills are refused with an
-//! error saying to add it (starting a program that does not know it is a helper inside a
-//! jail would run the whole application there).
+//! built without an explicit [`BwrapConfig::init`](crate::BwrapConfig::init),
+//! [`shim`](crate::BwrapConfig::shim) or
+//! [`WasmConfig::compile_worker`](crate::WasmConfig::compile_worker) uses this executable
+//! for all three. Without that call the host has none: scripts and networked server
+//! skills are refused with an error saying to add it (starting a program that does not
+//! know it is a helper inside a jail would run the whole application there), and
+//! Cranelift compiles in the host's own process.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use skillhost_sandbox::{run::init, shim};
+use skillhost_wasm::worker as compile;
 
 /// Set once [`run_if_helper`] has run in this process and found it is not a helper.
 static DISPATCHES: AtomicBool = AtomicBool::new(false);
 
-/// If this process was started as one of the host's helpers (`argv[1]` is `__shim` or
-/// `__run`), run it to the end and return its exit code; otherwise `None`, and this
+/// If this process was started as one of the host's helpers (`argv[1]` is `__shim`,
+/// `__run` or `__compile`), run it to the end and return its exit code; otherwise `None`, and this
 /// executable becomes the helper of every host built in this process. Call it first in
 /// `main`, before starting threads or a runtime.
 pub fn run_if_helper() -> Option<ExitCode> {
@@ -57,16 +62,30 @@ pub fn run_if_helper() -> Option<ExitCode> {
     if first == init::SUBCOMMAND {
         return Some(init::main(rest));
     }
+    if first == compile::SUBCOMMAND {
+        return Some(compile::main(rest));
+    }
     DISPATCHES.store(true, Ordering::Release);
     None
 }
 
-/// This executable as the shim and the init (`[EXE, "__shim"]`, `[EXE, "__run"]`), when
-/// [`run_if_helper`] has made it one and its path is known.
-pub(crate) fn commands() -> Option<(Vec<OsString>, Vec<OsString>)> {
+/// This executable's helper commands, when [`run_if_helper`] has made it one and its path
+/// is known.
+pub(crate) struct Commands {
+    /// The egress shim: `[EXE, "__shim"]`.
+    pub(crate) shim: Vec<OsString>,
+    /// A run's init: `[EXE, "__run"]`.
+    pub(crate) init: Vec<OsString>,
+    /// A compile worker: `[EXE, "__compile"]`.
+    pub(crate) compile: Vec<OsString>,
+}
+
+/// See [`Commands`].
+pub(crate) fn commands() -> Option<Commands> {
     if !DISPATCHES.load(Ordering::Acquire) {
         return None;
     }
     let exe = std::env::current_exe().ok()?.into_os_string();
-    Some((vec![exe.clone(), shim::SUBCOMMAND.into()], vec![exe, init::SUBCOMMAND.into()]))
+    let command = |sub: &str| vec![exe.clone(), sub.into()];
+    Some(Commands { shim: command(shim::SUBCOMMAND), init: command(init::SUBCOMMAND), compile: command(compile::SUBCOMMAND) })
 }

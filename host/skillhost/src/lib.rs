@@ -350,9 +350,11 @@ impl HostBuilder {
                 sandbox
             }
         };
-        if let Some((shim, init)) = helpers::commands() {
-            sandbox_config.shim.get_or_insert(shim);
-            sandbox_config.init.get_or_insert(init);
+        let helpers = helpers::commands();
+        if let Some(helpers) = &helpers {
+            sandbox_config.shim.get_or_insert_with(|| helpers.shim.clone());
+            sandbox_config.init.get_or_insert_with(|| helpers.init.clone());
+            wasm.compile_worker.get_or_insert_with(|| helpers.compile.clone());
         }
         let toolchains = self.toolchains.unwrap_or_else(|| data_dir.join("toolchains"));
         sandbox_config.node_fetch.get_or_insert_with(|| toolchains.join(skillhost_sandbox::node_fetch::DIR_NAME));

@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
+
+use crate::worker::{Worker, WorkerError};
 use wasmtime::component::Component;
 
 pub use skillhost_core::CacheOutcome;
@@ -37,13 +39,15 @@ const CACHE_LOOKUPS: &str = "skillhost_wasm_cache_total";
 
 pub(crate) struct ComponentCache {
     dir: Option<PathBuf>,
+    /// Where the code stored is compiled, when not in this process.
+    worker: Option<Worker>,
     hits: AtomicU64,
     compiled: AtomicU64,
 }
 
 impl ComponentCache {
-    pub(crate) fn new(root: Option<&Path>, engine_fingerprint: &str) -> Self {
-        Self { dir: root.map(|r| r.join(engine_fingerprint)), hits: AtomicU64::new(0), compiled: AtomicU64::new(0) }
+    pub(crate) fn new(root: Option<&Path>, engine_fingerprint: &str, worker: Option<Worker>) -> Self {
+        Self { dir: root.map(|r| r.join(engine_fingerprint)), worker, hits: AtomicU64::new(0), compiled: AtomicU64::new(0) }
     }
 
     /// Whether the cache holds `bytes` compiled (then a load is a cheap read).
@@ -60,10 +64,11 @@ impl ComponentCache {
     }
 
     /// The compiled form of `bytes` for `engine`, from the cache or compiled now (and then
-    /// stored, and the bytes let go). What is stored is compiled by an engine of its own,
-    /// made from `config` (`engine`'s) and dropped after: with it goes what a compiler keeps
-    /// between compiles for the engine's life (Cranelift's register allocator's buffers,
-    /// 4 MB once the bundled skills were compiled).
+    /// stored, and the bytes let go). What is stored is compiled in a worker process
+    /// ([`crate::worker`]) when there is one, else here by an engine of its own, made from
+    /// `config` (`engine`'s) and dropped after: with it goes what a compiler keeps between
+    /// compiles for the engine's life (Cranelift's register allocator's buffers, 4 MB once
+    /// the bundled skills were compiled).
     pub(crate) fn load(
         &self,
         engine: &Engine,
@@ -89,7 +94,7 @@ impl ComponentCache {
             }
         }
         metrics::counter!(CACHE_LOOKUPS, "result" => "miss").increment(1);
-        let compiled = self.compile(&Engine::new(config)?, &bytes.get()?)?.serialize()?;
+        let compiled = self.compile_for_cache(config, &bytes.get()?)?;
         match store(&compiled, dir, &entry) {
             Ok(()) => bytes.release(),
             Err(e) => {
@@ -107,6 +112,22 @@ impl ComponentCache {
                 Ok((adopt(engine, &compiled)?, CacheOutcome::Compiled))
             }
         }
+    }
+
+    /// `bytes` compiled for the cache, serialized: by the worker, or here when there is
+    /// none or it cannot be started.
+    fn compile_for_cache(&self, config: &wasmtime::Config, bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
+        if let Some(worker) = &self.worker {
+            match worker.compile(bytes) {
+                Ok(code) => {
+                    self.compiled.fetch_add(1, Ordering::Relaxed);
+                    return Ok(code);
+                }
+                Err(error @ WorkerError::Spawn { .. }) => tracing::warn!(%error, "compiling in this process"),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        self.compile(&Engine::new(config)?, bytes)?.serialize()
     }
 
     fn compile(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {

@@ -19,6 +19,7 @@ mod http;
 mod skill;
 mod state;
 mod value;
+pub mod worker;
 
 #[cfg(test)]
 mod proptests;
@@ -68,6 +69,11 @@ pub struct WasmConfig {
     /// calls, exceptions and GC) waits for Cranelift. Default: `false` (the host's
     /// default, `HostBuilder`, turns it on).
     pub baseline_compile: bool,
+    /// How to start a process that compiles with Cranelift for the compiled cache
+    /// ([`worker`]): this program as `[EXE, "__compile"]`, when it runs
+    /// [`worker::main`] for that `argv[1]`. Default: `None` (compiles run in this
+    /// process, and what they touch stays resident in it).
+    pub compile_worker: Option<Vec<std::ffi::OsString>>,
 }
 
 impl Default for WasmConfig {
@@ -80,6 +86,7 @@ impl Default for WasmConfig {
             epoch_tick: Duration::from_millis(10),
             net: NetConfig::default(),
             baseline_compile: false,
+            compile_worker: None,
         }
     }
 }
@@ -165,7 +172,8 @@ impl WasmRuntime {
     pub fn new(config: WasmConfig) -> Result<Self, RuntimeError> {
         let optimized = Tier::new(&config, false)?;
         let baseline = config.baseline_compile.then(|| (config.clone(), std::sync::OnceLock::new()));
-        let cache = ComponentCache::new(config.cache_dir.as_deref(), &engine::fingerprint(&optimized.engine));
+        let worker = config.compile_worker.as_deref().and_then(|command| worker::Worker::new(command, &config));
+        let cache = ComponentCache::new(config.cache_dir.as_deref(), &engine::fingerprint(&optimized.engine), worker);
         Ok(Self {
             inner: Arc::new(Inner {
                 optimized,

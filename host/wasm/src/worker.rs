@@ -1,0 +1,180 @@
+//! Cranelift's compiles for the compiled cache, in a process of their own: the host's own
+//! executable started again as `EXE __compile <settings>` ([`SUBCOMMAND`]), the
+//! component's bytes on its stdin, the compiled code (wasmtime's serialized form) on its
+//! stdout. What a compile touches (the compiler's code, its heap, its peak: hundreds of MB
+//! for an interpreter's component) then belongs to a process that exits, not to the host
+//! that lives on. The host maps the result from the cache as it maps any entry, and
+//! wasmtime checks there that it was compiled for the host's engine.
+//!
+//! The worker gets no environment, only the settings that decide the engine
+//! ([`WasmConfig`]'s compile settings, as arguments), and is stopped after
+//! [`COMPILE_LIMIT`]. A host whose executable is not a helper (an embedder that did not
+//! call `skillhost::helpers::run_if_helper`) compiles in its own process.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::WasmConfig;
+
+/// `argv[1]` of a compile worker.
+pub const SUBCOMMAND: &str = "__compile";
+
+/// The longest a worker may compile one component (the 18 MB Python interpreter's takes
+/// about 3 s on two cores); it is killed after that and the compile fails.
+pub const COMPILE_LIMIT: Duration = Duration::from_secs(300);
+
+/// Why a worker did not hand back compiled code.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WorkerError {
+    #[error("cannot start the compile worker {program}: {source}")]
+    Spawn { program: String, source: std::io::Error },
+    #[error("the compile worker failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the compile worker ran longer than {COMPILE_LIMIT:?} and was stopped")]
+    TimedOut,
+    #[error("the compile worker failed ({status}): {message}")]
+    Failed { status: std::process::ExitStatus, message: String },
+}
+
+/// The settings of `config` that decide how its engine compiles, as a worker's arguments.
+fn settings(config: &WasmConfig) -> Vec<String> {
+    vec![
+        format!("max-instances={}", config.max_instances),
+        format!("max-memory={}", config.max_memory),
+        format!("optimize={}", config.optimize),
+        format!("baseline-compile={}", config.baseline_compile),
+    ]
+}
+
+/// The [`WasmConfig`] a worker's arguments describe (the rest left at its defaults).
+fn parse(args: &[OsString]) -> Result<WasmConfig, String> {
+    let mut config = WasmConfig::default();
+    for arg in args {
+        let arg = arg.to_str().ok_or_else(|| format!("{arg:?} is not UTF-8"))?;
+        let (key, value) = arg.split_once('=').ok_or_else(|| format!("{arg}: not key=value"))?;
+        let bad = |e: &dyn std::fmt::Display| format!("{key}: {e}");
+        match key {
+            "max-instances" => config.max_instances = value.parse().map_err(|e| bad(&e))?,
+            "max-memory" => config.max_memory = value.parse().map_err(|e| bad(&e))?,
+            "optimize" => config.optimize = value.parse().map_err(|e| bad(&e))?,
+            "baseline-compile" => config.baseline_compile = value.parse().map_err(|e| bad(&e))?,
+            _ => return Err(format!("unknown setting {key}")),
+        }
+    }
+    Ok(config)
+}
+
+/// The worker's side: compile the component on stdin with Cranelift for the engine the
+/// arguments describe and write wasmtime's serialized form of it to stdout.
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    let compiled = parse(&args).map_err(|e| format!("bad settings: {e}")).and_then(|config| {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read the component: {e}"))?;
+        let (engine, _) = crate::engine::build(&config, false).map_err(|e| format!("{e:#}"))?;
+        let component = wasmtime::component::Component::new(&engine, &bytes).map_err(|e| format!("{e:#}"))?;
+        component.serialize().map_err(|e| format!("{e:#}"))
+    });
+    let written = compiled.and_then(|code| {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&code).and_then(|()| out.flush()).map_err(|e| format!("cannot write the compiled code: {e}"))
+    });
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// How to start a worker for one engine: the command (`[EXE, "__compile"]`) and the
+/// engine's settings.
+pub(crate) struct Worker {
+    command: Vec<OsString>,
+    settings: Vec<String>,
+}
+
+impl Worker {
+    /// Workers started as `command` compile for `config`'s Cranelift engine; `None` for an
+    /// empty command.
+    pub(crate) fn new(command: &[OsString], config: &WasmConfig) -> Option<Self> {
+        (!command.is_empty()).then(|| Self { command: command.to_vec(), settings: settings(config) })
+    }
+
+    /// Compile `bytes` in a worker: wasmtime's serialized form of the code.
+    pub(crate) fn compile(&self, bytes: &[u8]) -> Result<Vec<u8>, WorkerError> {
+        compile(&self.command, &self.settings, bytes)
+    }
+}
+
+fn compile(command: &[OsString], settings: &[String], bytes: &[u8]) -> Result<Vec<u8>, WorkerError> {
+    let (program, fixed) = command.split_first().ok_or_else(|| WorkerError::Spawn {
+        program: String::new(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command"),
+    })?;
+    let mut child = Command::new(program)
+        .args(fixed)
+        .args(settings)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| WorkerError::Spawn { program: program.to_string_lossy().into_owned(), source })?;
+    let (Some(mut stdin), Some(mut stdout), Some(mut stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(WorkerError::Io(std::io::Error::other("no pipes to the worker")));
+    };
+    // The worker reads all of its input before it writes: the bytes go in, then the
+    // output is read on threads of its own while this one watches the clock.
+    let written = stdin.write_all(bytes);
+    drop(stdin);
+    let out = std::thread::spawn(move || {
+        let mut code = Vec::new();
+        stdout.read_to_end(&mut code).map(|_| code)
+    });
+    let err = std::thread::spawn(move || {
+        let mut message = Vec::new();
+        let _ = stderr.by_ref().take(64 * 1024).read_to_end(&mut message);
+        String::from_utf8_lossy(&message).trim().to_owned()
+    });
+    let deadline = Instant::now() + COMPILE_LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let code = out.join().map_err(|_| std::io::Error::other("the worker's reader panicked"))?;
+    let message = err.join().unwrap_or_default();
+    match status {
+        None => Err(WorkerError::TimedOut),
+        Some(status) if !status.success() => Err(WorkerError::Failed { status, message }),
+        Some(_) => {
+            written?;
+            Ok(code?)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settings_a_worker_gets_describe_the_engine_it_builds() {
+        let config = WasmConfig { max_instances: 8, max_memory: 1 << 30, optimize: false, baseline_compile: true, ..WasmConfig::default() };
+        let args: Vec<OsString> = settings(&config).into_iter().map(OsString::from).collect();
+        let parsed = parse(&args).unwrap();
+        assert_eq!((parsed.max_instances, parsed.max_memory, parsed.optimize, parsed.baseline_compile), (8, 1 << 30, false, true));
+        assert!(parse(&[OsString::from("cache-dir=/tmp")]).unwrap_err().contains("unknown setting"));
+    }
+}
