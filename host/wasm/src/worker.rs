@@ -7,8 +7,9 @@
 //! wasmtime checks there that it was compiled for the host's engine.
 //!
 //! The worker gets no environment, only the settings that decide the engine
-//! ([`WasmConfig`]'s compile settings, as arguments), and is stopped after
-//! [`COMPILE_LIMIT`]. A host whose executable is not a helper (an embedder that did not
+//! ([`WasmConfig`]'s compile settings, as arguments), runs at the priority of the thread
+//! that started it (nice 10 for a background compile), is stopped after
+//! [`COMPILE_LIMIT`], and may hand back at most [`MAX_COMPILED`] bytes. A host whose executable is not a helper (an embedder that did not
 //! call `skillhost::helpers::run_if_helper`) compiles in its own process.
 
 use std::ffi::OsString;
@@ -25,6 +26,10 @@ pub const SUBCOMMAND: &str = "__compile";
 /// about 3 s on two cores); it is killed after that and the compile fails.
 pub const COMPILE_LIMIT: Duration = Duration::from_secs(300);
 
+/// The most compiled code a worker may hand back (the 18 MB Python interpreter's is about
+/// 40 MB); more is refused, read no further than one byte past it.
+pub const MAX_COMPILED: u64 = 1 << 30;
+
 /// Why a worker did not hand back compiled code.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum WorkerError {
@@ -34,6 +39,8 @@ pub(crate) enum WorkerError {
     Io(#[from] std::io::Error),
     #[error("the compile worker ran longer than {COMPILE_LIMIT:?} and was stopped")]
     TimedOut,
+    #[error("the compile worker wrote more than {MAX_COMPILED} bytes of code")]
+    TooLarge,
     #[error("the compile worker failed ({status}): {message}")]
     Failed { status: std::process::ExitStatus, message: String },
 }
@@ -134,12 +141,13 @@ fn compile(command: &[OsString], settings: &[String], bytes: &[u8]) -> Result<Ve
     drop(stdin);
     let out = std::thread::spawn(move || {
         let mut code = Vec::new();
-        stdout.read_to_end(&mut code).map(|_| code)
+        stdout.by_ref().take(MAX_COMPILED + 1).read_to_end(&mut code).map(|_| code)
     });
     let err = std::thread::spawn(move || {
         let mut message = Vec::new();
         let _ = stderr.by_ref().take(64 * 1024).read_to_end(&mut message);
-        String::from_utf8_lossy(&message).trim().to_owned()
+        // What reaches a log or an error is text, never terminal control.
+        String::from_utf8_lossy(&message).chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>().trim().to_owned()
     });
     let deadline = Instant::now() + COMPILE_LIMIT;
     let status = loop {
@@ -160,7 +168,11 @@ fn compile(command: &[OsString], settings: &[String], bytes: &[u8]) -> Result<Ve
         Some(status) if !status.success() => Err(WorkerError::Failed { status, message }),
         Some(_) => {
             written?;
-            Ok(code?)
+            let code = code?;
+            if code.len() as u64 > MAX_COMPILED {
+                return Err(WorkerError::TooLarge);
+            }
+            Ok(code)
         }
     }
 }
