@@ -95,6 +95,22 @@ async fn a_compile_worker_compiles_for_the_cache_and_its_failures_are_not_cached
     let refused = host.host.load_path_granted(&LIMITS.folder(host.skills.path())).await.unwrap_err();
     assert!(refused.to_string().contains("compile worker failed"), "{refused}");
     assert_eq!(cwasm_files(failing.path()), 0, "nothing cached");
+
+    // What a worker starts with: no environment (nothing the host's could steer, such as
+    // a compiler's or a loader's settings), `/` for its directory, the settings alone.
+    let seen = failing.path().join("seen");
+    let spy = failing.path().join("spy.sh");
+    std::fs::write(&spy, format!("#!/bin/sh\n{{ env; pwd; echo \"$@\"; }} > '{}'\nexit 3\n", seen.display())).unwrap();
+    std::fs::set_permissions(&spy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let host = TestHost::with_config(WasmConfig {
+        cache_dir: Some(failing.path().join("cache")),
+        compile_worker: worker(spy.to_str().unwrap()),
+        ..WasmConfig::default()
+    });
+    host.host.load_path_granted(&LIMITS.folder(host.skills.path())).await.unwrap_err();
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    let lines: Vec<&str> = seen.lines().filter(|l| !l.starts_with("PWD=") && !l.starts_with("SHLVL=") && !l.starts_with("_=")).collect();
+    assert_eq!(lines, ["/", "__compile max-instances=64 max-memory=1073741824 optimize=true baseline-compile=false"], "{seen}");
 }
 
 #[tokio::test]

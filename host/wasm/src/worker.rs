@@ -6,7 +6,7 @@
 //! that lives on. The host maps the result from the cache as it maps any entry, and
 //! wasmtime checks there that it was compiled for the host's engine.
 //!
-//! The worker gets no environment, only the settings that decide the engine
+//! The worker gets no environment and `/` for its directory, only the settings that decide the engine
 //! ([`WasmConfig`]'s compile settings, as arguments), runs at the priority of the thread
 //! that started it (nice 10 for a background compile), is stopped after
 //! [`COMPILE_LIMIT`], and may hand back at most [`MAX_COMPILED`] bytes. A host whose executable is not a helper (an embedder that did not
@@ -125,6 +125,7 @@ fn compile(command: &[OsString], settings: &[String], bytes: &[u8]) -> Result<Ve
         .args(fixed)
         .args(settings)
         .env_clear()
+        .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
