@@ -114,6 +114,19 @@ impl ComponentCache {
         }
     }
 
+    /// Compile `bytes` into the cache unless it holds them already, loading nothing: what a
+    /// compile ahead of a first call does. Without a cache there is nothing to fill.
+    pub(crate) fn fill(&self, config: &wasmtime::Config, bytes: &ComponentBytes) -> wasmtime::Result<()> {
+        let (Some(dir), Some(entry)) = (&self.dir, self.entry(bytes)) else { return Ok(()) };
+        if entry.is_file() {
+            return Ok(());
+        }
+        let compiled = self.compile_for_cache(config, &bytes.get()?)?;
+        store(&compiled, dir, &entry)?;
+        bytes.release();
+        Ok(())
+    }
+
     /// `bytes` compiled for the cache, serialized: by the worker, or here when there is
     /// none or it cannot be started.
     fn compile_for_cache(&self, config: &wasmtime::Config, bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {

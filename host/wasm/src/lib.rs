@@ -383,10 +383,17 @@ impl WasmRuntime {
                 tracing::debug!(skill = %link.skill, "its approval was withdrawn: its queued compile is dropped");
                 return;
             }
+            // A skill holding no code (compiled ahead, not called yet) needs the cache
+            // filled, nothing loaded; one running the baseline's code needs Cranelift's.
+            let load = slot.get().is_some();
             let compiled = in_the_background({
                 let runtime = runtime.clone();
                 move || {
-                    let compiled = runtime.cache.load(&runtime.optimized.engine, &runtime.optimized.config, &code);
+                    let compiled = if load {
+                        runtime.cache.load(&runtime.optimized.engine, &runtime.optimized.config, &code).map(Some)
+                    } else {
+                        runtime.cache.fill(&runtime.optimized.config, &code).map(|()| None)
+                    };
                     // What Cranelift allocated while compiling (hundreds of MB for an
                     // interpreter's component) goes back to the kernel, not to a heap the
                     // process keeps at that size for as long as it lives.
@@ -395,7 +402,11 @@ impl WasmRuntime {
                 }
             });
             match compiled.await {
-                Ok(Ok((component, outcome))) => match link.link(&runtime.optimized, &component, outcome) {
+                Ok(Ok(None)) => {
+                    slot.cached();
+                    tracing::debug!(skill = %link.skill, "optimised code in the compiled cache");
+                }
+                Ok(Ok(Some((component, outcome)))) => match link.link(&runtime.optimized, &component, outcome) {
                     Ok(prepared) => {
                         slot.optimized(prepared);
                         tracing::debug!(skill = %link.skill, "optimised code ready");
@@ -451,16 +462,17 @@ impl Compiled {
         self.current.write().get_or_insert_with(|| Arc::new(prepared)).clone()
     }
 
-    /// Cranelift's code, in place of what calls ran until now. A skill holding no code
-    /// (compiled ahead, not called yet) keeps holding none: its first call maps the code
-    /// from the compiled cache, which the compile filled. One whose first call started
-    /// before that and prepared the baseline's code meanwhile queues the compile again
-    /// (a cache hit then).
+    /// Cranelift's code, in place of what calls ran until now.
     fn optimized(&self, prepared: Prepared) {
-        let mut current = self.current.write();
-        if current.is_some() {
-            *current = Some(Arc::new(prepared));
-        } else {
+        *self.current.write() = Some(Arc::new(prepared));
+    }
+
+    /// Cranelift's code is in the compiled cache, for a skill that held no code when its
+    /// compile started (compiled ahead): its first call maps it from there. One whose
+    /// first call prepared the baseline's code meanwhile queues the compile again (a
+    /// cache hit then, which replaces it).
+    fn cached(&self) {
+        if self.current.read().is_some() {
             self.queued.store(false, Ordering::Release);
         }
     }
