@@ -383,9 +383,9 @@ impl WasmRuntime {
                 tracing::debug!(skill = %link.skill, "its approval was withdrawn: its queued compile is dropped");
                 return;
             }
-            // A skill holding no code (compiled ahead, not called yet) needs the cache
-            // filled, nothing loaded; one running the baseline's code needs Cranelift's.
-            let load = slot.get().is_some();
+            // A skill not called yet (compiled ahead) needs the cache filled, nothing
+            // loaded; one whose calls run the baseline's code needs Cranelift's.
+            let load = slot.called.load(Ordering::Acquire) && slot.get().is_some();
             let compiled = in_the_background({
                 let runtime = runtime.clone();
                 move || {
@@ -448,6 +448,9 @@ pub(crate) struct Compiled {
     pub(crate) queued: AtomicBool,
     /// Whether the approval that queued it was withdrawn: it is dropped at its turn.
     pub(crate) cancelled: AtomicBool,
+    /// Whether a call asked for its code: until then what `current` holds is the
+    /// listing's, which a compile ahead lets go once the cache holds Cranelift's.
+    pub(crate) called: AtomicBool,
 }
 
 impl Compiled {
@@ -467,13 +470,18 @@ impl Compiled {
         *self.current.write() = Some(Arc::new(prepared));
     }
 
-    /// Cranelift's code is in the compiled cache, for a skill that held no code when its
-    /// compile started (compiled ahead): its first call maps it from there. One whose
-    /// first call prepared the baseline's code meanwhile queues the compile again (a
-    /// cache hit then, which replaces it).
+    /// Cranelift's code is in the compiled cache, for a skill not called when its compile
+    /// started (compiled ahead): the listing's code it may hold goes, and its first call
+    /// maps Cranelift's from there. One called meanwhile, on the baseline's code, keeps
+    /// it and queues the compile again (a cache hit then, which replaces it).
     fn cached(&self) {
-        if self.current.read().is_some() {
-            self.queued.store(false, Ordering::Release);
+        let mut current = self.current.write();
+        if self.called.load(Ordering::Acquire) {
+            if current.is_some() {
+                self.queued.store(false, Ordering::Release);
+            }
+        } else {
+            current.take();
         }
     }
 

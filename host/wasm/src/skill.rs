@@ -76,6 +76,9 @@ impl WasmSkill {
 
     /// [`code`](Self::code), prepared for `purpose` if it is not yet.
     pub(crate) async fn code_for(&self, purpose: crate::Purpose) -> Result<Arc<Prepared>, LoadError> {
+        if purpose == crate::Purpose::Call {
+            self.compiled.called.store(true, std::sync::atomic::Ordering::Release);
+        }
         if let Some(code) = self.ready_code(purpose) {
             return Ok(code);
         }

@@ -204,14 +204,13 @@ impl Registry {
                 tracing::info!(skill = %name, layer = %winner.layer, version = %loaded.version, %state, "loaded");
                 // Nobody calls it before a human approves it, and the approval compiles it.
                 // Approved code whose tools the baseline compiler listed (which is never
-                // cached) is compiled ahead as an approval's is, into the cache, where its
-                // first call and the next start find it; the listing's code goes.
+                // cached) is compiled ahead as an approval's is, into the cache, where the
+                // next start finds it; first calls meanwhile run the listing's code, which
+                // goes once the cache holds Cranelift's if nothing called it.
                 if let Some(skill) = &loaded.skill {
-                    let listed_by_baseline = skill.cache_outcome() == Some(skillhost_core::CacheOutcome::Baseline);
-                    if state != TrustState::Approved || listed_by_baseline {
+                    if state != TrustState::Approved {
                         skill.release_code();
-                    }
-                    if state == TrustState::Approved && listed_by_baseline {
+                    } else if skill.cache_outcome() == Some(skillhost_core::CacheOutcome::Baseline) {
                         skill.compile_ahead();
                     }
                 }

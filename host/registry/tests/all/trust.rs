@@ -382,6 +382,26 @@ async fn an_approved_skill_listed_at_load_is_compiled_ahead_in_place_of_the_base
     assert_eq!(compiled(&registry), Some(CacheOutcome::Hit), "the first call mapped it from the cache");
 }
 
+/// An approved skill called before its compile ahead started keeps its listing's code
+/// for those calls; the compile then loads Cranelift's code in place of Winch's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_called_before_its_compile_ahead_moves_to_cranelifts_code() {
+    let env = Env::new();
+    limits_folder(env.ws(), "0.1.0", "2s", "");
+    let ahead = Ahead { cache: tempfile::tempdir().unwrap() };
+    let wasm = ahead.runtime();
+    let held = wasm.hold_compiles().await;
+    let registry = ahead.open(&env, wasm.clone()).await;
+    let compiled = |registry: &Registry| registry.entry("limits").unwrap().loaded.as_ref().unwrap().compiled();
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 1})).await.unwrap().value, json!(1));
+    assert_eq!(compiled(&registry), Some(CacheOutcome::Baseline), "the first call ran the listing's code");
+    drop(held);
+    assert!(wasm.finish_optimizing(crate::HANG_GUARD).await);
+    assert_eq!(ahead.files(), 1, "the compile ahead filled the cache");
+    assert_eq!(compiled(&registry), Some(CacheOutcome::Compiled), "Cranelift's code in place of Winch's");
+    assert_eq!(call(&registry, "limits", "echo", json!({"value": 2})).await.unwrap().value, json!(2));
+}
+
 /// A compile queued at approval and cancelled before its turn (the approval withdrawn)
 /// compiles and caches nothing; approved again, the skill is compiled and callable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
