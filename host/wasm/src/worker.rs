@@ -55,19 +55,32 @@ fn settings(config: &WasmConfig) -> Vec<String> {
     ]
 }
 
+/// A worker's argument it cannot take.
+#[derive(Debug, thiserror::Error)]
+enum BadSetting {
+    #[error("{0:?} is not UTF-8")]
+    NotUtf8(OsString),
+    #[error("{0}: not key=value")]
+    NotKeyValue(String),
+    #[error("{key}: {reason}")]
+    Value { key: String, reason: String },
+    #[error("unknown setting {0}")]
+    Unknown(String),
+}
+
 /// The [`WasmConfig`] a worker's arguments describe (the rest left at its defaults).
-fn parse(args: &[OsString]) -> Result<WasmConfig, String> {
+fn parse(args: &[OsString]) -> Result<WasmConfig, BadSetting> {
     let mut config = WasmConfig::default();
     for arg in args {
-        let arg = arg.to_str().ok_or_else(|| format!("{arg:?} is not UTF-8"))?;
-        let (key, value) = arg.split_once('=').ok_or_else(|| format!("{arg}: not key=value"))?;
-        let bad = |e: &dyn std::fmt::Display| format!("{key}: {e}");
+        let arg = arg.to_str().ok_or_else(|| BadSetting::NotUtf8(arg.clone()))?;
+        let (key, value) = arg.split_once('=').ok_or_else(|| BadSetting::NotKeyValue(arg.to_owned()))?;
+        let bad = |e: &dyn std::fmt::Display| BadSetting::Value { key: key.to_owned(), reason: e.to_string() };
         match key {
             "max-instances" => config.max_instances = value.parse().map_err(|e| bad(&e))?,
             "max-memory" => config.max_memory = value.parse().map_err(|e| bad(&e))?,
             "optimize" => config.optimize = value.parse().map_err(|e| bad(&e))?,
             "baseline-compile" => config.baseline_compile = value.parse().map_err(|e| bad(&e))?,
-            _ => return Err(format!("unknown setting {key}")),
+            _ => return Err(BadSetting::Unknown(key.to_owned())),
         }
     }
     Ok(config)
@@ -188,6 +201,6 @@ mod tests {
         let args: Vec<OsString> = settings(&config).into_iter().map(OsString::from).collect();
         let parsed = parse(&args).unwrap();
         assert_eq!((parsed.max_instances, parsed.max_memory, parsed.optimize, parsed.baseline_compile), (8, 1 << 30, false, true));
-        assert!(parse(&[OsString::from("cache-dir=/tmp")]).unwrap_err().contains("unknown setting"));
+        assert!(parse(&[OsString::from("cache-dir=/tmp")]).unwrap_err().to_string().contains("unknown setting"));
     }
 }
