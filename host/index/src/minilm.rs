@@ -370,7 +370,8 @@ fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<Prepa
         .create(true)
         .append(true)
         .open(partial.join(WEIGHTS))
-        .and_then(|_| replace_dir(&partial, path))
+        .and_then(|_| settle(&partial))
+        .and_then(|()| replace_dir(&partial, path))
         .map_err(KeepError::from)
         .and_then(|()| PreparedStamp::of(path).ok_or_else(|| KeepError::Vanished(path.to_owned())));
     let _ = std::fs::remove_dir_all(&partial);
@@ -381,6 +382,20 @@ fn prepare(environment: &Environment, graph: &[u8], path: &Path) -> Option<Prepa
             None
         }
     }
+}
+
+/// Write the kept graph's files in `dir` to the disk and drop them from the page cache:
+/// the folder is whole on the disk before it is renamed into place (sessions map it; a
+/// file cut short by a crash would fault), and its pages come back from the disk as a
+/// session touches them, not as the large folios writing them left in the cache, which a
+/// mapping takes whole (11 MB of the weights resident after one query, against 4 MB).
+fn settle(dir: &Path) -> std::io::Result<()> {
+    for name in [GRAPH, WEIGHTS] {
+        let file = std::fs::File::open(dir.join(name))?;
+        file.sync_all()?;
+        rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)?;
+    }
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// Rename the folder `new` to `path`, in place of a folder there (which a session may
