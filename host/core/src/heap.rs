@@ -1,4 +1,5 @@
-//! Giving freed heap memory back to the kernel.
+//! Giving freed heap memory back to the kernel (and, [`drop_cached_pages`], a file's pages
+//! the host wrote and will map).
 //!
 //! glibc's allocator keeps the pages of freed blocks for later allocations, so a process
 //! that once read large files (a skill's 18 MB component, a 22 MB model) stays that large
@@ -21,6 +22,14 @@ pub fn give_back_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// Drop `file`'s clean pages from the kernel's page cache (`posix_fadvise(DONTNEED)`): a
+/// file the host just wrote and will map is then read back from the disk as it is
+/// touched, not taken as the large folios the writes left, which a mapping takes whole.
+/// Sync it first: dirty pages stay.
+pub fn drop_cached_pages(file: &std::fs::File) -> std::io::Result<()> {
+    rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed).map_err(std::io::Error::from)
 }
 
 /// The block size from which glibc maps a block on its own (unmapped when freed), and the

@@ -30,7 +30,7 @@ pub use egress::{Denial, EgressPolicy, SecretBinding, SecretCarrier, SecretError
 pub use grant::{
     Beneath, DataKey, DirError, DirGrant, FileMode, Grant, GrantError, HeldRoots, PROBE_TIMEOUT, Policy, dir_beneath, open_beneath,
 };
-pub use heap::{give_back_freed_memory, trim_as_freed};
+pub use heap::{drop_cached_pages, give_back_freed_memory, trim_as_freed};
 pub use limits::{ByteSize, Limits, LimitsRequest, QuantityError, fmt_duration, parse_duration, parse_size};
 pub use manifest::{FileCapability, MAX_MANIFEST_BYTES, ManifestError, SearchMeta, SkillManifest, TestCase};
 pub use name::{NameError, SkillName};

@@ -393,7 +393,7 @@ fn settle(dir: &Path) -> std::io::Result<()> {
     for name in [GRAPH, WEIGHTS] {
         let file = std::fs::File::open(dir.join(name))?;
         file.sync_all()?;
-        rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)?;
+        skillhost_core::drop_cached_pages(&file)?;
     }
     std::fs::File::open(dir)?.sync_all()
 }
