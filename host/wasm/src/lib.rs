@@ -363,7 +363,9 @@ impl WasmRuntime {
     }
 
     /// Compile `code` with Cranelift in the background, one compile at a time, into the
-    /// compiled cache and, linked, into `slot` in place of the baseline code it holds. Counted in `in_flight` from now until it
+    /// compiled cache and, for a skill whose calls run the baseline's code, linked into
+    /// `slot` in place of it (a skill not called yet only gets the cache filled: see
+    /// [`Compiled::cached`]). Counted in `in_flight` from now until it
     /// is done, whatever happens to it. A compile whose skill is gone by its turn (unloaded,
     /// or replaced by other bytes) or that was cancelled meanwhile is dropped: nothing is
     /// compiled or cached.
