@@ -4,7 +4,9 @@
 //! the lexical part of the score, and its unit vector when an embedder is set).
 //!
 //! Updates are per skill: delete every document of the skill, add the new ones, commit,
-//! reload the reader. A skill's metadata is dropped before its deletion is committed, so
+//! reload the reader. tantivy's writer lives for one batch of updates; an on-disk index
+//! is owned by the process holding its owner lock, which a second process finding taken
+//! searches a copy. A skill's metadata is dropped before its deletion is committed, so
 //! a search racing an update can miss a changed skill for a moment but never shows a
 //! removed one.
 //!
@@ -21,6 +23,7 @@ use std::sync::Arc;
 
 use skillhost_registry::{Entry, Registry, RegistryEvent};
 use tantivy::collector::TopDocs;
+use tantivy::directory::{Directory as _, DirectoryLock, Lock, error::LockError};
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, FuzzyTermQuery, Occur, TermQuery};
 use tantivy::schema::{IndexRecordOption, Schema, Value as _};
 use tantivy::tokenizer::TextAnalyzer;
@@ -39,6 +42,8 @@ const WRITER_BUDGET: usize = 32 << 20;
 
 /// `index`'s writer: one indexing thread and one merging thread (tantivy's default is four
 /// of those, started with the writer, for a catalogue of skills that fits one segment).
+/// Made for a batch of changes and let go at its commit: a writer at rest holds its
+/// threads and a term table (4 MB, written through when it is made) for nothing.
 fn writer(index: &Index) -> tantivy::Result<IndexWriter> {
     let options = tantivy::indexer::IndexWriterOptions::builder()
         .memory_budget_per_thread(WRITER_BUDGET)
@@ -46,6 +51,13 @@ fn writer(index: &Index) -> tantivy::Result<IndexWriter> {
         .num_merge_threads(1)
         .build();
     index.writer_with_options(options)
+}
+
+/// The lock a process holds on an on-disk index for as long as it writes it
+/// ([`Storage::Disk`]); another process finding it taken searches a copy. tantivy's own
+/// writer lock is only held during a batch, so it cannot say who owns the directory.
+fn owner_lock() -> Lock {
+    Lock { filepath: ".skillhost-owner.lock".into(), is_blocking: false }
 }
 /// Most results one query returns.
 pub const MAX_LIMIT: usize = 100;
@@ -185,7 +197,9 @@ struct State {
 }
 
 struct Writer {
-    writer: IndexWriter,
+    /// tantivy's writer during a batch, `None` at rest (see [`writer`]).
+    tantivy: Option<IndexWriter>,
+    index: Index,
     /// Skill name -> fingerprint of what is indexed for it.
     indexed: HashMap<String, String>,
     analyzer: TextAnalyzer,
@@ -201,6 +215,22 @@ pub struct SearchIndex {
     /// The embedder's identity, or [`NO_MODEL`].
     identity: String,
     storage: Storage,
+    /// Held for the life of a [`Storage::Disk`] index (see [`owner_lock`]).
+    _owner: Option<DirectoryLock>,
+}
+
+impl Writer {
+    /// tantivy's writer, made now if this is a batch's first change.
+    fn tantivy(&mut self) -> Result<&mut IndexWriter, IndexError> {
+        open_writer(&mut self.tantivy, &self.index)
+    }
+}
+
+fn open_writer<'a>(slot: &'a mut Option<IndexWriter>, index: &Index) -> Result<&'a mut IndexWriter, IndexError> {
+    if slot.is_none() {
+        *slot = Some(writer(index)?);
+    }
+    Ok(slot.as_mut().expect("made above"))
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -255,8 +285,7 @@ impl SearchIndex {
     fn in_memory(embedder: Option<Arc<dyn Embedder>>) -> Result<Self, IndexError> {
         let (schema, fields) = store::schema();
         let index = in_ram(schema);
-        let writer = writer(&index)?;
-        Self::assemble(&index, writer, fields, embedder, Storage::Memory)
+        Self::assemble(&index, fields, embedder, Storage::Memory, None)
     }
 
     /// The index persisted in `dir` (created if missing), ranking with BM25 and, given
@@ -295,51 +324,51 @@ impl SearchIndex {
         }
     }
 
-    /// Take the writer of an opened on-disk index and read its documents back; when
-    /// another process holds the writer, copy the documents into memory instead.
+    /// Take an opened on-disk index (its [`owner_lock`]) and read its documents back;
+    /// when another process holds it, copy the documents into memory instead.
     fn load_disk(index: Index, dir: &Path, fields: Fields, embedder: Option<Arc<dyn Embedder>>) -> Result<Self, IndexError> {
         index.tokenizers().register(ANALYZER, analyzer());
-        match writer(&index) {
-            Ok(writer) => {
-                let this = Self::assemble(&index, writer, fields, embedder, Storage::Disk(dir.to_owned()))?;
+        match index.directory().acquire_lock(&owner_lock()) {
+            Ok(owner) => {
+                let this = Self::assemble(&index, fields, embedder, Storage::Disk(dir.to_owned()), Some(owner))?;
                 let searcher = this.reader.searcher();
                 this.load(&searcher, false)?;
                 Ok(this)
             }
-            Err(tantivy::TantivyError::LockFailure(..)) => {
+            Err(LockError::LockBusy) => {
                 tracing::warn!(
                     "the search index in {} is in use by another skillhost process: this one searches an in-memory copy of it (changes made here are not saved)",
                     dir.display()
                 );
                 let disk = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
                 let ram = in_ram(index.schema());
-                let writer = writer(&ram)?;
-                let this = Self::assemble(&ram, writer, fields, embedder, Storage::Copy(dir.to_owned()))?;
+                let this = Self::assemble(&ram, fields, embedder, Storage::Copy(dir.to_owned()), None)?;
                 this.load(&disk.searcher(), true)?;
                 this.commit(&mut this.writer.lock())?;
                 Ok(this)
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(tantivy::TantivyError::from(e).into()),
         }
     }
 
     fn assemble(
         index: &Index,
-        writer: IndexWriter,
         fields: Fields,
         embedder: Option<Arc<dyn Embedder>>,
         storage: Storage,
+        owner: Option<DirectoryLock>,
     ) -> Result<Self, IndexError> {
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let identity = embedder.as_ref().map_or_else(|| NO_MODEL.to_owned(), |e| e.identity());
         Ok(Self {
             fields,
             reader,
-            writer: Mutex::new(Writer { writer, indexed: HashMap::new(), analyzer: analyzer() }),
+            writer: Mutex::new(Writer { tantivy: None, index: index.clone(), indexed: HashMap::new(), analyzer: analyzer() }),
             state: RwLock::new(State::default()),
             embedder,
             identity,
             storage,
+            _owner: owner,
         })
     }
 
@@ -358,7 +387,7 @@ impl SearchIndex {
                     state.ids.insert(id(&key), key.clone());
                     state.meta.insert(key, meta);
                     if copy {
-                        writer.writer.add_document(doc)?;
+                        writer.tantivy()?.add_document(doc)?;
                     }
                 }
             }
@@ -437,8 +466,8 @@ impl SearchIndex {
             if writer.indexed.get(&skill.name) == Some(&print) {
                 continue;
             }
-            self.delete_skill(&mut writer, &skill.name);
-            stats.embedded += self.add_skill(&mut writer, &skill, &print);
+            self.delete_skill(&mut writer, &skill.name)?;
+            stats.embedded += self.add_skill(&mut writer, &skill, &print)?;
             writer.indexed.insert(skill.name.clone(), print);
             stats.indexed += 1;
         }
@@ -468,7 +497,7 @@ impl SearchIndex {
     /// Remove a skill and its tools.
     pub fn remove(&self, skill: &str) -> Result<(), IndexError> {
         let mut writer = self.writer.lock();
-        self.delete_skill(&mut writer, skill);
+        self.delete_skill(&mut writer, skill)?;
         writer.indexed.remove(skill);
         self.commit(&mut writer)
     }
@@ -491,7 +520,7 @@ impl SearchIndex {
     /// document: the fix for an index that should not be trusted.
     pub fn rebuild(&self, registry: &Registry, progress: &mut dyn FnMut(SyncProgress)) -> Result<SyncStats, IndexError> {
         let mut writer = self.writer.lock();
-        writer.writer.delete_all_documents()?;
+        writer.tantivy()?.delete_all_documents()?;
         writer.indexed.clear();
         *self.state.write() = State::default();
         let stats = self.sync_locked(&mut writer, registry, progress)?;
@@ -512,7 +541,7 @@ impl SearchIndex {
         let mut stats = SyncStats::default();
         let gone: Vec<String> = writer.indexed.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
         for name in gone {
-            self.delete_skill(writer, &name);
+            self.delete_skill(writer, &name)?;
             writer.indexed.remove(&name);
             stats.removed += 1;
         }
@@ -525,8 +554,8 @@ impl SearchIndex {
         let total = todo.iter().map(|(_, _, doc)| 1 + doc.tools.len()).sum();
         let mut done = 0;
         for (name, print, doc) in todo {
-            self.delete_skill(writer, name);
-            stats.embedded += self.add_skill(writer, &doc, print);
+            self.delete_skill(writer, name)?;
+            stats.embedded += self.add_skill(writer, &doc, print)?;
             writer.indexed.insert(name.clone(), print.clone());
             stats.indexed += 1;
             done += 1 + doc.tools.len();
@@ -549,10 +578,10 @@ impl SearchIndex {
         if print.is_some() && writer.indexed.get(name) == print.as_ref() {
             return Ok(());
         }
-        self.delete_skill(&mut writer, name);
+        self.delete_skill(&mut writer, name)?;
         match (print, entry.as_deref().and_then(SkillDoc::from_entry)) {
             (Some(print), Some(doc)) => {
-                self.add_skill(&mut writer, &doc, &print);
+                self.add_skill(&mut writer, &doc, &print)?;
                 writer.indexed.insert(name.to_owned(), print);
             }
             _ => {
@@ -592,7 +621,8 @@ impl SearchIndex {
         })
     }
 
-    fn delete_skill(&self, writer: &mut Writer, skill: &str) {
+    fn delete_skill(&self, writer: &mut Writer, skill: &str) -> Result<(), IndexError> {
+        let tantivy = writer.tantivy()?;
         let mut state = self.state.write();
         let State { meta, ids, dense } = &mut *state;
         meta.retain(|k, m| {
@@ -603,12 +633,15 @@ impl SearchIndex {
             keep
         });
         *dense = None;
-        writer.writer.delete_term(Term::from_field_text(self.fields.skill, skill));
+        tantivy.delete_term(Term::from_field_text(self.fields.skill, skill));
+        Ok(())
     }
 
     /// Add a skill's documents (embedding them with the embedder, if any); returns how
     /// many were embedded.
-    fn add_skill(&self, writer: &mut Writer, skill: &SkillDoc, print: &str) -> usize {
+    fn add_skill(&self, writer: &mut Writer, skill: &SkillDoc, print: &str) -> Result<usize, IndexError> {
+        let Writer { tantivy, index, analyzer, .. } = writer;
+        let tantivy = open_writer(tantivy, index)?;
         let f = self.fields;
         let keywords = skill.keywords.join(", ");
         let examples = skill.example_queries.join(". ");
@@ -676,7 +709,7 @@ impl SearchIndex {
         let embedded = vectors.as_ref().map_or(0, Vec::len);
         let mut state = self.state.write();
         for (i, (k, mut doc, hit, _)) in entries.into_iter().enumerate() {
-            let words = field_terms(&doc, f, &mut writer.analyzer);
+            let words = field_terms(&doc, f, analyzer);
             let vector = vectors.as_ref().and_then(|v| v.get(i).cloned()).map(|mut v| {
                 normalise(&mut v);
                 v
@@ -691,7 +724,7 @@ impl SearchIndex {
             if let Some(v) = &vector {
                 doc.add_bytes(f.vector, &store::vector_bytes(v));
             }
-            if let Err(e) = writer.writer.add_document(doc) {
+            if let Err(e) = tantivy.add_document(doc) {
                 tracing::warn!(skill = %skill.name, error = %e, "not indexed");
                 continue;
             }
@@ -699,13 +732,17 @@ impl SearchIndex {
             state.meta.insert(k, Meta { hit, approved: skill.approved, terms: words, vector });
         }
         state.dense = None;
-        embedded
+        Ok(embedded)
     }
 
+    /// Commit the batch and let its writer go (after any merge the commit started).
     fn commit(&self, writer: &mut Writer) -> Result<(), IndexError> {
-        let mut commit = writer.writer.prepare_commit()?;
+        let mut commit = writer.tantivy()?.prepare_commit()?;
         commit.set_payload(&store::payload());
         commit.commit()?;
+        if let Some(done) = writer.tantivy.take() {
+            done.wait_merging_threads()?;
+        }
         self.reader.reload()?;
         Ok(())
     }

@@ -241,6 +241,28 @@ fn a_second_writer_searches_an_in_memory_copy() {
     assert_eq!(counter.count(), 2, "only the two queries were embedded");
 }
 
+/// A writer at rest holds threads and tantivy's 4 MB term table: one is made for each
+/// batch and let go at its commit, while the directory stays this process's.
+#[test]
+fn an_index_at_rest_holds_no_writer_and_still_owns_its_directory() {
+    use tantivy::directory::{Directory as _, INDEX_WRITER_LOCK, MmapDirectory};
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().join("index");
+    let first = SearchIndex::open(&dir, None).unwrap();
+    let writer_free = || MmapDirectory::open(&dir).unwrap().acquire_lock(&INDEX_WRITER_LOCK).is_ok();
+    assert!(writer_free(), "opened: no writer");
+    assert_eq!(first.upsert(docs()).unwrap().indexed, 2);
+    assert!(writer_free(), "a batch committed lets its writer go");
+    let second = SearchIndex::open(&dir, None).unwrap();
+    assert_eq!(second.storage(), &Storage::Copy(dir.clone()), "the first still owns the directory");
+    first.remove("weather").unwrap();
+    assert!(writer_free());
+    drop((first, second));
+    let reopened = SearchIndex::open(&dir, None).unwrap();
+    assert_eq!(reopened.storage(), &Storage::Disk(dir.clone()));
+    assert_eq!(reopened.status().skills, 1, "the removal was committed");
+}
+
 #[test]
 fn a_directory_of_other_files_gives_an_in_memory_index() {
     let data = tempfile::tempdir().unwrap();
