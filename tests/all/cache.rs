@@ -186,3 +186,62 @@ async fn a_cached_components_bytes_are_let_go_and_read_again_only_as_they_were()
     assert!(err.to_string().contains("holds other bytes than the ones loaded"), "{err}");
     assert_eq!(swapped.cache_stats().compiled, 0, "the other component was not compiled");
 }
+
+/// A component whose compile costs the host gigabytes: the real `limits` guest with one
+/// more core module, a single function of 7.5 MB (2.5 million `i32.const` left on the
+/// stack, then added up), which Cranelift needs about 2.4 GB to compile (300 times its
+/// size; a skill may be 64 MiB). The compile worker is held to
+/// `MAX_COMPILE_MEMORY` (2 GiB of heap): it is stopped there, the load is refused saying
+/// so, and nothing is cached. Unbounded, the worker took what it wanted (and, compiling
+/// functions in parallel, that much per core).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_costly_to_compile_is_stopped_at_the_workers_memory_limit() {
+    let data = tempfile::tempdir().unwrap();
+    let host = TestHost::with_config(WasmConfig {
+        cache_dir: Some(data.path().join("cache")),
+        compile_worker: Some(vec![env!("CARGO_BIN_EXE_skillhost-compile").into(), skillhost_wasm::worker::SUBCOMMAND.into()]),
+        ..WasmConfig::default()
+    });
+    let dir = LIMITS.folder(host.skills.path());
+    let mut hostile = std::fs::read(dir.join("skill.wasm")).unwrap();
+    let mut body = vec![0]; // no locals
+    for _ in 0..2_500_000 {
+        body.extend_from_slice(&[0x41, 0x01]); // i32.const 1
+    }
+    body.extend(std::iter::repeat_n(0x6a, 2_499_999)); // i32.add
+    body.extend_from_slice(&[0x1a, 0x0b]); // drop, end
+    let mut code = vec![1];
+    leb128(&mut code, body.len());
+    code.extend_from_slice(&body);
+    let mut module = b"\0asm\x01\0\0\0".to_vec();
+    section(&mut module, 1, &[1, 0x60, 0, 0]); // one type: [] -> []
+    section(&mut module, 3, &[1, 0]); // one function of it
+    section(&mut module, 10, &code);
+    section(&mut hostile, 1, &module); // a core module the component never instantiates
+    std::fs::write(dir.join("skill.wasm"), hostile).unwrap();
+
+    let refused = host.host.load_path_granted(&dir).await.expect_err("a compile past the worker's memory limit was not stopped");
+    let refused = refused.to_string();
+    assert!(refused.contains("memory") && refused.contains("compile worker"), "{refused}");
+    assert_eq!(cwasm_files(data.path()), 0, "nothing cached");
+}
+
+/// `n` as unsigned LEB128, appended to `out`.
+fn leb128(out: &mut Vec<u8>, mut n: usize) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// A section `id` holding `content`, appended to `out`.
+fn section(out: &mut Vec<u8>, id: u8, content: &[u8]) {
+    out.push(id);
+    leb128(out, content.len());
+    out.extend_from_slice(content);
+}
