@@ -18,6 +18,21 @@ use crate::WasmConfig;
 /// the Winch compiles and the calls that someone is waiting for. The engine's
 /// configuration comes with it: an engine made from it compiles code the first runs.
 pub(crate) fn build(config: &WasmConfig, baseline: bool) -> wasmtime::Result<(Engine, Config)> {
+    let wasm = wasmtime_config(config, baseline);
+    Ok((Engine::new(&wasm)?, wasm))
+}
+
+/// Cranelift's engine for `config` that only compiles (a compile worker's): the same
+/// compilation settings as [`build`]'s, so its code loads in that engine (wasmtime checks),
+/// without the pooling allocator, whose pools (hundreds of MB of tables) it never uses.
+pub(crate) fn compiler(config: &WasmConfig) -> wasmtime::Result<Engine> {
+    let mut wasm = wasmtime_config(config, false);
+    wasm.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+    Engine::new(&wasm)
+}
+
+/// The configuration of [`build`]'s engine.
+fn wasmtime_config(config: &WasmConfig, baseline: bool) -> Config {
     let n = config.max_instances.max(1);
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(n)
@@ -43,7 +58,7 @@ pub(crate) fn build(config: &WasmConfig, baseline: bool) -> wasmtime::Result<(En
     } else if config.baseline_compile {
         wasm.parallel_compilation(false);
     }
-    Ok((Engine::new(&wasm)?, wasm))
+    wasm
 }
 
 /// A stable digest of everything about `engine` that makes compiled code incompatible:

@@ -9,11 +9,14 @@
 //! The worker gets no environment and `/` for its directory, only the settings that decide the engine
 //! ([`WasmConfig`]'s compile settings, as arguments), runs at the priority of the thread
 //! that started it (nice 10 for a background compile), is stopped after
-//! [`COMPILE_LIMIT`], and may hand back at most [`MAX_COMPILED`] bytes. A host whose executable is not a helper (an embedder that did not
+//! [`COMPILE_LIMIT`], may hand back at most [`MAX_COMPILED`] bytes, and may allocate at
+//! most [`MAX_COMPILE_MEMORY`] (its `RLIMIT_DATA`, which it sets itself before it reads
+//! anything; it dumps no core). A host whose executable is not a helper (an embedder that did not
 //! call `skillhost::helpers::run_if_helper`) compiles in its own process.
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,6 +33,12 @@ pub const COMPILE_LIMIT: Duration = Duration::from_secs(300);
 /// 40 MB); more is refused, read no further than one byte past it.
 pub const MAX_COMPILED: u64 = 1 << 30;
 
+/// The most memory (heap and other private writable mappings: `RLIMIT_DATA`) a worker may
+/// allocate. What Cranelift needs grows with the code: the 18 MB Python interpreter's
+/// compile stays under 1 GB, but one 7.5 MB function of values left on the stack takes
+/// 2.4 GB, and a skill may be 64 MiB. A compile that needs more is stopped.
+pub const MAX_COMPILE_MEMORY: u64 = 2 << 30;
+
 /// Why a worker did not hand back compiled code.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum WorkerError {
@@ -41,6 +50,11 @@ pub(crate) enum WorkerError {
     TimedOut,
     #[error("the compile worker wrote more than {MAX_COMPILED} bytes of code")]
     TooLarge,
+    #[error(
+        "the compile worker was stopped at its memory limit ({} MiB, MAX_COMPILE_MEMORY): the component costs more than that to compile, and is refused",
+        MAX_COMPILE_MEMORY >> 20
+    )]
+    OutOfMemory,
     #[error("the compile worker failed ({status}): {message}")]
     Failed { status: std::process::ExitStatus, message: String },
 }
@@ -89,10 +103,10 @@ fn parse(args: &[OsString]) -> Result<WasmConfig, BadSetting> {
 /// The worker's side: compile the component on stdin with Cranelift for the engine the
 /// arguments describe and write wasmtime's serialized form of it to stdout.
 pub fn main(args: Vec<OsString>) -> ExitCode {
-    let compiled = parse(&args).map_err(|e| format!("bad settings: {e}")).and_then(|config| {
+    let compiled = limit_memory().and_then(|()| parse(&args).map_err(|e| format!("bad settings: {e}"))).and_then(|config| {
         let mut bytes = Vec::new();
         std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read the component: {e}"))?;
-        let (engine, _) = crate::engine::build(&config, false).map_err(|e| format!("{e:#}"))?;
+        let engine = crate::engine::compiler(&config).map_err(|e| format!("{e:#}"))?;
         let component = wasmtime::component::Component::new(&engine, &bytes).map_err(|e| format!("{e:#}"))?;
         component.serialize().map_err(|e| format!("{e:#}"))
     });
@@ -108,6 +122,19 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         }
     }
 }
+
+/// Hold this process to [`MAX_COMPILE_MEMORY`] (an allocation past it fails, and the
+/// process aborts: [`ABORTED`]) and to no core dump (its directory is `/`, and an abort
+/// must not leave gigabytes there). A limit that cannot be set is a refusal to compile.
+fn limit_memory() -> Result<(), String> {
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    let set = |resource, bytes| setrlimit(resource, Rlimit { current: Some(bytes), maximum: Some(bytes) });
+    set(Resource::Core, 0).map_err(|e| format!("cannot turn off core dumps: {e}"))?;
+    set(Resource::Data, MAX_COMPILE_MEMORY).map_err(|e| format!("cannot limit its memory to {MAX_COMPILE_MEMORY} bytes: {e}"))
+}
+
+/// What the Rust runtime writes before it aborts on an allocation that failed.
+const ABORTED: &str = "memory allocation of ";
 
 /// How to start a worker for one engine: the command (`[EXE, "__compile"]`) and the
 /// engine's settings.
@@ -179,6 +206,9 @@ fn compile(command: &[OsString], settings: &[String], bytes: &[u8]) -> Result<Ve
     let message = err.join().unwrap_or_default();
     match status {
         None => Err(WorkerError::TimedOut),
+        Some(status) if status.signal() == Some(rustix::process::Signal::ABORT.as_raw()) && message.starts_with(ABORTED) => {
+            Err(WorkerError::OutOfMemory)
+        }
         Some(status) if !status.success() => Err(WorkerError::Failed { status, message }),
         Some(_) => {
             written?;
@@ -202,5 +232,17 @@ mod tests {
         let parsed = parse(&args).unwrap();
         assert_eq!((parsed.max_instances, parsed.max_memory, parsed.optimize, parsed.baseline_compile), (8, 1 << 30, false, true));
         assert!(parse(&[OsString::from("cache-dir=/tmp")]).unwrap_err().to_string().contains("unknown setting"));
+    }
+
+    /// A worker's engine has no pools (they would count against its memory limit), and
+    /// compiles code the host's engine takes.
+    #[test]
+    fn a_workers_engine_compiles_for_the_hosts() {
+        for baseline_compile in [false, true] {
+            let config = WasmConfig { baseline_compile, ..WasmConfig::default() };
+            let host = crate::engine::build(&config, false).unwrap().0;
+            let worker = crate::engine::compiler(&config).unwrap();
+            assert_eq!(crate::engine::fingerprint(&worker), crate::engine::fingerprint(&host));
+        }
     }
 }
