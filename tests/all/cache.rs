@@ -245,3 +245,36 @@ fn section(out: &mut Vec<u8>, id: u8, content: &[u8]) {
     leb128(out, content.len());
     out.extend_from_slice(content);
 }
+
+/// A host killed (SIGKILL, the OOM killer) while its worker compiles takes the worker
+/// with it: nothing is left to stop it at the compile limit, and its code can never be
+/// stored. Here the "host" is a shell whose worker waits on a pipe that stays open (as
+/// one compiling for minutes would run on): killed, its worker must be gone.
+#[test]
+fn a_compile_worker_dies_with_the_host_that_started_it() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let worker = env!("CARGO_BIN_EXE_skillhost-compile");
+    let script = format!(
+        "sleep 1000 | '{worker}' {} max-instances=64 max-memory=1073741824 optimize=true baseline-compile=false >/dev/null & echo $!; wait",
+        skillhost_wasm::worker::SUBCOMMAND
+    );
+    let mut host =
+        std::process::Command::new("/bin/sh").args(["-c", &script]).stdout(std::process::Stdio::piped()).process_group(0).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(host.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let pid: i32 = line.trim().parse().unwrap();
+    let alive = || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(alive(), "the worker started");
+    host.kill().unwrap();
+    host.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let orphaned = alive();
+    // The rest of the shell's group (the sleep, and the worker if it outlived its host).
+    let _ = rustix::process::kill_process_group(rustix::process::Pid::from_raw(host.id() as i32).unwrap(), rustix::process::Signal::KILL);
+    assert!(!orphaned, "the compile worker outlived its host");
+}
