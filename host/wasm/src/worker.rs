@@ -11,7 +11,8 @@
 //! that started it (nice 10 for a background compile), is stopped after
 //! [`COMPILE_LIMIT`], may hand back at most [`MAX_COMPILED`] bytes, and may allocate at
 //! most [`MAX_COMPILE_MEMORY`] (its `RLIMIT_DATA`, which it sets itself before it reads
-//! anything; it dumps no core). A host whose executable is not a helper (an embedder that did not
+//! anything; it dumps no core). It dies with the thread that started it (its parent-death
+//! signal is SIGKILL): a host killed mid-compile leaves no worker behind. A host whose executable is not a helper (an embedder that did not
 //! call `skillhost::helpers::run_if_helper`) compiles in its own process.
 
 use std::ffi::OsString;
@@ -103,13 +104,16 @@ fn parse(args: &[OsString]) -> Result<WasmConfig, BadSetting> {
 /// The worker's side: compile the component on stdin with Cranelift for the engine the
 /// arguments describe and write wasmtime's serialized form of it to stdout.
 pub fn main(args: Vec<OsString>) -> ExitCode {
-    let compiled = limit_memory().and_then(|()| parse(&args).map_err(|e| format!("bad settings: {e}"))).and_then(|config| {
-        let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read the component: {e}"))?;
-        let engine = crate::engine::compiler(&config).map_err(|e| format!("{e:#}"))?;
-        let component = wasmtime::component::Component::new(&engine, &bytes).map_err(|e| format!("{e:#}"))?;
-        component.serialize().map_err(|e| format!("{e:#}"))
-    });
+    let compiled = die_with_the_host()
+        .and_then(|()| limit_memory())
+        .and_then(|()| parse(&args).map_err(|e| format!("bad settings: {e}")))
+        .and_then(|config| {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read the component: {e}"))?;
+            let engine = crate::engine::compiler(&config).map_err(|e| format!("{e:#}"))?;
+            let component = wasmtime::component::Component::new(&engine, &bytes).map_err(|e| format!("{e:#}"))?;
+            component.serialize().map_err(|e| format!("{e:#}"))
+        });
     let written = compiled.and_then(|code| {
         let mut out = std::io::stdout().lock();
         out.write_all(&code).and_then(|()| out.flush()).map_err(|e| format!("cannot write the compiled code: {e}"))
@@ -121,6 +125,14 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Be killed when the thread that started this process ends (it waits for the worker,
+/// so with the host). A host that died before this point left at most a pipe's worth
+/// (64 KiB) of the component behind it: the worker reads a truncated component and fails.
+fn die_with_the_host() -> Result<(), String> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .map_err(|e| format!("cannot tie its life to the host's: {e}"))
 }
 
 /// Hold this process to [`MAX_COMPILE_MEMORY`] (an allocation past it fails, and the
