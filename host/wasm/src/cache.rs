@@ -159,12 +159,15 @@ fn deserialize(engine: &Engine, entry: &Path) -> wasmtime::Result<Component> {
     unsafe { Component::deserialize_file(engine, entry) }
 }
 
-/// `compiled` (what [`Component::serialize`] made of a compile just now, in this process,
-/// by an engine of `engine`'s configuration) as `engine`'s, from memory.
+/// `compiled` (what [`Component::serialize`] made of a compile just now, in this process
+/// or in its compile worker, by an engine of `engine`'s configuration) as `engine`'s, from
+/// memory.
 #[allow(unsafe_code)]
 fn adopt(engine: &Engine, compiled: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `deserialize` trusts its input to be code wasmtime compiled: `compiled` was
-    // serialized by wasmtime in this process a moment ago and never left its memory.
+    // serialized by wasmtime a moment ago, in this process or in the worker this process
+    // started (its own executable, or the embedder's command), read from a pipe only the
+    // two of them hold; wasmtime checks it matches this engine.
     unsafe { Component::deserialize(engine, compiled) }
 }
 
