@@ -110,7 +110,43 @@ async fn a_compile_worker_compiles_for_the_cache_and_its_failures_are_not_cached
     host.host.load_path_granted(&LIMITS.folder(host.skills.path())).await.unwrap_err();
     let seen = std::fs::read_to_string(&seen).unwrap();
     let lines: Vec<&str> = seen.lines().filter(|l| !l.starts_with("PWD=") && !l.starts_with("SHLVL=") && !l.starts_with("_=")).collect();
-    assert_eq!(lines, ["/", "__compile max-instances=64 max-memory=1073741824 optimize=true baseline-compile=false"], "{seen}");
+    assert_eq!(
+        lines,
+        ["/", "__compile max-instances=64 max-memory=1073741824 optimize=true baseline-compile=false compiler=cranelift"],
+        "{seen}"
+    );
+}
+
+/// With a baseline tier, Winch's compiles (of the code a listing runs, bytes no human may
+/// have approved, and of first calls) run in the compile worker too, under its limits:
+/// the host takes the code from memory and caches none of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn winchs_compiles_run_in_the_worker_and_are_not_cached() {
+    let worker = |program: &std::path::Path| Some(vec![program.as_os_str().to_owned(), skillhost_wasm::worker::SUBCOMMAND.into()]);
+    let cache = tempfile::tempdir().unwrap();
+    let config = WasmConfig {
+        cache_dir: Some(cache.path().join("cache")),
+        compile_worker: worker(env!("CARGO_BIN_EXE_skillhost-compile").as_ref()),
+        baseline_compile: true,
+        ..WasmConfig::default()
+    };
+    let host = TestHost::with_config(config.clone());
+    let loaded = host.host.load_path_granted(&LIMITS.folder(host.skills.path())).await.unwrap();
+    assert_eq!(loaded.cache_outcome(), Some(CacheOutcome::Baseline), "listed with Winch's code");
+    assert_eq!((host.host.cache_stats().compiled, cwasm_files(cache.path())), (0, 0), "none of it cached");
+    assert_eq!(ok(&loaded, "echo", json!({"value": 9})).await, json!(9), "the worker's Winch code runs");
+
+    // Each compile the host asked for, in order: Winch's first, then Cranelift's after it failed.
+    let seen = cache.path().join("seen");
+    let spy = cache.path().join("spy.sh");
+    std::fs::write(&spy, format!("#!/bin/sh\necho \"$@\" >> '{}'\nexit 3\n", seen.display())).unwrap();
+    std::fs::set_permissions(&spy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let host = TestHost::with_config(WasmConfig { compile_worker: worker(&spy), ..config });
+    let refused = host.host.load_path_granted(&LIMITS.folder(host.skills.path())).await.unwrap_err();
+    assert!(refused.to_string().contains("compile worker failed"), "{refused}");
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    let compilers: Vec<&str> = seen.lines().filter_map(|l| l.split(' ').find(|a| a.starts_with("compiler="))).collect();
+    assert_eq!(compilers, ["compiler=winch", "compiler=cranelift"], "{seen}");
 }
 
 #[tokio::test]

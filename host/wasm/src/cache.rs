@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 
-use crate::worker::{Worker, WorkerError};
+use crate::worker::{Compiler, Worker, WorkerError};
 use wasmtime::component::Component;
 
 pub use skillhost_core::CacheOutcome;
@@ -130,17 +130,37 @@ impl ComponentCache {
     /// `bytes` compiled for the cache, serialized: by the worker, or here when there is
     /// none or it cannot be started.
     fn compile_for_cache(&self, config: &wasmtime::Config, bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
-        if let Some(worker) = &self.worker {
-            match worker.compile(bytes) {
-                Ok(code) => {
-                    self.compiled.fetch_add(1, Ordering::Relaxed);
-                    return Ok(code);
-                }
-                Err(error @ WorkerError::Spawn { .. }) => tracing::warn!(%error, "compiling in this process"),
-                Err(error) => return Err(error.into()),
+        match self.in_worker(Compiler::Cranelift, bytes) {
+            Some(code) => {
+                let code = code?;
+                self.compiled.fetch_add(1, Ordering::Relaxed);
+                Ok(code)
             }
+            None => self.compile(&Engine::new(config)?, bytes)?.serialize(),
         }
-        self.compile(&Engine::new(config)?, bytes)?.serialize()
+    }
+
+    /// `bytes` compiled by Winch for `engine` (the baseline tier's), never cached: in the
+    /// worker when there is one (the code a listing of unapproved bytes runs is then
+    /// compiled under the worker's limits, and Winch's code and heap are not this
+    /// process's), else here.
+    pub(crate) fn compile_baseline(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
+        match self.in_worker(Compiler::Winch, bytes) {
+            Some(code) => adopt(engine, &code?),
+            None => Component::new(engine, bytes),
+        }
+    }
+
+    /// `bytes` compiled by `compiler` in the worker; `None` when there is none or it cannot
+    /// be started (the caller compiles here).
+    fn in_worker(&self, compiler: Compiler, bytes: &[u8]) -> Option<Result<Vec<u8>, WorkerError>> {
+        match self.worker.as_ref()?.compile(compiler, bytes) {
+            Err(error @ WorkerError::Spawn { .. }) => {
+                tracing::warn!(%error, "compiling in this process");
+                None
+            }
+            compiled => Some(compiled),
+        }
     }
 
     fn compile(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {

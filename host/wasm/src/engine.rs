@@ -22,11 +22,12 @@ pub(crate) fn build(config: &WasmConfig, baseline: bool) -> wasmtime::Result<(En
     Ok((Engine::new(&wasm)?, wasm))
 }
 
-/// Cranelift's engine for `config` that only compiles (a compile worker's): the same
-/// compilation settings as [`build`]'s, so its code loads in that engine (wasmtime checks),
-/// without the pooling allocator, whose pools (hundreds of MB of tables) it never uses.
-pub(crate) fn compiler(config: &WasmConfig) -> wasmtime::Result<Engine> {
-    let mut wasm = wasmtime_config(config, false);
+/// The engine for `config` that only compiles (a compile worker's), with Winch when
+/// `baseline` else Cranelift: the same compilation settings as [`build`]'s, so its code
+/// loads in that engine (wasmtime checks), without the pooling allocator, whose pools
+/// (hundreds of MB of tables) it never uses.
+pub(crate) fn compiler(config: &WasmConfig, baseline: bool) -> wasmtime::Result<Engine> {
+    let mut wasm = wasmtime_config(config, baseline);
     wasm.allocation_strategy(InstanceAllocationStrategy::OnDemand);
     Engine::new(&wasm)
 }

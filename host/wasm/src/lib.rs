@@ -322,7 +322,8 @@ impl WasmRuntime {
     /// Compile (or take from the compiled cache) and link a skill's component. For a
     /// call, with a baseline tier and nothing cached, Cranelift's compile starts at once in
     /// the background (so it is under way, and can reach the cache, however soon the
-    /// process ends) and Winch compiles the code the first calls run; Cranelift's replaces
+    /// process ends) and Winch compiles the code the first calls run (in the compile
+    /// worker when there is one, as it does for a listing); Cranelift's replaces
     /// it in `skill.compiled` when ready. For the listing of its tools at load, nothing is
     /// queued in the background: only a call or a human's approval queues Cranelift.
     pub(crate) async fn prepare(inner: &Arc<Inner>, skill: &WasmSkill, purpose: Purpose) -> Result<Prepared, LoadError> {
@@ -330,11 +331,11 @@ impl WasmRuntime {
         let not_component = |reason: String| LoadError::NotAComponent { path: skill.path.clone(), reason };
         if let Some(baseline) = inner.baseline.as_ref().filter(|_| !inner.cache.contains(&skill.bytes)).and_then(Inner::baseline_tier) {
             let code = skill.bytes.get().map_err(|e| not_component(e.to_string()))?;
-            let engine = baseline.engine.clone();
+            let (runtime, engine) = (inner.clone(), baseline.engine.clone());
             if purpose == Purpose::Call {
                 Self::optimize_once(inner, skill);
             }
-            match tokio::task::spawn_blocking(move || wasmtime::component::Component::new(&engine, &code)).await {
+            match tokio::task::spawn_blocking(move || runtime.cache.compile_baseline(&engine, &code)).await {
                 Ok(Ok(component)) => return link.link(baseline, &component, CacheOutcome::Baseline),
                 Ok(Err(error)) => {
                     tracing::debug!(skill = %skill.grant().skill, error = %one_line(&error), "Winch cannot compile it; compiling with Cranelift")

@@ -1,10 +1,12 @@
-//! Cranelift's compiles for the compiled cache, in a process of their own: the host's own
-//! executable started again as `EXE __compile <settings>` ([`SUBCOMMAND`]), the
-//! component's bytes on its stdin, the compiled code (wasmtime's serialized form) on its
-//! stdout. What a compile touches (the compiler's code, its heap, its peak: hundreds of MB
-//! for an interpreter's component) then belongs to a process that exits, not to the host
-//! that lives on. The host maps the result from the cache as it maps any entry, and
-//! wasmtime checks there that it was compiled for the host's engine.
+//! Compiles in a process of their own: Cranelift's for the compiled cache and Winch's of
+//! the code a listing or a first call runs (never cached). The host's own executable is
+//! started again as `EXE __compile <settings>` ([`SUBCOMMAND`]), the component's bytes on
+//! its stdin, the compiled code (wasmtime's serialized form) on its stdout. What a compile
+//! touches (the compiler's code, its heap, its peak: hundreds of MB for an interpreter's
+//! component) then belongs to a process that exits, not to the host that lives on, and
+//! code no human approved is compiled under the worker's limits, not the host's. The host
+//! maps Cranelift's result from the cache as it maps any entry and takes Winch's from
+//! memory; wasmtime checks either was compiled for the host's engine of that tier.
 //!
 //! The worker gets no environment and `/` for its directory, only the settings that decide the engine
 //! ([`WasmConfig`]'s compile settings, as arguments), runs at the priority of the thread
@@ -60,6 +62,23 @@ pub(crate) enum WorkerError {
     Failed { status: std::process::ExitStatus, message: String },
 }
 
+/// Which compiler a worker runs: that of the optimised tier (the cache's) or of the
+/// baseline tier ([`WasmConfig::baseline_compile`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Compiler {
+    Cranelift,
+    Winch,
+}
+
+impl Compiler {
+    fn setting(self) -> &'static str {
+        match self {
+            Compiler::Cranelift => "compiler=cranelift",
+            Compiler::Winch => "compiler=winch",
+        }
+    }
+}
+
 /// The settings of `config` that decide how its engine compiles, as a worker's arguments.
 fn settings(config: &WasmConfig) -> Vec<String> {
     vec![
@@ -83,9 +102,11 @@ enum BadSetting {
     Unknown(String),
 }
 
-/// The [`WasmConfig`] a worker's arguments describe (the rest left at its defaults).
-fn parse(args: &[OsString]) -> Result<WasmConfig, BadSetting> {
+/// The [`WasmConfig`] a worker's arguments describe (the rest left at its defaults), and
+/// its compiler (Cranelift unless `compiler=winch`).
+fn parse(args: &[OsString]) -> Result<(WasmConfig, Compiler), BadSetting> {
     let mut config = WasmConfig::default();
+    let mut compiler = Compiler::Cranelift;
     for arg in args {
         let arg = arg.to_str().ok_or_else(|| BadSetting::NotUtf8(arg.clone()))?;
         let (key, value) = arg.split_once('=').ok_or_else(|| BadSetting::NotKeyValue(arg.to_owned()))?;
@@ -95,22 +116,28 @@ fn parse(args: &[OsString]) -> Result<WasmConfig, BadSetting> {
             "max-memory" => config.max_memory = value.parse().map_err(|e| bad(&e))?,
             "optimize" => config.optimize = value.parse().map_err(|e| bad(&e))?,
             "baseline-compile" => config.baseline_compile = value.parse().map_err(|e| bad(&e))?,
+            "compiler" => {
+                compiler = [Compiler::Cranelift, Compiler::Winch]
+                    .into_iter()
+                    .find(|c| c.setting() == arg)
+                    .ok_or_else(|| bad(&"not cranelift or winch"))?;
+            }
             _ => return Err(BadSetting::Unknown(key.to_owned())),
         }
     }
-    Ok(config)
+    Ok((config, compiler))
 }
 
-/// The worker's side: compile the component on stdin with Cranelift for the engine the
-/// arguments describe and write wasmtime's serialized form of it to stdout.
+/// The worker's side: compile the component on stdin with the compiler and for the engine
+/// the arguments describe and write wasmtime's serialized form of it to stdout.
 pub fn main(args: Vec<OsString>) -> ExitCode {
     let compiled = die_with_the_host()
         .and_then(|()| limit_memory())
         .and_then(|()| parse(&args).map_err(|e| format!("bad settings: {e}")))
-        .and_then(|config| {
+        .and_then(|(config, compiler)| {
             let mut bytes = Vec::new();
             std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read the component: {e}"))?;
-            let engine = crate::engine::compiler(&config).map_err(|e| format!("{e:#}"))?;
+            let engine = crate::engine::compiler(&config, compiler == Compiler::Winch).map_err(|e| format!("{e:#}"))?;
             let component = wasmtime::component::Component::new(&engine, &bytes).map_err(|e| format!("{e:#}"))?;
             component.serialize().map_err(|e| format!("{e:#}"))
         });
@@ -156,15 +183,17 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    /// Workers started as `command` compile for `config`'s Cranelift engine; `None` for an
-    /// empty command.
+    /// Workers started as `command` compile for `config`'s engines; `None` for an empty
+    /// command.
     pub(crate) fn new(command: &[OsString], config: &WasmConfig) -> Option<Self> {
         (!command.is_empty()).then(|| Self { command: command.to_vec(), settings: settings(config) })
     }
 
-    /// Compile `bytes` in a worker: wasmtime's serialized form of the code.
-    pub(crate) fn compile(&self, bytes: &[u8]) -> Result<Vec<u8>, WorkerError> {
-        compile(&self.command, &self.settings, bytes)
+    /// Compile `bytes` with `compiler` in a worker: wasmtime's serialized form of the code.
+    pub(crate) fn compile(&self, compiler: Compiler, bytes: &[u8]) -> Result<Vec<u8>, WorkerError> {
+        let mut settings = self.settings.clone();
+        settings.push(compiler.setting().to_owned());
+        compile(&self.command, &settings, bytes)
     }
 }
 
@@ -241,20 +270,28 @@ mod tests {
     fn the_settings_a_worker_gets_describe_the_engine_it_builds() {
         let config = WasmConfig { max_instances: 8, max_memory: 1 << 30, optimize: false, baseline_compile: true, ..WasmConfig::default() };
         let args: Vec<OsString> = settings(&config).into_iter().map(OsString::from).collect();
-        let parsed = parse(&args).unwrap();
+        let (parsed, compiler) = parse(&args).unwrap();
         assert_eq!((parsed.max_instances, parsed.max_memory, parsed.optimize, parsed.baseline_compile), (8, 1 << 30, false, true));
+        assert_eq!(compiler, Compiler::Cranelift);
+        for compiler in [Compiler::Cranelift, Compiler::Winch] {
+            assert_eq!(parse(&[OsString::from(compiler.setting())]).unwrap().1, compiler);
+        }
+        assert!(parse(&[OsString::from("compiler=llvm")]).is_err());
         assert!(parse(&[OsString::from("cache-dir=/tmp")]).unwrap_err().to_string().contains("unknown setting"));
     }
 
-    /// A worker's engine has no pools (they would count against its memory limit), and
-    /// compiles code the host's engine takes.
+    /// A worker's engines have no pools (they would count against its memory limit), and
+    /// compile code the host's engine of the same tier takes.
     #[test]
     fn a_workers_engine_compiles_for_the_hosts() {
-        for baseline_compile in [false, true] {
+        for (baseline_compile, winch) in [(false, false), (true, false), (true, true)] {
             let config = WasmConfig { baseline_compile, ..WasmConfig::default() };
-            let host = crate::engine::build(&config, false).unwrap().0;
-            let worker = crate::engine::compiler(&config).unwrap();
+            let host = crate::engine::build(&config, winch).unwrap().0;
+            let worker = crate::engine::compiler(&config, winch).unwrap();
             assert_eq!(crate::engine::fingerprint(&worker), crate::engine::fingerprint(&host));
         }
+        let cranelift = crate::engine::compiler(&WasmConfig::default(), false).unwrap();
+        let winch = crate::engine::compiler(&WasmConfig::default(), true).unwrap();
+        assert_ne!(crate::engine::fingerprint(&cranelift), crate::engine::fingerprint(&winch));
     }
 }
