@@ -48,5 +48,6 @@ pub use runtime::{
 pub use server::{EnvSecret, ServerConfig, StartMode};
 pub use tool::{
     Annotations, MAX_SKILL_DESCRIPTIONS, MAX_SKILL_SCHEMAS, MAX_TOOL_DESCRIPTION, MAX_TOOL_EXAMPLES, MAX_TOOL_SCHEMA, MAX_TOOLS,
-    OutputMismatch, OutputSchemas, RESERVED_TOOL_NAMES, STANDARD_FORMATS, ToolSpec, ToolSpecError, check_skill_tools, standard_formats,
+    OutputMismatch, OutputSchemas, RESERVED_TOOL_NAMES, STANDARD_FORMATS, ToolSpec, ToolSpecError, check_skill_tools,
+    prepare_output_checks, standard_formats,
 };

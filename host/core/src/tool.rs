@@ -201,6 +201,14 @@ impl OutputSchemas {
     }
 }
 
+/// Make what compiling any output schema needs and builds once per process: the
+/// validator of the JSON Schema meta-schema (draft 2020-12, what schemars and the SDKs
+/// declare), which each schema is checked against before it compiles. A host calls it
+/// on a thread of its own as it starts, so that its first load does not wait for it.
+pub fn prepare_output_checks() {
+    let _ = jsonschema::meta::is_valid(&Value::Object(serde_json::Map::new()));
+}
+
 /// An output that does not fit its tool's declared schema (see [`OutputSchemas::check`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{at} does not match the declared output schema: {first}{}", if *more { " (and further mismatches)" } else { "" })]

@@ -506,6 +506,22 @@ impl Host {
         config
     }
 
+    /// Make, on a thread of its own, what the first skill's load needs and every later
+    /// one reuses: the WebAssembly runtime (its engine and pools) and what output schemas
+    /// are checked with ([`skillhost_core::prepare_output_checks`]). A server calls it as
+    /// it starts, so that its first answers do not wait for them; a load that comes first
+    /// waits for what it needs as if it made it.
+    pub fn warm_up(&self) {
+        let wasm = self.wasm.clone();
+        let warm = std::thread::Builder::new().name("skillhost-warm-up".into()).spawn(move || {
+            let _ = wasm.get();
+            skillhost_core::prepare_output_checks();
+        });
+        if let Err(error) = warm {
+            tracing::debug!(%error, "no warm-up thread: the first load makes what it needs");
+        }
+    }
+
     /// Counters of the compiled-component cache.
     pub fn cache_stats(&self) -> CacheStats {
         self.wasm.made().map(WasmRuntime::cache_stats).unwrap_or_default()
