@@ -132,7 +132,8 @@ fn parse(args: &[OsString]) -> Result<(WasmConfig, Compiler), BadSetting> {
 /// the arguments describe and write wasmtime's serialized form of it to stdout.
 pub fn main(args: Vec<OsString>) -> ExitCode {
     let compiled = die_with_the_host()
-        .and_then(|()| limit_memory())
+        .map_err(|e| format!("cannot tie its life to the host's: {e}"))
+        .and_then(|()| limit_memory().map_err(|(what, e)| format!("cannot {what}: {e}")))
         .and_then(|()| parse(&args).map_err(|e| format!("bad settings: {e}")))
         .and_then(|(config, compiler)| {
             let mut bytes = Vec::new();
@@ -157,19 +158,19 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 /// Be killed when the thread that started this process ends (it waits for the worker,
 /// so with the host). A host that died before this point left at most a pipe's worth
 /// (64 KiB) of the component behind it: the worker reads a truncated component and fails.
-fn die_with_the_host() -> Result<(), String> {
+fn die_with_the_host() -> rustix::io::Result<()> {
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-        .map_err(|e| format!("cannot tie its life to the host's: {e}"))
 }
 
 /// Hold this process to [`MAX_COMPILE_MEMORY`] (an allocation past it fails, and the
 /// process aborts: [`ABORTED`]) and to no core dump (its directory is `/`, and an abort
 /// must not leave gigabytes there). A limit that cannot be set is a refusal to compile.
-fn limit_memory() -> Result<(), String> {
+/// On failure, what could not be done and why.
+fn limit_memory() -> Result<(), (&'static str, rustix::io::Errno)> {
     use rustix::process::{Resource, Rlimit, setrlimit};
     let set = |resource, bytes| setrlimit(resource, Rlimit { current: Some(bytes), maximum: Some(bytes) });
-    set(Resource::Core, 0).map_err(|e| format!("cannot turn off core dumps: {e}"))?;
-    set(Resource::Data, MAX_COMPILE_MEMORY).map_err(|e| format!("cannot limit its memory to {MAX_COMPILE_MEMORY} bytes: {e}"))
+    set(Resource::Core, 0).map_err(|e| ("turn off core dumps", e))?;
+    set(Resource::Data, MAX_COMPILE_MEMORY).map_err(|e| ("limit its memory to MAX_COMPILE_MEMORY", e))
 }
 
 /// What the Rust runtime writes before it aborts on an allocation that failed.
