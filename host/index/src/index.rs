@@ -226,11 +226,13 @@ impl Writer {
     }
 }
 
+/// The writer in `slot`, made for `index` if there is none.
 fn open_writer<'a>(slot: &'a mut Option<IndexWriter>, index: &Index) -> Result<&'a mut IndexWriter, IndexError> {
-    if slot.is_none() {
-        *slot = Some(writer(index)?);
-    }
-    Ok(slot.as_mut().expect("made above"))
+    let writer = match slot.take() {
+        Some(held) => held,
+        None => writer(index)?,
+    };
+    Ok(slot.insert(writer))
 }
 
 impl std::fmt::Debug for SearchIndex {
