@@ -275,10 +275,11 @@ async fn serve_until_stopped(host: Arc<Host>, registry: Arc<Registry>, args: Ser
         settled.ready().await;
         skillhost::runtime::give_back_freed_memory();
     });
-    // Sessions that search before it opened wait for it, a bounded while.
+    // Sessions that search before it opened wait for it, a bounded while. It opens at a
+    // lower priority: beside the first answers, which wait for none of it.
     let loading = server.index_loading();
     let _follow = tokio::spawn(async move {
-        match tokio::task::spawn_blocking(move || host.search_index()).await {
+        match skillhost::runtime::in_the_background("skillhost-index", move || host.search_index()).await {
             Ok(Ok(index)) => {
                 let follow = index.follow(registry);
                 loading.ready(index);

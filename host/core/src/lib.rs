@@ -9,6 +9,7 @@
 //! [`give_back_freed_memory`], [`trim_as_freed`]). The wasm and
 //! sandbox runtimes depend on it, never the other way round.
 
+mod background;
 mod call;
 pub mod egress;
 mod grant;
@@ -25,6 +26,7 @@ mod server;
 pub mod text;
 mod tool;
 
+pub use background::{BACKGROUND_NICE, BackgroundError, in_the_background};
 pub use call::{Envelope, Invocation, InvokeError, Invoked, Output};
 pub use egress::{Denial, EgressPolicy, SecretBinding, SecretCarrier, SecretError};
 pub use grant::{

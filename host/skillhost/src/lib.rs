@@ -167,7 +167,7 @@ pub mod net {
 /// ([`HostBuilder::wasm_config`], [`HostBuilder::sandbox_config`]).
 pub mod runtime {
     #[doc(no_inline)]
-    pub use skillhost_core::{CacheOutcome, give_back_freed_memory, trim_as_freed};
+    pub use skillhost_core::{BackgroundError, CacheOutcome, give_back_freed_memory, in_the_background, trim_as_freed};
     #[doc(no_inline)]
     pub use skillhost_sandbox::{BwrapConfig, BwrapRuntime, SandboxError};
     #[doc(no_inline)]

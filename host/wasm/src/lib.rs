@@ -389,7 +389,7 @@ impl WasmRuntime {
             // A skill not called yet (compiled ahead) needs the cache filled, nothing
             // loaded; one whose calls run the baseline's code needs Cranelift's.
             let load = slot.called.load(Ordering::Acquire) && slot.get().is_some();
-            let compiled = in_the_background({
+            let compiled = skillhost_core::in_the_background("skillhost-optimize", {
                 let runtime = runtime.clone();
                 move || {
                     let compiled = if load {
@@ -497,31 +497,6 @@ impl Compiled {
 /// Background compiles held by [`WasmRuntime::hold_compiles`] until this is dropped.
 #[must_use = "the compiles resume as soon as this is dropped"]
 pub struct CompilesHeld(#[allow(dead_code, reason = "held for its drop")] tokio::sync::OwnedSemaphorePermit);
-
-/// Run `work` on a thread of its own at a lower scheduling priority (nice 10): a compile
-/// nobody waits for takes the cores only when the compiles and calls someone waits for
-/// leave them idle. The result comes back like a blocking task's (an error if `work`
-/// panicked).
-fn in_the_background<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> impl Future<Output = Result<T, Box<dyn std::error::Error + Send + Sync>>> {
-    let (done, result) = tokio::sync::oneshot::channel();
-    let spawned = std::thread::Builder::new().name("skillhost-optimize".into()).spawn(move || {
-        // Linux applies the nice value to the calling thread alone. Without it the
-        // compile still runs, at normal priority.
-        if let Err(error) = rustix::process::setpriority_process(None, BACKGROUND_NICE) {
-            tracing::debug!(%error, "cannot lower the background compile's priority");
-        }
-        let _ = done.send(work());
-    });
-    async move {
-        spawned?;
-        Ok(result.await.map_err(|_| "the background compile thread panicked")?)
-    }
-}
-
-/// The nice value of background compiles (0 is normal, 19 the lowest priority).
-const BACKGROUND_NICE: i32 = 10;
 
 /// One background compile counted in [`Inner::in_flight`] until dropped.
 struct InFlight {
