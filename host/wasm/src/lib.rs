@@ -103,24 +103,31 @@ pub(crate) struct Tier {
     config: wasmtime::Config,
     /// For skills without network: no `wasi:http`.
     linker: Linker<CallState>,
-    /// For skills granted network: `wasi:http` behind the gate.
-    linker_http: Linker<CallState>,
+    /// For skills granted network: `wasi:http` behind the gate. Made when the first
+    /// such skill links: most hosts' first calls need only `linker`.
+    linker_http: std::sync::OnceLock<Result<Linker<CallState>, RuntimeError>>,
 }
 
 impl Tier {
     fn new(config: &WasmConfig, baseline: bool) -> Result<Self, RuntimeError> {
         let (engine, wasmtime_config) = engine::build(config, baseline).map_err(|e| RuntimeError(format!("{e:#}")))?;
         engine::start_ticker(&engine, config.epoch_tick);
-        let linker = |http| {
-            let mut linker = Linker::new(&engine);
-            state::add_to_linker(&mut linker, http).map(|()| linker).map_err(|e| RuntimeError(format!("{e:#}")))
-        };
-        let (linker, linker_http) = (linker(false)?, linker(true)?);
-        Ok(Self { engine, config: wasmtime_config, linker, linker_http })
+        let linker = Self::make_linker(&engine, false)?;
+        Ok(Self { engine, config: wasmtime_config, linker, linker_http: std::sync::OnceLock::new() })
     }
 
-    fn linker(&self, network: bool) -> &Linker<CallState> {
-        if network { &self.linker_http } else { &self.linker }
+    /// A linker of WASI, with `wasi:http` when `http`, and the host interface.
+    fn make_linker(engine: &Engine, http: bool) -> Result<Linker<CallState>, RuntimeError> {
+        let mut linker = Linker::new(engine);
+        state::add_to_linker(&mut linker, http).map(|()| linker).map_err(|e| RuntimeError(format!("{e:#}")))
+    }
+
+    /// The linker for a skill with `network` or without.
+    fn linker(&self, network: bool) -> Result<&Linker<CallState>, &RuntimeError> {
+        if !network {
+            return Ok(&self.linker);
+        }
+        self.linker_http.get_or_init(|| Self::make_linker(&self.engine, true)).as_ref()
     }
 }
 
@@ -549,7 +556,9 @@ impl Linking {
     fn link(&self, tier: &Tier, component: &wasmtime::component::Component, outcome: CacheOutcome) -> Result<Prepared, LoadError> {
         let path = &self.path;
         let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld { path: path.clone(), reason: one_line(&e) };
-        let pre = tier.linker(self.network).instantiate_pre(component).map_err(|e| {
+        let linker =
+            tier.linker(self.network).map_err(|error| LoadError::Runtime { skill: self.skill.clone(), reason: error.to_string() })?;
+        let pre = linker.instantiate_pre(component).map_err(|e| {
             let reason = one_line(&e);
             if !self.network && reason.contains("wasi:http/") {
                 LoadError::NeedsNetwork { path: path.clone(), manifest: self.manifest }
