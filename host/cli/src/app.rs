@@ -70,12 +70,14 @@ impl App {
     pub fn host(&self) -> Result<Host> {
         // Only `serve` runs uncached components on Winch's code first (while Cranelift compiles
         // them in the background): a command that exits after its call would wait for that
-        // compile at exit, and only Cranelift's code is kept in the compiled cache.
+        // compile at exit, and only Cranelift's code is kept in the compiled cache. And only
+        // `serve` makes the wasm runtime ahead of its first load, beside its start.
         Ok(Host::builder()
             .data_dir(&self.data_dir)
             .config(self.config()?.clone())
             .toolchains(crate::toolchain::root(&self.data_dir))
             .baseline_compile(self.serving)
+            .warm_up(self.serving)
             .build()?)
     }
 

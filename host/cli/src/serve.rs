@@ -134,7 +134,6 @@ pub const FINISH_COMPILES: Duration = Duration::from_secs(60);
 /// (configured from the data dir), and serve it.
 pub async fn run(app: &App, mut args: ServeArgs) -> Result<ExitCode> {
     let host = Arc::new(app.host()?);
-    host.warm_up();
     let mut config = app.registry_config(&host, true)?;
     config.first_load = skillhost::registry::FirstLoad::Background;
     let registry = host.open_registry(config).await?;

@@ -243,6 +243,7 @@ pub struct HostBuilder {
     policy: Option<Policy>,
     config: Option<HostConfig>,
     toolchains: Option<PathBuf>,
+    warm_up: bool,
 }
 
 impl HostBuilder {
@@ -274,6 +275,18 @@ impl HostBuilder {
     /// compile, or lose it, and the compiled cache keeps only Cranelift's code.
     pub fn baseline_compile(mut self, on: bool) -> Self {
         self.baseline_compile = Some(on);
+        self
+    }
+
+    /// Whether [`build`](Self::build) starts making, on threads of its own, what the
+    /// first component's load needs and every later one reuses: what output schemas are
+    /// checked with ([`skillhost_core::prepare_output_checks`]) as it begins, the
+    /// WebAssembly runtime (its engine, linkers and pools) once the state store is open.
+    /// A server wants it on, so that its first answers do not wait for them (a load that
+    /// comes first waits for what it needs as if it made it); a command that may load
+    /// no component wants it off (the default), so that it never pays for them.
+    pub fn warm_up(mut self, on: bool) -> Self {
+        self.warm_up = on;
         self
     }
 
@@ -316,9 +329,13 @@ impl HostBuilder {
     }
 
     /// Start the host. The WebAssembly runtime is made when the host first loads a
-    /// component; if it cannot start, each such load fails saying why.
+    /// component (or ahead of it, [`warm_up`](Self::warm_up)); if it cannot start, each
+    /// such load fails saying why.
     pub fn build(self) -> Result<Host, HostError> {
         let data_dir = self.data_dir.ok_or(HostError::NoDataDir)?;
+        if self.warm_up {
+            in_a_thread("skillhost-warm-up", skillhost_core::prepare_output_checks);
+        }
         let config = self.config.unwrap_or_default();
         let mut wasm = self.wasm.unwrap_or_else(|| WasmConfig {
             cache_dir: Some(data_dir.join("cache")),
@@ -362,6 +379,12 @@ impl HostBuilder {
         // One egress for both runtimes: the same resolver, secrets and audit log.
         sandbox_config.net = Arc::new(wasm.net.clone());
         let wasm = LazyWasm::new(wasm);
+        if self.warm_up {
+            let lazy = wasm.clone();
+            in_a_thread("skillhost-warm-up", move || {
+                let _ = lazy.get();
+            });
+        }
         let sandbox = BwrapRuntime::new(sandbox_config);
         if let Err(e) = &sandbox {
             tracing::debug!("no sandbox runtime: {e}");
@@ -380,6 +403,14 @@ impl HostBuilder {
             config,
             index: parking_lot::Mutex::default(),
         })
+    }
+}
+
+/// Run `work` on a thread of its own named `name`, for what is made ahead of its first
+/// use ([`HostBuilder::warm_up`]); without a thread, the first use makes it.
+fn in_a_thread(name: &str, work: impl FnOnce() + Send + 'static) {
+    if let Err(error) = std::thread::Builder::new().name(name.into()).spawn(work) {
+        tracing::debug!(%error, "no {name} thread: the first use makes what it would have");
     }
 }
 
@@ -504,22 +535,6 @@ impl Host {
             Vec::new()
         });
         config
-    }
-
-    /// Make, on a thread of its own, what the first skill's load needs and every later
-    /// one reuses: the WebAssembly runtime (its engine and pools) and what output schemas
-    /// are checked with ([`skillhost_core::prepare_output_checks`]). A server calls it as
-    /// it starts, so that its first answers do not wait for them; a load that comes first
-    /// waits for what it needs as if it made it.
-    pub fn warm_up(&self) {
-        let wasm = self.wasm.clone();
-        let warm = std::thread::Builder::new().name("skillhost-warm-up".into()).spawn(move || {
-            let _ = wasm.get();
-            skillhost_core::prepare_output_checks();
-        });
-        if let Err(error) = warm {
-            tracing::debug!(%error, "no warm-up thread: the first load makes what it needs");
-        }
     }
 
     /// Counters of the compiled-component cache.
