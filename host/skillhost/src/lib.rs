@@ -670,3 +670,25 @@ impl Host {
         Ok(DirectSkill::load(&self.runtimes(), &self.policy, &self.data_dir.join("scratch"), path, access).await?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A host built with `warm_up` makes its wasm runtime with no component loaded; one
+    /// built without leaves it to the first load.
+    #[test]
+    fn warm_up_makes_the_wasm_runtime_ahead_of_the_first_load() {
+        let data = tempfile::tempdir().unwrap();
+        let cold = Host::builder().data_dir(data.path().join("cold")).build().unwrap();
+        let warm = Host::builder().data_dir(data.path().join("warm")).warm_up(true).build().unwrap();
+        let started = Instant::now();
+        while warm.wasm.made().is_none() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(warm.wasm.made().is_some(), "warm_up made no wasm runtime in 30 s");
+        assert!(cold.wasm.made().is_none(), "a host built without warm_up made its runtime with nothing loaded");
+    }
+}

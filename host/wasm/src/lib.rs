@@ -716,3 +716,21 @@ fn one_line(error: &wasmtime::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `wasi:http` linker waits for the first skill granted network: a runtime whose
+    /// skills have none never makes it.
+    #[test]
+    fn the_http_linker_is_made_by_the_first_skill_with_network() {
+        let tier = Tier::new(&WasmConfig { cache_dir: None, ..WasmConfig::default() }, false).unwrap();
+        assert!(tier.linker(false).is_ok());
+        assert!(tier.linker_http.get().is_none(), "a skill without network made the wasi:http linker");
+        let http = tier.linker(true).unwrap() as *const Linker<CallState>;
+        assert!(tier.linker_http.get().is_some_and(Result::is_ok), "the first skill with network makes it");
+        assert_eq!(tier.linker(true).unwrap() as *const Linker<CallState>, http, "and every later one shares it");
+        assert_ne!(tier.linker(false).unwrap() as *const Linker<CallState>, http);
+    }
+}
