@@ -36,6 +36,12 @@ if [ ! -x "$hyper" ]; then
         --root "$dir/hyper-mcp-$PEER_VERSION" --target-dir "$dir/hyper-mcp-build"
 fi
 
+# Both echo tools are built for wasm32-wasip2, which a fresh Rust toolchain lacks.
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
+    say "adding the wasm32-wasip2 Rust target"
+    rustup target add wasm32-wasip2 >&2
+fi
+
 # The plugin is linked as a core module for Extism; see hyper-echo/src/wasip2.rs for why
 # wasm32-wasip2.
 say "the echo plugin (Extism PDK)"
