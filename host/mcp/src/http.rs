@@ -143,6 +143,9 @@ pub async fn serve_http(
     ready: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
 ) -> Result<(), McpError> {
     check_token(config.addr, config.token.as_deref())?;
+    if let Some(callers) = &config.callers {
+        callers.ready().map_err(McpError::Callers)?;
+    }
     let listener = tokio::net::TcpListener::bind(config.addr).await.map_err(|source| McpError::Listen { addr: config.addr, source })?;
     let bound = listener.local_addr().map_err(|source| McpError::Listen { addr: config.addr, source })?;
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), "[::1]".to_owned()];

@@ -98,6 +98,10 @@ pub enum McpError {
     /// The search index that ranks `tool_search` and `skill_search` could not be created.
     #[error("cannot create the search index: {0}")]
     Index(#[from] skillhost_index::IndexError),
+    /// The callers' store (`skillhost caller`) cannot be used: a front that looks their
+    /// tokens up there does not start.
+    #[error("cannot use the callers of the HTTP front: {0}")]
+    Callers(#[source] skillhost_registry::StoreError),
 }
 
 /// Serve one MCP session on this process's stdin and stdout until the client closes it,

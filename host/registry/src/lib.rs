@@ -74,6 +74,6 @@ pub use skillhost_package::{ReadError, SizeLimits};
 pub use skillhost_store::run_files::{SHARED_BYTES, SHARED_RUNS};
 pub use skillhost_store::{
     ApprovalChannel, ApprovedBy, AuditLog, CallClaims, CallerRecord, CallerStore, Claim, DecisionRecord, RunFile, RunFileStore, State,
-    TrustState,
+    StoreError, TrustState,
 };
 pub use skillmd::{Frontmatter, MAX_FRONTMATTER, Rule, RuleError, parse as parse_skill_md};

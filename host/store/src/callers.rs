@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use parking_lot::Mutex;
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::StoreError;
@@ -40,6 +40,12 @@ impl CallerRecord {
 
 /// The callers of a host, or of the hosts sharing a state store.
 pub trait CallerStore: Send + Sync {
+    /// Whether the store can be used now (SQLite's file is opened at its first use): a
+    /// front that looks tokens up asks as it starts, and does not start if it cannot.
+    fn ready(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Add `record`; refused when a caller of that name exists.
     fn add(&self, record: &CallerRecord) -> Result<(), StoreError>;
 
@@ -70,10 +76,11 @@ pub(crate) fn groups_of(text: &str) -> Vec<String> {
     text.split(',').filter(|g| !g.is_empty()).map(str::to_owned).collect()
 }
 
-/// The callers in SQLite, `callers.db` in the data dir.
+/// The callers in SQLite, `callers.db` in the data dir, opened at its first use: a host
+/// that serves no HTTP front (`serve` on stdio, a command) never opens it.
 pub struct SqliteCallers {
     path: PathBuf,
-    db: Mutex<Connection>,
+    db: Mutex<Option<Connection>>,
 }
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS callers (
@@ -85,17 +92,40 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS callers (
 )";
 
 impl SqliteCallers {
-    /// Open (creating) `callers.db` in `data_dir`.
+    /// `callers.db` in `data_dir`, opened (and created) when first used: its errors come
+    /// from that use, or from [`CallerStore::ready`].
+    pub fn at(data_dir: &Path) -> Self {
+        Self { path: data_dir.join("callers.db"), db: Mutex::new(None) }
+    }
+
+    /// Open (creating) `callers.db` in `data_dir` now.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
-        let path = data_dir.join("callers.db");
-        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::Io {
-            path: data_dir.to_owned(),
-            action: "cannot create the data directory",
-            source,
-        })?;
-        let db = crate::sqlite::connect(&path).map_err(|e| Self::fail(&path, e))?;
-        db.execute_batch(SCHEMA).map_err(|e| Self::fail(&path, e))?;
-        Ok(Self { path, db: Mutex::new(db) })
+        let callers = Self::at(data_dir);
+        callers.ready()?;
+        Ok(callers)
+    }
+
+    /// The connection, opened now if it was not (an open that failed is tried again at
+    /// the next use).
+    fn db(&self) -> Result<MappedMutexGuard<'_, Connection>, StoreError> {
+        let mut db = self.db.lock();
+        if db.is_none() {
+            *db = Some(self.connect()?);
+        }
+        MutexGuard::try_map(db, Option::as_mut).map_err(|_| Self::fail(&self.path, "the connection went away"))
+    }
+
+    fn connect(&self) -> Result<Connection, StoreError> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.to_owned(),
+                action: "cannot create the data directory",
+                source,
+            })?;
+        }
+        let db = crate::sqlite::connect(&self.path).map_err(|e| Self::fail(&self.path, e))?;
+        db.execute_batch(SCHEMA).map_err(|e| Self::fail(&self.path, e))?;
+        Ok(db)
     }
 
     fn fail(path: &Path, error: impl std::fmt::Display) -> StoreError {
@@ -114,8 +144,12 @@ impl SqliteCallers {
 }
 
 impl CallerStore for SqliteCallers {
+    fn ready(&self) -> Result<(), StoreError> {
+        self.db().map(drop)
+    }
+
     fn add(&self, record: &CallerRecord) -> Result<(), StoreError> {
-        let db = self.db.lock();
+        let db = self.db()?;
         let added = db.execute(
             "INSERT INTO callers (name, token, groups, created_ms, expires_ms) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO NOTHING",
             params![record.name, record.token_sha256, groups_text(&record.groups), millis(record.created), record.expires.map(millis)],
@@ -128,7 +162,7 @@ impl CallerStore for SqliteCallers {
     }
 
     fn list(&self) -> Result<Vec<CallerRecord>, StoreError> {
-        let db = self.db.lock();
+        let db = self.db()?;
         let mut statement = db
             .prepare("SELECT name, token, groups, created_ms, expires_ms FROM callers ORDER BY name")
             .map_err(|e| Self::fail(&self.path, e))?;
@@ -137,12 +171,12 @@ impl CallerStore for SqliteCallers {
     }
 
     fn remove(&self, name: &str) -> Result<bool, StoreError> {
-        let db = self.db.lock();
+        let db = self.db()?;
         db.execute("DELETE FROM callers WHERE name = ?1", [name]).map(|n| n > 0).map_err(|e| Self::fail(&self.path, e))
     }
 
     fn find(&self, token_sha256: &str) -> Result<Option<CallerRecord>, StoreError> {
-        let db = self.db.lock();
+        let db = self.db()?;
         db.query_row("SELECT name, token, groups, created_ms, expires_ms FROM callers WHERE token = ?1", [token_sha256], Self::row)
             .optional()
             .map_err(|e| Self::fail(&self.path, e))
@@ -178,6 +212,22 @@ pub(crate) mod tests {
         assert!(store.remove("alice").unwrap());
         assert!(!store.remove("alice").unwrap());
         assert_eq!(store.find("aa").unwrap(), None, "a removed caller's token finds nobody");
+    }
+
+    /// A host that serves no HTTP front never opens `callers.db`; the first use opens it,
+    /// and a file that cannot be opened is an error there, naming it.
+    #[test]
+    fn callers_db_is_opened_at_its_first_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let callers = SqliteCallers::at(dir.path());
+        assert!(!dir.path().join("callers.db").exists(), "made before anything used it");
+        assert_eq!(callers.find("aa").unwrap(), None);
+        assert!(dir.path().join("callers.db").exists());
+
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, "").unwrap();
+        let error = SqliteCallers::at(&file).ready().unwrap_err().to_string();
+        assert!(error.contains("not-a-dir"), "{error}");
     }
 
     #[test]

@@ -103,24 +103,25 @@ impl State {
     /// database (its schema brought up to date), this host writing as `replica`.
     pub fn open(url: &StateUrl, replica: &str, data_dir: &Path) -> Result<Self, StoreError> {
         match url {
-            // The four files open side by side (each is a few system calls, a schema
-            // check and a sync of nothing): a `serve` answers nobody before they are.
+            // What a first answer needs opens now, the trust store and the audit log side
+            // by side (each a few system calls, a schema check and a sync of nothing): a
+            // `serve` answers nobody before, and a log that cannot be kept stops the host.
+            // The statistics' database is opened by their writer at its first rows (or by
+            // a reader), the callers' at their first use (only an HTTP front has any).
             StateUrl::Sqlite => std::thread::scope(|side| {
-                let stats = side.spawn(|| SqliteStats::open(data_dir));
                 let audit = side.spawn(|| SqliteAuditLog::open(data_dir.join("audit.db")));
-                let callers = side.spawn(|| SqliteCallers::open(data_dir));
                 let trust = SqliteTrustStore::open(data_dir);
-                let (stats, audit, callers) = (joined(stats), joined(audit), joined(callers));
+                let audit = joined(audit);
                 Ok(State {
                     trust: Arc::new(trust?),
-                    stats: stats
+                    stats: SqliteStats::open(data_dir)
                         .inspect_err(|error| tracing::warn!(%error, "no usage statistics"))
                         .ok()
                         .map(|stats| Arc::new(stats) as Arc<dyn Stats>),
                     audit: Arc::new(audit?),
                     policies: Arc::new(FilePolicies::new(data_dir.join("policies"))),
                     claims: None,
-                    callers: Arc::new(callers?),
+                    callers: Arc::new(SqliteCallers::at(data_dir)),
                     run_files: None,
                     shown: "sqlite".to_owned(),
                     replica: String::new(),
@@ -141,5 +142,39 @@ impl State {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A start opens the trust store and the audit log; the statistics' database waits for
+    /// the first rows (written off the call's path), the callers' for a use (HTTP only).
+    #[test]
+    fn a_start_opens_only_what_a_first_answer_needs() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = State::open(&StateUrl::Sqlite, "", dir.path()).unwrap();
+        let exists = |name: &str| dir.path().join(name).exists();
+        assert!(exists("trust.db") && exists("audit.db"));
+        assert!(!exists("stats.db"), "the statistics' database was opened at start");
+        assert!(!exists("callers.db"), "the callers' database was opened at start");
+
+        let stats = state.stats.clone().unwrap();
+        stats.record_call("echo", "echo", crate::stats::Outcome::Ok, std::time::Duration::from_millis(1));
+        stats.flush();
+        assert!(exists("stats.db"), "the first row opens it");
+        assert_eq!(stats.tools().unwrap().len(), 1);
+        assert_eq!(state.callers.list().unwrap(), vec![]);
+        assert!(exists("callers.db"));
+    }
+
+    /// A reader before any row was written finds the schema, not an error.
+    #[test]
+    fn statistics_read_before_any_row_are_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = State::open(&StateUrl::Sqlite, "", dir.path()).unwrap();
+        let stats = state.stats.unwrap();
+        assert!(stats.tools().unwrap().is_empty() && stats.failing().unwrap().is_empty() && stats.missing().unwrap().is_empty());
     }
 }

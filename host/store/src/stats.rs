@@ -220,44 +220,24 @@ pub struct SqliteStats {
 }
 
 impl SqliteStats {
-    /// Open (or create) `<data_dir>/stats.db` and start its writer thread.
+    /// `<data_dir>/stats.db`, with its writer thread started. The database is opened (made,
+    /// its schema brought up to date) by the writer at its first batch of rows, or by the
+    /// first reader: a host's start opens nothing for it, and a host that cannot keep
+    /// statistics (a read-only data dir) says so in a warning at each batch it drops.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
         let path = data_dir.join("stats.db");
-        let db = connect(&path)?;
-        db.execute_batch(
-            "CREATE TABLE IF NOT EXISTS calls (skill TEXT NOT NULL, tool TEXT NOT NULL, ok INTEGER NOT NULL, ms REAL NOT NULL, at INTEGER NOT NULL);
-             CREATE INDEX IF NOT EXISTS calls_skill ON calls (skill);
-             CREATE TABLE IF NOT EXISTS misses (query TEXT NOT NULL, at INTEGER NOT NULL);",
-        )
-        .map_err(fail(&path))?;
-        // Databases written before caller errors were told apart: their rows keep what
-        // `ok` said (a failure stays one).
-        let has_outcome =
-            |db: &Connection| db.prepare("SELECT 1 FROM pragma_table_info('calls') WHERE name = 'outcome'").and_then(|mut s| s.exists([]));
-        if !has_outcome(&db).map_err(fail(&path))? {
-            let added = db.execute_batch(
-                "BEGIN IMMEDIATE; ALTER TABLE calls ADD COLUMN outcome INTEGER NOT NULL DEFAULT 1; \
-                 UPDATE calls SET outcome = 1 - ok; COMMIT;",
-            );
-            // Another process may have added it first.
-            if let Err(error) = added {
-                let _ = db.execute_batch("ROLLBACK;");
-                if !has_outcome(&db).map_err(fail(&path))? {
-                    return Err(fail(&path)(error));
-                }
+        let at = path.clone();
+        let mut db: Option<Connection> = None;
+        let writer = Writer::with_batches("skillhost-stats", path.display().to_string(), crate::writer::GATHER, move |rows: &[Row]| {
+            let db = match &mut db {
+                Some(db) => db,
+                None => db.insert(opened(&at)?),
+            };
+            let tx = db.transaction().map_err(fail(&at))?;
+            for row in rows {
+                write(&tx, row).map_err(fail(&at))?;
             }
-        }
-        let writer = Writer::start("skillhost-stats", &path, db, |tx, row: &Row| {
-            match row {
-                Row::Call { skill, tool, outcome, ms } => tx.execute(
-                    "INSERT INTO calls (skill, tool, ok, outcome, ms, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![skill, tool, *outcome == Outcome::Ok, outcome.code(), ms, now()],
-                ),
-                Row::Miss { query } => tx.execute("INSERT INTO misses (query, at) VALUES (?1, ?2)", params![query, now()]).and_then(|_| {
-                    tx.execute("DELETE FROM misses WHERE rowid <= (SELECT max(rowid) FROM misses) - ?1", params![KEPT_MISSES])
-                }),
-            }
-            .map(drop)
+            tx.commit().map_err(fail(&at))
         })
         .map_err(|e| StoreError::Stats { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
         Ok(Self { path, writer })
@@ -267,7 +247,7 @@ impl SqliteStats {
     /// never misses a call that finished before it asked (the writer thread batches).
     fn read(&self) -> Result<Connection, StoreError> {
         self.flush();
-        connect(&self.path)
+        opened(&self.path)
     }
 }
 
@@ -335,9 +315,48 @@ impl Stats for SqliteStats {
     }
 }
 
-fn connect(path: &Path) -> Result<Connection, StoreError> {
+/// `stats.db` at `path`, made if missing and its schema brought up to date.
+fn opened(path: &Path) -> Result<Connection, StoreError> {
     // Statistics: losing the last ones to a machine crash is no loss worth a sync per commit.
-    sqlite::connect_as(path, sqlite::Commit::Written).map_err(fail(path))
+    let db = sqlite::connect_as(path, sqlite::Commit::Written).map_err(fail(path))?;
+    db.execute_batch(
+        "CREATE TABLE IF NOT EXISTS calls (skill TEXT NOT NULL, tool TEXT NOT NULL, ok INTEGER NOT NULL, ms REAL NOT NULL, at INTEGER NOT NULL);
+         CREATE INDEX IF NOT EXISTS calls_skill ON calls (skill);
+         CREATE TABLE IF NOT EXISTS misses (query TEXT NOT NULL, at INTEGER NOT NULL);",
+    )
+    .map_err(fail(path))?;
+    // Databases written before caller errors were told apart: their rows keep what
+    // `ok` said (a failure stays one).
+    let has_outcome =
+        |db: &Connection| db.prepare("SELECT 1 FROM pragma_table_info('calls') WHERE name = 'outcome'").and_then(|mut s| s.exists([]));
+    if !has_outcome(&db).map_err(fail(path))? {
+        let added = db.execute_batch(
+            "BEGIN IMMEDIATE; ALTER TABLE calls ADD COLUMN outcome INTEGER NOT NULL DEFAULT 1; \
+             UPDATE calls SET outcome = 1 - ok; COMMIT;",
+        );
+        // Another process may have added it first.
+        if let Err(error) = added {
+            let _ = db.execute_batch("ROLLBACK;");
+            if !has_outcome(&db).map_err(fail(path))? {
+                return Err(fail(path)(error));
+            }
+        }
+    }
+    Ok(db)
+}
+
+/// Write one recorded row.
+fn write(tx: &rusqlite::Transaction<'_>, row: &Row) -> rusqlite::Result<()> {
+    match row {
+        Row::Call { skill, tool, outcome, ms } => tx.execute(
+            "INSERT INTO calls (skill, tool, ok, outcome, ms, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![skill, tool, *outcome == Outcome::Ok, outcome.code(), ms, now()],
+        ),
+        Row::Miss { query } => tx
+            .execute("INSERT INTO misses (query, at) VALUES (?1, ?2)", params![query, now()])
+            .and_then(|_| tx.execute("DELETE FROM misses WHERE rowid <= (SELECT max(rowid) FROM misses) - ?1", params![KEPT_MISSES])),
+    }
+    .map(drop)
 }
 
 fn fail(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -443,7 +462,7 @@ mod tests {
     #[test]
     fn a_database_from_before_outcomes_keeps_its_failures() {
         let dir = tempfile::tempdir().unwrap();
-        let db = connect(&dir.path().join("stats.db")).unwrap();
+        let db = sqlite::connect(&dir.path().join("stats.db")).unwrap();
         db.execute_batch(
             "CREATE TABLE calls (skill TEXT NOT NULL, tool TEXT NOT NULL, ok INTEGER NOT NULL, ms REAL NOT NULL, at INTEGER NOT NULL);
              INSERT INTO calls VALUES ('old', 'get', 0, 1.0, 0), ('old', 'get', 1, 1.0, 0);",

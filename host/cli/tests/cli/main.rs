@@ -265,6 +265,41 @@ fn a_skills_directory_that_does_not_exist_is_an_error() {
 
 /// Mistakes in the command line or its input exit 2, as documented, not 4 ("the host
 /// failed"): `--input` that is not JSON, and `new` with a bad name or a folder in the way.
+/// The callers' database is opened by the HTTP front as it starts (no other command
+/// needs it at start): one that cannot be opened stops `serve --http` there, naming it,
+/// and leaves the commands that do not use it alone.
+#[test]
+fn an_http_front_whose_callers_cannot_be_read_does_not_start() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.data.path().join("callers.db")).unwrap();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--skills")
+        .arg(env.skills.path())
+        .arg("--data-dir")
+        .arg(env.data.path())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env_remove("SKILLHOST_MCP_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = serve.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = serve.kill();
+            panic!("serve --http still runs after 60 s with a callers' database it cannot open");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stderr = std::io::read_to_string(serve.stderr.take().unwrap()).unwrap();
+    assert!(!status.success() && stderr.contains("callers of the HTTP front") && stderr.contains("callers.db"), "{stderr}");
+    let out = env.run(&["list"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn input_and_new_mistakes_are_usage_errors() {
     let env = Env::new();
