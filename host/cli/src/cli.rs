@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{Resettable, StyledStr};
 use clap::{Parser, Subcommand};
 
 use crate::{
@@ -73,111 +74,177 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// List every skill with its layer, runtime, version, trust state and tools
-    List(list::ListArgs),
+    List(Deferred<list::ListArgs>),
 
     /// Show one skill: where it comes from, its state, what it asks for, its tools
-    Show(show::ShowArgs),
+    Show(Deferred<show::ShowArgs>),
 
     /// Approve a skill after reviewing what it asks for (humans only)
-    Approve(approve::ApproveArgs),
+    Approve(Deferred<approve::ApproveArgs>),
 
     /// Reject a skill: it stays listed but cannot be called until approved
-    Reject(reject::RejectArgs),
+    Reject(Deferred<reject::RejectArgs>),
 
     /// Disable a skill, whatever its approval, until `enable`
-    Disable(disable::DisableArgs),
+    Disable(Deferred<disable::DisableArgs>),
 
     /// Enable a disabled skill (it returns to its earlier trust state)
-    Enable(enable::EnableArgs),
+    Enable(Deferred<enable::EnableArgs>),
 
     /// Install a skill into the user layer, from a folder, a .wasm, an OCI registry, git
     /// or a well-known index (it waits for approval unless it asks for nothing risky)
-    Install(install::InstallArgs),
+    Install(Deferred<install::InstallArgs>),
 
     /// Publish a skill folder or component to an OCI registry, signed with --sign KEY
-    Publish(publish::PublishArgs),
+    Publish(Deferred<publish::PublishArgs>),
 
     /// Make a key pair for signing published skills
     #[command(subcommand)]
-    Key(publish::KeyCommand),
+    Key(Deferred<publish::KeyCommand>),
 
     /// Install exactly the remote skills skills.lock pins (--update moves the pins)
-    Sync(sync::SyncArgs),
+    Sync(Deferred<sync::SyncArgs>),
 
     /// List the locked skills whose source moved upstream, changing nothing
-    Outdated(sync::OutdatedArgs),
+    Outdated(Deferred<sync::OutdatedArgs>),
 
     /// Remove a skill from the user layer
-    Remove(remove::RemoveArgs),
+    Remove(Deferred<remove::RemoveArgs>),
 
     /// Call one tool of a skill; its JSON output goes to stdout
-    Call(call::CallArgs),
+    Call(Deferred<call::CallArgs>),
 
     /// Run a command of a SKILL.md skill's scripts in the sandbox, as its instructions write it
-    Run(run::RunArgs),
+    Run(Deferred<run::RunArgs>),
 
     /// Show or change what a skill's scripts may have (network, secrets, data, host paths, limits)
-    Policy(policy::PolicyArgs),
+    Policy(Deferred<policy::PolicyArgs>),
 
     /// Show a skill's manifest, grant and tools with their schemas, and a component's WIT
-    Inspect(inspect::InspectArgs),
+    Inspect(Deferred<inspect::InspectArgs>),
 
     /// Compile a skill (Rust, Python or JavaScript) to one self-describing .wasm
-    Build(build::BuildArgs),
+    Build(Deferred<build::BuildArgs>),
 
     /// Manage the secrets the host adds to skills' requests (skills never see them)
     #[command(subcommand, after_help = secret::HELP)]
-    Secret(secret::SecretCommand),
+    Secret(Deferred<secret::SecretCommand>),
 
     /// Show or rotate the CA sandboxes trust for hosts a secret is bound to
     #[command(subcommand, after_help = ca::HELP)]
-    Ca(ca::CaCommand),
+    Ca(Deferred<ca::CaCommand>),
 
     /// Manage the callers that reach `serve --http` with tokens of their own
     #[command(subcommand, after_help = caller::HELP)]
-    Caller(caller::CallerCommand),
+    Caller(Deferred<caller::CallerCommand>),
 
     /// Show the audit log of skills' outbound requests and runs of their scripts
-    Audit(audit::AuditArgs),
+    Audit(Deferred<audit::AuditArgs>),
 
     /// Serve every skill to agents over MCP (stdio by default, or streamable HTTP)
-    Serve(serve::ServeArgs),
+    Serve(Deferred<serve::ServeArgs>),
 
     /// Print (or --write) the MCP config entry that starts `skillhost serve` for Claude Code,
     /// Cursor, VS Code or Zed
     #[command(after_help = clients::HELP)]
-    McpConfig(clients::McpConfigArgs),
+    McpConfig(Deferred<clients::McpConfigArgs>),
 
     /// Find tools (or skills) by what they do, as an agent's tool_search does
-    Search(search::SearchArgs),
+    Search(Deferred<search::SearchArgs>),
 
     /// Inspect or rebuild the search index (DATA_DIR/index)
     #[command(subcommand)]
-    Index(index::IndexCommand),
+    Index(Deferred<index::IndexCommand>),
 
     /// Set up what skills need beyond the host: with no argument everything (the managed
     /// Python for Python server skills, the search model, the toolchains `build` uses for
     /// Python and JavaScript skills), or one of them
-    Setup(setup::SetupArgs),
+    Setup(Deferred<setup::SetupArgs>),
 
     /// Run a skill's tests: an approved skill's declared [[tests]] with its real grant; a server skill's pytest in a throwaway sandbox, then its MCP handshake
-    Test(test::TestArgs),
+    Test(Deferred<test::TestArgs>),
 
     /// Build, test and install a skill from its sources, as an agent's skill_create does
-    Forge(forge::ForgeArgs),
+    Forge(Deferred<forge::ForgeArgs>),
 
     /// Check what this machine gives skills: sandbox isolation layers, Python, search model, toolchains
-    Doctor(doctor::DoctorArgs),
+    Doctor(Deferred<doctor::DoctorArgs>),
 
     /// Show usage statistics: calls, failures and latency per tool, failing skills, missed searches
-    Stats(stats::StatsArgs),
+    Stats(Deferred<stats::StatsArgs>),
 
     /// Put back the version of a skill that the last install or forge replaced
-    Rollback(rollback::RollbackArgs),
+    Rollback(Deferred<rollback::RollbackArgs>),
 
     /// Create a new skill (Rust, Python, JavaScript, or a Python MCP server) that works out
     /// of the box
-    New(new::NewArgs),
+    New(Deferred<new::NewArgs>),
+}
+
+/// A subcommand's arguments (or its own subcommands), which clap builds only when that
+/// subcommand is the one given ([`clap::Command::defer`]): the arguments, long help and
+/// examples of every subcommand were built at each start, most of what parsing took.
+/// `skillhost --help` lists the subcommands all the same (their one-line help is here).
+pub struct Deferred<T>(pub T);
+
+/// `augment` (what the derive of a subcommand's arguments adds) applied to `cmd`, with
+/// the help the subcommand's declaration in [`Command`] gave kept over what `augment`
+/// sets: built eagerly, the declaration's came after (the options struct's doc comment is
+/// not the subcommand's help).
+fn declared_over(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -> clap::Command {
+    let (about, long_about) = (cmd.get_about().cloned(), cmd.get_long_about().cloned());
+    let (after, after_long) = (cmd.get_after_help().cloned(), cmd.get_after_long_help().cloned());
+    let given = |text: Option<StyledStr>| text.map_or(Resettable::Reset, Resettable::Value);
+    let mut cmd = augment(cmd).about(given(about)).long_about(given(long_about));
+    if after.is_some() {
+        cmd = cmd.after_help(given(after));
+    }
+    if after_long.is_some() {
+        cmd = cmd.after_long_help(given(after_long));
+    }
+    cmd
+}
+
+impl<T: clap::Args> clap::Args for Deferred<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| declared_over(cmd, T::augment_args))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| declared_over(cmd, T::augment_args_for_update))
+    }
+}
+
+impl<T: Subcommand> Subcommand for Deferred<T> {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| declared_over(cmd, T::augment_subcommands))
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| declared_over(cmd, T::augment_subcommands_for_update))
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        T::has_subcommand(name)
+    }
+}
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for Deferred<T> {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(matches).map(Self)
+    }
+
+    fn from_arg_matches_mut(matches: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(matches).map(Self)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+
+    fn update_from_arg_matches_mut(&mut self, matches: &mut clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(matches)
+    }
 }
 
 /// The format of log lines (`--log-format`).

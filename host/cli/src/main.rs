@@ -64,7 +64,7 @@ use anyhow::Result;
 use clap::Parser;
 
 use crate::app::App;
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, Deferred};
 
 fn main() -> ExitCode {
     // What compiles and loads free goes back to the kernel as it is freed, on every thread.
@@ -129,37 +129,37 @@ fn main() -> ExitCode {
 /// Run the command.
 async fn run(app: &App, command: Command) -> Result<ExitCode> {
     match command {
-        Command::List(args) => list::run(app, args).await,
-        Command::Show(args) => show::run(app, args).await,
-        Command::Approve(args) => approve::run(app, args).await,
-        Command::Reject(args) => reject::run(app, args).await,
-        Command::Disable(args) => disable::run(app, args).await,
-        Command::Enable(args) => enable::run(app, args).await,
-        Command::Install(args) => install::run(app, args).await,
-        Command::Remove(args) => remove::run(app, args).await,
-        Command::Publish(args) => publish::run(app, args).await,
-        Command::Key(command) => publish::key(command),
-        Command::Sync(args) => sync::sync(app, args).await,
-        Command::Outdated(args) => sync::outdated(app, args).await,
-        Command::Call(args) => call::run(app, args).await,
-        Command::Inspect(args) => inspect::run(app, args).await,
-        Command::Build(args) => build::run(app, args).await,
-        Command::Secret(command) => secret::run(app, command),
-        Command::Ca(command) => ca::run(app, command),
-        Command::Caller(command) => caller::run(app, command),
-        Command::Audit(args) => audit::run(app, args),
-        Command::Serve(args) => serve::run(app, args).await,
-        Command::McpConfig(args) => clients::run(app, &args),
-        Command::Search(args) => search::run(app, args).await,
-        Command::Index(command) => index::run(app, command).await,
-        Command::Setup(args) => setup::run(app, args).await,
-        Command::Test(args) => test::run(app, args).await,
-        Command::Run(args) => run::run(app, args).await,
-        Command::Policy(args) => policy::run(app, args).await,
-        Command::Forge(args) => forge::run(app, args).await,
-        Command::Doctor(args) => doctor::run(app, args).await,
-        Command::Stats(args) => stats::run(app, args).await,
-        Command::Rollback(args) => rollback::run(app, args).await,
-        Command::New(args) => new::run(args),
+        Command::List(Deferred(args)) => list::run(app, args).await,
+        Command::Show(Deferred(args)) => show::run(app, args).await,
+        Command::Approve(Deferred(args)) => approve::run(app, args).await,
+        Command::Reject(Deferred(args)) => reject::run(app, args).await,
+        Command::Disable(Deferred(args)) => disable::run(app, args).await,
+        Command::Enable(Deferred(args)) => enable::run(app, args).await,
+        Command::Install(Deferred(args)) => install::run(app, args).await,
+        Command::Remove(Deferred(args)) => remove::run(app, args).await,
+        Command::Publish(Deferred(args)) => publish::run(app, args).await,
+        Command::Key(Deferred(command)) => publish::key(command),
+        Command::Sync(Deferred(args)) => sync::sync(app, args).await,
+        Command::Outdated(Deferred(args)) => sync::outdated(app, args).await,
+        Command::Call(Deferred(args)) => call::run(app, args).await,
+        Command::Inspect(Deferred(args)) => inspect::run(app, args).await,
+        Command::Build(Deferred(args)) => build::run(app, args).await,
+        Command::Secret(Deferred(command)) => secret::run(app, command),
+        Command::Ca(Deferred(command)) => ca::run(app, command),
+        Command::Caller(Deferred(command)) => caller::run(app, command),
+        Command::Audit(Deferred(args)) => audit::run(app, args),
+        Command::Serve(Deferred(args)) => serve::run(app, args).await,
+        Command::McpConfig(Deferred(args)) => clients::run(app, &args),
+        Command::Search(Deferred(args)) => search::run(app, args).await,
+        Command::Index(Deferred(command)) => index::run(app, command).await,
+        Command::Setup(Deferred(args)) => setup::run(app, args).await,
+        Command::Test(Deferred(args)) => test::run(app, args).await,
+        Command::Run(Deferred(args)) => run::run(app, args).await,
+        Command::Policy(Deferred(args)) => policy::run(app, args).await,
+        Command::Forge(Deferred(args)) => forge::run(app, args).await,
+        Command::Doctor(Deferred(args)) => doctor::run(app, args).await,
+        Command::Stats(Deferred(args)) => stats::run(app, args).await,
+        Command::Rollback(Deferred(args)) => rollback::run(app, args).await,
+        Command::New(Deferred(args)) => new::run(args),
     }
 }
