@@ -256,3 +256,29 @@ pub enum LogFormat {
     /// the event's fields), `span`/`spans` when inside one.
     Json,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Built as a parse builds them, deferred subcommands have their arguments and keep the
+    /// one-line help their declaration here gives (not their options struct's doc comment);
+    /// and the whole command line passes clap's own checks.
+    #[test]
+    fn deferred_subcommands_build_whole_with_their_declared_help() {
+        let declared: Vec<(String, Option<String>)> =
+            Cli::command().get_subcommands().map(|sub| (sub.get_name().to_owned(), sub.get_about().map(ToString::to_string))).collect();
+        assert!(declared.len() > 20 && declared.iter().all(|(_, about)| about.is_some()));
+        let mut built = Cli::command();
+        built.build();
+        for (name, about) in &declared {
+            let sub = built.find_subcommand(name).unwrap();
+            assert_eq!(sub.get_about().map(ToString::to_string), *about, "`{name}`'s help");
+        }
+        let serve = built.find_subcommand("serve").unwrap();
+        assert!(serve.get_arguments().any(|arg| arg.get_id() == "http"), "serve's arguments were not built");
+        Cli::command().debug_assert();
+    }
+}
