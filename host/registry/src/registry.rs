@@ -68,7 +68,8 @@ pub struct Registry {
     trust_ops: Mutex<()>,
     events: broadcast::Sender<RegistryEvent>,
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
-    /// Usage statistics (`<data_dir>/stats.db`); `None` when it cannot be opened.
+    /// Usage statistics (`<data_dir>/stats.db`, opened by its writer at the first rows); `None`
+    /// when they cannot be kept (no writer thread).
     stats: Option<Arc<dyn Stats>>,
     /// Team mode: the content hash each skill must have ([`RegistryConfig::pins`]).
     pins: RwLock<Option<crate::config::Pins>>,
