@@ -22,6 +22,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
@@ -217,6 +219,9 @@ pub(crate) fn kept_query(query: &str) -> String {
 pub struct SqliteStats {
     path: PathBuf,
     writer: Writer<Row>,
+    /// Whether its schema was brought up to date (by the writer or a reader): later opens
+    /// only connect.
+    made: Arc<AtomicBool>,
 }
 
 impl SqliteStats {
@@ -226,12 +231,13 @@ impl SqliteStats {
     /// statistics (a read-only data dir) says so in a warning at each batch it drops.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
         let path = data_dir.join("stats.db");
-        let at = path.clone();
+        let (at, made) = (path.clone(), Arc::new(AtomicBool::new(false)));
+        let writer_made = made.clone();
         let mut db: Option<Connection> = None;
         let writer = Writer::with_batches("skillhost-stats", path.display().to_string(), crate::writer::GATHER, move |rows: &[Row]| {
             let db = match &mut db {
                 Some(db) => db,
-                None => db.insert(opened(&at)?),
+                None => db.insert(opened(&at, &writer_made)?),
             };
             let tx = db.transaction().map_err(fail(&at))?;
             for row in rows {
@@ -240,14 +246,14 @@ impl SqliteStats {
             tx.commit().map_err(fail(&at))
         })
         .map_err(|e| StoreError::Stats { path: path.clone(), message: format!("cannot start its writer thread: {e}") })?;
-        Ok(Self { path, writer })
+        Ok(Self { path, writer, made })
     }
 
     /// A connection for reading, after everything recorded so far is written: a reader
     /// never misses a call that finished before it asked (the writer thread batches).
     fn read(&self) -> Result<Connection, StoreError> {
         self.flush();
-        opened(&self.path)
+        opened(&self.path, &self.made)
     }
 }
 
@@ -315,10 +321,14 @@ impl Stats for SqliteStats {
     }
 }
 
-/// `stats.db` at `path`, made if missing and its schema brought up to date.
-fn opened(path: &Path) -> Result<Connection, StoreError> {
+/// `stats.db` at `path`, made if missing and its schema brought up to date unless `made`
+/// says that was done (then set).
+fn opened(path: &Path, made: &AtomicBool) -> Result<Connection, StoreError> {
     // Statistics: losing the last ones to a machine crash is no loss worth a sync per commit.
     let db = sqlite::connect_as(path, sqlite::Commit::Written).map_err(fail(path))?;
+    if made.load(Ordering::Acquire) {
+        return Ok(db);
+    }
     db.execute_batch(
         "CREATE TABLE IF NOT EXISTS calls (skill TEXT NOT NULL, tool TEXT NOT NULL, ok INTEGER NOT NULL, ms REAL NOT NULL, at INTEGER NOT NULL);
          CREATE INDEX IF NOT EXISTS calls_skill ON calls (skill);
@@ -342,6 +352,7 @@ fn opened(path: &Path) -> Result<Connection, StoreError> {
             }
         }
     }
+    made.store(true, Ordering::Release);
     Ok(db)
 }
 
